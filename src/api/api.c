@@ -1,0 +1,572 @@
+/*
+ * api.c - the public C API (tabletfs.h) over the tablet server: argument
+ * checks, conversion between the public types and the engine's, and result
+ * rows that the caller owns.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/tabletfs.h"
+#include "server/server.h"
+#include "util/alloc.h"
+#include "util/error.h"
+
+struct bt_store {
+	struct server *server;
+};
+
+struct bt_scan {
+	struct server_scan *scan;
+	struct cells_row row;
+	struct cells_column *columns;
+	struct cells_filter filter;
+	struct buf end;		/* computed end for prefix scans */
+	uint64_t limit;
+	uint64_t returned;
+};
+
+static struct slice
+bytes_slice(struct bt_bytes b)
+{
+	return slice_make(b.data, b.size);
+}
+
+static void
+server_options_from(const struct bt_options *opts, struct server_options *so)
+{
+	memset(so, 0, sizeof(*so));
+	if (opts == NULL)
+		return;
+	so->memtable_size = opts->memtable_size;
+	so->block_cache_size = opts->block_cache_size;
+	so->max_cell = opts->max_cell;
+	so->sync_always = opts->sync_always;
+	so->read_only = opts->read_only;
+	so->env = opts->env;
+}
+
+int
+bt_store_create(const char *path, const struct bt_options *opts)
+{
+	return server_create(path, opts ? opts->env : NULL);
+}
+
+int
+bt_store_open(const char *path, const struct bt_options *opts,
+    struct bt_store **out)
+{
+	struct server_options so;
+	struct bt_store *s;
+	int rc;
+
+	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
+		return -ENOMEM;
+	server_options_from(opts, &so);
+	if ((rc = server_open(path, &so, &s->server)) < 0) {
+		bt_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int
+bt_store_close(struct bt_store *s)
+{
+	int rc;
+
+	if (s == NULL)
+		return 0;
+	rc = server_close(s->server);
+	bt_free(s);
+	return rc;
+}
+
+/* ---- Schema ---- */
+
+static int
+family_from_spec(const struct bt_family_spec *spec, struct catalog_family *f)
+{
+	memset(f, 0, sizeof(*f));
+	if (spec->name == NULL || strlen(spec->name) > CATALOG_NAME_MAX ||
+	    (spec->group != NULL && strlen(spec->group) > CATALOG_NAME_MAX))
+		return bt_error_set(-EINVAL, "bad family or group name");
+	if (spec->gc_policy != NULL &&
+	    strlen(spec->gc_policy) >= sizeof(f->gc_policy))
+		return bt_error_set(-EINVAL, "gc policy too long");
+	snprintf(f->name, sizeof(f->name), "%s", spec->name);
+	snprintf(f->group, sizeof(f->group), "%s",
+	    spec->group ? spec->group : "");
+	snprintf(f->gc_policy, sizeof(f->gc_policy), "%s",
+	    spec->gc_policy ? spec->gc_policy : "");
+	return 0;
+}
+
+int
+bt_table_create(struct bt_store *s, const char *table,
+    const struct bt_family_spec *families, size_t family_count,
+    const struct bt_bytes *splits, size_t split_count, uint64_t tablet_size)
+{
+	struct catalog_family *fams;
+	struct slice *sp;
+	int rc = -ENOMEM;
+
+	fams = bt_calloc(family_count + 1, sizeof(*fams));
+	sp = bt_calloc(split_count + 1, sizeof(*sp));
+	if (fams == NULL || sp == NULL)
+		goto out;
+	for (size_t i = 0; i < family_count; i++)
+		if ((rc = family_from_spec(&families[i], &fams[i])) < 0)
+			goto out;
+	for (size_t i = 0; i < split_count; i++)
+		sp[i] = bytes_slice(splits[i]);
+	rc = server_table_create(s->server, table, fams, family_count, sp,
+	    split_count, tablet_size);
+out:
+	bt_free(fams);
+	bt_free(sp);
+	return rc;
+}
+
+int
+bt_table_delete(struct bt_store *s, const char *table)
+{
+	return server_table_drop(s->server, table);
+}
+
+int
+bt_table_list(struct bt_store *s, char ***names, size_t *count)
+{
+	return server_table_list(s->server, names, count);
+}
+
+void
+bt_names_free(char **names)
+{
+	if (names == NULL)
+		return;
+	for (size_t i = 0; names[i] != NULL; i++)
+		bt_free(names[i]);
+	bt_free(names);
+}
+
+int
+bt_family_create(struct bt_store *s, const char *table,
+    const struct bt_family_spec *family)
+{
+	struct catalog_family f;
+	int rc;
+
+	if ((rc = family_from_spec(family, &f)) < 0)
+		return rc;
+	return server_family_create(s->server, table, &f);
+}
+
+int
+bt_family_delete(struct bt_store *s, const char *table, const char *family)
+{
+	return server_family_drop(s->server, table, family);
+}
+
+int
+bt_family_set_gc(struct bt_store *s, const char *table, const char *family,
+    const char *gc_policy)
+{
+	return server_family_set_gc(s->server, table, family, gc_policy);
+}
+
+int
+bt_group_set(struct bt_store *s, const char *table,
+    const struct bt_group_spec *spec)
+{
+	struct catalog_table *ct;
+	struct catalog_group g;
+	int rc;
+
+	if (spec->name == NULL || strlen(spec->name) > CATALOG_NAME_MAX)
+		return bt_error_set(-EINVAL, "bad group name");
+	if ((rc = server_table_get(s->server, table, &ct)) < 0)
+		return rc;
+	catalog_group_default(&g, spec->name);
+	for (size_t i = 0; i < ct->group_count; i++)
+		if (strcmp(ct->groups[i].name, spec->name) == 0)
+			g = ct->groups[i];
+	catalog_table_free(ct);
+	if (spec->block_size != 0)
+		g.block_size = spec->block_size;
+	if (spec->compress >= 0)
+		g.compress = spec->compress;
+	if (spec->bloom >= 0)
+		g.bloom = spec->bloom;
+	if (spec->in_memory >= 0)
+		g.in_memory = spec->in_memory;
+	return server_group_set(s->server, table, &g);
+}
+
+int
+bt_table_describe(struct bt_store *s, const char *table, char **text)
+{
+	struct catalog_table *ct;
+	char *out = NULL;
+	size_t size = 0;
+	FILE *f;
+	int rc;
+
+	if ((rc = server_table_get(s->server, table, &ct)) < 0)
+		return rc;
+	if ((f = open_memstream(&out, &size)) == NULL) {
+		catalog_table_free(ct);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < ct->family_count; i++)
+		fprintf(f, "%s group=%s gc=%s\n", ct->families[i].name,
+		    ct->families[i].group, ct->families[i].gc_policy);
+	catalog_table_free(ct);
+	if (fclose(f) != 0) {
+		free(out);
+		return -ENOMEM;
+	}
+	*text = out;
+	return 0;
+}
+
+/* ---- Writing ---- */
+
+/* Convert public mutations; the slices borrow from muts. */
+static int
+mutations_from(const struct bt_mutation *muts, size_t count,
+    struct mutation **out)
+{
+	struct mutation *ops;
+
+	if (muts == NULL || count == 0)
+		return bt_error_set(-EINVAL, "empty mutation");
+	if ((ops = bt_calloc(count, sizeof(*ops))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++) {
+		const struct bt_mutation *m = &muts[i];
+
+		ops[i].kind = (enum mutation_kind)m->kind;
+		ops[i].family = m->family ? slice_str(m->family) :
+		    slice_make("", 0);
+		ops[i].qualifier = bytes_slice(m->qualifier);
+		ops[i].ts = m->ts;
+		ops[i].value = bytes_slice(m->value);
+		if (m->kind != BT_DELETE_ROW && m->family == NULL) {
+			bt_free(ops);
+			return bt_error_set(-EINVAL, "mutation without family");
+		}
+	}
+	*out = ops;
+	return 0;
+}
+
+static bool
+want_sync(const struct bt_write_options *wopts)
+{
+	return wopts != NULL && wopts->sync;
+}
+
+int
+bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
+    const struct bt_mutation *muts, size_t count,
+    const struct bt_write_options *wopts, int64_t *stamp)
+{
+	struct mutation *ops;
+	int rc;
+
+	if ((rc = mutations_from(muts, count, &ops)) < 0)
+		return rc;
+	rc = server_mutate(s->server, table, bytes_slice(row), ops, count,
+	    want_sync(wopts), stamp);
+	bt_free(ops);
+	return rc;
+}
+
+int
+bt_check_and_mutate(struct bt_store *s, const char *table,
+    struct bt_bytes row, const char *family, struct bt_bytes qualifier,
+    const struct bt_bytes *expected, const struct bt_mutation *muts,
+    size_t count, const struct bt_write_options *wopts, bool *applied)
+{
+	struct mutation *ops;
+	struct slice exp;
+	int rc;
+
+	if (family == NULL)
+		return bt_error_set(-EINVAL, "no family");
+	if ((rc = mutations_from(muts, count, &ops)) < 0)
+		return rc;
+	if (expected != NULL)
+		exp = bytes_slice(*expected);
+	rc = server_check_and_mutate(s->server, table, bytes_slice(row),
+	    slice_str(family), bytes_slice(qualifier),
+	    expected ? &exp : NULL, ops, count, want_sync(wopts), applied);
+	bt_free(ops);
+	return rc;
+}
+
+int
+bt_increment(struct bt_store *s, const char *table, struct bt_bytes row,
+    const char *family, struct bt_bytes qualifier, int64_t delta,
+    const struct bt_write_options *wopts, int64_t *result, int64_t *stamp)
+{
+	if (family == NULL)
+		return bt_error_set(-EINVAL, "no family");
+	return server_increment(s->server, table, bytes_slice(row),
+	    slice_str(family), bytes_slice(qualifier), delta,
+	    want_sync(wopts), result, stamp);
+}
+
+int
+bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
+    const char *family, struct bt_bytes qualifier, struct bt_bytes suffix,
+    const struct bt_write_options *wopts, int64_t *stamp)
+{
+	if (family == NULL)
+		return bt_error_set(-EINVAL, "no family");
+	return server_append(s->server, table, bytes_slice(row),
+	    slice_str(family), bytes_slice(qualifier), bytes_slice(suffix),
+	    want_sync(wopts), stamp);
+}
+
+/* ---- Reading ---- */
+
+/* Convert read options; *columns is allocated when there are filters. */
+static int
+filter_from(const struct bt_read_options *ro, struct cells_filter *f,
+    struct cells_column **columns)
+{
+	memset(f, 0, sizeof(*f));
+	*columns = NULL;
+	if (ro == NULL)
+		return 0;
+	if (ro->columns != NULL && ro->column_count > 0) {
+		struct cells_column *c = bt_calloc(ro->column_count,
+		    sizeof(*c));
+
+		if (c == NULL)
+			return -ENOMEM;
+		for (size_t i = 0; i < ro->column_count; i++) {
+			c[i].family = slice_str(ro->columns[i].family ?
+			    ro->columns[i].family : "");
+			c[i].has_qualifier = ro->columns[i].has_qualifier;
+			c[i].qualifier = bytes_slice(ro->columns[i].qualifier);
+		}
+		f->columns = c;
+		f->column_count = ro->column_count;
+		*columns = c;
+	}
+	f->cells_per_column = ro->cells_per_column;
+	f->min_ts = ro->min_ts;
+	f->has_max_ts = ro->has_max_ts;
+	f->max_ts = ro->max_ts;
+	f->keys_only = ro->keys_only;
+	return 0;
+}
+
+/*
+ * Copy a resolved row into one allocation the caller frees with
+ * bt_row_free(): the bt_row, its cells, then the bytes (row key, family
+ * names with NULs, qualifiers, values).
+ */
+static int
+row_export(const struct cells_row *r, struct bt_row **out)
+{
+	size_t bytes = r->key.n + 1;
+	struct bt_row *row;
+	uint8_t *p;
+
+	for (size_t i = 0; i < r->count; i++) {
+		struct cell c;
+
+		cells_row_get(r, i, &c);
+		bytes += c.family.n + 1 + c.qualifier.n + c.value.n + 1;
+	}
+	row = bt_malloc(sizeof(*row) + r->count * sizeof(struct bt_cell) +
+	    bytes);
+	if (row == NULL)
+		return -ENOMEM;
+	row->cells = (struct bt_cell *)(row + 1);
+	row->cell_count = r->count;
+	p = (uint8_t *)(row->cells + r->count);
+	memcpy(p, r->key.p, r->key.n);
+	row->key.data = p;
+	row->key.size = r->key.n;
+	p += r->key.n;
+	*p++ = '\0';
+	for (size_t i = 0; i < r->count; i++) {
+		struct bt_cell *bc = &row->cells[i];
+		struct cell c;
+
+		cells_row_get(r, i, &c);
+		memcpy(p, c.family.p, c.family.n);
+		bc->family = (const char *)p;
+		p += c.family.n;
+		*p++ = '\0';
+		if (c.qualifier.n > 0)
+			memcpy(p, c.qualifier.p, c.qualifier.n);
+		bc->qualifier.data = p;
+		bc->qualifier.size = c.qualifier.n;
+		p += c.qualifier.n;
+		if (c.value.n > 0)
+			memcpy(p, c.value.p, c.value.n);
+		bc->value.data = p;
+		bc->value.size = c.value.n;
+		p += c.value.n;
+		*p++ = '\0';	/* values read as strings stay terminated */
+		bc->ts = c.ts;
+		bc->value_size = c.value_size;
+	}
+	*out = row;
+	return 0;
+}
+
+int
+bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
+    const struct bt_read_options *ropts, struct bt_row **out)
+{
+	struct cells_column *columns;
+	struct cells_filter f;
+	struct cells_row r;
+	int rc;
+
+	if ((rc = filter_from(ropts, &f, &columns)) < 0)
+		return rc;
+	cells_row_init(&r);
+	rc = server_read_row(s->server, table, bytes_slice(row), &f, &r);
+	if (rc == 0)
+		rc = row_export(&r, out);
+	cells_row_release(&r);
+	bt_free(columns);
+	return rc;
+}
+
+void
+bt_row_free(struct bt_row *r)
+{
+	bt_free(r);
+}
+
+/* The smallest row greater than every row starting with prefix, or empty
+ * when there is none (a prefix of 0xff bytes). */
+static int
+prefix_end(struct slice prefix, struct buf *end)
+{
+	size_t n = prefix.n;
+	int rc;
+
+	while (n > 0 && prefix.p[n - 1] == 0xff)
+		n--;
+	if (n == 0)
+		return 0;
+	if ((rc = buf_set(end, prefix.p, n)) < 0)
+		return rc;
+	end->p[n - 1]++;
+	return 0;
+}
+
+int
+bt_scan_open(struct bt_store *s, const char *table,
+    const struct bt_scan_options *opts, struct bt_scan **out)
+{
+	static const struct bt_scan_options everything;
+	struct slice start, end;
+	struct bt_scan *sc;
+	int rc;
+
+	if (opts == NULL)
+		opts = &everything;
+	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
+		return -ENOMEM;
+	cells_row_init(&sc->row);
+	buf_init(&sc->end);
+	sc->limit = opts->limit;
+	if ((rc = filter_from(&opts->read, &sc->filter, &sc->columns)) < 0)
+		goto out_free;
+	start = bytes_slice(opts->start);
+	end = bytes_slice(opts->end);
+	if (opts->prefix.size > 0) {
+		struct slice prefix = bytes_slice(opts->prefix);
+
+		if (slice_compare(prefix, start) > 0)
+			start = prefix;
+		if ((rc = prefix_end(prefix, &sc->end)) < 0)
+			goto out_free;
+		if (sc->end.n > 0 &&
+		    (end.n == 0 || slice_compare(buf_slice(&sc->end), end) < 0))
+			end = buf_slice(&sc->end);
+	}
+	if ((rc = server_scan_open(s->server, table, start,
+	    opts->start_exclusive && slice_equal(start,
+	    bytes_slice(opts->start)), end, &sc->filter, &sc->scan)) < 0)
+		goto out_free;
+	*out = sc;
+	return 0;
+out_free:
+	bt_scan_close(sc);
+	return rc;
+}
+
+int
+bt_scan_next(struct bt_scan *sc, struct bt_row **out)
+{
+	int rc;
+
+	if (sc->limit != 0 && sc->returned >= sc->limit)
+		return BT_DONE;
+	if ((rc = server_scan_next(sc->scan, &sc->row)) != 0)
+		return rc;
+	if ((rc = row_export(&sc->row, out)) < 0)
+		return rc;
+	sc->returned++;
+	return 0;
+}
+
+void
+bt_scan_close(struct bt_scan *sc)
+{
+	if (sc == NULL)
+		return;
+	server_scan_close(sc->scan);
+	cells_row_release(&sc->row);
+	bt_free(sc->columns);
+	buf_release(&sc->end);
+	bt_free(sc);
+}
+
+/* ---- Administration ---- */
+
+int
+bt_store_flush(struct bt_store *s)
+{
+	return server_flush(s->server);
+}
+
+int
+bt_store_compact(struct bt_store *s, const char *table, bool major)
+{
+	return server_compact(s->server, table, major);
+}
+
+void
+bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
+{
+	struct server_stats ss;
+
+	server_get_stats(s->server, &ss);
+	out->mutations = ss.mutations;
+	out->reads = ss.reads;
+	out->log_syncs = ss.log_syncs;
+	out->log_batches = ss.log_batches;
+	out->flushes = ss.flushes;
+	out->compactions = ss.compactions;
+	out->sstables = ss.sstables;
+	out->memtable_bytes = ss.memtable_bytes;
+	out->last_seq = ss.last_seq;
+	out->cache_hits = ss.cache_hits;
+	out->cache_misses = ss.cache_misses;
+}

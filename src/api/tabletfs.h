@@ -1,0 +1,297 @@
+/*
+ * tabletfs.h - the public C API of tabletfs: Bigtable's data model on a
+ * local store (DESIGN.md section 1).  The filesystem, tabletctl and
+ * tabletbench use only this header.
+ *
+ * Data model: (row, family:qualifier, timestamp) -> value.  Rows are
+ * arbitrary bytes (1 byte to 64 KiB), qualifiers arbitrary bytes (0 to 16
+ * KiB), families names from the schema, timestamps microseconds 0..2^63-1,
+ * values up to max_cell bytes.  Every mutation of one row is atomic.
+ *
+ * Return values: 0 for success; BT_NOTFOUND or BT_DONE (positive) for the
+ * expected outcomes named below; a negative value for errors: -errno (e.g.
+ * -ENOENT for a table or family that does not exist, -EINVAL for bad
+ * arguments, -EFBIG for a value over max_cell, -ENOSPC), or a BT_E* code
+ * from error.h.  bt_strerror() names any code; bt_error_detail() gives the
+ * calling thread's last one-line explanation.
+ *
+ * Threads: a store handle and everything reached through it may be used
+ * from any number of threads at once, except that one scan is used by one
+ * thread at a time.
+ *
+ * Ownership: bytes passed in are copied before a call returns.  Results
+ * (struct bt_row) are owned by the caller and freed with bt_row_free().
+ */
+#ifndef TABLETFS_H
+#define TABLETFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BT_MAX_ROW		(64u << 10)
+#define BT_MAX_QUALIFIER	(16u << 10)
+#define BT_DEFAULT_MAX_CELL	(64u << 20)
+#define BT_TS_SERVER		(-1)	/* "stamp with the server's clock" */
+#define BT_TS_MAX		INT64_MAX
+
+/* A borrowed run of bytes. */
+struct bt_bytes {
+	const void *data;
+	size_t size;
+};
+
+struct bt_store;
+struct bt_scan;
+
+/* Settings for opening a store; zero means the default. */
+struct bt_options {
+	uint64_t memtable_size;	/* flush threshold per tablet; 64 MiB */
+	uint64_t block_cache_size;	/* 64 MiB */
+	uint64_t max_cell;	/* largest value; BT_DEFAULT_MAX_CELL */
+	bool sync_always;	/* every mutation fdatasyncs the commit log */
+	bool read_only;		/* refuse every change with -EROFS */
+	/*
+	 * The file environment every byte goes through, catalog included
+	 * (NULL: the local filesystem).  Tests pass an in-memory one that
+	 * injects faults and sets the clock (src/util/env.h); the store does
+	 * not take ownership.
+	 */
+	struct env *env;
+};
+
+/*
+ * Create an empty store in directory path (created if absent, must be
+ * empty of tabletfs files): the catalog and the log, sst and tmp folders.
+ * -EEXIST if a store is already there.
+ */
+int bt_store_create(const char *path, const struct bt_options *opts);
+
+/*
+ * Open a store: lock it (-EWOULDBLOCK, detail naming the holder's pid, if
+ * another process or handle has it), read the catalog, replay the commit
+ * log, and start the background compaction thread.
+ */
+int bt_store_open(const char *path, const struct bt_options *opts,
+    struct bt_store **out);
+
+/*
+ * Flush memtables, stop background work, release the lock and free the
+ * handle; accepts NULL.  Returns the first error met while flushing (the
+ * data stays safe in the log either way).
+ */
+int bt_store_close(struct bt_store *s);
+
+/* ---- Schema ---- */
+
+/* A family to create: name, locality group (NULL: "default") and GC
+ * policy in cbt syntax (NULL: "never"). */
+struct bt_family_spec {
+	const char *name;
+	const char *group;
+	const char *gc_policy;
+};
+
+/* Locality group settings; see DESIGN.md section 3 (setgroup). */
+struct bt_group_spec {
+	const char *name;
+	uint32_t block_size;	/* 0: 64 KiB */
+	int compress;		/* 1 Snappy, 0 none, -1 unchanged/default */
+	int bloom;		/* 1 on, 0 off, -1 unchanged/default */
+	int in_memory;		/* 1 on, 0 off, -1 unchanged/default */
+};
+
+/* Create a table with families (may be none) and split rows (may be
+ * none).  tablet_size 0: the default 128 MiB.  -EEXIST, -EINVAL. */
+int bt_table_create(struct bt_store *s, const char *table,
+    const struct bt_family_spec *families, size_t family_count,
+    const struct bt_bytes *splits, size_t split_count,
+    uint64_t tablet_size);
+/* Drop a table and all its data.  -ENOENT if absent. */
+int bt_table_delete(struct bt_store *s, const char *table);
+/* Sorted table names: a NULL-terminated array freed by bt_names_free(). */
+int bt_table_list(struct bt_store *s, char ***names, size_t *count);
+void bt_names_free(char **names);
+
+int bt_family_create(struct bt_store *s, const char *table,
+    const struct bt_family_spec *family);
+/* Drop a family; its data disappears from reads at once. */
+int bt_family_delete(struct bt_store *s, const char *table,
+    const char *family);
+/* Replace a family's GC policy (cbt syntax).  -EINVAL for bad text. */
+int bt_family_set_gc(struct bt_store *s, const char *table,
+    const char *family, const char *gc_policy);
+int bt_group_set(struct bt_store *s, const char *table,
+    const struct bt_group_spec *group);
+
+/* A table's schema, as text in cbt's style, one family per line:
+ * "FAMILY group=G gc=POLICY\n".  The caller frees *text with free(). */
+int bt_table_describe(struct bt_store *s, const char *table, char **text);
+
+/* ---- Writing ---- */
+
+enum bt_mutation_kind {
+	BT_PUT = 1,		/* family, qualifier, ts (or BT_TS_SERVER), value */
+	BT_DELETE_VERSION = 2,	/* family, qualifier, ts */
+	BT_DELETE_COLUMN = 3,	/* family, qualifier: every version */
+	BT_DELETE_FAMILY = 4,	/* family: every column of it in the row */
+	BT_DELETE_ROW = 5,	/* the whole row */
+};
+
+struct bt_mutation {
+	enum bt_mutation_kind kind;
+	const char *family;
+	struct bt_bytes qualifier;
+	int64_t ts;
+	struct bt_bytes value;
+};
+
+/* Durability of one call: sync makes it survive power loss (fdatasync of
+ * the commit log, shared with concurrent writers). */
+struct bt_write_options {
+	bool sync;
+};
+
+/*
+ * Apply the mutations to one row atomically.  Server timestamps are the
+ * current time in microseconds, strictly increasing per cell; all
+ * BT_TS_SERVER puts of one call get the same stamp.  When *stamp is not
+ * NULL it receives that stamp.  Returns once the mutation is in the commit
+ * log (and synced, with wopts->sync or sync_always), and visible to reads.
+ */
+int bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
+    const struct bt_mutation *muts, size_t count,
+    const struct bt_write_options *wopts, int64_t *stamp);
+
+/*
+ * Check-and-mutate: if the newest visible value of family:qualifier in row
+ * equals *expected (or, when expected is NULL, if the column has no visible
+ * version), apply the mutations atomically and set *applied to true;
+ * otherwise change nothing and set it to false.
+ */
+int bt_check_and_mutate(struct bt_store *s, const char *table,
+    struct bt_bytes row, const char *family, struct bt_bytes qualifier,
+    const struct bt_bytes *expected, const struct bt_mutation *muts,
+    size_t count, const struct bt_write_options *wopts, bool *applied);
+
+/*
+ * Read-modify-write increment: add delta to the newest value of the column
+ * (absent = 0), which must be an ASCII decimal integer optionally ending in
+ * "\n" (-EINVAL otherwise), and store the sum as a new version written
+ * "SUM\n" with a server timestamp.  -ERANGE on overflow.
+ */
+int bt_increment(struct bt_store *s, const char *table, struct bt_bytes row,
+    const char *family, struct bt_bytes qualifier, int64_t delta,
+    const struct bt_write_options *wopts, int64_t *result, int64_t *stamp);
+
+/* Read-modify-write append: store newest value || suffix as a new version
+ * with a server timestamp (absent = empty). */
+int bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
+    const char *family, struct bt_bytes qualifier, struct bt_bytes suffix,
+    const struct bt_write_options *wopts, int64_t *stamp);
+
+/* ---- Reading ---- */
+
+/* One column filter: a whole family, or one column of it. */
+struct bt_column {
+	const char *family;
+	bool has_qualifier;
+	struct bt_bytes qualifier;
+};
+
+/*
+ * What a read returns.  Zero-initialised means everything: all columns,
+ * all versions, any time.
+ */
+struct bt_read_options {
+	const struct bt_column *columns;	/* NULL: every column */
+	size_t column_count;
+	uint32_t cells_per_column;	/* newest N versions; 0: all */
+	int64_t min_ts;			/* versions with ts >= min_ts */
+	bool has_max_ts;		/* and, if set, ts <= max_ts: */
+	int64_t max_ts;			/* "as of max_ts" */
+	bool keys_only;			/* values come back empty, with
+					   value_size still exact */
+};
+
+struct bt_cell {
+	const char *family;
+	struct bt_bytes qualifier;
+	int64_t ts;
+	struct bt_bytes value;
+	uint64_t value_size;
+};
+
+/* A row's cells in order: family, qualifier, then newest first. */
+struct bt_row {
+	struct bt_bytes key;
+	size_t cell_count;
+	struct bt_cell *cells;
+};
+
+/*
+ * Read one row.  0 with *out set (free with bt_row_free()), or BT_NOTFOUND
+ * when the row has no cell that the options select.
+ */
+int bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
+    const struct bt_read_options *ropts, struct bt_row **out);
+void bt_row_free(struct bt_row *r);
+
+/* A scan over rows [start, end) (an empty bound is open), or those
+ * starting with prefix when prefix.size > 0. */
+struct bt_scan_options {
+	struct bt_bytes start;
+	bool start_exclusive;	/* resume after start rather than at it */
+	struct bt_bytes end;
+	struct bt_bytes prefix;
+	uint64_t limit;		/* rows; 0: no limit */
+	struct bt_read_options read;
+};
+
+/*
+ * Open a scan: a consistent view of the table as of this call, streamed in
+ * bounded memory (one row at a time).  Rows without a selected cell are
+ * skipped.
+ */
+int bt_scan_open(struct bt_store *s, const char *table,
+    const struct bt_scan_options *opts, struct bt_scan **out);
+/* The next row: 0 and *out (free with bt_row_free()), or BT_DONE. */
+int bt_scan_next(struct bt_scan *sc, struct bt_row **out);
+/* Accepts NULL. */
+void bt_scan_close(struct bt_scan *sc);
+
+/* ---- Administration ---- */
+
+/* Freeze and flush every memtable now (minor compactions), and wait. */
+int bt_store_flush(struct bt_store *s);
+/* Compact a table (NULL: all): merge its SSTables; major also drops
+ * deleted and condemned data.  Waits for completion. */
+int bt_store_compact(struct bt_store *s, const char *table, bool major);
+
+/* Counters for status displays. */
+struct bt_stats {
+	uint64_t mutations;
+	uint64_t reads;
+	uint64_t log_syncs;
+	uint64_t log_batches;
+	uint64_t flushes;
+	uint64_t compactions;
+	uint64_t sstables;
+	uint64_t memtable_bytes;
+	uint64_t last_seq;
+	uint64_t cache_hits;
+	uint64_t cache_misses;
+};
+void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

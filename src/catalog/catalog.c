@@ -1,0 +1,636 @@
+/*
+ * catalog.c - the catalog database: creating and opening it, the handle's
+ * prepared statements, transactions, and the SQLite error mapping.  The
+ * schema calls are in catalog_schema.c, tablets, files and counters in
+ * catalog_tablet.c.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "catalog/catalog_int.h"
+#include "catalog/format.h"
+#include "catalog/sqlite_env.h"
+#include "sstable/format.h"
+#include "util/alloc.h"
+#include "util/env.h"
+#include "util/error.h"
+
+#define CATALOG_BUSY_TIMEOUT_MS 10000
+#define CATALOG_STR_(x) #x
+#define CATALOG_STR(x) CATALOG_STR_(x)
+
+static const char *const catalog_sql[STMT_COUNT] = {
+	[STMT_BEGIN_READ] = "BEGIN DEFERRED",
+	[STMT_BEGIN_WRITE] = "BEGIN IMMEDIATE",
+	[STMT_COMMIT] = "COMMIT",
+	[STMT_ROLLBACK] = "ROLLBACK",
+	[STMT_TABLE_BY_NAME] =
+	    "SELECT id, name, tablet_size FROM tables WHERE name = ?1",
+	[STMT_TABLE_BY_ID] =
+	    "SELECT id, name, tablet_size FROM tables WHERE id = ?1",
+	[STMT_TABLE_INSERT] =
+	    "INSERT INTO tables (name, tablet_size) VALUES (?1, ?2)",
+	[STMT_TABLE_DELETE] = "DELETE FROM tables WHERE id = ?1",
+	[STMT_TABLE_LIST] = "SELECT name FROM tables ORDER BY name",
+	[STMT_GROUP_LIST] =
+	    "SELECT name, block_size, compress, bloom, in_memory FROM groups"
+	    " WHERE table_id = ?1 ORDER BY name",
+	[STMT_GROUP_ADD_DEFAULT] =
+	    "INSERT INTO groups"
+	    " (table_id, name, block_size, compress, bloom, in_memory)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+	    " ON CONFLICT (table_id, name) DO NOTHING",
+	[STMT_GROUP_UPSERT] =
+	    "INSERT INTO groups"
+	    " (table_id, name, block_size, compress, bloom, in_memory)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+	    " ON CONFLICT (table_id, name) DO UPDATE SET"
+	    " block_size = excluded.block_size, compress = excluded.compress,"
+	    " bloom = excluded.bloom, in_memory = excluded.in_memory",
+	[STMT_GROUP_EXISTS] =
+	    "SELECT 1 FROM groups WHERE table_id = ?1 AND name = ?2",
+	[STMT_FAMILY_LIST] =
+	    "SELECT name, group_name, gc_policy FROM families"
+	    " WHERE table_id = ?1 ORDER BY name",
+	[STMT_FAMILY_INSERT] =
+	    "INSERT INTO families (table_id, name, group_name, gc_policy)"
+	    " VALUES (?1, ?2, ?3, ?4)",
+	[STMT_FAMILY_DELETE] =
+	    "DELETE FROM families WHERE table_id = ?1 AND name = ?2",
+	[STMT_FAMILY_SET_GC] =
+	    "UPDATE families SET gc_policy = ?3"
+	    " WHERE table_id = ?1 AND name = ?2",
+	[STMT_TABLET_INSERT] =
+	    "INSERT INTO tablets (table_id, start_row, end_row, flushed_seq)"
+	    " VALUES (?1, ?2, ?3, 0)",
+	[STMT_TABLET_LIST] =
+	    "SELECT id, start_row, end_row, flushed_seq FROM tablets"
+	    " WHERE table_id = ?1 ORDER BY start_row",
+	[STMT_TABLET_GET] =
+	    "SELECT table_id, flushed_seq FROM tablets WHERE id = ?1",
+	[STMT_TABLET_SET_SEQ] =
+	    "UPDATE tablets SET flushed_seq = ?2 WHERE id = ?1",
+	[STMT_FILE_INSERT] =
+	    "INSERT INTO files"
+	    " (tablet_id, number, group_name, size, entry_count, max_seq)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[STMT_FILE_DELETE] =
+	    "DELETE FROM files WHERE tablet_id = ?1 AND number = ?2",
+	[STMT_FILE_LIST] =
+	    "SELECT number, group_name, size, entry_count, max_seq FROM files"
+	    " WHERE tablet_id = ?1 ORDER BY number DESC",
+	[STMT_FILE_LIVE] = "SELECT 1 FROM files WHERE number = ?1 LIMIT 1",
+	[STMT_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+	[STMT_META_SET] =
+	    "INSERT INTO meta (key, value) VALUES (?1, ?2)"
+	    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+};
+
+void
+catalog_group_default(struct catalog_group *g, const char *name)
+{
+	memset(g, 0, sizeof(*g));
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->block_size = SST_DEFAULT_BLOCK_SIZE;
+	g->compress = true;
+	g->bloom = true;
+	g->in_memory = false;
+}
+
+bool
+catalog_name_valid(const char *name)
+{
+	size_t n;
+
+	if (name == NULL || name[0] == '\0' || name[0] == '.')
+		return false;
+	for (n = 0; name[n] != '\0'; n++) {
+		char ch = name[n];
+
+		if (n >= CATALOG_NAME_MAX)
+			return false;
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+		    ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+bool
+catalog_field_valid(const char *name, size_t size)
+{
+	return memchr(name, '\0', size) != NULL && catalog_name_valid(name);
+}
+
+/*
+ * Our code for a SQLite result.  I/O failures carry the errno SQLite saw
+ * when there is one, so a full disk reads as ENOSPC and not "I/O error".
+ */
+static int
+catalog_sqlite_code(sqlite3 *db, int src)
+{
+	int err;
+
+	switch (src) {
+	case SQLITE_CONSTRAINT_PRIMARYKEY:
+	case SQLITE_CONSTRAINT_UNIQUE:
+		return -EEXIST;
+	case SQLITE_CONSTRAINT_FOREIGNKEY:
+		return -ENOENT;
+	}
+	switch (src & 0xff) {
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_CORRUPT:
+		return BT_ECORRUPT;
+	case SQLITE_NOTADB:
+		return BT_EFORMAT;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_TOOBIG:
+		return BT_ETOOBIG;
+	case SQLITE_CONSTRAINT:
+	case SQLITE_MISMATCH:
+	case SQLITE_RANGE:
+		return -EINVAL;
+	case SQLITE_IOERR:
+	case SQLITE_CANTOPEN:
+		err = db != NULL ? sqlite3_system_errno(db) : 0;
+		return err > 0 ? -err : -EIO;
+	}
+	return -EIO;
+}
+
+/*
+ * Record a failed SQLite call on db (NULL if the open itself failed).  For
+ * an I/O failure the env VFS has already recorded a detail naming the file
+ * and the cause; keep it at the end of ours.
+ */
+static int
+catalog_db_error(sqlite3 *db, int src, const char *name, const char *what)
+{
+	char io[256] = "";
+	int primary = src & 0xff;
+
+	if (primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN ||
+	    primary == SQLITE_FULL)
+		snprintf(io, sizeof(io), "%s", bt_error_detail());
+	return bt_error_set(catalog_sqlite_code(db, src),
+	    "catalog %s: %s: %s%s%s%s", name, what,
+	    db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(src),
+	    io[0] != '\0' ? " (" : "", io, io[0] != '\0' ? ")" : "");
+}
+
+int
+catalog_sqlite_error(struct catalog *c, int src, const char *what)
+{
+	return catalog_db_error(c->db, src, c->path, what);
+}
+
+sqlite3_stmt *
+catalog_stmt(struct catalog *c, enum catalog_stmt_id id)
+{
+	catalog_stmt_done(c->stmts[id]);
+	return c->stmts[id];
+}
+
+/*
+ * Prepare every statement at open, so that no call can fail half-way for
+ * want of one (a ROLLBACK least of all).
+ */
+static int
+catalog_prepare(struct catalog *c)
+{
+	int src;
+
+	for (int i = 0; i < STMT_COUNT; i++) {
+		src = sqlite3_prepare_v3(c->db, catalog_sql[i], -1,
+		    SQLITE_PREPARE_PERSISTENT, &c->stmts[i], NULL);
+		if (src != SQLITE_OK)
+			return catalog_sqlite_error(c, src, catalog_sql[i]);
+	}
+	return 0;
+}
+
+void
+catalog_stmt_done(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+int
+catalog_bind(struct catalog *c, sqlite3_stmt *st, const char *types, ...)
+{
+	const struct slice *s;
+	va_list ap;
+	int src = SQLITE_OK;
+
+	va_start(ap, types);
+	for (int i = 0; types[i] != '\0' && src == SQLITE_OK; i++) {
+		switch (types[i]) {
+		case 't':
+			src = sqlite3_bind_text(st, i + 1,
+			    va_arg(ap, const char *), -1, SQLITE_STATIC);
+			break;
+		case 'u':
+			src = sqlite3_bind_int64(st, i + 1,
+			    (sqlite3_int64)va_arg(ap, uint64_t));
+			break;
+		case 'b':
+			/* A NULL pointer would bind SQL NULL, not x''. */
+			s = va_arg(ap, const struct slice *);
+			src = sqlite3_bind_blob64(st, i + 1,
+			    s->n > 0 ? (const void *)s->p : "", s->n,
+			    SQLITE_STATIC);
+			break;
+		default:
+			src = SQLITE_MISUSE;
+			break;
+		}
+	}
+	va_end(ap);
+	if (src != SQLITE_OK)
+		return catalog_sqlite_error(c, src, sqlite3_sql(st));
+	return 0;
+}
+
+int
+catalog_step(struct catalog *c, sqlite3_stmt *st)
+{
+	int src = sqlite3_step(st);
+
+	if (src == SQLITE_ROW || src == SQLITE_DONE)
+		return src;
+	return catalog_sqlite_error(c, src, sqlite3_sql(st));
+}
+
+int
+catalog_exec(struct catalog *c, sqlite3_stmt *st)
+{
+	int rc = catalog_step(c, st);
+
+	catalog_stmt_done(st);
+	return rc < 0 ? rc : 0;
+}
+
+int
+catalog_column_text(struct catalog *c, sqlite3_stmt *st, int col,
+    char *dst, size_t size)
+{
+	const unsigned char *p = sqlite3_column_text(st, col);
+	size_t n = (size_t)sqlite3_column_bytes(st, col);
+
+	if (p == NULL) {
+		if (sqlite3_errcode(c->db) == SQLITE_NOMEM)
+			return bt_error_set(-ENOMEM, "catalog %s: out of memory",
+			    c->path);
+		return bt_error_set(BT_ECORRUPT,
+		    "catalog %s: NULL in column %s", c->path,
+		    sqlite3_column_name(st, col));
+	}
+	if (n >= size || memchr(p, '\0', n) != NULL)
+		return bt_error_set(BT_ECORRUPT,
+		    "catalog %s: column %s holds %zu bytes, at most %zu fit",
+		    c->path, sqlite3_column_name(st, col), n, size - 1);
+	memcpy(dst, p, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+int
+catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size)
+{
+	void **array = arrayp;
+	size_t cap = *capp;
+	void *p;
+
+	if (n < cap)
+		return 0;
+	cap = cap ? cap * 2 : 8;
+	if (cap > SIZE_MAX / size)
+		return -ENOMEM;
+	if ((p = bt_realloc(*array, cap * size)) == NULL)
+		return -ENOMEM;
+	*array = p;
+	*capp = cap;
+	return 0;
+}
+
+int
+catalog_begin(struct catalog *c, bool write)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&c->mu);
+	bt_error_clear();
+	st = catalog_stmt(c, write ? STMT_BEGIN_WRITE : STMT_BEGIN_READ);
+	if ((rc = catalog_exec(c, st)) < 0)
+		pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+/*
+ * End the call's transaction.  A COMMIT that fails (busy, I/O) leaves the
+ * transaction open or already rolled back, depending on the error; roll
+ * back whatever is left so the next call starts clean.
+ */
+int
+catalog_end(struct catalog *c, int rc)
+{
+	sqlite3_stmt *st;
+	int crc;
+
+	if (rc >= 0 && (crc = catalog_exec(c,
+	    catalog_stmt(c, STMT_COMMIT))) < 0)
+		rc = crc;
+	/* The rollback's own result is ignored: the first error's detail
+	 * says what went wrong. */
+	if (rc < 0 && !sqlite3_get_autocommit(c->db)) {
+		st = catalog_stmt(c, STMT_ROLLBACK);
+		sqlite3_step(st);
+		catalog_stmt_done(st);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+/* The directory holding path: "." for a bare name, "/" for "/name". */
+static char *
+catalog_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	size_t n;
+
+	if (slash == NULL)
+		return bt_strdup(".");
+	n = slash == path ? 1 : (size_t)(slash - path);
+	if ((dir = bt_malloc(n + 1)) == NULL)
+		return NULL;
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return dir;
+}
+
+/*
+ * Open a connection to path whose files go through env, on a VFS of its
+ * own (sqlite_env.h).  Both outputs are set only on success.
+ */
+static int
+catalog_connect(struct env *env, const char *path, int flags,
+    struct sqlite_env **vfsp, sqlite3 **dbp)
+{
+	struct sqlite_env *vfs;
+	sqlite3 *db = NULL;
+	int src, rc;
+
+	if ((rc = sqlite_env_register(env, &vfs)) < 0)
+		return rc;
+	src = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX,
+	    sqlite_env_name(vfs));
+	if (src != SQLITE_OK) {
+		rc = catalog_db_error(db, src, path, "open");
+		goto out_close;
+	}
+	sqlite3_extended_result_codes(db, 1);
+	*vfsp = vfs;
+	*dbp = db;
+	return 0;
+out_close:
+	sqlite3_close(db);
+	sqlite_env_unregister(vfs);
+	return rc;
+}
+
+/*
+ * Write a complete, empty catalog into tmp.  It is built with the journal
+ * in memory: if anything fails the file is removed, so there is nothing to
+ * roll back on disk.  catalog_open switches the catalog to WAL.
+ */
+static int
+catalog_build(struct env *env, const char *tmp)
+{
+	static const char script[] =
+	    "PRAGMA locking_mode = EXCLUSIVE;\n"
+	    "PRAGMA journal_mode = MEMORY;\n"
+	    "PRAGMA synchronous = FULL;\n"
+	    "BEGIN IMMEDIATE;\n"
+	    CATALOG_SCHEMA_SQL
+	    "PRAGMA application_id = " CATALOG_STR(CATALOG_APPLICATION_ID) ";\n"
+	    "PRAGMA user_version = " CATALOG_STR(CATALOG_VERSION) ";\n"
+	    "COMMIT;\n";
+	struct sqlite_env *vfs;
+	sqlite3 *db;
+	int src, rc;
+
+	if ((rc = catalog_connect(env, tmp, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE, &vfs, &db)) < 0)
+		return rc;
+	src = sqlite3_exec(db, script, NULL, NULL, NULL);
+	if (src != SQLITE_OK)
+		rc = catalog_db_error(db, src, tmp, "create schema");
+	src = sqlite3_close(db);
+	if (src != SQLITE_OK && rc == 0)
+		rc = bt_error_set(-EIO, "catalog %s: close: %s", tmp,
+		    sqlite3_errstr(src));
+	sqlite_env_unregister(vfs);
+	return rc;
+}
+
+int
+catalog_create(struct env *env, const char *path)
+{
+	uint64_t size;
+	char *tmp, *dir;
+	size_t n;
+	int rc;
+
+	if (env == NULL || path == NULL || path[0] == '\0')
+		return bt_error_set(-EINVAL, "catalog: no env or path");
+	bt_error_clear();
+	if ((rc = env_path_size(env, path, &size)) == 0)
+		return bt_error_set(-EEXIST, "catalog %s: already exists",
+		    path);
+	if (rc != -ENOENT)
+		return rc;
+	n = strlen(path) + sizeof(".tmp");
+	if ((tmp = bt_malloc(n)) == NULL)
+		return -ENOMEM;
+	snprintf(tmp, n, "%s.tmp", path);
+	if ((dir = catalog_parent(path)) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	/* A crash during an earlier create may have left one behind. */
+	if ((rc = env_path_remove(env, tmp)) < 0 && rc != -ENOENT)
+		goto out_free;
+	if ((rc = catalog_build(env, tmp)) < 0)
+		goto out_remove;
+	if (env_path_exists(env, path)) {
+		rc = bt_error_set(-EEXIST, "catalog %s: already exists",
+		    path);
+		goto out_remove;
+	}
+	if ((rc = env_path_rename(env, tmp, path)) < 0)
+		goto out_remove;
+	rc = env_dir_sync(env, dir);
+	goto out_free;
+out_remove:
+	env_path_remove(env, tmp);
+out_free:
+	bt_free(dir);
+	bt_free(tmp);
+	return rc;
+}
+
+/* Read one integer PRAGMA (a constant name) into *value. */
+static int
+catalog_pragma_int(struct catalog *c, const char *sql, int64_t *value)
+{
+	sqlite3_stmt *st;
+	int src, rc;
+
+	src = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
+	if (src != SQLITE_OK)
+		return catalog_sqlite_error(c, src, sql);
+	if ((rc = catalog_step(c, st)) == SQLITE_ROW) {
+		*value = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = bt_error_set(-EIO, "catalog %s: %s returned nothing",
+		    c->path, sql);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * Refuse what is not a catalog of our version, then set the connection
+ * up.  Exclusive locking mode comes first: the env VFS has no shared
+ * memory, and with it SQLite keeps the WAL index in the heap.  Nothing is
+ * written before the version checks pass.
+ */
+static int
+catalog_setup(struct catalog *c)
+{
+	sqlite3_stmt *st;
+	const char *mode;
+	int64_t app, version, fk;
+	int src, rc;
+
+	sqlite3_busy_timeout(c->db, CATALOG_BUSY_TIMEOUT_MS);
+	src = sqlite3_exec(c->db, "PRAGMA locking_mode = EXCLUSIVE;"
+	    " PRAGMA temp_store = MEMORY;", NULL, NULL, NULL);
+	if (src != SQLITE_OK)
+		return catalog_sqlite_error(c, src, "locking_mode");
+	if ((rc = catalog_pragma_int(c, "PRAGMA application_id", &app)) < 0)
+		return rc;
+	if ((rc = catalog_pragma_int(c, "PRAGMA user_version",
+	    &version)) < 0)
+		return rc;
+	if (app != CATALOG_APPLICATION_ID)
+		return bt_error_set(BT_EFORMAT,
+		    "catalog %s: not a tabletfs catalog (application_id %#llx)",
+		    c->path, (unsigned long long)app);
+	if (version != CATALOG_VERSION)
+		return bt_error_set(BT_EFORMAT,
+		    "catalog %s: format version %lld, this build reads %d",
+		    c->path, (long long)version, CATALOG_VERSION);
+
+	src = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode = WAL", -1, &st,
+	    NULL);
+	if (src != SQLITE_OK)
+		return catalog_sqlite_error(c, src, "journal_mode");
+	if ((rc = catalog_step(c, st)) == SQLITE_ROW) {
+		mode = (const char *)sqlite3_column_text(st, 0);
+		rc = 0;
+		if (mode == NULL || strcmp(mode, "wal") != 0)
+			rc = bt_error_set(-EIO,
+			    "catalog %s: cannot use WAL mode (got %s)",
+			    c->path, mode != NULL ? mode : "nothing");
+	} else if (rc == SQLITE_DONE) {
+		rc = bt_error_set(-EIO, "catalog %s: journal_mode: no answer",
+		    c->path);
+	}
+	sqlite3_finalize(st);
+	if (rc < 0)
+		return rc;
+
+	src = sqlite3_exec(c->db,
+	    "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+	    NULL, NULL, NULL);
+	if (src != SQLITE_OK)
+		return catalog_sqlite_error(c, src, "pragmas");
+	if ((rc = catalog_pragma_int(c, "PRAGMA foreign_keys", &fk)) < 0)
+		return rc;
+	if (fk != 1)
+		return bt_error_set(-ENOTSUP,
+		    "catalog %s: SQLite lacks foreign key support", c->path);
+	return 0;
+}
+
+int
+catalog_open(struct env *env, const char *path, struct catalog **out)
+{
+	struct catalog *c;
+	uint64_t size;
+	int rc;
+
+	if (env == NULL || path == NULL || path[0] == '\0')
+		return bt_error_set(-EINVAL, "catalog: no env or path");
+	bt_error_clear();
+	if ((rc = env_path_size(env, path, &size)) < 0)
+		return rc;
+	if ((c = bt_calloc(1, sizeof(*c))) == NULL)
+		return -ENOMEM;
+	if ((c->path = bt_strdup(path)) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	if ((rc = -pthread_mutex_init(&c->mu, NULL)) < 0) {
+		bt_error_set(rc, "catalog %s: mutex: %s", path, strerror(-rc));
+		goto out_free;
+	}
+	if ((rc = catalog_connect(env, path, SQLITE_OPEN_READWRITE, &c->vfs,
+	    &c->db)) < 0)
+		goto out_mutex;
+	if ((rc = catalog_setup(c)) < 0 || (rc = catalog_prepare(c)) < 0)
+		goto out_close;
+	*out = c;
+	return 0;
+out_close:
+	for (int i = 0; i < STMT_COUNT; i++)
+		sqlite3_finalize(c->stmts[i]);
+	sqlite3_close(c->db);
+	sqlite_env_unregister(c->vfs);
+out_mutex:
+	pthread_mutex_destroy(&c->mu);
+out_free:
+	bt_free(c->path);
+	bt_free(c);
+	return rc;
+}
+
+void
+catalog_close(struct catalog *c)
+{
+	if (c == NULL)
+		return;
+	for (int i = 0; i < STMT_COUNT; i++)
+		sqlite3_finalize(c->stmts[i]);
+	sqlite3_close(c->db);
+	sqlite_env_unregister(c->vfs);
+	pthread_mutex_destroy(&c->mu);
+	bt_free(c->path);
+	bt_free(c);
+}

@@ -1,0 +1,201 @@
+/*
+ * catalog.h - the store's catalog in SQLite (STORE/catalog.db): the schema
+ * (tables, column families with their GC policies, locality groups), the
+ * tablets of each table with their SSTable files and redo points, and the
+ * store's counters.  Everything the engine must find again after a restart,
+ * other than cell data, lives here.
+ *
+ * The database runs in WAL mode with synchronous=FULL: a call that changes
+ * the catalog returns only after its transaction is durable, and each call
+ * is one transaction, so the catalog is never seen half-changed.  The
+ * schema version is kept in PRAGMA user_version; a database from an unknown
+ * version is refused with BT_EFORMAT.
+ *
+ * A catalog handle serializes its calls with an internal mutex, so it may be
+ * shared by threads.  Names are validated here (DESIGN.md section 1): table
+ * and family names are [A-Za-z0-9_.-], 1-64 bytes, not starting with '.';
+ * locality group names the same.  Errors: -EINVAL (bad name or argument),
+ * -EEXIST, BT_NOTFOUND (for lookups: the name is absent; an invalid name
+ * is absent too), -ENOENT (for changes: the table, family, group, tablet or
+ * file named does not exist), -ENOMEM, and for SQLite failures BT_ECORRUPT,
+ * BT_EFORMAT, -EBUSY, -ENOSPC, -EROFS or -EIO (the errno SQLite saw when it
+ * has one), each with a detail (bt_error_set).  The database layout is in
+ * catalog/format.h.
+ */
+#ifndef TABLETFS_CATALOG_CATALOG_H
+#define TABLETFS_CATALOG_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/slice.h"
+
+struct env;
+
+#define CATALOG_NAME_MAX 64
+#define CATALOG_DEFAULT_GROUP "default"
+#define CATALOG_DEFAULT_TABLET_SIZE (128ull << 20)
+
+struct catalog;
+
+/* Settings of a locality group (DESIGN.md section 3, setgroup). */
+struct catalog_group {
+	char name[CATALOG_NAME_MAX + 1];
+	uint32_t block_size;	/* bytes; default 64 KiB */
+	bool compress;		/* Snappy; default on */
+	bool bloom;		/* Bloom filter on rows; default on */
+	bool in_memory;		/* keep blocks cached; default off */
+};
+
+struct catalog_family {
+	char name[CATALOG_NAME_MAX + 1];
+	char group[CATALOG_NAME_MAX + 1];
+	char gc_policy[256];	/* canonical gc_policy text; "never" */
+};
+
+/* A table and its whole schema, as one snapshot. */
+struct catalog_table {
+	uint64_t id;
+	char name[CATALOG_NAME_MAX + 1];
+	uint64_t tablet_size;
+	size_t family_count;
+	struct catalog_family *families;
+	size_t group_count;
+	struct catalog_group *groups;	/* always includes "default" */
+};
+
+/* One tablet: the row range [start, end) of a table; an empty end means
+ * "to the end of the table".  flushed_seq is the redo point: every mutation
+ * of this tablet with a sequence number at or below it is in its SSTables,
+ * so log replay skips it. */
+struct catalog_tablet {
+	uint64_t id;
+	uint64_t table_id;
+	struct buf start;
+	struct buf end;
+	uint64_t flushed_seq;
+};
+
+/* One SSTable file, STORE/sst/NNNNNNNNNNNNNNNN.sst, of one locality group of
+ * one tablet. */
+struct catalog_file {
+	uint64_t number;
+	uint64_t tablet_id;
+	char group[CATALOG_NAME_MAX + 1];
+	uint64_t size;
+	uint64_t entry_count;
+	uint64_t max_seq;	/* highest sequence number in the file */
+};
+
+/* Fill a group with the defaults and the given name. */
+void catalog_group_default(struct catalog_group *g, const char *name);
+
+/* Whether name is a valid table, family or group name. */
+bool catalog_name_valid(const char *name);
+
+/*
+ * Create a new catalog database at path in env; -EEXIST if one is there.
+ * It is built beside path (path + ".tmp"), synced and renamed into place,
+ * so path holds a complete catalog or nothing.
+ */
+int catalog_create(struct env *env, const char *path);
+
+/*
+ * Open an existing catalog in env, which must outlive the handle: every
+ * byte goes through env (catalog/sqlite_env.h), so the fault env reaches
+ * the catalog too.  -ENOENT if absent, BT_EFORMAT if path is not a catalog
+ * of this version.  One handle per database at a time (the store's LOCK
+ * ensures it): the connection runs in exclusive locking mode.
+ */
+int catalog_open(struct env *env, const char *path, struct catalog **out);
+/* Accepts NULL. */
+void catalog_close(struct catalog *c);
+
+/*
+ * Create a table with its families (each with its group and GC policy
+ * text, already validated by the caller; a family naming a group not in
+ * groups gets that group with default settings; an empty group is
+ * "default", an empty policy "never") and the groups' settings, and its
+ * first tablets: one per range between the split rows, which are sorted
+ * here, empty rows and duplicates dropped (none: one tablet covering
+ * everything).  tablet_size 0 means CATALOG_DEFAULT_TABLET_SIZE.  A family
+ * or group listed twice is -EINVAL.  *id (may be NULL) receives the id.
+ */
+int catalog_table_create(struct catalog *c, const char *name,
+    uint64_t tablet_size, const struct catalog_family *families,
+    size_t family_count, const struct catalog_group *groups,
+    size_t group_count, const struct slice *splits, size_t split_count,
+    uint64_t *id);
+
+/*
+ * Drop a table, its schema, its tablets and their file rows; the files
+ * stop being named, so the file sweep (catalog_file_is_live) deletes them.
+ */
+int catalog_table_drop(struct catalog *c, const char *name);
+
+/* Load a table's schema: 0 or BT_NOTFOUND.  Free with catalog_table_free. */
+int catalog_table_get(struct catalog *c, const char *name,
+    struct catalog_table **out);
+int catalog_table_get_by_id(struct catalog *c, uint64_t id,
+    struct catalog_table **out);
+void catalog_table_free(struct catalog_table *t);
+
+/* The names of all tables, sorted, as a NULL-terminated array of strings
+ * (free each, then the array, with bt_free). */
+int catalog_table_list(struct catalog *c, char ***names, size_t *count);
+
+/* Add a family; its group is created with defaults if new. */
+int catalog_family_create(struct catalog *c, const char *table,
+    const struct catalog_family *f);
+int catalog_family_drop(struct catalog *c, const char *table,
+    const char *family);
+int catalog_family_set_gc(struct catalog *c, const char *table,
+    const char *family, const char *gc_policy);
+/* Create or update a group's settings. */
+int catalog_group_set(struct catalog *c, const char *table,
+    const struct catalog_group *g);
+
+/* The tablets of a table in row order; free with catalog_tablets_free.
+ * BT_NOTFOUND if the table does not exist. */
+int catalog_tablets_list(struct catalog *c, uint64_t table_id,
+    struct catalog_tablet **out, size_t *count);
+void catalog_tablets_free(struct catalog_tablet *t, size_t count);
+
+/* The files of a tablet, newest (highest number) first; bt_free(*out)
+ * (NULL when there are none).  BT_NOTFOUND if the tablet does not exist. */
+int catalog_files_list(struct catalog *c, uint64_t tablet_id,
+    struct catalog_file **out, size_t *count);
+
+/*
+ * Record a flush or compaction of one tablet, in one transaction: the added
+ * files become named, the removed ones stop being named, and the tablet's
+ * flushed_seq becomes flushed_seq if that is higher.  The added files must
+ * already be complete, synced and in place; their group must exist in the
+ * table (-ENOENT), number > 0.  A removed file the tablet does not name is
+ * -ENOENT, an added one it names already -EEXIST; either way nothing
+ * changes.  Several tablets may name one file (split children share their
+ * parent's files).
+ */
+int catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
+    const struct catalog_file *added, size_t added_count,
+    const uint64_t *removed, size_t removed_count, uint64_t flushed_seq);
+
+/*
+ * A fresh file number, higher than any number returned before (durable:
+ * it survives a restart).  Numbers are shared by SSTables and log segments.
+ */
+int catalog_next_number(struct catalog *c, uint64_t *number);
+
+/* Whether a file number is named by any tablet; 0 (no), 1 (yes). */
+int catalog_file_is_live(struct catalog *c, uint64_t number);
+
+/* Store-wide counters kept durably: get returns 0 and the value, or 0 and
+ * def when the key was never set.  Keys follow the name rules; the key
+ * "last_number" belongs to catalog_next_number. */
+int catalog_meta_get(struct catalog *c, const char *key, uint64_t def,
+    uint64_t *value);
+int catalog_meta_set(struct catalog *c, const char *key, uint64_t value);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * catalog_int.h - what the catalog's source files share: the handle, its
+ * cache of prepared statements, and the helpers that run them.
+ *
+ * Every public call takes the handle's mutex and runs as one transaction:
+ *
+ *	if ((rc = catalog_begin(c, true)) < 0)
+ *		return rc;
+ *	rc = ...body, which may return at any point...;
+ *	return catalog_end(c, rc);
+ *
+ * catalog_end() commits when rc >= 0 and rolls back otherwise, then drops
+ * the mutex.  Statements come from catalog_stmt() already reset; a body
+ * resets each one (catalog_stmt_done) before it returns, so no statement
+ * keeps a read open past its call.
+ */
+#ifndef TABLETFS_CATALOG_CATALOG_INT_H
+#define TABLETFS_CATALOG_CATALOG_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog/catalog.h"
+
+enum catalog_stmt_id {
+	STMT_BEGIN_READ,
+	STMT_BEGIN_WRITE,
+	STMT_COMMIT,
+	STMT_ROLLBACK,
+	STMT_TABLE_BY_NAME,
+	STMT_TABLE_BY_ID,
+	STMT_TABLE_INSERT,
+	STMT_TABLE_DELETE,
+	STMT_TABLE_LIST,
+	STMT_GROUP_LIST,
+	STMT_GROUP_ADD_DEFAULT,
+	STMT_GROUP_UPSERT,
+	STMT_GROUP_EXISTS,
+	STMT_FAMILY_LIST,
+	STMT_FAMILY_INSERT,
+	STMT_FAMILY_DELETE,
+	STMT_FAMILY_SET_GC,
+	STMT_TABLET_INSERT,
+	STMT_TABLET_LIST,
+	STMT_TABLET_GET,
+	STMT_TABLET_SET_SEQ,
+	STMT_FILE_INSERT,
+	STMT_FILE_DELETE,
+	STMT_FILE_LIST,
+	STMT_FILE_LIVE,
+	STMT_META_GET,
+	STMT_META_SET,
+	STMT_COUNT
+};
+
+struct sqlite_env;
+
+struct catalog {
+	pthread_mutex_t mu;	/* serializes every call on db */
+	struct sqlite_env *vfs;	/* db's files, through the store's env */
+	sqlite3 *db;
+	char *path;		/* for error details */
+	sqlite3_stmt *stmts[STMT_COUNT];	/* prepared at open */
+};
+
+/* Take the mutex and BEGIN (IMMEDIATE when write).  On error the mutex is
+ * released again. */
+int catalog_begin(struct catalog *c, bool write);
+/* COMMIT if rc >= 0, else ROLLBACK; release the mutex; the final code. */
+int catalog_end(struct catalog *c, int rc);
+
+/* The prepared statement id (all are prepared at open), reset and with no
+ * bindings. */
+sqlite3_stmt *catalog_stmt(struct catalog *c, enum catalog_stmt_id id);
+void catalog_stmt_done(sqlite3_stmt *st);
+
+/*
+ * Bind parameters 1, 2, ... from the arguments, one letter of types each:
+ *	t  const char *		text (borrowed until catalog_stmt_done)
+ *	u  uint64_t		integer (pass exactly a uint64_t)
+ *	b  const struct slice *	blob; an empty slice binds an empty BLOB
+ */
+int catalog_bind(struct catalog *c, sqlite3_stmt *st, const char *types,
+    ...);
+
+/* Step once: SQLITE_ROW, SQLITE_DONE, or a negative code with detail. */
+int catalog_step(struct catalog *c, sqlite3_stmt *st);
+
+/* Step a statement that returns no rows, reset it; 0 or negative. */
+int catalog_exec(struct catalog *c, sqlite3_stmt *st);
+
+/* A code and detail for a failed SQLite call (src, the SQLite result). */
+int catalog_sqlite_error(struct catalog *c, int src, const char *what);
+
+/* Copy text column col into dst (size bytes); BT_ECORRUPT if it does not
+ * fit or is NULL. */
+int catalog_column_text(struct catalog *c, sqlite3_stmt *st, int col,
+    char *dst, size_t size);
+
+static inline uint64_t
+catalog_column_u64(sqlite3_stmt *st, int col)
+{
+	return (uint64_t)sqlite3_column_int64(st, col);
+}
+
+/* Make room in *arrayp for n + 1 elements of size bytes (*capp counts
+ * them).  0 or -ENOMEM, with the array unchanged. */
+int catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size);
+
+/* Whether a name field of a fixed array (size bytes) is NUL-terminated
+ * and a valid name. */
+bool catalog_field_valid(const char *name, size_t size);
+
+/* The id of a table by name: 0, BT_NOTFOUND or an error. */
+int catalog_table_id(struct catalog *c, const char *name, uint64_t *id);
+
+/* Whether group exists in table_id: 0 (no), 1 (yes) or an error. */
+int catalog_group_exists(struct catalog *c, uint64_t table_id,
+    const char *group);
+
+#endif

@@ -1,0 +1,422 @@
+/*
+ * catalog_tablet.c - tablets, the SSTable files they name, file numbers
+ * and the store's counters.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "catalog/catalog_int.h"
+#include "catalog/format.h"
+#include "util/alloc.h"
+#include "util/error.h"
+
+/* Whether a table exists: 0 (no), 1 (yes) or an error. */
+static int
+table_exists(struct catalog *c, uint64_t table_id)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	st = catalog_stmt(c, STMT_TABLE_BY_ID);
+	if ((rc = catalog_bind(c, st, "u", table_id)) == 0 &&
+	    (rc = catalog_step(c, st)) >= 0)
+		rc = rc == SQLITE_ROW;
+	catalog_stmt_done(st);
+	return rc;
+}
+
+/* A tablet's table and redo point: 0, BT_NOTFOUND or an error. */
+static int
+tablet_get(struct catalog *c, uint64_t tablet_id, uint64_t *table_id,
+    uint64_t *flushed_seq)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	st = catalog_stmt(c, STMT_TABLET_GET);
+	if ((rc = catalog_bind(c, st, "u", tablet_id)) < 0)
+		goto out;
+	if ((rc = catalog_step(c, st)) < 0)
+		goto out;
+	if (rc == SQLITE_DONE) {
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	*table_id = catalog_column_u64(st, 0);
+	*flushed_seq = catalog_column_u64(st, 1);
+	rc = 0;
+out:
+	catalog_stmt_done(st);
+	return rc;
+}
+
+/* Copy a BLOB column into b (an empty BLOB reads as a NULL pointer). */
+static int
+column_blob(struct catalog *c, sqlite3_stmt *st, int col, struct buf *b)
+{
+	const void *p = sqlite3_column_blob(st, col);
+	int n = sqlite3_column_bytes(st, col);
+
+	if (p == NULL && n > 0)
+		return bt_error_set(-ENOMEM, "catalog %s: out of memory",
+		    c->path);
+	if (p == NULL && sqlite3_column_type(st, col) != SQLITE_BLOB)
+		return bt_error_set(BT_ECORRUPT,
+		    "catalog %s: column %s is not a BLOB", c->path,
+		    sqlite3_column_name(st, col));
+	return buf_set(b, p, (size_t)n);
+}
+
+void
+catalog_tablets_free(struct catalog_tablet *t, size_t count)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		buf_release(&t[i].start);
+		buf_release(&t[i].end);
+	}
+	bt_free(t);
+}
+
+static int
+tablets_list_txn(struct catalog *c, uint64_t table_id,
+    struct catalog_tablet **out, size_t *count)
+{
+	struct catalog_tablet *tablets = NULL, *t;
+	sqlite3_stmt *st;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	if ((rc = table_exists(c, table_id)) <= 0)
+		return rc < 0 ? rc : BT_NOTFOUND;
+	st = catalog_stmt(c, STMT_TABLET_LIST);
+	if ((rc = catalog_bind(c, st, "u", table_id)) < 0)
+		goto out_free;
+	while ((rc = catalog_step(c, st)) == SQLITE_ROW) {
+		if ((rc = catalog_array_grow(&tablets, &cap, n,
+		    sizeof(*tablets))) < 0)
+			goto out_free;
+		t = &tablets[n++];
+		buf_init(&t->start);
+		buf_init(&t->end);
+		t->id = catalog_column_u64(st, 0);
+		t->table_id = table_id;
+		t->flushed_seq = catalog_column_u64(st, 3);
+		if ((rc = column_blob(c, st, 1, &t->start)) < 0 ||
+		    (rc = column_blob(c, st, 2, &t->end)) < 0)
+			goto out_free;
+	}
+	if (rc < 0)
+		goto out_free;
+	catalog_stmt_done(st);
+	*out = tablets;
+	*count = n;
+	return 0;
+out_free:
+	catalog_stmt_done(st);
+	catalog_tablets_free(tablets, n);
+	return rc;
+}
+
+int
+catalog_tablets_list(struct catalog *c, uint64_t table_id,
+    struct catalog_tablet **out, size_t *count)
+{
+	int rc;
+
+	if ((rc = catalog_begin(c, false)) < 0)
+		return rc;
+	return catalog_end(c, tablets_list_txn(c, table_id, out, count));
+}
+
+static int
+files_list_txn(struct catalog *c, uint64_t tablet_id,
+    struct catalog_file **out, size_t *count)
+{
+	struct catalog_file *files = NULL, *f;
+	sqlite3_stmt *st;
+	uint64_t table_id, seq;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	if ((rc = tablet_get(c, tablet_id, &table_id, &seq)) != 0)
+		return rc;
+	st = catalog_stmt(c, STMT_FILE_LIST);
+	if ((rc = catalog_bind(c, st, "u", tablet_id)) < 0)
+		goto out_free;
+	while ((rc = catalog_step(c, st)) == SQLITE_ROW) {
+		if ((rc = catalog_array_grow(&files, &cap, n,
+		    sizeof(*files))) < 0)
+			goto out_free;
+		f = &files[n];
+		memset(f, 0, sizeof(*f));
+		f->number = catalog_column_u64(st, 0);
+		f->tablet_id = tablet_id;
+		if ((rc = catalog_column_text(c, st, 1, f->group,
+		    sizeof(f->group))) < 0)
+			goto out_free;
+		f->size = catalog_column_u64(st, 2);
+		f->entry_count = catalog_column_u64(st, 3);
+		f->max_seq = catalog_column_u64(st, 4);
+		n++;
+	}
+	if (rc < 0)
+		goto out_free;
+	catalog_stmt_done(st);
+	*out = files;
+	*count = n;
+	return 0;
+out_free:
+	catalog_stmt_done(st);
+	bt_free(files);
+	return rc;
+}
+
+int
+catalog_files_list(struct catalog *c, uint64_t tablet_id,
+    struct catalog_file **out, size_t *count)
+{
+	int rc;
+
+	if ((rc = catalog_begin(c, false)) < 0)
+		return rc;
+	return catalog_end(c, files_list_txn(c, tablet_id, out, count));
+}
+
+/* Stop naming file number in tablet_id; -ENOENT if it was not named. */
+static int
+file_remove(struct catalog *c, uint64_t tablet_id, uint64_t number)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	st = catalog_stmt(c, STMT_FILE_DELETE);
+	if ((rc = catalog_bind(c, st, "uu", tablet_id, number)) < 0) {
+		catalog_stmt_done(st);
+		return rc;
+	}
+	if ((rc = catalog_exec(c, st)) < 0)
+		return rc;
+	if (sqlite3_changes(c->db) == 0)
+		return bt_error_set(-ENOENT,
+		    "catalog: tablet %llu does not name file %llu",
+		    (unsigned long long)tablet_id, (unsigned long long)number);
+	return 0;
+}
+
+/* Name file f in tablet_id, of table table_id; its group must exist. */
+static int
+file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
+    const struct catalog_file *f)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = catalog_group_exists(c, table_id, f->group)) < 0)
+		return rc;
+	if (rc == 0)
+		return bt_error_set(-ENOENT,
+		    "catalog: file %llu: tablet %llu has no group %s",
+		    (unsigned long long)f->number,
+		    (unsigned long long)tablet_id, f->group);
+	st = catalog_stmt(c, STMT_FILE_INSERT);
+	if ((rc = catalog_bind(c, st, "uutuuu", tablet_id, f->number,
+	    f->group, f->size, f->entry_count, f->max_seq)) < 0) {
+		catalog_stmt_done(st);
+		return rc;
+	}
+	rc = catalog_exec(c, st);
+	if (rc == -EEXIST)
+		bt_error_set(rc, "catalog: tablet %llu already names file %llu",
+		    (unsigned long long)tablet_id,
+		    (unsigned long long)f->number);
+	return rc;
+}
+
+static int
+tablet_apply_txn(struct catalog *c, uint64_t tablet_id,
+    const struct catalog_file *added, size_t added_count,
+    const uint64_t *removed, size_t removed_count, uint64_t flushed_seq)
+{
+	sqlite3_stmt *st;
+	uint64_t table_id, old_seq;
+	int rc;
+
+	if ((rc = tablet_get(c, tablet_id, &table_id, &old_seq)) < 0)
+		return rc;
+	if (rc == BT_NOTFOUND)
+		return bt_error_set(-ENOENT, "catalog: no tablet %llu",
+		    (unsigned long long)tablet_id);
+	for (size_t i = 0; i < removed_count; i++)
+		if ((rc = file_remove(c, tablet_id, removed[i])) < 0)
+			return rc;
+	for (size_t i = 0; i < added_count; i++)
+		if ((rc = file_add(c, table_id, tablet_id, &added[i])) < 0)
+			return rc;
+	if (flushed_seq <= old_seq)
+		return 0;
+	st = catalog_stmt(c, STMT_TABLET_SET_SEQ);
+	if ((rc = catalog_bind(c, st, "uu", tablet_id, flushed_seq)) < 0) {
+		catalog_stmt_done(st);
+		return rc;
+	}
+	return catalog_exec(c, st);
+}
+
+int
+catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
+    const struct catalog_file *added, size_t added_count,
+    const uint64_t *removed, size_t removed_count, uint64_t flushed_seq)
+{
+	int rc;
+
+	if ((added_count > 0 && added == NULL) ||
+	    (removed_count > 0 && removed == NULL))
+		return bt_error_set(-EINVAL, "catalog: tablet %llu: missing "
+		    "file list", (unsigned long long)tablet_id);
+	for (size_t i = 0; i < added_count; i++)
+		if (added[i].number == 0 || !catalog_field_valid(added[i].group,
+		    sizeof(added[i].group)))
+			return bt_error_set(-EINVAL, "catalog: tablet %llu: "
+			    "bad file %llu", (unsigned long long)tablet_id,
+			    (unsigned long long)added[i].number);
+	if ((rc = catalog_begin(c, true)) < 0)
+		return rc;
+	return catalog_end(c, tablet_apply_txn(c, tablet_id, added,
+	    added_count, removed, removed_count, flushed_seq));
+}
+
+/* Read a counter: 0 and *value, or BT_NOTFOUND. */
+static int
+meta_read(struct catalog *c, const char *key, uint64_t *value)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	st = catalog_stmt(c, STMT_META_GET);
+	if ((rc = catalog_bind(c, st, "t", key)) < 0)
+		goto out;
+	if ((rc = catalog_step(c, st)) < 0)
+		goto out;
+	if (rc == SQLITE_DONE) {
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	*value = catalog_column_u64(st, 0);
+	rc = 0;
+out:
+	catalog_stmt_done(st);
+	return rc;
+}
+
+static int
+meta_write(struct catalog *c, const char *key, uint64_t value)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	st = catalog_stmt(c, STMT_META_SET);
+	if ((rc = catalog_bind(c, st, "tu", key, value)) < 0) {
+		catalog_stmt_done(st);
+		return rc;
+	}
+	return catalog_exec(c, st);
+}
+
+static int
+next_number_txn(struct catalog *c, uint64_t *number)
+{
+	uint64_t last = 0;
+	int rc;
+
+	if ((rc = meta_read(c, CATALOG_META_LAST_NUMBER, &last)) < 0)
+		return rc;
+	if (last >= INT64_MAX)
+		return bt_error_set(-EOVERFLOW, "catalog %s: file numbers "
+		    "exhausted", c->path);
+	if ((rc = meta_write(c, CATALOG_META_LAST_NUMBER, last + 1)) < 0)
+		return rc;
+	*number = last + 1;
+	return 0;
+}
+
+int
+catalog_next_number(struct catalog *c, uint64_t *number)
+{
+	uint64_t n = 0;
+	int rc;
+
+	if ((rc = catalog_begin(c, true)) < 0)
+		return rc;
+	if ((rc = catalog_end(c, next_number_txn(c, &n))) == 0)
+		*number = n;
+	return rc;
+}
+
+static int
+file_is_live_txn(struct catalog *c, uint64_t number)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	st = catalog_stmt(c, STMT_FILE_LIVE);
+	if ((rc = catalog_bind(c, st, "u", number)) == 0 &&
+	    (rc = catalog_step(c, st)) >= 0)
+		rc = rc == SQLITE_ROW;
+	catalog_stmt_done(st);
+	return rc;
+}
+
+int
+catalog_file_is_live(struct catalog *c, uint64_t number)
+{
+	int rc;
+
+	if ((rc = catalog_begin(c, false)) < 0)
+		return rc;
+	return catalog_end(c, file_is_live_txn(c, number));
+}
+
+static int
+meta_get_txn(struct catalog *c, const char *key, uint64_t def,
+    uint64_t *value)
+{
+	int rc = meta_read(c, key, value);
+
+	if (rc == BT_NOTFOUND) {
+		*value = def;
+		rc = 0;
+	}
+	return rc;
+}
+
+int
+catalog_meta_get(struct catalog *c, const char *key, uint64_t def,
+    uint64_t *value)
+{
+	uint64_t v = 0;
+	int rc;
+
+	if (!catalog_name_valid(key))
+		return bt_error_set(-EINVAL, "catalog: bad meta key '%s'",
+		    key != NULL ? key : "(null)");
+	if ((rc = catalog_begin(c, false)) < 0)
+		return rc;
+	if ((rc = catalog_end(c, meta_get_txn(c, key, def, &v))) == 0)
+		*value = v;
+	return rc;
+}
+
+int
+catalog_meta_set(struct catalog *c, const char *key, uint64_t value)
+{
+	int rc;
+
+	if (!catalog_name_valid(key))
+		return bt_error_set(-EINVAL, "catalog: bad meta key '%s'",
+		    key != NULL ? key : "(null)");
+	if ((rc = catalog_begin(c, true)) < 0)
+		return rc;
+	return catalog_end(c, meta_write(c, key, value));
+}

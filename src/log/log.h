@@ -1,0 +1,123 @@
+/*
+ * log.h - the commit log: CRC-framed records in numbered segment files,
+ * written with group commit and read back for replay.  Format: format.h.
+ *
+ * The log stores opaque payloads; what they mean (row mutations, sequence
+ * numbers, tablet tags) is the tablet server's business.  A position
+ * (segment, offset) names the start of a record, so that a redo point can
+ * be recorded and replay started there.
+ */
+#ifndef TABLETFS_LOG_LOG_H
+#define TABLETFS_LOG_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/env.h"
+#include "util/slice.h"
+
+struct log_position {
+	uint64_t segment;
+	uint64_t offset;	/* byte offset of the record in its segment */
+};
+
+struct log_options {
+	/* Start a new segment once the current one passes this size.
+	 * Default (0): 64 MiB. */
+	uint64_t segment_size;
+};
+
+struct log_writer;
+
+/*
+ * Open a writer that appends to a new segment numbered first_segment in dir
+ * (which must exist); -EEXIST if that segment exists.  The segment file and
+ * its directory entry are synced before this returns.
+ */
+int log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
+    const struct log_options *opts, struct log_writer **out);
+
+/*
+ * Close the writer (syncing first), accepting NULL.  Appends must have
+ * finished.  Returns the sync's result.
+ */
+int log_writer_close(struct log_writer *w);
+
+/*
+ * Append one record (1..LOG_MAX_RECORD bytes) and return once it is written
+ * to the segment, and, when sync is true, made durable (fdatasync).  Thread-
+ * safe, with group commit: concurrent appenders are batched by a leader into
+ * one write and at most one sync.  On success *pos (if not NULL) receives the
+ * record's position.
+ *
+ * A failed write is rolled back (the segment is truncated to its last good
+ * record) and returned to every appender of the batch; the writer remains
+ * usable, so writes can resume when, say, disk space is freed.  A failed
+ * sync leaves the durability of the segment unknown: the writer is then
+ * poisoned and every later call returns BT_ECLOSED until the caller rotates.
+ */
+int log_writer_append(struct log_writer *w, struct slice record, bool sync,
+    struct log_position *pos);
+
+/* Make everything appended so far durable. */
+int log_writer_sync(struct log_writer *w);
+
+/*
+ * Finish the current segment (synced) and continue in a new one numbered
+ * one higher; clears a poisoned state.  Thread-safe with appends.  *next, if
+ * not NULL, receives the new segment number.
+ */
+int log_writer_rotate(struct log_writer *w, uint64_t *next);
+
+/* The segment being written and the offset its next record will take. */
+struct log_position log_writer_position(struct log_writer *w);
+
+/* Records and batches written and fdatasync calls made for them (the
+ * syncs of new segment headers are not counted), for group commit tests
+ * and status. */
+struct log_writer_stats {
+	uint64_t records;
+	uint64_t batches;
+	uint64_t syncs;
+};
+void log_writer_get_stats(struct log_writer *w, struct log_writer_stats *out);
+
+/* The path of segment number n in dir, into dst (at least dir + 22 bytes). */
+void log_segment_path(char *dst, size_t size, const char *dir, uint64_t n);
+
+/*
+ * The segment numbers present in dir, ascending, in a new array
+ * (bt_free() it).  0 or a negative error.
+ */
+int log_list_segments(struct env *env, const char *dir, uint64_t **segments,
+    size_t *count);
+
+struct log_reader;
+
+/* Read one segment file.  Checks its header. */
+int log_reader_open(struct env *env, const char *path,
+    struct log_reader **out);
+void log_reader_close(struct log_reader *r);
+
+/* Continue from the record at offset (a position from the writer). */
+int log_reader_seek(struct log_reader *r, uint64_t offset);
+
+/*
+ * The next record: 0 with *record (borrowed until the next call) and
+ * *offset (its position in the segment; may be NULL) set; BT_DONE at the end, including a dropped torn tail; BT_ECHECKSUM or
+ * BT_ECORRUPT, with a detail naming the file and offset, for damage that is
+ * not a torn tail.  After an error the reader returns the same error.
+ */
+int log_reader_next(struct log_reader *r, struct slice *record,
+    uint64_t *offset);
+
+/*
+ * Bytes dropped as a torn tail at the end (0 if the segment ended clean).
+ * Only the last segment of a log may have a torn tail: earlier segments were
+ * synced whole before the next began, so replay treats a tail dropped from
+ * them as corruption.
+ */
+uint64_t log_reader_dropped_bytes(struct log_reader *r);
+
+#endif

@@ -1,0 +1,355 @@
+/*
+ * log_reader.c - reading a commit log segment back for replay.
+ *
+ * The segment is streamed through a window of at least READER_CHUNK bytes
+ * (or one whole record, if bigger), so a 64 MiB segment is never read
+ * into memory at once.
+ *
+ * Damage is classified as format.h says: a record that runs past the end
+ * of the file, or whose check fails while only zero bytes follow it (or
+ * nothing: it ends exactly at the end), is a torn tail and is dropped.
+ * One more test keeps a torn tail from hiding real damage: if a valid
+ * record starts anywhere after the damaged one, the damaged one was not
+ * the last write, so it is corruption.  That is what catches a flipped
+ * length field, which would otherwise look like a record running past the
+ * end and silently drop every record after it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log/format.h"
+#include "log/log.h"
+#include "util/alloc.h"
+#include "util/buf.h"
+#include "util/coding.h"
+#include "util/crc32c.h"
+#include "util/error.h"
+
+#define READER_CHUNK		(256u << 10)
+/* A window grown this big for one record is given back afterwards. */
+#define READER_WINDOW_KEEP	(16u << 20)
+
+struct log_reader {
+	struct env_file *file;
+	uint64_t size;		/* taken at open */
+	uint64_t pos;		/* the next record's offset */
+	struct buf win;		/* file bytes [win_off, win_off + win.n) */
+	uint64_t win_off;
+	int state;		/* 0 while reading, then BT_DONE or an error */
+	uint64_t dropped;
+	char detail[256];	/* of the sticky error */
+};
+
+/*
+ * Borrow bytes [off, off + n) of the file (within its size) through the
+ * window, reading what the window lacks.  The pointer is valid until the
+ * next call.
+ */
+static int
+reader_fill(struct log_reader *r, uint64_t off, size_t n, const uint8_t **out)
+{
+	uint64_t want = n > READER_CHUNK ? n : READER_CHUNK;
+	size_t keep = 0;
+	int rc;
+
+	if (off >= r->win_off && off + n <= r->win_off + r->win.n) {
+		*out = r->win.p + (off - r->win_off);
+		return 0;
+	}
+	if (want > r->size - off)
+		want = r->size - off;
+	if (r->win.cap > READER_WINDOW_KEEP && want < r->win.cap / 4)
+		buf_release(&r->win);
+	else if (off >= r->win_off && off < r->win_off + r->win.n) {
+		keep = (size_t)(r->win_off + r->win.n - off);
+		memmove(r->win.p, r->win.p + (off - r->win_off), keep);
+	}
+	r->win.n = keep;
+	r->win_off = off;
+	if ((rc = buf_reserve(&r->win, (size_t)want - keep)) < 0)
+		return bt_error_set(rc, "%s: no memory to read %" PRIu64
+		    " bytes at offset %" PRIu64, r->file->path, want, off);
+	if ((rc = env_file_read_exact(r->file, off + keep, r->win.p + keep,
+	    (size_t)want - keep)) < 0) {
+		r->win.n = 0;
+		return rc;
+	}
+	r->win.n = (size_t)want;
+	*out = r->win.p;
+	return 0;
+}
+
+/* Whether every byte of [from, size) is zero. */
+static int
+reader_zero_to_end(struct log_reader *r, uint64_t from, bool *zero)
+{
+	const uint8_t *p;
+	uint64_t off;
+	size_t n, i;
+	int rc;
+
+	for (off = from; off < r->size; off += n) {
+		n = r->size - off < READER_CHUNK ?
+		    (size_t)(r->size - off) : READER_CHUNK;
+		if ((rc = reader_fill(r, off, n, &p)) < 0)
+			return rc;
+		for (i = 0; i < n; i++) {
+			if (p[i] != 0) {
+				*zero = false;
+				return 0;
+			}
+		}
+	}
+	*zero = true;
+	return 0;
+}
+
+static bool
+record_check(const uint8_t *rec, uint32_t len)
+{
+	uint32_t crc = crc32c_extend(crc32c_value(rec + 4, 4),
+	    rec + LOG_RECORD_HEADER_SIZE, len);
+
+	return crc32c_unmask(get_fixed32(rec)) == crc;
+}
+
+/* The offset of the first valid record starting at or after from, or
+ * r->size when there is none. */
+static int
+reader_find_record(struct log_reader *r, uint64_t from, uint64_t *found)
+{
+	const uint8_t *p;
+	uint64_t q;
+	uint32_t len;
+	int rc;
+
+	for (q = from; q + LOG_RECORD_HEADER_SIZE <= r->size; q++) {
+		if ((rc = reader_fill(r, q, LOG_RECORD_HEADER_SIZE, &p)) < 0)
+			return rc;
+		len = get_fixed32(p + 4);
+		if (len == 0 || len > LOG_MAX_RECORD ||
+		    len > r->size - q - LOG_RECORD_HEADER_SIZE)
+			continue;
+		if ((rc = reader_fill(r, q, LOG_RECORD_HEADER_SIZE + len,
+		    &p)) < 0)
+			return rc;
+		if (record_check(p, len)) {
+			*found = q;
+			return 0;
+		}
+	}
+	*found = r->size;
+	return 0;
+}
+
+/* Stop with an error that every later call repeats. */
+static int
+reader_fail(struct log_reader *r, int rc)
+{
+	r->state = rc;
+	snprintf(r->detail, sizeof(r->detail), "%s", bt_error_detail());
+	return rc;
+}
+
+/* Stop at the end, dropping [pos, size) as a torn tail. */
+static int
+reader_torn(struct log_reader *r, uint64_t pos)
+{
+	r->dropped = r->size - pos;
+	r->pos = r->size;
+	r->state = BT_DONE;
+	return BT_DONE;
+}
+
+/*
+ * The record at pos fails in a way a torn tail could explain: it is one
+ * unless a valid record follows it, which proves the damage is not at the
+ * end of what was written.
+ */
+static int
+reader_maybe_torn(struct log_reader *r, uint64_t pos, int rc,
+    const char *what)
+{
+	uint64_t next;
+	int frc;
+
+	if ((frc = reader_find_record(r, pos + 1, &next)) < 0)
+		return reader_fail(r, frc);
+	if (next == r->size)
+		return reader_torn(r, pos);
+	return reader_fail(r, bt_error_set(rc, "%s: %s at offset %" PRIu64
+	    " (a valid record follows at offset %" PRIu64 ")",
+	    r->file->path, what, pos, next));
+}
+
+int
+log_reader_next(struct log_reader *r, struct slice *record,
+    uint64_t *offset)
+{
+	const uint8_t *p;
+	uint64_t pos = r->pos, left = r->size - r->pos;
+	uint32_t len;
+	bool zero;
+	int rc;
+
+	if (r->state != 0) {
+		if (r->state < 0)
+			bt_error_set(r->state, "%s", r->detail);
+		return r->state;
+	}
+	if (left == 0) {
+		r->state = BT_DONE;
+		return BT_DONE;
+	}
+	if (left < LOG_RECORD_HEADER_SIZE)
+		return reader_torn(r, pos);
+	if ((rc = reader_fill(r, pos, LOG_RECORD_HEADER_SIZE, &p)) < 0)
+		return reader_fail(r, rc);
+	len = get_fixed32(p + 4);
+	if (len == 0) {
+		if ((rc = reader_zero_to_end(r, pos + LOG_RECORD_HEADER_SIZE,
+		    &zero)) < 0)
+			return reader_fail(r, rc);
+		if (zero)
+			return reader_torn(r, pos);
+		return reader_fail(r, bt_error_set(BT_ECORRUPT,
+		    "%s: record of length 0 at offset %" PRIu64,
+		    r->file->path, pos));
+	}
+	if (len > left - LOG_RECORD_HEADER_SIZE)
+		return reader_maybe_torn(r, pos, BT_ECORRUPT,
+		    "record runs past the end of the file");
+	if (len > LOG_MAX_RECORD)
+		return reader_fail(r, bt_error_set(BT_ECORRUPT,
+		    "%s: bad record length %" PRIu32 " at offset %" PRIu64,
+		    r->file->path, len, pos));
+	if ((rc = reader_fill(r, pos, LOG_RECORD_HEADER_SIZE + len, &p)) < 0)
+		return reader_fail(r, rc);
+	if (record_check(p, len)) {
+		r->pos = pos + LOG_RECORD_HEADER_SIZE + len;
+		*record = slice_make(p + LOG_RECORD_HEADER_SIZE, len);
+		if (offset != NULL)
+			*offset = pos;
+		return 0;
+	}
+	if ((rc = reader_zero_to_end(r, pos + LOG_RECORD_HEADER_SIZE + len,
+	    &zero)) < 0)
+		return reader_fail(r, rc);
+	if (zero)
+		return reader_maybe_torn(r, pos, BT_ECHECKSUM,
+		    "checksum mismatch in record");
+	return reader_fail(r, bt_error_set(BT_ECHECKSUM,
+	    "%s: checksum mismatch in record at offset %" PRIu64,
+	    r->file->path, pos));
+}
+
+/*
+ * Check the segment header.  A segment shorter than its header that holds
+ * a prefix of the header or zeros (a crash while it was being created),
+ * and an all-zero segment, are torn: the reader is then at its end.
+ */
+static int
+reader_check_header(struct log_reader *r)
+{
+	uint8_t want[LOG_SEGMENT_HEADER_SIZE];
+	const uint8_t *p;
+	size_t n;
+	bool zero;
+	int rc;
+
+	put_fixed64(want, LOG_MAGIC);
+	put_fixed32(want + 8, LOG_FORMAT_VERSION);
+	put_fixed32(want + 12, crc32c_mask(crc32c_value(want, 12)));
+	n = r->size < sizeof(want) ? (size_t)r->size : sizeof(want);
+	if (n == 0)
+		return reader_torn(r, 0);
+	if ((rc = reader_fill(r, 0, n, &p)) < 0)
+		return rc;
+	if (n < sizeof(want)) {
+		if (memcmp(p, want, n) == 0)
+			return reader_torn(r, 0);
+		if ((rc = reader_zero_to_end(r, 0, &zero)) < 0)
+			return rc;
+		if (zero)
+			return reader_torn(r, 0);
+		return bt_error_set(BT_EFORMAT, "%s: not a log segment "
+		    "(%zu bytes) at offset 0", r->file->path, n);
+	}
+	if (get_fixed64(p) != LOG_MAGIC) {
+		if ((rc = reader_zero_to_end(r, 0, &zero)) < 0)
+			return rc;
+		if (zero)
+			return reader_torn(r, 0);
+		return bt_error_set(BT_EFORMAT, "%s: bad log magic at offset 0",
+		    r->file->path);
+	}
+	if (crc32c_unmask(get_fixed32(p + 12)) != crc32c_value(p, 12))
+		return bt_error_set(BT_ECHECKSUM, "%s: segment header checksum "
+		    "mismatch at offset 0", r->file->path);
+	if (get_fixed32(p + 8) != LOG_FORMAT_VERSION)
+		return bt_error_set(BT_EFORMAT, "%s: log format version %" PRIu32
+		    " unsupported at offset 8", r->file->path,
+		    get_fixed32(p + 8));
+	r->pos = LOG_SEGMENT_HEADER_SIZE;
+	return 0;
+}
+
+int
+log_reader_open(struct env *env, const char *path, struct log_reader **out)
+{
+	struct log_reader *r;
+	int rc;
+
+	if ((r = bt_calloc(1, sizeof(*r))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	buf_init(&r->win);
+	if ((rc = env_file_open(env, path, ENV_READ, &r->file)) < 0)
+		goto out_free;
+	if ((rc = env_file_size(r->file, &r->size)) < 0)
+		goto out_close;
+	if ((rc = reader_check_header(r)) < 0)
+		goto out_close;
+	*out = r;
+	return 0;
+out_close:
+	env_file_close(r->file);
+	buf_release(&r->win);
+out_free:
+	bt_free(r);
+out:
+	return rc;
+}
+
+void
+log_reader_close(struct log_reader *r)
+{
+	if (r == NULL)
+		return;
+	env_file_close(r->file);
+	buf_release(&r->win);
+	bt_free(r);
+}
+
+/* Seeking starts afresh: an earlier error or end is forgotten. */
+int
+log_reader_seek(struct log_reader *r, uint64_t offset)
+{
+	if (offset < LOG_SEGMENT_HEADER_SIZE || offset > r->size)
+		return bt_error_set(-EINVAL, "%s: cannot seek to offset %"
+		    PRIu64 " of %" PRIu64 " bytes", r->file->path, offset,
+		    r->size);
+	r->pos = offset;
+	r->state = 0;
+	r->dropped = 0;
+	return 0;
+}
+
+uint64_t
+log_reader_dropped_bytes(struct log_reader *r)
+{
+	return r->dropped;
+}

@@ -1,0 +1,554 @@
+/*
+ * log_writer.c - appending to the commit log, with group commit.
+ *
+ * Every call that touches the segment (append, sync, rotate) queues a
+ * waiter under the mutex.  The waiter at the front is the leader: it takes
+ * the appends and syncs queued behind it (up to LOG_BATCH_MAX bytes, or one
+ * bigger record alone), releases the mutex, writes them with one
+ * env_file_append() and, if any of them asked for it, one env_file_sync(),
+ * then retakes the mutex, hands each member its result and wakes the next
+ * leader.  Appenders arriving meanwhile queue up and form the next batch, so
+ * under load many records share one fdatasync.  This is LevelDB's
+ * DBImpl::Write scheme.
+ *
+ * Only the leader touches the file, and only one waiter leads at a time, so
+ * the fields marked "leader" need no lock; the fields that other threads
+ * read (position, poison, stats) are changed by the leader under the mutex.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log/format.h"
+#include "log/log.h"
+#include "util/alloc.h"
+#include "util/buf.h"
+#include "util/coding.h"
+#include "util/crc32c.h"
+#include "util/error.h"
+
+#define LOG_DEFAULT_SEGMENT_SIZE	(64ull << 20)
+#define LOG_BATCH_MAX			(1u << 20)
+/* Segment paths are the directory plus "/" 16 digits ".log" and a NUL. */
+#define LOG_SEGMENT_NAME_EXTRA		22
+
+enum waiter_kind {
+	WAITER_APPEND,
+	WAITER_SYNC,
+	WAITER_ROTATE,
+};
+
+/* One call waiting in the queue; lives on its caller's stack. */
+struct log_waiter {
+	struct log_waiter *next;
+	pthread_cond_t cv;
+	enum waiter_kind kind;
+	struct slice record;
+	bool sync;
+	bool done;
+	int rc;
+	struct log_position pos;	/* of the record; after a rotate, the
+					   new segment */
+	char detail[256];		/* the leader's detail, when rc < 0 */
+};
+
+struct log_writer {
+	struct env *env;
+	char *dir;
+	uint64_t segment_size;
+
+	pthread_mutex_t mu;
+	struct log_waiter *head, *tail;
+
+	/* Read under mu; written by the leader under mu. */
+	uint64_t segment;
+	uint64_t offset;	/* end of the last good record */
+	bool poisoned;
+	struct log_writer_stats stats;
+
+	/* Leader only. */
+	struct env_file *file;
+	uint64_t synced;	/* the segment is durable up to here */
+	char *path;		/* the current segment */
+	char *next_path;	/* scratch for the next one */
+	size_t path_size;
+	struct buf batch;
+};
+
+void
+log_segment_path(char *dst, size_t size, const char *dir, uint64_t n)
+{
+	snprintf(dst, size, "%s/%016" PRIu64 ".log", dir, n);
+}
+
+static void
+segment_header_encode(uint8_t *dst)
+{
+	put_fixed64(dst, LOG_MAGIC);
+	put_fixed32(dst + 8, LOG_FORMAT_VERSION);
+	put_fixed32(dst + 12, crc32c_mask(crc32c_value(dst, 12)));
+}
+
+/*
+ * Create segment file path, write its header and make both the file and
+ * its directory entry durable.  On failure nothing is left behind (the
+ * file is removed if it was created).
+ */
+static int
+segment_create(struct env *env, const char *dir, const char *path,
+    struct env_file **out)
+{
+	uint8_t header[LOG_SEGMENT_HEADER_SIZE];
+	struct env_file *f;
+	int rc;
+
+	segment_header_encode(header);
+	if ((rc = env_file_open(env, path, ENV_CREATE, &f)) < 0)
+		goto out;
+	if ((rc = env_file_append(f, header, sizeof(header))) < 0 ||
+	    (rc = env_file_sync(f)) < 0 ||
+	    (rc = env_dir_sync(env, dir)) < 0)
+		goto out_remove;
+	*out = f;
+	return 0;
+out_remove:
+	env_file_close(f);
+	env_path_remove(env, path);
+out:
+	return rc;
+}
+
+int
+log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
+    const struct log_options *opts, struct log_writer **out)
+{
+	struct log_writer *w;
+	int rc = -ENOMEM;
+
+	if ((w = bt_calloc(1, sizeof(*w))) == NULL)
+		goto out;
+	w->env = env;
+	w->segment_size = opts != NULL && opts->segment_size != 0 ?
+	    opts->segment_size : LOG_DEFAULT_SEGMENT_SIZE;
+	buf_init(&w->batch);
+	if ((w->dir = bt_strdup(dir)) == NULL)
+		goto out_free;
+	w->path_size = strlen(dir) + LOG_SEGMENT_NAME_EXTRA;
+	if ((w->path = bt_malloc(w->path_size)) == NULL)
+		goto out_dir;
+	if ((w->next_path = bt_malloc(w->path_size)) == NULL)
+		goto out_path;
+	if ((rc = -pthread_mutex_init(&w->mu, NULL)) < 0)
+		goto out_next_path;
+	log_segment_path(w->path, w->path_size, dir, first_segment);
+	if ((rc = segment_create(env, dir, w->path, &w->file)) < 0)
+		goto out_mutex;
+	w->segment = first_segment;
+	w->offset = LOG_SEGMENT_HEADER_SIZE;
+	w->synced = LOG_SEGMENT_HEADER_SIZE;
+	*out = w;
+	return 0;
+out_mutex:
+	pthread_mutex_destroy(&w->mu);
+out_next_path:
+	bt_free(w->next_path);
+out_path:
+	bt_free(w->path);
+out_dir:
+	bt_free(w->dir);
+out_free:
+	bt_free(w);
+out:
+	return rc;
+}
+
+/* Bytes a waiter adds to a batch. */
+static size_t
+waiter_bytes(const struct log_waiter *p)
+{
+	return p->kind == WAITER_APPEND ?
+	    LOG_RECORD_HEADER_SIZE + p->record.n : 0;
+}
+
+static bool
+waiter_wants_sync(const struct log_waiter *p)
+{
+	return p->kind == WAITER_SYNC || (p->kind == WAITER_APPEND && p->sync);
+}
+
+static void
+waiter_fail(struct log_waiter *p, int rc)
+{
+	p->rc = rc;
+	snprintf(p->detail, sizeof(p->detail), "%s", bt_error_detail());
+}
+
+/* Mark the segment's durability unknown: only a rotation clears this. */
+static void
+writer_poison(struct log_writer *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->poisoned = true;
+	pthread_mutex_unlock(&w->mu);
+}
+
+static int
+writer_sync_file(struct log_writer *w)
+{
+	int rc;
+
+	rc = env_file_sync(w->file);
+	pthread_mutex_lock(&w->mu);
+	w->stats.syncs++;
+	if (rc < 0)
+		w->poisoned = true;
+	pthread_mutex_unlock(&w->mu);
+	if (rc == 0)
+		w->synced = w->offset;
+	return rc;
+}
+
+/*
+ * Finish the current segment and start the next one (leader only).  A
+ * poisoned segment is abandoned without a sync: after a failed fdatasync
+ * another one proves nothing.  If the new segment cannot be made, the
+ * writer stays where it was.
+ */
+static int
+writer_rotate(struct log_writer *w)
+{
+	struct env_file *f;
+	uint64_t next = w->segment + 1;
+	char *tmp;
+	int rc;
+
+	if (!w->poisoned && w->synced < w->offset &&
+	    (rc = writer_sync_file(w)) < 0)
+		return rc;
+	log_segment_path(w->next_path, w->path_size, w->dir, next);
+	if ((rc = segment_create(w->env, w->dir, w->next_path, &f)) < 0)
+		return rc;
+	env_file_close(w->file);
+	w->file = f;
+	tmp = w->path;
+	w->path = w->next_path;
+	w->next_path = tmp;
+	w->synced = LOG_SEGMENT_HEADER_SIZE;
+	pthread_mutex_lock(&w->mu);
+	w->segment = next;
+	w->offset = LOG_SEGMENT_HEADER_SIZE;
+	w->poisoned = false;
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+/*
+ * Encode the appends among first..last into one buffer and write it (the
+ * leader, without the mutex).  A failed write is cut off again so that the
+ * segment ends at its last good record; if even that fails, the segment
+ * holds garbage and the writer is poisoned.  Each member's result is left
+ * in its waiter: the write's error for all, the sync's for those that
+ * asked for a sync.
+ */
+static void
+writer_write_batch(struct log_writer *w, struct log_waiter *first,
+    struct log_waiter *last, size_t bytes, bool need_sync)
+{
+	struct log_waiter *p;
+	uint8_t *h;
+	uint64_t records = 0;
+	char saved[256];
+	int rc = 0, sync_rc = 0;
+
+	if (w->poisoned) {
+		rc = bt_error_set(BT_ECLOSED, "%s: log poisoned by a failed "
+		    "sync; rotate to continue", w->path);
+		goto out;
+	}
+	if (bytes > 0 && w->offset >= w->segment_size &&
+	    (rc = writer_rotate(w)) < 0)
+		goto out;
+	buf_clear(&w->batch);
+	if ((rc = buf_reserve(&w->batch, bytes)) < 0) {
+		rc = bt_error_set(rc, "%s: no memory for a batch of %zu bytes",
+		    w->path, bytes);
+		goto out;
+	}
+	for (p = first;; p = p->next) {
+		if (p->kind == WAITER_APPEND) {
+			p->pos.segment = w->segment;
+			p->pos.offset = w->offset + w->batch.n;
+			h = w->batch.p + w->batch.n;
+			put_fixed32(h + 4, (uint32_t)p->record.n);
+			put_fixed32(h, crc32c_mask(crc32c_extend(
+			    crc32c_value(h + 4, 4), p->record.p, p->record.n)));
+			memcpy(h + LOG_RECORD_HEADER_SIZE, p->record.p,
+			    p->record.n);
+			w->batch.n += LOG_RECORD_HEADER_SIZE + p->record.n;
+			records++;
+		}
+		if (p == last)
+			break;
+	}
+	if (w->batch.n > 0) {
+		if ((rc = env_file_append(w->file, w->batch.p,
+		    w->batch.n)) < 0) {
+			snprintf(saved, sizeof(saved), "%s",
+			    bt_error_detail());
+			if (env_file_truncate(w->file, w->offset) < 0)
+				writer_poison(w);
+			bt_error_set(rc, "%s", saved);
+			goto out;
+		}
+		pthread_mutex_lock(&w->mu);
+		w->offset += w->batch.n;
+		w->stats.records += records;
+		w->stats.batches++;
+		pthread_mutex_unlock(&w->mu);
+	}
+	if (need_sync && w->synced < w->offset)
+		sync_rc = writer_sync_file(w);
+out:
+	if (w->batch.cap > 4 * LOG_BATCH_MAX)
+		buf_release(&w->batch);
+	for (p = first;; p = p->next) {
+		if (rc < 0)
+			waiter_fail(p, rc);
+		else if (sync_rc < 0 && waiter_wants_sync(p))
+			waiter_fail(p, sync_rc);
+		else
+			p->rc = 0;
+		if (p == last)
+			break;
+	}
+}
+
+/*
+ * Lead the batch that starts at me (called and returning with the mutex
+ * held), then pass the lead to whoever queued next.
+ */
+static void
+writer_lead(struct log_writer *w, struct log_waiter *me)
+{
+	struct log_waiter *last = me, *p, *next;
+	size_t bytes = waiter_bytes(me), add;
+	bool need_sync = waiter_wants_sync(me);
+	int rc;
+
+	if (me->kind != WAITER_ROTATE) {
+		for (p = me->next; p != NULL && p->kind != WAITER_ROTATE;
+		    p = p->next) {
+			add = waiter_bytes(p);
+			if (bytes + add > LOG_BATCH_MAX)
+				break;
+			bytes += add;
+			need_sync = need_sync || waiter_wants_sync(p);
+			last = p;
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (me->kind == WAITER_ROTATE) {
+		if ((rc = writer_rotate(w)) < 0)
+			waiter_fail(me, rc);
+		else
+			me->rc = 0;
+		me->pos.segment = w->segment;
+		me->pos.offset = w->offset;
+	} else
+		writer_write_batch(w, me, last, bytes, need_sync);
+	pthread_mutex_lock(&w->mu);
+	for (p = me;; p = next) {
+		next = p->next;
+		p->done = true;
+		if (p != me)
+			pthread_cond_signal(&p->cv);
+		if (p == last)
+			break;
+	}
+	w->head = next;
+	if (next == NULL)
+		w->tail = NULL;
+	else
+		pthread_cond_signal(&next->cv);
+}
+
+/* Queue me, wait until a leader has done my work or I lead, and return
+ * my result with its detail. */
+static int
+writer_submit(struct log_writer *w, struct log_waiter *me)
+{
+	me->next = NULL;
+	me->done = false;
+	me->rc = 0;
+	me->detail[0] = '\0';
+	pthread_cond_init(&me->cv, NULL);
+	pthread_mutex_lock(&w->mu);
+	if (w->tail != NULL)
+		w->tail->next = me;
+	else
+		w->head = me;
+	w->tail = me;
+	while (!me->done && w->head != me)
+		pthread_cond_wait(&me->cv, &w->mu);
+	if (!me->done)
+		writer_lead(w, me);
+	pthread_mutex_unlock(&w->mu);
+	pthread_cond_destroy(&me->cv);
+	if (me->rc < 0)
+		bt_error_set(me->rc, "%s", me->detail);
+	return me->rc;
+}
+
+int
+log_writer_append(struct log_writer *w, struct slice record, bool sync,
+    struct log_position *pos)
+{
+	struct log_waiter me;
+	int rc;
+
+	if (record.n == 0)
+		return bt_error_set(-EINVAL, "%s: empty log record", w->dir);
+	if (record.n > LOG_MAX_RECORD)
+		return bt_error_set(BT_ETOOBIG, "%s: log record of %zu bytes "
+		    "exceeds %u", w->dir, record.n, LOG_MAX_RECORD);
+	memset(&me, 0, sizeof(me));
+	me.kind = WAITER_APPEND;
+	me.record = record;
+	me.sync = sync;
+	if ((rc = writer_submit(w, &me)) == 0 && pos != NULL)
+		*pos = me.pos;
+	return rc;
+}
+
+int
+log_writer_sync(struct log_writer *w)
+{
+	struct log_waiter me;
+
+	memset(&me, 0, sizeof(me));
+	me.kind = WAITER_SYNC;
+	return writer_submit(w, &me);
+}
+
+int
+log_writer_rotate(struct log_writer *w, uint64_t *next)
+{
+	struct log_waiter me;
+	int rc;
+
+	memset(&me, 0, sizeof(me));
+	me.kind = WAITER_ROTATE;
+	if ((rc = writer_submit(w, &me)) == 0 && next != NULL)
+		*next = me.pos.segment;
+	return rc;
+}
+
+int
+log_writer_close(struct log_writer *w)
+{
+	int rc, crc;
+
+	if (w == NULL)
+		return 0;
+	rc = log_writer_sync(w);
+	if ((crc = env_file_close(w->file)) < 0 && rc == 0)
+		rc = crc;
+	buf_release(&w->batch);
+	pthread_mutex_destroy(&w->mu);
+	bt_free(w->next_path);
+	bt_free(w->path);
+	bt_free(w->dir);
+	bt_free(w);
+	return rc;
+}
+
+/*
+ * A segment past its size is rotated before the next batch is written, so
+ * that batch's first record will be at the start of the next segment.
+ */
+struct log_position
+log_writer_position(struct log_writer *w)
+{
+	struct log_position pos;
+
+	pthread_mutex_lock(&w->mu);
+	pos.segment = w->segment;
+	pos.offset = w->offset;
+	if (pos.offset >= w->segment_size) {
+		pos.segment++;
+		pos.offset = LOG_SEGMENT_HEADER_SIZE;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return pos;
+}
+
+void
+log_writer_get_stats(struct log_writer *w, struct log_writer_stats *out)
+{
+	pthread_mutex_lock(&w->mu);
+	*out = w->stats;
+	pthread_mutex_unlock(&w->mu);
+}
+
+struct segment_list {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+/* dir_list callback: keep names of the form NNNNNNNNNNNNNNNN.log. */
+static int
+segment_list_add(void *arg, const char *name)
+{
+	struct segment_list *l = arg;
+	uint64_t n = 0, *v;
+	size_t i, cap;
+
+	if (strlen(name) != 20 || strcmp(name + 16, ".log") != 0)
+		return 0;
+	for (i = 0; i < 16; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+		n = n * 10 + (uint64_t)(name[i] - '0');
+	}
+	if (l->n == l->cap) {
+		cap = l->cap ? l->cap * 2 : 16;
+		if ((v = bt_realloc(l->v, cap * sizeof(*v))) == NULL)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = n;
+	return 0;
+}
+
+static int
+segment_compare(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+log_list_segments(struct env *env, const char *dir, uint64_t **segments,
+    size_t *count)
+{
+	struct segment_list l = { NULL, 0, 0 };
+	int rc;
+
+	if ((rc = env_dir_list(env, dir, segment_list_add, &l)) != 0) {
+		bt_free(l.v);
+		if (rc == -ENOMEM)
+			rc = bt_error_set(rc, "%s: no memory to list segments",
+			    dir);
+		return rc;
+	}
+	if (l.n > 1)
+		qsort(l.v, l.n, sizeof(*l.v), segment_compare);
+	*segments = l.v;
+	*count = l.n;
+	return 0;
+}

@@ -1,0 +1,363 @@
+/*
+ * memtable.c - a skiplist in an arena, with one writer and lock-free readers.
+ *
+ * Concurrency follows LevelDB's skiplist.  Nodes are never removed or
+ * changed once linked, so a reader only needs to see a node whole by the
+ * time it can reach it.  The writer fills a node (key, value, its own next
+ * pointers) and then links it with a release store into each predecessor's
+ * next pointer, bottom level first; readers follow next pointers with
+ * acquire loads, so every byte the writer wrote before a link is visible to
+ * a reader that followed it.  A reader racing the writer sees the list with
+ * or without the new node at each level, and any such view is a valid
+ * skiplist because a node is in level 0 before it is in a higher one.
+ *
+ * The height of the list is published the same way.  A reader that sees a
+ * new height before the head's pointers at the new levels finds NULL there
+ * and descends, which is harmless.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "memtable/memtable.h"
+#include "util/alloc.h"
+#include "util/arena.h"
+#include "util/error.h"
+
+#define MEMTABLE_MAX_HEIGHT	12
+
+/*
+ * One entry.  Its allocation holds this header, `height` next pointers,
+ * then the key bytes and the value bytes.
+ */
+struct mt_node {
+	size_t key_len;
+	size_t value_len;
+	unsigned height;
+	_Atomic(struct mt_node *) next[];
+};
+
+struct memtable {
+	struct arena *arena;
+	struct mt_node *head;		/* sentinel of full height, no key */
+	atomic_int height;		/* levels in use, 1..MAX_HEIGHT */
+	_Atomic uint64_t count;
+	atomic_uint refs;
+	uint64_t rand_state;		/* the writer's PRNG */
+};
+
+struct memtable_iter {
+	struct iter base;
+	struct memtable *m;
+	struct mt_node *node;		/* NULL when invalid */
+};
+
+static const uint8_t *
+node_data(const struct mt_node *x)
+{
+	return (const uint8_t *)&x->next[x->height];
+}
+
+static struct slice
+node_key(const struct mt_node *x)
+{
+	return slice_make(node_data(x), x->key_len);
+}
+
+static struct slice
+node_value(const struct mt_node *x)
+{
+	return slice_make(node_data(x) + x->key_len, x->value_len);
+}
+
+static struct mt_node *
+node_next(const struct mt_node *x, int level)
+{
+	return atomic_load_explicit(&x->next[level], memory_order_acquire);
+}
+
+/*
+ * Allocate a node of the given height holding copies of key and value, with
+ * its next pointers NULL.  NULL when memory runs out.
+ */
+static struct mt_node *
+node_new(struct arena *a, int height, struct slice key, struct slice value)
+{
+	struct mt_node *x;
+	size_t hdr, n;
+	uint8_t *data;
+	int i;
+
+	hdr = sizeof(*x) + (size_t)height * sizeof(x->next[0]);
+	if (key.n > SIZE_MAX - hdr || value.n > SIZE_MAX - hdr - key.n)
+		return NULL;
+	n = hdr + key.n + value.n;
+	if ((x = arena_alloc_aligned(a, n)) == NULL)
+		return NULL;
+	x->key_len = key.n;
+	x->value_len = value.n;
+	x->height = (unsigned)height;
+	for (i = 0; i < height; i++)
+		atomic_init(&x->next[i], NULL);
+	data = (uint8_t *)x + hdr;
+	if (key.n > 0)
+		memcpy(data, key.p, key.n);
+	if (value.n > 0)
+		memcpy(data + key.n, value.p, value.n);
+	return x;
+}
+
+/*
+ * A height for a new node: h with probability (1/4)^(h-1), capped.
+ * The PRNG (xorshift64*) is touched only by the writer; two bits of its
+ * output decide each level.
+ */
+static int
+memtable_random_height(struct memtable *m)
+{
+	uint64_t x = m->rand_state;
+	int height = 1;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	m->rand_state = x;
+	x *= 0x2545f4914f6cdd1dull;
+	while (height < MEMTABLE_MAX_HEIGHT && (x >> 62) == 0) {
+		height++;
+		x <<= 2;
+	}
+	return height;
+}
+
+/*
+ * The first node whose key is >= key, or NULL.  When prev is not NULL, it
+ * receives at each level in use the last node whose key is < key (the head
+ * when there is none): the places where key would be linked.
+ */
+static struct mt_node *
+memtable_find_ge(struct memtable *m, struct slice key,
+    struct mt_node **prev)
+{
+	struct mt_node *x = m->head, *next;
+	int level;
+
+	level = atomic_load_explicit(&m->height, memory_order_acquire) - 1;
+	for (;;) {
+		next = node_next(x, level);
+		if (next != NULL && slice_compare(node_key(next), key) < 0) {
+			x = next;
+			continue;
+		}
+		if (prev != NULL)
+			prev[level] = x;
+		if (level == 0)
+			return next;
+		level--;
+	}
+}
+
+int
+memtable_new(struct memtable **out)
+{
+	struct memtable *m;
+	struct mt_node *head;
+	int rc;
+
+	if ((m = bt_malloc(sizeof(*m))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((rc = arena_new(&m->arena)) < 0)
+		goto out_free;
+	head = node_new(m->arena, MEMTABLE_MAX_HEIGHT, slice_make(NULL, 0),
+	    slice_make(NULL, 0));
+	if (head == NULL) {
+		rc = -ENOMEM;
+		goto out_arena;
+	}
+	m->head = head;
+	atomic_init(&m->height, 1);
+	atomic_init(&m->count, 0);
+	atomic_init(&m->refs, 1);
+	m->rand_state = 0x9e3779b97f4a7c15ull;
+	*out = m;
+	return 0;
+out_arena:
+	arena_free(m->arena);
+out_free:
+	bt_free(m);
+out:
+	return rc;
+}
+
+void
+memtable_ref(struct memtable *m)
+{
+	atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+}
+
+/*
+ * The release half of acq_rel orders this thread's last reads before the
+ * free; the acquire half makes every other holder's reads precede it.
+ */
+void
+memtable_unref(struct memtable *m)
+{
+	if (m == NULL)
+		return;
+	if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	arena_free(m->arena);
+	bt_free(m);
+}
+
+/*
+ * Link a new node between its predecessors and successors, level by level
+ * from the bottom.  The node's own next pointers are set before the release
+ * store that publishes it at each level.  The count is bumped last, with
+ * release, so a reader that reads count n can then iterate over at least n
+ * entries.
+ */
+int
+memtable_add(struct memtable *m, struct slice key, struct slice value)
+{
+	struct mt_node *prev[MEMTABLE_MAX_HEIGHT], *x, *succ;
+	int height, cur, i;
+	uint64_t count;
+
+	x = memtable_find_ge(m, key, prev);
+	if (x != NULL && slice_equal(node_key(x), key))
+		return -EEXIST;
+	height = memtable_random_height(m);
+	if ((x = node_new(m->arena, height, key, value)) == NULL)
+		return -ENOMEM;
+	cur = atomic_load_explicit(&m->height, memory_order_relaxed);
+	if (height > cur) {
+		for (i = cur; i < height; i++)
+			prev[i] = m->head;
+		atomic_store_explicit(&m->height, height, memory_order_release);
+	}
+	for (i = 0; i < height; i++) {
+		succ = atomic_load_explicit(&prev[i]->next[i],
+		    memory_order_relaxed);
+		atomic_store_explicit(&x->next[i], succ, memory_order_relaxed);
+		atomic_store_explicit(&prev[i]->next[i], x,
+		    memory_order_release);
+	}
+	count = atomic_load_explicit(&m->count, memory_order_relaxed);
+	atomic_store_explicit(&m->count, count + 1, memory_order_release);
+	return 0;
+}
+
+int
+memtable_get(struct memtable *m, struct slice key, struct slice *value)
+{
+	struct mt_node *x;
+
+	x = memtable_find_ge(m, key, NULL);
+	if (x == NULL || !slice_equal(node_key(x), key))
+		return BT_NOTFOUND;
+	*value = node_value(x);
+	return 0;
+}
+
+size_t
+memtable_memory_usage(const struct memtable *m)
+{
+	return arena_memory_usage(m->arena);
+}
+
+uint64_t
+memtable_count(const struct memtable *m)
+{
+	return atomic_load_explicit(&m->count, memory_order_acquire);
+}
+
+static int
+memtable_iter_seek_first(struct iter *it)
+{
+	struct memtable_iter *mi = (struct memtable_iter *)it;
+
+	mi->node = node_next(mi->m->head, 0);
+	return 0;
+}
+
+static int
+memtable_iter_seek(struct iter *it, struct slice target)
+{
+	struct memtable_iter *mi = (struct memtable_iter *)it;
+
+	mi->node = memtable_find_ge(mi->m, target, NULL);
+	return 0;
+}
+
+static int
+memtable_iter_next(struct iter *it)
+{
+	struct memtable_iter *mi = (struct memtable_iter *)it;
+
+	if (mi->node != NULL)
+		mi->node = node_next(mi->node, 0);
+	return 0;
+}
+
+static bool
+memtable_iter_valid(const struct iter *it)
+{
+	const struct memtable_iter *mi = (const struct memtable_iter *)it;
+
+	return mi->node != NULL;
+}
+
+static struct slice
+memtable_iter_key(const struct iter *it)
+{
+	const struct memtable_iter *mi = (const struct memtable_iter *)it;
+
+	return node_key(mi->node);
+}
+
+static struct slice
+memtable_iter_value(const struct iter *it)
+{
+	const struct memtable_iter *mi = (const struct memtable_iter *)it;
+
+	return node_value(mi->node);
+}
+
+static void
+memtable_iter_free(struct iter *it)
+{
+	struct memtable_iter *mi = (struct memtable_iter *)it;
+
+	memtable_unref(mi->m);
+	bt_free(mi);
+}
+
+static const struct iter_ops memtable_iter_ops = {
+	.seek_first = memtable_iter_seek_first,
+	.seek = memtable_iter_seek,
+	.next = memtable_iter_next,
+	.valid = memtable_iter_valid,
+	.key = memtable_iter_key,
+	.value = memtable_iter_value,
+	.free = memtable_iter_free,
+};
+
+int
+memtable_iter_new(struct memtable *m, struct iter **out)
+{
+	struct memtable_iter *mi;
+
+	if ((mi = bt_malloc(sizeof(*mi))) == NULL)
+		return -ENOMEM;
+	mi->base.ops = &memtable_iter_ops;
+	memtable_ref(m);
+	mi->m = m;
+	mi->node = NULL;
+	*out = &mi->base;
+	return 0;
+}

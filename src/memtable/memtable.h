@@ -1,0 +1,56 @@
+/*
+ * memtable.h - the sorted in-memory map that takes every write before it is
+ * flushed to an SSTable.
+ *
+ * A skiplist of (key, value) byte strings in slice_compare order, with keys
+ * and values copied into an arena.  Keys are unique: the tablet layer makes
+ * them so by encoding a sequence number into each.  One writer at a time
+ * (the caller serializes memtable_add() calls); any number of readers and
+ * iterators run concurrently with that writer without locks, and see each
+ * entry either whole or not at all.
+ *
+ * A memtable is reference-counted: memtable_new() returns one reference,
+ * each iterator holds its own, and the last memtable_unref() frees it.
+ */
+#ifndef TABLETFS_MEMTABLE_MEMTABLE_H
+#define TABLETFS_MEMTABLE_MEMTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/iter.h"
+#include "util/slice.h"
+
+struct memtable;
+
+/* 0 or -ENOMEM. */
+int memtable_new(struct memtable **out);
+void memtable_ref(struct memtable *m);
+/* Accepts NULL. */
+void memtable_unref(struct memtable *m);
+
+/*
+ * Insert a copy of key -> value.  0, -EEXIST if key is present (nothing
+ * changes), or -ENOMEM.  Callers serialize this.
+ */
+int memtable_add(struct memtable *m, struct slice key, struct slice value);
+
+/*
+ * Exact lookup: 0 with *value borrowed for the memtable's lifetime, or
+ * BT_NOTFOUND.
+ */
+int memtable_get(struct memtable *m, struct slice key, struct slice *value);
+
+/* Bytes used by keys, values and the index: the flush trigger. */
+size_t memtable_memory_usage(const struct memtable *m);
+/* Number of entries. */
+uint64_t memtable_count(const struct memtable *m);
+
+/*
+ * An iterator over the memtable (see util/iter.h).  It sees entries added
+ * after its creation if it has not passed their position.  Its slices stay
+ * valid while the iterator lives.  0 or -ENOMEM.
+ */
+int memtable_iter_new(struct memtable *m, struct iter **out);
+
+#endif

@@ -1,0 +1,728 @@
+/*
+ * server.c - the tablet server's tables, log segments, background flush and
+ * compaction thread, and the opening, recovery and closing of a store
+ * (server.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server_int.h"
+#include "util/alloc.h"
+#include "util/error.h"
+#include "util/hash.h"
+
+int64_t
+server_now(struct server *s)
+{
+	return (int64_t)env_now_micros(s->env);
+}
+
+static char *
+path_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = bt_malloc(n);
+
+	if (p != NULL)
+		snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}
+
+/* ---- Tables ---- */
+
+void
+table_unref(struct server_table *t)
+{
+	if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
+		return;
+	for (size_t i = 0; i < t->tablet_count; i++)
+		tablet_close(t->tablets[i]);
+	bt_free(t->tablets);
+	tablet_schema_unref(t->schema);
+	bt_free(t);
+}
+
+/* Find a table by name and take a reference; -ENOENT if absent. */
+int
+table_get(struct server *s, const char *name, struct server_table **out)
+{
+	int rc = bt_error_set(-ENOENT, "table %s: no such table", name);
+
+	pthread_mutex_lock(&s->tables_mu);
+	for (size_t i = 0; i < s->table_count; i++) {
+		if (strcmp(s->tables[i]->name, name) == 0) {
+			*out = s->tables[i];
+			atomic_fetch_add(&(*out)->refs, 1);
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->tables_mu);
+	return rc;
+}
+
+struct server_table *
+table_find_id_locked(struct server *s, uint64_t id)
+{
+	for (size_t i = 0; i < s->table_count; i++)
+		if (s->tables[i]->id == id)
+			return s->tables[i];
+	return NULL;
+}
+
+struct tablet *
+table_tablet_for(const struct server_table *t, struct slice row)
+{
+	for (size_t i = 0; i < t->tablet_count; i++)
+		if (tablet_contains(t->tablets[i], row))
+			return t->tablets[i];
+	return t->tablets[t->tablet_count - 1];
+}
+
+/* The table's schema, referenced. */
+struct tablet_schema *
+table_schema(struct server *s, struct server_table *t)
+{
+	struct tablet_schema *schema;
+
+	pthread_mutex_lock(&s->tables_mu);
+	schema = t->schema;
+	tablet_schema_ref(schema);
+	pthread_mutex_unlock(&s->tables_mu);
+	return schema;
+}
+
+/* Load a table and open its tablets from the catalog. */
+int
+table_load(struct server *s, const char *name, struct server_table **out)
+{
+	struct catalog_tablet *cts = NULL;
+	struct catalog_table *ct = NULL;
+	struct server_table *t;
+	size_t count = 0;
+	int rc;
+
+	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
+		return -ENOMEM;
+	atomic_init(&t->refs, 1);
+	if ((rc = catalog_table_get(s->catalog, name, &ct)) != 0) {
+		if (rc == BT_NOTFOUND)
+			rc = bt_error_set(-ENOENT, "table %s: not in the "
+			    "catalog", name);
+		goto out_free;
+	}
+	snprintf(t->name, sizeof(t->name), "%s", ct->name);
+	t->id = ct->id;
+	if ((rc = tablet_schema_new(ct, &t->schema)) < 0 ||
+	    (rc = catalog_tablets_list(s->catalog, ct->id, &cts,
+	    &count)) < 0)
+		goto out_free;
+	if (count == 0) {
+		rc = bt_error_set(BT_ECORRUPT, "table %s: no tablets", name);
+		goto out_free;
+	}
+	if ((t->tablets = bt_calloc(count, sizeof(*t->tablets))) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (size_t i = 0; i < count; i++) {
+		if ((rc = tablet_open(&s->tenv, &cts[i], t->schema,
+		    &t->tablets[i])) < 0)
+			goto out_free;
+		t->tablet_count++;
+	}
+	catalog_tablets_free(cts, count);
+	catalog_table_free(ct);
+	*out = t;
+	return 0;
+out_free:
+	catalog_tablets_free(cts, count);
+	catalog_table_free(ct);
+	table_unref(t);
+	return rc;
+}
+
+int
+tables_add_locked(struct server *s, struct server_table *t)
+{
+	struct server_table **n = bt_realloc(s->tables,
+	    (s->table_count + 1) * sizeof(*n));
+
+	if (n == NULL)
+		return -ENOMEM;
+	s->tables = n;
+	s->tables[s->table_count++] = t;
+	return 0;
+}
+
+/* References to every table, for work that runs without the mutex. */
+int
+tables_snapshot(struct server *s, struct server_table ***out, size_t *count)
+{
+	struct server_table **list;
+
+	pthread_mutex_lock(&s->tables_mu);
+	list = bt_calloc(s->table_count + 1, sizeof(*list));
+	if (list == NULL) {
+		pthread_mutex_unlock(&s->tables_mu);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->table_count; i++) {
+		list[i] = s->tables[i];
+		atomic_fetch_add(&list[i]->refs, 1);
+	}
+	*count = s->table_count;
+	pthread_mutex_unlock(&s->tables_mu);
+	*out = list;
+	return 0;
+}
+
+void
+tables_snapshot_free(struct server_table **list, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		table_unref(list[i]);
+	bt_free(list);
+}
+
+/* ---- Log segments ---- */
+
+void
+segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq)
+{
+	struct segment *n;
+
+	for (size_t i = 0; i < s->segment_count; i++) {
+		if (s->segments[i].number == number) {
+			if (max_seq > s->segments[i].max_seq)
+				s->segments[i].max_seq = max_seq;
+			return;
+		}
+	}
+	n = bt_realloc(s->segments, (s->segment_count + 1) * sizeof(*n));
+	if (n == NULL)
+		return;		/* the segment is then kept until close */
+	s->segments = n;
+	s->segments[s->segment_count].number = number;
+	s->segments[s->segment_count].max_seq = max_seq;
+	s->segment_count++;
+}
+
+/*
+ * Delete the log segments that no tablet needs any more: every record in
+ * them is in an SSTable.  The segment being written is kept.
+ */
+void
+segments_collect(struct server *s)
+{
+	struct server_table **tables;
+	uint64_t oldest = UINT64_MAX, current;
+	size_t count, kept = 0;
+
+	if (s->log == NULL || tables_snapshot(s, &tables, &count) < 0)
+		return;
+	for (size_t i = 0; i < count; i++)
+		for (size_t j = 0; j < tables[i]->tablet_count; j++) {
+			uint64_t u = tablet_oldest_unflushed_seq(
+			    tables[i]->tablets[j]);
+
+			if (u < oldest)
+				oldest = u;
+		}
+	tables_snapshot_free(tables, count);
+	pthread_mutex_lock(&s->apply_mu);
+	current = log_writer_position(s->log).segment;
+	for (size_t i = 0; i < s->segment_count; i++) {
+		struct segment *g = &s->segments[i];
+		char path[4096];
+
+		if (g->number != current && g->max_seq < oldest) {
+			log_segment_path(path, sizeof(path), s->log_dir,
+			    g->number);
+			env_path_remove(s->env, path);
+		} else {
+			s->segments[kept++] = *g;
+		}
+	}
+	s->segment_count = kept;
+	pthread_mutex_unlock(&s->apply_mu);
+}
+
+/* ---- Background work ---- */
+
+/* Flush every frozen memtable and compact what needs it; one round. */
+static int
+background_round(struct server *s)
+{
+	struct server_table **tables;
+	size_t count;
+	int rc, first = 0;
+
+	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		for (size_t j = 0; j < tables[i]->tablet_count; j++) {
+			struct tablet *t = tables[i]->tablets[j];
+
+			rc = tablet_flush(t, server_now(s));
+			if (rc < 0 && first == 0)
+				first = rc;
+			if (tablet_needs_compaction(t)) {
+				rc = tablet_compact(t, false, server_now(s));
+				if (rc < 0 && first == 0)
+					first = rc;
+			}
+		}
+	}
+	tables_snapshot_free(tables, count);
+	segments_collect(s);
+	return first;
+}
+
+static void *
+background_main(void *arg)
+{
+	struct server *s = arg;
+
+	pthread_mutex_lock(&s->bg_mu);
+	while (!s->bg_stop) {
+		if (!s->bg_wanted) {
+			struct timespec until;
+
+			/* Wake now and then for merging compactions. */
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &until);
+			if (s->bg_stop)
+				break;
+		}
+		s->bg_wanted = false;
+		pthread_mutex_unlock(&s->bg_mu);
+		pthread_mutex_lock(&s->work_mu);
+		background_round(s);
+		pthread_mutex_unlock(&s->work_mu);
+		pthread_mutex_lock(&s->bg_mu);
+		s->bg_rounds++;
+		pthread_cond_broadcast(&s->bg_done_cv);
+	}
+	pthread_mutex_unlock(&s->bg_mu);
+	return NULL;
+}
+
+void
+background_wake(struct server *s)
+{
+	pthread_mutex_lock(&s->bg_mu);
+	s->bg_wanted = true;
+	pthread_cond_signal(&s->bg_cv);
+	pthread_mutex_unlock(&s->bg_mu);
+}
+
+/* Wait until a background round that starts after this call has ended. */
+void
+background_wait_round(struct server *s)
+{
+	uint64_t target;
+
+	pthread_mutex_lock(&s->bg_mu);
+	s->bg_wanted = true;
+	pthread_cond_signal(&s->bg_cv);
+	target = s->bg_rounds + 2;
+	while (s->bg_rounds < target && !s->bg_stop)
+		pthread_cond_wait(&s->bg_done_cv, &s->bg_mu);
+	pthread_mutex_unlock(&s->bg_mu);
+}
+
+/* ---- Opening, recovery, closing ---- */
+
+int
+server_create(const char *path, struct env *env)
+{
+	struct env *own = NULL;
+	char *sub = NULL;
+	static const char *const dirs[] = { "log", "sst", "tmp" };
+	int rc;
+
+	if (env == NULL) {
+		if ((rc = env_posix_new(&own)) < 0)
+			return rc;
+		env = own;
+	}
+	if ((rc = env_dir_create(env, path)) < 0)
+		goto out;
+	if ((sub = path_join(path, "catalog.db")) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (env_path_exists(env, sub)) {
+		rc = bt_error_set(-EEXIST, "%s: a store is already there",
+		    path);
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char *d = path_join(path, dirs[i]);
+
+		rc = d == NULL ? -ENOMEM : env_dir_create(env, d);
+		bt_free(d);
+		if (rc < 0)
+			goto out;
+	}
+	if ((rc = catalog_create(env, sub)) < 0)
+		goto out;
+	rc = env_dir_sync(env, path);
+out:
+	bt_free(sub);
+	env_free(own);
+	return rc;
+}
+
+/* Delete what a crash may have left: every file in tmp/, and every
+ * SSTable the catalog does not name. */
+struct sweep {
+	struct server *s;
+	const char *dir;
+	bool tmp;
+};
+
+static int
+sweep_one(void *arg, const char *name)
+{
+	struct sweep *w = arg;
+	char path[4096];
+	unsigned long long number;
+	char tail[8];
+
+	if (!w->tmp) {
+		if (sscanf(name, "%llu%7s", &number, tail) != 2 ||
+		    strcmp(tail, ".sst") != 0)
+			return 0;
+		if (catalog_file_is_live(w->s->catalog, number) != 0)
+			return 0;
+	}
+	snprintf(path, sizeof(path), "%s/%s", w->dir, name);
+	env_path_remove(w->s->env, path);
+	return 0;
+}
+
+static int
+server_sweep(struct server *s)
+{
+	struct sweep tmp = { s, s->tmp_dir, true };
+	struct sweep sst = { s, s->sst_dir, false };
+	int rc;
+
+	if ((rc = env_dir_list(s->env, s->tmp_dir, sweep_one, &tmp)) < 0)
+		return rc;
+	return env_dir_list(s->env, s->sst_dir, sweep_one, &sst);
+}
+
+/* Replay one log record into its tablet, unless it is already flushed. */
+static int
+replay_record(struct server *s, struct slice data)
+{
+	struct mutation_record rec;
+	struct server_table *t;
+	struct tablet *tablet;
+	uint64_t last;
+	int rc;
+
+	if ((rc = mutation_record_decode(data, &rec)) < 0)
+		return rc;
+	last = rec.seq + rec.count - 1;
+	if (last >= s->next_seq)
+		s->next_seq = last + 1;
+	for (size_t i = 0; i < rec.count; i++)
+		if (rec.ops[i].kind == MUTATION_PUT &&
+		    rec.ops[i].ts > s->last_stamp &&
+		    rec.ops[i].ts <= server_now(s) + 1000000)
+			s->last_stamp = rec.ops[i].ts;
+	t = table_find_id_locked(s, rec.table_id);
+	if (t == NULL)
+		goto out;	/* the table was dropped */
+	tablet = table_tablet_for(t, rec.row);
+	if (last <= tablet_flushed_seq(tablet))
+		goto out;
+	if ((rc = tablet_apply(tablet, rec.seq, rec.row, rec.ops,
+	    rec.count)) < 0)
+		goto out;
+	if (!s->opts.read_only &&
+	    tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
+	    (rc = tablet_freeze(tablet)) == 0)
+		rc = tablet_flush(tablet, server_now(s));
+	if (rc > 0)
+		rc = 0;
+out:
+	mutation_record_release(&rec);
+	return rc;
+}
+
+/*
+ * Replay every log segment in order, then (unless read-only) flush what
+ * was replayed and delete the segments, so that the new log starts empty.
+ * Only the last segment may end in a torn record.
+ */
+static int
+server_recover(struct server *s, uint64_t *next_segment)
+{
+	uint64_t *segments = NULL;
+	size_t count = 0;
+	int rc;
+
+	*next_segment = 1;
+	if ((rc = log_list_segments(s->env, s->log_dir, &segments,
+	    &count)) < 0)
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		struct log_reader *r;
+		struct slice rec;
+		char path[4096];
+
+		log_segment_path(path, sizeof(path), s->log_dir, segments[i]);
+		if ((rc = log_reader_open(s->env, path, &r)) < 0)
+			goto out;
+		while ((rc = log_reader_next(r, &rec, NULL)) == 0)
+			if ((rc = replay_record(s, rec)) < 0)
+				break;
+		if (rc == BT_DONE && i + 1 < count &&
+		    log_reader_dropped_bytes(r) > 0)
+			rc = bt_error_set(BT_ECORRUPT, "%s: damaged record "
+			    "in the middle of the log", path);
+		log_reader_close(r);
+		if (rc != BT_DONE)
+			goto out;
+		rc = 0;
+		*next_segment = segments[i] + 1;
+	}
+	if (s->opts.read_only)
+		goto out;
+	for (size_t i = 0; i < s->table_count; i++)
+		for (size_t j = 0; j < s->tables[i]->tablet_count; j++) {
+			struct tablet *t = s->tables[i]->tablets[j];
+
+			if ((rc = tablet_freeze(t)) == 0)
+				rc = tablet_flush(t, server_now(s));
+			if (rc < 0)
+				goto out;
+		}
+	rc = 0;
+	for (size_t i = 0; i < count; i++) {
+		char path[4096];
+
+		log_segment_path(path, sizeof(path), s->log_dir, segments[i]);
+		if ((rc = env_path_remove(s->env, path)) < 0)
+			goto out;
+	}
+	if (count > 0)
+		rc = env_dir_sync(s->env, s->log_dir);
+out:
+	bt_free(segments);
+	return rc;
+}
+
+static int
+server_load_tables(struct server *s)
+{
+	char **names = NULL;
+	size_t count = 0;
+	int rc;
+
+	if ((rc = catalog_table_list(s->catalog, &names, &count)) < 0)
+		return rc;
+	for (size_t i = 0; i < count && rc == 0; i++) {
+		struct server_table *t;
+
+		if ((rc = table_load(s, names[i], &t)) < 0)
+			break;
+		if ((rc = tables_add_locked(s, t)) < 0)
+			table_unref(t);
+		for (size_t j = 0; j < t->tablet_count && rc == 0; j++) {
+			uint64_t f = tablet_flushed_seq(t->tablets[j]);
+
+			if (f >= s->next_seq)
+				s->next_seq = f + 1;
+		}
+	}
+	for (size_t i = 0; i < count; i++)
+		bt_free(names[i]);
+	bt_free(names);
+	return rc;
+}
+
+int
+server_open(const char *path, const struct server_options *opts,
+    struct server **out)
+{
+	struct server *s;
+	uint64_t next_segment, last_seq;
+	char *p;
+	int rc = -ENOMEM;
+
+	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
+		return -ENOMEM;
+	s->opts = *opts;
+	if (s->opts.memtable_size == 0)
+		s->opts.memtable_size = DEFAULT_MEMTABLE_SIZE;
+	if (s->opts.block_cache_size == 0)
+		s->opts.block_cache_size = DEFAULT_CACHE_SIZE;
+	if (s->opts.max_cell == 0)
+		s->opts.max_cell = DEFAULT_MAX_CELL;
+	pthread_mutex_init(&s->tables_mu, NULL);
+	pthread_mutex_init(&s->seq_mu, NULL);
+	pthread_mutex_init(&s->apply_mu, NULL);
+	pthread_cond_init(&s->apply_cv, NULL);
+	pthread_mutex_init(&s->work_mu, NULL);
+	pthread_mutex_init(&s->bg_mu, NULL);
+	pthread_cond_init(&s->bg_cv, NULL);
+	pthread_cond_init(&s->bg_done_cv, NULL);
+	for (size_t i = 0; i < ROW_LOCKS; i++)
+		pthread_mutex_init(&s->row_locks[i], NULL);
+	s->next_seq = 1;
+	if ((s->env = opts->env) == NULL) {
+		if ((rc = env_posix_new(&s->own_env)) < 0)
+			goto out_close;
+		s->env = s->own_env;
+	}
+	s->log_dir = path_join(path, "log");
+	s->sst_dir = path_join(path, "sst");
+	s->tmp_dir = path_join(path, "tmp");
+	if (s->log_dir == NULL || s->sst_dir == NULL || s->tmp_dir == NULL)
+		goto out_close;
+	if ((p = path_join(path, "LOCK")) == NULL)
+		goto out_close;
+	rc = env_lock(s->env, p, &s->lock);
+	bt_free(p);
+	if (rc < 0)
+		goto out_close;
+	if ((p = path_join(path, "catalog.db")) == NULL)
+		goto out_close;
+	rc = catalog_open(s->env, p, &s->catalog);
+	bt_free(p);
+	if (rc < 0)
+		goto out_close;
+	if ((rc = cache_new(s->opts.block_cache_size, &s->cache)) < 0)
+		goto out_close;
+	s->tenv.env = s->env;
+	s->tenv.sst_dir = s->sst_dir;
+	s->tenv.tmp_dir = s->tmp_dir;
+	s->tenv.block_cache = s->cache;
+	s->tenv.catalog = s->catalog;
+	if ((rc = catalog_meta_get(s->catalog, "last_seq", 0,
+	    &last_seq)) < 0)
+		goto out_close;
+	if (last_seq >= s->next_seq)
+		s->next_seq = last_seq + 1;
+	if ((rc = server_load_tables(s)) < 0)
+		goto out_close;
+	if (!s->opts.read_only && (rc = server_sweep(s)) < 0)
+		goto out_close;
+	if ((rc = server_recover(s, &next_segment)) < 0)
+		goto out_close;
+	s->applied_upto = s->next_seq - 1;
+	atomic_store(&s->visible_seq, s->applied_upto);
+	if (!s->opts.read_only) {
+		if ((rc = catalog_meta_set(s->catalog, "last_seq",
+		    s->next_seq - 1)) < 0)
+			goto out_close;
+		if ((rc = log_writer_open(s->env, s->log_dir, next_segment,
+		    NULL, &s->log)) < 0)
+			goto out_close;
+		if ((rc = pthread_create(&s->bg_thread, NULL,
+		    background_main, s)) != 0) {
+			rc = -rc;
+			goto out_close;
+		}
+		s->bg_started = true;
+	}
+	*out = s;
+	return 0;
+out_close:
+	s->broken = rc;		/* nothing to flush */
+	server_close(s);
+	return rc;
+}
+
+int
+server_close(struct server *s)
+{
+	int rc = 0, frc;
+
+	if (s == NULL)
+		return 0;
+	if (s->bg_started) {
+		pthread_mutex_lock(&s->bg_mu);
+		s->bg_stop = true;
+		pthread_cond_broadcast(&s->bg_cv);
+		pthread_cond_broadcast(&s->bg_done_cv);
+		pthread_mutex_unlock(&s->bg_mu);
+		pthread_join(s->bg_thread, NULL);
+	}
+	/* Flush everything so the next open replays nothing. */
+	if (s->log != NULL && !s->broken) {
+		for (size_t i = 0; i < s->table_count; i++)
+			for (size_t j = 0; j < s->tables[i]->tablet_count;
+			    j++) {
+				struct tablet *t = s->tables[i]->tablets[j];
+
+				frc = tablet_flush(t, server_now(s));
+				if (frc >= 0 && (frc = tablet_freeze(t)) == 0)
+					frc = tablet_flush(t, server_now(s));
+				if (frc < 0 && rc == 0)
+					rc = frc;
+			}
+		if (rc == 0)
+			rc = catalog_meta_set(s->catalog, "last_seq",
+			    s->next_seq - 1);
+	}
+	frc = log_writer_close(s->log);
+	if (rc == 0)
+		rc = frc;
+	if (s->log != NULL && rc == 0) {
+		pthread_mutex_lock(&s->apply_mu);
+		s->segment_count = 0;
+		pthread_mutex_unlock(&s->apply_mu);
+		s->log = NULL;
+		/* Everything is in SSTables: the log can go. */
+		uint64_t *segs = NULL;
+		size_t n = 0;
+
+		if (log_list_segments(s->env, s->log_dir, &segs, &n) == 0) {
+			for (size_t i = 0; i < n; i++) {
+				char path[4096];
+
+				log_segment_path(path, sizeof(path),
+				    s->log_dir, segs[i]);
+				env_path_remove(s->env, path);
+			}
+			env_dir_sync(s->env, s->log_dir);
+		}
+		bt_free(segs);
+	}
+	for (size_t i = 0; i < s->table_count; i++)
+		table_unref(s->tables[i]);
+	bt_free(s->tables);
+	bt_free(s->segments);
+	cache_free(s->cache);
+	catalog_close(s->catalog);
+	env_unlock(s->lock);
+	env_free(s->own_env);
+	bt_free(s->log_dir);
+	bt_free(s->sst_dir);
+	bt_free(s->tmp_dir);
+	for (size_t i = 0; i < ROW_LOCKS; i++)
+		pthread_mutex_destroy(&s->row_locks[i]);
+	pthread_mutex_destroy(&s->tables_mu);
+	pthread_mutex_destroy(&s->seq_mu);
+	pthread_mutex_destroy(&s->apply_mu);
+	pthread_cond_destroy(&s->apply_cv);
+	pthread_mutex_destroy(&s->work_mu);
+	pthread_mutex_destroy(&s->bg_mu);
+	pthread_cond_destroy(&s->bg_cv);
+	pthread_cond_destroy(&s->bg_done_cv);
+	bt_free(s);
+	return rc;
+}
+

@@ -1,0 +1,126 @@
+/*
+ * server.h - the tablet server of one store: it owns the store lock, the
+ * catalog, the commit log, every table's tablets and the background thread
+ * that flushes and compacts them (DESIGN.md section 4, Bigtable 5.3), and
+ * performs the master's housekeeping that a single process needs (sweeping
+ * files the catalog no longer names).
+ *
+ * Write path: validate; take the row's lock; under the sequence mutex take
+ * sequence numbers and the server timestamp; append the mutation to the
+ * commit log (group commit with concurrent writers); then, in sequence
+ * order, apply it to the tablet's memtable and publish it to readers.  A
+ * mutation is acknowledged only once it is in the log, and visible to reads
+ * only once every earlier mutation is.
+ *
+ * All functions are thread-safe.  Tables are named by their catalog name;
+ * errors as in api/tabletfs.h.
+ */
+#ifndef TABLETFS_SERVER_SERVER_H
+#define TABLETFS_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog/catalog.h"
+#include "tablet/cells.h"
+#include "tablet/mutation.h"
+#include "util/env.h"
+#include "util/slice.h"
+
+#define SERVER_MAX_ROW		(64u << 10)
+#define SERVER_MAX_QUALIFIER	(16u << 10)
+
+struct server_options {
+	uint64_t memtable_size;		/* 0: 64 MiB */
+	uint64_t block_cache_size;	/* 0: 64 MiB */
+	uint64_t max_cell;		/* 0: 64 MiB */
+	bool sync_always;
+	bool read_only;
+	struct env *env;		/* NULL: the local filesystem */
+};
+
+struct server;
+struct server_scan;
+
+/* Create an empty store at path (see bt_store_create). */
+int server_create(const char *path, struct env *env);
+int server_open(const char *path, const struct server_options *opts,
+    struct server **out);
+/* Flush, stop, unlock, free.  Accepts NULL. */
+int server_close(struct server *s);
+
+/* ---- Schema ---- */
+int server_table_create(struct server *s, const char *name,
+    const struct catalog_family *families, size_t family_count,
+    const struct slice *splits, size_t split_count, uint64_t tablet_size);
+int server_table_drop(struct server *s, const char *name);
+int server_table_list(struct server *s, char ***names, size_t *count);
+/* The table's schema from the catalog; free with catalog_table_free(). */
+int server_table_get(struct server *s, const char *name,
+    struct catalog_table **out);
+int server_family_create(struct server *s, const char *table,
+    const struct catalog_family *f);
+int server_family_drop(struct server *s, const char *table,
+    const char *family);
+int server_family_set_gc(struct server *s, const char *table,
+    const char *family, const char *gc_policy);
+int server_group_set(struct server *s, const char *table,
+    const struct catalog_group *g);
+
+/* ---- Data ---- */
+
+/*
+ * Apply a row mutation atomically.  Puts with ts MUTATION_TS_SERVER get the
+ * server's stamp (returned in *stamp if not NULL); ops is modified to hold
+ * the final timestamps.
+ */
+int server_mutate(struct server *s, const char *table, struct slice row,
+    struct mutation *ops, size_t count, bool sync, int64_t *stamp);
+
+/* Check-and-mutate; expected NULL means "the column has no version". */
+int server_check_and_mutate(struct server *s, const char *table,
+    struct slice row, struct slice family, struct slice qualifier,
+    const struct slice *expected, struct mutation *ops, size_t count,
+    bool sync, bool *applied);
+
+int server_increment(struct server *s, const char *table, struct slice row,
+    struct slice family, struct slice qualifier, int64_t delta, bool sync,
+    int64_t *result, int64_t *stamp);
+int server_append(struct server *s, const char *table, struct slice row,
+    struct slice family, struct slice qualifier, struct slice suffix,
+    bool sync, int64_t *stamp);
+
+/* Read a row: 0 or BT_NOTFOUND. */
+int server_read_row(struct server *s, const char *table, struct slice row,
+    const struct cells_filter *filter, struct cells_row *out);
+
+/* A scan of rows [start, end) (empty end: to the end of the table); the
+ * filter's arrays must outlive the scan. */
+int server_scan_open(struct server *s, const char *table, struct slice start,
+    bool start_exclusive, struct slice end, const struct cells_filter *filter,
+    struct server_scan **out);
+/* 0 with the next row, or BT_DONE. */
+int server_scan_next(struct server_scan *sc, struct cells_row *out);
+void server_scan_close(struct server_scan *sc);
+
+/* ---- Administration ---- */
+int server_flush(struct server *s);
+int server_compact(struct server *s, const char *table, bool major);
+
+struct server_stats {
+	uint64_t mutations;
+	uint64_t reads;
+	uint64_t log_syncs;
+	uint64_t log_batches;
+	uint64_t flushes;
+	uint64_t compactions;
+	uint64_t sstables;
+	uint64_t memtable_bytes;
+	uint64_t last_seq;
+	uint64_t cache_hits;
+	uint64_t cache_misses;
+};
+void server_get_stats(struct server *s, struct server_stats *out);
+
+#endif

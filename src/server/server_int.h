@@ -1,0 +1,96 @@
+/*
+ * server_int.h - the tablet server's internals, shared by server.c (open,
+ * recovery, background work), server_write.c (writes and reads) and
+ * server_schema.c (schema changes and administration).
+ */
+#ifndef TABLETFS_SERVER_SERVER_INT_H
+#define TABLETFS_SERVER_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "log/log.h"
+#include "server/server.h"
+#include "tablet/tablet.h"
+#include "util/cache.h"
+
+#define ROW_LOCKS 256
+#define DEFAULT_MEMTABLE_SIZE (64ull << 20)
+#define DEFAULT_CACHE_SIZE (64ull << 20)
+#define DEFAULT_MAX_CELL (64ull << 20)
+
+struct server_table {
+	atomic_int refs;
+	char name[CATALOG_NAME_MAX + 1];
+	uint64_t id;
+	struct tablet_schema *schema;	/* guarded by server.tables_mu */
+	size_t tablet_count;
+	struct tablet **tablets;	/* in row order */
+};
+
+/* A log segment and the highest sequence number written to it. */
+struct segment {
+	uint64_t number;
+	uint64_t max_seq;
+};
+
+struct server {
+	struct env *env;
+	struct env *own_env;		/* the env we created, if any */
+	struct server_options opts;
+	char *log_dir, *sst_dir, *tmp_dir;
+	struct env_lock *lock;
+	struct catalog *catalog;
+	struct cache *cache;
+	struct tablet_env tenv;
+
+	pthread_mutex_t tables_mu;
+	struct server_table **tables;
+	size_t table_count;
+
+	struct log_writer *log;		/* NULL when read-only */
+
+	pthread_mutex_t seq_mu;		/* sequence numbers and stamps */
+	uint64_t next_seq;
+	int64_t last_stamp;
+
+	pthread_mutex_t apply_mu;	/* the apply turn, segments */
+	pthread_cond_t apply_cv;
+	uint64_t applied_upto;
+	_Atomic uint64_t visible_seq;
+	struct segment *segments;
+	size_t segment_count;
+	int broken;			/* an apply failed: refuse writes */
+
+	pthread_mutex_t row_locks[ROW_LOCKS];
+
+	pthread_mutex_t work_mu;	/* held by a flush/compaction round */
+	pthread_t bg_thread;
+	bool bg_started;
+	pthread_mutex_t bg_mu;
+	pthread_cond_t bg_cv;		/* work for the background thread */
+	pthread_cond_t bg_done_cv;	/* a background round finished */
+	bool bg_stop;
+	bool bg_wanted;
+	uint64_t bg_rounds;
+
+	atomic_uint_fast64_t mutations;
+	atomic_uint_fast64_t reads;
+};
+
+int64_t server_now(struct server *s);
+void table_unref(struct server_table *t);
+int table_get(struct server *s, const char *name, struct server_table **out);
+struct server_table *table_find_id_locked(struct server *s, uint64_t id);
+struct tablet *table_tablet_for(const struct server_table *t, struct slice row);
+struct tablet_schema *table_schema(struct server *s, struct server_table *t);
+int tables_snapshot(struct server *s, struct server_table ***out, size_t *count);
+void tables_snapshot_free(struct server_table **list, size_t count);
+void segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq);
+void segments_collect(struct server *s);
+void background_wake(struct server *s);
+void background_wait_round(struct server *s);
+int table_load(struct server *s, const char *name, struct server_table **out);
+int tables_add_locked(struct server *s, struct server_table *t);
+
+#endif

@@ -1,0 +1,350 @@
+/*
+ * server_schema.c - schema changes, flushes and compactions on request, and
+ * statistics of the tablet server (server.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server_int.h"
+#include "util/alloc.h"
+#include "util/error.h"
+#include "util/hash.h"
+
+/* ---- Schema ---- */
+
+/* Check a GC policy and write its canonical spelling into dst. */
+static int
+gc_policy_canonical(const char *text, char *dst, size_t size)
+{
+	struct gc_policy *p;
+	int rc;
+
+	if ((rc = gc_policy_parse(text ? text : "never", &p)) < 0)
+		return rc;
+	if (gc_policy_format(p, dst, size) >= size)
+		rc = bt_error_set(-EINVAL, "gc policy too long");
+	gc_policy_free(p);
+	return rc;
+}
+
+/* Reload a table's schema from the catalog into the table and its
+ * tablets, after a schema change. */
+static int
+table_reload_schema(struct server *s, struct server_table *t)
+{
+	struct catalog_table *ct;
+	struct tablet_schema *schema, *old;
+	int rc;
+
+	if ((rc = catalog_table_get_by_id(s->catalog, t->id, &ct)) != 0)
+		return rc < 0 ? rc : -ENOENT;
+	rc = tablet_schema_new(ct, &schema);
+	catalog_table_free(ct);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < t->tablet_count; i++)
+		if ((rc = tablet_set_schema(t->tablets[i], schema)) < 0)
+			break;
+	pthread_mutex_lock(&s->tables_mu);
+	old = t->schema;
+	t->schema = schema;
+	pthread_mutex_unlock(&s->tables_mu);
+	tablet_schema_unref(old);
+	return rc;
+}
+
+static int
+check_writable(struct server *s)
+{
+	if (s->opts.read_only)
+		return bt_error_set(-EROFS, "store is read-only");
+	return 0;
+}
+
+int
+server_table_create(struct server *s, const char *name,
+    const struct catalog_family *families, size_t family_count,
+    const struct slice *splits, size_t split_count, uint64_t tablet_size)
+{
+	struct catalog_family *fams;
+	struct server_table *t;
+	uint64_t id;
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	if ((fams = bt_calloc(family_count + 1, sizeof(*fams))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < family_count; i++) {
+		fams[i] = families[i];
+		if (fams[i].group[0] == '\0')
+			snprintf(fams[i].group, sizeof(fams[i].group), "%s",
+			    CATALOG_DEFAULT_GROUP);
+		if ((rc = gc_policy_canonical(families[i].gc_policy[0] ?
+		    families[i].gc_policy : "never", fams[i].gc_policy,
+		    sizeof(fams[i].gc_policy))) < 0)
+			goto out;
+	}
+	pthread_mutex_lock(&s->tables_mu);
+	rc = catalog_table_create(s->catalog, name,
+	    tablet_size ? tablet_size : CATALOG_DEFAULT_TABLET_SIZE, fams,
+	    family_count, NULL, 0, splits, split_count, &id);
+	if (rc == 0 && (rc = table_load(s, name, &t)) == 0 &&
+	    (rc = tables_add_locked(s, t)) < 0)
+		table_unref(t);
+	pthread_mutex_unlock(&s->tables_mu);
+out:
+	bt_free(fams);
+	return rc;
+}
+
+int
+server_table_drop(struct server *s, const char *name)
+{
+	struct catalog_tablet *cts = NULL;
+	struct server_table *t = NULL;
+	uint64_t *files = NULL;
+	size_t count = 0, file_count = 0;
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	pthread_mutex_lock(&s->tables_mu);
+	for (size_t i = 0; i < s->table_count; i++) {
+		if (strcmp(s->tables[i]->name, name) == 0) {
+			t = s->tables[i];
+			break;
+		}
+	}
+	if (t == NULL) {
+		pthread_mutex_unlock(&s->tables_mu);
+		return bt_error_set(-ENOENT, "table %s: no such table", name);
+	}
+	/* Remember the files, so they can go once the catalog forgets. */
+	rc = catalog_tablets_list(s->catalog, t->id, &cts, &count);
+	for (size_t i = 0; i < count && rc == 0; i++) {
+		struct catalog_file *f = NULL;
+		size_t n = 0;
+		uint64_t *grown;
+
+		if ((rc = catalog_files_list(s->catalog, cts[i].id, &f,
+		    &n)) < 0)
+			break;
+		grown = bt_realloc(files, (file_count + n + 1) *
+		    sizeof(*files));
+		if (grown == NULL)
+			rc = -ENOMEM;
+		else
+			files = grown;
+		for (size_t j = 0; j < n && rc == 0; j++)
+			files[file_count++] = f[j].number;
+		bt_free(f);
+	}
+	if (rc == 0)
+		rc = catalog_table_drop(s->catalog, name);
+	if (rc == 0) {
+		for (size_t i = 0; i < s->table_count; i++)
+			if (s->tables[i] == t)
+				s->tables[i] = s->tables[--s->table_count];
+	}
+	pthread_mutex_unlock(&s->tables_mu);
+	if (rc == 0) {
+		for (size_t i = 0; i < file_count; i++) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/%016" PRIu64 ".sst",
+			    s->sst_dir, files[i]);
+			env_path_remove(s->env, path);
+		}
+		table_unref(t);
+	}
+	catalog_tablets_free(cts, count);
+	bt_free(files);
+	return rc;
+}
+
+int
+server_table_list(struct server *s, char ***names, size_t *count)
+{
+	return catalog_table_list(s->catalog, names, count);
+}
+
+int
+server_table_get(struct server *s, const char *name,
+    struct catalog_table **out)
+{
+	int rc = catalog_table_get(s->catalog, name, out);
+
+	if (rc == BT_NOTFOUND)
+		rc = bt_error_set(-ENOENT, "table %s: no such table", name);
+	return rc;
+}
+
+/* Run a catalog change on a table's schema, then reload it. */
+static int
+schema_change(struct server *s, const char *table, int rc)
+{
+	struct server_table *t;
+	int lrc;
+
+	if (rc < 0)
+		return rc;
+	if ((lrc = table_get(s, table, &t)) < 0)
+		return lrc;
+	lrc = table_reload_schema(s, t);
+	table_unref(t);
+	return lrc;
+}
+
+int
+server_family_create(struct server *s, const char *table,
+    const struct catalog_family *f)
+{
+	struct catalog_family fam = *f;
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	if (fam.group[0] == '\0')
+		snprintf(fam.group, sizeof(fam.group), "%s",
+		    CATALOG_DEFAULT_GROUP);
+	if ((rc = gc_policy_canonical(f->gc_policy[0] ? f->gc_policy :
+	    "never", fam.gc_policy, sizeof(fam.gc_policy))) < 0)
+		return rc;
+	return schema_change(s, table,
+	    catalog_family_create(s->catalog, table, &fam));
+}
+
+int
+server_family_drop(struct server *s, const char *table, const char *family)
+{
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	return schema_change(s, table,
+	    catalog_family_drop(s->catalog, table, family));
+}
+
+int
+server_family_set_gc(struct server *s, const char *table, const char *family,
+    const char *gc_policy)
+{
+	char canonical[256];
+	int rc;
+
+	if ((rc = check_writable(s)) < 0 ||
+	    (rc = gc_policy_canonical(gc_policy, canonical,
+	    sizeof(canonical))) < 0)
+		return rc;
+	return schema_change(s, table,
+	    catalog_family_set_gc(s->catalog, table, family, canonical));
+}
+
+int
+server_group_set(struct server *s, const char *table,
+    const struct catalog_group *g)
+{
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	return schema_change(s, table, catalog_group_set(s->catalog, table, g));
+}
+
+/* ---- Administration ---- */
+
+int
+server_flush(struct server *s)
+{
+	struct server_table **tables;
+	size_t count;
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	for (int round = 0; round < 3; round++) {
+		bool busy = false;
+
+		if ((rc = tables_snapshot(s, &tables, &count)) < 0)
+			return rc;
+		pthread_mutex_lock(&s->apply_mu);
+		for (size_t i = 0; i < count; i++)
+			for (size_t j = 0; j < tables[i]->tablet_count; j++)
+				if (tablet_freeze(tables[i]->tablets[j]) ==
+				    -EBUSY)
+					busy = true;
+		pthread_mutex_unlock(&s->apply_mu);
+		tables_snapshot_free(tables, count);
+		background_wait_round(s);
+		if (!busy)
+			break;
+	}
+	return 0;
+}
+
+int
+server_compact(struct server *s, const char *table, bool major)
+{
+	struct server_table **tables;
+	size_t count;
+	int rc, first = 0;
+
+	if ((rc = server_flush(s)) < 0)
+		return rc;
+	/* Compact on the caller's thread, holding the work lock so that no
+	 * background flush or compaction runs meanwhile. */
+	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
+		return rc;
+	pthread_mutex_lock(&s->work_mu);
+	for (size_t i = 0; i < count; i++) {
+		if (table != NULL && strcmp(tables[i]->name, table) != 0)
+			continue;
+		for (size_t j = 0; j < tables[i]->tablet_count; j++)
+			if ((rc = tablet_compact(tables[i]->tablets[j], major,
+			    server_now(s))) < 0 && first == 0)
+				first = rc;
+	}
+	pthread_mutex_unlock(&s->work_mu);
+	tables_snapshot_free(tables, count);
+	segments_collect(s);
+	return first;
+}
+
+void
+server_get_stats(struct server *s, struct server_stats *out)
+{
+	struct server_table **tables;
+	struct log_writer_stats ls = { 0 };
+	struct cache_stats cs;
+	size_t count;
+
+	memset(out, 0, sizeof(*out));
+	out->mutations = atomic_load(&s->mutations);
+	out->reads = atomic_load(&s->reads);
+	out->last_seq = atomic_load(&s->visible_seq);
+	if (s->log != NULL)
+		log_writer_get_stats(s->log, &ls);
+	out->log_syncs = ls.syncs;
+	out->log_batches = ls.batches;
+	cache_get_stats(s->cache, &cs);
+	out->cache_hits = cs.hits;
+	out->cache_misses = cs.misses;
+	if (tables_snapshot(s, &tables, &count) < 0)
+		return;
+	for (size_t i = 0; i < count; i++)
+		for (size_t j = 0; j < tables[i]->tablet_count; j++) {
+			struct tablet_stats ts;
+
+			tablet_get_stats(tables[i]->tablets[j], &ts);
+			out->flushes += ts.flushes;
+			out->compactions += ts.compactions;
+			out->sstables += ts.sstables;
+			out->memtable_bytes += ts.memtable_bytes;
+		}
+	tables_snapshot_free(tables, count);
+}

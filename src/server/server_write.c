@@ -1,0 +1,525 @@
+/*
+ * server_write.c - the write pipeline (mutations, check-and-mutate,
+ * increment, append) and reads and scans of the tablet server (server.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server_int.h"
+#include "util/alloc.h"
+#include "util/error.h"
+#include "util/hash.h"
+
+/* ---- Writes ---- */
+
+static pthread_mutex_t *
+row_lock(struct server *s, uint64_t table_id, struct slice row)
+{
+	return &s->row_locks[hash64(row, table_id) % ROW_LOCKS];
+}
+
+/* Check a mutation against the limits and the schema. */
+static int
+mutation_validate(struct server *s, struct server_table *t, struct slice row,
+    const struct mutation *ops, size_t count)
+{
+	struct tablet_schema *schema;
+	int rc = 0;
+
+	if (row.n == 0 || row.n > SERVER_MAX_ROW)
+		return bt_error_set(-EINVAL, "row key of %zu bytes (1 to %u "
+		    "allowed)", row.n, SERVER_MAX_ROW);
+	if (count == 0)
+		return bt_error_set(-EINVAL, "empty mutation");
+	schema = table_schema(s, t);
+	for (size_t i = 0; i < count && rc == 0; i++) {
+		const struct mutation *m = &ops[i];
+
+		if (m->kind < MUTATION_PUT || m->kind > MUTATION_DELETE_ROW) {
+			rc = bt_error_set(-EINVAL, "unknown mutation kind %d",
+			    (int)m->kind);
+		} else if (m->kind != MUTATION_DELETE_ROW &&
+		    !tablet_schema_has_family(schema, m->family)) {
+			rc = bt_error_set(-ENOENT, "table %s: no family "
+			    "%.*s", t->name, (int)m->family.n,
+			    (const char *)m->family.p);
+		} else if (m->qualifier.n > SERVER_MAX_QUALIFIER) {
+			rc = bt_error_set(-EINVAL, "qualifier of %zu bytes "
+			    "(at most %u allowed)", m->qualifier.n,
+			    SERVER_MAX_QUALIFIER);
+		} else if (m->kind == MUTATION_PUT &&
+		    m->value.n > s->opts.max_cell) {
+			rc = bt_error_set(-EFBIG, "value of %zu bytes (at "
+			    "most %" PRIu64 " allowed)", m->value.n,
+			    s->opts.max_cell);
+		} else if ((m->kind == MUTATION_PUT &&
+		    m->ts != MUTATION_TS_SERVER && m->ts < 0) ||
+		    (m->kind == MUTATION_DELETE_VERSION && m->ts < 0)) {
+			rc = bt_error_set(-EINVAL, "timestamp %" PRId64
+			    " out of range", m->ts);
+		}
+	}
+	tablet_schema_unref(schema);
+	return rc;
+}
+
+/*
+ * Slow writers down while the tablet's flush is behind: a short pause once
+ * the memtable is full with a flush still running, and a wait for the flush
+ * when it has grown to twice its size.  Memory never grows without bound.
+ */
+static void
+write_throttle(struct server *s, struct tablet *t)
+{
+	size_t limit = s->opts.memtable_size;
+
+	if (!tablet_has_frozen(t) || tablet_memtable_usage(t) < limit)
+		return;
+	if (tablet_memtable_usage(t) < 2 * limit) {
+		struct timespec pause = { 0, 1000000 };
+
+		nanosleep(&pause, NULL);
+		return;
+	}
+	pthread_mutex_lock(&s->bg_mu);
+	while (tablet_has_frozen(t) && !s->bg_stop) {
+		s->bg_wanted = true;
+		pthread_cond_signal(&s->bg_cv);
+		pthread_cond_wait(&s->bg_done_cv, &s->bg_mu);
+	}
+	pthread_mutex_unlock(&s->bg_mu);
+}
+
+/*
+ * Log and apply a validated mutation; the caller holds the row lock.  See
+ * server.h for the order of steps.
+ */
+static int
+mutation_commit(struct server *s, struct server_table *t, struct slice row,
+    struct mutation *ops, size_t count, bool sync, int64_t *stamp)
+{
+	struct tablet *tablet = table_tablet_for(t, row);
+	struct log_position pos = { 0, 0 };
+	uint64_t first_seq;
+	int64_t now;
+	struct buf rec;
+	int rc, arc;
+
+	if (s->log == NULL)
+		return bt_error_set(-EROFS, "store is read-only");
+	write_throttle(s, tablet);
+	buf_init(&rec);
+
+	pthread_mutex_lock(&s->seq_mu);
+	now = server_now(s);
+	if (now <= s->last_stamp)
+		now = s->last_stamp + 1;
+	s->last_stamp = now;
+	first_seq = s->next_seq;
+	s->next_seq += count;
+	pthread_mutex_unlock(&s->seq_mu);
+
+	for (size_t i = 0; i < count; i++)
+		if (ops[i].kind == MUTATION_PUT &&
+		    ops[i].ts == MUTATION_TS_SERVER)
+			ops[i].ts = now;
+		else if (ops[i].kind != MUTATION_PUT &&
+		    ops[i].kind != MUTATION_DELETE_VERSION)
+			ops[i].ts = 0;
+	rc = mutation_record_encode(first_seq, t->id, row, ops, count, &rec);
+	if (rc == 0)
+		rc = log_writer_append(s->log, buf_slice(&rec),
+		    sync || s->opts.sync_always, &pos);
+	buf_release(&rec);
+
+	/* Apply in sequence order; a failed mutation still takes its turn. */
+	pthread_mutex_lock(&s->apply_mu);
+	while (s->applied_upto != first_seq - 1)
+		pthread_cond_wait(&s->apply_cv, &s->apply_mu);
+	if (rc == 0 && s->broken)
+		rc = s->broken;
+	if (rc == 0) {
+		if (tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
+		    tablet_freeze(tablet) == 0)
+			background_wake(s);
+		if ((arc = tablet_apply(tablet, first_seq, row, ops,
+		    count)) < 0) {
+			/* Half a mutation may be in the memtable: stop
+			 * writing; reopening replays it whole from the log. */
+			s->broken = bt_error_set(arc, "tablet apply failed; "
+			    "reopen the store");
+			rc = arc;
+		}
+		segment_note_locked(s, pos.segment, first_seq + count - 1);
+	}
+	s->applied_upto = first_seq + count - 1;
+	atomic_store(&s->visible_seq, s->applied_upto);
+	pthread_cond_broadcast(&s->apply_cv);
+	pthread_mutex_unlock(&s->apply_mu);
+	if (rc == 0) {
+		atomic_fetch_add(&s->mutations, 1);
+		if (stamp != NULL)
+			*stamp = now;
+	}
+	return rc;
+}
+
+int
+server_mutate(struct server *s, const char *table, struct slice row,
+    struct mutation *ops, size_t count, bool sync, int64_t *stamp)
+{
+	struct server_table *t;
+	pthread_mutex_t *lock;
+	int rc;
+
+	if ((rc = table_get(s, table, &t)) < 0)
+		return rc;
+	if ((rc = mutation_validate(s, t, row, ops, count)) < 0)
+		goto out;
+	lock = row_lock(s, t->id, row);
+	pthread_mutex_lock(lock);
+	rc = mutation_commit(s, t, row, ops, count, sync, stamp);
+	pthread_mutex_unlock(lock);
+out:
+	table_unref(t);
+	return rc;
+}
+
+/* The newest visible value of one column, copied into value.  0 or
+ * BT_NOTFOUND. */
+static int
+column_newest(struct server *s, struct server_table *t, struct slice row,
+    struct slice family, struct slice qualifier, struct buf *value)
+{
+	struct cells_column col = { family, true, qualifier };
+	struct cells_filter f = { .columns = &col, .column_count = 1,
+	    .cells_per_column = 1 };
+	struct cells_row r;
+	struct cell c;
+	int rc;
+
+	cells_row_init(&r);
+	rc = tablet_read_row(table_tablet_for(t, row),
+	    atomic_load(&s->visible_seq), row, server_now(s), &f, &r);
+	if (rc == 0) {
+		cells_row_get(&r, 0, &c);
+		rc = buf_set(value, c.value.p, c.value.n);
+	}
+	cells_row_release(&r);
+	return rc;
+}
+
+/*
+ * A read-modify-write on one column: under the row lock, read the newest
+ * value, let decide() build the mutation from it, and commit.  decide
+ * returns 0 to commit, 1 to change nothing, or a negative error.
+ */
+static int
+column_rmw(struct server *s, const char *table, struct slice row,
+    struct slice family, struct slice qualifier, bool sync,
+    int (*decide)(void *arg, int found, struct slice value,
+    struct mutation **ops, size_t *count), void *arg, int64_t *stamp)
+{
+	struct server_table *t;
+	struct mutation probe = { .kind = MUTATION_PUT, .family = family,
+	    .qualifier = qualifier, .ts = MUTATION_TS_SERVER };
+	struct mutation *ops;
+	pthread_mutex_t *lock;
+	struct buf value;
+	size_t count;
+	int rc, found;
+
+	if ((rc = table_get(s, table, &t)) < 0)
+		return rc;
+	buf_init(&value);
+	if ((rc = mutation_validate(s, t, row, &probe, 1)) < 0)
+		goto out;
+	lock = row_lock(s, t->id, row);
+	pthread_mutex_lock(lock);
+	found = column_newest(s, t, row, family, qualifier, &value);
+	if (found < 0) {
+		rc = found;
+	} else if ((rc = decide(arg, found == 0, buf_slice(&value), &ops,
+	    &count)) == 0) {
+		if ((rc = mutation_validate(s, t, row, ops, count)) == 0)
+			rc = mutation_commit(s, t, row, ops, count, sync,
+			    stamp);
+	} else if (rc == 1) {
+		rc = 0;
+	}
+	pthread_mutex_unlock(lock);
+out:
+	buf_release(&value);
+	table_unref(t);
+	return rc;
+}
+
+struct check_arg {
+	const struct slice *expected;
+	struct mutation *ops;
+	size_t count;
+	bool *applied;
+};
+
+static int
+check_decide(void *arg, int found, struct slice value, struct mutation **ops,
+    size_t *count)
+{
+	struct check_arg *a = arg;
+	bool match = a->expected == NULL ? !found :
+	    found && slice_equal(value, *a->expected);
+
+	*a->applied = match;
+	*ops = a->ops;
+	*count = a->count;
+	return match ? 0 : 1;
+}
+
+int
+server_check_and_mutate(struct server *s, const char *table,
+    struct slice row, struct slice family, struct slice qualifier,
+    const struct slice *expected, struct mutation *ops, size_t count,
+    bool sync, bool *applied)
+{
+	struct check_arg a = { expected, ops, count, applied };
+
+	*applied = false;
+	return column_rmw(s, table, row, family, qualifier, sync,
+	    check_decide, &a, NULL);
+}
+
+struct increment_arg {
+	struct slice family, qualifier;
+	int64_t delta;
+	int64_t result;
+	char text[32];
+	struct mutation op;
+};
+
+/* Parse an ASCII decimal counter, optionally ending in one newline. */
+static int
+counter_parse(struct slice v, int64_t *out)
+{
+	char tmp[32], *end;
+	size_t n = v.n;
+	long long x;
+
+	if (n > 0 && v.p[n - 1] == '\n')
+		n--;
+	if (n == 0 || n >= sizeof(tmp))
+		return bt_error_set(-EINVAL, "counter value is not an "
+		    "integer");
+	memcpy(tmp, v.p, n);
+	tmp[n] = '\0';
+	if (!(tmp[0] == '-' || (tmp[0] >= '0' && tmp[0] <= '9')))
+		return bt_error_set(-EINVAL, "counter value is not an "
+		    "integer");
+	errno = 0;
+	x = strtoll(tmp, &end, 10);
+	if (*end != '\0')
+		return bt_error_set(-EINVAL, "counter value is not an "
+		    "integer");
+	if (errno == ERANGE)
+		return bt_error_set(-ERANGE, "counter value out of range");
+	*out = x;
+	return 0;
+}
+
+static int
+increment_decide(void *arg, int found, struct slice value,
+    struct mutation **ops, size_t *count)
+{
+	struct increment_arg *a = arg;
+	int64_t old = 0;
+	int rc;
+
+	if (found && (rc = counter_parse(value, &old)) < 0)
+		return rc;
+	if (__builtin_add_overflow(old, a->delta, &a->result))
+		return bt_error_set(-ERANGE, "counter overflow");
+	a->op.kind = MUTATION_PUT;
+	a->op.family = a->family;
+	a->op.qualifier = a->qualifier;
+	a->op.ts = MUTATION_TS_SERVER;
+	a->op.value = slice_make(a->text, (size_t)snprintf(a->text,
+	    sizeof(a->text), "%" PRId64 "\n", a->result));
+	*ops = &a->op;
+	*count = 1;
+	return 0;
+}
+
+int
+server_increment(struct server *s, const char *table, struct slice row,
+    struct slice family, struct slice qualifier, int64_t delta, bool sync,
+    int64_t *result, int64_t *stamp)
+{
+	struct increment_arg a = { .family = family, .qualifier = qualifier,
+	    .delta = delta };
+	int rc;
+
+	rc = column_rmw(s, table, row, family, qualifier, sync,
+	    increment_decide, &a, stamp);
+	if (rc == 0 && result != NULL)
+		*result = a.result;
+	return rc;
+}
+
+struct append_arg {
+	struct slice family, qualifier, suffix;
+	struct buf joined;
+	struct mutation op;
+};
+
+static int
+append_decide(void *arg, int found, struct slice value,
+    struct mutation **ops, size_t *count)
+{
+	struct append_arg *a = arg;
+	int rc;
+
+	if ((rc = buf_set(&a->joined, value.p, found ? value.n : 0)) < 0 ||
+	    (rc = buf_append(&a->joined, a->suffix.p, a->suffix.n)) < 0)
+		return rc;
+	a->op.kind = MUTATION_PUT;
+	a->op.family = a->family;
+	a->op.qualifier = a->qualifier;
+	a->op.ts = MUTATION_TS_SERVER;
+	a->op.value = buf_slice(&a->joined);
+	*ops = &a->op;
+	*count = 1;
+	return 0;
+}
+
+int
+server_append(struct server *s, const char *table, struct slice row,
+    struct slice family, struct slice qualifier, struct slice suffix,
+    bool sync, int64_t *stamp)
+{
+	struct append_arg a = { .family = family, .qualifier = qualifier,
+	    .suffix = suffix };
+	int rc;
+
+	buf_init(&a.joined);
+	rc = column_rmw(s, table, row, family, qualifier, sync, append_decide,
+	    &a, stamp);
+	buf_release(&a.joined);
+	return rc;
+}
+
+/* ---- Reads ---- */
+
+int
+server_read_row(struct server *s, const char *table, struct slice row,
+    const struct cells_filter *filter, struct cells_row *out)
+{
+	struct server_table *t;
+	int rc;
+
+	if ((rc = table_get(s, table, &t)) < 0)
+		return rc;
+	if (row.n == 0 || row.n > SERVER_MAX_ROW)
+		rc = bt_error_set(-EINVAL, "row key of %zu bytes", row.n);
+	else
+		rc = tablet_read_row(table_tablet_for(t, row),
+		    atomic_load(&s->visible_seq), row, server_now(s), filter,
+		    out);
+	atomic_fetch_add(&s->reads, 1);
+	table_unref(t);
+	return rc;
+}
+
+/* A scan walks the table's tablets in row order, one at a time. */
+struct server_scan {
+	struct server *s;
+	struct server_table *t;
+	size_t next_tablet;
+	struct tablet_scan *cur;
+	uint64_t snapshot;
+	int64_t now;
+	const struct cells_filter *filter;
+	struct buf start;
+	bool start_exclusive;
+	struct buf end;
+};
+
+/* Open the scan of the next tablet that overlaps [start, end). */
+static int
+scan_next_tablet(struct server_scan *sc)
+{
+	while (sc->next_tablet < sc->t->tablet_count) {
+		struct tablet *tab = sc->t->tablets[sc->next_tablet++];
+		struct slice first = tablet_start(tab), last = tablet_end(tab);
+
+		if (sc->end.n > 0 && first.n > 0 &&
+		    slice_compare(first, buf_slice(&sc->end)) >= 0)
+			break;
+		if (sc->start.n > 0 && last.n > 0 &&
+		    slice_compare(last, buf_slice(&sc->start)) <= 0)
+			continue;
+		return tablet_scan_open(tab, sc->snapshot,
+		    buf_slice(&sc->start), sc->start_exclusive,
+		    buf_slice(&sc->end), sc->now, sc->filter, &sc->cur);
+	}
+	return BT_DONE;
+}
+
+int
+server_scan_open(struct server *s, const char *table, struct slice start,
+    bool start_exclusive, struct slice end, const struct cells_filter *filter,
+    struct server_scan **out)
+{
+	struct server_scan *sc;
+	int rc;
+
+	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
+		return -ENOMEM;
+	buf_init(&sc->start);
+	buf_init(&sc->end);
+	sc->s = s;
+	if ((rc = table_get(s, table, &sc->t)) < 0)
+		goto out_free;
+	sc->snapshot = atomic_load(&s->visible_seq);
+	sc->now = server_now(s);
+	sc->filter = filter;
+	sc->start_exclusive = start_exclusive;
+	if ((rc = buf_set(&sc->start, start.p, start.n)) < 0 ||
+	    (rc = buf_set(&sc->end, end.p, end.n)) < 0)
+		goto out_free;
+	*out = sc;
+	return 0;
+out_free:
+	server_scan_close(sc);
+	return rc;
+}
+
+int
+server_scan_next(struct server_scan *sc, struct cells_row *out)
+{
+	int rc;
+
+	for (;;) {
+		if (sc->cur == NULL && (rc = scan_next_tablet(sc)) != 0)
+			return rc;
+		if ((rc = tablet_scan_next(sc->cur, out)) != BT_DONE)
+			return rc;
+		tablet_scan_close(sc->cur);
+		sc->cur = NULL;
+	}
+}
+
+void
+server_scan_close(struct server_scan *sc)
+{
+	if (sc == NULL)
+		return;
+	tablet_scan_close(sc->cur);
+	table_unref(sc->t);
+	buf_release(&sc->start);
+	buf_release(&sc->end);
+	bt_free(sc);
+}
+

@@ -1,0 +1,399 @@
+/*
+ * block.c - prefix-compressed blocks with restart points (format.h).
+ *
+ * The builder drops from each key the prefix it shares with the previous
+ * one, except every restart_interval entries, where the key is stored whole
+ * and its offset recorded in the restart array, so that a reader can binary
+ * search the restarts and then scan forward.
+ *
+ * The iterator trusts nothing in the bytes it is given: every length is
+ * checked against the end of the entry area before it is used, and a flaw
+ * yields BT_ECORRUPT with a detail naming the offset in the block.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sstable/block.h"
+#include "util/alloc.h"
+#include "util/coding.h"
+#include "util/error.h"
+
+/* The most bytes an entry's three length varints take. */
+#define BLOCK_ENTRY_HEADER_MAX	(3 * VARINT32_MAX_BYTES)
+
+void
+block_builder_init(struct block_builder *b, int restart_interval)
+{
+	buf_init(&b->data);
+	buf_init(&b->restarts);
+	buf_init(&b->last_key);
+	b->restart_interval = restart_interval < 1 ? 1 : restart_interval;
+	b->since_restart = 0;
+	b->count = 0;
+}
+
+void
+block_builder_release(struct block_builder *b)
+{
+	buf_release(&b->data);
+	buf_release(&b->restarts);
+	buf_release(&b->last_key);
+}
+
+void
+block_builder_reset(struct block_builder *b)
+{
+	buf_clear(&b->data);
+	buf_clear(&b->restarts);
+	buf_clear(&b->last_key);
+	b->since_restart = 0;
+	b->count = 0;
+}
+
+size_t
+block_builder_size_estimate(const struct block_builder *b)
+{
+	size_t restarts = b->restarts.n > 0 ? b->restarts.n : 4;
+
+	return b->data.n + restarts + 4;
+}
+
+/*
+ * Everything that can fail (growth of the three buffers) happens before
+ * anything changes, so that -ENOMEM leaves the block as it was.
+ */
+int
+block_builder_add(struct block_builder *b, struct slice key,
+    struct slice value)
+{
+	size_t shared = 0, unshared, limit;
+	uint8_t hdr[BLOCK_ENTRY_HEADER_MAX], *p;
+	bool restart;
+	int rc;
+
+	restart = b->count == 0 || b->since_restart >= b->restart_interval;
+	if (!restart) {
+		limit = b->last_key.n < key.n ? b->last_key.n : key.n;
+		while (shared < limit && b->last_key.p[shared] == key.p[shared])
+			shared++;
+	}
+	unshared = key.n - shared;
+
+	/* Offsets in the block are fixed32: keep the whole block below 4 GiB. */
+	if (key.n > UINT32_MAX || value.n > UINT32_MAX ||
+	    key.n + value.n + BLOCK_ENTRY_HEADER_MAX + 8 >
+	    UINT32_MAX - block_builder_size_estimate(b))
+		return bt_error_set(BT_ETOOBIG,
+		    "block entry of %zu + %zu bytes: block would reach 4 GiB",
+		    key.n, value.n);
+
+	if ((rc = buf_reserve(&b->data, BLOCK_ENTRY_HEADER_MAX + unshared +
+	    value.n)) < 0)
+		return rc;
+	if (restart && (rc = buf_reserve(&b->restarts, 4)) < 0)
+		return rc;
+	if (key.n > b->last_key.n &&
+	    (rc = buf_reserve(&b->last_key, key.n - b->last_key.n)) < 0)
+		return rc;
+
+	if (restart) {
+		(void)buf_put_fixed32(&b->restarts, (uint32_t)b->data.n);
+		b->since_restart = 0;
+	}
+	p = encode_varint32(hdr, (uint32_t)shared);
+	p = encode_varint32(p, (uint32_t)unshared);
+	p = encode_varint32(p, (uint32_t)value.n);
+	(void)buf_append(&b->data, hdr, (size_t)(p - hdr));
+	(void)buf_append(&b->data, key.p + shared, unshared);
+	(void)buf_append(&b->data, value.p, value.n);
+	b->last_key.n = shared;
+	(void)buf_append(&b->last_key, key.p + shared, unshared);
+	b->since_restart++;
+	b->count++;
+	return 0;
+}
+
+int
+block_builder_finish(struct block_builder *b, struct slice *out)
+{
+	uint32_t count;
+	int rc;
+
+	if ((rc = buf_reserve(&b->data, b->restarts.n + 8)) < 0)
+		return rc;
+	if (b->restarts.n == 0 && (rc = buf_put_fixed32(&b->restarts, 0)) < 0)
+		return rc;
+	count = (uint32_t)(b->restarts.n / 4);
+	(void)buf_append(&b->data, b->restarts.p, b->restarts.n);
+	(void)buf_put_fixed32(&b->data, count);
+	*out = buf_slice(&b->data);
+	return 0;
+}
+
+struct block_iter {
+	struct iter base;
+	const uint8_t *data;
+	size_t entries_end;		/* offset of the restart array */
+	const uint8_t *restarts;
+	uint32_t restart_count;
+	size_t next;			/* offset of the entry after this one */
+	struct buf key;
+	struct slice value;
+	bool valid;
+	void (*release)(void *arg);
+	void *arg;
+};
+
+/* An entry's parts, parsed in place. */
+struct block_entry {
+	uint32_t shared;
+	struct slice delta;	/* the unshared key bytes */
+	struct slice value;
+	size_t next;		/* offset of the following entry */
+};
+
+/*
+ * Parse the entry at off, checking every length against the end of the
+ * entry area.  Lengths below 128 take one byte each (the usual case), so
+ * that case is decoded inline.
+ */
+static int
+block_entry_parse(const struct block_iter *it, size_t off,
+    struct block_entry *e)
+{
+	struct slice in;
+	uint32_t unshared, value_len;
+
+	if (off >= it->entries_end)
+		return bt_error_set(BT_ECORRUPT,
+		    "block entry at %zu: past the entry area (%zu bytes)",
+		    off, it->entries_end);
+	in = slice_make(it->data + off, it->entries_end - off);
+	if (in.n >= 3 && (in.p[0] | in.p[1] | in.p[2]) < 0x80) {
+		e->shared = in.p[0];
+		unshared = in.p[1];
+		value_len = in.p[2];
+		slice_skip(&in, 3);
+	} else if (get_varint32(&in, &e->shared) < 0 ||
+	    get_varint32(&in, &unshared) < 0 ||
+	    get_varint32(&in, &value_len) < 0) {
+		return bt_error_set(BT_ECORRUPT,
+		    "block entry at %zu: truncated header", off);
+	}
+	if (unshared > in.n || value_len > in.n - unshared)
+		return bt_error_set(BT_ECORRUPT,
+		    "block entry at %zu: lengths %u+%u overrun the block",
+		    off, unshared, value_len);
+	e->delta = slice_make(in.p, unshared);
+	e->value = slice_make(in.p + unshared, value_len);
+	e->next = (size_t)(in.p + unshared + value_len - it->data);
+	return 0;
+}
+
+/*
+ * Decode the entry at off into the iterator.  At a restart point the stored
+ * key must be whole (shared = 0); elsewhere it extends the current key.
+ */
+static int
+block_iter_decode(struct block_iter *it, size_t off, bool at_restart)
+{
+	struct block_entry e;
+	int rc;
+
+	it->valid = false;
+	if ((rc = block_entry_parse(it, off, &e)) < 0)
+		return rc;
+	if (at_restart)
+		it->key.n = 0;
+	if (e.shared > it->key.n)
+		return bt_error_set(BT_ECORRUPT,
+		    "block entry at %zu: shares %u bytes of a %zu-byte key",
+		    off, e.shared, it->key.n);
+	it->key.n = e.shared;
+	if ((rc = buf_append(&it->key, e.delta.p, e.delta.n)) < 0)
+		return rc;
+	it->value = e.value;
+	it->next = e.next;
+	it->valid = true;
+	return 0;
+}
+
+static size_t
+block_iter_restart_offset(const struct block_iter *it, uint32_t i)
+{
+	return get_fixed32(it->restarts + 4 * (size_t)i);
+}
+
+/* Decode the entry at restart point i. */
+static int
+block_iter_decode_restart(struct block_iter *it, uint32_t i)
+{
+	return block_iter_decode(it, block_iter_restart_offset(it, i), true);
+}
+
+/* The whole key stored at restart point i, borrowed from the block. */
+static int
+block_iter_restart_key(const struct block_iter *it, uint32_t i,
+    struct slice *key)
+{
+	size_t off = block_iter_restart_offset(it, i);
+	struct block_entry e;
+	int rc;
+
+	if ((rc = block_entry_parse(it, off, &e)) < 0)
+		return rc;
+	if (e.shared != 0)
+		return bt_error_set(BT_ECORRUPT,
+		    "block entry at %zu: restart point shares %u bytes",
+		    off, e.shared);
+	*key = e.delta;
+	return 0;
+}
+
+static int
+block_iter_seek_first(struct iter *base)
+{
+	struct block_iter *it = (struct block_iter *)base;
+
+	it->valid = false;
+	if (it->entries_end == 0)
+		return 0;
+	return block_iter_decode_restart(it, 0);
+}
+
+/*
+ * Binary search for the last restart whose key is below target, then scan
+ * forward to the first key >= target.
+ */
+static int
+block_iter_seek(struct iter *base, struct slice target)
+{
+	struct block_iter *it = (struct block_iter *)base;
+	uint32_t lo = 0, hi = it->restart_count - 1, mid;
+	struct slice key = { NULL, 0 };
+	int rc;
+
+	it->valid = false;
+	if (it->entries_end == 0)
+		return 0;
+	while (lo < hi) {
+		mid = lo + (hi - lo + 1) / 2;
+		if ((rc = block_iter_restart_key(it, mid, &key)) < 0)
+			return rc;
+		if (slice_compare(key, target) < 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	if ((rc = block_iter_decode_restart(it, lo)) < 0)
+		return rc;
+	while (slice_compare(buf_slice(&it->key), target) < 0) {
+		if (it->next >= it->entries_end) {
+			it->valid = false;
+			return 0;
+		}
+		if ((rc = block_iter_decode(it, it->next, false)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+block_iter_next(struct iter *base)
+{
+	struct block_iter *it = (struct block_iter *)base;
+
+	if (!it->valid)
+		return 0;
+	if (it->next >= it->entries_end) {
+		it->valid = false;
+		return 0;
+	}
+	return block_iter_decode(it, it->next, false);
+}
+
+static bool
+block_iter_valid(const struct iter *base)
+{
+	return ((const struct block_iter *)base)->valid;
+}
+
+static struct slice
+block_iter_key(const struct iter *base)
+{
+	return buf_slice(&((const struct block_iter *)base)->key);
+}
+
+static struct slice
+block_iter_value(const struct iter *base)
+{
+	return ((const struct block_iter *)base)->value;
+}
+
+static void
+block_iter_free(struct iter *base)
+{
+	struct block_iter *it = (struct block_iter *)base;
+
+	if (it->release != NULL)
+		it->release(it->arg);
+	buf_release(&it->key);
+	bt_free(it);
+}
+
+static const struct iter_ops block_iter_ops = {
+	.seek_first = block_iter_seek_first,
+	.seek = block_iter_seek,
+	.next = block_iter_next,
+	.valid = block_iter_valid,
+	.key = block_iter_key,
+	.value = block_iter_value,
+	.free = block_iter_free,
+};
+
+/*
+ * Only the shape is checked here (the restart array fits, the first restart
+ * is at 0); restart offsets and entries are checked as they are decoded, so
+ * that opening an iterator on a large index block stays O(1).
+ */
+int
+block_iter_new(struct slice contents, void (*release)(void *arg),
+    void *arg, struct iter **out)
+{
+	struct block_iter *it;
+	uint32_t restart_count;
+	size_t entries_end;
+
+	if (contents.n < 8)
+		return bt_error_set(BT_ECORRUPT,
+		    "block of %zu bytes: too short for a restart array",
+		    contents.n);
+	restart_count = get_fixed32(contents.p + contents.n - 4);
+	if (restart_count == 0 || restart_count > (contents.n - 4) / 4)
+		return bt_error_set(BT_ECORRUPT,
+		    "block of %zu bytes: bad restart count %u",
+		    contents.n, restart_count);
+	entries_end = contents.n - 4 - 4 * (size_t)restart_count;
+	if (get_fixed32(contents.p + entries_end) != 0)
+		return bt_error_set(BT_ECORRUPT,
+		    "block of %zu bytes: first restart is not at 0",
+		    contents.n);
+	if (entries_end == 0 && restart_count != 1)
+		return bt_error_set(BT_ECORRUPT,
+		    "empty block with %u restarts", restart_count);
+
+	if ((it = bt_calloc(1, sizeof(*it))) == NULL)
+		return -ENOMEM;
+	it->base.ops = &block_iter_ops;
+	it->data = contents.p;
+	it->entries_end = entries_end;
+	it->restarts = contents.p + entries_end;
+	it->restart_count = restart_count;
+	buf_init(&it->key);
+	it->valid = false;
+	it->release = release;
+	it->arg = arg;
+	*out = &it->base;
+	return 0;
+}

@@ -1,0 +1,58 @@
+/*
+ * block.h - building and reading the prefix-compressed blocks that data and
+ * index blocks of an SSTable are made of (layout in format.h).  Internal to
+ * the sstable module.
+ */
+#ifndef TABLETFS_SSTABLE_BLOCK_H
+#define TABLETFS_SSTABLE_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/iter.h"
+#include "util/slice.h"
+
+struct block_builder {
+	struct buf data;	/* entries so far */
+	struct buf restarts;	/* fixed32 offsets */
+	struct buf last_key;
+	int restart_interval;
+	int since_restart;	/* entries since the last restart point */
+	uint64_t count;		/* entries in this block */
+};
+
+void block_builder_init(struct block_builder *b, int restart_interval);
+void block_builder_release(struct block_builder *b);
+/* Start a new, empty block, keeping the allocations. */
+void block_builder_reset(struct block_builder *b);
+
+/*
+ * Add an entry; keys must increase (not checked here).  0, -ENOMEM (the
+ * block is unchanged), or BT_ETOOBIG when the block would reach 4 GiB.
+ */
+int block_builder_add(struct block_builder *b, struct slice key,
+    struct slice value);
+
+/* Bytes the block will take once finished. */
+size_t block_builder_size_estimate(const struct block_builder *b);
+
+/*
+ * Append the restart array and count, and return the finished block
+ * contents in *out (borrowed until the next reset).  0 or -ENOMEM.
+ */
+int block_builder_finish(struct block_builder *b, struct slice *out);
+
+/*
+ * An iterator over a finished block's contents.  The iterator borrows the
+ * bytes; the caller keeps them alive while it lives.  When release is not
+ * NULL, iter_free() calls release(arg) (the SSTable uses this to give back a
+ * block cache handle).  The contents are checked for shape at creation
+ * (BT_ECORRUPT, with a detail naming what) and each entry as it is decoded.
+ * 0, BT_ECORRUPT or -ENOMEM; on failure release is not called and the
+ * caller still owns what arg names.
+ */
+int block_iter_new(struct slice contents, void (*release)(void *arg),
+    void *arg, struct iter **out);
+
+#endif

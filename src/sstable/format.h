@@ -1,0 +1,62 @@
+/*
+ * sstable/format.h - the SSTable on-disk format (also in tabletfs(5)).
+ *
+ * An SSTable is an immutable file of (key, value) entries in strictly
+ * increasing key order (slice_compare):
+ *
+ *   [data block 0] [data block 1] ... [filter block] [index block] [footer]
+ *
+ * Every block is followed by a 5-byte trailer:
+ *     type     1 byte   SST_BLOCK_RAW or SST_BLOCK_SNAPPY
+ *     crc      fixed32  masked crc32c of the stored block bytes || type
+ * A block is stored Snappy-compressed only when that saves at least 12.5 %
+ * of its size; otherwise raw.  A block handle (offset, size) names the stored
+ * bytes without the trailer.
+ *
+ * Block contents (data and index blocks), once uncompressed:
+ *     entry*   each: varint32 shared      bytes shared with the previous key
+ *                    varint32 unshared    bytes of key that follow
+ *                    varint32 value_len
+ *                    unshared key bytes, then value bytes
+ *     restart* fixed32 offsets of entries stored with shared = 0, one every
+ *              restart_interval entries (16), the first at 0
+ *     count    fixed32 number of restarts (at least 1)
+ *   Data blocks close at about block_size bytes (default 64 KiB); an entry
+ *   is never split, so a block with one huge value is as large as it is.
+ *
+ * Filter block: a Bloom filter (util/bloom.h layout) over the filter key of
+ * every entry; empty (size 0) when the table was built without one.  The
+ * filter key is the whole key unless the builder's options name a prefix
+ * extractor (the tablet uses the row).
+ *
+ * Index block: a block (format above, restart interval 1) with one entry per
+ * data block: key = the last key of that block, value = its handle as
+ * varint64 offset, varint64 size.
+ *
+ * Footer (SST_FOOTER_SIZE = 64 bytes, fixed64/fixed32 little-endian):
+ *     index_offset   fixed64
+ *     index_size     fixed64
+ *     filter_offset  fixed64
+ *     filter_size    fixed64
+ *     entry_count    fixed64
+ *     data_size      fixed64  bytes of data blocks with trailers
+ *     version        fixed32  SST_FORMAT_VERSION
+ *     crc            fixed32  masked crc32c of the 52 bytes before it
+ *     magic          fixed64  SST_MAGIC  (the last 8 bytes of the file)
+ */
+#ifndef TABLETFS_SSTABLE_FORMAT_H
+#define TABLETFS_SSTABLE_FORMAT_H
+
+#define SST_MAGIC		0x7473732e73667462ull	/* "btfs.sst" */
+#define SST_FORMAT_VERSION	1u
+#define SST_FOOTER_SIZE		64
+#define SST_BLOCK_TRAILER_SIZE	5
+#define SST_BLOCK_RAW		0
+#define SST_BLOCK_SNAPPY	1
+#define SST_DEFAULT_BLOCK_SIZE	(64u << 10)
+#define SST_RESTART_INTERVAL	16
+#define SST_DEFAULT_BLOOM_BITS	10
+/* Compression is kept only when compressed < raw - raw / 8. */
+#define SST_MIN_COMPRESSION_SAVING_SHIFT 3
+
+#endif

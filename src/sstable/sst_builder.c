@@ -1,0 +1,302 @@
+/*
+ * sst_builder.c - writing an SSTable (layout in format.h).
+ *
+ * Entries go into a data block until its size estimate reaches the block
+ * size; the block is then compressed (kept only when that saves 12.5 %),
+ * written with its trailer, and indexed by its last key.  The Bloom filter
+ * is built at the end from the hashes of every distinct consecutive filter
+ * prefix, so memory grows by 8 bytes per entry at most.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sstable/block.h"
+#include "sstable/format.h"
+#include "sstable/sstable.h"
+#include "util/alloc.h"
+#include "util/bloom.h"
+#include "util/coding.h"
+#include "util/compress.h"
+#include "util/crc32c.h"
+#include "util/error.h"
+
+/* An entry (key + value) may take at most this much: blocks stay < 4 GiB. */
+#define SST_MAX_ENTRY_SIZE	(1ull << 30)
+#define SST_MAX_BLOCK_SIZE	(1ull << 30)
+#define SST_MAX_BLOOM_BITS	30
+
+struct sst_builder {
+	struct env_file *file;
+	struct sst_options opts;
+	struct block_builder data_block;
+	struct block_builder index_block;
+	struct buf last_key;
+	struct buf compressed;		/* scratch for Snappy output */
+	struct buf hashes;		/* uint64_t Bloom hashes */
+	struct buf last_prefix;		/* the filter prefix hashed last */
+	uint64_t offset;		/* bytes written */
+	uint64_t entry_count;
+	uint64_t block_count;
+	int status;			/* < 0: failed, only free remains */
+};
+
+void
+sst_options_default(struct sst_options *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->block_size = SST_DEFAULT_BLOCK_SIZE;
+	opts->compress = true;
+	opts->bloom_bits_per_key = SST_DEFAULT_BLOOM_BITS;
+	opts->filter_prefix = NULL;
+}
+
+int
+sst_builder_new(struct env *env, const char *path,
+    const struct sst_options *opts, struct sst_builder **out)
+{
+	struct sst_builder *b;
+	int rc;
+
+	if (opts->bloom_bits_per_key < 0)
+		return bt_error_set(-EINVAL, "%s: negative bloom_bits_per_key",
+		    path);
+	if ((b = bt_calloc(1, sizeof(*b))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	b->opts = *opts;
+	if (b->opts.block_size == 0)
+		b->opts.block_size = SST_DEFAULT_BLOCK_SIZE;
+	if (b->opts.block_size > SST_MAX_BLOCK_SIZE)
+		b->opts.block_size = SST_MAX_BLOCK_SIZE;
+	if (b->opts.bloom_bits_per_key > SST_MAX_BLOOM_BITS)
+		b->opts.bloom_bits_per_key = SST_MAX_BLOOM_BITS;
+	block_builder_init(&b->data_block, SST_RESTART_INTERVAL);
+	block_builder_init(&b->index_block, 1);
+	buf_init(&b->last_key);
+	buf_init(&b->compressed);
+	buf_init(&b->hashes);
+	buf_init(&b->last_prefix);
+	if ((rc = env_file_open(env, path, ENV_CREATE, &b->file)) < 0)
+		goto out_free;
+	*out = b;
+	return 0;
+out_free:
+	sst_builder_free(b);
+out:
+	return rc;
+}
+
+/*
+ * Append a block's stored bytes and its trailer.  The handle (offset,
+ * size) of what was written goes to *offset and *size.
+ */
+static int
+sst_builder_write_block(struct sst_builder *b, struct slice contents,
+    bool may_compress, uint64_t *offset, uint64_t *size)
+{
+	uint8_t trailer[SST_BLOCK_TRAILER_SIZE];
+	struct slice stored = contents;
+	uint8_t type = SST_BLOCK_RAW;
+	uint32_t crc;
+	int rc;
+
+	if (may_compress && b->opts.compress) {
+		if ((rc = compress_snappy(contents, &b->compressed)) < 0)
+			return rc;
+		if (b->compressed.n < contents.n -
+		    (contents.n >> SST_MIN_COMPRESSION_SAVING_SHIFT)) {
+			stored = buf_slice(&b->compressed);
+			type = SST_BLOCK_SNAPPY;
+		}
+	}
+	trailer[0] = type;
+	crc = crc32c_extend(crc32c_value(stored.p, stored.n), &type, 1);
+	put_fixed32(trailer + 1, crc32c_mask(crc));
+	if ((rc = env_file_append(b->file, stored.p, stored.n)) < 0)
+		return rc;
+	if ((rc = env_file_append(b->file, trailer, sizeof(trailer))) < 0)
+		return rc;
+	*offset = b->offset;
+	*size = stored.n;
+	b->offset += stored.n + sizeof(trailer);
+	return 0;
+}
+
+/* Write the pending data block and add its index entry. */
+static int
+sst_builder_flush(struct sst_builder *b)
+{
+	uint8_t handle[2 * VARINT64_MAX_BYTES], *p;
+	struct slice contents;
+	uint64_t offset, size;
+	int rc;
+
+	if (b->data_block.count == 0)
+		return 0;
+	if ((rc = block_builder_finish(&b->data_block, &contents)) < 0)
+		return rc;
+	if ((rc = sst_builder_write_block(b, contents, true, &offset,
+	    &size)) < 0)
+		return rc;
+	p = encode_varint64(handle, offset);
+	p = encode_varint64(p, size);
+	if ((rc = block_builder_add(&b->index_block, buf_slice(&b->last_key),
+	    slice_make(handle, (size_t)(p - handle)))) < 0)
+		return rc;
+	block_builder_reset(&b->data_block);
+	b->block_count++;
+	return 0;
+}
+
+/* Record key's filter prefix hash unless it repeats the previous one. */
+static int
+sst_builder_add_filter_key(struct sst_builder *b, struct slice key)
+{
+	struct slice prefix = key;
+	uint64_t hash;
+	int rc;
+
+	if (b->opts.filter_prefix != NULL) {
+		size_t n = b->opts.filter_prefix(key);
+
+		prefix.n = n < key.n ? n : key.n;
+	}
+	if (b->entry_count > 0 &&
+	    slice_equal(prefix, buf_slice(&b->last_prefix)))
+		return 0;
+	if ((rc = buf_reserve(&b->hashes, sizeof(hash))) < 0)
+		return rc;
+	if ((rc = buf_set(&b->last_prefix, prefix.p, prefix.n)) < 0)
+		return rc;
+	hash = bloom_hash(prefix);
+	(void)buf_append(&b->hashes, &hash, sizeof(hash));
+	return 0;
+}
+
+int
+sst_builder_add(struct sst_builder *b, struct slice key, struct slice value)
+{
+	int rc;
+
+	if (b->status < 0 || b->file == NULL)
+		return BT_ECLOSED;
+	if (b->entry_count > 0 &&
+	    slice_compare(key, buf_slice(&b->last_key)) <= 0)
+		return bt_error_set(-EINVAL,
+		    "%s: key %llu is not above the previous key",
+		    b->file->path, (unsigned long long)b->entry_count);
+	if (key.n > SST_MAX_ENTRY_SIZE || value.n > SST_MAX_ENTRY_SIZE - key.n)
+		return bt_error_set(BT_ETOOBIG,
+		    "%s: entry of %zu + %zu bytes", b->file->path, key.n,
+		    value.n);
+
+	if (b->opts.bloom_bits_per_key > 0 &&
+	    (rc = sst_builder_add_filter_key(b, key)) < 0)
+		goto fail;
+	if ((rc = block_builder_add(&b->data_block, key, value)) < 0)
+		goto fail;
+	if ((rc = buf_set(&b->last_key, key.p, key.n)) < 0)
+		goto fail;
+	b->entry_count++;
+	if (block_builder_size_estimate(&b->data_block) >= b->opts.block_size &&
+	    (rc = sst_builder_flush(b)) < 0)
+		goto fail;
+	return 0;
+fail:
+	b->status = rc;
+	return rc;
+}
+
+uint64_t
+sst_builder_file_size(const struct sst_builder *b)
+{
+	return b->offset;
+}
+
+/*
+ * The filter and index blocks, then the footer; the filter is absent
+ * (offset at its place, size 0, no trailer) when no Bloom bits were asked.
+ */
+int
+sst_builder_finish(struct sst_builder *b, struct sst_info *info)
+{
+	uint8_t footer[SST_FOOTER_SIZE];
+	uint64_t data_size, filter_offset, filter_size = 0;
+	uint64_t index_offset, index_size;
+	struct slice index;
+	struct buf filter;
+	int rc;
+
+	buf_init(&filter);
+	if (b->status < 0 || b->file == NULL) {
+		rc = BT_ECLOSED;
+		goto out;
+	}
+	if ((rc = sst_builder_flush(b)) < 0)
+		goto out_fail;
+	data_size = b->offset;
+	filter_offset = b->offset;
+	if (b->opts.bloom_bits_per_key > 0) {
+		if ((rc = bloom_build((const uint64_t *)b->hashes.p,
+		    b->hashes.n / sizeof(uint64_t), b->opts.bloom_bits_per_key,
+		    &filter)) < 0)
+			goto out_fail;
+		if ((rc = sst_builder_write_block(b, buf_slice(&filter), false,
+		    &filter_offset, &filter_size)) < 0)
+			goto out_fail;
+	}
+	if ((rc = block_builder_finish(&b->index_block, &index)) < 0)
+		goto out_fail;
+	if ((rc = sst_builder_write_block(b, index, true, &index_offset,
+	    &index_size)) < 0)
+		goto out_fail;
+
+	put_fixed64(footer, index_offset);
+	put_fixed64(footer + 8, index_size);
+	put_fixed64(footer + 16, filter_offset);
+	put_fixed64(footer + 24, filter_size);
+	put_fixed64(footer + 32, b->entry_count);
+	put_fixed64(footer + 40, data_size);
+	put_fixed32(footer + 48, SST_FORMAT_VERSION);
+	put_fixed32(footer + 52, crc32c_mask(crc32c_value(footer, 52)));
+	put_fixed64(footer + 56, SST_MAGIC);
+	if ((rc = env_file_append(b->file, footer, sizeof(footer))) < 0)
+		goto out_fail;
+	b->offset += sizeof(footer);
+	if ((rc = env_file_sync(b->file)) < 0)
+		goto out_fail;
+	rc = env_file_close(b->file);
+	b->file = NULL;
+	if (rc < 0)
+		goto out_fail;
+
+	if (info != NULL) {
+		info->entry_count = b->entry_count;
+		info->file_size = b->offset;
+		info->data_size = data_size;
+		info->block_count = b->block_count;
+	}
+	buf_release(&filter);
+	return 0;
+out_fail:
+	b->status = rc;
+out:
+	buf_release(&filter);
+	return rc;
+}
+
+void
+sst_builder_free(struct sst_builder *b)
+{
+	if (b == NULL)
+		return;
+	(void)env_file_close(b->file);
+	block_builder_release(&b->data_block);
+	block_builder_release(&b->index_block);
+	buf_release(&b->last_key);
+	buf_release(&b->compressed);
+	buf_release(&b->hashes);
+	buf_release(&b->last_prefix);
+	bt_free(b);
+}

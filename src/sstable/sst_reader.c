@@ -1,0 +1,789 @@
+/*
+ * sst_reader.c - serving lookups and scans from an SSTable (format.h).
+ *
+ * Opening reads the footer, then the index and filter blocks into memory,
+ * and checks that the block handles tile the file exactly: data blocks back
+ * to back from offset 0, then the filter, the index and the footer.  Data
+ * blocks are read on demand with env_file_read_at() (safe from many
+ * threads), checked against their CRC, uncompressed, and shared through the
+ * block cache when there is one.  Every byte off disk is untrusted: a flaw
+ * is BT_ECHECKSUM, BT_ECORRUPT or BT_EFORMAT with a detail naming the path
+ * and offset, never a crash and never wrong data.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sstable/block.h"
+#include "sstable/format.h"
+#include "sstable/sstable.h"
+#include "util/alloc.h"
+#include "util/bloom.h"
+#include "util/coding.h"
+#include "util/compress.h"
+#include "util/crc32c.h"
+#include "util/error.h"
+
+/* Block offsets inside a block are fixed32: contents stay below 4 GiB. */
+#define SST_MAX_BLOCK_CONTENTS	((size_t)UINT32_MAX)
+
+struct sst_reader {
+	atomic_long refs;
+	struct env_file *file;
+	uint64_t file_id;
+	uint64_t file_size;
+	struct cache *cache;
+	size_t (*filter_prefix)(struct slice key);
+	struct sst_info info;
+	uint64_t index_offset;
+	struct buf index;		/* uncompressed index block contents */
+	struct buf filter;		/* Bloom filter; empty when none */
+	atomic_uint_fast64_t filter_negatives;
+	atomic_uint_fast64_t block_reads;
+};
+
+/*
+ * What keeps a data block's contents alive while an iterator reads it: a
+ * cache handle or a buffer of its own.  block_iter_new()'s release callback
+ * gives it back.
+ */
+struct sst_block_ref {
+	struct sst_reader *r;
+	struct cache_handle *handle;
+	struct buf *owned;
+};
+
+/*
+ * The block code knows offsets within a block but not the file: put the
+ * path and the block's offset in front of its detail.
+ */
+static int
+sst_reader_block_error(const struct sst_reader *r, const char *what,
+    uint64_t offset, int rc)
+{
+	char detail[256];
+
+	if (rc != BT_ECORRUPT)
+		return rc;
+	snprintf(detail, sizeof(detail), "%s", bt_error_detail());
+	return bt_error_set(rc, "%s: %s block at %llu: %s", r->file->path,
+	    what, (unsigned long long)offset, detail);
+}
+
+static void
+sst_block_buf_free(struct buf *b)
+{
+	if (b == NULL)
+		return;
+	buf_release(b);
+	bt_free(b);
+}
+
+static void
+sst_block_ref_release(void *arg)
+{
+	struct sst_block_ref *ref = arg;
+
+	if (ref->handle != NULL)
+		cache_release(ref->r->cache, ref->handle);
+	sst_block_buf_free(ref->owned);
+	ref->handle = NULL;
+	ref->owned = NULL;
+}
+
+static void
+sst_block_cache_deleter(struct slice key, void *value)
+{
+	sst_block_buf_free(value);
+}
+
+/*
+ * Read the block stored at (offset, size) into out: check that it lies
+ * inside limit, check its CRC, and uncompress it.  out holds the contents.
+ */
+static int
+sst_reader_read_block(struct sst_reader *r, const char *what,
+    uint64_t offset, uint64_t size, uint64_t limit, struct buf *out)
+{
+	const char *path = r->file->path;
+	struct buf raw;
+	uint32_t stored_crc, crc;
+	uint8_t type;
+	int rc;
+
+	if (offset > limit || size > limit - offset ||
+	    SST_BLOCK_TRAILER_SIZE > limit - offset - size ||
+	    size > SST_MAX_BLOCK_CONTENTS)
+		return bt_error_set(BT_ECORRUPT,
+		    "%s: %s block handle (%llu, %llu) outside its region "
+		    "(%llu bytes)", path, what, (unsigned long long)offset,
+		    (unsigned long long)size, (unsigned long long)limit);
+	buf_clear(out);
+	if ((rc = buf_reserve(out, (size_t)size + SST_BLOCK_TRAILER_SIZE)) < 0)
+		return rc;
+	if ((rc = env_file_read_exact(r->file, offset, out->p,
+	    (size_t)size + SST_BLOCK_TRAILER_SIZE)) < 0)
+		return rc;
+	atomic_fetch_add_explicit(&r->block_reads, 1, memory_order_relaxed);
+	type = out->p[size];
+	stored_crc = crc32c_unmask(get_fixed32(out->p + size + 1));
+	crc = crc32c_extend(crc32c_value(out->p, (size_t)size), &type, 1);
+	if (crc != stored_crc)
+		return bt_error_set(BT_ECHECKSUM,
+		    "%s: %s block checksum mismatch at offset %llu", path,
+		    what, (unsigned long long)offset);
+	switch (type) {
+	case SST_BLOCK_RAW:
+		out->n = (size_t)size;
+		return 0;
+	case SST_BLOCK_SNAPPY:
+		buf_init(&raw);
+		rc = uncompress_snappy(slice_make(out->p, (size_t)size),
+		    SST_MAX_BLOCK_CONTENTS, &raw);
+		if (rc < 0) {
+			buf_release(&raw);
+			if (rc == BT_ECORRUPT)
+				bt_error_set(rc, "%s: %s block at offset %llu: "
+				    "bad Snappy data", path, what,
+				    (unsigned long long)offset);
+			return rc;
+		}
+		buf_release(out);
+		*out = raw;
+		return 0;
+	}
+	return bt_error_set(BT_ECORRUPT,
+	    "%s: %s block at offset %llu: unknown block type %u", path, what,
+	    (unsigned long long)offset, type);
+}
+
+/* Decode an index entry's value: varint64 offset, varint64 size, nothing
+ * after. */
+static int
+sst_decode_handle(const struct sst_reader *r, struct slice value,
+    uint64_t *offset, uint64_t *size)
+{
+	if (get_varint64(&value, offset) < 0 ||
+	    get_varint64(&value, size) < 0 || value.n != 0)
+		return bt_error_set(BT_ECORRUPT,
+		    "%s: bad block handle in the index block at %llu",
+		    r->file->path, (unsigned long long)r->index_offset);
+	return 0;
+}
+
+/*
+ * The contents of the data block at (offset, size), through the cache when
+ * use_cache and the reader has one; ref then holds it.
+ */
+static int
+sst_reader_load_block(struct sst_reader *r, uint64_t offset, uint64_t size,
+    bool use_cache, struct sst_block_ref *ref, struct slice *contents)
+{
+	uint8_t key[16];
+	struct cache_handle *h;
+	struct buf *blk;
+	int rc;
+
+	ref->r = r;
+	ref->handle = NULL;
+	ref->owned = NULL;
+	use_cache = use_cache && r->cache != NULL;
+	if (use_cache) {
+		put_fixed64(key, r->file_id);
+		put_fixed64(key + 8, offset);
+		if ((h = cache_lookup(r->cache, slice_make(key, 16))) != NULL) {
+			ref->handle = h;
+			*contents = buf_slice(cache_handle_value(h));
+			return 0;
+		}
+	}
+	if ((blk = bt_malloc(sizeof(*blk))) == NULL)
+		return -ENOMEM;
+	buf_init(blk);
+	if ((rc = sst_reader_read_block(r, "data", offset, size,
+	    r->info.data_size, blk)) < 0) {
+		sst_block_buf_free(blk);
+		return rc;
+	}
+	if (use_cache) {
+		if ((rc = cache_insert(r->cache, slice_make(key, 16), blk,
+		    blk->n, sst_block_cache_deleter, &h)) < 0)
+			return rc;
+		ref->handle = h;
+		*contents = buf_slice(blk);
+		return 0;
+	}
+	ref->owned = blk;
+	*contents = buf_slice(blk);
+	return 0;
+}
+
+/* An iterator over the data block that an index entry's value names. */
+static int
+sst_reader_block_iter(struct sst_reader *r, struct slice handle,
+    bool use_cache, struct sst_block_ref *ref, struct iter **out,
+    uint64_t *offsetp)
+{
+	struct slice contents;
+	uint64_t offset, size;
+	int rc;
+
+	if ((rc = sst_decode_handle(r, handle, &offset, &size)) < 0)
+		return rc;
+	*offsetp = offset;
+	if ((rc = sst_reader_load_block(r, offset, size, use_cache, ref,
+	    &contents)) < 0)
+		return rc;
+	if ((rc = block_iter_new(contents, sst_block_ref_release, ref,
+	    out)) < 0) {
+		sst_block_ref_release(ref);
+		return sst_reader_block_error(r, "data", offset, rc);
+	}
+	return 0;
+}
+
+static int
+sst_reader_index_iter(const struct sst_reader *r, struct iter **out)
+{
+	int rc;
+
+	if ((rc = block_iter_new(buf_slice(&r->index), NULL, NULL, out)) < 0)
+		return sst_reader_block_error(r, "index", r->index_offset, rc);
+	return 0;
+}
+
+/*
+ * Read and check the footer: magic, CRC, version, and that the filter,
+ * index and footer follow the data blocks with no gap or overlap.
+ */
+static int
+sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
+    uint64_t *filter_size, uint64_t *index_size)
+{
+	const char *path = r->file->path;
+	uint8_t f[SST_FOOTER_SIZE];
+	uint64_t footer_off, index_off, filter_end;
+	uint32_t version;
+	int rc;
+
+	if (r->file_size < SST_FOOTER_SIZE)
+		return bt_error_set(BT_EFORMAT,
+		    "%s: %llu bytes, too short for an SSTable", path,
+		    (unsigned long long)r->file_size);
+	footer_off = r->file_size - SST_FOOTER_SIZE;
+	if ((rc = env_file_read_exact(r->file, footer_off, f, sizeof(f))) < 0)
+		return rc;
+	if (get_fixed64(f + 56) != SST_MAGIC)
+		return bt_error_set(BT_EFORMAT,
+		    "%s: not an SSTable (bad magic at offset %llu)", path,
+		    (unsigned long long)(footer_off + 56));
+	if (crc32c_unmask(get_fixed32(f + 52)) != crc32c_value(f, 52))
+		return bt_error_set(BT_ECHECKSUM,
+		    "%s: footer checksum mismatch at offset %llu", path,
+		    (unsigned long long)footer_off);
+	if ((version = get_fixed32(f + 48)) != SST_FORMAT_VERSION)
+		return bt_error_set(BT_EFORMAT,
+		    "%s: unknown SSTable format version %u at offset %llu",
+		    path, version, (unsigned long long)(footer_off + 48));
+
+	index_off = get_fixed64(f);
+	*index_size = get_fixed64(f + 8);
+	*filter_offset = get_fixed64(f + 16);
+	*filter_size = get_fixed64(f + 24);
+	r->info.entry_count = get_fixed64(f + 32);
+	r->info.data_size = get_fixed64(f + 40);
+	r->info.file_size = r->file_size;
+	r->index_offset = index_off;
+
+	filter_end = *filter_offset;
+	if (*filter_size > 0)
+		filter_end = *filter_offset > footer_off ||
+		    *filter_size > footer_off - *filter_offset ?
+		    UINT64_MAX : *filter_offset + *filter_size +
+		    SST_BLOCK_TRAILER_SIZE;
+	if (*filter_offset != r->info.data_size || index_off != filter_end ||
+	    index_off > footer_off ||
+	    *index_size > footer_off - index_off ||
+	    footer_off - index_off - *index_size != SST_BLOCK_TRAILER_SIZE)
+		return bt_error_set(BT_ECORRUPT,
+		    "%s: footer at %llu: block handles do not tile the file",
+		    path, (unsigned long long)footer_off);
+	return 0;
+}
+
+/*
+ * Walk the index once: every handle must decode, data blocks must follow
+ * each other from offset 0 to data_size, and keys must increase.  Counts
+ * the blocks.
+ */
+static int
+sst_reader_check_index(struct sst_reader *r)
+{
+	const char *path = r->file->path;
+	struct iter *it;
+	struct buf prev;
+	uint64_t expect = 0, offset, size, blocks = 0;
+	int rc;
+
+	buf_init(&prev);
+	if ((rc = sst_reader_index_iter(r, &it)) < 0)
+		goto out;
+	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
+	    rc = iter_next(it)) {
+		if ((rc = sst_decode_handle(r, iter_value(it), &offset,
+		    &size)) < 0)
+			goto out_iter;
+		if (offset != expect || size > r->info.data_size - offset ||
+		    r->info.data_size - offset - size < SST_BLOCK_TRAILER_SIZE) {
+			rc = bt_error_set(BT_ECORRUPT,
+			    "%s: index block at %llu: handle %llu (%llu, %llu) "
+			    "does not follow the previous block", path,
+			    (unsigned long long)r->index_offset,
+			    (unsigned long long)blocks,
+			    (unsigned long long)offset,
+			    (unsigned long long)size);
+			goto out_iter;
+		}
+		if (blocks > 0 &&
+		    slice_compare(iter_key(it), buf_slice(&prev)) <= 0) {
+			rc = bt_error_set(BT_ECORRUPT,
+			    "%s: index block at %llu: keys out of order at "
+			    "entry %llu", path,
+			    (unsigned long long)r->index_offset,
+			    (unsigned long long)blocks);
+			goto out_iter;
+		}
+		if ((rc = buf_set(&prev, iter_key(it).p, iter_key(it).n)) < 0)
+			goto out_iter;
+		expect = offset + size + SST_BLOCK_TRAILER_SIZE;
+		blocks++;
+	}
+	if (rc < 0) {
+		rc = sst_reader_block_error(r, "index", r->index_offset, rc);
+		goto out_iter;
+	}
+	if (expect != r->info.data_size || blocks > r->info.entry_count ||
+	    (blocks == 0 && r->info.entry_count != 0)) {
+		rc = bt_error_set(BT_ECORRUPT,
+		    "%s: index block at %llu: %llu blocks do not cover the "
+		    "%llu data bytes and %llu entries", path,
+		    (unsigned long long)r->index_offset,
+		    (unsigned long long)blocks,
+		    (unsigned long long)r->info.data_size,
+		    (unsigned long long)r->info.entry_count);
+		goto out_iter;
+	}
+	r->info.block_count = blocks;
+	rc = 0;
+out_iter:
+	iter_free(it);
+out:
+	buf_release(&prev);
+	return rc;
+}
+
+int
+sst_reader_open(struct env *env, const char *path, uint64_t file_id,
+    struct cache *cache, size_t (*filter_prefix)(struct slice key),
+    struct sst_reader **out)
+{
+	struct sst_reader *r;
+	uint64_t filter_offset = 0, filter_size = 0, index_size = 0;
+	uint64_t footer_off;
+	int rc;
+
+	if ((r = bt_calloc(1, sizeof(*r))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	atomic_init(&r->refs, 1);
+	atomic_init(&r->filter_negatives, 0);
+	atomic_init(&r->block_reads, 0);
+	r->file_id = file_id;
+	r->cache = cache;
+	r->filter_prefix = filter_prefix;
+	buf_init(&r->index);
+	buf_init(&r->filter);
+	if ((rc = env_file_open(env, path, ENV_READ, &r->file)) < 0)
+		goto out_free;
+	if ((rc = env_file_size(r->file, &r->file_size)) < 0)
+		goto out_close;
+	if ((rc = sst_reader_read_footer(r, &filter_offset, &filter_size,
+	    &index_size)) < 0)
+		goto out_close;
+	footer_off = r->file_size - SST_FOOTER_SIZE;
+	if ((rc = sst_reader_read_block(r, "index", r->index_offset,
+	    index_size, footer_off, &r->index)) < 0)
+		goto out_close;
+	if (filter_size > 0 && (rc = sst_reader_read_block(r, "filter",
+	    filter_offset, filter_size, r->index_offset, &r->filter)) < 0)
+		goto out_close;
+	if ((rc = sst_reader_check_index(r)) < 0)
+		goto out_close;
+	atomic_store(&r->block_reads, 0);
+	*out = r;
+	return 0;
+out_close:
+	(void)env_file_close(r->file);
+out_free:
+	buf_release(&r->index);
+	buf_release(&r->filter);
+	bt_free(r);
+out:
+	return rc;
+}
+
+void
+sst_reader_ref(struct sst_reader *r)
+{
+	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+}
+
+void
+sst_reader_unref(struct sst_reader *r)
+{
+	if (r == NULL ||
+	    atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	(void)env_file_close(r->file);
+	buf_release(&r->index);
+	buf_release(&r->filter);
+	bt_free(r);
+}
+
+void
+sst_reader_get_info(const struct sst_reader *r, struct sst_info *info)
+{
+	*info = r->info;
+}
+
+bool
+sst_reader_may_contain(const struct sst_reader *r, struct slice prefix)
+{
+	if (r->filter.n == 0)
+		return true;
+	return bloom_may_contain(buf_slice(&r->filter), bloom_hash(prefix));
+}
+
+/* The part of key the filter holds. */
+static struct slice
+sst_reader_filter_key(const struct sst_reader *r, struct slice key)
+{
+	if (r->filter_prefix != NULL) {
+		size_t n = r->filter_prefix(key);
+
+		if (n < key.n)
+			key.n = n;
+	}
+	return key;
+}
+
+int
+sst_reader_get(struct sst_reader *r, struct slice key, struct buf *value)
+{
+	struct sst_block_ref ref;
+	struct iter *index_it, *data_it;
+	uint64_t offset;
+	int rc;
+
+	if (!sst_reader_may_contain(r, sst_reader_filter_key(r, key))) {
+		atomic_fetch_add_explicit(&r->filter_negatives, 1,
+		    memory_order_relaxed);
+		return BT_NOTFOUND;
+	}
+	if ((rc = sst_reader_index_iter(r, &index_it)) < 0)
+		goto out;
+	if ((rc = iter_seek(index_it, key)) < 0) {
+		rc = sst_reader_block_error(r, "index", r->index_offset, rc);
+		goto out_index;
+	}
+	if (!iter_valid(index_it)) {
+		rc = BT_NOTFOUND;
+		goto out_index;
+	}
+	if ((rc = sst_reader_block_iter(r, iter_value(index_it), true, &ref,
+	    &data_it, &offset)) < 0)
+		goto out_index;
+	if ((rc = iter_seek(data_it, key)) < 0)
+		rc = sst_reader_block_error(r, "data", offset, rc);
+	else if (!iter_valid(data_it) || !slice_equal(iter_key(data_it), key))
+		rc = BT_NOTFOUND;
+	else
+		rc = buf_set(value, iter_value(data_it).p,
+		    iter_value(data_it).n);
+	iter_free(data_it);
+out_index:
+	iter_free(index_it);
+out:
+	return rc;
+}
+
+/* The two-level iterator: index entries name data blocks. */
+struct sst_iter {
+	struct iter base;
+	struct sst_reader *r;
+	struct iter *index_it;
+	struct iter *data_it;		/* NULL when not on a block */
+	struct sst_block_ref ref;	/* keeps data_it's block alive */
+	uint64_t block_offset;
+};
+
+static void
+sst_iter_drop_block(struct sst_iter *it)
+{
+	iter_free(it->data_it);
+	it->data_it = NULL;
+}
+
+/* Open the data block the index iterator is on (none when it is invalid). */
+static int
+sst_iter_load_block(struct sst_iter *it)
+{
+	sst_iter_drop_block(it);
+	if (!iter_valid(it->index_it))
+		return 0;
+	return sst_reader_block_iter(it->r, iter_value(it->index_it), true,
+	    &it->ref, &it->data_it, &it->block_offset);
+}
+
+/* After the data iterator ran off its block, move to the next non-empty
+ * one. */
+static int
+sst_iter_skip_forward(struct sst_iter *it)
+{
+	int rc;
+
+	while (it->data_it != NULL && !iter_valid(it->data_it)) {
+		if ((rc = iter_next(it->index_it)) < 0)
+			return sst_reader_block_error(it->r, "index",
+			    it->r->index_offset, rc);
+		if ((rc = sst_iter_load_block(it)) < 0)
+			return rc;
+		if (it->data_it != NULL &&
+		    (rc = iter_seek_first(it->data_it)) < 0)
+			return sst_reader_block_error(it->r, "data",
+			    it->block_offset, rc);
+	}
+	return 0;
+}
+
+/* Any error leaves the iterator invalid. */
+static int
+sst_iter_fail(struct sst_iter *it, int rc)
+{
+	if (rc < 0)
+		sst_iter_drop_block(it);
+	return rc;
+}
+
+static int
+sst_iter_seek_first(struct iter *base)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	int rc;
+
+	sst_iter_drop_block(it);
+	if ((rc = iter_seek_first(it->index_it)) < 0)
+		return sst_iter_fail(it, sst_reader_block_error(it->r,
+		    "index", it->r->index_offset, rc));
+	if ((rc = sst_iter_load_block(it)) < 0)
+		return sst_iter_fail(it, rc);
+	if (it->data_it != NULL && (rc = iter_seek_first(it->data_it)) < 0)
+		return sst_iter_fail(it, sst_reader_block_error(it->r, "data",
+		    it->block_offset, rc));
+	return sst_iter_fail(it, sst_iter_skip_forward(it));
+}
+
+static int
+sst_iter_seek(struct iter *base, struct slice target)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	int rc;
+
+	sst_iter_drop_block(it);
+	if ((rc = iter_seek(it->index_it, target)) < 0)
+		return sst_iter_fail(it, sst_reader_block_error(it->r,
+		    "index", it->r->index_offset, rc));
+	if ((rc = sst_iter_load_block(it)) < 0)
+		return sst_iter_fail(it, rc);
+	if (it->data_it != NULL && (rc = iter_seek(it->data_it, target)) < 0)
+		return sst_iter_fail(it, sst_reader_block_error(it->r, "data",
+		    it->block_offset, rc));
+	return sst_iter_fail(it, sst_iter_skip_forward(it));
+}
+
+static int
+sst_iter_next(struct iter *base)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	int rc;
+
+	if (it->data_it == NULL)
+		return 0;
+	if ((rc = iter_next(it->data_it)) < 0)
+		return sst_iter_fail(it, sst_reader_block_error(it->r, "data",
+		    it->block_offset, rc));
+	return sst_iter_fail(it, sst_iter_skip_forward(it));
+}
+
+static bool
+sst_iter_valid(const struct iter *base)
+{
+	const struct sst_iter *it = (const struct sst_iter *)base;
+
+	return it->data_it != NULL && iter_valid(it->data_it);
+}
+
+static struct slice
+sst_iter_key(const struct iter *base)
+{
+	return iter_key(((const struct sst_iter *)base)->data_it);
+}
+
+static struct slice
+sst_iter_value(const struct iter *base)
+{
+	return iter_value(((const struct sst_iter *)base)->data_it);
+}
+
+static void
+sst_iter_free(struct iter *base)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+
+	sst_iter_drop_block(it);
+	iter_free(it->index_it);
+	sst_reader_unref(it->r);
+	bt_free(it);
+}
+
+static const struct iter_ops sst_iter_ops = {
+	.seek_first = sst_iter_seek_first,
+	.seek = sst_iter_seek,
+	.next = sst_iter_next,
+	.valid = sst_iter_valid,
+	.key = sst_iter_key,
+	.value = sst_iter_value,
+	.free = sst_iter_free,
+};
+
+int
+sst_reader_iter_new(struct sst_reader *r, struct iter **out)
+{
+	struct sst_iter *it;
+	int rc;
+
+	if ((it = bt_calloc(1, sizeof(*it))) == NULL)
+		return -ENOMEM;
+	it->base.ops = &sst_iter_ops;
+	it->r = r;
+	if ((rc = sst_reader_index_iter(r, &it->index_it)) < 0) {
+		bt_free(it);
+		return rc;
+	}
+	sst_reader_ref(r);
+	*out = &it->base;
+	return 0;
+}
+
+/*
+ * Check one data block read straight from the file: its entries decode,
+ * keys keep increasing from *prev, its last key is the index key, and the
+ * filter holds every key.  Adds its entries to *entries.
+ */
+static int
+sst_reader_verify_block(struct sst_reader *r, struct slice index_key,
+    struct slice handle, struct buf *prev, uint64_t *entries)
+{
+	const char *path = r->file->path;
+	struct sst_block_ref ref;
+	struct iter *it;
+	uint64_t offset, n = 0;
+	int rc;
+
+	if ((rc = sst_reader_block_iter(r, handle, false, &ref, &it,
+	    &offset)) < 0)
+		return rc;
+	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
+	    rc = iter_next(it)) {
+		struct slice key = iter_key(it);
+
+		if ((*entries > 0 || n > 0) &&
+		    slice_compare(key, buf_slice(prev)) <= 0) {
+			rc = bt_error_set(BT_ECORRUPT,
+			    "%s: data block at %llu: key %llu out of order",
+			    path, (unsigned long long)offset,
+			    (unsigned long long)n);
+			goto out;
+		}
+		if (!sst_reader_may_contain(r, sst_reader_filter_key(r,
+		    key))) {
+			rc = bt_error_set(BT_ECORRUPT,
+			    "%s: data block at %llu: key %llu missing from "
+			    "the filter", path, (unsigned long long)offset,
+			    (unsigned long long)n);
+			goto out;
+		}
+		if ((rc = buf_set(prev, key.p, key.n)) < 0)
+			goto out;
+		n++;
+	}
+	if (rc < 0) {
+		rc = sst_reader_block_error(r, "data", offset, rc);
+		goto out;
+	}
+	if (n == 0 || !slice_equal(buf_slice(prev), index_key)) {
+		rc = bt_error_set(BT_ECORRUPT,
+		    "%s: data block at %llu: last key differs from the index",
+		    path, (unsigned long long)offset);
+		goto out;
+	}
+	*entries += n;
+out:
+	iter_free(it);
+	return rc;
+}
+
+int
+sst_reader_verify(struct sst_reader *r)
+{
+	struct iter *index_it;
+	struct buf prev;
+	uint64_t entries = 0;
+	int rc;
+
+	buf_init(&prev);
+	if ((rc = sst_reader_index_iter(r, &index_it)) < 0)
+		goto out;
+	for (rc = iter_seek_first(index_it); rc == 0 && iter_valid(index_it);
+	    rc = iter_next(index_it))
+		if ((rc = sst_reader_verify_block(r, iter_key(index_it),
+		    iter_value(index_it), &prev, &entries)) < 0)
+			goto out_index;
+	if (rc < 0) {
+		rc = sst_reader_block_error(r, "index", r->index_offset, rc);
+		goto out_index;
+	}
+	if (entries != r->info.entry_count)
+		rc = bt_error_set(BT_ECORRUPT,
+		    "%s: %llu entries in the data blocks, the footer says %llu",
+		    r->file->path, (unsigned long long)entries,
+		    (unsigned long long)r->info.entry_count);
+out_index:
+	iter_free(index_it);
+out:
+	buf_release(&prev);
+	return rc;
+}
+
+void
+sst_reader_get_stats(const struct sst_reader *r,
+    struct sst_reader_stats *out)
+{
+	out->filter_negatives = atomic_load_explicit(
+	    (atomic_uint_fast64_t *)&r->filter_negatives,
+	    memory_order_relaxed);
+	out->block_reads = atomic_load_explicit(
+	    (atomic_uint_fast64_t *)&r->block_reads, memory_order_relaxed);
+}

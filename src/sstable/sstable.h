@@ -1,0 +1,128 @@
+/*
+ * sstable.h - immutable sorted files: the builder that writes one and the
+ * reader that serves point lookups and iterators from it, with data blocks
+ * through a shared block cache.  Byte layout: format.h.
+ */
+#ifndef TABLETFS_SSTABLE_SSTABLE_H
+#define TABLETFS_SSTABLE_SSTABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/cache.h"
+#include "util/env.h"
+#include "util/iter.h"
+#include "util/slice.h"
+
+struct sst_options {
+	size_t block_size;	/* 0: SST_DEFAULT_BLOCK_SIZE */
+	bool compress;		/* Snappy per block, kept when it saves 12.5 % */
+	int bloom_bits_per_key;	/* 0: no filter */
+	/*
+	 * The part of a key the Bloom filter holds: returns the length of
+	 * key's filter prefix.  NULL: the whole key.  The reader must be given
+	 * the same function.
+	 */
+	size_t (*filter_prefix)(struct slice key);
+};
+
+/* The defaults: 64 KiB blocks, Snappy on, 10 Bloom bits, whole keys. */
+void sst_options_default(struct sst_options *opts);
+
+struct sst_builder;
+
+/*
+ * Create the file path (-EEXIST if present) and start a table in it.  The
+ * options are copied (block_size is capped at 1 GiB, bloom_bits_per_key at
+ * 30).  0 or a negative error (-EINVAL for negative Bloom bits).
+ */
+int sst_builder_new(struct env *env, const char *path,
+    const struct sst_options *opts, struct sst_builder **out);
+
+/*
+ * Add an entry; keys must be strictly increasing (-EINVAL otherwise,
+ * and the builder is unchanged; BT_ETOOBIG, also unchanged, when key and
+ * value together pass 1 GiB).  0 or a negative error (any other error
+ * leaves the builder failed: later calls return BT_ECLOSED and only
+ * sst_builder_free() remains).
+ */
+int sst_builder_add(struct sst_builder *b, struct slice key,
+    struct slice value);
+
+/* What a finished table holds. */
+struct sst_info {
+	uint64_t entry_count;
+	uint64_t file_size;
+	uint64_t data_size;
+	uint64_t block_count;
+};
+
+/*
+ * Write the filter, index and footer, sync the file and close it.  The
+ * caller then renames it into place and syncs the directory.  info may be
+ * NULL.  0 or a negative error (BT_ECLOSED after an earlier failure).
+ */
+int sst_builder_finish(struct sst_builder *b, struct sst_info *info);
+
+/* Bytes written so far (to decide when to start a new file). */
+uint64_t sst_builder_file_size(const struct sst_builder *b);
+
+/* Free a builder; an unfinished file is closed and left for the caller to
+ * remove.  Accepts NULL. */
+void sst_builder_free(struct sst_builder *b);
+
+struct sst_reader;
+
+/*
+ * Open the table at path: read and check the footer, index and filter.
+ * file_id distinguishes this file's blocks in the cache (use
+ * cache_new_id()); cache may be NULL (no caching).  filter_prefix must match
+ * the builder's.  0, -errno, BT_EFORMAT (not an SSTable or unknown version),
+ * BT_ECHECKSUM or BT_ECORRUPT, with a detail naming the path and offset.
+ *
+ * A reader is immutable after opening and safe to use from many threads.
+ * It is reference-counted: sst_reader_open() returns one reference and every
+ * iterator holds another.
+ */
+int sst_reader_open(struct env *env, const char *path, uint64_t file_id,
+    struct cache *cache, size_t (*filter_prefix)(struct slice key),
+    struct sst_reader **out);
+void sst_reader_ref(struct sst_reader *r);
+/* Accepts NULL. */
+void sst_reader_unref(struct sst_reader *r);
+
+/* The footer's counts and sizes. */
+void sst_reader_get_info(const struct sst_reader *r, struct sst_info *info);
+
+/* false if no key with this filter prefix is in the table (Bloom filter);
+ * true when it may be, or when the table has no filter. */
+bool sst_reader_may_contain(const struct sst_reader *r, struct slice prefix);
+
+/*
+ * Exact lookup: 0 with the value copied into *value, BT_NOTFOUND, or a
+ * negative error (a damaged block is BT_ECHECKSUM or BT_ECORRUPT, never
+ * wrong data).  Consults the filter first.
+ */
+int sst_reader_get(struct sst_reader *r, struct slice key, struct buf *value);
+
+/* An iterator over the whole table (util/iter.h).  0 or -ENOMEM. */
+int sst_reader_iter_new(struct sst_reader *r, struct iter **out);
+
+/*
+ * Read and check every block (checksums, decoding, key order); for
+ * tabletctl check.  0 or the first error, with a detail naming the block.
+ */
+int sst_reader_verify(struct sst_reader *r);
+
+/* Lookups that the Bloom filter answered "absent", and blocks read from the
+ * file (cache misses), for status counters. */
+struct sst_reader_stats {
+	uint64_t filter_negatives;
+	uint64_t block_reads;
+};
+void sst_reader_get_stats(const struct sst_reader *r,
+    struct sst_reader_stats *out);
+
+#endif

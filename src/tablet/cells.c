@@ -1,0 +1,357 @@
+/* cells.c - resolve internal entries into a row's visible cells (cells.h). */
+#include <errno.h>
+
+#include "tablet/cells.h"
+#include "tablet/ikey.h"
+#include "util/alloc.h"
+#include "util/error.h"
+
+/* Where a cell's parts sit in cells_row.bytes (offsets survive growth). */
+struct cell_span {
+	size_t family_off, family_len;
+	size_t qualifier_off, qualifier_len;
+	size_t value_off, value_len;
+	int64_t ts;
+	uint64_t value_size;
+};
+
+/* The state of one pass over a row. */
+struct resolver {
+	uint64_t row_delete_seq;
+	uint64_t family_delete_seq;
+	uint64_t column_delete_seq;
+	bool family_entered;
+	bool family_known;		/* the current family is in the schema */
+	const struct gc_policy *policy;
+	bool column_started;
+	uint64_t slot_index;		/* slots seen in the current column */
+	uint32_t emitted;		/* cells returned from the column */
+	bool have_last_ts;
+	int64_t last_ts;
+	bool column_selected;
+	bool spans_shared;		/* last span holds this column's names */
+};
+
+void
+cells_row_init(struct cells_row *r)
+{
+	buf_init(&r->key);
+	buf_init(&r->bytes);
+	buf_init(&r->scratch);
+	buf_init(&r->cur_family);
+	buf_init(&r->cur_qualifier);
+	r->spans = NULL;
+	r->count = 0;
+	r->cap = 0;
+}
+
+void
+cells_row_release(struct cells_row *r)
+{
+	buf_release(&r->key);
+	buf_release(&r->bytes);
+	buf_release(&r->scratch);
+	buf_release(&r->cur_family);
+	buf_release(&r->cur_qualifier);
+	bt_free(r->spans);
+	cells_row_init(r);
+}
+
+void
+cells_row_get(const struct cells_row *r, size_t i, struct cell *out)
+{
+	const struct cell_span *s = &r->spans[i];
+
+	out->family = slice_make(r->bytes.p + s->family_off, s->family_len);
+	out->qualifier = slice_make(r->bytes.p + s->qualifier_off,
+	    s->qualifier_len);
+	out->value = slice_make(r->bytes.p + s->value_off, s->value_len);
+	out->ts = s->ts;
+	out->value_size = s->value_size;
+}
+
+static bool
+filter_selects(const struct cells_filter *f, struct slice family,
+    struct slice qualifier)
+{
+	if (f->columns == NULL)
+		return true;
+	for (size_t i = 0; i < f->column_count; i++) {
+		const struct cells_column *c = &f->columns[i];
+
+		if (slice_equal(c->family, family) &&
+		    (!c->has_qualifier || slice_equal(c->qualifier, qualifier)))
+			return true;
+	}
+	return false;
+}
+
+/* Enter family (if it is not the current one): reset family state. */
+static int
+enter_family(struct cells_row *r, struct resolver *st,
+    const struct cells_schema *schema, struct slice family)
+{
+	int rc;
+
+	if (st->family_entered &&
+	    slice_equal(buf_slice(&r->cur_family), family))
+		return 0;
+	if ((rc = buf_set(&r->cur_family, family.p, family.n)) < 0)
+		return rc;
+	st->family_entered = true;
+	st->family_delete_seq = 0;
+	st->policy = NULL;
+	st->family_known = schema->family_policy(schema->arg, family,
+	    &st->policy);
+	st->column_started = false;
+	return 0;
+}
+
+/* Enter column (family already entered): reset column state. */
+static int
+enter_column(struct cells_row *r, struct resolver *st,
+    const struct cells_filter *f, struct slice qualifier)
+{
+	int rc;
+
+	if (st->column_started &&
+	    slice_equal(buf_slice(&r->cur_qualifier), qualifier))
+		return 0;
+	if ((rc = buf_set(&r->cur_qualifier, qualifier.p, qualifier.n)) < 0)
+		return rc;
+	st->column_started = true;
+	st->column_delete_seq = 0;
+	st->slot_index = 0;
+	st->emitted = 0;
+	st->have_last_ts = false;
+	st->spans_shared = false;
+	st->column_selected = st->family_known &&
+	    filter_selects(f, buf_slice(&r->cur_family), qualifier);
+	return 0;
+}
+
+static int
+emit(struct cells_row *r, struct resolver *st, int64_t ts,
+    struct slice value, bool keys_only)
+{
+	struct cell_span *s;
+	int rc;
+
+	if (r->count == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		struct cell_span *n = bt_realloc(r->spans, cap * sizeof(*n));
+
+		if (n == NULL)
+			return -ENOMEM;
+		r->spans = n;
+		r->cap = cap;
+	}
+	s = &r->spans[r->count];
+	if (st->spans_shared) {
+		*s = r->spans[r->count - 1];
+	} else {
+		s->family_off = r->bytes.n;
+		s->family_len = r->cur_family.n;
+		if ((rc = buf_append(&r->bytes, r->cur_family.p,
+		    r->cur_family.n)) < 0)
+			return rc;
+		s->qualifier_off = r->bytes.n;
+		s->qualifier_len = r->cur_qualifier.n;
+		if ((rc = buf_append(&r->bytes, r->cur_qualifier.p,
+		    r->cur_qualifier.n)) < 0)
+			return rc;
+		st->spans_shared = true;
+	}
+	s->ts = ts;
+	s->value_size = value.n;
+	s->value_off = r->bytes.n;
+	s->value_len = keys_only ? 0 : value.n;
+	if (!keys_only && (rc = buf_append(&r->bytes, value.p, value.n)) < 0)
+		return rc;
+	r->count++;
+	return 0;
+}
+
+/* What the rules make of one version entry. */
+enum verdict {
+	VERDICT_HIDDEN,		/* masked, shadowed or condemned: gone */
+	VERDICT_DELETED,	/* a version delete holding its slot */
+	VERDICT_VERSION,	/* a live version */
+};
+
+/*
+ * Judge one version entry (put or version delete) of the current column by
+ * the delete and GC rules of cells.h; filters are the caller's business.
+ */
+static enum verdict
+judge_version(struct resolver *st, const struct ikey *k, int64_t now)
+{
+	uint64_t mask = st->row_delete_seq;
+	uint64_t index;
+
+	if (st->family_delete_seq > mask)
+		mask = st->family_delete_seq;
+	if (st->column_delete_seq > mask)
+		mask = st->column_delete_seq;
+	/* Only the newest visible entry of a timestamp decides its slot. */
+	if (st->have_last_ts && st->last_ts == k->ts)
+		return VERDICT_HIDDEN;
+	st->have_last_ts = true;
+	st->last_ts = k->ts;
+	if (k->seq < mask || !st->family_known)
+		return VERDICT_HIDDEN;
+	index = st->slot_index++;
+	if (st->policy != NULL &&
+	    gc_policy_condemns(st->policy, index, k->ts, now))
+		return VERDICT_HIDDEN;
+	return k->kind == IKEY_PUT ? VERDICT_VERSION : VERDICT_DELETED;
+}
+
+/* One version entry of a read: judge it, then apply the filters. */
+static int
+read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
+    struct slice value, int64_t now, const struct cells_filter *f)
+{
+	if (judge_version(st, k, now) != VERDICT_VERSION ||
+	    !st->column_selected)
+		return 0;
+	if (k->ts < f->min_ts || (f->has_max_ts && k->ts > f->max_ts))
+		return 0;
+	if (f->cells_per_column != 0 && st->emitted >= f->cells_per_column)
+		return 0;
+	st->emitted++;
+	return emit(r, st, k->ts, value, f->keys_only);
+}
+
+/*
+ * Walk the entries of the row it is on, updating the delete state, and call
+ * version_fn for each version entry visible at snapshot.  Shared by reads
+ * and compactions so that both follow one set of rules.
+ */
+static int
+walk_row(struct iter *it, uint64_t snapshot,
+    const struct cells_schema *schema, const struct cells_filter *filter,
+    struct cells_row *r, struct resolver *st,
+    int (*version_fn)(void *arg, struct resolver *st, const struct ikey *k),
+    void *arg)
+{
+	struct ikey k;
+	int rc;
+
+	r->count = 0;
+	buf_clear(&r->bytes);
+	buf_clear(&r->cur_family);
+	buf_clear(&r->cur_qualifier);
+	if (!iter_valid(it))
+		return BT_DONE;
+	if ((rc = ikey_decode(iter_key(it), &k, &r->scratch)) < 0)
+		goto corrupt;
+	if ((rc = buf_set(&r->key, k.row.p, k.row.n)) < 0)
+		return rc;
+	for (;;) {
+		if (!slice_equal(k.row, buf_slice(&r->key)))
+			break;
+		if (k.seq <= snapshot) {
+			switch (k.kind) {
+			case IKEY_DELETE_ROW:
+				if (k.seq > st->row_delete_seq)
+					st->row_delete_seq = k.seq;
+				break;
+			case IKEY_DELETE_FAMILY:
+				if ((rc = enter_family(r, st, schema,
+				    k.family)) < 0)
+					return rc;
+				if (k.seq > st->family_delete_seq)
+					st->family_delete_seq = k.seq;
+				break;
+			case IKEY_DELETE_COLUMN:
+				if ((rc = enter_family(r, st, schema,
+				    k.family)) < 0 ||
+				    (rc = enter_column(r, st, filter,
+				    k.qualifier)) < 0)
+					return rc;
+				if (k.seq > st->column_delete_seq)
+					st->column_delete_seq = k.seq;
+				break;
+			case IKEY_PUT:
+			case IKEY_DELETE_VERSION:
+				if ((rc = enter_family(r, st, schema,
+				    k.family)) < 0 ||
+				    (rc = enter_column(r, st, filter,
+				    k.qualifier)) < 0 ||
+				    (rc = version_fn(arg, st, &k)) < 0)
+					return rc;
+				break;
+			}
+		}
+		if ((rc = iter_next(it)) < 0)
+			return rc;
+		if (!iter_valid(it))
+			break;
+		if ((rc = ikey_decode(iter_key(it), &k, &r->scratch)) < 0)
+			goto corrupt;
+	}
+	return 0;
+corrupt:
+	if (rc == -ENOMEM)
+		return rc;
+	return bt_error_set(BT_ECORRUPT, "tablet: internal key does not decode");
+}
+
+struct read_walk {
+	struct iter *it;
+	struct cells_row *r;
+	int64_t now;
+	const struct cells_filter *filter;
+};
+
+static int
+read_walk_version(void *arg, struct resolver *st, const struct ikey *k)
+{
+	struct read_walk *w = arg;
+
+	return read_version(w->r, st, k, iter_value(w->it), w->now,
+	    w->filter);
+}
+
+int
+cells_read_row(struct iter *it, uint64_t snapshot,
+    const struct cells_schema *schema, int64_t now,
+    const struct cells_filter *filter, struct cells_row *r)
+{
+	struct resolver st = { 0 };
+	struct read_walk w = { it, r, now, filter };
+
+	return walk_row(it, snapshot, schema, filter, r, &st,
+	    read_walk_version, &w);
+}
+
+struct compact_walk {
+	struct iter *it;
+	int64_t now;
+	int (*keep)(void *arg, struct slice key, struct slice value);
+	void *arg;
+};
+
+static int
+compact_walk_version(void *arg, struct resolver *st, const struct ikey *k)
+{
+	struct compact_walk *w = arg;
+
+	if (judge_version(st, k, w->now) == VERDICT_HIDDEN)
+		return 0;
+	return w->keep(w->arg, iter_key(w->it), iter_value(w->it));
+}
+
+int
+cells_compact_row(struct iter *it, const struct cells_schema *schema,
+    int64_t now, struct cells_row *r,
+    int (*keep)(void *arg, struct slice key, struct slice value), void *arg)
+{
+	static const struct cells_filter everything = { 0 };
+	struct resolver st = { 0 };
+	struct compact_walk w = { it, now, keep, arg };
+
+	return walk_row(it, UINT64_MAX, schema, &everything, r, &st,
+	    compact_walk_version, &w);
+}

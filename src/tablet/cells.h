@@ -1,0 +1,116 @@
+/*
+ * cells.h - from internal entries to the cells a reader sees.
+ *
+ * Given a sorted stream of internal entries (ikey.h) merged from a tablet's
+ * memtables and SSTables, cells_read_row() resolves one row: it drops what
+ * the read's snapshot cannot see, applies delete markers, then the family's
+ * GC policy, then the caller's filters.  The rules (DESIGN.md section 1):
+ *
+ *   - An entry is visible if its sequence number is at most the snapshot's.
+ *   - A row, family or column delete masks the entries it covers whose
+ *     sequence number is lower than its own.  A later put is not masked,
+ *     whatever its timestamp.
+ *   - A column's slots are its distinct timestamps that have a put or a
+ *     version delete not masked as above.  The slot's newest entry decides:
+ *     a put is a version, a version delete is no version.  A deleted
+ *     version keeps its slot, so deleting the newest version does not bring
+ *     back one that GC already condemned; a major compaction drops both
+ *     together (tablet.c).
+ *   - GC: gc_policy_condemns(policy, slot index (0 = newest), ts, now).
+ *     Condemned versions are never returned.  Families not in the schema
+ *     (dropped) return nothing.
+ *   - Filters, in order: column selection, time range, cells per column.
+ */
+#ifndef TABLETFS_TABLET_CELLS_H
+#define TABLETFS_TABLET_CELLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tablet/gc_policy.h"
+#include "util/buf.h"
+#include "util/iter.h"
+#include "util/slice.h"
+
+/* What the resolver needs of the schema: each family's policy.  Returns
+ * false for a family that is not in the schema. */
+struct cells_schema {
+	bool (*family_policy)(void *arg, struct slice family,
+	    const struct gc_policy **policy);
+	void *arg;
+};
+
+/* One column filter: a family, or one column of it. */
+struct cells_column {
+	struct slice family;
+	bool has_qualifier;
+	struct slice qualifier;
+};
+
+struct cells_filter {
+	const struct cells_column *columns;	/* NULL: every column */
+	size_t column_count;
+	uint32_t cells_per_column;		/* 0: all */
+	int64_t min_ts;
+	bool has_max_ts;
+	int64_t max_ts;
+	bool keys_only;				/* do not copy values */
+};
+
+struct cell {
+	struct slice family;
+	struct slice qualifier;
+	int64_t ts;
+	struct slice value;	/* empty when keys_only */
+	uint64_t value_size;
+};
+
+/*
+ * A resolved row.  Embedded by its user: cells_row_init() before use,
+ * cells_row_release() after; one struct may be reused for row after row.
+ */
+struct cells_row {
+	struct buf key;		/* the row key */
+	struct buf bytes;	/* families, qualifiers, values */
+	struct cell_span *spans;
+	size_t count;
+	size_t cap;
+	/* Resolution state, reused between calls. */
+	struct buf scratch;
+	struct buf cur_family;
+	struct buf cur_qualifier;
+};
+
+void cells_row_init(struct cells_row *r);
+void cells_row_release(struct cells_row *r);
+
+/* The i-th cell; its slices borrow from r until r is next changed. */
+void cells_row_get(const struct cells_row *r, size_t i, struct cell *out);
+
+/*
+ * Resolve the row of the entry it is positioned on, consuming every entry
+ * of that row, and leave it on the first entry of the next row (or
+ * invalid).  0 with r filled (r->count may be 0 when nothing is selected or
+ * visible), BT_DONE if it was invalid to begin with, or a negative error
+ * (the iterator's, BT_ECORRUPT for a key that does not decode, -ENOMEM).
+ */
+int cells_read_row(struct iter *it, uint64_t snapshot,
+    const struct cells_schema *schema, int64_t now,
+    const struct cells_filter *filter, struct cells_row *r);
+
+/*
+ * The compaction of one row: consume the row's entries as cells_read_row()
+ * does (seeing every entry) and call keep(arg, key, value) for those that
+ * must survive a compaction that includes every SSTable of the data: the
+ * newest entry of each slot that is neither masked nor condemned (a put, or
+ * a version delete that still holds its slot).  Delete markers of rows,
+ * families and columns, and everything they mask, are dropped, and so is
+ * every entry of a family not in the schema.  r is used as scratch space.
+ * 0, BT_DONE, or a negative error (keep's, the iterator's, BT_ECORRUPT).
+ */
+int cells_compact_row(struct iter *it, const struct cells_schema *schema,
+    int64_t now, struct cells_row *r,
+    int (*keep)(void *arg, struct slice key, struct slice value), void *arg);
+
+#endif

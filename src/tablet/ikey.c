@@ -1,0 +1,237 @@
+/* ikey.c - internal key encoding; the layout is described in ikey.h. */
+#include <errno.h>
+#include <string.h>
+
+#include "tablet/ikey.h"
+#include "util/coding.h"
+#include "util/error.h"
+
+/* Append s escaped (0x00 -> 0x00 0xff) and terminated (0x00 0x01). */
+static int
+append_escaped(struct buf *out, struct slice s)
+{
+	static const uint8_t esc_zero[2] = { 0x00, 0xff };
+	static const uint8_t terminator[2] = { 0x00, 0x01 };
+	const uint8_t *p = s.p, *end = s.p + s.n;
+	int rc;
+
+	if ((rc = buf_reserve(out, s.n + 2)) < 0)
+		return rc;
+	while (p < end) {
+		const uint8_t *z = memchr(p, 0, (size_t)(end - p));
+		size_t run = z ? (size_t)(z - p) : (size_t)(end - p);
+
+		if ((rc = buf_append(out, p, run)) < 0)
+			return rc;
+		p += run;
+		if (z != NULL) {
+			if ((rc = buf_append(out, esc_zero, 2)) < 0)
+				return rc;
+			p++;
+		}
+	}
+	return buf_append(out, terminator, 2);
+}
+
+static int
+append_be64(struct buf *out, uint64_t v)
+{
+	uint8_t tmp[8];
+
+	put_be64(tmp, v);
+	return buf_append(out, tmp, 8);
+}
+
+int
+ikey_append_row_prefix(struct slice row, struct buf *out)
+{
+	return append_escaped(out, row);
+}
+
+int
+ikey_append_family_prefix(struct slice row, struct slice family,
+    struct buf *out)
+{
+	int rc;
+
+	if ((rc = append_escaped(out, row)) < 0)
+		return rc;
+	return append_escaped(out, family);
+}
+
+int
+ikey_append_column_prefix(struct slice row, struct slice family,
+    struct slice qualifier, struct buf *out)
+{
+	int rc;
+
+	if ((rc = ikey_append_family_prefix(row, family, out)) < 0)
+		return rc;
+	return append_escaped(out, qualifier);
+}
+
+int
+ikey_encode(const struct ikey *k, struct buf *out)
+{
+	static const uint8_t marker[2] = { 0x00, 0x00 };
+	uint64_t trailer = ~((k->seq & IKEY_MAX_SEQ) << 8 | (uint64_t)k->kind);
+	int rc;
+
+	switch (k->kind) {
+	case IKEY_DELETE_ROW:
+		if ((rc = append_escaped(out, k->row)) < 0 ||
+		    (rc = buf_append(out, marker, 2)) < 0)
+			return rc;
+		break;
+	case IKEY_DELETE_FAMILY:
+		if ((rc = ikey_append_family_prefix(k->row, k->family,
+		    out)) < 0 || (rc = buf_append(out, marker, 2)) < 0)
+			return rc;
+		break;
+	case IKEY_DELETE_COLUMN:
+		if ((rc = ikey_append_column_prefix(k->row, k->family,
+		    k->qualifier, out)) < 0 || (rc = append_be64(out, 0)) < 0)
+			return rc;
+		break;
+	case IKEY_PUT:
+	case IKEY_DELETE_VERSION:
+		if (k->ts < 0)
+			return -EINVAL;
+		if ((rc = ikey_append_column_prefix(k->row, k->family,
+		    k->qualifier, out)) < 0 ||
+		    (rc = append_be64(out, ~(uint64_t)k->ts)) < 0)
+			return rc;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return append_be64(out, trailer);
+}
+
+/*
+ * Read one escaped component from the front of *in.  Returns 1 when the
+ * component is a marker (0x00 0x00) instead, 0 when one was read.  A
+ * component without 0x00 borrows from the key; otherwise it is unescaped
+ * into scratch at *used, which must have room for the whole key.
+ */
+static int
+read_component(struct slice *in, struct slice *out, struct buf *scratch,
+    size_t *used)
+{
+	const uint8_t *p = in->p, *end = in->p + in->n;
+	uint8_t *dst = NULL;
+	bool copied = false;
+	size_t n = 0;
+
+	if (in->n >= 2 && p[0] == 0x00 && p[1] == 0x00) {
+		slice_skip(in, 2);
+		return 1;
+	}
+	while (p < end) {
+		const uint8_t *z = memchr(p, 0, (size_t)(end - p));
+
+		if (z == NULL || z + 1 >= end)
+			return BT_ECORRUPT;
+		if (z[1] == 0x01) {
+			size_t run = (size_t)(z - p);
+
+			if (copied) {
+				memcpy(dst + n, p, run);
+				*out = slice_make(dst, n + run);
+				*used += n + run;
+			} else {
+				*out = slice_make(in->p, run);
+			}
+			slice_skip(in, (size_t)(z + 2 - in->p));
+			return 0;
+		}
+		if (z[1] != 0xff)
+			return BT_ECORRUPT;
+		if (!copied) {
+			dst = scratch->p + *used;
+			copied = true;
+			n = 0;
+			p = in->p;
+		}
+		memcpy(dst + n, p, (size_t)(z - p));
+		n += (size_t)(z - p);
+		dst[n++] = 0x00;
+		p = z + 2;
+	}
+	return BT_ECORRUPT;
+}
+
+int
+ikey_decode(struct slice key, struct ikey *k, struct buf *scratch)
+{
+	struct slice in = key;
+	size_t used = 0;
+	uint64_t trailer, tsbits;
+	int rc;
+
+	buf_clear(scratch);
+	if ((rc = buf_reserve(scratch, key.n)) < 0)
+		return rc;
+	memset(k, 0, sizeof(*k));
+	k->family = k->qualifier = slice_make("", 0);
+	if ((rc = read_component(&in, &k->row, scratch, &used)) != 0)
+		goto corrupt;
+	if ((rc = read_component(&in, &k->family, scratch, &used)) < 0)
+		goto corrupt;
+	if (rc == 1) {
+		k->kind = IKEY_DELETE_ROW;
+		k->family = slice_make("", 0);
+		goto trailer;
+	}
+	if ((rc = read_component(&in, &k->qualifier, scratch, &used)) < 0)
+		goto corrupt;
+	if (rc == 1) {
+		k->kind = IKEY_DELETE_FAMILY;
+		k->qualifier = slice_make("", 0);
+		goto trailer;
+	}
+	if (in.n < 8)
+		goto corrupt;
+	tsbits = get_be64(in.p);
+	slice_skip(&in, 8);
+	k->ts = tsbits == 0 ? 0 : (int64_t)~tsbits;
+	if (tsbits != 0 && k->ts < 0)
+		goto corrupt;
+	k->kind = tsbits == 0 ? IKEY_DELETE_COLUMN : IKEY_PUT;
+trailer:
+	if (in.n != 8)
+		goto corrupt;
+	trailer = ~get_be64(in.p);
+	k->seq = trailer >> 8;
+	switch ((int)(trailer & 0xff)) {
+	case IKEY_PUT:
+	case IKEY_DELETE_VERSION:
+		if (k->kind != IKEY_PUT)
+			goto corrupt;
+		k->kind = (enum ikey_kind)(trailer & 0xff);
+		break;
+	default:
+		if ((trailer & 0xff) != (uint64_t)k->kind)
+			goto corrupt;
+	}
+	return 0;
+corrupt:
+	return BT_ECORRUPT;
+}
+
+size_t
+ikey_row_prefix_length(struct slice key)
+{
+	const uint8_t *p = key.p, *end = key.p + key.n;
+
+	while (p < end) {
+		const uint8_t *z = memchr(p, 0, (size_t)(end - p));
+
+		if (z == NULL || z + 1 >= end)
+			return 0;
+		if (z[1] == 0x01)
+			return (size_t)(z + 2 - key.p);
+		p = z + 2;
+	}
+	return 0;
+}

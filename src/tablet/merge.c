@@ -1,0 +1,202 @@
+/*
+ * merge.c - k-way merge of sorted iterators with a binary min-heap of the
+ * valid children, ties broken by child order.
+ */
+#include <errno.h>
+
+#include "tablet/merge.h"
+#include "util/alloc.h"
+#include "util/buf.h"
+
+struct merge_iter {
+	struct iter base;
+	struct iter **children;
+	size_t n;
+	size_t *heap;		/* indexes of valid children */
+	size_t heap_n;
+	struct buf last_key;	/* copy of the key merge_next() leaves */
+};
+
+static bool
+child_less(const struct merge_iter *m, size_t a, size_t b)
+{
+	int c = slice_compare(iter_key(m->children[a]),
+	    iter_key(m->children[b]));
+
+	return c < 0 || (c == 0 && a < b);
+}
+
+static void
+heap_sift_down(struct merge_iter *m, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, min = i, tmp;
+
+		if (l < m->heap_n && child_less(m, m->heap[l], m->heap[min]))
+			min = l;
+		if (r < m->heap_n && child_less(m, m->heap[r], m->heap[min]))
+			min = r;
+		if (min == i)
+			return;
+		tmp = m->heap[i];
+		m->heap[i] = m->heap[min];
+		m->heap[min] = tmp;
+		i = min;
+	}
+}
+
+static void
+heap_build(struct merge_iter *m)
+{
+	m->heap_n = 0;
+	for (size_t i = 0; i < m->n; i++)
+		if (iter_valid(m->children[i]))
+			m->heap[m->heap_n++] = i;
+	for (size_t i = m->heap_n / 2; i-- > 0;)
+		heap_sift_down(m, i);
+}
+
+static int
+merge_fail(struct merge_iter *m, int rc)
+{
+	m->heap_n = 0;
+	return rc;
+}
+
+static int
+merge_seek_first(struct iter *it)
+{
+	struct merge_iter *m = (struct merge_iter *)it;
+	int rc;
+
+	for (size_t i = 0; i < m->n; i++)
+		if ((rc = iter_seek_first(m->children[i])) < 0)
+			return merge_fail(m, rc);
+	heap_build(m);
+	return 0;
+}
+
+static int
+merge_seek(struct iter *it, struct slice target)
+{
+	struct merge_iter *m = (struct merge_iter *)it;
+	int rc;
+
+	for (size_t i = 0; i < m->n; i++)
+		if ((rc = iter_seek(m->children[i], target)) < 0)
+			return merge_fail(m, rc);
+	heap_build(m);
+	return 0;
+}
+
+/* Advance the top child, then drop it from the heap if it ran out. */
+static int
+merge_advance_top(struct merge_iter *m)
+{
+	struct iter *top = m->children[m->heap[0]];
+	int rc;
+
+	if ((rc = iter_next(top)) < 0)
+		return merge_fail(m, rc);
+	if (!iter_valid(top))
+		m->heap[0] = m->heap[--m->heap_n];
+	if (m->heap_n > 0)
+		heap_sift_down(m, 0);
+	return 0;
+}
+
+/*
+ * Move past the current key in every child holding it, so that a key
+ * present in several children is returned once.  The key is copied first:
+ * advancing its child invalidates it.
+ */
+static int
+merge_next(struct iter *it)
+{
+	struct merge_iter *m = (struct merge_iter *)it;
+	struct slice key = iter_key(m->children[m->heap[0]]);
+	int rc;
+
+	if ((rc = buf_set(&m->last_key, key.p, key.n)) < 0)
+		return merge_fail(m, rc);
+	do {
+		if ((rc = merge_advance_top(m)) < 0)
+			return rc;
+	} while (m->heap_n > 0 && slice_equal(iter_key(m->children[m->heap[0]]),
+	    buf_slice(&m->last_key)));
+	return 0;
+}
+
+static bool
+merge_valid(const struct iter *it)
+{
+	return ((const struct merge_iter *)it)->heap_n > 0;
+}
+
+static struct slice
+merge_key(const struct iter *it)
+{
+	const struct merge_iter *m = (const struct merge_iter *)it;
+
+	return iter_key(m->children[m->heap[0]]);
+}
+
+static struct slice
+merge_value(const struct iter *it)
+{
+	const struct merge_iter *m = (const struct merge_iter *)it;
+
+	return iter_value(m->children[m->heap[0]]);
+}
+
+static void
+merge_free(struct iter *it)
+{
+	struct merge_iter *m = (struct merge_iter *)it;
+
+	for (size_t i = 0; i < m->n; i++)
+		iter_free(m->children[i]);
+	bt_free(m->children);
+	bt_free(m->heap);
+	buf_release(&m->last_key);
+	bt_free(m);
+}
+
+static const struct iter_ops merge_ops = {
+	.seek_first = merge_seek_first,
+	.seek = merge_seek,
+	.next = merge_next,
+	.valid = merge_valid,
+	.key = merge_key,
+	.value = merge_value,
+	.free = merge_free,
+};
+
+int
+merge_iter_new(struct iter **children, size_t n, struct iter **out)
+{
+	struct merge_iter *m;
+
+	if ((m = bt_calloc(1, sizeof(*m))) == NULL)
+		goto fail;
+	m->base.ops = &merge_ops;
+	buf_init(&m->last_key);
+	m->children = bt_calloc(n ? n : 1, sizeof(*m->children));
+	m->heap = bt_calloc(n ? n : 1, sizeof(*m->heap));
+	if (m->children == NULL || m->heap == NULL)
+		goto fail;
+	for (size_t i = 0; i < n; i++)
+		m->children[i] = children[i];
+	m->n = n;
+	*out = &m->base;
+	return 0;
+fail:
+	for (size_t i = 0; i < n; i++)
+		iter_free(children[i]);
+	if (m != NULL) {
+		bt_free(m->children);
+		bt_free(m->heap);
+		bt_free(m);
+	}
+	return -ENOMEM;
+}

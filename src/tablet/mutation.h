@@ -1,0 +1,66 @@
+/*
+ * mutation.h - a row mutation: the unit of atomic change (DESIGN.md
+ * section 1), and its commit-log record.
+ *
+ * A row mutation is a list of puts and deletes on one row of one table.  It
+ * is written to the commit log as one record and applied to the tablet under
+ * one sequence number, so readers see all of it or none of it.
+ *
+ * Log record (payload of one commit-log record, src/log/format.h):
+ *     version   1 byte    MUTATION_RECORD_VERSION
+ *     seq       varint64  sequence number of the mutation
+ *     table_id  varint64
+ *     row       varint64 length, bytes
+ *     count     varint32  number of operations, at least 1
+ *     op*       kind 1 byte (enum mutation_kind), family (varint64 length,
+ *               bytes), qualifier (same), ts varint64 (final timestamp;
+ *               0 for kinds without one), value (varint64 length, bytes)
+ */
+#ifndef TABLETFS_TABLET_MUTATION_H
+#define TABLETFS_TABLET_MUTATION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/slice.h"
+
+#define MUTATION_RECORD_VERSION 1
+/* A put whose ts is this gets the server's clock. */
+#define MUTATION_TS_SERVER (-1)
+
+enum mutation_kind {
+	MUTATION_PUT = 1,		/* family, qualifier, ts, value */
+	MUTATION_DELETE_VERSION = 2,	/* family, qualifier, ts */
+	MUTATION_DELETE_COLUMN = 3,	/* family, qualifier */
+	MUTATION_DELETE_FAMILY = 4,	/* family */
+	MUTATION_DELETE_ROW = 5,
+};
+
+struct mutation {
+	enum mutation_kind kind;
+	struct slice family;
+	struct slice qualifier;
+	int64_t ts;		/* 0..INT64_MAX, or MUTATION_TS_SERVER for puts */
+	struct slice value;
+};
+
+/* A decoded log record; slices borrow from the record bytes. */
+struct mutation_record {
+	uint64_t seq;
+	uint64_t table_id;
+	struct slice row;
+	size_t count;
+	struct mutation *ops;	/* owned: bt_free() */
+};
+
+/* Append the record for a mutation whose timestamps are final.  0, -EINVAL
+ * (a server timestamp left) or -ENOMEM. */
+int mutation_record_encode(uint64_t seq, uint64_t table_id, struct slice row,
+    const struct mutation *ops, size_t count, struct buf *out);
+
+/* Decode a record.  0, BT_ECORRUPT (with a detail) or -ENOMEM. */
+int mutation_record_decode(struct slice rec, struct mutation_record *out);
+void mutation_record_release(struct mutation_record *r);
+
+#endif

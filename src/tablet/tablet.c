@@ -1,0 +1,1105 @@
+/*
+ * tablet.c - a tablet's memtables and SSTables, its read path, and its
+ * minor and merging/major compactions (tablet.h).
+ *
+ * The tablet's state visible to readers is a version: memtable, frozen
+ * memtable, schema and SSTable readers, all referenced.  A change (freeze,
+ * flush, compaction, schema) builds a new version from the current one and
+ * installs it under the mutex; readers take a reference to the current
+ * version and never block the writer.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "memtable/memtable.h"
+#include "sstable/sstable.h"
+#include "tablet/ikey.h"
+#include "tablet/merge.h"
+#include "tablet/tablet.h"
+#include "util/alloc.h"
+#include "util/error.h"
+
+#define NO_GROUP SIZE_MAX	/* a file of a group the schema lost */
+
+struct tablet_family {
+	char name[CATALOG_NAME_MAX + 1];
+	struct gc_policy *policy;	/* NULL: keep every version */
+	size_t group;
+};
+
+struct tablet_group {
+	char name[CATALOG_NAME_MAX + 1];
+	struct sst_options opts;
+};
+
+struct tablet_schema {
+	atomic_int refs;
+	uint64_t table_id;
+	size_t family_count;
+	struct tablet_family *families;
+	size_t group_count;
+	struct tablet_group *groups;
+};
+
+struct tablet_file {
+	struct catalog_file meta;
+	size_t group;
+	struct sst_reader *reader;
+};
+
+struct tablet_version {
+	atomic_int refs;
+	struct memtable *mem;
+	struct memtable *imm;		/* frozen, being flushed; or NULL */
+	struct tablet_schema *schema;
+	size_t file_count;
+	struct tablet_file *files;	/* newest first */
+};
+
+struct tablet {
+	struct tablet_env tenv;
+	uint64_t id;
+	uint64_t table_id;
+	struct buf start;
+	struct buf end;			/* empty: no end */
+
+	pthread_mutex_t mu;		/* guards current */
+	struct tablet_version *current;
+
+	/* Writer side. */
+	struct memtable *mem;		/* == current->mem */
+	struct buf key_scratch;
+	uint64_t last_applied_seq;
+	_Atomic uint64_t mem_first_seq;	/* UINT64_MAX: empty */
+	_Atomic uint64_t imm_first_seq;
+	uint64_t imm_max_seq;
+
+	/* Background side. */
+	uint64_t flushed_seq;
+	atomic_uint_fast64_t flushes;
+	atomic_uint_fast64_t compactions;
+};
+
+/* ---- Schema ---- */
+
+static void
+schema_free(struct tablet_schema *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->family_count; i++)
+		gc_policy_free(s->families[i].policy);
+	bt_free(s->families);
+	bt_free(s->groups);
+	bt_free(s);
+}
+
+static size_t
+schema_group_index(const struct tablet_schema *s, const char *name)
+{
+	for (size_t i = 0; i < s->group_count; i++)
+		if (strcmp(s->groups[i].name, name) == 0)
+			return i;
+	return NO_GROUP;
+}
+
+int
+tablet_schema_new(const struct catalog_table *ct, struct tablet_schema **out)
+{
+	struct tablet_schema *s;
+	int rc = -ENOMEM;
+
+	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
+		return -ENOMEM;
+	atomic_init(&s->refs, 1);
+	s->table_id = ct->id;
+	s->groups = bt_calloc(ct->group_count ? ct->group_count : 1,
+	    sizeof(*s->groups));
+	s->families = bt_calloc(ct->family_count ? ct->family_count : 1,
+	    sizeof(*s->families));
+	if (s->groups == NULL || s->families == NULL)
+		goto out_free;
+	for (size_t i = 0; i < ct->group_count; i++) {
+		const struct catalog_group *g = &ct->groups[i];
+		struct tablet_group *tg = &s->groups[s->group_count++];
+
+		snprintf(tg->name, sizeof(tg->name), "%s", g->name);
+		sst_options_default(&tg->opts);
+		tg->opts.block_size = g->block_size;
+		tg->opts.compress = g->compress;
+		tg->opts.bloom_bits_per_key = g->bloom ? 10 : 0;
+		tg->opts.filter_prefix = ikey_row_prefix_length;
+	}
+	for (size_t i = 0; i < ct->family_count; i++) {
+		const struct catalog_family *f = &ct->families[i];
+		struct tablet_family *tf = &s->families[s->family_count++];
+
+		snprintf(tf->name, sizeof(tf->name), "%s", f->name);
+		tf->group = schema_group_index(s, f->group);
+		if (tf->group == NO_GROUP) {
+			rc = bt_error_set(-EINVAL, "table %s: family %s names "
+			    "unknown group %s", ct->name, f->name, f->group);
+			goto out_free;
+		}
+		if ((rc = gc_policy_parse(f->gc_policy, &tf->policy)) < 0)
+			goto out_free;
+		if (gc_policy_keeps_all(tf->policy)) {
+			gc_policy_free(tf->policy);
+			tf->policy = NULL;
+		}
+	}
+	*out = s;
+	return 0;
+out_free:
+	schema_free(s);
+	return rc;
+}
+
+void
+tablet_schema_ref(struct tablet_schema *s)
+{
+	atomic_fetch_add(&s->refs, 1);
+}
+
+void
+tablet_schema_unref(struct tablet_schema *s)
+{
+	if (s != NULL && atomic_fetch_sub(&s->refs, 1) == 1)
+		schema_free(s);
+}
+
+uint64_t
+tablet_schema_table_id(const struct tablet_schema *s)
+{
+	return s->table_id;
+}
+
+static const struct tablet_family *
+schema_family(const struct tablet_schema *s, struct slice family)
+{
+	for (size_t i = 0; i < s->family_count; i++)
+		if (slice_equal(slice_str(s->families[i].name), family))
+			return &s->families[i];
+	return NULL;
+}
+
+bool
+tablet_schema_has_family(const struct tablet_schema *s, struct slice family)
+{
+	return schema_family(s, family) != NULL;
+}
+
+/* The cells_schema callback: a family's GC policy. */
+static bool
+schema_family_policy(void *arg, struct slice family,
+    const struct gc_policy **policy)
+{
+	const struct tablet_family *f = schema_family(arg, family);
+
+	if (f == NULL)
+		return false;
+	*policy = f->policy;
+	return true;
+}
+
+/* ---- Versions ---- */
+
+static void
+version_unref(struct tablet_version *v)
+{
+	if (v == NULL || atomic_fetch_sub(&v->refs, 1) != 1)
+		return;
+	memtable_unref(v->mem);
+	memtable_unref(v->imm);
+	tablet_schema_unref(v->schema);
+	for (size_t i = 0; i < v->file_count; i++)
+		sst_reader_unref(v->files[i].reader);
+	bt_free(v->files);
+	bt_free(v);
+}
+
+/* A new version sharing everything with from, with room for extra more
+ * files.  NULL on allocation failure. */
+static struct tablet_version *
+version_copy(const struct tablet_version *from, size_t extra)
+{
+	struct tablet_version *v;
+
+	if ((v = bt_calloc(1, sizeof(*v))) == NULL)
+		return NULL;
+	v->files = bt_calloc(from->file_count + extra + 1, sizeof(*v->files));
+	if (v->files == NULL) {
+		bt_free(v);
+		return NULL;
+	}
+	atomic_init(&v->refs, 1);
+	v->mem = from->mem;
+	memtable_ref(v->mem);
+	if ((v->imm = from->imm) != NULL)
+		memtable_ref(v->imm);
+	v->schema = from->schema;
+	tablet_schema_ref(v->schema);
+	for (size_t i = 0; i < from->file_count; i++) {
+		v->files[i] = from->files[i];
+		sst_reader_ref(v->files[i].reader);
+	}
+	v->file_count = from->file_count;
+	return v;
+}
+
+static struct tablet_version *
+version_get(struct tablet *t)
+{
+	struct tablet_version *v;
+
+	pthread_mutex_lock(&t->mu);
+	v = t->current;
+	atomic_fetch_add(&v->refs, 1);
+	pthread_mutex_unlock(&t->mu);
+	return v;
+}
+
+/* Install v as current (the caller built it from current under t->mu). */
+static void
+version_install_locked(struct tablet *t, struct tablet_version *v)
+{
+	struct tablet_version *old = t->current;
+
+	t->current = v;
+	version_unref(old);
+}
+
+/* ---- Files ---- */
+
+static void
+sst_path(char *dst, size_t size, const char *dir, uint64_t number)
+{
+	snprintf(dst, size, "%s/%016" PRIu64 ".sst", dir, number);
+}
+
+static int
+file_open(const struct tablet_env *tenv, const struct catalog_file *meta,
+    struct sst_reader **out)
+{
+	char path[4096];
+
+	sst_path(path, sizeof(path), tenv->sst_dir, meta->number);
+	return sst_reader_open(tenv->env, path,
+	    tenv->block_cache ? cache_new_id(tenv->block_cache) : 0,
+	    tenv->block_cache, ikey_row_prefix_length, out);
+}
+
+/* ---- Open and close ---- */
+
+int
+tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
+    struct tablet_schema *schema, struct tablet **out)
+{
+	struct catalog_file *files = NULL;
+	struct tablet_version *v;
+	struct tablet *t;
+	size_t count = 0;
+	int rc = -ENOMEM;
+
+	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
+		return -ENOMEM;
+	t->tenv = *tenv;
+	t->id = ct->id;
+	t->table_id = ct->table_id;
+	t->flushed_seq = ct->flushed_seq;
+	t->last_applied_seq = ct->flushed_seq;
+	atomic_init(&t->mem_first_seq, UINT64_MAX);
+	atomic_init(&t->imm_first_seq, UINT64_MAX);
+	buf_init(&t->start);
+	buf_init(&t->end);
+	buf_init(&t->key_scratch);
+	pthread_mutex_init(&t->mu, NULL);
+	if (buf_set(&t->start, ct->start.p, ct->start.n) < 0 ||
+	    buf_set(&t->end, ct->end.p, ct->end.n) < 0)
+		goto out_free;
+	if ((v = bt_calloc(1, sizeof(*v))) == NULL)
+		goto out_free;
+	atomic_init(&v->refs, 1);
+	t->current = v;
+	v->schema = schema;
+	tablet_schema_ref(schema);
+	if ((rc = memtable_new(&v->mem)) < 0)
+		goto out_free;
+	t->mem = v->mem;
+	if ((rc = catalog_files_list(tenv->catalog, ct->id, &files,
+	    &count)) < 0)
+		goto out_free;
+	if ((v->files = bt_calloc(count + 1, sizeof(*v->files))) == NULL) {
+		rc = -ENOMEM;
+		goto out_files;
+	}
+	for (size_t i = 0; i < count; i++) {
+		struct tablet_file *f = &v->files[i];
+
+		f->meta = files[i];
+		f->group = schema_group_index(schema, files[i].group);
+		if ((rc = file_open(tenv, &files[i], &f->reader)) < 0)
+			goto out_files;
+		v->file_count++;
+	}
+	bt_free(files);
+	*out = t;
+	return 0;
+out_files:
+	bt_free(files);
+out_free:
+	tablet_close(t);
+	return rc;
+}
+
+void
+tablet_close(struct tablet *t)
+{
+	if (t == NULL)
+		return;
+	version_unref(t->current);
+	pthread_mutex_destroy(&t->mu);
+	buf_release(&t->start);
+	buf_release(&t->end);
+	buf_release(&t->key_scratch);
+	bt_free(t);
+}
+
+uint64_t
+tablet_id(const struct tablet *t)
+{
+	return t->id;
+}
+
+struct slice
+tablet_start(const struct tablet *t)
+{
+	return buf_slice(&t->start);
+}
+
+struct slice
+tablet_end(const struct tablet *t)
+{
+	return buf_slice(&t->end);
+}
+
+bool
+tablet_contains(const struct tablet *t, struct slice row)
+{
+	if (slice_compare(row, buf_slice(&t->start)) < 0)
+		return false;
+	return t->end.n == 0 || slice_compare(row, buf_slice(&t->end)) < 0;
+}
+
+uint64_t
+tablet_flushed_seq(const struct tablet *t)
+{
+	return t->flushed_seq;
+}
+
+int
+tablet_set_schema(struct tablet *t, struct tablet_schema *schema)
+{
+	struct tablet_version *v;
+
+	pthread_mutex_lock(&t->mu);
+	if ((v = version_copy(t->current, 0)) == NULL) {
+		pthread_mutex_unlock(&t->mu);
+		return -ENOMEM;
+	}
+	tablet_schema_unref(v->schema);
+	v->schema = schema;
+	tablet_schema_ref(schema);
+	for (size_t i = 0; i < v->file_count; i++)
+		v->files[i].group = schema_group_index(schema,
+		    v->files[i].meta.group);
+	version_install_locked(t, v);
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
+/* ---- Writer side ---- */
+
+static enum ikey_kind
+ikey_kind_of(enum mutation_kind kind)
+{
+	switch (kind) {
+	case MUTATION_PUT:
+		return IKEY_PUT;
+	case MUTATION_DELETE_VERSION:
+		return IKEY_DELETE_VERSION;
+	case MUTATION_DELETE_COLUMN:
+		return IKEY_DELETE_COLUMN;
+	case MUTATION_DELETE_FAMILY:
+		return IKEY_DELETE_FAMILY;
+	case MUTATION_DELETE_ROW:
+		break;
+	}
+	return IKEY_DELETE_ROW;
+}
+
+int
+tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
+    const struct mutation *ops, size_t count)
+{
+	int rc;
+
+	for (size_t i = 0; i < count; i++) {
+		const struct mutation *m = &ops[i];
+		struct ikey k = {
+			.row = row,
+			.family = m->family,
+			.qualifier = m->qualifier,
+			.ts = m->ts,
+			.seq = first_seq + i,
+			.kind = ikey_kind_of(m->kind),
+		};
+		struct slice value = m->kind == MUTATION_PUT ? m->value :
+		    slice_make("", 0);
+
+		buf_clear(&t->key_scratch);
+		if ((rc = ikey_encode(&k, &t->key_scratch)) < 0 ||
+		    (rc = memtable_add(t->mem, buf_slice(&t->key_scratch),
+		    value)) < 0)
+			return rc;
+	}
+	if (atomic_load(&t->mem_first_seq) == UINT64_MAX)
+		atomic_store(&t->mem_first_seq, first_seq);
+	t->last_applied_seq = first_seq + count - 1;
+	return 0;
+}
+
+size_t
+tablet_memtable_usage(const struct tablet *t)
+{
+	return memtable_memory_usage(t->mem);
+}
+
+bool
+tablet_has_frozen(const struct tablet *t)
+{
+	return atomic_load(&t->imm_first_seq) != UINT64_MAX;
+}
+
+int
+tablet_freeze(struct tablet *t)
+{
+	struct tablet_version *v;
+	struct memtable *mem;
+	int rc;
+
+	if (memtable_count(t->mem) == 0)
+		return BT_NOTFOUND;
+	if (tablet_has_frozen(t))
+		return -EBUSY;
+	if ((rc = memtable_new(&mem)) < 0)
+		return rc;
+	pthread_mutex_lock(&t->mu);
+	if ((v = version_copy(t->current, 0)) == NULL) {
+		pthread_mutex_unlock(&t->mu);
+		memtable_unref(mem);
+		return -ENOMEM;
+	}
+	v->imm = v->mem;	/* the copy's reference moves to imm */
+	v->mem = mem;
+	t->imm_max_seq = t->last_applied_seq;
+	atomic_store(&t->imm_first_seq, atomic_load(&t->mem_first_seq));
+	atomic_store(&t->mem_first_seq, UINT64_MAX);
+	t->mem = mem;
+	version_install_locked(t, v);
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
+uint64_t
+tablet_oldest_unflushed_seq(const struct tablet *t)
+{
+	uint64_t a = atomic_load(&t->imm_first_seq);
+	uint64_t b = atomic_load(&t->mem_first_seq);
+
+	return a < b ? a : b;
+}
+
+/* ---- Writing SSTables ---- */
+
+/* An SSTable being written to tmp/ for one group. */
+struct out_file {
+	struct sst_builder *builder;
+	struct catalog_file meta;
+	char tmp_path[4096];
+};
+
+static int
+out_file_start(struct tablet *t, const struct tablet_group *g,
+    struct out_file *o)
+{
+	int rc;
+
+	memset(&o->meta, 0, sizeof(o->meta));
+	if ((rc = catalog_next_number(t->tenv.catalog, &o->meta.number)) < 0)
+		return rc;
+	o->meta.tablet_id = t->id;
+	snprintf(o->meta.group, sizeof(o->meta.group), "%s", g->name);
+	sst_path(o->tmp_path, sizeof(o->tmp_path), t->tenv.tmp_dir,
+	    o->meta.number);
+	return sst_builder_new(t->tenv.env, o->tmp_path, &g->opts,
+	    &o->builder);
+}
+
+/*
+ * Finish an output file: sync it and move it into sst/ (the caller syncs
+ * the directory once for all outputs).  On failure the tmp file is
+ * removed.
+ */
+static int
+out_file_finish(struct tablet *t, struct out_file *o)
+{
+	char path[4096];
+	struct sst_info info;
+	int rc;
+
+	rc = sst_builder_finish(o->builder, &info);
+	sst_builder_free(o->builder);
+	o->builder = NULL;
+	if (rc < 0)
+		goto out_remove;
+	o->meta.size = info.file_size;
+	o->meta.entry_count = info.entry_count;
+	sst_path(path, sizeof(path), t->tenv.sst_dir, o->meta.number);
+	if ((rc = env_path_rename(t->tenv.env, o->tmp_path, path)) < 0)
+		goto out_remove;
+	return 0;
+out_remove:
+	env_path_remove(t->tenv.env, o->tmp_path);
+	return rc;
+}
+
+static void
+out_file_abandon(struct tablet *t, struct out_file *o)
+{
+	if (o->builder == NULL)
+		return;
+	sst_builder_free(o->builder);
+	o->builder = NULL;
+	env_path_remove(t->tenv.env, o->tmp_path);
+}
+
+/*
+ * Name the finished outputs in the catalog in place of the removed files,
+ * open them, and install a version with the change.  The outputs are
+ * already in sst/ with the directory synced.  When imm_done, the frozen
+ * memtable is dropped from the version too.
+ */
+static int
+commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
+    const uint64_t *removed, size_t removed_count, uint64_t flushed_seq,
+    bool imm_done)
+{
+	struct catalog_file *added;
+	struct sst_reader **readers;
+	struct tablet_version *v;
+	size_t n = 0;
+	int rc = -ENOMEM;
+
+	added = bt_calloc(out_count + 1, sizeof(*added));
+	readers = bt_calloc(out_count + 1, sizeof(*readers));
+	if (added == NULL || readers == NULL)
+		goto out_readers;
+	for (size_t i = 0; i < out_count; i++)
+		added[i] = outs[i].meta;
+	for (size_t i = 0; i < out_count; i++)
+		if ((rc = file_open(&t->tenv, &added[i], &readers[i])) < 0)
+			goto out_readers;
+	if ((rc = catalog_tablet_apply(t->tenv.catalog, t->id, added,
+	    out_count, removed, removed_count, flushed_seq)) < 0)
+		goto out_readers;
+
+	pthread_mutex_lock(&t->mu);
+	if ((v = version_copy(t->current, out_count)) == NULL) {
+		/* The catalog has the change; reopening will see it. */
+		pthread_mutex_unlock(&t->mu);
+		rc = -ENOMEM;
+		goto out_readers;
+	}
+	/* New files first (newest), then the survivors in their order. */
+	for (size_t i = 0; i < v->file_count; i++) {
+		bool gone = false;
+
+		for (size_t j = 0; j < removed_count; j++)
+			if (v->files[i].meta.number == removed[j])
+				gone = true;
+		if (gone)
+			sst_reader_unref(v->files[i].reader);
+		else
+			v->files[n++] = v->files[i];
+	}
+	memmove(v->files + out_count, v->files, n * sizeof(*v->files));
+	for (size_t i = 0; i < out_count; i++) {
+		v->files[i].meta = added[i];
+		v->files[i].group = schema_group_index(v->schema,
+		    added[i].group);
+		v->files[i].reader = readers[i];
+	}
+	v->file_count = n + out_count;
+	if (imm_done && v->imm != NULL) {
+		memtable_unref(v->imm);
+		v->imm = NULL;
+	}
+	if (flushed_seq > t->flushed_seq)
+		t->flushed_seq = flushed_seq;
+	version_install_locked(t, v);
+	pthread_mutex_unlock(&t->mu);
+	bt_free(added);
+	bt_free(readers);
+	return 0;
+out_readers:
+	for (size_t i = 0; readers != NULL && i < out_count; i++)
+		sst_reader_unref(readers[i]);
+	bt_free(added);
+	bt_free(readers);
+	return rc;
+}
+
+/*
+ * Minor compaction: write the frozen memtable as one SSTable per locality
+ * group that has entries (a row delete goes to every group, since reads of
+ * any group must see it), then name them in the catalog with the new redo
+ * point.  Entries of families no longer in the schema are dropped.
+ */
+int
+tablet_flush(struct tablet *t, int64_t now)
+{
+	struct tablet_version *v = version_get(t);
+	struct tablet_schema *s = v->schema;
+	struct out_file *outs = NULL;
+	struct iter *it = NULL;
+	struct buf scratch;
+	size_t out_count = 0;
+	int rc;
+
+	(void)now;
+	buf_init(&scratch);
+	if (v->imm == NULL) {
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	if ((outs = bt_calloc(s->group_count + 1, sizeof(*outs))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((rc = memtable_iter_new(v->imm, &it)) < 0 ||
+	    (rc = iter_seek_first(it)) < 0)
+		goto out_abandon;
+	for (; iter_valid(it); rc = iter_next(it)) {
+		const struct tablet_family *f = NULL;
+		struct ikey k;
+
+		if (rc < 0)
+			goto out_abandon;
+		if ((rc = ikey_decode(iter_key(it), &k, &scratch)) < 0)
+			goto out_abandon;
+		if (k.kind != IKEY_DELETE_ROW &&
+		    (f = schema_family(s, k.family)) == NULL)
+			continue;
+		for (size_t g = 0; g < s->group_count; g++) {
+			if (f != NULL && f->group != g)
+				continue;
+			if (outs[g].builder == NULL && (rc = out_file_start(t,
+			    &s->groups[g], &outs[g])) < 0)
+				goto out_abandon;
+			outs[g].meta.max_seq = t->imm_max_seq;
+			if ((rc = sst_builder_add(outs[g].builder,
+			    iter_key(it), iter_value(it))) < 0)
+				goto out_abandon;
+		}
+	}
+	if (rc < 0)
+		goto out_abandon;
+	/* Compact the outputs to the front, finishing each. */
+	for (size_t g = 0; g < s->group_count; g++) {
+		if (outs[g].builder == NULL)
+			continue;
+		outs[out_count] = outs[g];
+		if (out_count != g)
+			outs[g].builder = NULL;
+		if ((rc = out_file_finish(t, &outs[out_count])) < 0)
+			goto out_abandon;
+		out_count++;
+	}
+	if (out_count > 0 &&
+	    (rc = env_dir_sync(t->tenv.env, t->tenv.sst_dir)) < 0)
+		goto out_remove;
+	if ((rc = commit_files(t, outs, out_count, NULL, 0, t->imm_max_seq,
+	    true)) < 0)
+		goto out_remove;
+	atomic_store(&t->imm_first_seq, UINT64_MAX);
+	atomic_fetch_add(&t->flushes, 1);
+	goto out;
+out_remove:
+	for (size_t i = 0; i < out_count; i++) {
+		char path[4096];
+
+		sst_path(path, sizeof(path), t->tenv.sst_dir,
+		    outs[i].meta.number);
+		env_path_remove(t->tenv.env, path);
+	}
+out_abandon:
+	for (size_t g = 0; g < s->group_count; g++)
+		out_file_abandon(t, &outs[g]);
+out:
+	iter_free(it);
+	buf_release(&scratch);
+	bt_free(outs);
+	version_unref(v);
+	return rc;
+}
+
+bool
+tablet_needs_compaction(const struct tablet *t)
+{
+	struct tablet_version *v = version_get((struct tablet *)t);
+	bool needed = false;
+
+	for (size_t g = 0; g < v->schema->group_count && !needed; g++) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < v->file_count; i++)
+			if (v->files[i].group == g)
+				n++;
+		needed = n >= TABLET_MERGE_THRESHOLD;
+	}
+	version_unref(v);
+	return needed;
+}
+
+struct compact_out {
+	struct tablet *t;
+	const struct tablet_group *group;
+	struct out_file *out;
+};
+
+static int
+compact_keep(void *arg, struct slice key, struct slice value)
+{
+	struct compact_out *c = arg;
+	int rc;
+
+	if (c->out->builder == NULL &&
+	    (rc = out_file_start(c->t, c->group, c->out)) < 0)
+		return rc;
+	return sst_builder_add(c->out->builder, key, value);
+}
+
+/*
+ * Merge every SSTable of group g into at most one, keeping only what
+ * cells_compact_row() says must survive.  Safe to drop because every
+ * SSTable of the group takes part and memtable data is newer than all of
+ * it.  The inputs are deleted once the catalog no longer names them.
+ */
+static int
+compact_group(struct tablet *t, struct tablet_version *v, size_t g,
+    int64_t now)
+{
+	struct cells_schema cs = { schema_family_policy, v->schema };
+	struct iter **children;
+	struct iter *it = NULL;
+	uint64_t *removed;
+	struct out_file out = { 0 };
+	struct compact_out c = { t, &v->schema->groups[g], &out };
+	struct cells_row row;
+	size_t n = 0;
+	uint64_t max_seq = 0;
+	int rc;
+
+	cells_row_init(&row);
+	children = bt_calloc(v->file_count + 1, sizeof(*children));
+	removed = bt_calloc(v->file_count + 1, sizeof(*removed));
+	if (children == NULL || removed == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < v->file_count; i++) {
+		if (v->files[i].group != g)
+			continue;
+		if ((rc = sst_reader_iter_new(v->files[i].reader,
+		    &children[n])) < 0)
+			goto out_children;
+		removed[n] = v->files[i].meta.number;
+		if (v->files[i].meta.max_seq > max_seq)
+			max_seq = v->files[i].meta.max_seq;
+		n++;
+	}
+	rc = merge_iter_new(children, n, &it);
+	n = 0;		/* the merge owns the children now */
+	if (rc < 0 || (rc = iter_seek_first(it)) < 0)
+		goto out;
+	while ((rc = cells_compact_row(it, &cs, now, &row, compact_keep,
+	    &c)) == 0)
+		;
+	if (rc != BT_DONE)
+		goto out_abandon;
+	for (size_t i = 0; i < v->file_count; i++)
+		if (v->files[i].group == g)
+			n++;
+	out.meta.max_seq = max_seq;
+	if (out.builder != NULL) {
+		if ((rc = out_file_finish(t, &out)) < 0)
+			goto out;
+		if ((rc = env_dir_sync(t->tenv.env, t->tenv.sst_dir)) < 0)
+			goto out;
+	}
+	if ((rc = commit_files(t, &out, out.meta.number != 0 ? 1 : 0,
+	    removed, n, 0, false)) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		char path[4096];
+
+		sst_path(path, sizeof(path), t->tenv.sst_dir, removed[i]);
+		env_path_remove(t->tenv.env, path);
+	}
+	atomic_fetch_add(&t->compactions, 1);
+	rc = 0;
+	goto out;
+out_abandon:
+	out_file_abandon(t, &out);
+	goto out;
+out_children:
+	for (size_t i = 0; i < n; i++)
+		iter_free(children[i]);
+out:
+	iter_free(it);
+	cells_row_release(&row);
+	bt_free(children);
+	bt_free(removed);
+	return rc;
+}
+
+int
+tablet_compact(struct tablet *t, bool major, int64_t now)
+{
+	struct tablet_version *v = version_get(t);
+	int rc = 0;
+
+	for (size_t g = 0; g < v->schema->group_count && rc == 0; g++) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < v->file_count; i++)
+			if (v->files[i].group == g)
+				n++;
+		if ((major && n > 0) || n >= TABLET_MERGE_THRESHOLD)
+			rc = compact_group(t, v, g, now);
+	}
+	version_unref(v);
+	return rc;
+}
+
+void
+tablet_get_stats(struct tablet *t, struct tablet_stats *out)
+{
+	struct tablet_version *v = version_get(t);
+
+	memset(out, 0, sizeof(*out));
+	out->sstables = v->file_count;
+	for (size_t i = 0; i < v->file_count; i++)
+		out->sstable_bytes += v->files[i].meta.size;
+	out->memtable_bytes = memtable_memory_usage(v->mem) +
+	    (v->imm ? memtable_memory_usage(v->imm) : 0);
+	out->flushes = atomic_load(&t->flushes);
+	out->compactions = atomic_load(&t->compactions);
+	version_unref(v);
+}
+
+/* ---- Readers ---- */
+
+/* Whether a read with this filter needs group g's files. */
+static bool
+filter_needs_group(const struct tablet_schema *s,
+    const struct cells_filter *f, size_t g)
+{
+	if (g == NO_GROUP)
+		return false;
+	if (f->columns == NULL)
+		return true;
+	for (size_t i = 0; i < f->column_count; i++) {
+		const struct tablet_family *tf = schema_family(s,
+		    f->columns[i].family);
+
+		if (tf != NULL && tf->group == g)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A merging iterator over a version's memtables and the SSTables that the
+ * filter needs; when row_prefix is not empty, SSTables whose Bloom filter
+ * rules the row out are left out.
+ */
+static int
+version_iter(struct tablet_version *v, const struct cells_filter *f,
+    struct slice row_prefix, struct iter **out)
+{
+	struct iter **children;
+	size_t n = 0;
+	int rc;
+
+	if ((children = bt_calloc(v->file_count + 2,
+	    sizeof(*children))) == NULL)
+		return -ENOMEM;
+	if ((rc = memtable_iter_new(v->mem, &children[n])) < 0)
+		goto out_children;
+	n++;
+	if (v->imm != NULL) {
+		if ((rc = memtable_iter_new(v->imm, &children[n])) < 0)
+			goto out_children;
+		n++;
+	}
+	for (size_t i = 0; i < v->file_count; i++) {
+		const struct tablet_file *tf = &v->files[i];
+
+		if (!filter_needs_group(v->schema, f, tf->group))
+			continue;
+		if (row_prefix.n > 0 &&
+		    !sst_reader_may_contain(tf->reader, row_prefix))
+			continue;
+		if ((rc = sst_reader_iter_new(tf->reader, &children[n])) < 0)
+			goto out_children;
+		n++;
+	}
+	rc = merge_iter_new(children, n, out);
+	bt_free(children);
+	return rc;
+out_children:
+	for (size_t i = 0; i < n; i++)
+		iter_free(children[i]);
+	bt_free(children);
+	return rc;
+}
+
+int
+tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
+    int64_t now, const struct cells_filter *filter, struct cells_row *out)
+{
+	struct tablet_version *v = version_get(t);
+	struct cells_schema cs = { schema_family_policy, v->schema };
+	struct iter *it = NULL;
+	struct buf prefix;
+	int rc;
+
+	buf_init(&prefix);
+	if ((rc = ikey_append_row_prefix(row, &prefix)) < 0 ||
+	    (rc = version_iter(v, filter, buf_slice(&prefix), &it)) < 0 ||
+	    (rc = iter_seek(it, buf_slice(&prefix))) < 0)
+		goto out;
+	if (!iter_valid(it) ||
+	    !slice_starts_with(iter_key(it), buf_slice(&prefix))) {
+		out->count = 0;
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	if ((rc = cells_read_row(it, snapshot, &cs, now, filter, out)) < 0)
+		goto out;
+	rc = out->count > 0 ? 0 : BT_NOTFOUND;
+out:
+	iter_free(it);
+	buf_release(&prefix);
+	version_unref(v);
+	return rc;
+}
+
+struct tablet_scan {
+	struct tablet_version *v;
+	struct iter *it;
+	struct cells_schema cs;
+	const struct cells_filter *filter;
+	uint64_t snapshot;
+	int64_t now;
+	struct buf start;
+	bool start_exclusive;
+	struct buf end;
+	bool done;
+};
+
+int
+tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
+    bool start_exclusive, struct slice end, int64_t now,
+    const struct cells_filter *filter, struct tablet_scan **out)
+{
+	struct tablet_scan *sc;
+	struct buf prefix;
+	int rc = -ENOMEM;
+
+	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
+		return -ENOMEM;
+	buf_init(&prefix);
+	buf_init(&sc->start);
+	buf_init(&sc->end);
+	sc->v = version_get(t);
+	sc->cs.family_policy = schema_family_policy;
+	sc->cs.arg = sc->v->schema;
+	sc->filter = filter;
+	sc->snapshot = snapshot;
+	sc->now = now;
+	sc->start_exclusive = start_exclusive;
+	if (buf_set(&sc->start, start.p, start.n) < 0 ||
+	    buf_set(&sc->end, end.p, end.n) < 0)
+		goto out_free;
+	if ((rc = version_iter(sc->v, filter, slice_make("", 0),
+	    &sc->it)) < 0)
+		goto out_free;
+	if (start.n > 0) {
+		if ((rc = ikey_append_row_prefix(start, &prefix)) < 0 ||
+		    (rc = iter_seek(sc->it, buf_slice(&prefix))) < 0)
+			goto out_free;
+	} else if ((rc = iter_seek_first(sc->it)) < 0) {
+		goto out_free;
+	}
+	buf_release(&prefix);
+	*out = sc;
+	return 0;
+out_free:
+	buf_release(&prefix);
+	tablet_scan_close(sc);
+	return rc;
+}
+
+int
+tablet_scan_next(struct tablet_scan *sc, struct cells_row *out)
+{
+	int rc;
+
+	while (!sc->done) {
+		rc = cells_read_row(sc->it, sc->snapshot, &sc->cs, sc->now,
+		    sc->filter, out);
+		if (rc == BT_DONE)
+			break;
+		if (rc < 0)
+			return rc;
+		if (sc->end.n > 0 &&
+		    slice_compare(buf_slice(&out->key), buf_slice(&sc->end)) >= 0)
+			break;
+		if (sc->start_exclusive &&
+		    slice_equal(buf_slice(&out->key), buf_slice(&sc->start)))
+			continue;
+		if (out->count > 0)
+			return 0;
+	}
+	sc->done = true;
+	return BT_DONE;
+}
+
+void
+tablet_scan_close(struct tablet_scan *sc)
+{
+	if (sc == NULL)
+		return;
+	iter_free(sc->it);
+	version_unref(sc->v);
+	buf_release(&sc->start);
+	buf_release(&sc->end);
+	bt_free(sc);
+}

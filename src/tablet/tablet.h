@@ -1,0 +1,140 @@
+/*
+ * tablet.h - a tablet: one row range of one table, served from a memtable,
+ * a frozen memtable being flushed, and SSTables per locality group
+ * (DESIGN.md section 4; Bigtable section 5.3).
+ *
+ * Writes: tablet_apply() inserts a row mutation's entries into the
+ * memtable.  The caller (the tablet server) serializes applies and freezes
+ * and calls them in sequence order, after the mutation is in the commit log.
+ *
+ * Reads see a consistent view: a reference-counted version of the tablet
+ * (memtables, SSTables and schema) plus a snapshot sequence number; entries
+ * above the snapshot are ignored.  Reads may run on any thread, concurrently
+ * with the writer and with the background work.
+ *
+ * Background work: tablet_flush() writes the frozen memtable as one SSTable
+ * per locality group (minor compaction); tablet_compact() merges a group's
+ * SSTables into one (merging compaction once a group has
+ * TABLET_MERGE_THRESHOLD files; major compaction for all groups on
+ * request), dropping deleted and condemned data.  Files are written to
+ * tmp/, synced, renamed into sst/, the directory synced, and only then named
+ * in the catalog; inputs are deleted only after the catalog stops naming
+ * them.  The caller runs flushes and compactions of one tablet on one
+ * thread at a time.
+ */
+#ifndef TABLETFS_TABLET_TABLET_H
+#define TABLETFS_TABLET_TABLET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog/catalog.h"
+#include "tablet/cells.h"
+#include "tablet/mutation.h"
+#include "util/cache.h"
+#include "util/env.h"
+#include "util/slice.h"
+
+#define TABLET_MERGE_THRESHOLD 4
+
+/* Where a tablet keeps its files and what it shares with the others. */
+struct tablet_env {
+	struct env *env;
+	const char *sst_dir;		/* STORE/sst */
+	const char *tmp_dir;		/* STORE/tmp */
+	struct cache *block_cache;
+	struct catalog *catalog;
+};
+
+/* A table's schema as the engine uses it; reference-counted, immutable. */
+struct tablet_schema;
+
+/* Parse a catalog table (its GC policies).  0, -ENOMEM, -EINVAL. */
+int tablet_schema_new(const struct catalog_table *ct,
+    struct tablet_schema **out);
+void tablet_schema_ref(struct tablet_schema *s);
+/* Accepts NULL. */
+void tablet_schema_unref(struct tablet_schema *s);
+uint64_t tablet_schema_table_id(const struct tablet_schema *s);
+/* Whether family is in the schema. */
+bool tablet_schema_has_family(const struct tablet_schema *s,
+    struct slice family);
+
+struct tablet;
+
+/* Open a tablet from its catalog row: open its SSTables.  The schema is
+ * referenced, not taken. */
+int tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
+    struct tablet_schema *schema, struct tablet **out);
+/* Free the tablet; unflushed memtable data is dropped (it is in the log).
+ * Accepts NULL. */
+void tablet_close(struct tablet *t);
+
+uint64_t tablet_id(const struct tablet *t);
+/* The tablet's row range [start, end); an empty end is the table's end. */
+struct slice tablet_start(const struct tablet *t);
+struct slice tablet_end(const struct tablet *t);
+/* Whether row lies in [start, end). */
+bool tablet_contains(const struct tablet *t, struct slice row);
+/* The redo point: mutations at or below it are in the SSTables. */
+uint64_t tablet_flushed_seq(const struct tablet *t);
+/* Replace the schema seen by later reads, flushes and compactions. */
+int tablet_set_schema(struct tablet *t, struct tablet_schema *schema);
+
+/* ---- Writer side (serialized by the caller) ---- */
+
+/* Insert a mutation; op i gets sequence number first_seq + i.  Timestamps
+ * must be final.  0 or -ENOMEM. */
+int tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
+    const struct mutation *ops, size_t count);
+size_t tablet_memtable_usage(const struct tablet *t);
+bool tablet_has_frozen(const struct tablet *t);
+/* Freeze the memtable for flushing.  0, BT_NOTFOUND if it is empty, or
+ * -EBUSY if a frozen memtable is still being flushed. */
+int tablet_freeze(struct tablet *t);
+/* The lowest sequence number in the memtables, or UINT64_MAX if none: the
+ * commit log before it is no longer needed for this tablet. */
+uint64_t tablet_oldest_unflushed_seq(const struct tablet *t);
+
+/* ---- Background side ---- */
+
+/* Flush the frozen memtable.  0, or BT_NOTFOUND if there is none. */
+int tablet_flush(struct tablet *t, int64_t now);
+/* Whether some group has TABLET_MERGE_THRESHOLD files or more. */
+bool tablet_needs_compaction(const struct tablet *t);
+/* Merge the SSTables of each group that needs it (all groups with files
+ * when major). */
+int tablet_compact(struct tablet *t, bool major, int64_t now);
+
+struct tablet_stats {
+	uint64_t sstables;
+	uint64_t sstable_bytes;
+	uint64_t memtable_bytes;
+	uint64_t flushes;
+	uint64_t compactions;
+};
+void tablet_get_stats(struct tablet *t, struct tablet_stats *out);
+
+/* ---- Readers ---- */
+
+/* Read one row as of snapshot.  0, or BT_NOTFOUND if nothing is selected. */
+int tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
+    int64_t now, const struct cells_filter *filter, struct cells_row *out);
+
+struct tablet_scan;
+
+/*
+ * Scan rows from start (or after it, when start_exclusive) to end (empty:
+ * the tablet's end) as of snapshot.  The filter's arrays must outlive the
+ * scan.
+ */
+int tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
+    bool start_exclusive, struct slice end, int64_t now,
+    const struct cells_filter *filter, struct tablet_scan **out);
+/* The next row with a selected cell: 0, or BT_DONE. */
+int tablet_scan_next(struct tablet_scan *sc, struct cells_row *out);
+/* Accepts NULL. */
+void tablet_scan_close(struct tablet_scan *sc);
+
+#endif

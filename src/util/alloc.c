@@ -1,0 +1,71 @@
+/* alloc.c - allocation wrapper with an injectable failure for tests. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/alloc.h"
+
+/*
+ * Countdown to the injected failure; 0 means no fault is armed.  A global
+ * on purpose: fault injection must reach every allocation in the process.
+ */
+static atomic_long alloc_countdown;
+
+static int
+alloc_should_fail(void)
+{
+	long n = atomic_load_explicit(&alloc_countdown, memory_order_relaxed);
+
+	if (n == 0)
+		return 0;
+	if (n == 1)
+		return 1;	/* stays armed: every later call fails too */
+	atomic_fetch_sub(&alloc_countdown, 1);
+	return 0;
+}
+
+void
+bt_alloc_fail_after(long n)
+{
+	atomic_store(&alloc_countdown, n < 0 ? 0 : n);
+}
+
+void *
+bt_malloc(size_t n)
+{
+	return alloc_should_fail() ? NULL : malloc(n ? n : 1);
+}
+
+void *
+bt_calloc(size_t count, size_t size)
+{
+	return alloc_should_fail() ? NULL : calloc(count ? count : 1, size ? size : 1);
+}
+
+void *
+bt_realloc(void *p, size_t n)
+{
+	return alloc_should_fail() ? NULL : realloc(p, n ? n : 1);
+}
+
+char *
+bt_strdup(const char *s)
+{
+	return bt_memdup(s, strlen(s) + 1);
+}
+
+void *
+bt_memdup(const void *p, size_t n)
+{
+	void *q = bt_malloc(n);
+
+	if (q != NULL && n > 0)
+		memcpy(q, p, n);
+	return q;
+}
+
+void
+bt_free(void *p)
+{
+	free(p);
+}

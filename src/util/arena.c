@@ -1,0 +1,131 @@
+/*
+ * arena.c - bump allocator for the memtable.
+ *
+ * Blocks are chained through a header at their start and freed together.
+ * Small requests are carved from the current block; a request larger than
+ * a quarter block gets a block of its own so that the tail of the current
+ * block is not wasted.
+ */
+#include <errno.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "util/alloc.h"
+#include "util/arena.h"
+
+#define ARENA_BLOCK_SIZE 4096
+#define ARENA_ALIGN (alignof(void *) > 8 ? alignof(void *) : 8)
+
+struct arena_block {
+	struct arena_block *next;
+	alignas(max_align_t) uint8_t data[];
+};
+
+struct arena {
+	uint8_t *ptr;			/* next free byte of the current block */
+	size_t remaining;		/* bytes free after ptr */
+	struct arena_block *blocks;	/* newest first */
+	atomic_size_t usage;		/* read by arena_memory_usage() */
+};
+
+int
+arena_new(struct arena **out)
+{
+	struct arena *a;
+
+	if ((a = bt_malloc(sizeof(*a))) == NULL)
+		return -ENOMEM;
+	a->ptr = NULL;
+	a->remaining = 0;
+	a->blocks = NULL;
+	atomic_init(&a->usage, sizeof(*a));
+	*out = a;
+	return 0;
+}
+
+void
+arena_free(struct arena *a)
+{
+	struct arena_block *b, *next;
+
+	if (a == NULL)
+		return;
+	for (b = a->blocks; b != NULL; b = next) {
+		next = b->next;
+		bt_free(b);
+	}
+	bt_free(a);
+}
+
+/* A new block with n bytes of room, linked into the arena. */
+static uint8_t *
+arena_new_block(struct arena *a, size_t n)
+{
+	struct arena_block *b;
+
+	if (n > SIZE_MAX - sizeof(*b))
+		return NULL;
+	if ((b = bt_malloc(sizeof(*b) + n)) == NULL)
+		return NULL;
+	b->next = a->blocks;
+	a->blocks = b;
+	atomic_fetch_add_explicit(&a->usage, sizeof(*b) + n,
+	    memory_order_relaxed);
+	return b->data;
+}
+
+/*
+ * The slow path, when the current block cannot hold n bytes.  Block data is
+ * max_align_t aligned, so the result satisfies any alignment request.
+ */
+static void *
+arena_alloc_fallback(struct arena *a, size_t n)
+{
+	uint8_t *p;
+
+	if (n > ARENA_BLOCK_SIZE / 4)
+		return arena_new_block(a, n);
+	if ((p = arena_new_block(a, ARENA_BLOCK_SIZE)) == NULL)
+		return NULL;
+	a->ptr = p + n;
+	a->remaining = ARENA_BLOCK_SIZE - n;
+	return p;
+}
+
+void *
+arena_alloc(struct arena *a, size_t n)
+{
+	void *p;
+
+	if (n == 0)
+		n = 1;
+	if (n > a->remaining)
+		return arena_alloc_fallback(a, n);
+	p = a->ptr;
+	a->ptr += n;
+	a->remaining -= n;
+	return p;
+}
+
+void *
+arena_alloc_aligned(struct arena *a, size_t n)
+{
+	size_t slop = (size_t)(-(uintptr_t)a->ptr & (ARENA_ALIGN - 1));
+	void *p;
+
+	if (n == 0)
+		n = 1;
+	if (slop > a->remaining || n > a->remaining - slop)
+		return arena_alloc_fallback(a, n);
+	p = a->ptr + slop;
+	a->ptr += slop + n;
+	a->remaining -= slop + n;
+	return p;
+}
+
+size_t
+arena_memory_usage(const struct arena *a)
+{
+	return atomic_load_explicit(&a->usage, memory_order_relaxed);
+}

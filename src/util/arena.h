@@ -1,0 +1,29 @@
+/*
+ * arena.h - bump allocator for the memtable.
+ *
+ * Memory comes in blocks (4 KiB by default; an allocation larger than a
+ * quarter block that does not fit the current block gets a block of its
+ * own) and is freed all at once by arena_free().  One thread allocates at a time; arena_memory_usage() may be
+ * called from any thread.
+ */
+#ifndef TABLETFS_UTIL_ARENA_H
+#define TABLETFS_UTIL_ARENA_H
+
+#include <stddef.h>
+
+struct arena;
+
+/* 0 or -ENOMEM. */
+int arena_new(struct arena **out);
+/* Frees every allocation; accepts NULL. */
+void arena_free(struct arena *a);
+
+/* n bytes (n > 0), or NULL when memory runs out. */
+void *arena_alloc(struct arena *a, size_t n);
+/* The same, aligned for any pointer or 8-byte integer. */
+void *arena_alloc_aligned(struct arena *a, size_t n);
+
+/* Bytes held from the system, including block overhead. */
+size_t arena_memory_usage(const struct arena *a);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * cache.h - sharded LRU cache with reference-counted handles.
+ *
+ * Maps byte-string keys to values that the cache owns.  Each entry has a
+ * charge (usually its size); when the total charge passes the capacity, the
+ * least recently used entries that no handle holds are evicted and their
+ * deleter runs.  An entry held by a handle stays alive (and may push usage
+ * over capacity) until the handle is released, even if it was erased or
+ * replaced meanwhile.  Keys are hashed to one of 16 shards, each with its own
+ * mutex, LRU order and a 16th of the capacity (rounded up); the shard is the
+ * top 4 bits of hash64(key, 0).  All functions are thread-safe.
+ */
+#ifndef TABLETFS_UTIL_CACHE_H
+#define TABLETFS_UTIL_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/slice.h"
+
+struct cache;
+struct cache_handle;
+
+struct cache_stats {
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t inserts;
+	uint64_t evictions;
+	size_t usage;		/* total charge of the live entries */
+	size_t capacity;
+};
+
+/* A cache holding up to capacity units of charge.  0 or -ENOMEM. */
+int cache_new(size_t capacity, struct cache **out);
+/* Every handle must have been released.  Runs all deleters; accepts NULL. */
+void cache_free(struct cache *c);
+
+/*
+ * Insert key -> value, replacing any entry with the same key, and return in
+ * *out a handle on the new entry (release it with cache_release()).  The
+ * cache takes ownership of value and calls deleter(key, value) exactly once,
+ * when the entry dies; the key is copied.  0 or -ENOMEM, in which case the
+ * deleter has already been called.
+ */
+int cache_insert(struct cache *c, struct slice key, void *value,
+    size_t charge, void (*deleter)(struct slice key, void *value),
+    struct cache_handle **out);
+
+/* A handle on key's entry, or NULL if absent.  Counts a hit or a miss. */
+struct cache_handle *cache_lookup(struct cache *c, struct slice key);
+
+/* Give back a handle from cache_insert() or cache_lookup(). */
+void cache_release(struct cache *c, struct cache_handle *h);
+
+/* The value a handle holds; valid until the handle is released. */
+void *cache_handle_value(const struct cache_handle *h);
+
+/* Remove key's entry; it dies when its last handle is released. */
+void cache_erase(struct cache *c, struct slice key);
+
+/* A fresh number, distinct on each call: lets clients partition keys. */
+uint64_t cache_new_id(struct cache *c);
+
+void cache_get_stats(struct cache *c, struct cache_stats *out);
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * env.c - the file environment's public functions: each one dispatches
+ * through env->ops to the implementation (env_posix.c, env_fault.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+
+#include "util/env.h"
+#include "util/error.h"
+
+void
+env_free(struct env *env)
+{
+	if (env != NULL)
+		env->ops->free(env);
+}
+
+int
+env_file_open(struct env *env, const char *path, enum env_open_mode mode,
+    struct env_file **out)
+{
+	return env->ops->file_open(env, path, mode, out);
+}
+
+int
+env_file_read_at(struct env_file *f, uint64_t offset, void *dst, size_t n,
+    size_t *got)
+{
+	return f->env->ops->file_read_at(f, offset, dst, n, got);
+}
+
+/*
+ * Read exactly n bytes.  The implementations return short counts only at
+ * end of file, but loop anyway so that a short read is never mistaken for
+ * a short file.
+ */
+int
+env_file_read_exact(struct env_file *f, uint64_t offset, void *dst, size_t n)
+{
+	uint8_t *p = dst;
+	size_t done = 0, got;
+	int rc;
+
+	while (done < n) {
+		if ((rc = env_file_read_at(f, offset + done, p + done,
+		    n - done, &got)) < 0)
+			return rc;
+		if (got == 0)
+			return bt_error_set(BT_ECORRUPT,
+			    "%s: file ends at offset %" PRIu64
+			    ", wanted %zu bytes at offset %" PRIu64,
+			    f->path, offset + done, n, offset);
+		done += got;
+	}
+	return 0;
+}
+
+int
+env_file_append(struct env_file *f, const void *p, size_t n)
+{
+	return f->env->ops->file_append(f, p, n);
+}
+
+int
+env_file_write_at(struct env_file *f, uint64_t offset, const void *p,
+    size_t n)
+{
+	return f->env->ops->file_write_at(f, offset, p, n);
+}
+
+int
+env_file_sync(struct env_file *f)
+{
+	return f->env->ops->file_sync(f);
+}
+
+int
+env_file_truncate(struct env_file *f, uint64_t size)
+{
+	return f->env->ops->file_truncate(f, size);
+}
+
+int
+env_file_size(struct env_file *f, uint64_t *size)
+{
+	return f->env->ops->file_size(f, size);
+}
+
+int
+env_file_close(struct env_file *f)
+{
+	if (f == NULL)
+		return 0;
+	return f->env->ops->file_close(f);
+}
+
+int
+env_path_size(struct env *env, const char *path, uint64_t *size)
+{
+	return env->ops->path_size(env, path, size);
+}
+
+int
+env_path_rename(struct env *env, const char *from, const char *to)
+{
+	return env->ops->path_rename(env, from, to);
+}
+
+int
+env_path_remove(struct env *env, const char *path)
+{
+	return env->ops->path_remove(env, path);
+}
+
+int
+env_dir_create(struct env *env, const char *path)
+{
+	return env->ops->dir_create(env, path);
+}
+
+int
+env_dir_sync(struct env *env, const char *path)
+{
+	return env->ops->dir_sync(env, path);
+}
+
+int
+env_dir_list(struct env *env, const char *path,
+    int (*fn)(void *arg, const char *name), void *arg)
+{
+	return env->ops->dir_list(env, path, fn, arg);
+}
+
+int
+env_lock(struct env *env, const char *path, struct env_lock **out)
+{
+	return env->ops->lock(env, path, out);
+}
+
+void
+env_unlock(struct env_lock *lock)
+{
+	if (lock != NULL)
+		lock->env->ops->unlock(lock);
+}
+
+uint64_t
+env_now_micros(struct env *env)
+{
+	return env->ops->now_micros(env);
+}

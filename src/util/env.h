@@ -1,0 +1,230 @@
+/*
+ * env.h - the file environment: every byte the engine stores goes through
+ * this interface, so that faults can be injected in tests and storage can be
+ * replaced (DESIGN.md section 5).
+ *
+ * Two implementations:
+ *   env_posix_new()  the local filesystem (pread/write/fdatasync/rename).
+ *   env_fault_new()  an in-memory filesystem that remembers what was synced
+ *                    and injects faults: fail the Nth write or sync, drop
+ *                    everything not yet synced (power loss), flip bytes.
+ *
+ * Paths are plain strings handed to the implementation unchanged.  All
+ * functions return 0 or a negative error (-errno, e.g. -ENOENT, -ENOSPC,
+ * -EIO), and record a detail naming the path with bt_error_set().  An env
+ * and distinct files may be used from many threads; one file object is used
+ * by one thread at a time, except env_file_read_at(), which is safe to call
+ * concurrently on a file opened for reading.
+ */
+#ifndef TABLETFS_UTIL_ENV_H
+#define TABLETFS_UTIL_ENV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct env;
+struct env_file;
+struct env_lock;
+
+/* How env_file_open() opens a file. */
+enum env_open_mode {
+	ENV_READ,		/* read an existing file */
+	ENV_CREATE,		/* create a new file for appending; -EEXIST if present */
+	ENV_APPEND,		/* append to an existing file, or create it */
+};
+
+struct env_ops {
+	int (*file_open)(struct env *env, const char *path,
+	    enum env_open_mode mode, struct env_file **out);
+	int (*file_read_at)(struct env_file *f, uint64_t offset, void *dst,
+	    size_t n, size_t *got);
+	int (*file_append)(struct env_file *f, const void *p, size_t n);
+	int (*file_write_at)(struct env_file *f, uint64_t offset,
+	    const void *p, size_t n);
+	int (*file_sync)(struct env_file *f);
+	int (*file_truncate)(struct env_file *f, uint64_t size);
+	int (*file_size)(struct env_file *f, uint64_t *size);
+	int (*file_close)(struct env_file *f);
+
+	int (*path_size)(struct env *env, const char *path, uint64_t *size);
+	int (*path_rename)(struct env *env, const char *from, const char *to);
+	int (*path_remove)(struct env *env, const char *path);
+	int (*dir_create)(struct env *env, const char *path);
+	int (*dir_sync)(struct env *env, const char *path);
+	int (*dir_list)(struct env *env, const char *path,
+	    int (*fn)(void *arg, const char *name), void *arg);
+
+	int (*lock)(struct env *env, const char *path, struct env_lock **out);
+	void (*unlock)(struct env_lock *lock);
+
+	uint64_t (*now_micros)(struct env *env);
+	void (*free)(struct env *env);
+};
+
+/* Implementations embed this as their first member. */
+struct env {
+	const struct env_ops *ops;
+};
+
+/* Implementations embed this as their first member. */
+struct env_file {
+	struct env *env;
+	char *path;		/* owned copy, for error messages */
+};
+
+/* Implementations embed this as their first member. */
+struct env_lock {
+	struct env *env;
+};
+
+/* The local filesystem.  0 or -ENOMEM. */
+int env_posix_new(struct env **out);
+
+/* Release an env; accepts NULL.  Every file must be closed first. */
+void env_free(struct env *env);
+
+/*
+ * Open a file.  Appends go to the end; a file is readable with
+ * env_file_read_at() whatever its mode, and writable in place with
+ * env_file_write_at() when opened for writing.
+ */
+int env_file_open(struct env *env, const char *path, enum env_open_mode mode,
+    struct env_file **out);
+
+/*
+ * Read up to n bytes at offset into dst; *got says how many (fewer only at
+ * end of file).
+ */
+int env_file_read_at(struct env_file *f, uint64_t offset, void *dst, size_t n,
+    size_t *got);
+
+/* Read exactly n bytes at offset; BT_ECORRUPT if the file is shorter. */
+int env_file_read_exact(struct env_file *f, uint64_t offset, void *dst,
+    size_t n);
+
+/* Append all n bytes, or fail having appended an unknown prefix of them. */
+int env_file_append(struct env_file *f, const void *p, size_t n);
+
+/*
+ * Write all n bytes at offset, over what is there and past the end as
+ * needed (a gap between the end and offset reads as zeros); or fail having
+ * written an unknown part of them.  Later appends still go to the end.
+ * For page-oriented files (SQLite's, through catalog/sqlite_env.h); the
+ * engine's own files are append-only.
+ */
+int env_file_write_at(struct env_file *f, uint64_t offset, const void *p,
+    size_t n);
+
+/* Make the file's data durable (fdatasync). */
+int env_file_sync(struct env_file *f);
+
+/* Cut or extend the file to size bytes. */
+int env_file_truncate(struct env_file *f, uint64_t size);
+
+int env_file_size(struct env_file *f, uint64_t *size);
+
+/* Close; accepts NULL.  Returns the first error of closing. */
+int env_file_close(struct env_file *f);
+
+/* The size of a file by path; -ENOENT when absent. */
+int env_path_size(struct env *env, const char *path, uint64_t *size);
+static inline bool
+env_path_exists(struct env *env, const char *path)
+{
+	uint64_t size;
+
+	return env_path_size(env, path, &size) == 0;
+}
+
+/* Atomically replace to with from (POSIX rename). */
+int env_path_rename(struct env *env, const char *from, const char *to);
+int env_path_remove(struct env *env, const char *path);
+
+/* Create a directory; 0 if it already exists. */
+int env_dir_create(struct env *env, const char *path);
+
+/* Make the directory's entries (creates, renames, removes) durable. */
+int env_dir_sync(struct env *env, const char *path);
+
+/*
+ * Call fn(arg, name) for each entry of the directory except "." and "..",
+ * in no particular order.  A non-zero return from fn stops the listing and
+ * is returned.
+ */
+int env_dir_list(struct env *env, const char *path,
+    int (*fn)(void *arg, const char *name), void *arg);
+
+/*
+ * Take an exclusive lock on path (created if absent) for this process and
+ * write the holder's pid into it.  -EWOULDBLOCK if another process or
+ * another env_lock in this process holds it; the detail then names the
+ * holder's pid.
+ */
+int env_lock(struct env *env, const char *path, struct env_lock **out);
+/* Release a lock; accepts NULL. */
+void env_unlock(struct env_lock *lock);
+
+/* Wall-clock time in microseconds since the epoch (settable in tests). */
+uint64_t env_now_micros(struct env *env);
+
+/*
+ * The in-memory fault-injecting environment.  Files and directories live in
+ * memory; each file remembers its content as of its last sync, and each
+ * directory which of its entries were synced.  Directories must be created
+ * before files in them (as on a real filesystem), and a new directory is
+ * itself an unsynced entry of its parent until the parent is dir-synced.
+ * Paths name the same node with or without a leading "/"; directories
+ * cannot be renamed.
+ */
+int env_fault_new(struct env **out);
+
+/* Which operation a fault applies to. */
+enum env_fault_op {
+	ENV_FAULT_APPEND,	/* append and write at */
+	ENV_FAULT_SYNC,		/* file sync and dir sync */
+	ENV_FAULT_OPEN,		/* open for writing (create or append) */
+	ENV_FAULT_RENAME,
+};
+
+/*
+ * The nth call of op from now (1 = the next) fails with rc (e.g. -EIO,
+ * -ENOSPC), and so does every later one while sticky; otherwise only that
+ * one.  n = 0 disarms.  A failed append or write at writes nothing.
+ */
+void env_fault_fail_after(struct env *env, enum env_fault_op op, long n,
+    int rc, bool sticky);
+
+/*
+ * Simulate power loss: every file goes back to its content as of its last
+ * sync (bytes appended since are lost, so a file never synced becomes
+ * empty; bytes overwritten since get their synced content back; a cut by
+ * truncation is durable at once), and every directory forgets the creates,
+ * renames and removes made since its last dir sync (a file created in an
+ * unsynced directory entry disappears; an unsynced rename is undone; an
+ * unsynced remove comes back).  Open file objects stay usable.
+ */
+void env_fault_drop_unsynced(struct env *env);
+
+/* XOR the byte at offset of path with mask (in both synced and current
+ * content).  -ENOENT, or -EINVAL if offset is past the end. */
+int env_fault_flip_byte(struct env *env, const char *path, uint64_t offset,
+    uint8_t mask);
+
+/* Make env_now_micros() return micros from now on (0: the real clock). */
+void env_fault_set_clock(struct env *env, uint64_t micros);
+
+/* Make every file sync take micros longer (0: no delay), as a disk would,
+ * so that tests can watch concurrent syncs being batched. */
+void env_fault_set_sync_delay(struct env *env, uint64_t micros);
+
+/* Counters of calls made, for tests that check sync ordering. */
+struct env_fault_stats {
+	uint64_t appends;	/* and writes at an offset */
+	uint64_t file_syncs;
+	uint64_t dir_syncs;
+	uint64_t renames;
+};
+void env_fault_get_stats(struct env *env, struct env_fault_stats *out);
+
+#endif

@@ -1,0 +1,1081 @@
+/*
+ * env_fault.c - an in-memory filesystem that injects faults, for tests.
+ *
+ * The tree is made of nodes (files and directories) with reference counts.
+ * A file keeps its current content and how much of it was synced, and,
+ * once a write at an offset changes synced bytes, a copy of the synced
+ * content (the shadow) until the next sync.  A directory keeps, per name,
+ * two slots: the node the name refers to now, and the node it referred to
+ * at the last dir sync.  Power loss (env_fault_drop_unsynced) copies every
+ * "durable" slot back over "now" and truncates every file to its synced
+ * length (or swaps its shadow back in), which undoes unsynced creates,
+ * renames and removes without any allocation.  One mutex guards the tree.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/alloc.h"
+#include "util/buf.h"
+#include "util/env.h"
+#include "util/error.h"
+
+/* Files live in memory: refuse to grow one past this by truncation. */
+#define FAULT_MAX_FILE	((uint64_t)1 << 40)
+
+struct fault_node;
+
+/* One name in a directory; a slot is NULL where the name is absent. */
+struct fault_entry {
+	char *name;
+	struct fault_node *now;
+	struct fault_node *durable;	/* as of the last dir sync */
+};
+
+struct fault_node {
+	int refs;		/* entry slots, open files and locks */
+	bool is_dir;
+	/* file */
+	struct buf data;
+	uint64_t synced;	/* bytes of data that survive power loss */
+	struct buf shadow;	/* the synced bytes, while overwritten */
+	bool overwritten;	/* data differs from shadow below synced */
+	/* directory: entries sorted by name */
+	struct fault_entry *v;
+	size_t n, cap;
+};
+
+struct fault_trigger {
+	long countdown;		/* calls until the failure; 0: disarmed */
+	int rc;
+	bool sticky;
+	bool tripped;		/* a sticky failure is in force */
+};
+
+struct fault_lock {
+	struct env_lock base;
+	struct fault_node *node;
+	struct fault_lock *next;
+};
+
+struct fault_env {
+	struct env base;
+	pthread_mutex_t mu;
+	struct fault_node *root;
+	struct fault_trigger triggers[ENV_FAULT_RENAME + 1];
+	uint64_t clock;		/* 0: the real clock */
+	uint64_t sync_delay;	/* micros added to each file sync */
+	struct env_fault_stats stats;
+	struct fault_lock *locks;
+};
+
+struct fault_file {
+	struct env_file base;
+	struct fault_node *node;
+	bool writable;
+};
+
+static const struct env_ops fault_ops;
+
+static const char *const fault_op_names[] = {
+	[ENV_FAULT_APPEND] = "append",
+	[ENV_FAULT_SYNC] = "sync",
+	[ENV_FAULT_OPEN] = "open",
+	[ENV_FAULT_RENAME] = "rename",
+};
+
+static struct fault_env *
+fault_env_of(struct env *env)
+{
+	return env->ops == &fault_ops ? (struct fault_env *)env : NULL;
+}
+
+static int
+fault_error(int rc, const char *path, const char *what)
+{
+	return bt_error_set(rc, "%s: %s: %s", path, what, bt_strerror(rc));
+}
+
+static struct fault_node *
+node_new(bool is_dir)
+{
+	struct fault_node *node;
+
+	if ((node = bt_calloc(1, sizeof(*node))) == NULL)
+		return NULL;
+	node->refs = 1;
+	node->is_dir = is_dir;
+	buf_init(&node->data);
+	buf_init(&node->shadow);
+	return node;
+}
+
+static void
+node_ref(struct fault_node *node)
+{
+	if (node != NULL)
+		node->refs++;
+}
+
+static void
+node_unref(struct fault_node *node)
+{
+	size_t i;
+
+	if (node == NULL || --node->refs > 0)
+		return;
+	for (i = 0; i < node->n; i++) {
+		bt_free(node->v[i].name);
+		node_unref(node->v[i].now);
+		node_unref(node->v[i].durable);
+	}
+	bt_free(node->v);
+	buf_release(&node->data);
+	buf_release(&node->shadow);
+	bt_free(node);
+}
+
+/* Compare a counted name with an entry's NUL-terminated one. */
+static int
+name_compare(const char *name, size_t len, const char *entry)
+{
+	size_t elen = strlen(entry);
+	int c = memcmp(name, entry, len < elen ? len : elen);
+
+	if (c != 0)
+		return c;
+	return len < elen ? -1 : len > elen;
+}
+
+/* The index of name in dir, or where it would be inserted. */
+static size_t
+dir_search(struct fault_node *dir, const char *name, size_t len, bool *found)
+{
+	size_t lo = 0, hi = dir->n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = name_compare(name, len, dir->v[mid].name);
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*found = false;
+	return lo;
+}
+
+/* What name refers to now in dir, or NULL. */
+static struct fault_node *
+dir_get(struct fault_node *dir, const char *name, size_t len)
+{
+	bool found;
+	size_t i = dir_search(dir, name, len, &found);
+
+	return found ? dir->v[i].now : NULL;
+}
+
+/* Make name refer to node now (taking a reference).  0 or -ENOMEM. */
+static int
+dir_set(struct fault_node *dir, const char *name, size_t len,
+    struct fault_node *node)
+{
+	struct fault_entry *v;
+	bool found;
+	size_t i = dir_search(dir, name, len, &found), cap;
+	char *copy;
+
+	if (found) {
+		node_ref(node);
+		node_unref(dir->v[i].now);
+		dir->v[i].now = node;
+		return 0;
+	}
+	if (dir->n == dir->cap) {
+		cap = dir->cap ? dir->cap * 2 : 8;
+		if ((v = bt_realloc(dir->v, cap * sizeof(*v))) == NULL)
+			return -ENOMEM;
+		dir->v = v;
+		dir->cap = cap;
+	}
+	if ((copy = bt_malloc(len + 1)) == NULL)
+		return -ENOMEM;
+	memcpy(copy, name, len);
+	copy[len] = '\0';
+	memmove(&dir->v[i + 1], &dir->v[i], (dir->n - i) * sizeof(*dir->v));
+	dir->v[i].name = copy;
+	dir->v[i].now = node;
+	dir->v[i].durable = NULL;
+	dir->n++;
+	node_ref(node);
+	return 0;
+}
+
+/* Remove name from dir now; it stays in the durable slot if synced. */
+static void
+dir_unset(struct fault_node *dir, const char *name, size_t len)
+{
+	bool found;
+	size_t i = dir_search(dir, name, len, &found);
+
+	if (!found)
+		return;
+	node_unref(dir->v[i].now);
+	dir->v[i].now = NULL;
+	if (dir->v[i].durable == NULL) {
+		bt_free(dir->v[i].name);
+		memmove(&dir->v[i], &dir->v[i + 1],
+		    (dir->n - i - 1) * sizeof(*dir->v));
+		dir->n--;
+	}
+}
+
+/* Drop entries that are absent both now and durably. */
+static void
+dir_compact(struct fault_node *dir)
+{
+	size_t i, j;
+
+	for (i = j = 0; i < dir->n; i++) {
+		if (dir->v[i].now == NULL && dir->v[i].durable == NULL) {
+			bt_free(dir->v[i].name);
+			continue;
+		}
+		dir->v[j++] = dir->v[i];
+	}
+	dir->n = j;
+}
+
+static bool
+dir_is_empty(struct fault_node *dir)
+{
+	size_t i;
+
+	for (i = 0; i < dir->n; i++)
+		if (dir->v[i].now != NULL)
+			return false;
+	return true;
+}
+
+/*
+ * Split path into its parent directory and last name.  Empty components
+ * and "." are skipped; a path with no name left is the root, returned as
+ * *parent = NULL.  -ENOENT or -ENOTDIR when a directory on the way is
+ * missing or is a file (no detail set: callers name the operation).
+ */
+static int
+fault_walk(struct fault_env *e, const char *path, struct fault_node **parent,
+    const char **name, size_t *len)
+{
+	struct fault_node *dir = e->root, *child;
+	const char *p = path, *seg, *last = NULL;
+	size_t seglen, lastlen = 0;
+
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (*p == '\0')
+			break;
+		seg = p;
+		while (*p != '\0' && *p != '/')
+			p++;
+		seglen = (size_t)(p - seg);
+		if (seglen == 1 && seg[0] == '.')
+			continue;
+		if (last != NULL) {
+			if ((child = dir_get(dir, last, lastlen)) == NULL)
+				return -ENOENT;
+			if (!child->is_dir)
+				return -ENOTDIR;
+			dir = child;
+		}
+		last = seg;
+		lastlen = seglen;
+	}
+	*parent = last != NULL ? dir : NULL;
+	*name = last;
+	*len = lastlen;
+	return 0;
+}
+
+/* The node at path, or -ENOENT / -ENOTDIR. */
+static int
+fault_find(struct fault_env *e, const char *path, struct fault_node **out)
+{
+	struct fault_node *parent, *node;
+	const char *name;
+	size_t len;
+	int rc;
+
+	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0)
+		return rc;
+	if (parent == NULL) {
+		*out = e->root;
+		return 0;
+	}
+	if ((node = dir_get(parent, name, len)) == NULL)
+		return -ENOENT;
+	*out = node;
+	return 0;
+}
+
+/* Count a call of op and say whether it is to fail, and with what. */
+static int
+fault_fire(struct fault_env *e, enum env_fault_op op, const char *path)
+{
+	struct fault_trigger *t = &e->triggers[op];
+
+	if (t->tripped)
+		return fault_error(t->rc, path, "injected fault");
+	if (t->countdown == 0 || --t->countdown > 0)
+		return 0;
+	t->tripped = t->sticky;
+	return bt_error_set(t->rc, "%s: injected %s fault: %s", path,
+	    fault_op_names[op], bt_strerror(t->rc));
+}
+
+static int
+fault_file_open(struct env *env, const char *path, enum env_open_mode mode,
+    struct env_file **out)
+{
+	struct fault_env *e = (struct fault_env *)env;
+	struct fault_node *parent, *node;
+	struct fault_file *f;
+	const char *name;
+	size_t len;
+	int rc;
+
+	if ((f = bt_calloc(1, sizeof(*f))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((f->base.path = bt_strdup(path)) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	f->base.env = env;
+	f->writable = mode != ENV_READ;
+	pthread_mutex_lock(&e->mu);
+	if (f->writable && (rc = fault_fire(e, ENV_FAULT_OPEN, path)) < 0)
+		goto out_unlock;
+	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0) {
+		rc = fault_error(rc, path, "open");
+		goto out_unlock;
+	}
+	if (parent == NULL) {
+		rc = fault_error(-EISDIR, path, "open");
+		goto out_unlock;
+	}
+	node = dir_get(parent, name, len);
+	if (node != NULL && node->is_dir) {
+		rc = fault_error(-EISDIR, path, "open");
+		goto out_unlock;
+	}
+	if (node != NULL && mode == ENV_CREATE) {
+		rc = fault_error(-EEXIST, path, "open");
+		goto out_unlock;
+	}
+	if (node == NULL && mode == ENV_READ) {
+		rc = fault_error(-ENOENT, path, "open");
+		goto out_unlock;
+	}
+	if (node == NULL) {
+		if ((node = node_new(false)) == NULL) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+		rc = dir_set(parent, name, len, node);
+		node_unref(node);
+		if (rc < 0)
+			goto out_unlock;
+	}
+	node_ref(node);
+	f->node = node;
+	pthread_mutex_unlock(&e->mu);
+	*out = &f->base;
+	return 0;
+out_unlock:
+	pthread_mutex_unlock(&e->mu);
+	bt_free(f->base.path);
+out_free:
+	bt_free(f);
+out:
+	return rc;
+}
+
+static int
+fault_file_read_at(struct env_file *base, uint64_t offset, void *dst,
+    size_t n, size_t *got)
+{
+	struct fault_env *e = (struct fault_env *)base->env;
+	struct fault_file *f = (struct fault_file *)base;
+	struct buf *data = &f->node->data;
+	size_t k = 0;
+
+	pthread_mutex_lock(&e->mu);
+	if (offset < data->n) {
+		k = data->n - (size_t)offset;
+		if (k > n)
+			k = n;
+		memcpy(dst, data->p + offset, k);
+	}
+	pthread_mutex_unlock(&e->mu);
+	*got = k;
+	return 0;
+}
+
+static int
+fault_file_append(struct env_file *base, const void *p, size_t n)
+{
+	struct fault_env *e = (struct fault_env *)base->env;
+	struct fault_file *f = (struct fault_file *)base;
+	int rc;
+
+	if (!f->writable)
+		return fault_error(-EBADF, base->path, "append");
+	pthread_mutex_lock(&e->mu);
+	e->stats.appends++;
+	if ((rc = fault_fire(e, ENV_FAULT_APPEND, base->path)) == 0 &&
+	    (rc = buf_append(&f->node->data, p, n)) < 0)
+		rc = fault_error(rc, base->path, "append");
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+/*
+ * The first write below the synced length saves the synced content in the
+ * shadow, so that power loss can put it back.
+ */
+static int
+fault_file_write_at(struct env_file *base, uint64_t offset, const void *p,
+    size_t n)
+{
+	struct fault_env *e = (struct fault_env *)base->env;
+	struct fault_file *f = (struct fault_file *)base;
+	struct fault_node *node = f->node;
+	struct buf *data = &node->data;
+	size_t end;
+	int rc;
+
+	if (!f->writable)
+		return fault_error(-EBADF, base->path, "write at");
+	if (offset > FAULT_MAX_FILE || n > FAULT_MAX_FILE - offset)
+		return fault_error(-EFBIG, base->path, "write at");
+	end = (size_t)offset + n;
+	pthread_mutex_lock(&e->mu);
+	e->stats.appends++;
+	if ((rc = fault_fire(e, ENV_FAULT_APPEND, base->path)) < 0)
+		goto out;
+	if (offset < node->synced && !node->overwritten) {
+		if ((rc = buf_set(&node->shadow, data->p,
+		    (size_t)node->synced)) < 0)
+			goto out_error;
+		node->overwritten = true;
+	}
+	if (end > data->n) {
+		if ((rc = buf_reserve(data, end - data->n)) < 0)
+			goto out_error;
+		if (offset > data->n)
+			memset(data->p + data->n, 0,
+			    (size_t)offset - data->n);
+		data->n = end;
+	}
+	memcpy(data->p + offset, p, n);
+	goto out;
+out_error:
+	rc = fault_error(rc, base->path, "write at");
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+/* The delay is slept outside the mutex, as a disk lets others work. */
+static int
+fault_file_sync(struct env_file *base)
+{
+	struct fault_env *e = (struct fault_env *)base->env;
+	struct fault_file *f = (struct fault_file *)base;
+	struct timespec pause;
+	uint64_t delay;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	e->stats.file_syncs++;
+	if ((rc = fault_fire(e, ENV_FAULT_SYNC, base->path)) == 0) {
+		f->node->synced = f->node->data.n;
+		f->node->overwritten = false;
+		buf_clear(&f->node->shadow);
+	}
+	delay = e->sync_delay;
+	pthread_mutex_unlock(&e->mu);
+	if (delay > 0) {
+		pause.tv_sec = (time_t)(delay / 1000000);
+		pause.tv_nsec = (long)(delay % 1000000) * 1000;
+		while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
+			;
+	}
+	return rc;
+}
+
+/*
+ * A cut below the synced length is taken as durable at once: the synced
+ * length (and the shadow, if any) are cut too, so the cut bytes do not
+ * come back on power loss.
+ */
+static int
+fault_file_truncate(struct env_file *base, uint64_t size)
+{
+	struct fault_env *e = (struct fault_env *)base->env;
+	struct fault_file *f = (struct fault_file *)base;
+	struct buf *data = &f->node->data;
+	int rc = 0;
+
+	if (!f->writable)
+		return fault_error(-EBADF, base->path, "truncate");
+	if (size > FAULT_MAX_FILE)
+		return fault_error(-EFBIG, base->path, "truncate");
+	pthread_mutex_lock(&e->mu);
+	if (size <= data->n) {
+		data->n = (size_t)size;
+		if (f->node->synced > size)
+			f->node->synced = size;
+		if (f->node->shadow.n > size)
+			f->node->shadow.n = (size_t)size;
+	} else if ((rc = buf_reserve(data, (size_t)size - data->n)) == 0) {
+		memset(data->p + data->n, 0, (size_t)size - data->n);
+		data->n = (size_t)size;
+	}
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+static int
+fault_file_size(struct env_file *base, uint64_t *size)
+{
+	struct fault_env *e = (struct fault_env *)base->env;
+	struct fault_file *f = (struct fault_file *)base;
+
+	pthread_mutex_lock(&e->mu);
+	*size = f->node->data.n;
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+static int
+fault_file_close(struct env_file *base)
+{
+	struct fault_env *e = (struct fault_env *)base->env;
+	struct fault_file *f = (struct fault_file *)base;
+
+	pthread_mutex_lock(&e->mu);
+	node_unref(f->node);
+	pthread_mutex_unlock(&e->mu);
+	bt_free(base->path);
+	bt_free(f);
+	return 0;
+}
+
+static int
+fault_path_size(struct env *env, const char *path, uint64_t *size)
+{
+	struct fault_env *e = (struct fault_env *)env;
+	struct fault_node *node;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	if ((rc = fault_find(e, path, &node)) < 0)
+		rc = fault_error(rc, path, "stat");
+	else
+		*size = node->is_dir ? 0 : node->data.n;
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+/* Rename a file, replacing to if present.  Directories are not moved. */
+static int
+fault_path_rename(struct env *env, const char *from, const char *to)
+{
+	struct fault_env *e = (struct fault_env *)env;
+	struct fault_node *fdir, *tdir, *node, *old;
+	const char *fname, *tname;
+	size_t flen, tlen;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	e->stats.renames++;
+	if ((rc = fault_fire(e, ENV_FAULT_RENAME, from)) < 0)
+		goto out;
+	if ((rc = fault_walk(e, from, &fdir, &fname, &flen)) < 0 ||
+	    (rc = fault_walk(e, to, &tdir, &tname, &tlen)) < 0 ||
+	    fdir == NULL || tdir == NULL) {
+		rc = fault_error(rc < 0 ? rc : -EBUSY, from, "rename");
+		goto out;
+	}
+	if ((node = dir_get(fdir, fname, flen)) == NULL) {
+		rc = fault_error(-ENOENT, from, "rename");
+		goto out;
+	}
+	if (node->is_dir) {
+		rc = bt_error_set(-EINVAL, "%s: rename: directories cannot be "
+		    "renamed in the fault env", from);
+		goto out;
+	}
+	if ((old = dir_get(tdir, tname, tlen)) != NULL && old->is_dir) {
+		rc = fault_error(-EISDIR, to, "rename");
+		goto out;
+	}
+	if (old == node)
+		goto out;
+	node_ref(node);
+	if ((rc = dir_set(tdir, tname, tlen, node)) == 0)
+		dir_unset(fdir, fname, flen);
+	node_unref(node);
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+static int
+fault_path_remove(struct env *env, const char *path)
+{
+	struct fault_env *e = (struct fault_env *)env;
+	struct fault_node *parent, *node;
+	const char *name;
+	size_t len;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0) {
+		rc = fault_error(rc, path, "remove");
+		goto out;
+	}
+	if (parent == NULL) {
+		rc = fault_error(-EBUSY, path, "remove");
+		goto out;
+	}
+	if ((node = dir_get(parent, name, len)) == NULL) {
+		rc = fault_error(-ENOENT, path, "remove");
+		goto out;
+	}
+	if (node->is_dir && !dir_is_empty(node)) {
+		rc = fault_error(-ENOTEMPTY, path, "remove");
+		goto out;
+	}
+	dir_unset(parent, name, len);
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+static int
+fault_dir_create(struct env *env, const char *path)
+{
+	struct fault_env *e = (struct fault_env *)env;
+	struct fault_node *parent, *node;
+	const char *name;
+	size_t len;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0) {
+		rc = fault_error(rc, path, "mkdir");
+		goto out;
+	}
+	if (parent == NULL)
+		goto out;
+	if ((node = dir_get(parent, name, len)) != NULL) {
+		if (!node->is_dir)
+			rc = fault_error(-ENOTDIR, path, "mkdir");
+		goto out;
+	}
+	if ((node = node_new(true)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = dir_set(parent, name, len, node);
+	node_unref(node);
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+/* Make the directory's present entries its durable ones. */
+static int
+fault_dir_sync(struct env *env, const char *path)
+{
+	struct fault_env *e = (struct fault_env *)env;
+	struct fault_node *dir;
+	size_t i;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	e->stats.dir_syncs++;
+	if ((rc = fault_fire(e, ENV_FAULT_SYNC, path)) < 0)
+		goto out;
+	if ((rc = fault_find(e, path, &dir)) < 0) {
+		rc = fault_error(rc, path, "dir sync");
+		goto out;
+	}
+	if (!dir->is_dir) {
+		rc = fault_error(-ENOTDIR, path, "dir sync");
+		goto out;
+	}
+	for (i = 0; i < dir->n; i++) {
+		node_ref(dir->v[i].now);
+		node_unref(dir->v[i].durable);
+		dir->v[i].durable = dir->v[i].now;
+	}
+	dir_compact(dir);
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+/*
+ * The names are copied out and fn is called without the mutex held, so
+ * that fn may use the env (say, to remove what it is shown).
+ */
+static int
+fault_dir_list(struct env *env, const char *path,
+    int (*fn)(void *arg, const char *name), void *arg)
+{
+	struct fault_env *e = (struct fault_env *)env;
+	struct fault_node *dir;
+	char **names = NULL;
+	size_t i, n = 0;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	if ((rc = fault_find(e, path, &dir)) < 0) {
+		rc = fault_error(rc, path, "list");
+		goto out_unlock;
+	}
+	if (!dir->is_dir) {
+		rc = fault_error(-ENOTDIR, path, "list");
+		goto out_unlock;
+	}
+	if ((names = bt_calloc(dir->n, sizeof(*names))) == NULL) {
+		rc = -ENOMEM;
+		goto out_unlock;
+	}
+	for (i = 0; i < dir->n; i++) {
+		if (dir->v[i].now == NULL)
+			continue;
+		if ((names[n] = bt_strdup(dir->v[i].name)) == NULL) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&e->mu);
+	for (i = 0; i < n && rc == 0; i++)
+		rc = fn(arg, names[i]);
+	goto out_free;
+out_unlock:
+	pthread_mutex_unlock(&e->mu);
+out_free:
+	for (i = 0; i < n; i++)
+		bt_free(names[i]);
+	bt_free(names);
+	return rc;
+}
+
+static int
+fault_lock(struct env *env, const char *path, struct env_lock **out)
+{
+	struct fault_env *e = (struct fault_env *)env;
+	struct fault_node *parent, *node;
+	struct fault_lock *l, *held;
+	const char *name;
+	char text[32];
+	size_t len;
+	int rc, n;
+
+	if ((l = bt_calloc(1, sizeof(*l))) == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&e->mu);
+	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0 ||
+	    parent == NULL) {
+		rc = fault_error(rc < 0 ? rc : -EISDIR, path, "lock");
+		goto out_unlock;
+	}
+	if ((node = dir_get(parent, name, len)) == NULL) {
+		if ((node = node_new(false)) == NULL) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+		rc = dir_set(parent, name, len, node);
+		node_unref(node);
+		if (rc < 0)
+			goto out_unlock;
+	} else if (node->is_dir) {
+		rc = fault_error(-EISDIR, path, "lock");
+		goto out_unlock;
+	}
+	for (held = e->locks; held != NULL; held = held->next) {
+		if (held->node == node) {
+			rc = bt_error_set(-EWOULDBLOCK, "%s: held by pid %ld",
+			    path, (long)getpid());
+			goto out_unlock;
+		}
+	}
+	n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+	buf_clear(&node->data);
+	node->synced = 0;
+	node->overwritten = false;
+	buf_clear(&node->shadow);
+	if ((rc = buf_append(&node->data, text, (size_t)n)) < 0)
+		goto out_unlock;
+	node_ref(node);
+	l->base.env = env;
+	l->node = node;
+	l->next = e->locks;
+	e->locks = l;
+	pthread_mutex_unlock(&e->mu);
+	*out = &l->base;
+	return 0;
+out_unlock:
+	pthread_mutex_unlock(&e->mu);
+	bt_free(l);
+	return rc;
+}
+
+static void
+fault_unlock(struct env_lock *base)
+{
+	struct fault_env *e = (struct fault_env *)base->env;
+	struct fault_lock *l = (struct fault_lock *)base, **pp;
+
+	pthread_mutex_lock(&e->mu);
+	for (pp = &e->locks; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	}
+	node_unref(l->node);
+	pthread_mutex_unlock(&e->mu);
+	bt_free(l);
+}
+
+static uint64_t
+fault_now_micros(struct env *env)
+{
+	struct fault_env *e = (struct fault_env *)env;
+	struct timespec ts;
+	uint64_t clock;
+
+	pthread_mutex_lock(&e->mu);
+	clock = e->clock;
+	pthread_mutex_unlock(&e->mu);
+	if (clock != 0)
+		return clock;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void
+fault_free(struct env *env)
+{
+	struct fault_env *e = (struct fault_env *)env;
+
+	node_unref(e->root);
+	pthread_mutex_destroy(&e->mu);
+	bt_free(e);
+}
+
+static const struct env_ops fault_ops = {
+	.file_open = fault_file_open,
+	.file_read_at = fault_file_read_at,
+	.file_append = fault_file_append,
+	.file_write_at = fault_file_write_at,
+	.file_sync = fault_file_sync,
+	.file_truncate = fault_file_truncate,
+	.file_size = fault_file_size,
+	.file_close = fault_file_close,
+	.path_size = fault_path_size,
+	.path_rename = fault_path_rename,
+	.path_remove = fault_path_remove,
+	.dir_create = fault_dir_create,
+	.dir_sync = fault_dir_sync,
+	.dir_list = fault_dir_list,
+	.lock = fault_lock,
+	.unlock = fault_unlock,
+	.now_micros = fault_now_micros,
+	.free = fault_free,
+};
+
+int
+env_fault_new(struct env **out)
+{
+	struct fault_env *e;
+	int rc;
+
+	if ((e = bt_calloc(1, sizeof(*e))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((e->root = node_new(true)) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	if ((rc = -pthread_mutex_init(&e->mu, NULL)) < 0)
+		goto out_root;
+	e->base.ops = &fault_ops;
+	*out = &e->base;
+	return 0;
+out_root:
+	node_unref(e->root);
+out_free:
+	bt_free(e);
+out:
+	return rc;
+}
+
+void
+env_fault_fail_after(struct env *env, enum env_fault_op op, long n, int rc,
+    bool sticky)
+{
+	struct fault_env *e = fault_env_of(env);
+	struct fault_trigger *t;
+
+	if (e == NULL || (unsigned)op > ENV_FAULT_RENAME)
+		return;
+	t = &e->triggers[op];
+	pthread_mutex_lock(&e->mu);
+	t->countdown = n > 0 ? n : 0;
+	t->rc = rc;
+	t->sticky = sticky;
+	t->tripped = false;
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Put a file's shadow back as its content, without allocating. */
+static void
+fault_drop_overwrites(struct fault_node *node)
+{
+	struct buf tmp = node->data;
+
+	node->data = node->shadow;
+	node->shadow = tmp;
+	buf_clear(&node->shadow);
+	node->overwritten = false;
+}
+
+/* Revert one directory to its durable entries, then what it holds. */
+static void
+fault_drop_dir(struct fault_node *dir)
+{
+	struct fault_entry *en;
+	struct fault_node *node;
+	size_t i;
+
+	for (i = 0; i < dir->n; i++) {
+		en = &dir->v[i];
+		if (en->now != en->durable) {
+			node_ref(en->durable);
+			node_unref(en->now);
+			en->now = en->durable;
+		}
+		if ((node = en->now) == NULL)
+			continue;
+		if (node->is_dir)
+			fault_drop_dir(node);
+		else if (node->overwritten)
+			fault_drop_overwrites(node);
+		else if (node->data.n > node->synced)
+			node->data.n = (size_t)node->synced;
+	}
+	dir_compact(dir);
+}
+
+void
+env_fault_drop_unsynced(struct env *env)
+{
+	struct fault_env *e = fault_env_of(env);
+
+	if (e == NULL)
+		return;
+	pthread_mutex_lock(&e->mu);
+	fault_drop_dir(e->root);
+	pthread_mutex_unlock(&e->mu);
+}
+
+int
+env_fault_flip_byte(struct env *env, const char *path, uint64_t offset,
+    uint8_t mask)
+{
+	struct fault_env *e = fault_env_of(env);
+	struct fault_node *node;
+	int rc;
+
+	if (e == NULL)
+		return bt_error_set(-EINVAL, "%s: not a fault env", path);
+	pthread_mutex_lock(&e->mu);
+	if ((rc = fault_find(e, path, &node)) < 0) {
+		rc = fault_error(rc, path, "flip byte");
+		goto out;
+	}
+	if (node->is_dir) {
+		rc = fault_error(-EISDIR, path, "flip byte");
+		goto out;
+	}
+	if (offset >= node->data.n) {
+		rc = bt_error_set(-EINVAL, "%s: flip byte at offset %" PRIu64
+		    " past the end (%zu bytes)", path, offset, node->data.n);
+		goto out;
+	}
+	node->data.p[offset] ^= mask;
+	if (node->overwritten && offset < node->shadow.n)
+		node->shadow.p[offset] ^= mask;
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+void
+env_fault_set_clock(struct env *env, uint64_t micros)
+{
+	struct fault_env *e = fault_env_of(env);
+
+	if (e == NULL)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->clock = micros;
+	pthread_mutex_unlock(&e->mu);
+}
+
+void
+env_fault_set_sync_delay(struct env *env, uint64_t micros)
+{
+	struct fault_env *e = fault_env_of(env);
+
+	if (e == NULL)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->sync_delay = micros;
+	pthread_mutex_unlock(&e->mu);
+}
+
+void
+env_fault_get_stats(struct env *env, struct env_fault_stats *out)
+{
+	struct fault_env *e = fault_env_of(env);
+
+	memset(out, 0, sizeof(*out));
+	if (e == NULL)
+		return;
+	pthread_mutex_lock(&e->mu);
+	*out = e->stats;
+	pthread_mutex_unlock(&e->mu);
+}

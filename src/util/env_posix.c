@@ -1,0 +1,464 @@
+/*
+ * env_posix.c - the file environment on the local filesystem.
+ *
+ * Files are plain file descriptors: pread for reads, write on an O_APPEND
+ * descriptor for appends (looping over EINTR and short writes), fdatasync
+ * for syncs.  A write at an offset is a pwrite; as Linux's pwrite ignores
+ * the offset under O_APPEND, the first one clears O_APPEND on that
+ * descriptor, and its appends seek to the end from then on.  A directory
+ * is synced by fsync of an O_DIRECTORY descriptor.
+ * Locks are flock(2) locks, which belong to an open file description, so
+ * that a second env_lock() on the same file conflicts whether it comes from
+ * another process or from this one.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/alloc.h"
+#include "util/env.h"
+#include "util/error.h"
+
+struct posix_file {
+	struct env_file base;
+	int fd;
+	bool writable;
+	bool positional;	/* O_APPEND cleared by a write at an offset */
+};
+
+struct posix_lock {
+	struct env_lock base;
+	int fd;
+};
+
+/* Record the failed system call with its path and return -err. */
+static int
+posix_error(int err, const char *path, const char *what)
+{
+	return bt_error_set(-err, "%s: %s: %s", path, what, strerror(err));
+}
+
+static int
+posix_file_open(struct env *env, const char *path, enum env_open_mode mode,
+    struct env_file **out)
+{
+	struct posix_file *f;
+	struct stat st;
+	int flags, rc;
+
+	switch (mode) {
+	case ENV_READ:
+		flags = O_RDONLY;
+		break;
+	case ENV_CREATE:
+		flags = O_RDWR | O_APPEND | O_CREAT | O_EXCL;
+		break;
+	case ENV_APPEND:
+		flags = O_RDWR | O_APPEND | O_CREAT;
+		break;
+	default:
+		return bt_error_set(-EINVAL, "%s: bad open mode %d", path,
+		    (int)mode);
+	}
+	if ((f = bt_calloc(1, sizeof(*f))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((f->base.path = bt_strdup(path)) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	f->base.env = env;
+	f->writable = mode != ENV_READ;
+	do {
+		f->fd = open(path, flags | O_CLOEXEC, 0644);
+	} while (f->fd < 0 && errno == EINTR);
+	if (f->fd < 0) {
+		rc = posix_error(errno, path, "open");
+		goto out_path;
+	}
+	if (fstat(f->fd, &st) < 0) {
+		rc = posix_error(errno, path, "fstat");
+		goto out_fd;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = posix_error(EISDIR, path, "open");
+		goto out_fd;
+	}
+	*out = &f->base;
+	return 0;
+out_fd:
+	close(f->fd);
+out_path:
+	bt_free(f->base.path);
+out_free:
+	bt_free(f);
+out:
+	return rc;
+}
+
+static int
+posix_file_read_at(struct env_file *base, uint64_t offset, void *dst,
+    size_t n, size_t *got)
+{
+	struct posix_file *f = (struct posix_file *)base;
+	uint8_t *p = dst;
+	size_t done = 0;
+	ssize_t r;
+
+	while (done < n) {
+		r = pread(f->fd, p + done, n - done, (off_t)(offset + done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return bt_error_set(-errno,
+			    "%s: read at offset %" PRIu64 ": %s", base->path,
+			    offset + done, strerror(errno));
+		}
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	*got = done;
+	return 0;
+}
+
+static int
+posix_file_append(struct env_file *base, const void *src, size_t n)
+{
+	struct posix_file *f = (struct posix_file *)base;
+	const uint8_t *p = src;
+	ssize_t r;
+
+	if (!f->writable)
+		return posix_error(EBADF, base->path, "append");
+	if (f->positional && lseek(f->fd, 0, SEEK_END) < 0)
+		return posix_error(errno, base->path, "seek to the end");
+	while (n > 0) {
+		r = write(f->fd, p, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return posix_error(errno, base->path, "write");
+		}
+		if (r == 0)
+			return posix_error(EIO, base->path, "write");
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int
+posix_file_write_at(struct env_file *base, uint64_t offset, const void *src,
+    size_t n)
+{
+	struct posix_file *f = (struct posix_file *)base;
+	const uint8_t *p = src;
+	ssize_t r;
+	int flags;
+
+	if (!f->writable)
+		return posix_error(EBADF, base->path, "write at");
+	if (!f->positional) {
+		if ((flags = fcntl(f->fd, F_GETFL)) < 0 ||
+		    fcntl(f->fd, F_SETFL, flags & ~O_APPEND) < 0)
+			return posix_error(errno, base->path, "fcntl");
+		f->positional = true;
+	}
+	while (n > 0) {
+		r = pwrite(f->fd, p, n, (off_t)offset);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return bt_error_set(-errno,
+			    "%s: write at offset %" PRIu64 ": %s", base->path,
+			    offset, strerror(errno));
+		}
+		if (r == 0)
+			return posix_error(EIO, base->path, "write at");
+		p += r;
+		offset += (uint64_t)r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int
+posix_file_sync(struct env_file *base)
+{
+	struct posix_file *f = (struct posix_file *)base;
+
+	if (fdatasync(f->fd) < 0)
+		return posix_error(errno, base->path, "fdatasync");
+	return 0;
+}
+
+static int
+posix_file_truncate(struct env_file *base, uint64_t size)
+{
+	struct posix_file *f = (struct posix_file *)base;
+	int rc;
+
+	if (!f->writable)
+		return posix_error(EBADF, base->path, "truncate");
+	do {
+		rc = ftruncate(f->fd, (off_t)size);
+	} while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return bt_error_set(-errno, "%s: truncate to %" PRIu64 ": %s",
+		    base->path, size, strerror(errno));
+	return 0;
+}
+
+static int
+posix_file_size(struct env_file *base, uint64_t *size)
+{
+	struct posix_file *f = (struct posix_file *)base;
+	struct stat st;
+
+	if (fstat(f->fd, &st) < 0)
+		return posix_error(errno, base->path, "fstat");
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* close(2) is not retried on EINTR: on Linux the descriptor is gone. */
+static int
+posix_file_close(struct env_file *base)
+{
+	struct posix_file *f = (struct posix_file *)base;
+	int rc = 0;
+
+	if (close(f->fd) < 0 && errno != EINTR)
+		rc = posix_error(errno, base->path, "close");
+	bt_free(base->path);
+	bt_free(f);
+	return rc;
+}
+
+static int
+posix_path_size(struct env *env, const char *path, uint64_t *size)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return posix_error(errno, path, "stat");
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int
+posix_path_rename(struct env *env, const char *from, const char *to)
+{
+	if (rename(from, to) < 0)
+		return bt_error_set(-errno, "%s: rename to %s: %s", from, to,
+		    strerror(errno));
+	return 0;
+}
+
+/* Remove a file, or an empty directory. */
+static int
+posix_path_remove(struct env *env, const char *path)
+{
+	if (unlink(path) == 0)
+		return 0;
+	if (errno == EISDIR && rmdir(path) == 0)
+		return 0;
+	return posix_error(errno, path, "remove");
+}
+
+static int
+posix_dir_create(struct env *env, const char *path)
+{
+	struct stat st;
+
+	if (mkdir(path, 0755) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return posix_error(errno, path, "mkdir");
+	if (stat(path, &st) < 0)
+		return posix_error(errno, path, "stat");
+	if (!S_ISDIR(st.st_mode))
+		return posix_error(ENOTDIR, path, "mkdir");
+	return 0;
+}
+
+static int
+posix_dir_sync(struct env *env, const char *path)
+{
+	int fd, rc = 0;
+
+	do {
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return posix_error(errno, path, "open directory");
+	if (fsync(fd) < 0)
+		rc = posix_error(errno, path, "fsync directory");
+	close(fd);
+	return rc;
+}
+
+static int
+posix_dir_list(struct env *env, const char *path,
+    int (*fn)(void *arg, const char *name), void *arg)
+{
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if ((d = opendir(path)) == NULL)
+		return posix_error(errno, path, "opendir");
+	for (;;) {
+		errno = 0;
+		if ((de = readdir(d)) == NULL) {
+			if (errno != 0)
+				rc = posix_error(errno, path, "readdir");
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if ((rc = fn(arg, de->d_name)) != 0)
+			break;
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * Name the holder of a lock that could not be taken.  The holder writes
+ * its pid right after locking, so an empty file means it is about to:
+ * look again a few times before giving up on the number.
+ */
+static int
+posix_lock_held(int fd, const char *path)
+{
+	struct timespec pause = { 0, 1000000 };
+	char text[32];
+	ssize_t r;
+	long pid;
+	int tries;
+
+	for (tries = 0; tries < 20; tries++) {
+		r = pread(fd, text, sizeof(text) - 1, 0);
+		if (r > 0) {
+			text[r] = '\0';
+			pid = strtol(text, NULL, 10);
+			if (pid > 0)
+				return bt_error_set(-EWOULDBLOCK,
+				    "%s: held by pid %ld", path, pid);
+		}
+		nanosleep(&pause, NULL);
+	}
+	return bt_error_set(-EWOULDBLOCK, "%s: held by another process",
+	    path);
+}
+
+static int
+posix_lock(struct env *env, const char *path, struct env_lock **out)
+{
+	struct posix_lock *l;
+	char text[32];
+	int fd, len, rc;
+
+	do {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	} while (fd < 0 && errno == EINTR);
+	if (fd < 0) {
+		rc = posix_error(errno, path, "open lock");
+		goto out;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			rc = posix_lock_held(fd, path);
+		else
+			rc = posix_error(errno, path, "flock");
+		goto out_close;
+	}
+	len = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+	errno = 0;
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)len, 0) != len) {
+		rc = posix_error(errno ? errno : EIO, path, "write pid");
+		goto out_close;
+	}
+	if ((l = bt_calloc(1, sizeof(*l))) == NULL) {
+		rc = -ENOMEM;
+		goto out_close;
+	}
+	l->base.env = env;
+	l->fd = fd;
+	*out = &l->base;
+	return 0;
+out_close:
+	close(fd);
+out:
+	return rc;
+}
+
+/* Closing the descriptor releases the flock. */
+static void
+posix_unlock(struct env_lock *base)
+{
+	struct posix_lock *l = (struct posix_lock *)base;
+
+	close(l->fd);
+	bt_free(l);
+}
+
+static uint64_t
+posix_now_micros(struct env *env)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void
+posix_free(struct env *env)
+{
+	bt_free(env);
+}
+
+static const struct env_ops posix_ops = {
+	.file_open = posix_file_open,
+	.file_read_at = posix_file_read_at,
+	.file_append = posix_file_append,
+	.file_write_at = posix_file_write_at,
+	.file_sync = posix_file_sync,
+	.file_truncate = posix_file_truncate,
+	.file_size = posix_file_size,
+	.file_close = posix_file_close,
+	.path_size = posix_path_size,
+	.path_rename = posix_path_rename,
+	.path_remove = posix_path_remove,
+	.dir_create = posix_dir_create,
+	.dir_sync = posix_dir_sync,
+	.dir_list = posix_dir_list,
+	.lock = posix_lock,
+	.unlock = posix_unlock,
+	.now_micros = posix_now_micros,
+	.free = posix_free,
+};
+
+int
+env_posix_new(struct env **out)
+{
+	struct env *env;
+
+	if ((env = bt_calloc(1, sizeof(*env))) == NULL)
+		return -ENOMEM;
+	env->ops = &posix_ops;
+	*out = env;
+	return 0;
+}

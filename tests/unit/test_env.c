@@ -1,0 +1,711 @@
+/*
+ * test_env.c - the file environment: the same file and directory
+ * operations against the local filesystem (in a temporary directory) and
+ * the in-memory fault env, locks (also from another process), and the
+ * fault env's power loss, injected failures, byte flips and clock.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "util/env.h"
+#include "util/error.h"
+
+#define PATH_SIZE 512
+
+static void
+join(char *dst, const char *root, const char *name)
+{
+	if (snprintf(dst, PATH_SIZE, "%s/%s", root, name) >= PATH_SIZE)
+		tap_bail("path too long");
+}
+
+/* The whole content of path as a string (at most size - 1 bytes). */
+static int
+slurp(struct env *env, const char *path, char *dst, size_t size)
+{
+	struct env_file *f;
+	size_t got;
+	int rc;
+
+	if ((rc = env_file_open(env, path, ENV_READ, &f)) < 0)
+		return rc;
+	rc = env_file_read_at(f, 0, dst, size - 1, &got);
+	env_file_close(f);
+	dst[rc == 0 ? got : 0] = '\0';
+	return rc;
+}
+
+static int
+spew(struct env *env, const char *path, const char *text, bool sync)
+{
+	struct env_file *f;
+	int rc;
+
+	if ((rc = env_file_open(env, path, ENV_APPEND, &f)) < 0)
+		return rc;
+	if ((rc = env_file_append(f, text, strlen(text))) == 0 && sync)
+		rc = env_file_sync(f);
+	env_file_close(f);
+	return rc;
+}
+
+static bool
+detail_has(const char *what)
+{
+	return strstr(bt_error_detail(), what) != NULL;
+}
+
+struct listing {
+	int calls;
+	int stop_at;		/* return 7 on this call; 0: never */
+	bool saw_sub, saw_dots;
+	int files;
+};
+
+static int
+list_cb(void *arg, const char *name)
+{
+	struct listing *l = arg;
+
+	l->calls++;
+	if (strcmp(name, "sub") == 0)
+		l->saw_sub = true;
+	else if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		l->saw_dots = true;
+	else
+		l->files++;
+	return l->calls == l->stop_at ? 7 : 0;
+}
+
+/* Every file and directory operation, with the same expectations on both
+ * envs. */
+static void
+test_file_ops(struct env *env, const char *root, const char *label)
+{
+	char f1[PATH_SIZE], f2[PATH_SIZE], f3[PATH_SIZE], sub[PATH_SIZE];
+	char sf[PATH_SIZE], text[64];
+	struct env_file *f, *r;
+	struct listing l;
+	uint64_t size, now;
+	size_t got;
+	int rc;
+
+	join(f1, root, "one");
+	join(f2, root, "two");
+	join(f3, root, "three");
+	join(sub, root, "sub");
+	join(sf, sub, "inner");
+
+	rc = env_file_open(env, f1, ENV_READ, &f);
+	is_int(rc, -ENOENT, "%s: reading a missing file is ENOENT", label);
+	ok(detail_has(f1), "%s: the detail names the path: %s", label,
+	    bt_error_detail());
+
+	is_int(env_file_open(env, f1, ENV_CREATE, &f), 0,
+	    "%s: create", label);
+	is_int(env_file_append(f, "hello", 5), 0, "%s: append", label);
+	is_int(env_file_append(f, " world", 6), 0, "%s: append again", label);
+	is_int(env_file_size(f, &size), 0, "%s: size", label);
+	is_int(size, 11, "%s: size counts both appends", label);
+	memset(text, 0, sizeof(text));
+	is_int(env_file_read_at(f, 0, text, sizeof(text), &got), 0,
+	    "%s: read the file being written", label);
+	ok(got == 11 && memcmp(text, "hello world", 11) == 0,
+	    "%s: read back what was appended", label);
+	is_int(env_file_read_at(f, 6, text, 5, &got), 0, "%s: read at", label);
+	ok(got == 5 && memcmp(text, "world", 5) == 0,
+	    "%s: read at an offset", label);
+	is_int(env_file_read_at(f, 11, text, 5, &got), 0,
+	    "%s: read at the end", label);
+	is_int(got, 0, "%s: nothing at the end", label);
+	is_int(env_file_read_at(f, 100, text, 5, &got), 0,
+	    "%s: read past the end", label);
+	is_int(got, 0, "%s: nothing past the end", label);
+	is_int(env_file_read_exact(f, 6, text, 5), 0, "%s: read exact",
+	    label);
+	rc = env_file_read_exact(f, 6, text, 6);
+	is_int(rc, BT_ECORRUPT, "%s: short read exact is BT_ECORRUPT", label);
+	ok(detail_has(f1) && detail_has("offset 11"),
+	    "%s: short read names path and offset: %s", label,
+	    bt_error_detail());
+	is_int(env_file_sync(f), 0, "%s: sync", label);
+	is_int(env_file_close(f), 0, "%s: close", label);
+	is_int(env_file_close(NULL), 0, "%s: close NULL", label);
+
+	is_int(env_file_open(env, f1, ENV_CREATE, &f), -EEXIST,
+	    "%s: create of an existing file is EEXIST", label);
+	is_int(env_file_open(env, f1, ENV_APPEND, &f), 0,
+	    "%s: open for append", label);
+	is_int(env_file_append(f, "!", 1), 0, "%s: append after reopen",
+	    label);
+	is_int(env_file_truncate(f, 5), 0, "%s: truncate", label);
+	is_int(env_file_append(f, "X", 1), 0, "%s: append after truncate",
+	    label);
+	is_int(env_file_truncate(f, 9), 0, "%s: extend by truncate", label);
+	is_int(env_file_close(f), 0, "%s: close", label);
+	memset(text, 'z', sizeof(text));
+	is_int(env_file_open(env, f1, ENV_READ, &r), 0, "%s: open read",
+	    label);
+	is_int(env_file_read_at(r, 0, text, sizeof(text), &got), 0,
+	    "%s: read", label);
+	ok(got == 9 && memcmp(text, "helloX\0\0\0", 9) == 0,
+	    "%s: appends go to the end after a truncate; extension is zeros",
+	    label);
+	ok(env_file_append(r, "x", 1) < 0,
+	    "%s: a file opened for reading refuses appends", label);
+	env_file_close(r);
+
+	is_int(env_path_size(env, f1, &size), 0, "%s: path size", label);
+	is_int(size, 9, "%s: path size is the file size", label);
+	is_int(env_path_size(env, f2, &size), -ENOENT,
+	    "%s: path size of a missing file is ENOENT", label);
+	ok(env_path_exists(env, f1) && !env_path_exists(env, f2),
+	    "%s: env_path_exists", label);
+
+	is_int(env_path_rename(env, f1, f2), 0, "%s: rename", label);
+	ok(!env_path_exists(env, f1) && env_path_exists(env, f2),
+	    "%s: rename moves the name", label);
+	is_int(spew(env, f3, "old", false), 0, "%s: write another", label);
+	is_int(env_path_rename(env, f2, f3), 0, "%s: rename over a file",
+	    label);
+	ok(slurp(env, f3, text, sizeof(text)) == 0 &&
+	    memcmp(text, "helloX", 6) == 0,
+	    "%s: rename replaces the target", label);
+	is_int(env_path_rename(env, f1, f2), -ENOENT,
+	    "%s: rename of a missing file is ENOENT", label);
+	is_int(env_path_remove(env, f3), 0, "%s: remove", label);
+	ok(!env_path_exists(env, f3), "%s: removed file is gone", label);
+	is_int(env_path_remove(env, f3), -ENOENT,
+	    "%s: remove of a missing file is ENOENT", label);
+
+	is_int(env_dir_create(env, sub), 0, "%s: mkdir", label);
+	is_int(env_dir_create(env, sub), 0, "%s: mkdir of an existing dir",
+	    label);
+	is_int(spew(env, sf, "in", true), 0, "%s: a file in the subdir",
+	    label);
+	is_int(env_dir_sync(env, sub), 0, "%s: dir sync", label);
+	is_int(env_dir_sync(env, root), 0, "%s: dir sync of the root",
+	    label);
+	ok(env_dir_create(env, sf) < 0, "%s: mkdir over a file fails", label);
+	ok(env_path_remove(env, sub) < 0,
+	    "%s: remove of a non-empty dir fails", label);
+	ok(env_file_open(env, sub, ENV_READ, &f) < 0,
+	    "%s: a directory is not opened as a file", label);
+
+	is_int(spew(env, f1, "a", false), 0, "%s: file a", label);
+	is_int(spew(env, f2, "b", false), 0, "%s: file b", label);
+	memset(&l, 0, sizeof(l));
+	is_int(env_dir_list(env, root, list_cb, &l), 0, "%s: list", label);
+	ok(l.calls == 3 && l.saw_sub && !l.saw_dots && l.files == 2,
+	    "%s: list shows the two files and the subdir, no dots", label);
+	memset(&l, 0, sizeof(l));
+	l.stop_at = 2;
+	is_int(env_dir_list(env, root, list_cb, &l), 7,
+	    "%s: a non-zero callback result is returned", label);
+	is_int(l.calls, 2, "%s: and stops the listing", label);
+	is_int(env_dir_list(env, f3, list_cb, &l), -ENOENT,
+	    "%s: listing a missing dir is ENOENT", label);
+
+	is_int(env_path_remove(env, sf), 0, "%s: remove in subdir", label);
+	is_int(env_path_remove(env, sub), 0, "%s: remove an empty dir",
+	    label);
+	ok(!env_path_exists(env, sub), "%s: the dir is gone", label);
+	is_int(env_path_remove(env, f1), 0, "%s: clean a", label);
+	is_int(env_path_remove(env, f2), 0, "%s: clean b", label);
+
+	now = env_now_micros(env);
+	ok(now / 1000000 >= (uint64_t)time(NULL) - 2 &&
+	    now / 1000000 <= (uint64_t)time(NULL) + 2,
+	    "%s: the clock is the wall clock", label);
+}
+
+/* The whole content of an open file, for contents with NUL bytes. */
+static size_t
+slurp_file(struct env_file *f, char *dst, size_t size)
+{
+	size_t got;
+
+	if (env_file_read_at(f, 0, dst, size, &got) < 0)
+		return (size_t)-1;
+	return got;
+}
+
+/* Writes at an offset overwrite, extend the file with a zero gap, and
+ * leave appends going to the end. */
+static void
+test_write_at(struct env *env, const char *root, const char *label)
+{
+	char path[PATH_SIZE], text[64];
+	struct env_file *f, *r;
+	uint64_t size;
+	size_t got;
+
+	join(path, root, "paged");
+	is_int(env_file_open(env, path, ENV_CREATE, &f), 0,
+	    "%s: write at: create", label);
+	is_int(env_file_append(f, "0123456789", 10), 0,
+	    "%s: write at: append", label);
+	is_int(env_file_write_at(f, 2, "ab", 2), 0,
+	    "%s: write at inside the file", label);
+	is_int(env_file_write_at(f, 8, "XYZ", 3), 0,
+	    "%s: write at across the end", label);
+	is_int(env_file_write_at(f, 14, "!", 1), 0,
+	    "%s: write at past the end", label);
+	is_int(env_file_size(f, &size), 0, "%s: size", label);
+	is_int(size, 15, "%s: writes at extend the file", label);
+	is_int(env_file_append(f, "tail", 4), 0,
+	    "%s: append after write at", label);
+	is_int(env_file_write_at(f, 0, "", 0), 0,
+	    "%s: an empty write at", label);
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 19 && memcmp(text, "01ab4567XYZ\0\0\0!tail", 19) == 0,
+	    "%s: overwritten, gap of zeros, append at the end", label);
+	is_int(env_file_truncate(f, 5), 0, "%s: truncate", label);
+	is_int(env_file_append(f, "+", 1), 0, "%s: append", label);
+	is_int(env_file_write_at(f, 0, "Z", 1), 0, "%s: write at 0", label);
+	is_int(env_file_sync(f), 0, "%s: sync", label);
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 6 && memcmp(text, "Z1ab4+", 6) == 0,
+	    "%s: appends follow a truncate after writes at", label);
+	is_int(env_file_close(f), 0, "%s: close", label);
+
+	is_int(env_file_open(env, path, ENV_READ, &r), 0, "%s: open read",
+	    label);
+	ok(env_file_write_at(r, 0, "x", 1) < 0,
+	    "%s: a file opened for reading refuses writes at", label);
+	env_file_close(r);
+	is_int(env_file_open(env, path, ENV_APPEND, &f), 0,
+	    "%s: open for append", label);
+	is_int(env_file_write_at(f, 1, "Y", 1), 0,
+	    "%s: write at after reopening", label);
+	is_int(env_file_append(f, "-", 1), 0, "%s: and append", label);
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 7 && memcmp(text, "ZYab4+-", 7) == 0,
+	    "%s: the reopened file is written in place and at the end",
+	    label);
+	env_file_close(f);
+	is_int(env_path_remove(env, path), 0, "%s: clean up", label);
+}
+
+/* A lock excludes a second one in this process and names the holder. */
+static void
+test_lock(struct env *env, const char *root, const char *label)
+{
+	char path[PATH_SIZE], text[64], want[64];
+	struct env_lock *a, *b;
+	int rc;
+
+	join(path, root, "LOCK");
+	is_int(env_lock(env, path, &a), 0, "%s: lock", label);
+	is_int(slurp(env, path, text, sizeof(text)), 0, "%s: read LOCK",
+	    label);
+	is_int(strtol(text, NULL, 10), getpid(),
+	    "%s: the lock file holds the pid", label);
+	rc = env_lock(env, path, &b);
+	is_int(rc, -EWOULDBLOCK, "%s: a second lock is refused", label);
+	snprintf(want, sizeof(want), "held by pid %ld", (long)getpid());
+	ok(detail_has(want) && detail_has(path),
+	    "%s: the detail names the holder: %s", label, bt_error_detail());
+	env_unlock(a);
+	is_int(env_lock(env, path, &b), 0, "%s: lock again after unlock",
+	    label);
+	env_unlock(b);
+	env_unlock(NULL);
+	env_path_remove(env, path);
+}
+
+/*
+ * Locks between processes: a child cannot take the parent's lock and is
+ * told the parent's pid; the parent cannot take a child's lock and is
+ * told the child's pid, and gets it once the child exits.
+ */
+static void
+test_lock_fork(const char *root)
+{
+	char path[PATH_SIZE], want[64], c;
+	struct env *env, *cenv;
+	struct env_lock *a, *b;
+	int status, to_parent[2], to_child[2], rc;
+	pid_t pid;
+
+	join(path, root, "LOCK");
+	if (env_posix_new(&env) < 0)
+		tap_bail("env_posix_new");
+	is_int(env_lock(env, path, &a), 0, "posix: parent locks");
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		tap_bail("fork");
+	if (pid == 0) {
+		if (env_posix_new(&cenv) < 0)
+			_exit(2);
+		rc = env_lock(cenv, path, &b);
+		snprintf(want, sizeof(want), "held by pid %ld",
+		    (long)getppid());
+		_exit(rc == -EWOULDBLOCK && detail_has(want) ? 0 : 1);
+	}
+	ok(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0,
+	    "posix: a child process is refused the lock, naming the parent");
+	env_unlock(a);
+
+	if (pipe(to_parent) < 0 || pipe(to_child) < 0)
+		tap_bail("pipe");
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		tap_bail("fork");
+	if (pid == 0) {
+		if (env_posix_new(&cenv) < 0 || env_lock(cenv, path, &b) < 0)
+			_exit(2);
+		if (write(to_parent[1], "L", 1) != 1 ||
+		    read(to_child[0], &c, 1) != 1)
+			_exit(3);
+		_exit(0);
+	}
+	ok(read(to_parent[0], &c, 1) == 1, "posix: the child holds the lock");
+	rc = env_lock(env, path, &a);
+	is_int(rc, -EWOULDBLOCK, "posix: the parent is refused");
+	snprintf(want, sizeof(want), "held by pid %ld", (long)pid);
+	ok(detail_has(want), "posix: the detail names the child: %s",
+	    bt_error_detail());
+	if (write(to_child[1], "U", 1) != 1)
+		tap_bail("write");
+	ok(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0, "posix: the child exits cleanly");
+	is_int(env_lock(env, path, &a), 0,
+	    "posix: the lock is free once its holder exits");
+	env_unlock(a);
+	close(to_parent[0]);
+	close(to_parent[1]);
+	close(to_child[0]);
+	close(to_child[1]);
+	env_path_remove(env, path);
+	env_free(env);
+}
+
+/* Power loss forgets unsynced data and unsynced directory changes. */
+static void
+test_fault_drop_unsynced(void)
+{
+	struct env_fault_stats st;
+	struct env_file *f, *g;
+	struct env *env;
+	char text[64];
+	uint64_t size;
+
+	if (env_fault_new(&env) < 0)
+		tap_bail("env_fault_new");
+	is_int(env_dir_create(env, "/d"), 0, "fault: mkdir");
+	is_int(env_dir_create(env, "/n"), 0, "fault: mkdir another");
+	is_int(env_dir_sync(env, "/"), 0, "fault: sync the root");
+
+	/* Data past the last sync is lost. */
+	is_int(env_file_open(env, "/d/f", ENV_CREATE, &f), 0, "fault: create");
+	is_int(env_dir_sync(env, "/d"), 0, "fault: sync the dir");
+	is_int(env_file_append(f, "synced.", 7), 0, "fault: append");
+	is_int(env_file_sync(f), 0, "fault: sync");
+	is_int(env_file_append(f, "lost", 4), 0, "fault: append unsynced");
+	/* An unsynced create disappears, even with its data synced. */
+	is_int(env_file_open(env, "/n/new", ENV_CREATE, &g), 0,
+	    "fault: create without dir sync");
+	is_int(env_file_append(g, "data", 4), 0, "fault: append");
+	is_int(env_file_sync(g), 0, "fault: sync its data");
+	env_file_close(g);
+	/* A file written but never synced becomes empty. */
+	is_int(env_file_open(env, "/d/empty", ENV_CREATE, &g), 0,
+	    "fault: create another");
+	is_int(env_dir_sync(env, "d"), 0,
+	    "fault: sync the dir (a path without the leading slash)");
+	is_int(env_file_append(g, "never synced", 12), 0, "fault: append");
+	env_file_close(g);
+	/* Renames: one synced, one not; a rename over a synced file. */
+	is_int(spew(env, "/d/a", "A", true), 0, "fault: file a");
+	is_int(spew(env, "/d/b", "B", true), 0, "fault: file b");
+	is_int(spew(env, "/d/c", "C", true), 0, "fault: file c");
+	is_int(spew(env, "/d/s", "S", true), 0, "fault: file s");
+	is_int(env_dir_sync(env, "/d"), 0, "fault: sync the dir");
+	is_int(env_path_rename(env, "/d/s", "/d/s2"), 0, "fault: rename s");
+	is_int(env_dir_sync(env, "/d"), 0, "fault: and sync it");
+	is_int(env_path_rename(env, "/d/a", "/d/b"), 0,
+	    "fault: rename a over b, unsynced");
+	/* An unsynced remove. */
+	is_int(env_path_remove(env, "/d/c"), 0, "fault: remove c, unsynced");
+	ok(!env_path_exists(env, "/d/c") && !env_path_exists(env, "/d/a"),
+	    "fault: before the crash the changes show");
+	/* A directory never synced into its parent. */
+	is_int(env_dir_create(env, "/e"), 0, "fault: mkdir unsynced");
+	is_int(spew(env, "/e/x", "X", true), 0, "fault: a file in it");
+	is_int(env_dir_sync(env, "/e"), 0, "fault: sync the new dir");
+
+	env_fault_drop_unsynced(env);
+
+	is_int(env_file_size(f, &size), 0, "fault: the open file still works");
+	is_int(size, 7, "fault: drop truncates to the synced length");
+	ok(slurp(env, "/d/f", text, sizeof(text)) == 0 &&
+	    strcmp(text, "synced.") == 0, "fault: the synced bytes remain");
+	is_int(env_file_append(f, "+more", 5), 0,
+	    "fault: the open file can be appended after the drop");
+	env_file_close(f);
+	ok(!env_path_exists(env, "/n/new"), "fault: an unsynced create is gone");
+	ok(env_path_exists(env, "/d/empty"), "fault: a synced create stays");
+	ok(env_path_size(env, "/d/empty", &size) == 0 && size == 0,
+	    "fault: a never-synced file is empty");
+	ok(env_path_exists(env, "/d/a") &&
+	    slurp(env, "/d/b", text, sizeof(text)) == 0 &&
+	    strcmp(text, "B") == 0,
+	    "fault: an unsynced rename is undone, the old target is back");
+	ok(slurp(env, "/d/a", text, sizeof(text)) == 0 &&
+	    strcmp(text, "A") == 0, "fault: the renamed file has its data");
+	ok(env_path_exists(env, "/d/s2") && !env_path_exists(env, "/d/s"),
+	    "fault: a synced rename stays");
+	ok(slurp(env, "/d/c", text, sizeof(text)) == 0 &&
+	    strcmp(text, "C") == 0, "fault: an unsynced remove comes back");
+	ok(!env_path_exists(env, "/e") && !env_path_exists(env, "/e/x"),
+	    "fault: an unsynced directory is gone with its files");
+	env_fault_get_stats(env, &st);
+	ok(st.appends >= 10 && st.renames == 2 && st.dir_syncs == 6,
+	    "fault: stats count appends, renames and dir syncs "
+	    "(%llu, %llu, %llu)", (unsigned long long)st.appends,
+	    (unsigned long long)st.renames, (unsigned long long)st.dir_syncs);
+	env_free(env);
+}
+
+/* The nth call fails; sticky failures stay until disarmed. */
+static void
+test_fault_fail_after(void)
+{
+	struct env_fault_stats st;
+	struct env_file *f, *g;
+	struct env *env;
+	uint64_t size;
+	int i, rc, fails;
+
+	if (env_fault_new(&env) < 0)
+		tap_bail("env_fault_new");
+	is_int(env_file_open(env, "/f", ENV_CREATE, &f), 0, "fault: create");
+
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 3, -ENOSPC, false);
+	fails = 0;
+	for (i = 1; i <= 6; i++) {
+		rc = env_file_append(f, "x", 1);
+		if (i == 3) {
+			is_int(rc, -ENOSPC, "fault: append 3 fails");
+			ok(detail_has("/f"), "fault: the detail names the file: %s",
+			    bt_error_detail());
+		} else if (rc != 0)
+			fails++;
+	}
+	is_int(fails, 0, "fault: the other appends succeed (not sticky)");
+	is_int(env_file_size(f, &size), 0, "fault: size");
+	is_int(size, 5, "fault: a failed append appends nothing");
+
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 2, -EIO, true);
+	is_int(env_file_append(f, "y", 1), 0, "fault: sticky: first is fine");
+	for (i = 0, fails = 0; i < 5; i++)
+		if (env_file_append(f, "y", 1) == -EIO)
+			fails++;
+	is_int(fails, 5, "fault: sticky: the 2nd and every later append fail");
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 0, 0, false);
+	is_int(env_file_append(f, "z", 1), 0, "fault: disarmed: append works");
+
+	env_fault_fail_after(env, ENV_FAULT_SYNC, 1, -EIO, false);
+	is_int(env_file_sync(f), -EIO, "fault: sync fails");
+	is_int(env_file_sync(f), 0, "fault: the next sync works");
+	env_fault_fail_after(env, ENV_FAULT_SYNC, 2, -EIO, true);
+	is_int(env_dir_sync(env, "/"), 0, "fault: dir sync counts as a sync");
+	is_int(env_file_sync(f), -EIO, "fault: sticky sync fails");
+	is_int(env_dir_sync(env, "/"), -EIO, "fault: and dir sync after it");
+	env_fault_fail_after(env, ENV_FAULT_SYNC, 0, 0, false);
+	is_int(env_file_sync(f), 0, "fault: disarmed: sync works");
+	env_file_close(f);
+
+	env_fault_fail_after(env, ENV_FAULT_OPEN, 1, -EMFILE, false);
+	is_int(env_file_open(env, "/f", ENV_READ, &g), 0,
+	    "fault: open for reading is not an open fault");
+	env_file_close(g);
+	is_int(env_file_open(env, "/g", ENV_CREATE, &g), -EMFILE,
+	    "fault: open for writing fails");
+	ok(!env_path_exists(env, "/g"), "fault: a failed create creates nothing");
+	is_int(env_file_open(env, "/g", ENV_CREATE, &g), 0,
+	    "fault: the next open works");
+	env_file_close(g);
+	env_fault_fail_after(env, ENV_FAULT_OPEN, 1, -EIO, true);
+	ok(env_file_open(env, "/h", ENV_APPEND, &g) == -EIO &&
+	    env_file_open(env, "/g", ENV_APPEND, &g) == -EIO,
+	    "fault: sticky open failures");
+	env_fault_fail_after(env, ENV_FAULT_OPEN, 0, 0, false);
+
+	env_fault_fail_after(env, ENV_FAULT_RENAME, 1, -EIO, false);
+	is_int(env_path_rename(env, "/g", "/h"), -EIO, "fault: rename fails");
+	ok(env_path_exists(env, "/g") && !env_path_exists(env, "/h"),
+	    "fault: a failed rename changes nothing");
+	is_int(env_path_rename(env, "/g", "/h"), 0, "fault: the next works");
+	env_fault_fail_after(env, ENV_FAULT_RENAME, 1, -EXDEV, true);
+	ok(env_path_rename(env, "/h", "/g") == -EXDEV &&
+	    env_path_rename(env, "/h", "/g") == -EXDEV,
+	    "fault: sticky rename failures");
+	env_fault_fail_after(env, ENV_FAULT_RENAME, 0, 0, false);
+	is_int(env_path_rename(env, "/h", "/g"), 0, "fault: disarmed rename");
+
+	env_fault_get_stats(env, &st);
+	ok(st.appends == 13 && st.file_syncs == 4 && st.dir_syncs == 2 &&
+	    st.renames == 5, "fault: stats count failed calls too "
+	    "(%llu %llu %llu %llu)", (unsigned long long)st.appends,
+	    (unsigned long long)st.file_syncs,
+	    (unsigned long long)st.dir_syncs, (unsigned long long)st.renames);
+	env_free(env);
+}
+
+/* Power loss puts back the synced content under writes at an offset. */
+static void
+test_fault_write_at(void)
+{
+	struct env_fault_stats st;
+	struct env_file *f, *g;
+	struct env *env;
+	char text[64];
+	size_t got;
+
+	if (env_fault_new(&env) < 0)
+		tap_bail("env_fault_new");
+	is_int(env_file_open(env, "/f", ENV_CREATE, &f), 0, "fault: create");
+	is_int(env_dir_sync(env, "/"), 0, "fault: sync the root");
+	is_int(env_file_append(f, "aaaaaaaa", 8), 0, "fault: append");
+	is_int(env_file_sync(f), 0, "fault: sync");
+	is_int(env_file_write_at(f, 2, "BB", 2), 0, "fault: overwrite");
+	is_int(env_file_write_at(f, 6, "CCCC", 4), 0,
+	    "fault: overwrite across the end");
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 10 && memcmp(text, "aaBBaaCCCC", 10) == 0,
+	    "fault: the writes show before the crash");
+	env_fault_drop_unsynced(env);
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 8 && memcmp(text, "aaaaaaaa", 8) == 0,
+	    "fault: power loss undoes unsynced overwrites and extensions");
+
+	is_int(env_file_write_at(f, 0, "D", 1), 0, "fault: overwrite");
+	is_int(env_file_sync(f), 0, "fault: sync it");
+	is_int(env_file_write_at(f, 1, "E", 1), 0, "fault: overwrite again");
+	env_fault_drop_unsynced(env);
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 8 && memcmp(text, "Daaaaaaa", 8) == 0,
+	    "fault: a synced overwrite stays, a later one is undone");
+
+	is_int(env_file_write_at(f, 4, "FF", 2), 0, "fault: overwrite");
+	is_int(env_file_truncate(f, 3), 0, "fault: cut below the synced end");
+	env_fault_drop_unsynced(env);
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 3 && memcmp(text, "Daa", 3) == 0,
+	    "fault: a cut under overwrites stays cut after power loss");
+
+	is_int(env_file_write_at(f, 1, "H", 1), 0, "fault: overwrite");
+	is_int(env_fault_flip_byte(env, "/f", 2, 0x01), 0, "fault: flip");
+	env_fault_drop_unsynced(env);
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 3 && memcmp(text, "Da`", 3) == 0,
+	    "fault: a flip reaches the synced content under an overwrite");
+
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 1, -ENOSPC, false);
+	is_int(env_file_write_at(f, 0, "ZZZZZ", 5), -ENOSPC,
+	    "fault: an append fault fails a write at");
+	ok(detail_has("/f"), "fault: the detail names the file: %s",
+	    bt_error_detail());
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 3 && memcmp(text, "Da`", 3) == 0,
+	    "fault: a failed write at writes nothing");
+	is_int(env_file_write_at(f, 0, "Z", 1), 0, "fault: the next works");
+	env_file_close(f);
+
+	is_int(env_file_open(env, "/g", ENV_CREATE, &g), 0, "fault: create");
+	is_int(env_file_write_at(g, 4096, "x", 1), 0,
+	    "fault: write at far past the end");
+	is_int(env_path_size(env, "/g", &(uint64_t){ 0 }), 0, "fault: size");
+	env_fault_drop_unsynced(env);
+	ok(!env_path_exists(env, "/g"), "fault: the unsynced create is gone");
+	env_file_close(g);
+
+	env_fault_get_stats(env, &st);
+	is_int(st.appends, 10,
+	    "fault: stats count one append and nine writes at");
+	env_free(env);
+}
+
+static void
+test_fault_flip_and_clock(void)
+{
+	struct env *env;
+	char text[64];
+	uint64_t now;
+
+	if (env_fault_new(&env) < 0)
+		tap_bail("env_fault_new");
+	is_int(spew(env, "/f", "abc", true), 0, "fault: write");
+	is_int(env_dir_sync(env, "/"), 0, "fault: sync root");
+	is_int(env_fault_flip_byte(env, "/f", 1, 0x03), 0, "fault: flip");
+	ok(slurp(env, "/f", text, sizeof(text)) == 0 &&
+	    strcmp(text, "aac") == 0, "fault: the byte is flipped");
+	env_fault_drop_unsynced(env);
+	ok(slurp(env, "/f", text, sizeof(text)) == 0 &&
+	    strcmp(text, "aac") == 0, "fault: the flip is in the synced data");
+	is_int(env_fault_flip_byte(env, "/f", 3, 1), -EINVAL,
+	    "fault: flip past the end is EINVAL");
+	is_int(env_fault_flip_byte(env, "/nope", 0, 1), -ENOENT,
+	    "fault: flip of a missing file is ENOENT");
+
+	env_fault_set_clock(env, 1234567);
+	is_int(env_now_micros(env), 1234567, "fault: the clock is settable");
+	env_fault_set_clock(env, 1700000000000000ull);
+	is_int(env_now_micros(env), 1700000000000000ll,
+	    "fault: and settable again");
+	env_fault_set_clock(env, 0);
+	now = env_now_micros(env);
+	ok(now / 1000000 >= (uint64_t)time(NULL) - 2 &&
+	    now / 1000000 <= (uint64_t)time(NULL) + 2,
+	    "fault: clock 0 is the wall clock again");
+	env_free(env);
+}
+
+static int
+remove_one(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	return remove(path);
+}
+
+int
+main(void)
+{
+	char tmp[] = "/tmp/test_env.XXXXXX";
+	struct env *env;
+
+	if (mkdtemp(tmp) == NULL)
+		tap_bail("mkdtemp");
+	if (env_posix_new(&env) < 0)
+		tap_bail("env_posix_new");
+	test_file_ops(env, tmp, "posix");
+	test_lock(env, tmp, "posix");
+	test_write_at(env, tmp, "posix");
+	env_free(env);
+	test_lock_fork(tmp);
+	nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+
+	if (env_fault_new(&env) < 0)
+		tap_bail("env_fault_new");
+	is_int(env_dir_create(env, "/t"), 0, "fault: mkdir /t");
+	test_file_ops(env, "/t", "fault");
+	test_lock(env, "/t", "fault");
+	test_write_at(env, "/t", "fault");
+	env_free(env);
+
+	test_fault_drop_unsynced();
+	test_fault_fail_after();
+	test_fault_write_at();
+	test_fault_flip_and_clock();
+	return tap_done();
+}

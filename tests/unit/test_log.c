@@ -1,0 +1,906 @@
+/*
+ * test_log.c - the commit log: round trips across rotated segments on both
+ * envs, seeking, torn tails cut at every byte, zero-filled tails, every
+ * byte flipped, group commit under threads, failed writes and syncs, and
+ * power loss.
+ *
+ * TEST_SMALL=1 shrinks the sizes (for valgrind).
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log/format.h"
+#include "log/log.h"
+#include "tap.h"
+#include "util/alloc.h"
+#include "util/env.h"
+#include "util/error.h"
+
+#define MIB (1u << 20)
+
+static bool small;
+
+/* An expected record: its payload is generated from size and seed. */
+struct rec {
+	size_t n;
+	uint64_t seed;
+	struct log_position pos;
+};
+
+static void
+gen(uint8_t *p, size_t n, uint64_t seed)
+{
+	uint64_t s = seed * 2 + 1, x;
+	size_t i, k;
+
+	for (i = 0; i < n; i += 8) {
+		x = tap_rand(&s);
+		k = n - i < 8 ? n - i : 8;
+		memcpy(p + i, &x, k);
+	}
+}
+
+static bool
+rec_equal(const struct rec *r, struct slice got, uint8_t *scratch)
+{
+	if (got.n != r->n)
+		return false;
+	gen(scratch, r->n, r->seed);
+	return memcmp(scratch, got.p, got.n) == 0;
+}
+
+/* Append one generated record; 0 or the writer's error. */
+static int
+append_rec(struct log_writer *w, struct rec *r, bool sync, uint8_t *scratch)
+{
+	gen(scratch, r->n, r->seed);
+	return log_writer_append(w, slice_make(scratch, r->n), sync, &r->pos);
+}
+
+struct replay {
+	size_t matched;		/* records equal to the expected ones */
+	bool wrong;		/* a record differed or was extra */
+	int rc;			/* 0, or the first error */
+	size_t segments;
+	uint64_t dropped_early;	/* torn bytes in a segment not the last */
+	uint64_t dropped_last;
+	bool offsets_ok;	/* offsets and segments match rec.pos */
+};
+
+/* Read every segment in dir, comparing records with exp in order. */
+static void
+replay_dir(struct env *env, const char *dir, const struct rec *exp,
+    size_t nexp, bool check_pos, struct replay *out)
+{
+	struct log_reader *r;
+	struct slice s;
+	uint64_t *segs, off;
+	uint8_t *scratch;
+	size_t count, i;
+	char path[512];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->offsets_ok = true;
+	if ((scratch = malloc(MIB + 1)) == NULL)
+		tap_bail("malloc");
+	if ((out->rc = log_list_segments(env, dir, &segs, &count)) < 0)
+		goto out;
+	out->segments = count;
+	for (i = 0; i < count && out->rc == 0; i++) {
+		log_segment_path(path, sizeof(path), dir, segs[i]);
+		if ((out->rc = log_reader_open(env, path, &r)) < 0)
+			break;
+		while ((rc = log_reader_next(r, &s, &off)) == 0) {
+			if (out->matched >= nexp ||
+			    !rec_equal(&exp[out->matched], s, scratch)) {
+				out->wrong = true;
+				break;
+			}
+			if (check_pos &&
+			    (exp[out->matched].pos.segment != segs[i] ||
+			    exp[out->matched].pos.offset != off))
+				out->offsets_ok = false;
+			out->matched++;
+		}
+		if (rc < 0)
+			out->rc = rc;
+		else if (i + 1 < count)
+			out->dropped_early += log_reader_dropped_bytes(r);
+		else
+			out->dropped_last = log_reader_dropped_bytes(r);
+		log_reader_close(r);
+		if (out->wrong)
+			break;
+	}
+	bt_free(segs);
+out:
+	free(scratch);
+}
+
+/* Sizes from 1 byte to 1 MiB, most of them small. */
+static size_t
+random_size(uint64_t *rng)
+{
+	size_t n = 1 + tap_rand(rng) % ((size_t)1 << (tap_rand(rng) % 21));
+
+	return n > MIB ? MIB : n;
+}
+
+/*
+ * Many records across several segments come back equal, in order, at the
+ * positions the writer gave; a reader seeks to any of those positions.
+ */
+static void
+test_round_trip(struct env *env, const char *dir, const char *label,
+    uint64_t *rng)
+{
+	struct log_options opts = { .segment_size = small ? MIB / 4 : MIB };
+	struct log_writer_stats st;
+	struct log_position before;
+	struct log_writer *w, *w2;
+	struct log_reader *r;
+	struct replay rp;
+	struct rec *recs;
+	struct slice s;
+	uint8_t *scratch;
+	size_t i, n = small ? 40 : 300, pos_bad = 0, seek_bad = 0;
+	uint64_t off;
+	char path[512];
+	int rc = 0;
+
+	if ((recs = calloc(n, sizeof(*recs))) == NULL ||
+	    (scratch = malloc(MIB)) == NULL)
+		tap_bail("malloc");
+	is_int(log_writer_open(env, dir, 1, &opts, &w), 0,
+	    "%s: open a writer", label);
+	is_int(log_writer_open(env, dir, 1, &opts, &w2), -EEXIST, "%s: a second writer on segment 1 is EEXIST", label);
+	for (i = 0; i < n; i++) {
+		recs[i].n = i == 0 ? 1 : i == 1 ? MIB : random_size(rng);
+		recs[i].seed = tap_rand(rng);
+		before = log_writer_position(w);
+		if ((rc = append_rec(w, &recs[i], tap_rand(rng) % 10 == 0,
+		    scratch)) < 0)
+			break;
+		if (before.segment != recs[i].pos.segment ||
+		    before.offset != recs[i].pos.offset)
+			pos_bad++;
+	}
+	is_int(rc, 0, "%s: %zu appends of 1 byte .. 1 MiB", label, n);
+	is_int(pos_bad, 0, "%s: log_writer_position names where each record "
+	    "goes", label);
+	log_writer_get_stats(w, &st);
+	is_int(st.records, n, "%s: stats count the records", label);
+	ok(recs[n - 1].pos.segment >= 4, "%s: rotation made %" PRIu64
+	    " segments", label, recs[n - 1].pos.segment);
+	is_int(log_writer_close(w), 0, "%s: close the writer", label);
+
+	replay_dir(env, dir, recs, n, true, &rp);
+	is_int(rp.rc, 0, "%s: replay reads without error", label);
+	ok(!rp.wrong && rp.matched == n, "%s: replay returns every record "
+	    "intact, in order (%zu of %zu)", label, rp.matched, n);
+	ok(rp.offsets_ok, "%s: at the positions the writer gave", label);
+	ok(rp.dropped_early == 0 && rp.dropped_last == 0,
+	    "%s: no segment has a torn tail", label);
+	is_int(rp.segments, recs[n - 1].pos.segment,
+	    "%s: log_list_segments finds every segment", label);
+
+	for (i = 0; i < 50; i++) {
+		struct rec *want = &recs[tap_rand(rng) % n];
+
+		log_segment_path(path, sizeof(path), dir, want->pos.segment);
+		if (log_reader_open(env, path, &r) < 0) {
+			seek_bad++;
+			continue;
+		}
+		if (log_reader_seek(r, want->pos.offset) < 0 ||
+		    log_reader_next(r, &s, &off) != 0 ||
+		    off != want->pos.offset || !rec_equal(want, s, scratch))
+			seek_bad++;
+		if (i == 0) {
+			rc = log_reader_seek(r, 3);
+			is_int(rc, -EINVAL, "%s: seek into the header is EINVAL",
+			    label);
+		}
+		log_reader_close(r);
+	}
+	is_int(seek_bad, 0, "%s: seek to a writer position reads that record",
+	    label);
+	free(scratch);
+	free(recs);
+}
+
+static int
+touch(struct env *env, const char *path)
+{
+	struct env_file *f;
+	int rc;
+
+	if ((rc = env_file_open(env, path, ENV_CREATE, &f)) < 0)
+		return rc;
+	return env_file_close(f);
+}
+
+static void
+test_list_segments(void)
+{
+	static const char *const names[] = {
+		"/l/0000000000000003.log", "/l/0000000000000001.log",
+		"/l/0000000000000010.log", "/l/junk", "/l/000000000000002.log",
+		"/l/0000000000000002.log.tmp", "/l/000000000000000a.log",
+		"/l/00000000000000004.log",
+	};
+	struct env *env;
+	uint64_t *segs;
+	size_t i, count;
+	char path[64];
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/l") < 0)
+		tap_bail("env");
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (touch(env, names[i]) < 0)
+			tap_bail("touch");
+	is_int(log_list_segments(env, "/l", &segs, &count), 0,
+	    "list segments");
+	ok(count == 3 && segs[0] == 1 && segs[1] == 3 && segs[2] == 10,
+	    "list: segment names only, sorted by number");
+	bt_free(segs);
+	is_int(log_list_segments(env, "/none", &segs, &count), -ENOENT,
+	    "list: a missing dir is ENOENT");
+	log_segment_path(path, sizeof(path), "/l", 42);
+	ok(strcmp(path, "/l/0000000000000042.log") == 0,
+	    "segment path: 16 digits and .log");
+	env_free(env);
+}
+
+/* Write recs as a one-segment log and read the file back into *content. */
+static size_t
+make_segment(struct env *env, const char *dir, struct rec *recs, size_t n,
+    uint8_t **content)
+{
+	struct log_writer *w;
+	struct env_file *f;
+	uint8_t scratch[4096];
+	char path[512];
+	uint64_t size;
+	size_t i;
+
+	if (log_writer_open(env, dir, 1, NULL, &w) < 0)
+		tap_bail("log_writer_open");
+	for (i = 0; i < n; i++)
+		if (append_rec(w, &recs[i], false, scratch) < 0)
+			tap_bail("append");
+	if (log_writer_close(w) < 0)
+		tap_bail("log_writer_close");
+	log_segment_path(path, sizeof(path), dir, 1);
+	if (env_file_open(env, path, ENV_READ, &f) < 0 ||
+	    env_file_size(f, &size) < 0 ||
+	    (*content = malloc(size)) == NULL ||
+	    env_file_read_exact(f, 0, *content, size) < 0)
+		tap_bail("read segment");
+	env_file_close(f);
+	env_path_remove(env, path);
+	return size;
+}
+
+/* Replace path with the given bytes. */
+static void
+put_file(struct env *env, const char *path, const uint8_t *p, size_t n)
+{
+	struct env_file *f;
+
+	env_path_remove(env, path);
+	if (env_file_open(env, path, ENV_CREATE, &f) < 0 ||
+	    (n > 0 && env_file_append(f, p, n) < 0) || env_file_close(f) < 0)
+		tap_bail("put_file");
+}
+
+struct segment_read {
+	size_t records;		/* intact records read, in order */
+	bool wrong;		/* a record was not the expected one */
+	int rc;			/* BT_DONE or the error */
+	uint64_t dropped;
+	char detail[256];
+};
+
+/* Read one segment file, comparing with recs. */
+static void
+read_segment(struct env *env, const char *path, const struct rec *recs,
+    size_t n, struct segment_read *out)
+{
+	struct log_reader *r;
+	uint8_t scratch[4096];
+	struct slice s;
+	uint64_t off;
+
+	memset(out, 0, sizeof(*out));
+	if ((out->rc = log_reader_open(env, path, &r)) < 0) {
+		snprintf(out->detail, sizeof(out->detail), "%s",
+		    bt_error_detail());
+		return;
+	}
+	while ((out->rc = log_reader_next(r, &s, &off)) == 0) {
+		if (out->records >= n || !rec_equal(&recs[out->records], s,
+		    scratch) || off != recs[out->records].pos.offset) {
+			out->wrong = true;
+			break;
+		}
+		out->records++;
+	}
+	if (out->rc < 0)
+		snprintf(out->detail, sizeof(out->detail), "%s",
+		    bt_error_detail());
+	out->dropped = log_reader_dropped_bytes(r);
+	log_reader_close(r);
+}
+
+/* A segment of a few records, cut at every byte offset: replay returns
+ * exactly the records wholly before the cut. */
+static void
+test_torn_every_offset(uint64_t *rng)
+{
+	struct rec recs[9];
+	struct segment_read sr;
+	struct env *env;
+	uint8_t *content;
+	size_t n = 9, size, cut, k, bad = 0, end;
+	const char *path = "/c/cut.log";
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/c") < 0)
+		tap_bail("env");
+	for (k = 0; k < n; k++) {
+		recs[k].n = k == 4 ? 300 : 1 + tap_rand(rng) % 100;
+		recs[k].seed = tap_rand(rng);
+	}
+	size = make_segment(env, "/c", recs, n, &content);
+	for (cut = 0; cut <= size; cut++) {
+		put_file(env, path, content, cut);
+		read_segment(env, path, recs, n, &sr);
+		for (k = 0, end = LOG_SEGMENT_HEADER_SIZE; k < n; k++) {
+			if (recs[k].pos.offset + LOG_RECORD_HEADER_SIZE +
+			    recs[k].n > cut)
+				break;
+			end = recs[k].pos.offset + LOG_RECORD_HEADER_SIZE +
+			    recs[k].n;
+		}
+		if (cut < LOG_SEGMENT_HEADER_SIZE)
+			end = 0;
+		if (sr.rc != BT_DONE || sr.wrong || sr.records != k ||
+		    sr.dropped != cut - end) {
+			if (bad++ == 0)
+				diag("cut at %zu: rc %d, %zu records (want %zu), "
+				    "dropped %" PRIu64 " (want %zu) %s", cut,
+				    sr.rc, sr.records, k, sr.dropped,
+				    cut - end, sr.detail);
+		}
+	}
+	is_int(bad, 0, "torn: a cut at each of %zu offsets yields exactly the "
+	    "records before it, and drops the rest", size + 1);
+
+	/* Zero-filled tails, clean or starting inside the last record. */
+	{
+		static const size_t zeros[] = { 1, 7, 8, 9, 100, 70000 };
+		uint8_t *buf;
+		size_t i, last = recs[n - 1].pos.offset, mid;
+
+		if ((buf = calloc(size + 70000 + 400, 1)) == NULL)
+			tap_bail("calloc");
+		bad = 0;
+		for (i = 0; i < sizeof(zeros) / sizeof(zeros[0]); i++) {
+			memcpy(buf, content, size);
+			memset(buf + size, 0, zeros[i]);
+			put_file(env, path, buf, size + zeros[i]);
+			read_segment(env, path, recs, n, &sr);
+			if (sr.rc != BT_DONE || sr.wrong || sr.records != n ||
+			    sr.dropped != zeros[i])
+				bad++;
+		}
+		is_int(bad, 0, "zero tail: all records, the zeros dropped");
+		mid = last + LOG_RECORD_HEADER_SIZE + recs[n - 1].n / 2;
+		memset(buf + mid, 0, size + 50 - mid);
+		put_file(env, path, buf, size + 50);
+		read_segment(env, path, recs, n, &sr);
+		ok(sr.rc == BT_DONE && !sr.wrong && sr.records == n - 1 &&
+		    sr.dropped == size + 50 - last,
+		    "zero tail from inside the last record drops that record");
+		/* Zeros inside a middle record are damage, not a tail. */
+		memcpy(buf, content, size);
+		mid = recs[2].pos.offset + LOG_RECORD_HEADER_SIZE;
+		memset(buf + mid, 0, recs[2].n);
+		put_file(env, path, buf, size);
+		read_segment(env, path, recs, n, &sr);
+		ok(sr.rc == BT_ECHECKSUM && sr.records == 2 && !sr.wrong,
+		    "zeros inside a middle record are a checksum error: %s",
+		    sr.detail);
+		/* A segment cut inside its header, or all zeros, is torn. */
+		memset(buf, 0, 64);
+		put_file(env, path, buf, 64);
+		read_segment(env, path, recs, n, &sr);
+		ok(sr.rc == BT_DONE && sr.records == 0 && sr.dropped == 64,
+		    "an all-zero segment is a torn tail");
+		memcpy(buf, "not a log segment", 17);
+		put_file(env, path, buf, 17);
+		read_segment(env, path, recs, n, &sr);
+		is_int(sr.rc, BT_EFORMAT, "a file that is not a segment is "
+		    "BT_EFORMAT");
+		free(buf);
+	}
+	free(content);
+	env_free(env);
+}
+
+/*
+ * Flip every byte of a small log, one at a time: a damaged record is never
+ * returned; damage before the last record is an error naming the file and
+ * the record's offset; damage in the last one may also read as a torn tail.
+ */
+static void
+test_flip_every_byte(uint64_t *rng)
+{
+	struct rec recs[6];
+	struct segment_read sr;
+	struct env *env;
+	uint8_t *content, mask;
+	size_t n = 6, size, o, k, m, wrong = 0, undetected = 0, detail_bad = 0,
+	    flips = 0;
+	const char *path = "/x/flip.log";
+	char want[64];
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/x") < 0)
+		tap_bail("env");
+	for (k = 0; k < n; k++) {
+		recs[k].n = 1 + tap_rand(rng) % 40;
+		recs[k].seed = tap_rand(rng);
+	}
+	size = make_segment(env, "/x", recs, n, &content);
+	for (o = 0; o < size; o++) {
+		for (m = 0; m < (small ? 1u : 3u); m++) {
+			mask = m == 0 ? 0x01 : m == 1 ? 0x80 :
+			    (uint8_t)(1 + tap_rand(rng) % 255);
+			put_file(env, path, content, size);
+			if (env_fault_flip_byte(env, path, o, mask) < 0)
+				tap_bail("flip");
+			flips++;
+			read_segment(env, path, recs, n, &sr);
+			for (k = 0; k + 1 < n && o >= recs[k + 1].pos.offset;
+			    k++)
+				;
+			if (o < LOG_SEGMENT_HEADER_SIZE) {
+				if ((sr.rc != BT_EFORMAT && sr.rc != BT_ECHECKSUM) ||
+				    sr.records != 0)
+					undetected++;
+				snprintf(want, sizeof(want), "offset 0");
+			} else {
+				snprintf(want, sizeof(want), "offset %" PRIu64,
+				    recs[k].pos.offset);
+				if (sr.wrong || sr.records != k)
+					wrong++;
+				else if (sr.rc == BT_DONE && k + 1 < n)
+					undetected++;
+				else if (sr.rc == BT_DONE && sr.dropped == 0)
+					undetected++;
+				else if (sr.rc != BT_DONE &&
+				    sr.rc != BT_ECHECKSUM &&
+				    sr.rc != BT_ECORRUPT)
+					undetected++;
+			}
+			if (sr.rc < 0 && (strstr(sr.detail, path) == NULL ||
+			    strstr(sr.detail, want) == NULL)) {
+				if (detail_bad++ == 0)
+					diag("flip at %zu: detail \"%s\" lacks "
+					    "\"%s\"", o, sr.detail, want);
+			}
+		}
+	}
+	is_int(wrong, 0, "flip: no damaged record is ever returned "
+	    "(%zu flips over %zu bytes)", flips, size);
+	is_int(undetected, 0, "flip: damage before the last record is always "
+	    "BT_ECHECKSUM/BT_ECORRUPT (header: BT_EFORMAT/BT_ECHECKSUM)");
+	is_int(detail_bad, 0, "flip: every error names the file and the "
+	    "damaged record's offset");
+	free(content);
+	env_free(env);
+}
+
+#define GC_THREADS 4
+
+struct gc_arg {
+	struct log_writer *w;
+	int thread;
+	int count;
+	int failures;
+};
+
+/* Append count records (thread, i) with sync. */
+static void *
+gc_thread(void *p)
+{
+	struct gc_arg *a = p;
+	uint8_t buf[64];
+	uint32_t i;
+
+	for (i = 0; i < (uint32_t)a->count; i++) {
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, &a->thread, sizeof(a->thread));
+		memcpy(buf + 4, &i, sizeof(i));
+		if (log_writer_append(a->w, slice_make(buf, 8 + i % 50), true,
+		    NULL) < 0)
+			a->failures++;
+	}
+	return NULL;
+}
+
+/*
+ * Threads appending with sync=true concurrently: every record is in the
+ * log exactly once, each thread's in its order, and the records shared
+ * writes and syncs.
+ */
+static void
+test_group_commit(struct env *env, const char *dir, const char *label,
+    int per_thread)
+{
+	struct gc_arg args[GC_THREADS];
+	pthread_t tids[GC_THREADS];
+	struct log_writer_stats st;
+	struct log_writer *w;
+	struct log_reader *r;
+	struct slice s;
+	uint32_t *next, t, i;
+	uint64_t *segs;
+	size_t count, j, total = 0, failures = 0;
+	int bad = 0, rc, failed = 0;
+	char path[512];
+
+	if (log_writer_open(env, dir, 1, NULL, &w) < 0)
+		tap_bail("log_writer_open");
+	for (j = 0; j < GC_THREADS; j++) {
+		args[j].w = w;
+		args[j].thread = (int)j;
+		args[j].count = per_thread;
+		args[j].failures = 0;
+		if (pthread_create(&tids[j], NULL, gc_thread, &args[j]) != 0)
+			tap_bail("pthread_create");
+	}
+	for (j = 0; j < GC_THREADS; j++) {
+		pthread_join(tids[j], NULL);
+		failures += (size_t)args[j].failures;
+	}
+	is_int(failures, 0, "%s: %d threads x %d synced appends succeed",
+	    label, GC_THREADS, per_thread);
+	log_writer_get_stats(w, &st);
+	diag("%s: %" PRIu64 " records in %" PRIu64 " batches, %" PRIu64
+	    " syncs", label, st.records, st.batches, st.syncs);
+	is_int(st.records, GC_THREADS * per_thread, "%s: stats count every "
+	    "record", label);
+	ok(st.batches < st.records, "%s: records shared batches", label);
+	ok(st.syncs < st.records, "%s: records shared syncs", label);
+	ok(st.syncs <= st.batches, "%s: at most one sync per batch", label);
+	is_int(log_writer_close(w), 0, "%s: close", label);
+
+	if ((next = calloc(GC_THREADS, sizeof(*next))) == NULL)
+		tap_bail("calloc");
+	if (log_list_segments(env, dir, &segs, &count) < 0 || count != 1)
+		tap_bail("list");
+	log_segment_path(path, sizeof(path), dir, segs[0]);
+	bt_free(segs);
+	if (log_reader_open(env, path, &r) < 0)
+		tap_bail("log_reader_open");
+	while ((rc = log_reader_next(r, &s, NULL)) == 0) {
+		total++;
+		memcpy(&t, s.p, 4);
+		memcpy(&i, s.p + 4, 4);
+		if (t >= GC_THREADS || i != next[t] || s.n != 8 + i % 50)
+			bad++;
+		else
+			next[t]++;
+	}
+	if (rc != BT_DONE || log_reader_dropped_bytes(r) != 0)
+		failed = 1;
+	log_reader_close(r);
+	for (t = 0; t < GC_THREADS; t++)
+		if (next[t] != (uint32_t)per_thread)
+			bad++;
+	ok(!failed && bad == 0 && total == (size_t)GC_THREADS * per_thread,
+	    "%s: replay has every record exactly once, in each thread's order "
+	    "(%zu records, %d bad)", label, total, bad);
+	free(next);
+}
+
+/*
+ * A failed write is returned to its appender and rolled back; the writer
+ * carries on and replay shows exactly the records that succeeded.
+ */
+static void
+test_write_failure(uint64_t *rng)
+{
+	struct log_position before, after;
+	struct log_writer *w;
+	struct env *env;
+	struct replay rp;
+	struct rec recs[40], extra;
+	uint8_t scratch[4096];
+	size_t n = 0, i;
+	int rc, other = 0;
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/w") < 0)
+		tap_bail("env");
+	if (log_writer_open(env, "/w", 1, NULL, &w) < 0)
+		tap_bail("log_writer_open");
+	for (i = 0; i < 10; i++) {
+		recs[n].n = 1 + tap_rand(rng) % 2000;
+		recs[n].seed = tap_rand(rng);
+		if (append_rec(w, &recs[n], i % 2 == 0, scratch) == 0)
+			n++;
+		else
+			other++;
+	}
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 1, -ENOSPC, false);
+	before = log_writer_position(w);
+	extra.n = 100;
+	extra.seed = 99;
+	rc = append_rec(w, &extra, false, scratch);
+	is_int(rc, -ENOSPC, "write failure: the append gets -ENOSPC");
+	ok(strstr(bt_error_detail(), "/w/0000000000000001.log") != NULL,
+	    "write failure: the detail names the segment: %s",
+	    bt_error_detail());
+	after = log_writer_position(w);
+	ok(before.segment == after.segment && before.offset == after.offset,
+	    "write failure: the position did not move");
+	for (i = 0; i < 10; i++) {
+		recs[n].n = 1 + tap_rand(rng) % 2000;
+		recs[n].seed = tap_rand(rng);
+		if (append_rec(w, &recs[n], true, scratch) == 0)
+			n++;
+		else
+			other++;
+	}
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 1, -EIO, true);
+	for (i = 0; i < 3; i++)
+		if (append_rec(w, &extra, true, scratch) != -EIO)
+			other++;
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 0, 0, false);
+	for (i = 0; i < 10; i++) {
+		recs[n].n = 1 + tap_rand(rng) % 2000;
+		recs[n].seed = tap_rand(rng);
+		if (append_rec(w, &recs[n], false, scratch) == 0)
+			n++;
+		else
+			other++;
+	}
+	is_int(other, 0, "write failure: the writer carries on after failures");
+	is_int(log_writer_close(w), 0, "write failure: close");
+	replay_dir(env, "/w", recs, n, true, &rp);
+	ok(rp.rc == 0 && !rp.wrong && rp.matched == 30 && rp.offsets_ok &&
+	    rp.dropped_last == 0, "write failure: replay shows exactly the 30 "
+	    "successful records (%zu, rc %d)", rp.matched, rp.rc);
+	env_free(env);
+}
+
+/* The fault env's own append failures write nothing; this one writes half
+ * of the bytes before failing, as a full disk can. */
+static const struct env_ops *partial_base;
+static bool partial_armed;
+
+static int
+partial_append(struct env_file *f, const void *p, size_t n)
+{
+	if (!partial_armed)
+		return partial_base->file_append(f, p, n);
+	partial_armed = false;
+	partial_base->file_append(f, p, n / 2);
+	return bt_error_set(-ENOSPC, "%s: partial write", f->path);
+}
+
+/* A write that fails half done is cut off, and the log stays readable. */
+static void
+test_partial_write(uint64_t *rng)
+{
+	struct env_ops ops;
+	struct log_writer *w;
+	struct env *env;
+	struct replay rp;
+	struct rec recs[21], extra;
+	uint8_t scratch[4096];
+	size_t n = 0, i;
+	int other = 0;
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/p") < 0)
+		tap_bail("env");
+	partial_base = env->ops;
+	ops = *env->ops;
+	ops.file_append = partial_append;
+	env->ops = &ops;
+	if (log_writer_open(env, "/p", 1, NULL, &w) < 0)
+		tap_bail("log_writer_open");
+	for (i = 0; i < 20; i++) {
+		if (i == 10) {
+			partial_armed = true;
+			extra.n = 3000;
+			extra.seed = 5;
+			is_int(append_rec(w, &extra, true, scratch), -ENOSPC,
+			    "partial write: the append fails");
+		}
+		recs[n].n = 1 + tap_rand(rng) % 2000;
+		recs[n].seed = tap_rand(rng);
+		if (append_rec(w, &recs[n], i % 3 == 0, scratch) == 0)
+			n++;
+		else
+			other++;
+	}
+	is_int(other, 0, "partial write: the writer carries on");
+	is_int(log_writer_close(w), 0, "partial write: close");
+	replay_dir(env, "/p", recs, n, true, &rp);
+	ok(rp.rc == 0 && !rp.wrong && rp.matched == 20 && rp.offsets_ok &&
+	    rp.dropped_last == 0, "partial write: the half-written record was "
+	    "cut off; replay shows exactly the 20 others (%zu, rc %d)",
+	    rp.matched, rp.rc);
+	env->ops = partial_base;
+	env_free(env);
+}
+
+/* A failed sync poisons the writer until it rotates. */
+static void
+test_sync_failure(void)
+{
+	struct log_writer *w;
+	struct env *env;
+	struct replay rp;
+	struct rec recs[8];
+	uint8_t scratch[256];
+	uint64_t next = 0;
+	size_t i;
+	int rc;
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/s") < 0)
+		tap_bail("env");
+	if (log_writer_open(env, "/s", 7, NULL, &w) < 0)
+		tap_bail("log_writer_open");
+	for (i = 0; i < 8; i++) {
+		recs[i].n = 10 + i;
+		recs[i].seed = i;
+	}
+	is_int(append_rec(w, &recs[0], true, scratch), 0, "sync failure: a "
+	    "first append");
+	env_fault_fail_after(env, ENV_FAULT_SYNC, 1, -EIO, false);
+	is_int(append_rec(w, &recs[1], true, scratch), -EIO,
+	    "sync failure: the synced append gets the sync's error");
+	rc = append_rec(w, &recs[7], false, scratch);
+	is_int(rc, BT_ECLOSED, "sync failure: later appends are BT_ECLOSED");
+	ok(strstr(bt_error_detail(), "rotate") != NULL,
+	    "sync failure: the detail says why: %s", bt_error_detail());
+	is_int(log_writer_sync(w), BT_ECLOSED,
+	    "sync failure: log_writer_sync is BT_ECLOSED");
+	is_int(append_rec(w, &recs[7], true, scratch), BT_ECLOSED,
+	    "sync failure: still poisoned");
+	env_fault_fail_after(env, ENV_FAULT_OPEN, 1, -EMFILE, false);
+	is_int(log_writer_rotate(w, &next), -EMFILE,
+	    "sync failure: a rotate that cannot create a segment fails");
+	is_int(append_rec(w, &recs[7], false, scratch), BT_ECLOSED,
+	    "sync failure: and the writer stays poisoned");
+	is_int(log_writer_rotate(w, &next), 0, "sync failure: rotate");
+	is_int(next, 8, "sync failure: rotate moves to segment 8");
+	for (i = 2; i < 5; i++)
+		is_int(append_rec(w, &recs[i], i == 4, scratch), 0,
+		    "sync failure: append %zu works after the rotate", i);
+	is_int(log_writer_rotate(w, &next), 0, "rotate again");
+	is_int(next, 9, "rotate moves to segment 9");
+	is_int(append_rec(w, &recs[5], true, scratch), 0, "append in 9");
+	is_int(log_writer_close(w), 0, "sync failure: close");
+	replay_dir(env, "/s", recs, 6, false, &rp);
+	ok(rp.rc == 0 && !rp.wrong && rp.matched == 6 && rp.segments == 3,
+	    "sync failure: replay shows records 0..5 across "
+	    "segments 7..9 (%zu)", rp.matched);
+	env_free(env);
+}
+
+/*
+ * Power loss: records appended with sync survive, later unsynced ones may
+ * not, and what survives is a readable prefix.
+ */
+static void
+test_power_loss(uint64_t *rng)
+{
+	struct log_options opts = { .segment_size = 64 << 10 };
+	struct log_writer *w, *w2;
+	struct env *env;
+	struct replay rp;
+	struct rec *recs;
+	uint8_t scratch[4096];
+	size_t i, n1 = small ? 60 : 200, n2 = 100;
+	uint64_t *segs, count, next;
+	int failures = 0;
+
+	if ((recs = calloc(n1 + n2, sizeof(*recs))) == NULL)
+		tap_bail("calloc");
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/store") < 0 ||
+	    env_dir_sync(env, "/") < 0 ||
+	    env_dir_create(env, "/store/log") < 0 ||
+	    env_dir_sync(env, "/store") < 0)
+		tap_bail("env");
+	if (log_writer_open(env, "/store/log", 1, &opts, &w) < 0)
+		tap_bail("log_writer_open");
+	for (i = 0; i < n1 + n2; i++) {
+		recs[i].n = 1 + tap_rand(rng) % 4000;
+		recs[i].seed = tap_rand(rng);
+		if (append_rec(w, &recs[i], i < n1, scratch) < 0)
+			failures++;
+	}
+	is_int(failures, 0, "power loss: all appends succeed");
+	env_fault_drop_unsynced(env);
+	replay_dir(env, "/store/log", recs, n1 + n2, true, &rp);
+	ok(rp.rc == 0 && !rp.wrong && rp.dropped_early == 0,
+	    "power loss: the log is readable, every record intact (rc %d)",
+	    rp.rc);
+	ok(rp.matched >= n1, "power loss: all %zu synced records survive "
+	    "(%zu of %zu)", n1, rp.matched, n1 + n2);
+	ok(rp.segments > 1, "power loss: across %zu segments", rp.segments);
+	log_writer_close(w);
+
+	/* A new writer continues after the surviving segments. */
+	if (log_list_segments(env, "/store/log", &segs, &count) < 0)
+		tap_bail("list");
+	next = segs[count - 1] + 1;
+	bt_free(segs);
+	is_int(log_writer_open(env, "/store/log", next, &opts, &w2), 0,
+	    "power loss: a new writer opens segment %" PRIu64, next);
+	log_writer_close(w2);
+	free(recs);
+	env_free(env);
+}
+
+static int
+remove_one(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	return remove(path);
+}
+
+int
+main(void)
+{
+	char tmp[] = "/tmp/test_log.XXXXXX", dir[64];
+	uint64_t rng = tap_seed();
+	struct env *env;
+
+	small = getenv("TEST_SMALL") != NULL && *getenv("TEST_SMALL") != '\0';
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/log") < 0)
+		tap_bail("env_fault_new");
+	test_round_trip(env, "/log", "fault", &rng);
+	env_free(env);
+	if (mkdtemp(tmp) == NULL || env_posix_new(&env) < 0)
+		tap_bail("mkdtemp");
+	snprintf(dir, sizeof(dir), "%s/rt", tmp);
+	if (env_dir_create(env, dir) < 0)
+		tap_bail("mkdir");
+	test_round_trip(env, dir, "posix", &rng);
+	snprintf(dir, sizeof(dir), "%s/gc", tmp);
+	if (env_dir_create(env, dir) < 0)
+		tap_bail("mkdir");
+	test_group_commit(env, dir, "posix group commit", small ? 50 : 250);
+	env_free(env);
+	nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+
+	test_list_segments();
+	test_torn_every_offset(&rng);
+	test_flip_every_byte(&rng);
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/g") < 0)
+		tap_bail("env_fault_new");
+	env_fault_set_sync_delay(env, 50);
+	test_group_commit(env, "/g", "fault group commit",
+	    small ? 300 : 2000);
+	env_free(env);
+
+	test_write_failure(&rng);
+	test_partial_write(&rng);
+	test_sync_failure();
+	test_power_loss(&rng);
+	return tap_done();
+}

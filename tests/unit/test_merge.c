@@ -1,0 +1,110 @@
+/*
+ * test_merge.c - the merging iterator: the union of several sorted
+ * memtables in order, a key held by several children returned once (from
+ * the first child), seeks, and empty inputs.
+ */
+#include "memtable/memtable.h"
+#include "tablet/merge.h"
+#include "tap.h"
+#include "util/error.h"
+
+enum { CHILDREN = 4, KEYS = 2000 };
+
+static void
+key_of(uint32_t k, char out[16])
+{
+	snprintf(out, 16, "k%08u", k);
+}
+
+static void
+test_union(uint64_t seed)
+{
+	struct memtable *mt[CHILDREN];
+	struct iter *children[CHILDREN], *it;
+	static int owner[KEYS];		/* first child holding key i, or -1 */
+	uint64_t st = seed;
+	int bad = 0, count = 0, expected = 0;
+	char buf[16];
+
+	for (int c = 0; c < CHILDREN; c++)
+		memtable_new(&mt[c]);
+	for (int i = 0; i < KEYS; i++) {
+		owner[i] = -1;
+		for (int c = 0; c < CHILDREN; c++) {
+			if (tap_rand(&st) % 3 != 0)
+				continue;
+			char val[8];
+
+			key_of((uint32_t)i, buf);
+			snprintf(val, sizeof(val), "%d", c);
+			memtable_add(mt[c], slice_str(buf), slice_str(val));
+			if (owner[i] < 0)
+				owner[i] = c;
+		}
+		if (owner[i] >= 0)
+			expected++;
+	}
+	for (int c = 0; c < CHILDREN; c++)
+		memtable_iter_new(mt[c], &children[c]);
+	ok(merge_iter_new(children, CHILDREN, &it) == 0, "merge created");
+	iter_seek_first(it);
+	for (int i = 0; i < KEYS; i++) {
+		char val[8];
+
+		if (owner[i] < 0)
+			continue;
+		key_of((uint32_t)i, buf);
+		snprintf(val, sizeof(val), "%d", owner[i]);
+		if (!iter_valid(it) || !slice_equal(iter_key(it), slice_str(buf)) ||
+		    !slice_equal(iter_value(it), slice_str(val)))
+			bad++;
+		else
+			count++;
+		iter_next(it);
+	}
+	ok(!iter_valid(it), "iteration ends after the last key");
+	is_int(bad, 0, "every key once, in order, from the first child");
+	is_int(count, expected, "count of distinct keys");
+
+	bad = 0;
+	for (int n = 0; n < 500; n++) {
+		int target = (int)(tap_rand(&st) % (KEYS + 10));
+		int want = target;
+
+		while (want < KEYS && owner[want] < 0)
+			want++;
+		key_of((uint32_t)target, buf);
+		iter_seek(it, slice_str(buf));
+		if (want >= KEYS) {
+			if (iter_valid(it))
+				bad++;
+			continue;
+		}
+		key_of((uint32_t)want, buf);
+		if (!iter_valid(it) || !slice_equal(iter_key(it), slice_str(buf)))
+			bad++;
+	}
+	is_int(bad, 0, "seek lands on the first key >= target");
+	iter_free(it);
+	for (int c = 0; c < CHILDREN; c++)
+		memtable_unref(mt[c]);
+}
+
+static void
+test_empty(void)
+{
+	struct iter *it;
+
+	ok(merge_iter_new(NULL, 0, &it) == 0, "merge of nothing");
+	iter_seek_first(it);
+	ok(!iter_valid(it), "merge of nothing is empty");
+	iter_free(it);
+}
+
+int
+main(void)
+{
+	test_union(tap_seed());
+	test_empty();
+	return tap_done();
+}
