@@ -52,11 +52,12 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	[STMT_GROUP_EXISTS] =
 	    "SELECT 1 FROM groups WHERE table_id = ?1 AND name = ?2",
 	[STMT_FAMILY_LIST] =
-	    "SELECT name, group_name, gc_policy FROM families"
+	    "SELECT name, group_name, gc_policy, created_seq FROM families"
 	    " WHERE table_id = ?1 ORDER BY name",
 	[STMT_FAMILY_INSERT] =
-	    "INSERT INTO families (table_id, name, group_name, gc_policy)"
-	    " VALUES (?1, ?2, ?3, ?4)",
+	    "INSERT INTO families"
+	    " (table_id, name, group_name, gc_policy, created_seq)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5)",
 	[STMT_FAMILY_DELETE] =
 	    "DELETE FROM families WHERE table_id = ?1 AND name = ?2",
 	[STMT_FAMILY_SET_GC] =

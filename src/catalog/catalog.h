@@ -53,6 +53,9 @@ struct catalog_family {
 	char name[CATALOG_NAME_MAX + 1];
 	char group[CATALOG_NAME_MAX + 1];
 	char gc_policy[256];	/* canonical gc_policy text; "never" */
+	/* The first sequence number of the family's life: entries of an
+	 * earlier family of the same name (dropped) have lower ones. */
+	uint64_t created_seq;
 };
 
 /* A table and its whole schema, as one snapshot. */

@@ -223,8 +223,8 @@ family_insert(struct catalog *c, const char *table, uint64_t table_id,
 	if ((rc = group_ensure(c, table_id, family_group(f))) < 0)
 		return rc;
 	st = catalog_stmt(c, STMT_FAMILY_INSERT);
-	if ((rc = catalog_bind(c, st, "uttt", table_id, f->name,
-	    family_group(f), family_policy(f))) < 0) {
+	if ((rc = catalog_bind(c, st, "utttu", table_id, f->name,
+	    family_group(f), family_policy(f), f->created_seq)) < 0) {
 		catalog_stmt_done(st);
 		return rc;
 	}
@@ -428,6 +428,7 @@ table_load_families(struct catalog *c, struct catalog_table *t)
 		    (rc = catalog_column_text(c, st, 2, f->gc_policy,
 		    sizeof(f->gc_policy))) < 0)
 			goto out;
+		f->created_seq = catalog_column_u64(st, 3);
 		t->family_count++;
 	}
 	if (rc == SQLITE_DONE)

@@ -18,7 +18,9 @@
  *     groups    locality groups of a table, (table_id, name) unique; every
  *               table has CATALOG_DEFAULT_GROUP
  *     families  column families: (table_id, name) unique, the group they
- *               are stored in, and their GC policy text (gc_policy.h)
+ *               are stored in, their GC policy text (gc_policy.h), and
+ *               created_seq, the first sequence number of their life, so
+ *               that data of a dropped family of the same name stays gone
  *     tablets   row ranges [start_row, end_row) of a table, and flushed_seq,
  *               the redo point of each
  *     files     SSTables named by a tablet, per locality group; a number may
@@ -58,6 +60,7 @@
 	"	name TEXT NOT NULL,\n" \
 	"	group_name TEXT NOT NULL,\n" \
 	"	gc_policy TEXT NOT NULL,\n" \
+	"	created_seq INTEGER NOT NULL DEFAULT 0,\n" \
 	"	PRIMARY KEY (table_id, name),\n" \
 	"	FOREIGN KEY (table_id, group_name)\n" \
 	"	    REFERENCES groups(table_id, name) ON DELETE CASCADE\n" \

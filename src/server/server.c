@@ -21,6 +21,17 @@ server_now(struct server *s)
 	return (int64_t)env_now_micros(s->env);
 }
 
+uint64_t
+server_next_seq(struct server *s)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&s->seq_mu);
+	seq = s->next_seq;
+	pthread_mutex_unlock(&s->seq_mu);
+	return seq;
+}
+
 static char *
 path_join(const char *dir, const char *name)
 {
@@ -30,6 +41,22 @@ path_join(const char *dir, const char *name)
 	if (p != NULL)
 		snprintf(p, n, "%s/%s", dir, name);
 	return p;
+}
+
+/* The directory holding path, in place (path is modified). */
+static const char *
+parent_dir(char *path)
+{
+	char *slash;
+
+	while (strlen(path) > 1 && path[strlen(path) - 1] == '/')
+		path[strlen(path) - 1] = '\0';
+	if ((slash = strrchr(path, '/')) == NULL)
+		return ".";
+	if (slash == path)
+		return "/";
+	*slash = '\0';
+	return path;
 }
 
 /* ---- Tables ---- */
@@ -287,6 +314,7 @@ static void *
 background_main(void *arg)
 {
 	struct server *s = arg;
+	int rc;
 
 	pthread_mutex_lock(&s->bg_mu);
 	while (!s->bg_stop) {
@@ -303,9 +331,10 @@ background_main(void *arg)
 		s->bg_wanted = false;
 		pthread_mutex_unlock(&s->bg_mu);
 		pthread_mutex_lock(&s->work_mu);
-		background_round(s);
+		rc = background_round(s);
 		pthread_mutex_unlock(&s->work_mu);
 		pthread_mutex_lock(&s->bg_mu);
+		s->bg_error = rc;
 		s->bg_rounds++;
 		pthread_cond_broadcast(&s->bg_done_cv);
 	}
@@ -322,19 +351,28 @@ background_wake(struct server *s)
 	pthread_mutex_unlock(&s->bg_mu);
 }
 
-/* Wait until a background round that starts after this call has ended. */
-void
+/*
+ * Wait until a background round that starts after this call has ended, and
+ * return that round's first error.
+ */
+int
 background_wait_round(struct server *s)
 {
 	uint64_t target;
+	int rc;
 
 	pthread_mutex_lock(&s->bg_mu);
 	s->bg_wanted = true;
 	pthread_cond_signal(&s->bg_cv);
 	target = s->bg_rounds + 2;
-	while (s->bg_rounds < target && !s->bg_stop)
+	while (s->bg_rounds < target && !s->bg_stop) {
+		s->bg_wanted = true;
+		pthread_cond_signal(&s->bg_cv);
 		pthread_cond_wait(&s->bg_done_cv, &s->bg_mu);
+	}
+	rc = s->bg_stop ? BT_ECLOSED : s->bg_error;
 	pthread_mutex_unlock(&s->bg_mu);
+	return rc;
 }
 
 /* ---- Opening, recovery, closing ---- */
@@ -373,7 +411,15 @@ server_create(const char *path, struct env *env)
 	}
 	if ((rc = catalog_create(env, sub)) < 0)
 		goto out;
-	rc = env_dir_sync(env, path);
+	if ((rc = env_dir_sync(env, path)) < 0)
+		goto out;
+	/* The store's own directory entry, in its parent. */
+	bt_free(sub);
+	if ((sub = bt_strdup(path)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = env_dir_sync(env, parent_dir(sub));
 out:
 	bt_free(sub);
 	env_free(own);
@@ -557,7 +603,7 @@ server_open(const char *path, const struct server_options *opts,
     struct server **out)
 {
 	struct server *s;
-	uint64_t next_segment, last_seq;
+	uint64_t next_segment, last_seq, last_stamp;
 	char *p;
 	int rc = -ENOMEM;
 
@@ -615,6 +661,10 @@ server_open(const char *path, const struct server_options *opts,
 		goto out_close;
 	if (last_seq >= s->next_seq)
 		s->next_seq = last_seq + 1;
+	if ((rc = catalog_meta_get(s->catalog, "last_stamp", 0,
+	    &last_stamp)) < 0)
+		goto out_close;
+	s->last_stamp = (int64_t)last_stamp;
 	if ((rc = server_load_tables(s)) < 0)
 		goto out_close;
 	if (!s->opts.read_only && (rc = server_sweep(s)) < 0)
@@ -676,6 +726,9 @@ server_close(struct server *s)
 		if (rc == 0)
 			rc = catalog_meta_set(s->catalog, "last_seq",
 			    s->next_seq - 1);
+		if (rc == 0)
+			rc = catalog_meta_set(s->catalog, "last_stamp",
+			    (uint64_t)s->last_stamp);
 	}
 	frc = log_writer_close(s->log);
 	if (rc == 0)

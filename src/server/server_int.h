@@ -72,6 +72,7 @@ struct server {
 	pthread_cond_t bg_done_cv;	/* a background round finished */
 	bool bg_stop;
 	bool bg_wanted;
+	int bg_error;			/* first error of the last round */
 	uint64_t bg_rounds;
 
 	atomic_uint_fast64_t mutations;
@@ -79,6 +80,8 @@ struct server {
 };
 
 int64_t server_now(struct server *s);
+/* The sequence number the next mutation will take. */
+uint64_t server_next_seq(struct server *s);
 void table_unref(struct server_table *t);
 int table_get(struct server *s, const char *name, struct server_table **out);
 struct server_table *table_find_id_locked(struct server *s, uint64_t id);
@@ -89,7 +92,7 @@ void tables_snapshot_free(struct server_table **list, size_t count);
 void segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq);
 void segments_collect(struct server *s);
 void background_wake(struct server *s);
-void background_wait_round(struct server *s);
+int background_wait_round(struct server *s);
 int table_load(struct server *s, const char *name, struct server_table **out);
 int tables_add_locked(struct server *s, struct server_table *t);
 

@@ -81,6 +81,7 @@ server_table_create(struct server *s, const char *name,
 		return -ENOMEM;
 	for (size_t i = 0; i < family_count; i++) {
 		fams[i] = families[i];
+		fams[i].created_seq = server_next_seq(s);
 		if (fams[i].group[0] == '\0')
 			snprintf(fams[i].group, sizeof(fams[i].group), "%s",
 			    CATALOG_DEFAULT_GROUP);
@@ -212,6 +213,7 @@ server_family_create(struct server *s, const char *table,
 	if (fam.group[0] == '\0')
 		snprintf(fam.group, sizeof(fam.group), "%s",
 		    CATALOG_DEFAULT_GROUP);
+	fam.created_seq = server_next_seq(s);
 	if ((rc = gc_policy_canonical(f->gc_policy[0] ? f->gc_policy :
 	    "never", fam.gc_policy, sizeof(fam.gc_policy))) < 0)
 		return rc;
@@ -280,7 +282,8 @@ server_flush(struct server *s)
 					busy = true;
 		pthread_mutex_unlock(&s->apply_mu);
 		tables_snapshot_free(tables, count);
-		background_wait_round(s);
+		if ((rc = background_wait_round(s)) < 0)
+			return rc;
 		if (!busy)
 			break;
 	}

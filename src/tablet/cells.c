@@ -23,6 +23,7 @@ struct resolver {
 	bool family_entered;
 	bool family_known;		/* the current family is in the schema */
 	const struct gc_policy *policy;
+	uint64_t family_created_seq;
 	bool column_started;
 	uint64_t slot_index;		/* slots seen in the current column */
 	uint32_t emitted;		/* cells returned from the column */
@@ -101,8 +102,9 @@ enter_family(struct cells_row *r, struct resolver *st,
 	st->family_entered = true;
 	st->family_delete_seq = 0;
 	st->policy = NULL;
+	st->family_created_seq = 0;
 	st->family_known = schema->family_policy(schema->arg, family,
-	    &st->policy);
+	    &st->policy, &st->family_created_seq);
 	st->column_started = false;
 	return 0;
 }
@@ -198,7 +200,8 @@ judge_version(struct resolver *st, const struct ikey *k, int64_t now)
 		return VERDICT_HIDDEN;
 	st->have_last_ts = true;
 	st->last_ts = k->ts;
-	if (k->seq < mask || !st->family_known)
+	if (k->seq < mask || !st->family_known ||
+	    k->seq < st->family_created_seq)
 		return VERDICT_HIDDEN;
 	index = st->slot_index++;
 	if (st->policy != NULL &&

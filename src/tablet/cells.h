@@ -33,11 +33,14 @@
 #include "util/iter.h"
 #include "util/slice.h"
 
-/* What the resolver needs of the schema: each family's policy.  Returns
- * false for a family that is not in the schema. */
+/*
+ * What the resolver needs of the schema: each family's GC policy and the
+ * first sequence number of its life (entries below it belong to a dropped
+ * family of the same name).  Returns false for a family not in the schema.
+ */
 struct cells_schema {
 	bool (*family_policy)(void *arg, struct slice family,
-	    const struct gc_policy **policy);
+	    const struct gc_policy **policy, uint64_t *created_seq);
 	void *arg;
 };
 

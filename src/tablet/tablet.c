@@ -28,6 +28,7 @@
 struct tablet_family {
 	char name[CATALOG_NAME_MAX + 1];
 	struct gc_policy *policy;	/* NULL: keep every version */
+	uint64_t created_seq;
 	size_t group;
 };
 
@@ -139,6 +140,7 @@ tablet_schema_new(const struct catalog_table *ct, struct tablet_schema **out)
 		struct tablet_family *tf = &s->families[s->family_count++];
 
 		snprintf(tf->name, sizeof(tf->name), "%s", f->name);
+		tf->created_seq = f->created_seq;
 		tf->group = schema_group_index(s, f->group);
 		if (tf->group == NO_GROUP) {
 			rc = bt_error_set(-EINVAL, "table %s: family %s names "
@@ -196,13 +198,14 @@ tablet_schema_has_family(const struct tablet_schema *s, struct slice family)
 /* The cells_schema callback: a family's GC policy. */
 static bool
 schema_family_policy(void *arg, struct slice family,
-    const struct gc_policy **policy)
+    const struct gc_policy **policy, uint64_t *created_seq)
 {
 	const struct tablet_family *f = schema_family(arg, family);
 
 	if (f == NULL)
 		return false;
 	*policy = f->policy;
+	*created_seq = f->created_seq;
 	return true;
 }
 
@@ -331,8 +334,12 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 		goto out_free;
 	t->mem = v->mem;
 	if ((rc = catalog_files_list(tenv->catalog, ct->id, &files,
-	    &count)) < 0)
+	    &count)) != 0) {
+		if (rc > 0)
+			rc = bt_error_set(BT_ECORRUPT, "tablet %" PRIu64
+			    ": not in the catalog", ct->id);
 		goto out_free;
+	}
 	if ((v->files = bt_calloc(count + 1, sizeof(*v->files))) == NULL) {
 		rc = -ENOMEM;
 		goto out_files;

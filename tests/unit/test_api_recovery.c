@@ -671,6 +671,7 @@ test_flipped_byte(void)
 	is_int(bt_store_compact(t.s, NULL, true), 0, "flip: major compaction");
 	is_int(bt_store_close(t.s), 0, "flip: close");
 	t.s = NULL;
+	fc.env = t.env;
 	env_dir_list(t.env, "/store/sst", flip_sst, &fc);
 	ok(fc.files > 0, "flip: flipped a byte in %d sstable(s)", fc.files);
 	rc = bt_store_open(t.path, &t.opts, &t.s);

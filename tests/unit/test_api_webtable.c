@@ -778,7 +778,10 @@ test_schema(void)
 	free(text);
 	text = NULL;
 
-	/* Deleting a family drops its data at once, even if re-created. */
+	/* Deleting a family drops its data at once, even if re-created.
+	 * (b goes back to keeping everything: maxage=7d would hide ts 1.) */
+	is_int(bt_family_set_gc(t.s, "zeta", "b", "never"), 0,
+	    "schema: setgc never");
 	must(put_str(t.s, "zeta", "r", "a", "q", 1, "in a"));
 	must(put_str(t.s, "zeta", "r", "b", "q", 1, "in b"));
 	is_int(bt_family_delete(t.s, "zeta", "a"), 0, "schema: delete family a");

@@ -45,7 +45,7 @@ kind_level(enum ikey_kind k)
 }
 
 static int
-cmp3(int a, int b)
+cmp3(int64_t a, int64_t b)
 {
 	return a < b ? -1 : a > b;
 }
@@ -84,7 +84,7 @@ model_compare(const struct model_key *a, const struct model_key *b)
 		return a->ts > b->ts ? -1 : 1;
 	if (a->seq != b->seq)
 		return a->seq > b->seq ? -1 : 1;
-	return cmp3(a->kind, b->kind);
+	return cmp3(b->kind, a->kind);	/* the trailer is ~(seq << 8 | kind) */
 }
 
 static void

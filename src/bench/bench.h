@@ -1,0 +1,141 @@
+/*
+ * bench.h - what tabletbench drives: an engine, a small table of function
+ * pointers over one key-value store, and the helpers its files share.
+ *
+ * The harness maps every workload onto open/put/get/scan/compact/close, so
+ * another store (LevelDB, RocksDB, SQLite) is added as one more struct
+ * engine in its own file.  Engines return 0 for success, BT_NOTFOUND or
+ * BT_DONE for the expected outcomes, ENGINE_MALFORMED for a result of the
+ * wrong shape (counted as a mismatch), and a negative code for errors, with
+ * one line of context recorded by bt_error_set().
+ */
+#ifndef TABLETFS_BENCH_H
+#define TABLETFS_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+
+#define ENGINE_MALFORMED	100
+
+/* Borrowed bytes. */
+struct bench_bytes {
+	const void *p;
+	size_t n;
+};
+
+/* A growable buffer a get copies its value into; free p with free(). */
+struct bench_buf {
+	char *p;
+	size_t n;
+	size_t cap;
+};
+
+/* Settings shared by every engine; zero means the engine's default. */
+struct engine_config {
+	uint64_t cache_bytes;
+	uint64_t memtable_bytes;
+};
+
+/* Counters some engines can report; fields an engine lacks stay 0. */
+struct engine_stats {
+	uint64_t syncs;		/* log fsyncs */
+	uint64_t files;		/* table files */
+	uint64_t cache_hits;
+	uint64_t cache_misses;
+};
+
+/*
+ * One store.  A handle (void *db) is used by many threads at once; an
+ * iterator by one.  Keys and values handed in are copied before a call
+ * returns; those an iterator hands out are borrowed until its next call.
+ */
+struct engine {
+	const char *name;
+	/* Create a fresh store in path (absent or empty) and open it. */
+	int (*open)(const struct engine_config *cfg, const char *path,
+	    void **dbp);
+	/* Flush and close; accepts NULL. */
+	int (*close)(void *db);
+	int (*put)(void *db, struct bench_bytes key, struct bench_bytes value,
+	    bool sync);
+	/* 0 with the newest value copied into *value, or BT_NOTFOUND. */
+	int (*get)(void *db, struct bench_bytes key, struct bench_buf *value);
+	/* Iterate from the first key >= start (start.n == 0: the first key),
+	 * at most limit entries (0: no limit). */
+	int (*scan_open)(void *db, struct bench_bytes start, uint64_t limit,
+	    void **itp);
+	/* 0 with the next entry, or BT_DONE. */
+	int (*scan_next)(void *it, struct bench_bytes *key,
+	    struct bench_bytes *value);
+	void (*scan_close)(void *it);
+	/* Compact everything (a major compaction) and wait for it. */
+	int (*compact)(void *db);
+	/* Optional (NULL when the engine has no counters). */
+	void (*stats)(void *db, struct engine_stats *out);
+};
+
+extern const struct engine engine_tabletfs;
+
+/* ---- Helpers (bench_util.c) ---- */
+
+/* Make room for n bytes in b; -ENOMEM. */
+int bench_buf_reserve(struct bench_buf *b, size_t n);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t bench_now_ns(void);
+/* splitmix64's finaliser: a bijective mix of x. */
+uint64_t bench_mix64(uint64_t x);
+/* xorshift64*: the next number from *state (never 0). */
+uint64_t bench_rand(uint64_t *state);
+
+/*
+ * A pseudo-random permutation of 0..n-1 in constant memory: a bijection
+ * on the enclosing power of two (odd multiplies and xor-shifts), walked
+ * until it lands below n.
+ */
+struct bench_perm {
+	uint64_t n;
+	uint64_t mask;
+	uint64_t mul[3];
+	uint64_t add;
+	unsigned shift;
+};
+void bench_perm_init(struct bench_perm *p, uint64_t n, uint64_t seed);
+uint64_t bench_perm_at(const struct bench_perm *p, uint64_t i);
+
+/*
+ * A latency histogram in bounded memory: exact below 64 ns, then 32
+ * buckets per power of two (about 3 % resolution).
+ */
+#define HIST_SUB_BITS	5
+#define HIST_LINEAR	(2u << HIST_SUB_BITS)
+#define HIST_BUCKETS	(HIST_LINEAR + (63u - HIST_SUB_BITS) * \
+			    (1u << HIST_SUB_BITS))
+struct bench_hist {
+	uint64_t count;
+	uint64_t buckets[HIST_BUCKETS];
+};
+void bench_hist_add(struct bench_hist *h, uint64_t ns);
+void bench_hist_merge(struct bench_hist *into, const struct bench_hist *h);
+/* The q-quantile (0 < q <= 1) in nanoseconds; 0 when empty. */
+double bench_hist_quantile(const struct bench_hist *h, double q);
+
+/* The machine: online CPUs, CPU model, RAM bytes. */
+struct bench_machine {
+	long cpus;
+	char model[128];
+	uint64_t ram;
+};
+void bench_machine_get(struct bench_machine *m);
+/* The source tree's commit ("abc1234", "abc1234-dirty") or "unknown". */
+void bench_git_commit(char *buf, size_t size);
+/* Remove path and everything under it; 0 or -errno (absent is 0). */
+int bench_tree_remove(const char *path);
+/* Write s as a JSON string, quotes included. */
+void bench_json_string(FILE *f, const char *s);
+
+#endif

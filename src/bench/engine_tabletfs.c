@@ -1,0 +1,189 @@
+/*
+ * engine_tabletfs.c - tabletbench's engine over the public tabletfs API.
+ *
+ * Data model: one table "bench" with one family "f" (gc never); a key is
+ * the row, the qualifier is empty, the value is the cell's value, and the
+ * timestamp is the server's.  Reads ask for the newest version only.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/tabletfs.h"
+#include "bench/bench.h"
+
+#define TFS_TABLE	"bench"
+#define TFS_FAMILY	"f"
+
+struct tfs_scan {
+	struct bt_scan *scan;
+	struct bt_row *row;	/* the entry last handed out */
+};
+
+static const struct bt_read_options tfs_newest = { .cells_per_column = 1 };
+
+static struct bt_bytes
+tfs_bytes(struct bench_bytes b)
+{
+	return (struct bt_bytes){ .data = b.p, .size = b.n };
+}
+
+/* A row as the harness wrote it: one cell in f with an empty qualifier. */
+static bool
+tfs_row_ok(const struct bt_row *r)
+{
+	return r->cell_count == 1 && strcmp(r->cells[0].family,
+	    TFS_FAMILY) == 0 && r->cells[0].qualifier.size == 0;
+}
+
+static int
+tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
+{
+	static const struct bt_family_spec family = {
+		.name = TFS_FAMILY, .gc_policy = "never"
+	};
+	struct bt_options opts = {
+		.block_cache_size = cfg->cache_bytes,
+		.memtable_size = cfg->memtable_bytes,
+	};
+	struct bt_store *s;
+	int rc;
+
+	if ((rc = bt_store_create(path, &opts)) < 0)
+		goto out;
+	if ((rc = bt_store_open(path, &opts, &s)) < 0)
+		goto out;
+	if ((rc = bt_table_create(s, TFS_TABLE, &family, 1, NULL, 0, 0)) < 0)
+		goto out_close;
+	*dbp = s;
+	return 0;
+out_close:
+	bt_store_close(s);
+out:
+	return rc;
+}
+
+static int
+tfs_close(void *db)
+{
+	return bt_store_close(db);
+}
+
+static int
+tfs_put(void *db, struct bench_bytes key, struct bench_bytes value,
+    bool sync)
+{
+	struct bt_mutation m = {
+		.kind = BT_PUT,
+		.family = TFS_FAMILY,
+		.ts = BT_TS_SERVER,
+		.value = tfs_bytes(value),
+	};
+	struct bt_write_options w = { .sync = sync };
+
+	return bt_mutate_row(db, TFS_TABLE, tfs_bytes(key), &m, 1, &w, NULL);
+}
+
+static int
+tfs_get(void *db, struct bench_bytes key, struct bench_buf *value)
+{
+	struct bt_row *r;
+	int rc;
+
+	if ((rc = bt_read_row(db, TFS_TABLE, tfs_bytes(key), &tfs_newest,
+	    &r)) != 0)
+		return rc;
+	if (!tfs_row_ok(r))
+		rc = ENGINE_MALFORMED;
+	else if ((rc = bench_buf_reserve(value,
+	    r->cells[0].value.size)) == 0) {
+		memcpy(value->p, r->cells[0].value.data,
+		    r->cells[0].value.size);
+		value->n = r->cells[0].value.size;
+	}
+	bt_row_free(r);
+	return rc;
+}
+
+static int
+tfs_scan_open(void *db, struct bench_bytes start, uint64_t limit,
+    void **itp)
+{
+	struct bt_scan_options opts = {
+		.start = tfs_bytes(start),
+		.limit = limit,
+		.read = tfs_newest,
+	};
+	struct tfs_scan *ts;
+	int rc;
+
+	if ((ts = calloc(1, sizeof(*ts))) == NULL)
+		return -ENOMEM;
+	if ((rc = bt_scan_open(db, TFS_TABLE, &opts, &ts->scan)) < 0) {
+		free(ts);
+		return rc;
+	}
+	*itp = ts;
+	return 0;
+}
+
+static int
+tfs_scan_next(void *it, struct bench_bytes *key, struct bench_bytes *value)
+{
+	struct tfs_scan *ts = it;
+	int rc;
+
+	bt_row_free(ts->row);
+	ts->row = NULL;
+	if ((rc = bt_scan_next(ts->scan, &ts->row)) != 0)
+		return rc;
+	if (!tfs_row_ok(ts->row))
+		return ENGINE_MALFORMED;
+	*key = (struct bench_bytes){ ts->row->key.data, ts->row->key.size };
+	*value = (struct bench_bytes){ ts->row->cells[0].value.data,
+	    ts->row->cells[0].value.size };
+	return 0;
+}
+
+static void
+tfs_scan_close(void *it)
+{
+	struct tfs_scan *ts = it;
+
+	if (ts == NULL)
+		return;
+	bt_row_free(ts->row);
+	bt_scan_close(ts->scan);
+	free(ts);
+}
+
+static int
+tfs_compact(void *db)
+{
+	return bt_store_compact(db, TFS_TABLE, true);
+}
+
+static void
+tfs_stats(void *db, struct engine_stats *out)
+{
+	struct bt_stats st;
+
+	bt_store_get_stats(db, &st);
+	out->syncs = st.log_syncs;
+	out->files = st.sstables;
+	out->cache_hits = st.cache_hits;
+	out->cache_misses = st.cache_misses;
+}
+
+const struct engine engine_tabletfs = {
+	.name = "tabletfs",
+	.open = tfs_open,
+	.close = tfs_close,
+	.put = tfs_put,
+	.get = tfs_get,
+	.scan_open = tfs_scan_open,
+	.scan_next = tfs_scan_next,
+	.scan_close = tfs_scan_close,
+	.compact = tfs_compact,
+	.stats = tfs_stats,
+};

@@ -1,0 +1,166 @@
+/*
+ * ctl.h - what the files of tabletctl share: the invocation, the verb
+ * table, error reporting, argument parsing, the escaped form of byte
+ * strings, and the progress display.  Everything here runs in the one
+ * thread of a short-lived command (the progress ticker aside) and may exit
+ * the process on allocation failure.
+ */
+#ifndef TABLETFS_CTL_CTL_H
+#define TABLETFS_CTL_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "api/tabletfs.h"
+
+/* Exit statuses, returned by every verb. */
+enum {
+	CTL_OK = 0,
+	CTL_FAIL = 1,		/* reported error, or "not found"/"not applied" */
+	CTL_USAGE = 2,		/* bad command line, reported with a usage line */
+};
+
+/* What a verb needs before it runs. */
+enum ctl_store_mode {
+	CTL_STORE_NONE,		/* nothing (help) */
+	CTL_STORE_PATH,		/* a store path, not opened (init) */
+	CTL_STORE_READ,		/* the store opened read-only */
+	CTL_STORE_WRITE,	/* the store opened for writing */
+};
+
+struct ctl;
+
+struct ctl_verb {
+	const char *name;
+	const char *args;	/* the usage text after the verb */
+	const char *help;	/* a paragraph for "help VERB" */
+	int min_args;
+	int max_args;		/* -1: no limit */
+	enum ctl_store_mode mode;
+	int (*run)(struct ctl *c, int argc, char **argv);
+};
+
+/* One invocation. */
+struct ctl {
+	const char *store_path;
+	const struct ctl_verb *verb;
+	struct bt_store *store;	/* open for READ and WRITE verbs */
+	bool progress;		/* stderr is a terminal */
+};
+
+/* ---- Verbs (cmd_schema.c, cmd_data.c, cmd_bulk.c) ---- */
+
+int cmd_init(struct ctl *c, int argc, char **argv);
+int cmd_createtable(struct ctl *c, int argc, char **argv);
+int cmd_createfamily(struct ctl *c, int argc, char **argv);
+int cmd_setgcpolicy(struct ctl *c, int argc, char **argv);
+int cmd_setgroup(struct ctl *c, int argc, char **argv);
+int cmd_deletefamily(struct ctl *c, int argc, char **argv);
+int cmd_deletetable(struct ctl *c, int argc, char **argv);
+int cmd_ls(struct ctl *c, int argc, char **argv);
+int cmd_set(struct ctl *c, int argc, char **argv);
+int cmd_lookup(struct ctl *c, int argc, char **argv);
+int cmd_read(struct ctl *c, int argc, char **argv);
+int cmd_deleterow(struct ctl *c, int argc, char **argv);
+int cmd_deletecolumn(struct ctl *c, int argc, char **argv);
+int cmd_increment(struct ctl *c, int argc, char **argv);
+int cmd_checkandset(struct ctl *c, int argc, char **argv);
+int cmd_count(struct ctl *c, int argc, char **argv);
+int cmd_import(struct ctl *c, int argc, char **argv);
+int cmd_export(struct ctl *c, int argc, char **argv);
+int cmd_compact(struct ctl *c, int argc, char **argv);
+int cmd_status(struct ctl *c, int argc, char **argv);
+
+/* ---- Reporting (tabletctl.c) ---- */
+
+/*
+ * "tabletctl: VERB: [CONTEXT: ]DETAIL (STRERROR)" on stderr, or without
+ * the detail when the API left none.  Returns CTL_FAIL.  Clear the detail
+ * with bt_error_clear() before the call whose failure is reported.
+ */
+int ctl_fail(struct ctl *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* "tabletctl: VERB: MESSAGE" on stderr.  Returns CTL_FAIL. */
+int ctl_error(struct ctl *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The message (if fmt is not NULL) and the verb's usage line on stderr.
+ * Returns CTL_USAGE. */
+int ctl_usage(struct ctl *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- Arguments and escapes (ctl_util.c) ---- */
+
+void *ctl_xcalloc(size_t count, size_t size);
+void *ctl_xrealloc(void *p, size_t count, size_t size);
+
+/*
+ * Decode the escapes \xNN (either case) and \\ in s[0..n) in place and
+ * return the new length through *out.  Any other backslash stands for
+ * itself, unless strict, where it is -EINVAL (as in import files).
+ */
+int esc_decode(char *s, size_t n, bool strict, size_t *out);
+/* Decode a command-line word in place (not strict) and return its bytes. */
+struct bt_bytes ctl_arg_bytes(char *s);
+/*
+ * Write bytes escaped: printable ASCII (0x20-0x7e) stands for itself but
+ * the backslash, written \\; every other byte is \xNN (lower-case hex).
+ */
+void esc_write(FILE *f, const void *p, size_t n);
+
+/* If arg is "key=VALUE", the VALUE; else NULL. */
+char *ctl_keyword(char *arg, const char *key);
+/* Strict decimal parsers: the whole string, no sign, in range. */
+bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);
+bool ctl_parse_ts(const char *s, int64_t *ts);
+/* A signed decimal (DELTA of increment). */
+bool ctl_parse_i64(const char *s, int64_t *out);
+
+/*
+ * "F:Q" into a family (NUL-terminated in place) and a decoded qualifier.
+ * false, touching nothing, when there is no ':' or no family.
+ */
+bool ctl_parse_column(char *arg, const char **family, struct bt_bytes *q);
+/*
+ * "F:Q=VAL[@TS]" into a put: a trailing @ and decimal digits is the
+ * timestamp, else the server stamps it.  false, touching nothing, if
+ * malformed.
+ */
+bool ctl_parse_cell(char *arg, struct bt_mutation *m);
+/*
+ * "F:Q,F,..." into column filters (array freed with free()).  false if an
+ * item is empty; the list is consumed in place.
+ */
+bool ctl_parse_columns(char *list, struct bt_column **cols, size_t *count);
+
+/* A row as lookup and read print it (see tabletctl(1), OUTPUT). */
+void ctl_row_print(FILE *f, const struct bt_row *r);
+
+/* ---- Progress on a terminal (progress.c) ---- */
+
+struct progress {
+	bool on;		/* draw at all (stderr is a terminal) */
+	bool drawn;		/* something is on the line */
+	const char *label;
+	uint64_t total;		/* 0: unknown, no bar */
+	struct timespec start;
+	struct timespec last;
+};
+
+/* Start a display that draws only when on; total 0 shows no bar. */
+void progress_init(struct progress *p, bool on, const char *label,
+    uint64_t total);
+/* Show done of total and a note ("1234 cells"), at most 10 times a
+ * second. */
+void progress_update(struct progress *p, uint64_t done, const char *note);
+/* Erase the line. */
+void progress_finish(struct progress *p);
+/*
+ * Run fn(arg) in this thread while another shows the time elapsed, for a
+ * long call that reports no progress of its own.  Returns fn's result.
+ */
+int progress_run(struct progress *p, int (*fn)(void *), void *arg);
+
+#endif

@@ -1,0 +1,264 @@
+/*
+ * ctl_util.c - tabletctl's argument parsing and the escaped form of byte
+ * strings that its input and output share (tabletctl(1), ESCAPES).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/ctl.h"
+
+void *
+ctl_xcalloc(size_t count, size_t size)
+{
+	void *p;
+
+	if ((p = calloc(count ? count : 1, size ? size : 1)) == NULL) {
+		fprintf(stderr, "tabletctl: out of memory\n");
+		exit(CTL_FAIL);
+	}
+	return p;
+}
+
+void *
+ctl_xrealloc(void *p, size_t count, size_t size)
+{
+	if (size != 0 && count > SIZE_MAX / size)
+		p = NULL;
+	else
+		p = realloc(p, count * size ? count * size : 1);
+	if (p == NULL) {
+		fprintf(stderr, "tabletctl: out of memory\n");
+		exit(CTL_FAIL);
+	}
+	return p;
+}
+
+static int
+hex_value(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+int
+esc_decode(char *s, size_t n, bool strict, size_t *out)
+{
+	size_t i = 0, o = 0;
+	int hi, lo;
+
+	while (i < n) {
+		if (s[i] != '\\') {
+			s[o++] = s[i++];
+			continue;
+		}
+		if (i + 1 < n && s[i + 1] == '\\') {
+			s[o++] = '\\';
+			i += 2;
+		} else if (i + 3 < n && s[i + 1] == 'x' &&
+		    (hi = hex_value(s[i + 2])) >= 0 &&
+		    (lo = hex_value(s[i + 3])) >= 0) {
+			s[o++] = (char)(hi << 4 | lo);
+			i += 4;
+		} else if (strict) {
+			return -EINVAL;
+		} else
+			s[o++] = s[i++];
+	}
+	*out = o;
+	return 0;
+}
+
+struct bt_bytes
+ctl_arg_bytes(char *s)
+{
+	struct bt_bytes b;
+	size_t n;
+
+	esc_decode(s, strlen(s), false, &n);
+	b.data = s;
+	b.size = n;
+	return b;
+}
+
+void
+esc_write(FILE *f, const void *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *b = p;
+	size_t i = 0, run;
+
+	while (i < n) {
+		/* Copy a run of bytes that stand for themselves at once. */
+		for (run = i; run < n && b[run] >= 0x20 && b[run] <= 0x7e &&
+		    b[run] != '\\'; run++)
+			;
+		if (run > i) {
+			fwrite(b + i, 1, run - i, f);
+			i = run;
+			continue;
+		}
+		if (b[i] == '\\')
+			fputs("\\\\", f);
+		else {
+			putc('\\', f);
+			putc('x', f);
+			putc(hex[b[i] >> 4], f);
+			putc(hex[b[i] & 15], f);
+		}
+		i++;
+	}
+}
+
+char *
+ctl_keyword(char *arg, const char *key)
+{
+	size_t n = strlen(key);
+
+	if (strncmp(arg, key, n) == 0 && arg[n] == '=')
+		return arg + n + 1;
+	return NULL;
+}
+
+bool
+ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		if (v > (max - (uint64_t)(*s - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return true;
+}
+
+bool
+ctl_parse_ts(const char *s, int64_t *ts)
+{
+	uint64_t v;
+
+	if (!ctl_parse_u64(s, INT64_MAX, &v))
+		return false;
+	*ts = (int64_t)v;
+	return true;
+}
+
+bool
+ctl_parse_i64(const char *s, int64_t *out)
+{
+	uint64_t v;
+
+	if (*s == '-') {
+		if (!ctl_parse_u64(s + 1, (uint64_t)INT64_MAX + 1, &v))
+			return false;
+		*out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+		return true;
+	}
+	if (*s == '+')
+		s++;
+	if (!ctl_parse_u64(s, INT64_MAX, &v))
+		return false;
+	*out = (int64_t)v;
+	return true;
+}
+
+bool
+ctl_parse_column(char *arg, const char **family, struct bt_bytes *q)
+{
+	char *colon;
+
+	if ((colon = strchr(arg, ':')) == NULL || colon == arg)
+		return false;
+	*colon = '\0';
+	*family = arg;
+	*q = ctl_arg_bytes(colon + 1);
+	return true;
+}
+
+bool
+ctl_parse_cell(char *arg, struct bt_mutation *m)
+{
+	char *colon, *eq, *at, *p;
+	int64_t ts = BT_TS_SERVER;
+
+	if ((colon = strchr(arg, ':')) == NULL || colon == arg ||
+	    (eq = strchr(colon + 1, '=')) == NULL)
+		return false;
+	/* The last '@' ends the value if only digits follow it. */
+	if ((at = strrchr(eq + 1, '@')) != NULL) {
+		for (p = at + 1; *p >= '0' && *p <= '9'; p++)
+			;
+		if (*p != '\0' || !ctl_parse_ts(at + 1, &ts))
+			at = NULL;
+	}
+	if (at != NULL)
+		*at = '\0';
+	*eq = '\0';
+	memset(m, 0, sizeof(*m));
+	m->kind = BT_PUT;
+	m->ts = ts;
+	m->value = ctl_arg_bytes(eq + 1);
+	return ctl_parse_column(arg, &m->family, &m->qualifier);
+}
+
+bool
+ctl_parse_columns(char *list, struct bt_column **cols, size_t *count)
+{
+	struct bt_column *c;
+	size_t n = 1, i = 0;
+	char *item, *next;
+
+	for (const char *p = list; *p != '\0'; p++)
+		if (*p == ',')
+			n++;
+	c = ctl_xcalloc(n, sizeof(*c));
+	for (item = list; item != NULL; item = next) {
+		if ((next = strchr(item, ',')) != NULL)
+			*next++ = '\0';
+		if (*item == '\0' || *item == ':')
+			goto fail;
+		if (strchr(item, ':') != NULL) {
+			ctl_parse_column(item, &c[i].family, &c[i].qualifier);
+			c[i].has_qualifier = true;
+		} else
+			c[i].family = item;
+		i++;
+	}
+	*cols = c;
+	*count = i;
+	return true;
+fail:
+	free(c);
+	return false;
+}
+
+void
+ctl_row_print(FILE *f, const struct bt_row *r)
+{
+	fputs("----\n", f);
+	esc_write(f, r->key.data, r->key.size);
+	putc('\n', f);
+	for (size_t i = 0; i < r->cell_count; i++) {
+		const struct bt_cell *cell = &r->cells[i];
+
+		fprintf(f, "  %s:", cell->family);
+		esc_write(f, cell->qualifier.data, cell->qualifier.size);
+		fprintf(f, " @ %" PRId64 "\n    \"", cell->ts);
+		esc_write(f, cell->value.data, cell->value.size);
+		fputs("\"\n", f);
+	}
+}

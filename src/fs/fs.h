@@ -1,0 +1,187 @@
+/*
+ * fs.h - the insides of the tabletfs FUSE daemon (DESIGN.md section 2),
+ * shared by src/fs/fs_*.c and main.c.  Nothing outside src/fs includes it.
+ *
+ * Every inode stands for one coordinate of the data model: a kind plus as
+ * much of (table, row, family, qualifier, timestamp) as the kind needs.
+ * Inode numbers come from a 64-bit counter and are never reused, so the
+ * generation is always 0.  A node lives while the kernel holds lookups on
+ * it (nlookup) or the daemon holds references (refs: open handles and
+ * requests in flight); it is freed when both reach zero.
+ *
+ * Directories made by mkdir that hold no data yet are "pending": kept in
+ * memory only (struct fs.pending), shown in listings and lookups like live
+ * ones, and dropped by rmdir or at unmount.  Deleting the last version of a
+ * column through the mount makes its column, family and row pending, so a
+ * directory never vanishes under the user before rmdir.
+ *
+ * Threads: requests run on libfuse's worker threads.  fs.lock guards the
+ * node tables, the counters in nodes and the pending list; handles carry
+ * their own locks.  The store is thread-safe (src/api/tabletfs.h).
+ */
+#ifndef TABLETFS_FS_FS_H
+#define TABLETFS_FS_FS_H
+
+#define FUSE_USE_VERSION 35
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "api/tabletfs.h"
+#include "util/buf.h"
+
+enum node_kind {
+	NODE_ROOT = 1,
+	NODE_STATUS,		/* /.status */
+	NODE_TABLE,
+	NODE_SCHEMA,		/* TABLE/.schema */
+	NODE_ROW,
+	NODE_FAMILY,
+	NODE_COLUMN,		/* FAMILY/QUALIFIER */
+	NODE_VERSION,		/* COLUMN/TS */
+	NODE_LATEST,		/* COLUMN/latest */
+	NODE_ASOF,		/* COLUMN/@TS */
+	NODE_INCREMENT,		/* COLUMN/increment */
+};
+
+/* A place in the namespace; fields past the kind's depth are unused. */
+struct coord {
+	enum node_kind kind;
+	const char *table;
+	struct bt_bytes row;
+	const char *family;
+	struct bt_bytes qualifier;
+	int64_t ts;		/* VERSION: its time; ASOF: the bound */
+};
+
+struct node {
+	struct node *ino_next;	/* hash chains */
+	struct node *key_next;
+	fuse_ino_t ino;
+	uint64_t hash;
+	uint64_t nlookup;
+	uint64_t refs;
+	uint32_t writers;	/* open handles that may create the file */
+	struct coord c;		/* owns its strings and bytes */
+	struct buf key;		/* c serialised: the identity */
+};
+
+struct pending;
+
+/* Settings from the command line. */
+struct fs_config {
+	char *store;
+	char *mountpoint;
+	char *sync;
+	char *cache_timeout;
+	char *max_cell;
+	char *memtable_size;
+	char *cache_size;
+	int read_only;
+};
+
+struct fs {
+	struct bt_store *store;
+	struct fuse_session *se;
+	const char *store_path;
+	bool read_only;
+	bool sync_always;
+	double timeout;		/* entry and attribute cache, seconds */
+	uint64_t max_cell;
+	uid_t uid;
+	gid_t gid;
+	struct timespec started;
+
+	pthread_mutex_t lock;
+	struct node **by_ino;
+	struct node **by_key;
+	size_t buckets;
+	size_t count;
+	fuse_ino_t next_ino;
+	struct node *root;
+	struct pending *pending;
+	size_t pending_count;
+	size_t pending_cap;
+};
+
+/* fs_inode.c: the node tables, pending directories and errno mapping. */
+int fs_init(struct fs *fs);
+void fs_release(struct fs *fs);
+int fs_errno(int rc);
+bool coord_is_dir(enum node_kind kind);
+/* Find or make the node for c; returned with a reference (node_put). */
+struct node *node_obtain(struct fs *fs, const struct coord *c);
+/* The node numbered ino with a reference, or NULL. */
+struct node *node_get(struct fs *fs, fuse_ino_t ino);
+void node_put(struct fs *fs, struct node *n);
+void node_lookup_add(struct fs *fs, struct node *n);
+void node_forget(struct fs *fs, fuse_ino_t ino, uint64_t nlookup);
+/* The inode number of c if the kernel may know it, else 0. */
+fuse_ino_t node_peek(struct fs *fs, const struct coord *c);
+void node_writers_add(struct fs *fs, struct node *n, int delta);
+uint32_t node_writers(struct fs *fs, struct node *n);
+
+int pending_add(struct fs *fs, const struct coord *c);
+bool pending_has(struct fs *fs, const struct coord *c);
+bool pending_has_child(struct fs *fs, const struct coord *c);
+int pending_remove(struct fs *fs, const struct coord *c);
+/* The raw child names of directory c that are pending, sorted: a buf
+ * array freed with pending_names_free(). */
+int pending_children(struct fs *fs, const struct coord *c, struct buf **out,
+    size_t *count);
+void pending_names_free(struct buf *names, size_t count);
+
+/* fs_dir.c: lookup, attributes, listings and directory changes. */
+int fs_child(struct fs *fs, const struct node *parent, const char *name,
+    bool creating, struct coord *c, struct buf *scratch);
+int fs_exists(struct fs *fs, struct node *n);
+int fs_stat(struct fs *fs, struct node *n, struct stat *st);
+void fs_stat_dir(struct fs *fs, fuse_ino_t ino, struct stat *st);
+int fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
+int fs_read_cell(struct fs *fs, const struct coord *c, bool keys_only,
+    struct bt_row **rowp, const struct bt_cell **cellp);
+int fs_family_known(struct fs *fs, const char *table, const char *family);
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void fs_op_forget_multi(fuse_req_t req, size_t count,
+    struct fuse_forget_data *forgets);
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi);
+void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+    off_t off, struct fuse_file_info *fi);
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
+    struct fuse_file_info *fi);
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+    mode_t mode);
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+
+/* fs_file.c: file handles, writes, deletes and renames. */
+int fs_status_text(struct fs *fs, struct buf *out);
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+    mode_t mode, struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi);
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data,
+    size_t size, off_t off, struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t req, fuse_ino_t ino,
+    struct fuse_file_info *fi);
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+    int to_set, struct fuse_file_info *fi);
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+    fuse_ino_t newparent, const char *newname, unsigned int flags);
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+    mode_t mode, dev_t rdev);
+/* Tell the kernel that the files of column c changed (after a commit). */
+void fs_column_changed(struct fs *fs, const struct coord *c);
+
+#endif

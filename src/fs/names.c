@@ -1,0 +1,173 @@
+/*
+ * names.c - row keys and qualifiers spelled as path components, and back.
+ *
+ * Both directions share one rule, literal_len(): a run of bytes either
+ * stands for itself or its first byte is written %XX.  The encoder escapes
+ * exactly what literal_len() refuses, and the decoder accepts a literal
+ * exactly where literal_len() would have kept it, so every canonical name
+ * decodes and re-encodes to itself.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fs/names.h"
+
+static const char hex_upper[] = "0123456789ABCDEF";
+
+/*
+ * The length (2 to 4) of the UTF-8 sequence at p if it may stand for
+ * itself, else 0.  It must be the shortest form of a code point in
+ * U+00A0..U+10FFFF other than a surrogate: the well-formed byte sequences
+ * of Unicode Table 3-7, less C2 80..C2 9F (the C1 controls).  Only the
+ * second byte has a range narrower than 80..BF.
+ */
+static size_t
+utf8_len(const uint8_t *p, size_t n)
+{
+	uint8_t lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (p[0] < 0xc2)
+		return 0;	/* ASCII, continuation byte, or overlong C0/C1 */
+	else if (p[0] <= 0xdf) {
+		len = 2;
+		if (p[0] == 0xc2)
+			lo = 0xa0;
+	} else if (p[0] <= 0xef) {
+		len = 3;
+		if (p[0] == 0xe0)
+			lo = 0xa0;
+		else if (p[0] == 0xed)
+			hi = 0x9f;
+	} else if (p[0] <= 0xf4) {
+		len = 4;
+		if (p[0] == 0xf0)
+			lo = 0x90;
+		else if (p[0] == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;	/* F5..FF: beyond U+10FFFF or never valid */
+	if (n < len || p[1] < lo || p[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
+/*
+ * How many of the n bytes at p (n >= 1) stand for themselves in a name:
+ * 1 for a plain printable ASCII byte, 2 to 4 for an allowed UTF-8
+ * sequence, or 0 when p[0] must be written %XX.  first says p starts the
+ * name, where '.' is escaped.
+ */
+static size_t
+literal_len(const uint8_t *p, size_t n, bool first)
+{
+	uint8_t c = p[0];
+
+	if (c >= 0x80)
+		return utf8_len(p, n);
+	if (c < 0x20 || c == 0x7f || c == '/' || c == '%' || c == '@')
+		return 0;
+	if (c == '.' && first)
+		return 0;
+	return 1;
+}
+
+static int
+hex_value(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/*
+ * Measure first and reserve once, so that -ENOMEM leaves out untouched and
+ * the copy loop cannot fail.
+ */
+int
+names_encode(struct slice raw, struct buf *out)
+{
+	size_t i, k, len = 0;
+	uint8_t *q;
+	int rc;
+
+	if (raw.n == 0)
+		return buf_append(out, "%", 1);
+	if (raw.n > SIZE_MAX / 3)
+		return -ENOMEM;
+	for (i = 0; i < raw.n; i += k ? k : 1) {
+		k = literal_len(raw.p + i, raw.n - i, i == 0);
+		len += k ? k : 3;
+	}
+	if ((rc = buf_reserve(out, len)) < 0)
+		return rc;
+	q = out->p + out->n;
+	for (i = 0; i < raw.n; i += k ? k : 1) {
+		k = literal_len(raw.p + i, raw.n - i, i == 0);
+		if (k > 0) {
+			memcpy(q, raw.p + i, k);
+			q += k;
+		} else {
+			*q++ = '%';
+			*q++ = (uint8_t)hex_upper[raw.p[i] >> 4];
+			*q++ = (uint8_t)hex_upper[raw.p[i] & 0xf];
+		}
+	}
+	out->n += len;
+	return 0;
+}
+
+/*
+ * Validate the whole name before touching out, so that any error leaves
+ * out as it was.  A decoded name is never longer than its spelling.
+ */
+int
+names_decode(const char *name, size_t n, struct buf *out)
+{
+	const uint8_t *p = (const uint8_t *)name;
+	size_t i, k, old;
+	uint8_t *q;
+	int rc;
+
+	if (n == 0)
+		return -EINVAL;
+	if (n == 1 && p[0] == '%') {
+		buf_clear(out);
+		return 0;
+	}
+	for (i = 0; i < n; i += k) {
+		if (p[i] == '%') {
+			if (n - i < 3 || hex_value(p[i + 1]) < 0 ||
+			    hex_value(p[i + 2]) < 0)
+				return -EINVAL;
+			k = 3;
+		} else if ((k = literal_len(p + i, n - i, i == 0)) == 0)
+			return -EINVAL;
+	}
+	old = out->n;
+	out->n = 0;
+	if ((rc = buf_reserve(out, n)) < 0) {
+		out->n = old;
+		return rc;
+	}
+	q = out->p;
+	for (i = 0; i < n;) {
+		if (p[i] == '%') {
+			*q++ = (uint8_t)(hex_value(p[i + 1]) << 4 |
+			    hex_value(p[i + 2]));
+			i += 3;
+		} else
+			*q++ = p[i++];
+	}
+	out->n = (size_t)(q - out->p);
+	return 0;
+}
