@@ -1,3 +1,1139 @@
-/* placeholder: being written */
-int main(void);
-int main(void) { return 1; }
+/*
+ * tabletbench - a db_bench-style benchmark of tabletfs through its C API.
+ *
+ *	tabletbench [--num N] [--reads N] [--value-size B] [--key-size K]
+ *	    [--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]
+ *	    [--memtable-mb M] [--threads T] [--seed S] [--json]
+ *
+ * Defaults as db_bench's: 1,000,000 entries of 16-byte keys and 100-byte
+ * values that Snappy compresses to about half (slices of a buffer of
+ * compressible random text), and the benchmarks fillseq, fillrandom,
+ * overwrite, fillsync, readrandom, readmissing, readseq, seekrandom,
+ * compact, readrandom.  Entry i has the key 2i in decimal, zero-padded;
+ * readmissing asks for 2i + 1.  Random fills and overwrite write every key
+ * once in a random order, and a value is a function of its key and of the
+ * pass that wrote it, so every read checks what it got; a mismatch makes
+ * the exit status 1.
+ *
+ * fillseq and fillrandom start from a fresh store; fillsync writes N/100
+ * entries synchronously into a store of its own, with one thread and with
+ * --threads, to show group commit.  Each benchmark prints one line:
+ * ops/s, MB/s, p50 and p99 latency and the peak RSS so far.  With --runs R
+ * the suite runs R times on fresh stores and a summary gives the median
+ * ops/s.  --json prints one JSON object instead (progress goes to stderr).
+ * The stores live under --db DIR (default: a mkdtemp directory under
+ * /tmp) and are removed at the end, on errors and on SIGINT/SIGTERM.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+#define DATA_SIZE	(1u << 20)	/* compressible text values come from */
+#define DATA_PIECE	100		/* half random, half a repeat */
+#define SEEK_ROWS	100		/* rows read after each seek */
+#define SYNC_DIVISOR	100		/* fillsync writes num / 100 */
+#define MAX_VALUE	(64u << 20)
+
+enum bench_kind {
+	FILLSEQ, FILLRANDOM, OVERWRITE, FILLSYNC, READRANDOM, READMISSING,
+	READSEQ, SEEKRANDOM, COMPACT, BENCH_KINDS
+};
+
+static const char *const bench_names[BENCH_KINDS] = {
+	"fillseq", "fillrandom", "overwrite", "fillsync", "readrandom",
+	"readmissing", "readseq", "seekrandom", "compact",
+};
+
+static const char default_benchmarks[] = "fillseq,fillrandom,overwrite,"
+    "fillsync,readrandom,readmissing,readseq,seekrandom,compact,readrandom";
+
+struct bench_opts {
+	uint64_t num;
+	uint64_t reads;
+	uint64_t key_size;
+	uint64_t value_size;
+	const char *benchmarks;
+	uint64_t runs;
+	uint64_t threads;
+	const char *db;
+	uint64_t cache_mb;	/* 0: the engine's default */
+	uint64_t memtable_mb;
+	uint64_t seed;
+	bool json;
+};
+
+/* One line of output: a benchmark at a thread count. */
+struct slot {
+	enum bench_kind kind;
+	unsigned threads;
+};
+
+struct result {
+	bool skipped;
+	uint64_t ops;
+	uint64_t bytes;
+	uint64_t mismatches;
+	double secs;
+	double ops_per_sec;
+	double mb_per_sec;
+	double p50_us;
+	double p99_us;
+	long peak_rss_kib;
+	char note[96];
+};
+
+struct bench {
+	struct bench_opts o;
+	const struct engine *eng;
+	struct engine_config cfg;
+	struct slot *slots;
+	size_t nslots;
+	struct result *results;	/* runs x nslots */
+	char root[PATH_MAX];	/* the directory holding the stores */
+	bool root_made;		/* made by mkdtemp, removed at the end */
+	char main_path[PATH_MAX];
+	char side_path[PATH_MAX];	/* fillsync's store */
+	void *db;		/* the main store */
+	bool db_used;		/* written since it was created */
+	uint64_t db_keys;	/* entries 0..db_keys-1 are present */
+	uint64_t db_epoch;	/* the write pass their values come from */
+	uint64_t epochs;	/* write passes so far */
+	uint64_t rng;
+	char *data;		/* compressible text */
+	size_t value_slots;	/* value offsets: multiples of DATA_PIECE */
+	FILE *out;		/* the human-readable lines */
+	sigset_t signals;	/* handled by bench_signal_main */
+};
+
+/* What one benchmark's threads do, shared by them. */
+struct phase {
+	const struct bench *b;
+	enum bench_kind kind;
+	void *db;
+	uint64_t count;		/* operations over all threads */
+	struct bench_perm perm;	/* key order of random writes */
+	uint64_t epoch;		/* writes: the pass; reads: the expected */
+	uint64_t keys;		/* reads: entries present */
+	bool sync;
+	atomic_bool failed;
+	pthread_barrier_t start;
+};
+
+struct worker {
+	struct phase *ph;
+	pthread_t tid;
+	uint64_t lo, hi;	/* operation numbers */
+	uint64_t rng;
+	char *key;
+	char *want_key;
+	struct bench_buf value;
+	uint64_t ops, bytes, found, mismatches;
+	int rc;
+	char error[256];
+	char first_mismatch[256];
+	struct bench_hist hist;
+};
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: tabletbench [--num N] [--reads N] "
+	    "[--value-size B] [--key-size K]\n"
+	    "\t[--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]\n"
+	    "\t[--memtable-mb M] [--threads T] [--seed S] [--json]\n"
+	    "benchmarks: fillseq fillrandom overwrite fillsync readrandom "
+	    "readmissing\n\treadseq seekrandom compact\n");
+	exit(2);
+}
+
+static void *
+xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	if (p == NULL) {
+		fprintf(stderr, "tabletbench: out of memory\n");
+		abort();
+	}
+	return p;
+}
+
+static uint64_t
+parse_u64(const char *name, const char *s, uint64_t min, uint64_t max)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || *s == '-' || v < min ||
+	    v > max) {
+		fprintf(stderr, "tabletbench: --%s: bad number \"%s\" (%"
+		    PRIu64 "..%" PRIu64 ")\n", name, s, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+/* The benchmark list as slots: fillsync once per thread count. */
+static void
+bench_slots_parse(struct bench *b)
+{
+	char *list = strdup(b->o.benchmarks), *save = NULL, *name;
+	int k;
+
+	if (list == NULL)
+		abort();
+	b->slots = xcalloc(strlen(list) + 2, 2 * sizeof(*b->slots));
+	for (name = strtok_r(list, ",", &save); name != NULL;
+	    name = strtok_r(NULL, ",", &save)) {
+		for (k = 0; k < BENCH_KINDS; k++)
+			if (strcmp(name, bench_names[k]) == 0)
+				break;
+		if (k == BENCH_KINDS) {
+			fprintf(stderr, "tabletbench: unknown benchmark "
+			    "\"%s\"\n", name);
+			usage();
+		}
+		b->slots[b->nslots++] = (struct slot){ k, 1 };
+		if (k == FILLSYNC && b->o.threads > 1)
+			b->slots[b->nslots++] = (struct slot){ k,
+			    (unsigned)b->o.threads };
+	}
+	free(list);
+	if (b->nslots == 0)
+		usage();
+}
+
+/* db_bench's compressible text: each DATA_PIECE bytes repeat their
+ * first half, so Snappy halves any value cut at a piece boundary. */
+static void
+bench_data_make(struct bench *b)
+{
+	size_t half = DATA_PIECE / 2, len;
+
+	len = (b->o.value_size + DATA_SIZE + DATA_PIECE - 1) / DATA_PIECE *
+	    DATA_PIECE;
+	b->data = xcalloc(len, 1);
+	for (size_t off = 0; off < len; off += DATA_PIECE) {
+		for (size_t i = 0; i < half; i++)
+			b->data[off + i] = (char)(' ' + bench_rand(&b->rng) %
+			    95);
+		memcpy(b->data + off + half, b->data + off, DATA_PIECE - half);
+	}
+	b->value_slots = (len - b->o.value_size) / DATA_PIECE + 1;
+}
+
+/* Key number v in key_size decimal digits, zero-padded. */
+static struct bench_bytes
+bench_key(const struct bench *b, uint64_t v, char *buf)
+{
+	for (size_t i = b->o.key_size; i > 0; v /= 10)
+		buf[--i] = (char)('0' + v % 10);
+	return (struct bench_bytes){ buf, b->o.key_size };
+}
+
+/* The value write pass epoch gives entry k. */
+static struct bench_bytes
+bench_value(const struct bench *b, uint64_t k, uint64_t epoch)
+{
+	uint64_t h = bench_mix64(k ^ bench_mix64(epoch ^ b->o.seed));
+
+	return (struct bench_bytes){ b->data + h % b->value_slots *
+	    DATA_PIECE, b->o.value_size };
+}
+
+static bool
+bytes_equal(struct bench_bytes a, struct bench_bytes b)
+{
+	return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0);
+}
+
+/* ---- Workers ---- */
+
+static void
+worker_fail(struct worker *w, const char *what, int rc)
+{
+	const char *detail = bt_error_detail();
+
+	w->rc = rc;
+	snprintf(w->error, sizeof(w->error), "%s: %s%s%s", what,
+	    bt_strerror(rc), *detail != '\0' ? ": " : "", detail);
+	atomic_store(&w->ph->failed, true);
+}
+
+static void __attribute__((format(printf, 3, 4)))
+worker_mismatch(struct worker *w, struct bench_bytes key, const char *fmt,
+    ...)
+{
+	va_list ap;
+	int n;
+
+	if (w->mismatches++ > 0)
+		return;
+	n = snprintf(w->first_mismatch, sizeof(w->first_mismatch),
+	    "key %.*s: ", (int)(key.n < 40 ? key.n : 40),
+	    (const char *)key.p);
+	va_start(ap, fmt);
+	vsnprintf(w->first_mismatch + n, sizeof(w->first_mismatch) - (size_t)n,
+	    fmt, ap);
+	va_end(ap);
+}
+
+static bool
+worker_stopped(struct worker *w)
+{
+	return atomic_load_explicit(&w->ph->failed, memory_order_relaxed);
+}
+
+/* fillseq, fillrandom, overwrite, fillsync. */
+static void
+worker_write(struct worker *w)
+{
+	const struct phase *ph = w->ph;
+	const struct bench *b = ph->b;
+
+	for (uint64_t i = w->lo; i < w->hi && !worker_stopped(w); i++) {
+		uint64_t k = ph->kind == FILLSEQ ? i :
+		    bench_perm_at(&ph->perm, i);
+		struct bench_bytes key = bench_key(b, 2 * k, w->key);
+		struct bench_bytes value = bench_value(b, k, ph->epoch);
+		uint64_t t0 = bench_now_ns();
+		int rc = b->eng->put(ph->db, key, value, ph->sync);
+
+		bench_hist_add(&w->hist, bench_now_ns() - t0);
+		if (rc < 0) {
+			worker_fail(w, "put", rc);
+			return;
+		}
+		w->ops++;
+		w->bytes += key.n + value.n;
+	}
+}
+
+/* readrandom (present keys) and readmissing (absent ones). */
+static void
+worker_read(struct worker *w)
+{
+	const struct phase *ph = w->ph;
+	const struct bench *b = ph->b;
+	bool missing = ph->kind == READMISSING;
+
+	for (uint64_t i = w->lo; i < w->hi && !worker_stopped(w); i++) {
+		uint64_t k = bench_rand(&w->rng) % ph->keys;
+		struct bench_bytes key = bench_key(b, 2 * k + missing, w->key);
+		struct bench_bytes want, got;
+		uint64_t t0 = bench_now_ns();
+		int rc = b->eng->get(ph->db, key, &w->value);
+
+		bench_hist_add(&w->hist, bench_now_ns() - t0);
+		if (rc < 0) {
+			worker_fail(w, "get", rc);
+			return;
+		}
+		w->ops++;
+		w->bytes += key.n;
+		if (missing) {
+			if (rc != BT_NOTFOUND)
+				worker_mismatch(w, key, "absent key found");
+			continue;
+		}
+		if (rc == BT_NOTFOUND) {
+			worker_mismatch(w, key, "not found");
+			continue;
+		}
+		if (rc == ENGINE_MALFORMED) {
+			worker_mismatch(w, key, "malformed row");
+			continue;
+		}
+		w->found++;
+		w->bytes += w->value.n;
+		want = bench_value(b, k, ph->epoch);
+		got = (struct bench_bytes){ w->value.p, w->value.n };
+		if (!bytes_equal(want, got))
+			worker_mismatch(w, key, "wrong value (%zu bytes, "
+			    "expected %zu)", got.n, want.n);
+	}
+}
+
+/*
+ * Check scan entry number k: its key and value.  False (after counting
+ * one mismatch) when it is wrong.
+ */
+static bool
+worker_check_entry(struct worker *w, uint64_t k, struct bench_bytes key,
+    struct bench_bytes value)
+{
+	const struct bench *b = w->ph->b;
+	struct bench_bytes want = bench_key(b, 2 * k, w->want_key);
+
+	if (!bytes_equal(key, want)) {
+		worker_mismatch(w, want, "scan gave key %.*s instead",
+		    (int)(key.n < 40 ? key.n : 40), (const char *)key.p);
+		return false;
+	}
+	if (!bytes_equal(value, bench_value(b, k, w->ph->epoch))) {
+		worker_mismatch(w, want, "wrong value in scan (%zu bytes)",
+		    value.n);
+		return false;
+	}
+	return true;
+}
+
+/* seekrandom: open a scan at a random present key, read SEEK_ROWS rows. */
+static void
+worker_seek(struct worker *w)
+{
+	const struct phase *ph = w->ph;
+	const struct bench *b = ph->b;
+
+	for (uint64_t i = w->lo; i < w->hi && !worker_stopped(w); i++) {
+		uint64_t j = bench_rand(&w->rng) % ph->keys, rows = 0;
+		uint64_t want = ph->keys - j < SEEK_ROWS ? ph->keys - j :
+		    SEEK_ROWS;
+		struct bench_bytes start = bench_key(b, 2 * j, w->key), k, v;
+		uint64_t t0 = bench_now_ns();
+		bool ok = true;
+		void *it;
+		int rc;
+
+		if ((rc = b->eng->scan_open(ph->db, start, SEEK_ROWS,
+		    &it)) < 0) {
+			worker_fail(w, "scan_open", rc);
+			return;
+		}
+		while (rows < SEEK_ROWS &&
+		    (rc = b->eng->scan_next(it, &k, &v)) == 0) {
+			w->bytes += k.n + v.n;
+			if (ok)
+				ok = worker_check_entry(w, j + rows, k, v);
+			rows++;
+		}
+		b->eng->scan_close(it);
+		bench_hist_add(&w->hist, bench_now_ns() - t0);
+		if (rc < 0) {
+			worker_fail(w, "scan_next", rc);
+			return;
+		}
+		w->ops++;
+		if (ok && rc == ENGINE_MALFORMED)
+			worker_mismatch(w, start, "malformed row in scan");
+		else if (ok && rows != want)
+			worker_mismatch(w, start, "scan gave %" PRIu64
+			    " rows, expected %" PRIu64, rows, want);
+	}
+}
+
+/* readseq: one scan over everything; an operation is a row. */
+static void
+worker_scan(struct worker *w)
+{
+	const struct phase *ph = w->ph;
+	const struct bench *b = ph->b;
+	struct bench_bytes k, v;
+	uint64_t t0 = bench_now_ns(), t1, rows = 0;
+	void *it;
+	int rc;
+
+	if ((rc = b->eng->scan_open(ph->db, (struct bench_bytes){ NULL, 0 },
+	    0, &it)) < 0) {
+		worker_fail(w, "scan_open", rc);
+		return;
+	}
+	while ((rc = b->eng->scan_next(it, &k, &v)) == 0) {
+		t1 = bench_now_ns();
+		bench_hist_add(&w->hist, t1 - t0);
+		t0 = t1;
+		w->bytes += k.n + v.n;
+		if (rows < ph->keys)
+			worker_check_entry(w, rows, k, v);
+		rows++;
+	}
+	b->eng->scan_close(it);
+	w->ops = rows;
+	if (rc < 0)
+		worker_fail(w, "scan_next", rc);
+	else if (rc == ENGINE_MALFORMED)
+		worker_mismatch(w, k, "malformed row in scan");
+	else if (rows != ph->keys)
+		worker_mismatch(w, bench_key(b, 2 * rows, w->want_key),
+		    "scan gave %" PRIu64 " rows, expected %" PRIu64, rows,
+		    ph->keys);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	pthread_barrier_wait(&w->ph->start);
+	switch (w->ph->kind) {
+	case READRANDOM:
+	case READMISSING:
+		worker_read(w);
+		break;
+	case SEEKRANDOM:
+		worker_seek(w);
+		break;
+	case READSEQ:
+		worker_scan(w);
+		break;
+	default:
+		worker_write(w);
+		break;
+	}
+	return NULL;
+}
+
+/*
+ * Run ph on nthreads threads, each taking a share of the operations, and
+ * fill in res: totals, the wall time from the common start to the last
+ * finish, and latency quantiles.  The first mismatch and any error are
+ * reported on stderr.
+ */
+static int
+phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
+    struct result *res)
+{
+	struct worker *ws = xcalloc(nthreads, sizeof(*ws));
+	struct bench_hist *all = xcalloc(1, sizeof(*all));
+	uint64_t t0;
+	int rc = 0;
+
+	atomic_init(&ph->failed, false);
+	if (pthread_barrier_init(&ph->start, NULL, nthreads + 1) != 0)
+		abort();
+	for (unsigned t = 0; t < nthreads; t++) {
+		struct worker *w = &ws[t];
+
+		w->ph = ph;
+		w->lo = ph->count * t / nthreads;
+		w->hi = ph->count * (t + 1) / nthreads;
+		w->rng = bench_rand(&b->rng);
+		w->key = xcalloc(2, b->o.key_size);
+		w->want_key = w->key + b->o.key_size;
+		if (pthread_create(&w->tid, NULL, worker_main, w) != 0)
+			abort();
+	}
+	pthread_barrier_wait(&ph->start);
+	t0 = bench_now_ns();
+	for (unsigned t = 0; t < nthreads; t++)
+		pthread_join(ws[t].tid, NULL);
+	res->secs = (double)(bench_now_ns() - t0) / 1e9;
+	for (unsigned t = 0; t < nthreads; t++) {
+		struct worker *w = &ws[t];
+
+		res->ops += w->ops;
+		res->bytes += w->bytes;
+		res->mismatches += w->mismatches;
+		bench_hist_merge(all, &w->hist);
+		if (w->mismatches > 0)
+			fprintf(stderr, "tabletbench: %s: %" PRIu64
+			    " mismatches; first: %s\n", bench_names[ph->kind],
+			    w->mismatches, w->first_mismatch);
+		if (w->rc < 0 && rc == 0) {
+			fprintf(stderr, "tabletbench: %s: %s\n",
+			    bench_names[ph->kind], w->error);
+			rc = w->rc;
+		}
+		free(w->key);
+		free(w->value.p);
+	}
+	res->p50_us = bench_hist_quantile(all, 0.50) / 1e3;
+	res->p99_us = bench_hist_quantile(all, 0.99) / 1e3;
+	pthread_barrier_destroy(&ph->start);
+	free(all);
+	free(ws);
+	return rc;
+}
+
+/* ---- Stores ---- */
+
+static void
+bench_error(const char *what, const char *path, int rc)
+{
+	const char *detail = bt_error_detail();
+
+	fprintf(stderr, "tabletbench: %s %s: %s%s%s\n", what, path,
+	    bt_strerror(rc), *detail != '\0' ? ": " : "", detail);
+}
+
+static int
+bench_store_open(struct bench *b, const char *path, void **dbp)
+{
+	int rc;
+
+	if ((rc = bench_tree_remove(path)) < 0) {
+		bench_error("removing", path, rc);
+		return rc;
+	}
+	if ((rc = b->eng->open(&b->cfg, path, dbp)) < 0)
+		bench_error("opening", path, rc);
+	return rc;
+}
+
+static int
+bench_store_close(struct bench *b, const char *path, void *db)
+{
+	int rc = b->eng->close(db), rrc;
+
+	if (rc < 0)
+		bench_error("closing", path, rc);
+	if ((rrc = bench_tree_remove(path)) < 0) {
+		bench_error("removing", path, rrc);
+		if (rc == 0)
+			rc = rrc;
+	}
+	return rc;
+}
+
+/* Make the main store fresh, unless it was not written since it was. */
+static int
+bench_main_fresh(struct bench *b)
+{
+	int rc = 0;
+
+	if (b->db != NULL && !b->db_used)
+		return 0;
+	if (b->db != NULL)
+		rc = bench_store_close(b, b->main_path, b->db);
+	b->db = NULL;
+	b->db_used = false;
+	b->db_keys = 0;
+	if (rc == 0)
+		rc = bench_store_open(b, b->main_path, &b->db);
+	return rc;
+}
+
+static void
+bench_stats(const struct bench *b, void *db, struct engine_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (b->eng->stats != NULL)
+		b->eng->stats(db, st);
+}
+
+static void
+note_cache(struct result *res, const struct engine_stats *s0,
+    const struct engine_stats *s1)
+{
+	uint64_t hits = s1->cache_hits - s0->cache_hits;
+	uint64_t lookups = hits + s1->cache_misses - s0->cache_misses;
+
+	if (lookups > 0)
+		snprintf(res->note, sizeof(res->note), "cache hits %.1f%%",
+		    100.0 * (double)hits / (double)lookups);
+}
+
+/* ---- Benchmarks ---- */
+
+/* Fill or overwrite the main store: every entry once. */
+static int
+bench_write(struct bench *b, enum bench_kind kind, struct result *res)
+{
+	struct phase ph = { .b = b, .kind = kind, .count = b->o.num };
+	int rc;
+
+	if (kind != OVERWRITE && (rc = bench_main_fresh(b)) < 0)
+		return rc;
+	ph.db = b->db;
+	ph.epoch = ++b->epochs;
+	bench_perm_init(&ph.perm, ph.count, bench_rand(&b->rng));
+	b->db_used = true;
+	if ((rc = phase_run(b, &ph, 1, res)) < 0)
+		return rc;
+	b->db_keys = b->o.num;
+	b->db_epoch = ph.epoch;
+	return 0;
+}
+
+/* fillsync: num / 100 synchronous writes into a store of their own. */
+static int
+bench_fillsync(struct bench *b, unsigned nthreads, struct result *res)
+{
+	struct phase ph = { .b = b, .kind = FILLSYNC, .sync = true };
+	struct engine_stats s0, s1;
+	int rc, crc;
+
+	ph.count = b->o.num / SYNC_DIVISOR > 0 ? b->o.num / SYNC_DIVISOR : 1;
+	ph.epoch = ++b->epochs;
+	bench_perm_init(&ph.perm, ph.count, bench_rand(&b->rng));
+	if ((rc = bench_store_open(b, b->side_path, &ph.db)) < 0)
+		return rc;
+	bench_stats(b, ph.db, &s0);
+	rc = phase_run(b, &ph, nthreads, res);
+	bench_stats(b, ph.db, &s1);
+	if (s1.syncs > s0.syncs)
+		snprintf(res->note, sizeof(res->note), "%" PRIu64 " syncs, "
+		    "%.2f writes/sync", s1.syncs - s0.syncs,
+		    (double)res->ops / (double)(s1.syncs - s0.syncs));
+	if ((crc = bench_store_close(b, b->side_path, ph.db)) < 0 && rc == 0)
+		rc = crc;
+	return rc;
+}
+
+/* readrandom, readmissing, seekrandom, readseq over the main store. */
+static int
+bench_read(struct bench *b, enum bench_kind kind, struct result *res)
+{
+	struct phase ph = { .b = b, .kind = kind, .db = b->db,
+	    .keys = b->db_keys, .epoch = b->db_epoch };
+	struct engine_stats s0, s1;
+	int rc;
+
+	if (b->db_keys == 0) {
+		res->skipped = true;
+		snprintf(res->note, sizeof(res->note), "skipped: no data "
+		    "(run a fill first)");
+		return 0;
+	}
+	ph.count = kind == READSEQ ? 1 : b->o.reads;
+	bench_stats(b, b->db, &s0);
+	rc = phase_run(b, &ph, 1, res);
+	bench_stats(b, b->db, &s1);
+	note_cache(res, &s0, &s1);
+	return rc;
+}
+
+static int
+bench_compact(struct bench *b, struct result *res)
+{
+	struct engine_stats s0, s1;
+	uint64_t t0;
+	int rc;
+
+	bench_stats(b, b->db, &s0);
+	t0 = bench_now_ns();
+	if ((rc = b->eng->compact(b->db)) < 0) {
+		bench_error("compacting", b->main_path, rc);
+		return rc;
+	}
+	res->secs = (double)(bench_now_ns() - t0) / 1e9;
+	res->ops = 1;
+	res->p50_us = res->p99_us = res->secs * 1e6;
+	bench_stats(b, b->db, &s1);
+	snprintf(res->note, sizeof(res->note), "files %" PRIu64 " -> %"
+	    PRIu64, s0.files, s1.files);
+	return 0;
+}
+
+static void
+result_print_header(FILE *f)
+{
+	fprintf(f, "%-12s %3s %9s %10s %7s %8s %9s %9s %8s  %s\n",
+	    "benchmark", "thr", "ops", "ops/s", "MB/s", "secs", "p50_us",
+	    "p99_us", "rss_MB", "note");
+}
+
+static void
+result_print(FILE *f, const struct slot *sl, const struct result *r)
+{
+	if (r->skipped) {
+		fprintf(f, "%-12s %3u %s\n", bench_names[sl->kind],
+		    sl->threads, r->note);
+		return;
+	}
+	fprintf(f, "%-12s %3u %9" PRIu64 " %10.0f %7.1f %8.3f %9.1f %9.1f "
+	    "%8.1f  %s", bench_names[sl->kind], sl->threads, r->ops,
+	    r->ops_per_sec, r->mb_per_sec, r->secs, r->p50_us, r->p99_us,
+	    (double)r->peak_rss_kib / 1024.0, r->note);
+	if (r->mismatches > 0)
+		fprintf(f, "%sMISMATCHES %" PRIu64, *r->note != '\0' ? ", " :
+		    "", r->mismatches);
+	fprintf(f, "\n");
+	fflush(f);
+}
+
+static int
+bench_slot_run(struct bench *b, const struct slot *sl, struct result *res)
+{
+	struct rusage ru;
+	int rc;
+
+	switch (sl->kind) {
+	case FILLSEQ:
+	case FILLRANDOM:
+	case OVERWRITE:
+		rc = bench_write(b, sl->kind, res);
+		break;
+	case FILLSYNC:
+		rc = bench_fillsync(b, sl->threads, res);
+		break;
+	case COMPACT:
+		rc = bench_compact(b, res);
+		break;
+	default:
+		rc = bench_read(b, sl->kind, res);
+		break;
+	}
+	if (rc < 0)
+		return rc;
+	if (res->secs > 0) {
+		res->ops_per_sec = (double)res->ops / res->secs;
+		res->mb_per_sec = (double)res->bytes / res->secs / 1048576.0;
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	res->peak_rss_kib = ru.ru_maxrss;
+	result_print(b->out, sl, res);
+	return 0;
+}
+
+/* One pass over the benchmark list, on a fresh main store. */
+static int
+bench_suite_run(struct bench *b, struct result *results)
+{
+	int rc, crc;
+
+	b->db_used = true;
+	if ((rc = bench_main_fresh(b)) < 0)
+		return rc;
+	for (size_t i = 0; i < b->nslots && rc == 0; i++)
+		rc = bench_slot_run(b, &b->slots[i], &results[i]);
+	crc = bench_store_close(b, b->main_path, b->db);
+	b->db = NULL;
+	return rc < 0 ? rc : crc;
+}
+
+/* ---- Summary ---- */
+
+static int
+result_cmp_speed(const void *a, const void *b)
+{
+	const struct result *x = *(const struct result *const *)a;
+	const struct result *y = *(const struct result *const *)b;
+
+	return (x->ops_per_sec > y->ops_per_sec) -
+	    (x->ops_per_sec < y->ops_per_sec);
+}
+
+/*
+ * The median over runs of slot i: the middle run (the lower of the two
+ * middle ones, with their mean speed, when runs are even), with the
+ * mismatches of all runs and the largest RSS.
+ */
+static void
+bench_median(const struct bench *b, size_t i, struct result *med)
+{
+	size_t runs = b->o.runs, mid = (runs - 1) / 2;
+	const struct result **v = xcalloc(runs, sizeof(*v));
+	uint64_t mismatches = 0;
+	long rss = 0;
+
+	for (size_t r = 0; r < runs; r++) {
+		v[r] = &b->results[r * b->nslots + i];
+		mismatches += v[r]->mismatches;
+		if (v[r]->peak_rss_kib > rss)
+			rss = v[r]->peak_rss_kib;
+	}
+	qsort(v, runs, sizeof(*v), result_cmp_speed);
+	*med = *v[mid];
+	if (runs % 2 == 0) {
+		med->ops_per_sec = (v[mid]->ops_per_sec +
+		    v[mid + 1]->ops_per_sec) / 2;
+		med->mb_per_sec = (v[mid]->mb_per_sec +
+		    v[mid + 1]->mb_per_sec) / 2;
+	}
+	med->mismatches = mismatches;
+	med->peak_rss_kib = rss;
+	free(v);
+}
+
+static void
+bench_json(const struct bench *b, const struct bench_machine *m,
+    const char *commit, uint64_t mismatches)
+{
+	FILE *f = stdout;
+
+	fprintf(f, "{\"engine\": ");
+	bench_json_string(f, b->eng->name);
+	fprintf(f, ",\n \"machine\": {\"cpus\": %ld, \"model\": ", m->cpus);
+	bench_json_string(f, m->model);
+	fprintf(f, ", \"ram_bytes\": %" PRIu64 "},\n \"commit\": ", m->ram);
+	bench_json_string(f, commit);
+	fprintf(f, ",\n \"settings\": {\"num\": %" PRIu64 ", \"reads\": %"
+	    PRIu64 ", \"key_size\": %" PRIu64 ", \"value_size\": %" PRIu64
+	    ", \"threads\": %" PRIu64 ", \"runs\": %" PRIu64 ", \"cache_mb\": %"
+	    PRIu64 ", \"memtable_mb\": %" PRIu64 ", \"seed\": %" PRIu64
+	    ", \"db\": ", b->o.num, b->o.reads, b->o.key_size, b->o.value_size,
+	    b->o.threads, b->o.runs, b->o.cache_mb, b->o.memtable_mb,
+	    b->o.seed);
+	bench_json_string(f, b->root);
+	fprintf(f, ", \"benchmarks\": ");
+	bench_json_string(f, b->o.benchmarks);
+	fprintf(f, "},\n \"summary\": \"%s\",\n \"results\": [",
+	    b->o.runs > 1 ? "median ops/s over runs" : "single run");
+	for (size_t i = 0; i < b->nslots; i++) {
+		struct result r;
+
+		bench_median(b, i, &r);
+		fprintf(f, "%s\n  {\"name\": \"%s\", \"threads\": %u, "
+		    "\"skipped\": %s, \"ops\": %" PRIu64 ", \"secs\": %.6f, "
+		    "\"ops_per_sec\": %.1f, \"mb_per_sec\": %.3f, "
+		    "\"p50_us\": %.2f, \"p99_us\": %.2f, \"peak_rss_kib\": %ld, "
+		    "\"mismatches\": %" PRIu64 ", \"note\": ", i > 0 ? "," : "",
+		    bench_names[b->slots[i].kind], b->slots[i].threads,
+		    r.skipped ? "true" : "false", r.ops, r.secs, r.ops_per_sec,
+		    r.mb_per_sec, r.p50_us, r.p99_us, r.peak_rss_kib,
+		    r.mismatches);
+		bench_json_string(f, r.note);
+		fprintf(f, ", \"runs_ops_per_sec\": [");
+		for (size_t run = 0; run < b->o.runs; run++)
+			fprintf(f, "%s%.1f", run > 0 ? ", " : "",
+			    b->results[run * b->nslots + i].ops_per_sec);
+		fprintf(f, "]}");
+	}
+	fprintf(f, "\n ],\n \"mismatches\": %" PRIu64 "}\n", mismatches);
+}
+
+/* ---- Set-up ---- */
+
+/* SIGINT, SIGTERM, SIGHUP: remove the stores and leave. */
+static void *
+bench_signal_main(void *arg)
+{
+	const struct bench *b = arg;
+	int sig;
+
+	if (sigwait(&b->signals, &sig) != 0)
+		return NULL;
+	fprintf(stderr, "tabletbench: %s: removing the stores\n",
+	    strsignal(sig));
+	bench_tree_remove(b->main_path);
+	bench_tree_remove(b->side_path);
+	if (b->root_made)
+		bench_tree_remove(b->root);
+	_exit(128 + sig);
+}
+
+/* The stores' directory: --db (created if absent, kept) or mkdtemp. */
+static int
+bench_root_make(struct bench *b)
+{
+	struct stat st;
+
+	if (b->o.db == NULL) {
+		snprintf(b->root, sizeof(b->root), "/tmp/tabletbench.XXXXXX");
+		if (mkdtemp(b->root) == NULL) {
+			perror("tabletbench: mkdtemp");
+			return -1;
+		}
+		b->root_made = true;
+	} else {
+		snprintf(b->root, sizeof(b->root), "%s", b->o.db);
+		if (mkdir(b->root, 0777) < 0 && errno != EEXIST) {
+			fprintf(stderr, "tabletbench: %s: %s\n", b->root,
+			    strerror(errno));
+			return -1;
+		}
+	}
+	if ((size_t)snprintf(b->main_path, sizeof(b->main_path), "%s/%s",
+	    b->root, b->eng->name) >= sizeof(b->main_path) ||
+	    (size_t)snprintf(b->side_path, sizeof(b->side_path), "%s/%s-sync",
+	    b->root, b->eng->name) >= sizeof(b->side_path)) {
+		fprintf(stderr, "tabletbench: %s: path too long\n", b->root);
+		return -1;
+	}
+	if (lstat(b->main_path, &st) == 0 || lstat(b->side_path, &st) == 0) {
+		fprintf(stderr, "tabletbench: %s or %s exists; not touching "
+		    "it\n", b->main_path, b->side_path);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+bench_options_parse(struct bench *b, int argc, char **argv)
+{
+	enum { O_NUM, O_READS, O_VALUE, O_KEY, O_BENCH, O_RUNS, O_DB,
+	    O_CACHE, O_MEMTABLE, O_THREADS, O_SEED, O_JSON, O_HELP };
+	static const struct option longopts[] = {
+		{ "num", required_argument, NULL, O_NUM },
+		{ "reads", required_argument, NULL, O_READS },
+		{ "value-size", required_argument, NULL, O_VALUE },
+		{ "key-size", required_argument, NULL, O_KEY },
+		{ "benchmarks", required_argument, NULL, O_BENCH },
+		{ "runs", required_argument, NULL, O_RUNS },
+		{ "db", required_argument, NULL, O_DB },
+		{ "cache-mb", required_argument, NULL, O_CACHE },
+		{ "memtable-mb", required_argument, NULL, O_MEMTABLE },
+		{ "threads", required_argument, NULL, O_THREADS },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct bench_opts *o = &b->o;
+	bool reads_set = false;
+	int ch;
+
+	o->num = 1000000;
+	o->key_size = 16;
+	o->value_size = 100;
+	o->benchmarks = default_benchmarks;
+	o->runs = 1;
+	o->threads = 4;
+	o->seed = bench_mix64((uint64_t)time(NULL) ^ (uint64_t)getpid());
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		const char *name = ch >= 0 && ch < O_HELP ?
+		    longopts[ch].name : "";
+
+		switch (ch) {
+		case O_NUM:
+			o->num = parse_u64(name, optarg, 1, UINT64_C(1) << 40);
+			break;
+		case O_READS:
+			o->reads = parse_u64(name, optarg, 1,
+			    UINT64_C(1) << 40);
+			reads_set = true;
+			break;
+		case O_VALUE:
+			o->value_size = parse_u64(name, optarg, 0, MAX_VALUE);
+			break;
+		case O_KEY:
+			o->key_size = parse_u64(name, optarg, 1, 65536);
+			break;
+		case O_BENCH:
+			o->benchmarks = optarg;
+			break;
+		case O_RUNS:
+			o->runs = parse_u64(name, optarg, 1, 1000);
+			break;
+		case O_DB:
+			o->db = optarg;
+			break;
+		case O_CACHE:
+			o->cache_mb = parse_u64(name, optarg, 0, 1u << 30);
+			break;
+		case O_MEMTABLE:
+			o->memtable_mb = parse_u64(name, optarg, 0, 1u << 30);
+			break;
+		case O_THREADS:
+			o->threads = parse_u64(name, optarg, 1, 1024);
+			break;
+		case O_SEED:
+			o->seed = parse_u64(name, optarg, 0, UINT64_MAX);
+			break;
+		case O_JSON:
+			o->json = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (!reads_set)
+		o->reads = o->num;
+	if (o->key_size < (uint64_t)snprintf(NULL, 0, "%" PRIu64,
+	    2 * o->num - 1)) {
+		fprintf(stderr, "tabletbench: %" PRIu64 "-byte keys cannot "
+		    "number %" PRIu64 " entries\n", o->key_size, o->num);
+		exit(2);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bench b;
+	struct bench_machine machine;
+	pthread_t sigtid;
+	char commit[64];
+	uint64_t mismatches = 0;
+	int rc = 0, status = 1;
+
+	memset(&b, 0, sizeof(b));
+	b.eng = &engine_tabletfs;
+	bench_options_parse(&b, argc, argv);
+	bench_slots_parse(&b);
+	b.out = b.o.json ? stderr : stdout;
+	b.cfg.cache_bytes = b.o.cache_mb << 20;
+	b.cfg.memtable_bytes = b.o.memtable_mb << 20;
+	b.rng = b.o.seed | 1;
+	b.results = xcalloc(b.o.runs * b.nslots, sizeof(*b.results));
+	bench_data_make(&b);
+	bench_machine_get(&machine);
+	bench_git_commit(commit, sizeof(commit));
+	if (bench_root_make(&b) < 0)
+		goto out;
+
+	/* Signals go to one thread, which removes the stores. */
+	sigemptyset(&b.signals);
+	sigaddset(&b.signals, SIGINT);
+	sigaddset(&b.signals, SIGTERM);
+	sigaddset(&b.signals, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &b.signals, NULL);
+	if (pthread_create(&sigtid, NULL, bench_signal_main, &b) != 0)
+		abort();
+	pthread_detach(sigtid);
+
+	fprintf(b.out, "tabletbench: engine %s\n", b.eng->name);
+	fprintf(b.out, "machine:     %ld cpus, %s, %.1f GiB RAM\n",
+	    machine.cpus, machine.model, (double)machine.ram / (1 << 30));
+	fprintf(b.out, "commit:      %s\n", commit);
+	fprintf(b.out, "settings:    num %" PRIu64 ", reads %" PRIu64
+	    ", keys %" PRIu64 " B, values %" PRIu64 " B (about half "
+	    "compressible), threads %" PRIu64 ", runs %" PRIu64 "\n",
+	    b.o.num, b.o.reads, b.o.key_size, b.o.value_size, b.o.threads,
+	    b.o.runs);
+	fprintf(b.out, "             cache %s%s, memtable %s%s, seed %" PRIu64
+	    ", db %s\n", b.o.cache_mb ? "" : "default",
+	    b.o.cache_mb ? "MiB" : "", b.o.memtable_mb ? "" : "default",
+	    b.o.memtable_mb ? "MiB" : "", b.o.seed, b.root);
+	fprintf(b.out, "benchmarks:  %s\n", b.o.benchmarks);
+	for (uint64_t run = 0; run < b.o.runs; run++) {
+		if (b.o.runs > 1)
+			fprintf(b.out, "-- run %" PRIu64 " of %" PRIu64 "\n",
+			    run + 1, b.o.runs);
+		result_print_header(b.out);
+		if ((rc = bench_suite_run(&b, &b.results[run * b.nslots])) < 0)
+			goto out_remove;
+	}
+	for (size_t i = 0; i < b.o.runs * b.nslots; i++)
+		mismatches += b.results[i].mismatches;
+	if (b.o.runs > 1) {
+		fprintf(b.out, "-- median ops/s of %" PRIu64 " runs, each on "
+		    "fresh stores (other columns from the median run)\n",
+		    b.o.runs);
+		result_print_header(b.out);
+		for (size_t i = 0; i < b.nslots; i++) {
+			struct result r;
+
+			bench_median(&b, i, &r);
+			result_print(b.out, &b.slots[i], &r);
+		}
+	}
+	if (b.o.json)
+		bench_json(&b, &machine, commit, mismatches);
+	if (mismatches > 0)
+		fprintf(stderr, "tabletbench: %" PRIu64 " mismatches\n",
+		    mismatches);
+	else
+		status = 0;
+out_remove:
+	if (b.db != NULL)
+		b.eng->close(b.db);
+	bench_tree_remove(b.main_path);
+	bench_tree_remove(b.side_path);
+	if (b.root_made)
+		rmdir(b.root);
+out:
+	free(b.data);
+	free(b.results);
+	free(b.slots);
+	return status;
+}

@@ -365,24 +365,6 @@ catalog_end(struct catalog *c, int rc)
 	return rc;
 }
 
-/* The directory holding path: "." for a bare name, "/" for "/name". */
-static char *
-catalog_parent(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	size_t n;
-
-	if (slash == NULL)
-		return bt_strdup(".");
-	n = slash == path ? 1 : (size_t)(slash - path);
-	if ((dir = bt_malloc(n + 1)) == NULL)
-		return NULL;
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	return dir;
-}
-
 /*
  * Open a connection to path whose files go through env, on a VFS of its
  * own (sqlite_env.h).  Both outputs are set only on success.
@@ -468,7 +450,7 @@ catalog_create(struct env *env, const char *path)
 	if ((tmp = bt_malloc(n)) == NULL)
 		return -ENOMEM;
 	snprintf(tmp, n, "%s.tmp", path);
-	if ((dir = catalog_parent(path)) == NULL) {
+	if ((dir = env_path_parent(path)) == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}

@@ -70,31 +70,13 @@ sqlite_env_error(struct sqlite_env *v, int rc, int ioerr)
 	return ioerr;
 }
 
-/* The directory holding path: "." for a bare name, "/" for "/name". */
-static char *
-sqlite_env_parent(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	size_t n;
-
-	if (slash == NULL)
-		return bt_strdup(".");
-	n = slash == path ? 1 : (size_t)(slash - path);
-	if ((dir = bt_malloc(n + 1)) == NULL)
-		return NULL;
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	return dir;
-}
-
 static int
 sqlite_env_dir_sync(struct sqlite_env *v, const char *path)
 {
 	char *dir;
 	int rc;
 
-	if ((dir = sqlite_env_parent(path)) == NULL)
+	if ((dir = env_path_parent(path)) == NULL)
 		return SQLITE_IOERR_NOMEM;
 	rc = env_dir_sync(v->env, dir);
 	bt_free(dir);
@@ -282,7 +264,7 @@ sqlite_env_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file,
 		goto out;
 	}
 	if ((sf->path = bt_strdup(name)) == NULL ||
-	    (sf->dir = sqlite_env_parent(name)) == NULL) {
+	    (sf->dir = env_path_parent(name)) == NULL) {
 		src = SQLITE_NOMEM;
 		goto out_free;
 	}

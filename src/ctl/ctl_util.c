@@ -26,10 +26,12 @@ ctl_xcalloc(size_t count, size_t size)
 void *
 ctl_xrealloc(void *p, size_t count, size_t size)
 {
+	size_t bytes = count * size;
+
 	if (size != 0 && count > SIZE_MAX / size)
 		p = NULL;
 	else
-		p = realloc(p, count * size ? count * size : 1);
+		p = realloc(p, bytes != 0 ? bytes : 1);
 	if (p == NULL) {
 		fprintf(stderr, "tabletctl: out of memory\n");
 		exit(CTL_FAIL);

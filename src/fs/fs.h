@@ -65,6 +65,8 @@ struct node {
 	uint64_t nlookup;
 	uint64_t refs;
 	uint32_t writers;	/* open handles that may create the file */
+	bool orphan;		/* out of by_key: its name was renamed */
+	struct node *moved;	/* renamed: requests go there (a reference) */
 	struct coord c;		/* owns its strings and bytes */
 	struct buf key;		/* c serialised: the identity */
 };
@@ -121,6 +123,10 @@ void node_lookup_add(struct fs *fs, struct node *n);
 void node_forget(struct fs *fs, fuse_ino_t ino, uint64_t nlookup);
 /* The inode number of c if the kernel may know it, else 0. */
 fuse_ino_t node_peek(struct fs *fs, const struct coord *c);
+/* After a rename, send requests for src's inode to dst's node and let a
+ * new src node be made for the old name. */
+int node_moved(struct fs *fs, const struct coord *src,
+    const struct coord *dst);
 void node_writers_add(struct fs *fs, struct node *n, int delta);
 uint32_t node_writers(struct fs *fs, struct node *n);
 

@@ -43,22 +43,6 @@ path_join(const char *dir, const char *name)
 	return p;
 }
 
-/* The directory holding path, in place (path is modified). */
-static const char *
-parent_dir(char *path)
-{
-	char *slash;
-
-	while (strlen(path) > 1 && path[strlen(path) - 1] == '/')
-		path[strlen(path) - 1] = '\0';
-	if ((slash = strrchr(path, '/')) == NULL)
-		return ".";
-	if (slash == path)
-		return "/";
-	*slash = '\0';
-	return path;
-}
-
 /* ---- Tables ---- */
 
 void
@@ -415,11 +399,11 @@ server_create(const char *path, struct env *env)
 		goto out;
 	/* The store's own directory entry, in its parent. */
 	bt_free(sub);
-	if ((sub = bt_strdup(path)) == NULL) {
+	if ((sub = env_path_parent(path)) == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = env_dir_sync(env, parent_dir(sub));
+	rc = env_dir_sync(env, sub);
 out:
 	bt_free(sub);
 	env_free(own);

@@ -82,18 +82,31 @@ struct server {
 int64_t server_now(struct server *s);
 /* The sequence number the next mutation will take. */
 uint64_t server_next_seq(struct server *s);
+/* Tables are reference-counted; the last unref closes its tablets. */
 void table_unref(struct server_table *t);
+/* A referenced table by name; -ENOENT if there is none. */
 int table_get(struct server *s, const char *name, struct server_table **out);
+/* The table with this catalog id, or NULL; caller holds tables_mu. */
 struct server_table *table_find_id_locked(struct server *s, uint64_t id);
+/* The tablet serving row. */
 struct tablet *table_tablet_for(const struct server_table *t, struct slice row);
+/* The table's current schema, referenced. */
 struct tablet_schema *table_schema(struct server *s, struct server_table *t);
+/* References to every table, for work done without tables_mu. */
 int tables_snapshot(struct server *s, struct server_table ***out, size_t *count);
 void tables_snapshot_free(struct server_table **list, size_t count);
+/* Record that segment number holds sequence numbers up to max_seq;
+ * caller holds apply_mu. */
 void segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq);
+/* Delete the log segments every tablet has flushed past. */
 void segments_collect(struct server *s);
+/* Ask the background thread for a flush and compaction round. */
 void background_wake(struct server *s);
+/* Run a whole background round and return its first error. */
 int background_wait_round(struct server *s);
+/* Load a table's schema and open its tablets from the catalog. */
 int table_load(struct server *s, const char *name, struct server_table **out);
+/* Add a loaded table to the server; caller holds tables_mu. */
 int tables_add_locked(struct server *s, struct server_table *t);
 
 #endif

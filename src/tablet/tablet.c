@@ -73,6 +73,7 @@ struct tablet {
 
 	/* Writer side. */
 	struct memtable *mem;		/* == current->mem */
+	_Atomic size_t mem_usage;	/* of mem, for threads not applying */
 	struct buf key_scratch;
 	uint64_t last_applied_seq;
 	_Atomic uint64_t mem_first_seq;	/* UINT64_MAX: empty */
@@ -476,6 +477,7 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 	}
 	if (atomic_load(&t->mem_first_seq) == UINT64_MAX)
 		atomic_store(&t->mem_first_seq, first_seq);
+	atomic_store(&t->mem_usage, memtable_memory_usage(t->mem));
 	t->last_applied_seq = first_seq + count - 1;
 	return 0;
 }
@@ -483,7 +485,7 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 size_t
 tablet_memtable_usage(const struct tablet *t)
 {
-	return memtable_memory_usage(t->mem);
+	return atomic_load(&t->mem_usage);
 }
 
 bool
@@ -517,6 +519,7 @@ tablet_freeze(struct tablet *t)
 	atomic_store(&t->imm_first_seq, atomic_load(&t->mem_first_seq));
 	atomic_store(&t->mem_first_seq, UINT64_MAX);
 	t->mem = mem;
+	atomic_store(&t->mem_usage, memtable_memory_usage(mem));
 	version_install_locked(t, v);
 	pthread_mutex_unlock(&t->mu);
 	return 0;

@@ -4,7 +4,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 
+#include "util/alloc.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -148,4 +150,21 @@ uint64_t
 env_now_micros(struct env *env)
 {
 	return env->ops->now_micros(env);
+}
+
+char *
+env_path_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	size_t n;
+
+	if (slash == NULL)
+		return bt_strdup(".");
+	n = slash == path ? 1 : (size_t)(slash - path);
+	if ((dir = bt_malloc(n + 1)) == NULL)
+		return NULL;
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return dir;
 }

@@ -165,6 +165,12 @@ int env_lock(struct env *env, const char *path, struct env_lock **out);
 /* Release a lock; accepts NULL. */
 void env_unlock(struct env_lock *lock);
 
+/*
+ * The directory holding path, as a new string (bt_free it): "." for a bare
+ * name, "/" for "/name".  NULL when memory runs out.
+ */
+char *env_path_parent(const char *path);
+
 /* Wall-clock time in microseconds since the epoch (settable in tests). */
 uint64_t env_now_micros(struct env *env);
 

@@ -1,0 +1,268 @@
+/*
+ * bench_util.c - tabletbench's helpers: clock, random numbers and
+ * permutations, latency histograms, machine facts, tree removal, JSON.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+int
+bench_buf_reserve(struct bench_buf *b, size_t n)
+{
+	size_t cap = b->cap != 0 ? b->cap : 64;
+	char *p;
+
+	if (n <= b->cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	if ((p = realloc(b->p, cap)) == NULL)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+uint64_t
+bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
+bench_mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+uint64_t
+bench_rand(uint64_t *state)
+{
+	uint64_t x = *state != 0 ? *state : 0x2545f4914f6cdd1dull;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+void
+bench_perm_init(struct bench_perm *p, uint64_t n, uint64_t seed)
+{
+	unsigned bits = 1;
+
+	while (bits < 64 && (UINT64_C(1) << bits) < n)
+		bits++;
+	p->n = n;
+	p->mask = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+	p->shift = (bits + 1) / 2;
+	for (int i = 0; i < 3; i++)
+		p->mul[i] = bench_mix64(seed + (uint64_t)i) | 1;
+	p->add = bench_mix64(seed + 3);
+}
+
+uint64_t
+bench_perm_at(const struct bench_perm *p, uint64_t i)
+{
+	uint64_t x = i;
+
+	do {
+		x = (x * p->mul[0] + p->add) & p->mask;
+		x ^= x >> p->shift;
+		x = (x * p->mul[1]) & p->mask;
+		x ^= x >> p->shift;
+		x = (x * p->mul[2]) & p->mask;
+		x ^= x >> p->shift;
+	} while (x >= p->n);
+	return x;
+}
+
+void
+bench_hist_add(struct bench_hist *h, uint64_t ns)
+{
+	unsigned e, idx;
+
+	if (ns < HIST_LINEAR) {
+		idx = (unsigned)ns;
+	} else {
+		e = 63u - (unsigned)__builtin_clzll(ns);
+		idx = HIST_LINEAR + (e - HIST_SUB_BITS - 1) *
+		    (1u << HIST_SUB_BITS) + (unsigned)((ns >>
+		    (e - HIST_SUB_BITS)) & ((1u << HIST_SUB_BITS) - 1));
+	}
+	h->buckets[idx]++;
+	h->count++;
+}
+
+void
+bench_hist_merge(struct bench_hist *into, const struct bench_hist *h)
+{
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		into->buckets[i] += h->buckets[i];
+	into->count += h->count;
+}
+
+/* The middle of bucket idx, in nanoseconds. */
+static double
+hist_bucket_mid(unsigned idx)
+{
+	unsigned g, sub, e;
+
+	if (idx < HIST_LINEAR)
+		return idx;
+	g = (idx - HIST_LINEAR) >> HIST_SUB_BITS;
+	sub = (idx - HIST_LINEAR) & ((1u << HIST_SUB_BITS) - 1);
+	e = g + HIST_SUB_BITS + 1;
+	return (double)((UINT64_C(1) << HIST_SUB_BITS) + sub) *
+	    (double)(UINT64_C(1) << (e - HIST_SUB_BITS)) +
+	    (double)(UINT64_C(1) << (e - HIST_SUB_BITS)) / 2;
+}
+
+double
+bench_hist_quantile(const struct bench_hist *h, double q)
+{
+	uint64_t want, seen = 0;
+
+	if (h->count == 0)
+		return 0;
+	want = (uint64_t)(q * (double)h->count + 0.999999);
+	if (want == 0)
+		want = 1;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		seen += h->buckets[i];
+		if (seen >= want)
+			return hist_bucket_mid(i);
+	}
+	return hist_bucket_mid(HIST_BUCKETS - 1);
+}
+
+void
+bench_machine_get(struct bench_machine *m)
+{
+	char line[512], *p;
+	FILE *f;
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+
+	m->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	m->ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize :
+	    0;
+	snprintf(m->model, sizeof(m->model), "unknown");
+	if ((f = fopen("/proc/cpuinfo", "r")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "model name", 10) != 0 ||
+		    (p = strchr(line, ':')) == NULL)
+			continue;
+		p += strspn(p + 1, " \t") + 1;
+		p[strcspn(p, "\n")] = '\0';
+		snprintf(m->model, sizeof(m->model), "%s", p);
+		break;
+	}
+	fclose(f);
+}
+
+/* Run "git [-C dir] args" through the shell (dir "" for the current
+ * directory); its first output line into buf.  0, or -1 on failure. */
+static int
+git_line(const char *dir, const char *args, char *buf, size_t size)
+{
+	char cmd[PATH_MAX * 4 + 128];
+	size_t n = 0;
+	FILE *f;
+	int ok;
+
+	n += (size_t)snprintf(cmd, sizeof(cmd), "git");
+	if (*dir != '\0') {
+		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, " -C '");
+		for (const char *s = dir; *s != '\0'; s++)
+			n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s",
+			    *s == '\'' ? "'\\''" : (char[]){ *s, '\0' });
+		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "'");
+	}
+	snprintf(cmd + n, sizeof(cmd) - n, " %s", args);
+	if ((f = popen(cmd, "r")) == NULL)
+		return -1;
+	ok = fgets(buf, (int)size, f) != NULL;
+	if (pclose(f) != 0 || !ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/*
+ * The commit of the tree this file was compiled from (its directory, when
+ * __FILE__ is absolute as in out-of-tree builds), else of the current
+ * directory; "-dirty" when the work tree differs from it.
+ */
+void
+bench_git_commit(char *buf, size_t size)
+{
+	char dir[PATH_MAX], dirty[16], *slash;
+	const char *where = "";
+
+	snprintf(dir, sizeof(dir), "%s", __FILE__);
+	if (dir[0] == '/' && strlen(__FILE__) < sizeof(dir) &&
+	    (slash = strrchr(dir, '/')) != NULL) {
+		*slash = '\0';
+		where = dir;
+	}
+	if (git_line(where, "rev-parse --short HEAD 2>/dev/null", buf, size) < 0 &&
+	    (*where == '\0' || git_line(where = "", "rev-parse --short HEAD 2>/dev/null",
+	    buf, size) < 0)) {
+		snprintf(buf, size, "unknown");
+		return;
+	}
+	if (git_line(where, "diff --quiet HEAD 2>/dev/null || echo dirty", dirty,
+	    sizeof(dirty)) == 0 && strlen(buf) + 7 < size)
+		strcat(buf, "-dirty");
+}
+
+static int
+tree_remove_entry(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	if (remove(path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int
+bench_tree_remove(const char *path)
+{
+	int rc = nftw(path, tree_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+
+	if (rc == -1)
+		return errno == ENOENT ? 0 : -errno;
+	return rc;
+}
+
+void
+bench_json_string(FILE *f, const char *s)
+{
+	putc('"', f);
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			putc(c, f);
+	}
+	putc('"', f);
+}

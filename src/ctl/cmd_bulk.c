@@ -1,0 +1,327 @@
+/*
+ * cmd_bulk.c - tabletctl's whole-table and store verbs: import, export,
+ * compact, status.
+ *
+ * The import/export format is one line per cell, five tab-separated
+ * fields: row, family, qualifier, decimal timestamp, value, each written
+ * with esc_write() so that tabs, newlines and other bytes cannot break the
+ * line.  import(export(T)) recreates T's cells exactly.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ctl/ctl.h"
+
+/* Cells of one row are applied together, up to these limits at a time. */
+#define IMPORT_BATCH_CELLS	1024
+#define IMPORT_BATCH_BYTES	(4u << 20)
+
+/* An import in progress: the cells of the row being gathered. */
+struct import {
+	struct ctl *c;
+	const char *table;
+	const char *name;	/* the file, for messages */
+	uint64_t first_line;	/* line of the batch's first cell */
+	char **lines;		/* owned buffers the mutations point into */
+	struct bt_mutation *muts;
+	size_t count;
+	size_t cap;
+	size_t bytes;
+	struct bt_bytes row;
+};
+
+/* Apply the gathered cells as one row mutation and forget them. */
+static int
+import_flush(struct import *im)
+{
+	int rc, status = CTL_OK;
+
+	if (im->count == 0)
+		return CTL_OK;
+	bt_error_clear();
+	if ((rc = bt_mutate_row(im->c->store, im->table, im->row, im->muts,
+	    im->count, NULL, NULL)) < 0)
+		status = ctl_fail(im->c, rc, "%s:%" PRIu64, im->name,
+		    im->first_line);
+	for (size_t i = 0; i < im->count; i++)
+		free(im->lines[i]);
+	im->count = 0;
+	im->bytes = 0;
+	return status;
+}
+
+/*
+ * Split a line (without its newline) into the five fields and decode
+ * them in place.  false if it is malformed.
+ */
+static bool
+import_parse(char *line, size_t len, struct bt_bytes *row,
+    struct bt_mutation *m)
+{
+	char *field[6], *end = line + len, *tab;
+	size_t n[5];
+
+	field[0] = line;
+	for (int i = 1; i < 5; i++) {
+		if ((tab = memchr(field[i - 1], '\t', (size_t)(end -
+		    field[i - 1]))) == NULL)
+			return false;
+		field[i] = tab + 1;
+	}
+	if (memchr(field[4], '\t', (size_t)(end - field[4])) != NULL)
+		return false;
+	field[5] = end + 1;	/* field i ends one byte before field i+1 */
+	for (int i = 0; i < 5; i++) {
+		n[i] = (size_t)(field[i + 1] - field[i]) - 1;
+		field[i][n[i]] = '\0';
+		if (i != 3 && esc_decode(field[i], n[i], true, &n[i]) < 0)
+			return false;
+	}
+	memset(m, 0, sizeof(*m));
+	m->kind = BT_PUT;
+	if (strlen(field[3]) != n[3] || !ctl_parse_ts(field[3], &m->ts))
+		return false;
+	/* A family is a name: no NUL may hide inside it. */
+	if (n[1] == 0 || memchr(field[1], '\0', n[1]) != NULL)
+		return false;
+	field[1][n[1]] = '\0';
+	m->family = field[1];
+	m->qualifier.data = field[2];
+	m->qualifier.size = n[2];
+	m->value.data = field[4];
+	m->value.size = n[4];
+	row->data = field[0];
+	row->size = n[0];
+	return true;
+}
+
+/* Read cells from f into the table, a row at a time. */
+static int
+import_file(struct import *im, FILE *f, uint64_t total)
+{
+	struct progress p;
+	struct bt_mutation m;
+	struct bt_bytes row;
+	uint64_t line_no = 0, done = 0;
+	char note[48], *line;
+	size_t cap;
+	ssize_t len;
+	int status = CTL_OK;
+
+	progress_init(&p, im->c->progress, "import", total);
+	for (;;) {
+		line = NULL;
+		cap = 0;
+		if ((len = getline(&line, &cap, f)) < 0) {
+			free(line);
+			break;
+		}
+		line_no++;
+		done += (uint64_t)len;
+		if (len > 0 && line[len - 1] == '\n')
+			len--;
+		if (!import_parse(line, (size_t)len, &row, &m)) {
+			free(line);
+			progress_finish(&p);
+			status = ctl_error(im->c, "%s:%" PRIu64 ": bad line "
+			    "(want ROW, FAMILY, QUALIFIER, TIMESTAMP, VALUE "
+			    "separated by tabs)", im->name, line_no);
+			goto out;
+		}
+		if (im->count > 0 && (im->count >= IMPORT_BATCH_CELLS ||
+		    im->bytes >= IMPORT_BATCH_BYTES ||
+		    row.size != im->row.size ||
+		    memcmp(row.data, im->row.data, row.size) != 0)) {
+			if ((status = import_flush(im)) != CTL_OK) {
+				free(line);
+				progress_finish(&p);
+				goto out;
+			}
+		}
+		if (im->count == im->cap) {
+			im->cap = im->cap ? im->cap * 2 : 64;
+			im->lines = ctl_xrealloc(im->lines, im->cap,
+			    sizeof(*im->lines));
+			im->muts = ctl_xrealloc(im->muts, im->cap,
+			    sizeof(*im->muts));
+		}
+		if (im->count == 0) {
+			im->row = row;
+			im->first_line = line_no;
+		}
+		im->lines[im->count] = line;
+		im->muts[im->count++] = m;
+		im->bytes += (size_t)len;
+		if (p.on) {
+			snprintf(note, sizeof(note), "%" PRIu64 " cells",
+			    line_no);
+			progress_update(&p, done, note);
+		}
+	}
+	progress_finish(&p);
+	if (ferror(f)) {
+		status = ctl_fail(im->c, errno ? -errno : -EIO, "%s",
+		    im->name);
+		goto out;
+	}
+	status = import_flush(im);
+out:
+	for (size_t i = 0; i < im->count; i++)
+		free(im->lines[i]);
+	im->count = 0;
+	return status;
+}
+
+int
+cmd_import(struct ctl *c, int argc, char **argv)
+{
+	struct import im;
+	struct stat st;
+	uint64_t total = 0;
+	FILE *f;
+	int status;
+
+	memset(&im, 0, sizeof(im));
+	im.c = c;
+	im.table = argv[0];
+	im.name = argv[1];
+	if (strcmp(argv[1], "-") == 0) {
+		f = stdin;
+		im.name = "stdin";
+	} else if ((f = fopen(argv[1], "r")) == NULL)
+		return ctl_fail(c, -errno, "%s", argv[1]);
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
+		total = (uint64_t)st.st_size;
+	status = import_file(&im, f, total);
+	if (f != stdin)
+		fclose(f);
+	free(im.lines);
+	free(im.muts);
+	return status;
+}
+
+/* One cell as an export line. */
+static void
+export_cell(FILE *f, const struct bt_row *r, const struct bt_cell *cell)
+{
+	esc_write(f, r->key.data, r->key.size);
+	putc('\t', f);
+	esc_write(f, cell->family, strlen(cell->family));
+	putc('\t', f);
+	esc_write(f, cell->qualifier.data, cell->qualifier.size);
+	fprintf(f, "\t%" PRId64 "\t", cell->ts);
+	esc_write(f, cell->value.data, cell->value.size);
+	putc('\n', f);
+}
+
+int
+cmd_export(struct ctl *c, int argc, char **argv)
+{
+	struct progress p;
+	struct bt_scan *sc;
+	struct bt_row *r;
+	uint64_t rows = 0, cells = 0;
+	char note[64];
+	int rc, status = CTL_OK;
+
+	bt_error_clear();
+	if ((rc = bt_scan_open(c->store, argv[0], NULL, &sc)) < 0)
+		return ctl_fail(c, rc, NULL);
+	progress_init(&p, c->progress, "export", 0);
+	while ((rc = bt_scan_next(sc, &r)) == 0) {
+		for (size_t i = 0; i < r->cell_count; i++)
+			export_cell(stdout, r, &r->cells[i]);
+		rows++;
+		cells += r->cell_count;
+		bt_row_free(r);
+		if (ferror(stdout))
+			break;
+		if (p.on) {
+			snprintf(note, sizeof(note), "%" PRIu64 " rows, %"
+			    PRIu64 " cells", rows, cells);
+			progress_update(&p, rows, note);
+		}
+	}
+	progress_finish(&p);
+	if (rc < 0)
+		status = ctl_fail(c, rc, NULL);
+	else if (fflush(stdout) != 0 || ferror(stdout))
+		status = ctl_fail(c, -errno, "stdout");
+	bt_scan_close(sc);
+	return status;
+}
+
+/* A compaction to run under progress_run(). */
+struct compact_job {
+	struct bt_store *store;
+	const char *table;
+	bool major;
+};
+
+static int
+compact_job_run(void *arg)
+{
+	struct compact_job *job = arg;
+
+	return bt_store_compact(job->store, job->table, job->major);
+}
+
+/* compact [T] [--major], the words in either order. */
+int
+cmd_compact(struct ctl *c, int argc, char **argv)
+{
+	struct compact_job job = { .store = c->store };
+	struct progress p;
+	int rc;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--major") == 0 && !job.major)
+			job.major = true;
+		else if (argv[i][0] != '-' && job.table == NULL)
+			job.table = argv[i];
+		else
+			return ctl_usage(c, "unexpected '%s'", argv[i]);
+	}
+	progress_init(&p, c->progress, job.major ? "major compaction" :
+	    "compaction", 0);
+	bt_error_clear();
+	if ((rc = progress_run(&p, compact_job_run, &job)) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+/* Counters, "NAME VALUE" a line, the names padded to one column. */
+int
+cmd_status(struct ctl *c, int argc, char **argv)
+{
+	struct bt_stats st;
+	char **names;
+	size_t tables;
+	int rc;
+
+	bt_error_clear();
+	if ((rc = bt_table_list(c->store, &names, &tables)) < 0)
+		return ctl_fail(c, rc, NULL);
+	bt_names_free(names);
+	bt_store_get_stats(c->store, &st);
+	printf("%-15s %s\n", "store", c->store_path);
+	printf("%-15s %zu\n", "tables", tables);
+#define STAT(name) printf("%-15s %" PRIu64 "\n", #name, st.name)
+	STAT(sstables);
+	STAT(memtable_bytes);
+	STAT(last_seq);
+	STAT(mutations);
+	STAT(reads);
+	STAT(log_syncs);
+	STAT(log_batches);
+	STAT(flushes);
+	STAT(compactions);
+	STAT(cache_hits);
+	STAT(cache_misses);
+#undef STAT
+	return CTL_OK;
+}

@@ -1,0 +1,279 @@
+/*
+ * cmd_data.c - tabletctl's row verbs: set, lookup, read, deleterow,
+ * deletecolumn, increment, checkandset, count.  Row keys, qualifiers and
+ * values arrive escaped (ctl_arg_bytes) and leave escaped (esc_write).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/ctl.h"
+
+/* Parse the cells argv[0..argc) into puts; the caller frees *out. */
+static int
+parse_cells(struct ctl *c, int argc, char **argv, struct bt_mutation **out)
+{
+	struct bt_mutation *m;
+
+	m = ctl_xcalloc((size_t)argc, sizeof(*m));
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--absent") == 0 ||
+		    !ctl_parse_cell(argv[i], &m[i])) {
+			free(m);
+			return ctl_usage(c, "bad cell '%s' (want F:Q=VALUE)",
+			    argv[i]);
+		}
+	}
+	*out = m;
+	return CTL_OK;
+}
+
+int
+cmd_set(struct ctl *c, int argc, char **argv)
+{
+	struct bt_mutation *muts;
+	struct bt_bytes row;
+	int rc, status;
+
+	if ((status = parse_cells(c, argc - 2, argv + 2, &muts)) != CTL_OK)
+		return status;
+	row = ctl_arg_bytes(argv[1]);
+	bt_error_clear();
+	if ((rc = bt_mutate_row(c->store, argv[0], row, muts,
+	    (size_t)(argc - 2), NULL, NULL)) < 0)
+		status = ctl_fail(c, rc, NULL);
+	free(muts);
+	return status;
+}
+
+/* The options of lookup and read, gathered from key=value words. */
+struct read_args {
+	struct bt_scan_options scan;
+	struct bt_column *columns;
+};
+
+static const char *const lookup_keys[] = {
+	"columns", "cells-per-column", "at", NULL,
+};
+static const char *const read_keys[] = {
+	"start", "end", "prefix", "columns", "count", "cells-per-column", NULL,
+};
+
+/*
+ * Take one key=value word into ra, if its key is one of keys.  Returns
+ * CTL_OK or a reported CTL_USAGE.
+ */
+static int
+read_arg(struct ctl *c, char *arg, const char *const *keys,
+    struct read_args *ra)
+{
+	struct bt_read_options *ro = &ra->scan.read;
+	const char *key = NULL;
+	uint64_t n;
+	char *v;
+
+	for (; *keys != NULL && key == NULL; keys++)
+		if ((v = ctl_keyword(arg, *keys)) != NULL)
+			key = *keys;
+	if (key == NULL)
+		return ctl_usage(c, "unexpected '%s'", arg);
+	if (strcmp(key, "columns") == 0) {
+		free(ra->columns);
+		ra->columns = NULL;
+		if (!ctl_parse_columns(v, &ra->columns, &ro->column_count))
+			return ctl_usage(c, "bad columns list");
+		ro->columns = ra->columns;
+	} else if (strcmp(key, "cells-per-column") == 0) {
+		if (!ctl_parse_u64(v, UINT32_MAX, &n) || n == 0)
+			return ctl_usage(c, "bad count '%s'", v);
+		ro->cells_per_column = (uint32_t)n;
+	} else if (strcmp(key, "at") == 0) {
+		if (!ctl_parse_ts(v, &ro->max_ts))
+			return ctl_usage(c, "bad timestamp '%s'", v);
+		ro->has_max_ts = true;
+	} else if (strcmp(key, "count") == 0) {
+		if (!ctl_parse_u64(v, UINT64_MAX, &ra->scan.limit) ||
+		    ra->scan.limit == 0)
+			return ctl_usage(c, "bad count '%s'", v);
+	} else if (strcmp(key, "start") == 0)
+		ra->scan.start = ctl_arg_bytes(v);
+	else if (strcmp(key, "end") == 0)
+		ra->scan.end = ctl_arg_bytes(v);
+	else
+		ra->scan.prefix = ctl_arg_bytes(v);
+	return CTL_OK;
+}
+
+int
+cmd_lookup(struct ctl *c, int argc, char **argv)
+{
+	struct read_args ra;
+	struct bt_bytes row;
+	struct bt_row *r;
+	int rc, status = CTL_OK;
+
+	memset(&ra, 0, sizeof(ra));
+	for (int i = 2; i < argc && status == CTL_OK; i++)
+		status = read_arg(c, argv[i], lookup_keys, &ra);
+	if (status != CTL_OK)
+		goto out;
+	row = ctl_arg_bytes(argv[1]);
+	bt_error_clear();
+	rc = bt_read_row(c->store, argv[0], row, &ra.scan.read, &r);
+	if (rc < 0)
+		status = ctl_fail(c, rc, NULL);
+	else if (rc == BT_NOTFOUND) {
+		fputs("tabletctl: lookup: row ", stderr);
+		esc_write(stderr, row.data, row.size);
+		fputs(" not found\n", stderr);
+		status = CTL_FAIL;
+	} else {
+		ctl_row_print(stdout, r);
+		bt_row_free(r);
+	}
+out:
+	free(ra.columns);
+	return status;
+}
+
+int
+cmd_read(struct ctl *c, int argc, char **argv)
+{
+	struct bt_scan *sc;
+	struct read_args ra;
+	struct bt_row *r;
+	int rc, status = CTL_OK;
+
+	memset(&ra, 0, sizeof(ra));
+	for (int i = 1; i < argc && status == CTL_OK; i++)
+		status = read_arg(c, argv[i], read_keys, &ra);
+	if (status != CTL_OK)
+		goto out;
+	bt_error_clear();
+	if ((rc = bt_scan_open(c->store, argv[0], &ra.scan, &sc)) < 0) {
+		status = ctl_fail(c, rc, NULL);
+		goto out;
+	}
+	while ((rc = bt_scan_next(sc, &r)) == 0) {
+		ctl_row_print(stdout, r);
+		bt_row_free(r);
+	}
+	if (rc < 0)
+		status = ctl_fail(c, rc, NULL);
+	bt_scan_close(sc);
+out:
+	free(ra.columns);
+	return status;
+}
+
+/* Apply one mutation to one row. */
+static int
+mutate_one(struct ctl *c, const char *table, char *row,
+    const struct bt_mutation *m)
+{
+	int rc;
+
+	bt_error_clear();
+	if ((rc = bt_mutate_row(c->store, table, ctl_arg_bytes(row), m, 1,
+	    NULL, NULL)) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+int
+cmd_deleterow(struct ctl *c, int argc, char **argv)
+{
+	struct bt_mutation m = { .kind = BT_DELETE_ROW };
+
+	return mutate_one(c, argv[0], argv[1], &m);
+}
+
+int
+cmd_deletecolumn(struct ctl *c, int argc, char **argv)
+{
+	struct bt_mutation m = { .kind = BT_DELETE_COLUMN };
+
+	m.family = argv[2];
+	m.qualifier = ctl_arg_bytes(argv[3]);
+	return mutate_one(c, argv[0], argv[1], &m);
+}
+
+int
+cmd_increment(struct ctl *c, int argc, char **argv)
+{
+	const char *family;
+	struct bt_bytes q;
+	int64_t delta, result;
+	int rc;
+
+	if (!ctl_parse_i64(argv[3], &delta))
+		return ctl_usage(c, "bad delta '%s'", argv[3]);
+	if (!ctl_parse_column(argv[2], &family, &q))
+		return ctl_usage(c, "bad column '%s' (want F:Q)", argv[2]);
+	bt_error_clear();
+	if ((rc = bt_increment(c->store, argv[0], ctl_arg_bytes(argv[1]),
+	    family, q, delta, NULL, &result, NULL)) < 0)
+		return ctl_fail(c, rc, NULL);
+	printf("%" PRId64 "\n", result);
+	return CTL_OK;
+}
+
+/*
+ * checkandset T ROW F:Q EXPECTED|--absent CELL...: "applied" and exit 0,
+ * or "not applied" and exit 1.
+ */
+int
+cmd_checkandset(struct ctl *c, int argc, char **argv)
+{
+	struct bt_bytes q, expected, *expectp = NULL;
+	struct bt_mutation *muts;
+	const char *family;
+	bool applied;
+	int rc, status;
+
+	if (strchr(argv[2], ':') == NULL || argv[2][0] == ':')
+		return ctl_usage(c, "bad column '%s' (want F:Q)", argv[2]);
+	if ((status = parse_cells(c, argc - 4, argv + 4, &muts)) != CTL_OK)
+		return status;
+	ctl_parse_column(argv[2], &family, &q);
+	if (strcmp(argv[3], "--absent") != 0) {
+		expected = ctl_arg_bytes(argv[3]);
+		expectp = &expected;
+	}
+	bt_error_clear();
+	rc = bt_check_and_mutate(c->store, argv[0], ctl_arg_bytes(argv[1]),
+	    family, q, expectp, muts, (size_t)(argc - 4), NULL, &applied);
+	free(muts);
+	if (rc < 0)
+		return ctl_fail(c, rc, NULL);
+	printf("%s\n", applied ? "applied" : "not applied");
+	return applied ? CTL_OK : CTL_FAIL;
+}
+
+/* The number of rows with at least one live cell. */
+int
+cmd_count(struct ctl *c, int argc, char **argv)
+{
+	struct bt_scan_options so;
+	struct bt_scan *sc;
+	struct bt_row *r;
+	uint64_t rows = 0;
+	int rc;
+
+	memset(&so, 0, sizeof(so));
+	so.read.cells_per_column = 1;
+	so.read.keys_only = true;
+	bt_error_clear();
+	if ((rc = bt_scan_open(c->store, argv[0], &so, &sc)) < 0)
+		return ctl_fail(c, rc, NULL);
+	while ((rc = bt_scan_next(sc, &r)) == 0) {
+		rows++;
+		bt_row_free(r);
+	}
+	bt_scan_close(sc);
+	if (rc < 0)
+		return ctl_fail(c, rc, NULL);
+	printf("%" PRIu64 "\n", rows);
+	return CTL_OK;
+}

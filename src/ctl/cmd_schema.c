@@ -1,0 +1,256 @@
+/*
+ * cmd_schema.c - tabletctl's schema verbs: init, createtable,
+ * createfamily, setgcpolicy, setgroup, deletefamily, deletetable, ls.
+ * GC policies and names are checked by the API, not here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/ctl.h"
+#include "util/units.h"
+
+int
+cmd_init(struct ctl *c, int argc, char **argv)
+{
+	int rc;
+
+	bt_error_clear();
+	if ((rc = bt_store_create(c->store_path, NULL)) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+/* Count the items of a comma-separated list. */
+static size_t
+list_count(const char *list)
+{
+	size_t n = 1;
+
+	for (; *list != '\0'; list++)
+		if (*list == ',')
+			n++;
+	return n;
+}
+
+/* "F1:POLICY,F2,..." into family specs, in place. */
+static bool
+parse_families(char *list, struct bt_family_spec **out, size_t *count)
+{
+	struct bt_family_spec *f;
+	char *item, *next, *colon;
+	size_t i = 0;
+
+	f = ctl_xcalloc(list_count(list), sizeof(*f));
+	for (item = list; item != NULL; item = next) {
+		if ((next = strchr(item, ',')) != NULL)
+			*next++ = '\0';
+		if ((colon = strchr(item, ':')) != NULL)
+			*colon++ = '\0';
+		if (*item == '\0') {
+			free(f);
+			return false;
+		}
+		f[i].name = item;
+		f[i].gc_policy = colon;
+		i++;
+	}
+	*out = f;
+	*count = i;
+	return true;
+}
+
+/* "R1,R2,..." into decoded split rows, in place. */
+static void
+parse_splits(char *list, struct bt_bytes **out, size_t *count)
+{
+	struct bt_bytes *s;
+	char *item, *next;
+	size_t i = 0;
+
+	*out = NULL;
+	*count = 0;
+	if (*list == '\0')
+		return;
+	s = ctl_xcalloc(list_count(list), sizeof(*s));
+	for (item = list; item != NULL; item = next) {
+		if ((next = strchr(item, ',')) != NULL)
+			*next++ = '\0';
+		s[i++] = ctl_arg_bytes(item);
+	}
+	*out = s;
+	*count = i;
+}
+
+int
+cmd_createtable(struct ctl *c, int argc, char **argv)
+{
+	struct bt_family_spec *fams = NULL;
+	struct bt_bytes *splits = NULL;
+	size_t fam_count = 0, split_count = 0;
+	uint64_t tablet_size = 0;
+	bool have_size = false;
+	int rc, status = CTL_OK;
+	char *v;
+
+	for (int i = 1; i < argc; i++) {
+		if ((v = ctl_keyword(argv[i], "families")) != NULL &&
+		    fams == NULL) {
+			if (!parse_families(v, &fams, &fam_count)) {
+				status = ctl_usage(c, "bad families list");
+				goto out;
+			}
+		} else if ((v = ctl_keyword(argv[i], "splits")) != NULL &&
+		    splits == NULL)
+			parse_splits(v, &splits, &split_count);
+		else if ((v = ctl_keyword(argv[i], "tablet_size")) != NULL &&
+		    !have_size) {
+			if (parse_size(v, &tablet_size) < 0 ||
+			    tablet_size == 0) {
+				status = ctl_usage(c, "bad size '%s'", v);
+				goto out;
+			}
+			have_size = true;
+		} else {
+			status = ctl_usage(c, "unexpected '%s'", argv[i]);
+			goto out;
+		}
+	}
+	bt_error_clear();
+	if ((rc = bt_table_create(c->store, argv[0], fams, fam_count, splits,
+	    split_count, tablet_size)) < 0)
+		status = ctl_fail(c, rc, NULL);
+out:
+	free(fams);
+	free(splits);
+	return status;
+}
+
+int
+cmd_createfamily(struct ctl *c, int argc, char **argv)
+{
+	struct bt_family_spec spec = { .name = argv[1] };
+	int rc;
+
+	if (argc == 3 && (spec.group = ctl_keyword(argv[2], "group")) == NULL)
+		return ctl_usage(c, "unexpected '%s'", argv[2]);
+	bt_error_clear();
+	if ((rc = bt_family_create(c->store, argv[0], &spec)) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+int
+cmd_setgcpolicy(struct ctl *c, int argc, char **argv)
+{
+	size_t n = 0;
+	char *policy;
+	int rc;
+
+	for (int i = 2; i < argc; i++)
+		n += strlen(argv[i]) + 1;
+	policy = ctl_xcalloc(n, 1);
+	for (int i = 2; i < argc; i++) {
+		if (i > 2)
+			strcat(policy, " ");
+		strcat(policy, argv[i]);
+	}
+	bt_error_clear();
+	rc = bt_family_set_gc(c->store, argv[0], argv[1], policy);
+	free(policy);
+	if (rc < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+/* "on"/"off" (or, for compression, "snappy"/"none") into 1/0. */
+static bool
+parse_switch(const char *v, const char *on, const char *off, int *out)
+{
+	if (strcmp(v, on) == 0)
+		*out = 1;
+	else if (strcmp(v, off) == 0)
+		*out = 0;
+	else
+		return false;
+	return true;
+}
+
+int
+cmd_setgroup(struct ctl *c, int argc, char **argv)
+{
+	struct bt_group_spec g = {
+		.name = argv[1], .compress = -1, .bloom = -1, .in_memory = -1,
+	};
+	uint64_t size;
+	bool ok;
+	char *v;
+	int rc;
+
+	for (int i = 2; i < argc; i++) {
+		if ((v = ctl_keyword(argv[i], "blocksize")) != NULL) {
+			ok = parse_size(v, &size) == 0 && size > 0 &&
+			    size <= UINT32_MAX;
+			g.block_size = (uint32_t)size;
+		} else if ((v = ctl_keyword(argv[i], "compression")) != NULL)
+			ok = parse_switch(v, "snappy", "none", &g.compress);
+		else if ((v = ctl_keyword(argv[i], "bloom")) != NULL)
+			ok = parse_switch(v, "on", "off", &g.bloom);
+		else if ((v = ctl_keyword(argv[i], "inmemory")) != NULL)
+			ok = parse_switch(v, "on", "off", &g.in_memory);
+		else
+			ok = false;
+		if (!ok)
+			return ctl_usage(c, "bad setting '%s'", argv[i]);
+	}
+	bt_error_clear();
+	if ((rc = bt_group_set(c->store, argv[0], &g)) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+int
+cmd_deletefamily(struct ctl *c, int argc, char **argv)
+{
+	int rc;
+
+	bt_error_clear();
+	if ((rc = bt_family_delete(c->store, argv[0], argv[1])) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+int
+cmd_deletetable(struct ctl *c, int argc, char **argv)
+{
+	int rc;
+
+	bt_error_clear();
+	if ((rc = bt_table_delete(c->store, argv[0])) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+/* Tables, one a line; or a table's families, "F group=G gc=POLICY". */
+int
+cmd_ls(struct ctl *c, int argc, char **argv)
+{
+	char **names, *text;
+	size_t count;
+	int rc;
+
+	bt_error_clear();
+	if (argc == 1) {
+		if ((rc = bt_table_describe(c->store, argv[0], &text)) < 0)
+			return ctl_fail(c, rc, NULL);
+		fputs(text, stdout);
+		free(text);
+		return CTL_OK;
+	}
+	if ((rc = bt_table_list(c->store, &names, &count)) < 0)
+		return ctl_fail(c, rc, NULL);
+	for (size_t i = 0; i < count; i++)
+		printf("%s\n", names[i]);
+	bt_names_free(names);
+	return CTL_OK;
+}

@@ -1,0 +1,734 @@
+/*
+ * fs_file.c - files: open reads a value into the handle; writes fill a
+ * per-handle buffer that flush (close) and fsync commit as one row
+ * mutation.  Also unlink, rename, setattr and the .status text.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "util/alloc.h"
+
+/* What a handle commits. */
+enum fh_mode {
+	FH_READ,		/* read only: nothing */
+	FH_PUT,			/* a put at the version's time or the server's */
+	FH_RMW,			/* latest without O_TRUNC: check-and-mutate */
+	FH_INCREMENT,		/* the buffer is a delta for bt_increment */
+};
+
+struct fileh {
+	pthread_mutex_t lock;
+	struct node *node;
+	int flags;
+	enum fh_mode mode;
+	bool dirty;		/* written since the last commit */
+	bool truncated;		/* O_TRUNC or create, nothing written yet */
+	bool writer;		/* counted in node->writers */
+	bool seen_present;	/* RMW: a version existed at open */
+	struct buf data;
+	struct buf seen;	/* RMW: the newest value at open */
+};
+
+int
+fs_status_text(struct fs *fs, struct buf *out)
+{
+	struct bt_stats st;
+	char text[1024];
+	int n;
+
+	bt_store_get_stats(fs->store, &st);
+	n = snprintf(text, sizeof(text),
+	    "daemon: tabletfs pid %ld\n"
+	    "store: %s\n"
+	    "mode: %s%s\n"
+	    "mutations: %" PRIu64 "\n"
+	    "reads: %" PRIu64 "\n"
+	    "log_syncs: %" PRIu64 "\n"
+	    "log_batches: %" PRIu64 "\n"
+	    "flushes: %" PRIu64 "\n"
+	    "compactions: %" PRIu64 "\n"
+	    "sstables: %" PRIu64 "\n"
+	    "memtable_bytes: %" PRIu64 "\n"
+	    "last_seq: %" PRIu64 "\n"
+	    "cache_hits: %" PRIu64 "\n"
+	    "cache_misses: %" PRIu64 "\n",
+	    (long)getpid(), fs->store_path, fs->read_only ? "ro" : "rw",
+	    fs->sync_always ? ",sync=always" : "", st.mutations, st.reads,
+	    st.log_syncs, st.log_batches, st.flushes, st.compactions,
+	    st.sstables, st.memtable_bytes, st.last_seq, st.cache_hits,
+	    st.cache_misses);
+	return buf_set(out, text, (size_t)n < sizeof(text) ? (size_t)n :
+	    sizeof(text) - 1);
+}
+
+/* Load the value of version node c into out; found tells whether one
+ * exists (out stays empty if not). */
+static int
+load_value(struct fs *fs, const struct coord *c, struct buf *out,
+    bool *found)
+{
+	const struct bt_cell *cell;
+	struct bt_row *row;
+	int rc;
+
+	buf_clear(out);
+	*found = false;
+	rc = fs_read_cell(fs, c, false, &row, &cell);
+	if (rc == BT_NOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	rc = buf_set(out, cell->value.data, cell->value.size);
+	bt_row_free(row);
+	*found = rc == 0;
+	return rc;
+}
+
+/* Parse an increment text: an optional sign, digits, an optional "\n". */
+static int
+delta_parse(const struct buf *b, int64_t *delta)
+{
+	char text[32], *end;
+	size_t n = b->n;
+	long long v;
+
+	if (n > 0 && b->p[n - 1] == '\n')
+		n--;
+	if (n == 0 || n >= sizeof(text))
+		return -EINVAL;
+	memcpy(text, b->p, n);
+	text[n] = '\0';
+	if (text[0] != '-' && text[0] != '+' && (text[0] < '0' ||
+	    text[0] > '9'))
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (*end != '\0')
+		return -EINVAL;
+	if (errno == ERANGE)
+		return -ERANGE;
+	*delta = v;
+	return 0;
+}
+
+void
+fs_column_changed(struct fs *fs, const struct coord *c)
+{
+	struct coord k = *c;
+	static const enum node_kind kinds[] = { NODE_LATEST, NODE_COLUMN };
+	fuse_ino_t ino;
+
+	if (c->kind == NODE_VERSION && (ino = node_peek(fs, c)) != 0)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		k.kind = kinds[i];
+		if ((ino = node_peek(fs, &k)) != 0)
+			fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	}
+}
+
+/*
+ * Commit the handle's buffer if it was written; lock held.  A truncation
+ * with no write yet waits for the last close (all), since shells close a
+ * duplicate descriptor before writing and no empty version may appear in
+ * between.
+ */
+static int
+commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
+{
+	const struct coord *c = &fh->node->c;
+	struct bt_write_options wo = { .sync = sync };
+	struct bt_mutation m = { .kind = BT_PUT, .family = c->family,
+	    .qualifier = c->qualifier, .ts = BT_TS_SERVER,
+	    .value = { fh->data.p, fh->data.n } };
+	struct bt_bytes expected = { fh->seen.p, fh->seen.n };
+	bool applied;
+	int64_t delta;
+	int rc;
+
+	if (!fh->dirty && !(all && fh->truncated))
+		return 0;
+	fh->dirty = false;
+	fh->truncated = false;
+	switch (fh->mode) {
+	case FH_PUT:
+		if (c->kind == NODE_VERSION)
+			m.ts = c->ts;
+		rc = bt_mutate_row(fs->store, c->table, c->row, &m, 1, &wo,
+		    NULL);
+		break;
+	case FH_RMW:
+		rc = bt_check_and_mutate(fs->store, c->table, c->row,
+		    c->family, c->qualifier, fh->seen_present ? &expected :
+		    NULL, &m, 1, &wo, &applied);
+		if (rc == 0 && !applied)
+			rc = -ESTALE;
+		if (rc == 0 && (rc = buf_set(&fh->seen, fh->data.p,
+		    fh->data.n)) == 0)
+			fh->seen_present = true;
+		break;
+	case FH_INCREMENT:
+		if ((rc = delta_parse(&fh->data, &delta)) == 0)
+			rc = bt_increment(fs->store, c->table, c->row,
+			    c->family, c->qualifier, delta, &wo, NULL, NULL);
+		buf_clear(&fh->data);
+		break;
+	default:
+		return 0;
+	}
+	if (rc == 0)
+		fs_column_changed(fs, c);
+	return rc;
+}
+
+static void
+fileh_free(struct fs *fs, struct fileh *fh)
+{
+	if (fh->writer)
+		node_writers_add(fs, fh->node, -1);
+	node_put(fs, fh->node);
+	buf_release(&fh->data);
+	buf_release(&fh->seen);
+	pthread_mutex_destroy(&fh->lock);
+	free(fh);
+}
+
+/*
+ * Make a handle for n opened with flags; created says the file was just
+ * made by create().  The node reference passes to the handle.
+ */
+static int
+fileh_open(struct fs *fs, struct node *n, int flags, bool created,
+    struct fileh **out)
+{
+	int acc = flags & O_ACCMODE;
+	bool writing = acc != O_RDONLY;
+	struct fileh *fh;
+	bool found;
+	int rc = 0;
+
+	if (writing && (fs->read_only || n->c.kind == NODE_STATUS ||
+	    n->c.kind == NODE_SCHEMA || n->c.kind == NODE_ASOF))
+		return -EROFS;
+	if (n->c.kind == NODE_INCREMENT && acc != O_WRONLY)
+		return fs->read_only ? -EROFS : -EACCES;
+	if (coord_is_dir(n->c.kind))
+		return -EISDIR;
+	if ((fh = calloc(1, sizeof(*fh))) == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&fh->lock, NULL);
+	buf_init(&fh->data);
+	buf_init(&fh->seen);
+	fh->node = n;
+	fh->flags = flags;
+	switch (n->c.kind) {
+	case NODE_STATUS:
+		rc = fs_status_text(fs, &fh->data);
+		break;
+	case NODE_SCHEMA: {
+		char *text;
+
+		if ((rc = bt_table_describe(fs->store, n->c.table,
+		    &text)) == 0) {
+			rc = buf_set(&fh->data, text, strlen(text));
+			free(text);
+		}
+		break;
+	}
+	case NODE_INCREMENT:
+		fh->mode = FH_INCREMENT;
+		break;
+	default:
+		if (!writing) {
+			rc = load_value(fs, &n->c, &fh->data, &found);
+			if (rc == 0 && !found && node_writers(fs, n) == 0)
+				rc = -ENOENT;
+		} else if (created || (flags & O_TRUNC)) {
+			fh->mode = FH_PUT;
+			fh->truncated = true;	/* ": > f" commits "" */
+		} else if (n->c.kind == NODE_VERSION) {
+			fh->mode = FH_PUT;
+			rc = load_value(fs, &n->c, &fh->data, &found);
+		} else {
+			fh->mode = FH_RMW;
+			rc = load_value(fs, &n->c, &fh->seen, &found);
+			fh->seen_present = found;
+			if (rc == 0)
+				rc = buf_set(&fh->data, fh->seen.p,
+				    fh->seen.n);
+		}
+		break;
+	}
+	if (rc < 0) {
+		fh->node = NULL;
+		fileh_free(fs, fh);
+		return rc;
+	}
+	if (writing) {
+		fh->writer = true;
+		node_writers_add(fs, n, 1);
+	}
+	*out = fh;
+	return 0;
+}
+
+void
+fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct fileh *fh;
+	struct node *n;
+	int rc;
+
+	if ((n = node_get(fs, ino)) == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if ((rc = fileh_open(fs, n, fi->flags, false, &fh)) < 0) {
+		node_put(fs, n);
+		fuse_reply_err(req, fs_errno(rc));
+		return;
+	}
+	fi->fh = (uintptr_t)fh;
+	fi->direct_io = 1;	/* values change under the same inode */
+	fi->keep_cache = 0;
+	if (fuse_reply_open(req, fi) != 0)
+		fileh_free(fs, fh);
+}
+
+void
+fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+    mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct fuse_entry_param e;
+	struct node *dir, *n = NULL;
+	struct fileh *fh;
+	struct buf scratch;
+	struct coord c;
+	int rc;
+
+	(void)mode;
+	buf_init(&scratch);
+	if ((dir = node_get(fs, parent)) == NULL) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (fs->read_only) {
+		rc = -EROFS;
+		goto out;
+	}
+	if ((rc = fs_child(fs, dir, name, true, &c, &scratch)) < 0)
+		goto out;
+	if (coord_is_dir(c.kind)) {
+		rc = -EPERM;	/* only version files are made by create */
+		goto out;
+	}
+	if ((n = node_obtain(fs, &c)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((fi->flags & O_EXCL) && c.kind != NODE_INCREMENT &&
+	    fs_exists(fs, n) == 0) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if ((rc = fileh_open(fs, n, fi->flags, true, &fh)) < 0)
+		goto out;
+	n = NULL;		/* the handle holds the reference */
+	fi->fh = (uintptr_t)fh;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	memset(&e, 0, sizeof(e));
+	if ((rc = fs_stat(fs, fh->node, &e.attr)) < 0) {
+		fileh_free(fs, fh);
+		goto out;
+	}
+	e.ino = fh->node->ino;
+	e.attr_timeout = fs->timeout;
+	e.entry_timeout = fs->timeout;
+	node_lookup_add(fs, fh->node);
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		node_forget(fs, e.ino, 1);
+		fileh_free(fs, fh);
+	}
+out:
+	if (rc < 0)
+		fuse_reply_err(req, fs_errno(rc));
+	node_put(fs, n);
+	node_put(fs, dir);
+	buf_release(&scratch);
+}
+
+void
+fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi)
+{
+	struct fileh *fh = (struct fileh *)(uintptr_t)fi->fh;
+	size_t n = 0;
+
+	(void)ino;
+	pthread_mutex_lock(&fh->lock);
+	if (fh->mode == FH_INCREMENT) {
+		pthread_mutex_unlock(&fh->lock);
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if ((uint64_t)off < fh->data.n)
+		n = fh->data.n - (size_t)off < size ? fh->data.n -
+		    (size_t)off : size;
+	fuse_reply_buf(req, n ? (const char *)fh->data.p + off : NULL, n);
+	pthread_mutex_unlock(&fh->lock);
+}
+
+void
+fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size,
+    off_t off, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct fileh *fh = (struct fileh *)(uintptr_t)fi->fh;
+	size_t old, end;
+	int64_t delta;
+	int rc = 0;
+
+	(void)ino;
+	pthread_mutex_lock(&fh->lock);
+	old = fh->data.n;
+	if (fh->mode == FH_READ) {
+		rc = -EBADF;
+		goto out;
+	}
+	if ((fh->flags & O_APPEND) || fh->mode == FH_INCREMENT)
+		off = (off_t)fh->data.n;
+	if ((uint64_t)off > fs->max_cell || size > fs->max_cell -
+	    (uint64_t)off) {
+		rc = -EFBIG;	/* refused now: shells ignore close() */
+		goto out;
+	}
+	end = (size_t)off + size;
+	if (end > fh->data.n) {
+		if ((rc = buf_reserve(&fh->data, end - fh->data.n)) < 0)
+			goto out;
+		memset(fh->data.p + fh->data.n, 0, end - fh->data.n);
+		fh->data.n = end;
+	}
+	memcpy(fh->data.p + off, data, size);
+	if (fh->mode == FH_INCREMENT && (rc = delta_parse(&fh->data,
+	    &delta)) < 0) {
+		fh->data.n = old;
+		goto out;
+	}
+	fh->dirty = true;
+out:
+	pthread_mutex_unlock(&fh->lock);
+	if (rc < 0)
+		fuse_reply_err(req, fs_errno(rc));
+	else
+		fuse_reply_write(req, size);
+}
+
+void
+fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct fileh *fh = (struct fileh *)(uintptr_t)fi->fh;
+	int rc;
+
+	(void)ino;
+	pthread_mutex_lock(&fh->lock);
+	rc = commit(fs, fh, false, false);
+	pthread_mutex_unlock(&fh->lock);
+	fuse_reply_err(req, fs_errno(rc));
+}
+
+void
+fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct fileh *fh = (struct fileh *)(uintptr_t)fi->fh;
+	int rc;
+
+	(void)ino;
+	(void)datasync;
+	pthread_mutex_lock(&fh->lock);
+	rc = commit(fs, fh, true, true);
+	pthread_mutex_unlock(&fh->lock);
+	fuse_reply_err(req, fs_errno(rc));
+}
+
+void
+fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct fileh *fh = (struct fileh *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	pthread_mutex_lock(&fh->lock);
+	(void)commit(fs, fh, false, true);	/* errors have no reader */
+	pthread_mutex_unlock(&fh->lock);
+	fileh_free(fs, fh);
+	fuse_reply_err(req, 0);
+}
+
+/* Truncate a version by path (no handle): commit the resized value. */
+static int
+truncate_path(struct fs *fs, struct node *n, off_t size)
+{
+	struct bt_mutation m = { .kind = BT_PUT, .family = n->c.family,
+	    .qualifier = n->c.qualifier, .ts = BT_TS_SERVER };
+	struct bt_write_options wo = { .sync = false };
+	struct buf value;
+	bool found;
+	int rc;
+
+	if (n->c.kind != NODE_VERSION && n->c.kind != NODE_LATEST)
+		return coord_is_dir(n->c.kind) ? -EISDIR : -EROFS;
+	if ((uint64_t)size > fs->max_cell)
+		return -EFBIG;
+	buf_init(&value);
+	if ((rc = load_value(fs, &n->c, &value, &found)) < 0)
+		goto out;
+	if (found && value.n == (size_t)size)
+		goto out;
+	if ((size_t)size > value.n) {
+		if ((rc = buf_reserve(&value, (size_t)size - value.n)) < 0)
+			goto out;
+		memset(value.p + value.n, 0, (size_t)size - value.n);
+	}
+	value.n = (size_t)size;
+	if (n->c.kind == NODE_VERSION)
+		m.ts = n->c.ts;
+	m.value.data = value.p;
+	m.value.size = value.n;
+	if ((rc = bt_mutate_row(fs->store, n->c.table, n->c.row, &m, 1, &wo,
+	    NULL)) == 0)
+		fs_column_changed(fs, &n->c);
+out:
+	buf_release(&value);
+	return rc;
+}
+
+/* chmod, chown and utimens succeed without effect; sizes truncate. */
+void
+fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+    struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct fileh *fh = NULL;
+	struct node *n;
+	struct stat st;
+	int rc = 0;
+
+	if ((n = node_get(fs, ino)) == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (fi != NULL && !coord_is_dir(n->c.kind))
+		fh = (struct fileh *)(uintptr_t)fi->fh;
+	if ((to_set & FUSE_SET_ATTR_SIZE) && fs->read_only) {
+		rc = -EROFS;
+	} else if ((to_set & FUSE_SET_ATTR_SIZE) && fh != NULL) {
+		pthread_mutex_lock(&fh->lock);
+		if (fh->mode == FH_READ)
+			rc = -EBADF;
+		else if ((uint64_t)attr->st_size > fs->max_cell)
+			rc = -EFBIG;
+		else if ((size_t)attr->st_size > fh->data.n &&
+		    (rc = buf_reserve(&fh->data, (size_t)attr->st_size -
+		    fh->data.n)) == 0)
+			memset(fh->data.p + fh->data.n, 0,
+			    (size_t)attr->st_size - fh->data.n);
+		if (rc == 0) {
+			fh->data.n = (size_t)attr->st_size;
+			fh->dirty = true;
+		}
+		pthread_mutex_unlock(&fh->lock);
+	} else if (to_set & FUSE_SET_ATTR_SIZE) {
+		rc = truncate_path(fs, n, attr->st_size);
+	}
+	if (rc == 0 && (rc = fs_stat(fs, n, &st)) == -ENOENT && fh != NULL)
+		rc = 0;		/* not committed yet: describe the buffer */
+	if (rc == 0 && fh != NULL && fh->mode != FH_READ) {
+		pthread_mutex_lock(&fh->lock);
+		st.st_size = (off_t)fh->data.n;
+		st.st_blocks = (blkcnt_t)((fh->data.n + 511) / 512);
+		pthread_mutex_unlock(&fh->lock);
+	}
+	if (rc < 0)
+		fuse_reply_err(req, fs_errno(rc));
+	else
+		fuse_reply_attr(req, &st, fs->timeout);
+	node_put(fs, n);
+}
+
+void
+fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+    mode_t mode, dev_t rdev)
+{
+	struct fs *fs = fuse_req_userdata(req);
+
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)rdev;
+	fuse_reply_err(req, fs->read_only ? EROFS : EPERM);
+}
+
+/* Keep a column's directories after its last version goes. */
+static void
+column_keep(struct fs *fs, const struct coord *c)
+{
+	struct coord col = *c;
+
+	col.kind = NODE_COLUMN;
+	(void)pending_add(fs, &col);
+}
+
+void
+fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct bt_write_options wo = { .sync = false };
+	struct bt_mutation m = { .kind = BT_DELETE_VERSION };
+	const struct bt_cell *cell;
+	struct bt_row *row;
+	struct buf scratch;
+	struct node *dir;
+	struct coord c;
+	int rc;
+
+	buf_init(&scratch);
+	if ((dir = node_get(fs, parent)) == NULL) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if ((rc = fs_child(fs, dir, name, false, &c, &scratch)) < 0)
+		goto out;
+	if (coord_is_dir(c.kind)) {
+		rc = -EISDIR;
+		goto out;
+	}
+	if (fs->read_only || (c.kind != NODE_VERSION &&
+	    c.kind != NODE_LATEST)) {
+		rc = -EROFS;
+		goto out;
+	}
+	if ((rc = fs_read_cell(fs, &c, true, &row, &cell)) != 0) {
+		rc = rc == BT_NOTFOUND ? -ENOENT : rc;
+		goto out;
+	}
+	m.family = c.family;
+	m.qualifier = c.qualifier;
+	m.ts = cell->ts;
+	bt_row_free(row);
+	column_keep(fs, &c);
+	if ((rc = bt_mutate_row(fs->store, c.table, c.row, &m, 1, &wo,
+	    NULL)) == 0)
+		fs_column_changed(fs, &c);
+out:
+	fuse_reply_err(req, fs_errno(rc));
+	node_put(fs, dir);
+	buf_release(&scratch);
+}
+
+/*
+ * Rename a version within one row: a put at the new place and a delete of
+ * the old version in one mutation.  Directories and other rows: EXDEV, so
+ * that mv copies and deletes.
+ */
+void
+fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+    fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct bt_write_options wo = { .sync = false };
+	struct bt_mutation m[2];
+	struct node *sdir, *ddir = NULL;
+	const struct bt_cell *cell, *dcell;
+	struct bt_row *row = NULL, *drow;
+	struct buf s1, s2;
+	struct coord src, dst;
+	int rc;
+
+	buf_init(&s1);
+	buf_init(&s2);
+	if ((sdir = node_get(fs, parent)) == NULL ||
+	    (ddir = node_get(fs, newparent)) == NULL) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (flags & ~RENAME_NOREPLACE) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((rc = fs_child(fs, sdir, name, false, &src, &s1)) < 0 ||
+	    (rc = fs_child(fs, ddir, newname, true, &dst, &s2)) < 0)
+		goto out;
+	if (fs->read_only) {
+		rc = -EROFS;
+		goto out;
+	}
+	if (src.kind == NODE_TABLE || dst.kind == NODE_TABLE) {
+		rc = -EPERM;
+		goto out;
+	}
+	if (coord_is_dir(src.kind) || coord_is_dir(dst.kind) ||
+	    strcmp(src.table, dst.table) != 0 || src.row.size !=
+	    dst.row.size || memcmp(src.row.data, dst.row.data,
+	    src.row.size) != 0) {
+		rc = -EXDEV;
+		goto out;
+	}
+	if ((src.kind != NODE_VERSION && src.kind != NODE_LATEST) ||
+	    (dst.kind != NODE_VERSION && dst.kind != NODE_LATEST)) {
+		rc = -EROFS;
+		goto out;
+	}
+	if ((rc = fs_read_cell(fs, &src, false, &row, &cell)) != 0) {
+		rc = rc == BT_NOTFOUND ? -ENOENT : rc;
+		goto out;
+	}
+	if ((flags & RENAME_NOREPLACE) &&
+	    fs_read_cell(fs, &dst, true, &drow, &dcell) == 0) {
+		bt_row_free(drow);
+		rc = -EEXIST;
+		goto out;
+	}
+	if (dst.kind == NODE_VERSION && dst.ts == cell->ts &&
+	    strcmp(dst.family, src.family) == 0 && dst.qualifier.size ==
+	    src.qualifier.size && memcmp(dst.qualifier.data,
+	    src.qualifier.data, src.qualifier.size) == 0)
+		goto out;	/* onto itself */
+	memset(m, 0, sizeof(m));
+	m[0].kind = BT_PUT;
+	m[0].family = dst.family;
+	m[0].qualifier = dst.qualifier;
+	m[0].ts = dst.kind == NODE_VERSION ? dst.ts : BT_TS_SERVER;
+	m[0].value = cell->value;
+	m[1].kind = BT_DELETE_VERSION;
+	m[1].family = src.family;
+	m[1].qualifier = src.qualifier;
+	m[1].ts = cell->ts;
+	column_keep(fs, &src);
+	if ((rc = bt_mutate_row(fs->store, src.table, src.row, m, 2, &wo,
+	    NULL)) == 0) {
+		/* The kernel now gives src's inode the new name. */
+		(void)node_moved(fs, &src, &dst);
+		fs_column_changed(fs, &src);
+		fs_column_changed(fs, &dst);
+	}
+out:
+	fuse_reply_err(req, fs_errno(rc));
+	bt_row_free(row);
+	node_put(fs, ddir);
+	node_put(fs, sdir);
+	buf_release(&s1);
+	buf_release(&s2);
+}

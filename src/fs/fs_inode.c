@@ -1,0 +1,692 @@
+/*
+ * fs_inode.c - the inode table, the pending directories and the one
+ * mapping from API codes to errno.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "util/alloc.h"
+#include "util/hash.h"
+
+#define INITIAL_BUCKETS 1024
+
+/* A pending directory: an owned coordinate. */
+struct pending {
+	struct coord c;
+	struct buf key;
+};
+
+/* API codes to errno; negative errno values pass through. */
+static const struct {
+	int rc;
+	int err;
+} errno_table[] = {
+	{ BT_NOTFOUND, ENOENT },
+	{ BT_DONE, ENOENT },
+	{ BT_ECORRUPT, EIO },
+	{ BT_ECHECKSUM, EIO },
+	{ BT_EFORMAT, EIO },
+	{ BT_ETOOBIG, EFBIG },
+	{ BT_ECLOSED, EIO },
+};
+
+int
+fs_errno(int rc)
+{
+	for (size_t i = 0; i < sizeof(errno_table) / sizeof(errno_table[0]);
+	    i++)
+		if (errno_table[i].rc == rc)
+			return errno_table[i].err;
+	if (rc < 0 && rc > -4096)
+		return -rc;
+	return rc == 0 ? 0 : EIO;
+}
+
+bool
+coord_is_dir(enum node_kind kind)
+{
+	return kind == NODE_ROOT || kind == NODE_TABLE || kind == NODE_ROW ||
+	    kind == NODE_FAMILY || kind == NODE_COLUMN;
+}
+
+/* How many coordinates a kind uses: 0 none, 1 table, ... 5 timestamp. */
+static int
+coord_depth(enum node_kind kind)
+{
+	switch (kind) {
+	case NODE_ROOT:
+	case NODE_STATUS:
+		return 0;
+	case NODE_TABLE:
+	case NODE_SCHEMA:
+		return 1;
+	case NODE_ROW:
+		return 2;
+	case NODE_FAMILY:
+		return 3;
+	case NODE_COLUMN:
+	case NODE_LATEST:
+	case NODE_INCREMENT:
+		return 4;
+	case NODE_VERSION:
+	case NODE_ASOF:
+		return 5;
+	}
+	return 0;
+}
+
+static int
+key_field(struct buf *key, const void *p, size_t n)
+{
+	uint32_t len = (uint32_t)n;
+	int rc;
+
+	if ((rc = buf_append(key, &len, sizeof(len))) < 0)
+		return rc;
+	return n > 0 ? buf_append(key, p, n) : 0;
+}
+
+/* Serialise c into key: kind, then each used field length-prefixed. */
+static int
+coord_key(const struct coord *c, struct buf *key)
+{
+	int depth = coord_depth(c->kind);
+	uint8_t kind = (uint8_t)c->kind;
+	int rc;
+
+	buf_clear(key);
+	if ((rc = buf_append(key, &kind, 1)) < 0)
+		return rc;
+	if (depth >= 1 && (rc = key_field(key, c->table,
+	    strlen(c->table))) < 0)
+		return rc;
+	if (depth >= 2 && (rc = key_field(key, c->row.data,
+	    c->row.size)) < 0)
+		return rc;
+	if (depth >= 3 && (rc = key_field(key, c->family,
+	    strlen(c->family))) < 0)
+		return rc;
+	if (depth >= 4 && (rc = key_field(key, c->qualifier.data,
+	    c->qualifier.size)) < 0)
+		return rc;
+	if (depth >= 5 && (rc = buf_append(key, &c->ts, sizeof(c->ts))) < 0)
+		return rc;
+	return 0;
+}
+
+static void
+coord_release(struct coord *c)
+{
+	bt_free((void *)c->table);
+	bt_free((void *)c->row.data);
+	bt_free((void *)c->family);
+	bt_free((void *)c->qualifier.data);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Deep-copy the used fields of src into dst. */
+static int
+coord_copy(struct coord *dst, const struct coord *src)
+{
+	int depth = coord_depth(src->kind);
+
+	memset(dst, 0, sizeof(*dst));
+	dst->kind = src->kind;
+	dst->ts = depth >= 5 ? src->ts : 0;
+	if (depth >= 1 && (dst->table = bt_strdup(src->table)) == NULL)
+		goto fail;
+	if (depth >= 2) {
+		dst->row.size = src->row.size;
+		if ((dst->row.data = bt_malloc(src->row.size + 1)) == NULL)
+			goto fail;
+		if (src->row.size > 0)
+			memcpy((void *)dst->row.data, src->row.data,
+			    src->row.size);
+	}
+	if (depth >= 3 && (dst->family = bt_strdup(src->family)) == NULL)
+		goto fail;
+	if (depth >= 4) {
+		dst->qualifier.size = src->qualifier.size;
+		if ((dst->qualifier.data = bt_malloc(src->qualifier.size +
+		    1)) == NULL)
+			goto fail;
+		if (src->qualifier.size > 0)
+			memcpy((void *)dst->qualifier.data,
+			    src->qualifier.data, src->qualifier.size);
+	}
+	return 0;
+fail:
+	coord_release(dst);
+	return -ENOMEM;
+}
+
+int
+fs_init(struct fs *fs)
+{
+	struct coord root = { .kind = NODE_ROOT };
+	struct node *n;
+	int rc;
+
+	if ((rc = pthread_mutex_init(&fs->lock, NULL)) != 0)
+		return -rc;
+	fs->buckets = INITIAL_BUCKETS;
+	fs->by_ino = bt_calloc(fs->buckets, sizeof(*fs->by_ino));
+	fs->by_key = bt_calloc(fs->buckets, sizeof(*fs->by_key));
+	if (fs->by_ino == NULL || fs->by_key == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	fs->next_ino = FUSE_ROOT_ID;
+	if ((n = node_obtain(fs, &root)) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	fs->root = n;		/* the reference is never dropped */
+	clock_gettime(CLOCK_REALTIME, &fs->started);
+	return 0;
+out_free:
+	bt_free(fs->by_ino);
+	bt_free(fs->by_key);
+	pthread_mutex_destroy(&fs->lock);
+	return rc;
+}
+
+static void
+node_free(struct node *n)
+{
+	coord_release(&n->c);
+	buf_release(&n->key);
+	bt_free(n);
+}
+
+void
+fs_release(struct fs *fs)
+{
+	for (size_t i = 0; i < fs->buckets; i++) {
+		struct node *n, *next;
+
+		for (n = fs->by_ino[i]; n != NULL; n = next) {
+			next = n->ino_next;
+			node_free(n);
+		}
+	}
+	for (size_t i = 0; i < fs->pending_count; i++) {
+		coord_release(&fs->pending[i].c);
+		buf_release(&fs->pending[i].key);
+	}
+	bt_free(fs->pending);
+	bt_free(fs->by_ino);
+	bt_free(fs->by_key);
+	pthread_mutex_destroy(&fs->lock);
+}
+
+/* Double the buckets when the tables get crowded; on ENOMEM keep going
+ * with longer chains. */
+static void
+tables_grow(struct fs *fs)
+{
+	size_t nb = fs->buckets * 2;
+	struct node **bi, **bk;
+
+	bi = bt_calloc(nb, sizeof(*bi));
+	bk = bt_calloc(nb, sizeof(*bk));
+	if (bi == NULL || bk == NULL) {
+		bt_free(bi);
+		bt_free(bk);
+		return;
+	}
+	for (size_t i = 0; i < fs->buckets; i++) {
+		struct node *n, *next;
+
+		for (n = fs->by_ino[i]; n != NULL; n = next) {
+			next = n->ino_next;
+			n->ino_next = bi[n->ino % nb];
+			bi[n->ino % nb] = n;
+			n->key_next = bk[n->hash % nb];
+			bk[n->hash % nb] = n;
+		}
+	}
+	bt_free(fs->by_ino);
+	bt_free(fs->by_key);
+	fs->by_ino = bi;
+	fs->by_key = bk;
+	fs->buckets = nb;
+}
+
+static struct node *
+find_key(struct fs *fs, const struct buf *key, uint64_t hash)
+{
+	struct node *n;
+
+	for (n = fs->by_key[hash % fs->buckets]; n != NULL; n = n->key_next)
+		if (n->hash == hash && n->key.n == key->n &&
+		    memcmp(n->key.p, key->p, key->n) == 0)
+			return n;
+	return NULL;
+}
+
+struct node *
+node_obtain(struct fs *fs, const struct coord *c)
+{
+	struct node *n;
+	struct buf key;
+	uint64_t hash;
+
+	buf_init(&key);
+	if (coord_key(c, &key) < 0)
+		goto fail;
+	hash = hash64(buf_slice(&key), 0x7462);
+	pthread_mutex_lock(&fs->lock);
+	if ((n = find_key(fs, &key, hash)) != NULL) {
+		n->refs++;
+		pthread_mutex_unlock(&fs->lock);
+		buf_release(&key);
+		return n;
+	}
+	pthread_mutex_unlock(&fs->lock);
+
+	if ((n = bt_calloc(1, sizeof(*n))) == NULL)
+		goto fail;
+	if (coord_copy(&n->c, c) < 0) {
+		bt_free(n);
+		goto fail;
+	}
+	n->key = key;
+	n->hash = hash;
+	n->refs = 1;
+
+	pthread_mutex_lock(&fs->lock);
+	{
+		struct node *other = find_key(fs, &n->key, hash);
+
+		if (other != NULL) {	/* another thread won the race */
+			other->refs++;
+			pthread_mutex_unlock(&fs->lock);
+			node_free(n);
+			return other;
+		}
+	}
+	if (fs->count >= fs->buckets)
+		tables_grow(fs);
+	n->ino = fs->next_ino++;
+	n->ino_next = fs->by_ino[n->ino % fs->buckets];
+	fs->by_ino[n->ino % fs->buckets] = n;
+	n->key_next = fs->by_key[hash % fs->buckets];
+	fs->by_key[hash % fs->buckets] = n;
+	fs->count++;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+fail:
+	buf_release(&key);
+	return NULL;
+}
+
+static struct node *
+find_ino(struct fs *fs, fuse_ino_t ino)
+{
+	struct node *n;
+
+	for (n = fs->by_ino[ino % fs->buckets]; n != NULL; n = n->ino_next)
+		if (n->ino == ino)
+			return n;
+	return NULL;
+}
+
+struct node *
+node_get(struct fs *fs, fuse_ino_t ino)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	if ((n = find_ino(fs, ino)) != NULL) {
+		while (n->moved != NULL)
+			n = n->moved;
+		n->refs++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+/* Unlink n from both tables and free it if nothing holds it; lock held. */
+static void
+node_maybe_free(struct fs *fs, struct node *n)
+{
+	struct node **pp, *moved;
+
+	while (n != NULL && n->refs == 0 && n->nlookup == 0) {
+		for (pp = &fs->by_ino[n->ino % fs->buckets]; *pp != n;
+		    pp = &(*pp)->ino_next)
+			;
+		*pp = n->ino_next;
+		if (!n->orphan) {
+			for (pp = &fs->by_key[n->hash % fs->buckets];
+			    *pp != n; pp = &(*pp)->key_next)
+				;
+			*pp = n->key_next;
+		}
+		fs->count--;
+		if ((moved = n->moved) != NULL)
+			moved->refs--;
+		node_free(n);
+		n = moved;
+	}
+}
+
+/* Take n out of by_key; lock held. */
+static void
+node_orphan(struct fs *fs, struct node *n)
+{
+	struct node **pp;
+
+	for (pp = &fs->by_key[n->hash % fs->buckets]; *pp != n;
+	    pp = &(*pp)->key_next)
+		;
+	*pp = n->key_next;
+	n->key_next = NULL;
+	n->orphan = true;
+}
+
+int
+node_moved(struct fs *fs, const struct coord *src, const struct coord *dst)
+{
+	struct node *to, *from, *old;
+	struct buf key;
+	int rc;
+
+	if ((to = node_obtain(fs, dst)) == NULL)
+		return -ENOMEM;
+	buf_init(&key);
+	if ((rc = coord_key(src, &key)) < 0) {
+		node_put(fs, to);
+		goto out;
+	}
+	pthread_mutex_lock(&fs->lock);
+	from = find_key(fs, &key, hash64(buf_slice(&key), 0x7462));
+	if (from != NULL && from != to) {
+		node_orphan(fs, from);
+		old = from->moved;
+		from->moved = to;	/* our reference passes to it */
+		if (old != NULL) {
+			old->refs--;
+			node_maybe_free(fs, old);
+		}
+	} else {
+		to->refs--;
+		node_maybe_free(fs, to);
+	}
+	pthread_mutex_unlock(&fs->lock);
+out:
+	buf_release(&key);
+	return rc;
+}
+
+void
+node_put(struct fs *fs, struct node *n)
+{
+	if (n == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	n->refs--;
+	node_maybe_free(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void
+node_lookup_add(struct fs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	n->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void
+node_forget(struct fs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	if ((n = find_ino(fs, ino)) != NULL && n != fs->root) {
+		n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
+		node_maybe_free(fs, n);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+fuse_ino_t
+node_peek(struct fs *fs, const struct coord *c)
+{
+	struct node *n;
+	struct buf key;
+	fuse_ino_t ino = 0;
+	uint64_t hash;
+
+	buf_init(&key);
+	if (coord_key(c, &key) == 0) {
+		hash = hash64(buf_slice(&key), 0x7462);
+		pthread_mutex_lock(&fs->lock);
+		if ((n = find_key(fs, &key, hash)) != NULL && n->nlookup > 0)
+			ino = n->ino;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	buf_release(&key);
+	return ino;
+}
+
+void
+node_writers_add(struct fs *fs, struct node *n, int delta)
+{
+	pthread_mutex_lock(&fs->lock);
+	n->writers += delta;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+uint32_t
+node_writers(struct fs *fs, struct node *n)
+{
+	uint32_t w;
+
+	pthread_mutex_lock(&fs->lock);
+	w = n->writers;
+	pthread_mutex_unlock(&fs->lock);
+	return w;
+}
+
+/* ---- Pending directories: a small list, searched linearly. ---- */
+
+static ssize_t
+pending_find(struct fs *fs, const struct buf *key)
+{
+	for (size_t i = 0; i < fs->pending_count; i++)
+		if (fs->pending[i].key.n == key->n &&
+		    memcmp(fs->pending[i].key.p, key->p, key->n) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Add one coordinate; lock held. */
+static int
+pending_add_one(struct fs *fs, const struct coord *c)
+{
+	struct pending *p;
+	struct buf key;
+	int rc;
+
+	buf_init(&key);
+	if ((rc = coord_key(c, &key)) < 0)
+		goto out;
+	if (pending_find(fs, &key) >= 0)
+		goto out;
+	if (fs->pending_count == fs->pending_cap) {
+		size_t cap = fs->pending_cap ? fs->pending_cap * 2 : 16;
+
+		if ((p = bt_realloc(fs->pending, cap * sizeof(*p))) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		fs->pending = p;
+		fs->pending_cap = cap;
+	}
+	p = &fs->pending[fs->pending_count];
+	if ((rc = coord_copy(&p->c, c)) < 0)
+		goto out;
+	p->key = key;
+	fs->pending_count++;
+	return 0;
+out:
+	buf_release(&key);
+	return rc;
+}
+
+/* Make c and its ancestors up to the row pending. */
+int
+pending_add(struct fs *fs, const struct coord *c)
+{
+	struct coord up = *c;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (up.kind = c->kind; up.kind >= NODE_ROW && rc == 0; up.kind--) {
+		if (up.kind == NODE_ROW || up.kind == NODE_FAMILY ||
+		    up.kind == NODE_COLUMN)
+			rc = pending_add_one(fs, &up);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+bool
+pending_has(struct fs *fs, const struct coord *c)
+{
+	struct buf key;
+	bool found = false;
+
+	buf_init(&key);
+	if (coord_key(c, &key) == 0) {
+		pthread_mutex_lock(&fs->lock);
+		found = pending_find(fs, &key) >= 0;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	buf_release(&key);
+	return found;
+}
+
+/* Whether p lies inside directory c (one or more levels down). */
+static bool
+coord_under(const struct coord *p, const struct coord *c)
+{
+	int depth = coord_depth(c->kind);
+
+	if (coord_depth(p->kind) <= depth)
+		return false;
+	if (depth >= 1 && strcmp(p->table, c->table) != 0)
+		return false;
+	if (depth >= 2 && (p->row.size != c->row.size ||
+	    memcmp(p->row.data, c->row.data, c->row.size) != 0))
+		return false;
+	if (depth >= 3 && strcmp(p->family, c->family) != 0)
+		return false;
+	if (depth >= 4 && (p->qualifier.size != c->qualifier.size ||
+	    (c->qualifier.size > 0 && memcmp(p->qualifier.data,
+	    c->qualifier.data, c->qualifier.size) != 0)))
+		return false;
+	return true;
+}
+
+bool
+pending_has_child(struct fs *fs, const struct coord *c)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&fs->lock);
+	for (size_t i = 0; i < fs->pending_count && !found; i++)
+		found = coord_under(&fs->pending[i].c, c);
+	pthread_mutex_unlock(&fs->lock);
+	return found;
+}
+
+int
+pending_remove(struct fs *fs, const struct coord *c)
+{
+	struct buf key;
+	ssize_t i;
+	int rc;
+
+	buf_init(&key);
+	if ((rc = coord_key(c, &key)) < 0)
+		goto out;
+	pthread_mutex_lock(&fs->lock);
+	if ((i = pending_find(fs, &key)) < 0) {
+		rc = BT_NOTFOUND;
+	} else {
+		coord_release(&fs->pending[i].c);
+		buf_release(&fs->pending[i].key);
+		fs->pending[i] = fs->pending[--fs->pending_count];
+	}
+	pthread_mutex_unlock(&fs->lock);
+out:
+	buf_release(&key);
+	return rc;
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	const struct buf *x = a, *y = b;
+	size_t n = x->n < y->n ? x->n : y->n;
+	int c = n ? memcmp(x->p, y->p, n) : 0;
+
+	return c != 0 ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+void
+pending_names_free(struct buf *names, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		buf_release(&names[i]);
+	bt_free(names);
+}
+
+int
+pending_children(struct fs *fs, const struct coord *c, struct buf **out,
+    size_t *count)
+{
+	int want = coord_depth(c->kind) + 1;
+	struct buf *names = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->pending_count > 0 &&
+	    (names = bt_calloc(fs->pending_count, sizeof(*names))) == NULL)
+		rc = -ENOMEM;
+	for (size_t i = 0; i < fs->pending_count && rc == 0; i++) {
+		const struct coord *p = &fs->pending[i].c;
+
+		if (coord_depth(p->kind) != want || !coord_under(p, c))
+			continue;
+		buf_init(&names[n]);
+		if (want == 2)
+			rc = buf_set(&names[n], p->row.data, p->row.size);
+		else if (want == 3)
+			rc = buf_set(&names[n], p->family,
+			    strlen(p->family));
+		else
+			rc = buf_set(&names[n], p->qualifier.data,
+			    p->qualifier.size);
+		n++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0) {
+		pending_names_free(names, n);
+		return rc;
+	}
+	if (n > 0)
+		qsort(names, n, sizeof(*names), name_cmp);
+	*out = names;
+	*count = n;
+	return 0;
+}

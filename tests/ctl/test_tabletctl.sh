@@ -1,0 +1,337 @@
+#!/bin/sh
+# test_tabletctl.sh - tabletctl end to end on a fresh store: schema verbs,
+# the paper's Webtable row read back exactly, scans, counters,
+# check-and-set, deletes, GC policies, an export/import round trip with
+# binary bytes, the lock held by another process, and the exit status and
+# message of every kind of error.  Every check compares exact stdout,
+# stderr and exit status.  Needs only the built tabletctl.
+set -eu
+
+: "${top_builddir:?top_builddir is not set}"
+ctl="$top_builddir/src/ctl/tabletctl"
+if [ ! -x "$ctl" ]; then
+	echo "test_tabletctl: $ctl is not built" >&2
+	exit 1
+fi
+
+tmp=$(mktemp -d)
+holder=
+cleanup() {
+	if [ -n "$holder" ]; then
+		kill "$holder" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+store="$tmp/store"
+checks=0
+failures=0
+nl='
+'
+
+# check NAME STATUS STDOUT STDERR COMMAND...: run COMMAND and compare its
+# exit status, stdout and stderr (each without its final newline; ''
+# for nothing at all) with what is expected.
+check() {
+	name=$1 want_status=$2 want_out=$3 want_err=$4
+	shift 4
+	checks=$((checks + 1))
+	status=0
+	"$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+	: >"$tmp/want_out"
+	: >"$tmp/want_err"
+	[ -z "$want_out" ] || printf '%s\n' "$want_out" >"$tmp/want_out"
+	[ -z "$want_err" ] || printf '%s\n' "$want_err" >"$tmp/want_err"
+	if [ "$status" -eq "$want_status" ] &&
+	    cmp -s "$tmp/want_out" "$tmp/out" &&
+	    cmp -s "$tmp/want_err" "$tmp/err"; then
+		echo "ok $checks - $name"
+		return 0
+	fi
+	failures=$((failures + 1))
+	echo "not ok $checks - $name (exit $status, want $want_status)"
+	diff -u "$tmp/want_out" "$tmp/out" || true
+	diff -u "$tmp/want_err" "$tmp/err" || true
+}
+
+tc() {
+	"$ctl" -s "$store" "$@"
+}
+
+# ---- Schema ----
+
+check "init makes a store" 0 '' '' tc init
+check "init refuses an existing store" 1 '' \
+    "tabletctl: init: $store: a store is already there (File exists)" \
+    tc init
+check "createtable with families and policies" 0 '' '' \
+    tc createtable webtable 'families=contents:maxversions=3,anchor'
+check "createfamily" 0 '' '' tc createfamily webtable language
+check "createtable with splits and tablet_size" 0 '' '' \
+    tc createtable split families=f splits=m,t tablet_size=1m
+check "ls lists tables" 0 "split${nl}webtable" '' tc ls
+check "ls T lists families, groups and policies" 0 \
+"anchor group=default gc=never
+contents group=default gc=maxversions=3
+language group=default gc=never" '' tc ls webtable
+check "setgroup" 0 '' '' \
+    tc setgroup webtable default blocksize=4k compression=none bloom=on
+
+# ---- The paper's Webtable row ----
+
+check "set writes one row atomically" 0 '' '' \
+    tc set webtable com.cnn.www \
+    'contents:=<html>3@3' 'contents:=<html>5@5' 'contents:=<html>6@6' \
+    'anchor:cnnsi.com=CNN@9' 'anchor:my.look.ca=CNN.com@8' 'language:=EN@2'
+check "lookup prints the row" 0 \
+'----
+com.cnn.www
+  anchor:cnnsi.com @ 9
+    "CNN"
+  anchor:my.look.ca @ 8
+    "CNN.com"
+  contents: @ 6
+    "<html>6"
+  contents: @ 5
+    "<html>5"
+  contents: @ 3
+    "<html>3"
+  language: @ 2
+    "EN"' '' tc lookup webtable com.cnn.www
+check "lookup with columns and cells-per-column" 0 \
+'----
+com.cnn.www
+  anchor:cnnsi.com @ 9
+    "CNN"
+  contents: @ 6
+    "<html>6"' '' \
+    tc lookup webtable com.cnn.www columns=anchor:cnnsi.com,contents \
+    cells-per-column=1
+check "lookup at=TS reads as of TS" 0 \
+'----
+com.cnn.www
+  contents: @ 5
+    "<html>5"
+  contents: @ 3
+    "<html>3"' '' tc lookup webtable com.cnn.www columns=contents at=5
+check "lookup of a missing row" 1 '' \
+    'tabletctl: lookup: row com.nope not found' tc lookup webtable com.nope
+
+# ---- Scans ----
+
+tc set webtable com.cnn.www/sports 'language:=EN@2'
+tc set webtable com.example 'language:=FR@2'
+tc set webtable org.apache 'language:=DE@2'
+check "read prefix=" 0 \
+'----
+com.cnn.www
+  language: @ 2
+    "EN"
+----
+com.cnn.www/sports
+  language: @ 2
+    "EN"' '' tc read webtable prefix=com.cnn columns=language
+check "read start= end=" 0 \
+'----
+com.example
+  language: @ 2
+    "FR"
+----
+org.apache
+  language: @ 2
+    "DE"' '' tc read webtable start=com.d end=org.b
+check "read count=" 0 \
+'----
+com.cnn.www
+  language: @ 2
+    "EN"' '' tc read webtable columns=language count=1
+tc set split n 'f:=n@1'
+tc set split a 'f:=a@1'
+tc set split z 'f:=z@1'
+check "read crosses split tablets in row order" 0 \
+'----
+a
+  f: @ 1
+    "a"
+----
+n
+  f: @ 1
+    "n"
+----
+z
+  f: @ 1
+    "z"' '' tc read split
+
+# ---- Counters and check-and-set ----
+
+check "increment from absent" 0 5 '' tc increment webtable counter anchor:hits 5
+check "increment again" 0 3 '' tc increment webtable counter anchor:hits -2
+check "increment of a non-integer" 1 '' \
+    'tabletctl: increment: counter value is not an integer (Invalid argument)' \
+    tc increment webtable com.cnn.www contents: 1
+check "checkandset --absent applies" 0 applied '' \
+    tc checkandset webtable cas anchor:lock --absent 'anchor:lock=alice@10'
+check "checkandset --absent does not apply twice" 1 'not applied' '' \
+    tc checkandset webtable cas anchor:lock --absent 'anchor:lock=carol@12'
+check "checkandset EXPECTED applies" 0 applied '' \
+    tc checkandset webtable cas anchor:lock alice 'anchor:lock=bob@11'
+check "checkandset with a stale EXPECTED" 1 'not applied' '' \
+    tc checkandset webtable cas anchor:lock alice 'anchor:lock=carol@12'
+check "checkandset wrote what it applied" 0 \
+'----
+cas
+  anchor:lock @ 11
+    "bob"
+  anchor:lock @ 10
+    "alice"' '' tc lookup webtable cas
+
+# ---- Deletes and garbage collection ----
+
+check "deletecolumn" 0 '' '' tc deletecolumn webtable com.cnn.www anchor my.look.ca
+check "deletecolumn removed only that column" 0 \
+'----
+com.cnn.www
+  anchor:cnnsi.com @ 9
+    "CNN"' '' tc lookup webtable com.cnn.www columns=anchor
+check "deleterow" 0 '' '' tc deleterow webtable cas
+check "deleterow removed the row" 1 '' \
+    'tabletctl: lookup: row cas not found' tc lookup webtable cas
+check "setgcpolicy" 0 '' '' tc setgcpolicy webtable contents maxversions=1
+check "maxversions=1 hides older versions" 0 \
+'----
+com.cnn.www
+  contents: @ 6
+    "<html>6"' '' tc lookup webtable com.cnn.www columns=contents
+check "compact --major keeps what reads see" 0 '' '' tc compact webtable --major
+check "after major compaction" 0 \
+'----
+com.cnn.www
+  contents: @ 6
+    "<html>6"' '' tc lookup webtable com.cnn.www columns=contents
+check "setgcpolicy joins its words" 0 '' '' \
+    tc setgcpolicy webtable anchor maxversions=2 or maxage=7d
+check "ls T shows the policies" 0 \
+"anchor group=default gc=maxversions=2 or maxage=7d
+contents group=default gc=maxversions=1
+language group=default gc=never" '' tc ls webtable
+tc setgcpolicy webtable anchor never
+
+# ---- Binary bytes, export and import ----
+
+check "set with \\xNN escapes" 0 '' '' \
+    tc set webtable 'bin\x00key\xff' \
+    'anchor:tab\x09q=line1\x0aline2\x09tab\\end@7' 'anchor:=@8' \
+    'language:=a@b@9'
+check "lookup escapes bytes" 0 \
+'----
+bin\x00key\xff
+  anchor: @ 8
+    ""
+  anchor:tab\x09q @ 7
+    "line1\x0aline2\x09tab\\end"
+  language: @ 9
+    "a@b"' '' tc lookup webtable 'bin\x00key\xff'
+tc export webtable >"$tmp/export1"
+check "export writes tab-separated escaped cells" 0 \
+'bin\x00key\xff	anchor		8	
+bin\x00key\xff	anchor	tab\x09q	7	line1\x0aline2\x09tab\\end
+bin\x00key\xff	language		9	a@b' '' \
+    sed -n 1,3p "$tmp/export1"
+check "createtable for the copy" 0 '' '' \
+    tc createtable copy families=anchor,contents,language
+check "import" 0 '' '' tc import copy "$tmp/export1"
+tc export copy >"$tmp/export2"
+check "export, import, export is byte-identical" 0 '' '' \
+    cmp "$tmp/export1" "$tmp/export2"
+check "count" 0 6 '' tc count webtable
+check "count of the copy" 0 6 '' tc count copy
+check "import from stdin" 0 '' '' \
+    sh -c '"$1" -s "$2" import copy - <"$3"' sh "$ctl" "$store" "$tmp/export1"
+printf 'r\tanchor\tq\t1\tv\nr\tanchor\tq\n' >"$tmp/bad"
+check "import stops at a bad line" 1 '' \
+    "tabletctl: import: $tmp/bad:2: bad line (want ROW, FAMILY, QUALIFIER, TIMESTAMP, VALUE separated by tabs)" \
+    tc import copy "$tmp/bad"
+check "the row of a bad line is not written" 1 '' \
+    'tabletctl: lookup: row r not found' tc lookup copy r
+
+# ---- More schema ----
+
+check "deletefamily" 0 '' '' tc deletefamily webtable language
+check "ls T after deletefamily" 0 \
+"anchor group=default gc=never
+contents group=default gc=maxversions=1" '' tc ls webtable
+check "deletetable" 0 '' '' tc deletetable split
+check "ls after deletetable" 0 "copy${nl}webtable" '' tc ls
+check "TABLETFS_STORE names the store" 0 "copy${nl}webtable" '' \
+    env TABLETFS_STORE="$store" "$ctl" ls
+status_head() {
+	tc status | sed -n 1,2p
+}
+check "status" 0 "store           $store${nl}tables          2" '' status_head
+
+# ---- Errors ----
+
+check "unknown table" 1 '' \
+    'tabletctl: lookup: table nosuch: no such table (No such file or directory)' \
+    tc lookup nosuch row
+check "unknown family" 1 '' \
+    'tabletctl: set: table webtable: no family nofam (No such file or directory)' \
+    tc set webtable r 'nofam:q=v'
+check "bad policy" 1 '' \
+    "tabletctl: setgcpolicy: gc policy: expected maxversions=N, maxage=DURATION or '(' at 'maxvers=3' (Invalid argument)" \
+    tc setgcpolicy webtable contents maxvers=3
+check "bad cell is a usage error" 2 '' \
+"tabletctl: set: bad cell 'nocolon' (want F:Q=VALUE)
+usage: tabletctl [-s STORE] set T ROW F:Q=VALUE[@TS] ..." \
+    tc set webtable r nocolon
+check "bad size is a usage error" 2 '' \
+"tabletctl: createtable: bad size '1x'
+usage: tabletctl [-s STORE] createtable T [families=F:POLICY,...] [splits=ROW,...] [tablet_size=SIZE]" \
+    tc createtable t tablet_size=1x
+check "unknown verb" 2 '' \
+"tabletctl: unknown verb 'frobnicate'
+usage: tabletctl [-s STORE] VERB [ARGS...] (tabletctl help: the verbs)" \
+    tc frobnicate
+check "verbs the engine lacks are unknown" 2 '' \
+"tabletctl: unknown verb 'tablets'
+usage: tabletctl [-s STORE] VERB [ARGS...] (tabletctl help: the verbs)" \
+    tc tablets
+check "missing STORE" 2 '' \
+"tabletctl: ls: no store: give -s STORE or set TABLETFS_STORE
+usage: tabletctl [-s STORE] ls [T]" \
+    env TABLETFS_STORE= "$ctl" ls
+check "wrong argument count" 2 '' \
+    'usage: tabletctl [-s STORE] deleterow T ROW' tc deleterow webtable
+check "not a store" 1 '' \
+    "tabletctl: ls: $tmp: not a tabletfs store (tabletctl init makes one)" \
+    "$ctl" -s "$tmp" ls
+check "help VERB" 0 \
+'usage: tabletctl [-s STORE] deletecolumn T ROW F Q
+
+Delete every version of column F:Q in ROW.' '' tc help deletecolumn
+
+# A second process holding the store: import blocks opening a FIFO after
+# it has locked the store.
+mkfifo "$tmp/fifo"
+"$ctl" -s "$store" import copy "$tmp/fifo" &
+holder=$!
+tries=0
+while [ "$(cat "$store/LOCK" 2>/dev/null)" != "$holder" ]; do
+	tries=$((tries + 1))
+	if [ "$tries" -gt 100 ]; then
+		echo "test_tabletctl: the holder never locked the store" >&2
+		exit 1
+	fi
+	sleep 0.1 2>/dev/null || sleep 1
+done
+check "a locked store names its holder" 1 '' \
+    "tabletctl: ls: $store/LOCK: held by pid $holder (Resource temporarily unavailable)" \
+    tc ls
+: >"$tmp/fifo"
+wait "$holder"
+holder=
+
+echo "$checks checks, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,119 @@
+#!/bin/sh
+# test_fs_write.sh - changing data through the mount: rm of a version and
+# of latest, rm -r of a row, rmdir ENOTEMPTY, >> as a read-modify-write
+# that refuses a lost update, increment, mv within a row and EXDEV across
+# rows, and the errors: EINVAL for bad version names, EFBIG over max_cell,
+# ENOENT for a family not in the schema, EPERM for mkdir of a table,
+# EROFS for control files; chmod and touch succeed without effect.
+set -eu
+. "${top_srcdir:?}/tests/fs/lib.sh"
+
+fs_webtable
+fs_mount -o max_cell=1k
+
+W=$M/webtable
+Q=$W/r1/contents/q
+mkdir -p "$Q"
+echo one > "$Q/100"
+echo two > "$Q/200"
+echo three > "$Q/300"
+
+# rm of one version, then of latest (300 -> 200 left... then 100).
+rm "$Q/200"
+check_eq "after rm 200" "$(ls -U "$Q" | tr '\n' ' ')" "300 100 "
+rm "$Q/latest"
+check_eq "after rm latest" "$(ls "$Q")" "100"
+check_eq "latest now" "$(cat "$Q/latest")" "one"
+expect_fail "No such file" rm "$Q/200"
+
+# rmdir follows POSIX; the column stays (empty) after its last version.
+expect_fail "Directory not empty" rmdir "$Q"
+rm "$Q/100"
+[ -d "$Q" ] || fail "column vanished after its last version"
+check_eq "empty column" "$(ls "$Q")" ""
+rmdir "$Q"
+[ ! -e "$Q" ] || fail "rmdir left the column"
+
+# rm -r of a whole row.
+mkdir -p "$W/r2/contents/a" "$W/r2/anchor/b"
+echo x > "$W/r2/contents/a/latest"
+echo y > "$W/r2/anchor/b/latest"
+echo z > "$W/r2/anchor/b/5"
+rm -r "$W/r2"
+[ ! -e "$W/r2" ] || fail "rm -r left the row"
+ls "$W" | grep -qx r2 && fail "r2 still listed"
+
+# >> reads, modifies and writes one new version.
+mkdir -p "$W/r3/contents/log"
+L=$W/r3/contents/log
+echo a > "$L/latest"
+echo b >> "$L/latest"
+check_eq "append" "$(cat "$L/latest")" "a
+b"
+check_eq "append versions" "$(ls "$L" | wc -l)" 2
+# A lost update is refused: another version lands between open and close.
+exec 3>>"$L/latest"
+echo other > "$L/latest"
+echo late >&3
+exec 3>&-
+check_eq "conflict refused" "$(cat "$L/latest")" "other"
+
+# increment: 5 + 5 = 10, stored as a new version.
+mkdir -p "$W/r3/contents/n"
+echo 5 > "$W/r3/contents/n/increment"
+echo 5 > "$W/r3/contents/n/increment"
+check_eq "increment" "$(cat "$W/r3/contents/n/latest")" "10"
+expect_fail "Invalid argument" sh -c "env printf abc > '$W/r3/contents/n/increment'"
+check_eq "bad increment wrote nothing" "$(cat "$W/r3/contents/n/latest")" "10"
+expect_fail "ermission\|Bad file" cat "$W/r3/contents/n/increment"
+
+# Names in a column: neither a timestamp nor a control name.
+expect_fail "Invalid argument" sh -c "echo x > '$L/foo'"
+expect_fail "Invalid argument" sh -c "echo x > '$L/007'"
+expect_fail "Invalid argument" sh -c "echo x > '$L/-1'"
+expect_fail "Invalid argument" sh -c "echo x > '$L/9223372036854775808'"
+expect_fail "No such file" cat "$L/foo"
+echo max > "$L/9223372036854775807"
+check_eq "largest ts" "$(cat "$L/9223372036854775807")" "max"
+
+# EFBIG at write() beyond max_cell (1k here); exactly 1k is fine.
+B=$W/r3/anchor/big
+mkdir -p "$B"
+head -c 1024 /dev/zero > "$B/7"
+check_eq "1k value" "$(stat -c %s "$B/7")" 1024
+expect_fail "File too large" sh -c "head -c 1025 /dev/zero > '$B/8'"
+
+# Schema is tabletctl's; families must exist.
+expect_fail "No such file" mkdir "$W/r3/nofamily"
+expect_fail "Operation not permitted" mkdir "$M/newtable"
+expect_fail "File exists" mkdir "$W/r3/contents"
+
+# Control files are read-only.
+expect_fail "Read-only" sh -c "echo x > '$M/.status'"
+expect_fail "Read-only" sh -c "echo x > '$W/.schema'"
+expect_fail "Read-only" sh -c "echo x > '$L/@100'"
+
+# chmod, chown and touch succeed without effect.
+chmod 600 "$B/7"
+chown 0:0 "$B/7"
+touch "$B/7"
+check_eq "chmod no effect" "$(stat -c %a "$B/7")" 644
+check_eq "touch kept data" "$(stat -c %s "$B/7")" 1024
+
+# mv within a row: one mutation; across rows: EXDEV, so mv copies.
+mkdir -p "$W/r4/contents/c" "$W/r4/anchor/d" "$W/r5/contents/c"
+echo moved > "$W/r4/contents/c/10"
+mv "$W/r4/contents/c/10" "$W/r4/anchor/d/20"
+check_eq "mv within row" "$(cat "$W/r4/anchor/d/20")" "moved"
+[ ! -e "$W/r4/contents/c/10" ] || fail "mv left the source"
+mv "$W/r4/anchor/d/20" "$W/r4/anchor/d/latest"
+check_eq "mv to latest" "$(cat "$W/r4/anchor/d/latest")" "moved"
+check_eq "mv to latest versions" "$(ls "$W/r4/anchor/d" | wc -l)" 1
+echo across > "$W/r4/contents/c/30"
+if command -v python3 >/dev/null 2>&1; then
+	expect_fail "cross-device" python3 -c "import os,sys; os.rename(sys.argv[1], sys.argv[2])" \
+	    "$W/r4/contents/c/30" "$W/r5/contents/c/30"
+fi
+mv "$W/r4/contents/c/30" "$W/r5/contents/c/30"
+check_eq "mv across rows" "$(cat "$W/r5/contents/c/30")" "across"
+[ ! -e "$W/r4/contents/c/30" ] || fail "mv across rows left the source"
