@@ -51,6 +51,7 @@ server_options_from(const struct bt_options *opts, struct server_options *so)
 int
 bt_store_create(const char *path, const struct bt_options *opts)
 {
+	bt_error_clear();
 	return server_create(path, opts ? opts->env : NULL);
 }
 
@@ -62,6 +63,7 @@ bt_store_open(const char *path, const struct bt_options *opts,
 	struct bt_store *s;
 	int rc;
 
+	bt_error_clear();
 	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
 	server_options_from(opts, &so);
@@ -78,6 +80,7 @@ bt_store_close(struct bt_store *s)
 {
 	int rc;
 
+	bt_error_clear();
 	if (s == NULL)
 		return 0;
 	rc = server_close(s->server);
@@ -114,6 +117,7 @@ bt_table_create(struct bt_store *s, const char *table,
 	struct slice *sp;
 	int rc = -ENOMEM;
 
+	bt_error_clear();
 	fams = bt_calloc(family_count + 1, sizeof(*fams));
 	sp = bt_calloc(split_count + 1, sizeof(*sp));
 	if (fams == NULL || sp == NULL)
@@ -134,12 +138,14 @@ out:
 int
 bt_table_delete(struct bt_store *s, const char *table)
 {
+	bt_error_clear();
 	return server_table_drop(s->server, table);
 }
 
 int
 bt_table_list(struct bt_store *s, char ***names, size_t *count)
 {
+	bt_error_clear();
 	return server_table_list(s->server, names, count);
 }
 
@@ -160,6 +166,7 @@ bt_family_create(struct bt_store *s, const char *table,
 	struct catalog_family f;
 	int rc;
 
+	bt_error_clear();
 	if ((rc = family_from_spec(family, &f)) < 0)
 		return rc;
 	return server_family_create(s->server, table, &f);
@@ -168,6 +175,7 @@ bt_family_create(struct bt_store *s, const char *table,
 int
 bt_family_delete(struct bt_store *s, const char *table, const char *family)
 {
+	bt_error_clear();
 	return server_family_drop(s->server, table, family);
 }
 
@@ -175,6 +183,7 @@ int
 bt_family_set_gc(struct bt_store *s, const char *table, const char *family,
     const char *gc_policy)
 {
+	bt_error_clear();
 	return server_family_set_gc(s->server, table, family, gc_policy);
 }
 
@@ -186,6 +195,7 @@ bt_group_set(struct bt_store *s, const char *table,
 	struct catalog_group g;
 	int rc;
 
+	bt_error_clear();
 	if (spec->name == NULL || strlen(spec->name) > CATALOG_NAME_MAX)
 		return bt_error_set(-EINVAL, "bad group name");
 	if ((rc = server_table_get(s->server, table, &ct)) < 0)
@@ -215,6 +225,7 @@ bt_table_describe(struct bt_store *s, const char *table, char **text)
 	FILE *f;
 	int rc;
 
+	bt_error_clear();
 	if ((rc = server_table_get(s->server, table, &ct)) < 0)
 		return rc;
 	if ((f = open_memstream(&out, &size)) == NULL) {
@@ -278,6 +289,7 @@ bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	struct mutation *ops;
 	int rc;
 
+	bt_error_clear();
 	if ((rc = mutations_from(muts, count, &ops)) < 0)
 		return rc;
 	rc = server_mutate(s->server, table, bytes_slice(row), ops, count,
@@ -296,6 +308,7 @@ bt_check_and_mutate(struct bt_store *s, const char *table,
 	struct slice exp;
 	int rc;
 
+	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
 	if ((rc = mutations_from(muts, count, &ops)) < 0)
@@ -314,6 +327,7 @@ bt_increment(struct bt_store *s, const char *table, struct bt_bytes row,
     const char *family, struct bt_bytes qualifier, int64_t delta,
     const struct bt_write_options *wopts, int64_t *result, int64_t *stamp)
 {
+	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
 	return server_increment(s->server, table, bytes_slice(row),
@@ -326,6 +340,7 @@ bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
     const char *family, struct bt_bytes qualifier, struct bt_bytes suffix,
     const struct bt_write_options *wopts, int64_t *stamp)
 {
+	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
 	return server_append(s->server, table, bytes_slice(row),
@@ -434,6 +449,7 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	struct cells_row r;
 	int rc;
 
+	bt_error_clear();
 	if ((rc = filter_from(ropts, &f, &columns)) < 0)
 		return rc;
 	cells_row_init(&r);
@@ -478,6 +494,7 @@ bt_scan_open(struct bt_store *s, const char *table,
 	struct bt_scan *sc;
 	int rc;
 
+	bt_error_clear();
 	if (opts == NULL)
 		opts = &everything;
 	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
@@ -516,6 +533,7 @@ bt_scan_next(struct bt_scan *sc, struct bt_row **out)
 {
 	int rc;
 
+	bt_error_clear();
 	if (sc->limit != 0 && sc->returned >= sc->limit)
 		return BT_DONE;
 	if ((rc = server_scan_next(sc->scan, &sc->row)) != 0)
@@ -543,12 +561,14 @@ bt_scan_close(struct bt_scan *sc)
 int
 bt_store_flush(struct bt_store *s)
 {
+	bt_error_clear();
 	return server_flush(s->server);
 }
 
 int
 bt_store_compact(struct bt_store *s, const char *table, bool major)
 {
+	bt_error_clear();
 	return server_compact(s->server, table, major);
 }
 

@@ -124,11 +124,12 @@ void bench_hist_merge(struct bench_hist *into, const struct bench_hist *h);
 /* The q-quantile (0 < q <= 1) in nanoseconds; 0 when empty. */
 double bench_hist_quantile(const struct bench_hist *h, double q);
 
-/* The machine: online CPUs, CPU model, RAM bytes. */
+/* The machine: online CPUs, CPU model, RAM bytes, 1-minute load. */
 struct bench_machine {
 	long cpus;
 	char model[128];
 	uint64_t ram;
+	double load;
 };
 void bench_machine_get(struct bench_machine *m);
 /* The source tree's commit ("abc1234", "abc1234-dirty") or "unknown". */

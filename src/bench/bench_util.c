@@ -158,6 +158,8 @@ bench_machine_get(struct bench_machine *m)
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
 
 	m->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (getloadavg(&m->load, 1) != 1)
+		m->load = -1;
 	m->ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize :
 	    0;
 	snprintf(m->model, sizeof(m->model), "unknown");
@@ -211,6 +213,9 @@ git_line(const char *dir, const char *args, char *buf, size_t size)
 void
 bench_git_commit(char *buf, size_t size)
 {
+	static const char rev[] = "rev-parse --short HEAD 2>/dev/null";
+	static const char dirty_test[] =
+	    "diff --quiet HEAD 2>/dev/null || echo dirty";
 	char dir[PATH_MAX], dirty[16], *slash;
 	const char *where = "";
 
@@ -220,14 +225,13 @@ bench_git_commit(char *buf, size_t size)
 		*slash = '\0';
 		where = dir;
 	}
-	if (git_line(where, "rev-parse --short HEAD 2>/dev/null", buf, size) < 0 &&
-	    (*where == '\0' || git_line(where = "", "rev-parse --short HEAD 2>/dev/null",
-	    buf, size) < 0)) {
+	if (git_line(where, rev, buf, size) < 0 && (*where == '\0' ||
+	    git_line(where = "", rev, buf, size) < 0)) {
 		snprintf(buf, size, "unknown");
 		return;
 	}
-	if (git_line(where, "diff --quiet HEAD 2>/dev/null || echo dirty", dirty,
-	    sizeof(dirty)) == 0 && strlen(buf) + 7 < size)
+	if (git_line(where, dirty_test, dirty, sizeof(dirty)) == 0 &&
+	    strlen(buf) + 7 < size)
 		strcat(buf, "-dirty");
 }
 

@@ -1,15 +1,17 @@
 /*
  * tabletbench - a db_bench-style benchmark of tabletfs through its C API.
  *
- *	tabletbench [--num N] [--reads N] [--value-size B] [--key-size K]
- *	    [--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]
- *	    [--memtable-mb M] [--threads T] [--seed S] [--json]
+ *	tabletbench [--num N] [--reads N] [--seeks N] [--value-size B]
+ *	    [--key-size K] [--benchmarks LIST] [--runs R] [--db DIR]
+ *	    [--cache-mb M] [--memtable-mb M] [--threads T] [--seed S] [--json]
  *
  * Defaults as db_bench's: 1,000,000 entries of 16-byte keys and 100-byte
  * values that Snappy compresses to about half (slices of a buffer of
  * compressible random text), and the benchmarks fillseq, fillrandom,
  * overwrite, fillsync, readrandom, readmissing, readseq, seekrandom,
- * compact, readrandom.  Entry i has the key 2i in decimal, zero-padded;
+ * compact, readrandom.  readrandom and readmissing do --reads gets
+ * (default N); seekrandom does --seeks seeks (default N / 10), each
+ * reading 100 rows.  Entry i has the key 2i in decimal, zero-padded;
  * readmissing asks for 2i + 1.  Random fills and overwrite write every key
  * once in a random order, and a value is a function of its key and of the
  * pass that wrote it, so every read checks what it got; a mismatch makes
@@ -64,6 +66,7 @@ static const char default_benchmarks[] = "fillseq,fillrandom,overwrite,"
 struct bench_opts {
 	uint64_t num;
 	uint64_t reads;
+	uint64_t seeks;
 	uint64_t key_size;
 	uint64_t value_size;
 	const char *benchmarks;
@@ -141,7 +144,7 @@ struct worker {
 	char *key;
 	char *want_key;
 	struct bench_buf value;
-	uint64_t ops, bytes, found, mismatches;
+	uint64_t ops, bytes, mismatches;
 	int rc;
 	char error[256];
 	char first_mismatch[256];
@@ -151,10 +154,10 @@ struct worker {
 static void __attribute__((noreturn))
 usage(void)
 {
-	fprintf(stderr, "usage: tabletbench [--num N] [--reads N] "
-	    "[--value-size B] [--key-size K]\n"
-	    "\t[--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]\n"
-	    "\t[--memtable-mb M] [--threads T] [--seed S] [--json]\n"
+	fprintf(stderr, "usage: tabletbench [--num N] [--reads N] [--seeks N] "
+	    "[--value-size B]\n\t[--key-size K] [--benchmarks LIST] "
+	    "[--runs R] [--db DIR]\n\t[--cache-mb M] [--memtable-mb M] "
+	    "[--threads T] [--seed S] [--json]\n"
 	    "benchmarks: fillseq fillrandom overwrite fillsync readrandom "
 	    "readmissing\n\treadseq seekrandom compact\n");
 	exit(2);
@@ -360,7 +363,6 @@ worker_read(struct worker *w)
 			worker_mismatch(w, key, "malformed row");
 			continue;
 		}
-		w->found++;
 		w->bytes += w->value.n;
 		want = bench_value(b, k, ph->epoch);
 		got = (struct bench_bytes){ w->value.p, w->value.n };
@@ -468,7 +470,8 @@ worker_scan(struct worker *w)
 	if (rc < 0)
 		worker_fail(w, "scan_next", rc);
 	else if (rc == ENGINE_MALFORMED)
-		worker_mismatch(w, k, "malformed row in scan");
+		worker_mismatch(w, bench_key(b, 2 * rows, w->want_key),
+		    "malformed row in scan");
 	else if (rows != ph->keys)
 		worker_mismatch(w, bench_key(b, 2 * rows, w->want_key),
 		    "scan gave %" PRIu64 " rows, expected %" PRIu64, rows,
@@ -701,7 +704,8 @@ bench_read(struct bench *b, enum bench_kind kind, struct result *res)
 		    "(run a fill first)");
 		return 0;
 	}
-	ph.count = kind == READSEQ ? 1 : b->o.reads;
+	ph.count = kind == READSEQ ? 1 : kind == SEEKRANDOM ? b->o.seeks :
+	    b->o.reads;
 	bench_stats(b, b->db, &s0);
 	rc = phase_run(b, &ph, 1, res);
 	bench_stats(b, b->db, &s1);
@@ -862,15 +866,17 @@ bench_json(const struct bench *b, const struct bench_machine *m,
 	bench_json_string(f, b->eng->name);
 	fprintf(f, ",\n \"machine\": {\"cpus\": %ld, \"model\": ", m->cpus);
 	bench_json_string(f, m->model);
-	fprintf(f, ", \"ram_bytes\": %" PRIu64 "},\n \"commit\": ", m->ram);
+	fprintf(f, ", \"ram_bytes\": %" PRIu64 ", \"load\": %.2f},\n"
+	    " \"commit\": ", m->ram, m->load);
 	bench_json_string(f, commit);
 	fprintf(f, ",\n \"settings\": {\"num\": %" PRIu64 ", \"reads\": %"
-	    PRIu64 ", \"key_size\": %" PRIu64 ", \"value_size\": %" PRIu64
-	    ", \"threads\": %" PRIu64 ", \"runs\": %" PRIu64 ", \"cache_mb\": %"
-	    PRIu64 ", \"memtable_mb\": %" PRIu64 ", \"seed\": %" PRIu64
-	    ", \"db\": ", b->o.num, b->o.reads, b->o.key_size, b->o.value_size,
-	    b->o.threads, b->o.runs, b->o.cache_mb, b->o.memtable_mb,
-	    b->o.seed);
+	    PRIu64 ", \"seeks\": %" PRIu64 ", \"key_size\": %" PRIu64
+	    ", \"value_size\": %" PRIu64 ", \"threads\": %" PRIu64
+	    ", \"runs\": %" PRIu64 ", \"cache_mb\": %" PRIu64
+	    ", \"memtable_mb\": %" PRIu64 ", \"seed\": %" PRIu64
+	    ", \"db\": ", b->o.num, b->o.reads, b->o.seeks, b->o.key_size,
+	    b->o.value_size, b->o.threads, b->o.runs, b->o.cache_mb,
+	    b->o.memtable_mb, b->o.seed);
 	bench_json_string(f, b->root);
 	fprintf(f, ", \"benchmarks\": ");
 	bench_json_string(f, b->o.benchmarks);
@@ -919,6 +925,16 @@ bench_signal_main(void *arg)
 	_exit(128 + sig);
 }
 
+/* "N MiB", or "default" for 0. */
+static void
+mib_text(char *buf, size_t size, uint64_t mb)
+{
+	if (mb == 0)
+		snprintf(buf, size, "default");
+	else
+		snprintf(buf, size, "%" PRIu64 " MiB", mb);
+}
+
 /* The stores' directory: --db (created if absent, kept) or mkdtemp. */
 static int
 bench_root_make(struct bench *b)
@@ -958,11 +974,12 @@ bench_root_make(struct bench *b)
 static void
 bench_options_parse(struct bench *b, int argc, char **argv)
 {
-	enum { O_NUM, O_READS, O_VALUE, O_KEY, O_BENCH, O_RUNS, O_DB,
+	enum { O_NUM, O_READS, O_SEEKS, O_VALUE, O_KEY, O_BENCH, O_RUNS, O_DB,
 	    O_CACHE, O_MEMTABLE, O_THREADS, O_SEED, O_JSON, O_HELP };
 	static const struct option longopts[] = {
 		{ "num", required_argument, NULL, O_NUM },
 		{ "reads", required_argument, NULL, O_READS },
+		{ "seeks", required_argument, NULL, O_SEEKS },
 		{ "value-size", required_argument, NULL, O_VALUE },
 		{ "key-size", required_argument, NULL, O_KEY },
 		{ "benchmarks", required_argument, NULL, O_BENCH },
@@ -977,7 +994,7 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct bench_opts *o = &b->o;
-	bool reads_set = false;
+	bool reads_set = false, seeks_set = false;
 	int ch;
 
 	o->num = 1000000;
@@ -999,6 +1016,11 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 			o->reads = parse_u64(name, optarg, 1,
 			    UINT64_C(1) << 40);
 			reads_set = true;
+			break;
+		case O_SEEKS:
+			o->seeks = parse_u64(name, optarg, 1,
+			    UINT64_C(1) << 40);
+			seeks_set = true;
 			break;
 		case O_VALUE:
 			o->value_size = parse_u64(name, optarg, 0, MAX_VALUE);
@@ -1038,6 +1060,8 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		usage();
 	if (!reads_set)
 		o->reads = o->num;
+	if (!seeks_set)
+		o->seeks = o->num / 10 > 0 ? o->num / 10 : 1;
 	if (o->key_size < (uint64_t)snprintf(NULL, 0, "%" PRIu64,
 	    2 * o->num - 1)) {
 		fprintf(stderr, "tabletbench: %" PRIu64 "-byte keys cannot "
@@ -1052,7 +1076,7 @@ main(int argc, char **argv)
 	struct bench b;
 	struct bench_machine machine;
 	pthread_t sigtid;
-	char commit[64];
+	char commit[64], cache[32], memtable[32];
 	uint64_t mismatches = 0;
 	int rc = 0, status = 1;
 
@@ -1082,19 +1106,21 @@ main(int argc, char **argv)
 	pthread_detach(sigtid);
 
 	fprintf(b.out, "tabletbench: engine %s\n", b.eng->name);
-	fprintf(b.out, "machine:     %ld cpus, %s, %.1f GiB RAM\n",
-	    machine.cpus, machine.model, (double)machine.ram / (1 << 30));
+	fprintf(b.out, "machine:     %ld cpus, %s, %.1f GiB RAM, load %.2f\n",
+	    machine.cpus, machine.model, (double)machine.ram / (1 << 30),
+	    machine.load);
 	fprintf(b.out, "commit:      %s\n", commit);
 	fprintf(b.out, "settings:    num %" PRIu64 ", reads %" PRIu64
-	    ", keys %" PRIu64 " B, values %" PRIu64 " B (about half "
-	    "compressible), threads %" PRIu64 ", runs %" PRIu64 "\n",
-	    b.o.num, b.o.reads, b.o.key_size, b.o.value_size, b.o.threads,
-	    b.o.runs);
-	fprintf(b.out, "             cache %s%s, memtable %s%s, seed %" PRIu64
-	    ", db %s\n", b.o.cache_mb ? "" : "default",
-	    b.o.cache_mb ? "MiB" : "", b.o.memtable_mb ? "" : "default",
-	    b.o.memtable_mb ? "MiB" : "", b.o.seed, b.root);
+	    ", seeks %" PRIu64 ", keys %" PRIu64 " B, values %" PRIu64
+	    " B (half compressible)\n", b.o.num, b.o.reads, b.o.seeks,
+	    b.o.key_size, b.o.value_size);
+	mib_text(cache, sizeof(cache), b.o.cache_mb);
+	mib_text(memtable, sizeof(memtable), b.o.memtable_mb);
+	fprintf(b.out, "             threads %" PRIu64 ", runs %" PRIu64
+	    ", cache %s, memtable %s, seed %" PRIu64 ", db %s\n", b.o.threads,
+	    b.o.runs, cache, memtable, b.o.seed, b.root);
 	fprintf(b.out, "benchmarks:  %s\n", b.o.benchmarks);
+	fflush(b.out);
 	for (uint64_t run = 0; run < b.o.runs; run++) {
 		if (b.o.runs > 1)
 			fprintf(b.out, "-- run %" PRIu64 " of %" PRIu64 "\n",

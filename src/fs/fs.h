@@ -134,6 +134,7 @@ int pending_add(struct fs *fs, const struct coord *c);
 bool pending_has(struct fs *fs, const struct coord *c);
 bool pending_has_child(struct fs *fs, const struct coord *c);
 int pending_remove(struct fs *fs, const struct coord *c);
+void pending_settled(struct fs *fs, const struct coord *c);
 /* The raw child names of directory c that are pending, sorted: a buf
  * array freed with pending_names_free(). */
 int pending_children(struct fs *fs, const struct coord *c, struct buf **out,

@@ -182,8 +182,10 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 	default:
 		return 0;
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		pending_settled(fs, c);
 		fs_column_changed(fs, c);
+	}
 	return rc;
 }
 
@@ -721,6 +723,7 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	    NULL)) == 0) {
 		/* The kernel now gives src's inode the new name. */
 		(void)node_moved(fs, &src, &dst);
+		pending_settled(fs, &dst);
 		fs_column_changed(fs, &src);
 		fs_column_changed(fs, &dst);
 	}

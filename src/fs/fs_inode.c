@@ -632,6 +632,18 @@ out:
 	return rc;
 }
 
+/* The column of c now holds data: its directories need no pending entry
+ * any more (unlink makes them pending again), which keeps the list short
+ * during bulk loads through the mount. */
+void
+pending_settled(struct fs *fs, const struct coord *c)
+{
+	struct coord up = *c;
+
+	for (up.kind = NODE_COLUMN; up.kind >= NODE_ROW; up.kind--)
+		(void)pending_remove(fs, &up);
+}
+
 static int
 name_cmp(const void *a, const void *b)
 {

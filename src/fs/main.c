@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,7 +316,9 @@ main(int argc, char *argv[])
 		rc = fuse_session_loop(se);
 	} else {
 		loop.clone_fd = opts.clone_fd;
-		loop.max_idle_threads = opts.max_idle_threads;
+		/* UINT_MAX means unset: libfuse's default of 10. */
+		loop.max_idle_threads = opts.max_idle_threads != UINT_MAX ?
+		    opts.max_idle_threads : 10;
 		rc = fuse_session_loop_mt(se, &loop);
 	}
 	status = rc < 0 ? 1 : 0;	/* a positive rc is the signal that ended it */

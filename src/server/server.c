@@ -621,6 +621,14 @@ server_open(const char *path, const struct server_options *opts,
 	s->tmp_dir = path_join(path, "tmp");
 	if (s->log_dir == NULL || s->sst_dir == NULL || s->tmp_dir == NULL)
 		goto out_close;
+	/* Refuse a directory that is not a store before writing to it. */
+	if ((p = path_join(path, "catalog.db")) == NULL)
+		goto out_close;
+	rc = env_path_exists(s->env, p) ? 0 : bt_error_set(-ENOENT,
+	    "%s: not a tabletfs store (no catalog.db)", path);
+	bt_free(p);
+	if (rc < 0)
+		goto out_close;
 	if ((p = path_join(path, "LOCK")) == NULL)
 		goto out_close;
 	rc = env_lock(s->env, p, &s->lock);

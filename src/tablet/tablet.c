@@ -35,6 +35,7 @@ struct tablet_family {
 struct tablet_group {
 	char name[CATALOG_NAME_MAX + 1];
 	struct sst_options opts;
+	bool in_memory;		/* warm the block cache with its files */
 };
 
 struct tablet_schema {
@@ -135,6 +136,7 @@ tablet_schema_new(const struct catalog_table *ct, struct tablet_schema **out)
 		tg->opts.compress = g->compress;
 		tg->opts.bloom_bits_per_key = g->bloom ? 10 : 0;
 		tg->opts.filter_prefix = ikey_row_prefix_length;
+		tg->in_memory = g->in_memory;
 	}
 	for (size_t i = 0; i < ct->family_count; i++) {
 		const struct catalog_family *f = &ct->families[i];
@@ -285,16 +287,33 @@ sst_path(char *dst, size_t size, const char *dir, uint64_t number)
 	snprintf(dst, size, "%s/%016" PRIu64 ".sst", dir, number);
 }
 
+/*
+ * Open an SSTable.  For an in-memory locality group, read every block once
+ * so that the block cache holds the file (Bigtable's in-memory groups); a
+ * damaged block is left for the read that needs it to report.
+ */
 static int
 file_open(const struct tablet_env *tenv, const struct catalog_file *meta,
-    struct sst_reader **out)
+    const struct tablet_schema *schema, struct sst_reader **out)
 {
+	size_t g = schema_group_index(schema, meta->group);
+	struct iter *it;
 	char path[4096];
+	int rc;
 
 	sst_path(path, sizeof(path), tenv->sst_dir, meta->number);
-	return sst_reader_open(tenv->env, path,
+	if ((rc = sst_reader_open(tenv->env, path,
 	    tenv->block_cache ? cache_new_id(tenv->block_cache) : 0,
-	    tenv->block_cache, ikey_row_prefix_length, out);
+	    tenv->block_cache, ikey_row_prefix_length, out)) < 0)
+		return rc;
+	if (g != NO_GROUP && schema->groups[g].in_memory &&
+	    tenv->block_cache != NULL && sst_reader_iter_new(*out, &it) == 0) {
+		for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
+		    rc = iter_next(it))
+			;
+		iter_free(it);
+	}
+	return 0;
 }
 
 /* ---- Open and close ---- */
@@ -350,7 +369,7 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 
 		f->meta = files[i];
 		f->group = schema_group_index(schema, files[i].group);
-		if ((rc = file_open(tenv, &files[i], &f->reader)) < 0)
+		if ((rc = file_open(tenv, &files[i], schema, &f->reader)) < 0)
 			goto out_files;
 		v->file_count++;
 	}
@@ -621,9 +640,13 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 		goto out_readers;
 	for (size_t i = 0; i < out_count; i++)
 		added[i] = outs[i].meta;
-	for (size_t i = 0; i < out_count; i++)
-		if ((rc = file_open(&t->tenv, &added[i], &readers[i])) < 0)
-			goto out_readers;
+	v = version_get(t);
+	rc = 0;
+	for (size_t i = 0; i < out_count && rc >= 0; i++)
+		rc = file_open(&t->tenv, &added[i], v->schema, &readers[i]);
+	version_unref(v);
+	if (rc < 0)
+		goto out_readers;
 	if ((rc = catalog_tablet_apply(t->tenv.catalog, t->id, added,
 	    out_count, removed, removed_count, flushed_seq)) < 0)
 		goto out_readers;

@@ -53,14 +53,24 @@ fs_daemon_pid() {
 	cat "$S/LOCK" 2>/dev/null || :
 }
 
+# Whether some process holds the store's lock (flock(2) on S/LOCK; a
+# daemon that exited may stay a zombie for a while, so its pid says less).
+fs_store_busy() {
+	if command -v flock >/dev/null 2>&1; then
+		[ -e "$S/LOCK" ] && ! flock -n "$S/LOCK" true
+	else
+		pid=$(fs_daemon_pid)
+		[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+	fi
+}
+
 # Wait (up to 5 s) until no process holds the store.
 fs_wait_daemon() {
-	pid=$(fs_daemon_pid)
 	i=0
-	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do
+	while fs_store_busy; do
 		i=$((i + 1))
-		[ $i -le 50 ] || fail "daemon $pid still running"
-		sleep 0.1
+		[ $i -le 50 ] || fail "the daemon still holds $S"
+		sleep 0.05
 	done
 }
 

@@ -57,6 +57,22 @@ echo other > "$L/latest"
 echo late >&3
 exec 3>&-
 check_eq "conflict refused" "$(cat "$L/latest")" "other"
+if command -v python3 >/dev/null 2>&1; then
+	# close() itself reports the conflict.
+	expect_fail "Stale file handle" python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.write(fd, b"mine")
+with open(sys.argv[1], "w") as f:
+	f.write("theirs")
+os.close(fd)' "$L/latest"
+	check_eq "theirs kept" "$(cat "$L/latest")" "theirs"
+fi
+# truncate(2) by path commits the shorter value.
+mkdir -p "$W/r3/anchor/t"
+echo hello > "$W/r3/anchor/t/9"
+truncate -s 2 "$W/r3/anchor/t/9"
+check_eq "truncate" "$(cat "$W/r3/anchor/t/9")" "he"
 
 # increment: 5 + 5 = 10, stored as a new version.
 mkdir -p "$W/r3/contents/n"
