@@ -827,7 +827,8 @@ result_cmp_speed(const void *a, const void *b)
 /*
  * The median over runs of slot i: the middle run (the lower of the two
  * middle ones, with their mean speed, when runs are even), with the
- * mismatches of all runs and the largest RSS.
+ * mismatches of all runs and the first run's RSS: the peak is the
+ * process's, and later runs start with the heap the earlier ones left.
  */
 static void
 bench_median(const struct bench *b, size_t i, struct result *med)
@@ -835,13 +836,10 @@ bench_median(const struct bench *b, size_t i, struct result *med)
 	size_t runs = b->o.runs, mid = (runs - 1) / 2;
 	const struct result **v = xcalloc(runs, sizeof(*v));
 	uint64_t mismatches = 0;
-	long rss = 0;
 
 	for (size_t r = 0; r < runs; r++) {
 		v[r] = &b->results[r * b->nslots + i];
 		mismatches += v[r]->mismatches;
-		if (v[r]->peak_rss_kib > rss)
-			rss = v[r]->peak_rss_kib;
 	}
 	qsort(v, runs, sizeof(*v), result_cmp_speed);
 	*med = *v[mid];
@@ -852,7 +850,7 @@ bench_median(const struct bench *b, size_t i, struct result *med)
 		    v[mid + 1]->mb_per_sec) / 2;
 	}
 	med->mismatches = mismatches;
-	med->peak_rss_kib = rss;
+	med->peak_rss_kib = b->results[i].peak_rss_kib;
 	free(v);
 }
 
@@ -1103,7 +1101,6 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &b.signals, NULL);
 	if (pthread_create(&sigtid, NULL, bench_signal_main, &b) != 0)
 		abort();
-	pthread_detach(sigtid);
 
 	fprintf(b.out, "tabletbench: engine %s\n", b.eng->name);
 	fprintf(b.out, "machine:     %ld cpus, %s, %.1f GiB RAM, load %.2f\n",
@@ -1133,8 +1130,8 @@ main(int argc, char **argv)
 		mismatches += b.results[i].mismatches;
 	if (b.o.runs > 1) {
 		fprintf(b.out, "-- median ops/s of %" PRIu64 " runs, each on "
-		    "fresh stores (other columns from the median run)\n",
-		    b.o.runs);
+		    "fresh stores (latencies from the median run, rss from "
+		    "the first)\n", b.o.runs);
 		result_print_header(b.out);
 		for (size_t i = 0; i < b.nslots; i++) {
 			struct result r;
@@ -1153,6 +1150,8 @@ main(int argc, char **argv)
 out_remove:
 	if (b.db != NULL)
 		b.eng->close(b.db);
+	pthread_cancel(sigtid);
+	pthread_join(sigtid, NULL);
 	bench_tree_remove(b.main_path);
 	bench_tree_remove(b.side_path);
 	if (b.root_made)

@@ -151,11 +151,18 @@ int fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
 int fs_read_cell(struct fs *fs, const struct coord *c, bool keys_only,
     struct bt_row **rowp, const struct bt_cell **cellp);
 int fs_family_known(struct fs *fs, const char *table, const char *family);
+/* The read filter selecting everything under c (a row needs none). */
+void fs_column_filter(const struct coord *c, struct bt_column *col,
+    struct bt_read_options *ro);
+void fs_stat_file(struct fs *fs, fuse_ino_t ino, mode_t mode, uint64_t size,
+    int64_t ts, struct stat *st);
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void fs_op_forget_multi(fuse_req_t req, size_t count,
     struct fuse_forget_data *forgets);
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* fs_list.c: listings. */
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi);
@@ -163,6 +170,8 @@ void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
     off_t off, struct fuse_file_info *fi);
 void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
     struct fuse_file_info *fi);
+
+/* fs_dir.c again: directory changes. */
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode);
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -1,7 +1,6 @@
 /*
- * fs_dir.c - names, attributes and directories: lookup, getattr, the
- * listings (tables stream from a scan; other directories are read once per
- * opendir), mkdir and rmdir.
+ * fs_dir.c - names, attributes and directory changes: lookup, getattr,
+ * mkdir and rmdir.  The listings are in fs_list.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,32 +11,6 @@
 #include "fs/fs.h"
 #include "fs/names.h"
 #include "util/alloc.h"
-
-#define DIR_HISTORY 512		/* row keys remembered for seekdir back */
-#define UNKNOWN_INO 0xffffffffu	/* d_ino for entries not yet looked up */
-
-/* One entry of a directory read at opendir. */
-struct dent {
-	char *name;
-	enum node_kind kind;
-	int64_t ts;
-	uint64_t size;
-	struct buf raw;		/* the row, family or qualifier bytes */
-};
-
-struct dirh {
-	pthread_mutex_t lock;
-	struct node *dir;
-	struct dent *ents;	/* snapshot directories */
-	size_t count;
-	off_t pos;		/* table directories: offset last emitted */
-	struct buf hist[DIR_HISTORY];	/* row at offset o, at o % HISTORY */
-};
-
-static void dirh_free(struct fs *fs, struct dirh *dh);
-
-static const char *const table_fixed[] = { ".", "..", ".schema" };
-#define TABLE_FIXED 3
 
 /* Parse canonical decimal (no sign, no leading zero) into 0..INT64_MAX. */
 static int
@@ -122,8 +95,8 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 }
 
 /* The read filter for everything under c (a row needs none). */
-static void
-column_filter(const struct coord *c, struct bt_column *col,
+void
+fs_column_filter(const struct coord *c, struct bt_column *col,
     struct bt_read_options *ro)
 {
 	memset(col, 0, sizeof(*col));
@@ -149,7 +122,7 @@ has_data(struct fs *fs, const struct coord *c)
 	struct bt_row *row;
 	int rc;
 
-	column_filter(c, &col, &ro);
+	fs_column_filter(c, &col, &ro);
 	rc = bt_read_row(fs->store, c->table, c->row, &ro, &row);
 	if (rc == 0)
 		bt_row_free(row);
@@ -171,7 +144,7 @@ fs_read_cell(struct fs *fs, const struct coord *c, bool keys_only,
 	struct bt_row *row;
 	int rc;
 
-	column_filter(c, &col, &ro);
+	fs_column_filter(c, &col, &ro);
 	if (c->kind == NODE_VERSION || c->kind == NODE_ASOF) {
 		ro.has_max_ts = true;
 		ro.max_ts = c->ts;
@@ -268,8 +241,8 @@ fs_stat_dir(struct fs *fs, fuse_ino_t ino, struct stat *st)
 	st->st_atim = st->st_mtim = st->st_ctim = fs->started;
 }
 
-static void
-stat_file(struct fs *fs, fuse_ino_t ino, mode_t mode, uint64_t size,
+void
+fs_stat_file(struct fs *fs, fuse_ino_t ino, mode_t mode, uint64_t size,
     int64_t ts, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -301,14 +274,14 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 	case NODE_STATUS:
 		buf_init(&text);
 		if ((rc = fs_status_text(fs, &text)) == 0)
-			stat_file(fs, n->ino, 0444, text.n, started, st);
+			fs_stat_file(fs, n->ino, 0444, text.n, started, st);
 		buf_release(&text);
 		return rc;
 	case NODE_SCHEMA:
 		if ((rc = bt_table_describe(fs->store, n->c.table,
 		    &schema)) < 0)
 			return rc;
-		stat_file(fs, n->ino, 0444, strlen(schema), started, st);
+		fs_stat_file(fs, n->ino, 0444, strlen(schema), started, st);
 		free(schema);
 		return 0;
 	case NODE_VERSION:
@@ -316,7 +289,7 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 	case NODE_ASOF:
 		rc = fs_read_cell(fs, &n->c, true, &row, &cell);
 		if (rc == 0) {
-			stat_file(fs, n->ino, n->c.kind == NODE_ASOF ? 0444 :
+			fs_stat_file(fs, n->ino, n->c.kind == NODE_ASOF ? 0444 :
 			    0644, cell->value_size, cell->ts, st);
 			bt_row_free(row);
 			return 0;
@@ -326,13 +299,13 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 			struct timespec now;
 
 			clock_gettime(CLOCK_REALTIME, &now);
-			stat_file(fs, n->ino, 0644, 0, (int64_t)now.tv_sec *
+			fs_stat_file(fs, n->ino, 0644, 0, (int64_t)now.tv_sec *
 			    1000000 + now.tv_nsec / 1000, st);
 			return 0;
 		}
 		return rc == BT_NOTFOUND ? -ENOENT : rc;
 	case NODE_INCREMENT:
-		stat_file(fs, n->ino, 0222, 0, started, st);
+		fs_stat_file(fs, n->ino, 0222, 0, started, st);
 		return 0;
 	default:
 		fs_stat_dir(fs, n->ino, st);
@@ -429,500 +402,6 @@ fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	else
 		fuse_reply_attr(req, &st, fs->timeout);
 	node_put(fs, n);
-}
-
-/* ---- Listings ---- */
-
-static void
-dents_free(struct dent *ents, size_t count)
-{
-	for (size_t i = 0; i < count; i++) {
-		free(ents[i].name);
-		buf_release(&ents[i].raw);
-	}
-	free(ents);
-}
-
-static int
-dent_add(struct dent **ents, size_t *count, size_t *cap, const char *name,
-    enum node_kind kind, const void *raw, size_t rawn)
-{
-	struct dent *d;
-
-	if (*count == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-
-		if ((d = realloc(*ents, nc * sizeof(*d))) == NULL)
-			return -ENOMEM;
-		*ents = d;
-		*cap = nc;
-	}
-	d = &(*ents)[*count];
-	memset(d, 0, sizeof(*d));
-	buf_init(&d->raw);
-	if ((d->name = strdup(name)) == NULL ||
-	    (rawn > 0 && buf_set(&d->raw, raw, rawn) < 0)) {
-		free(d->name);
-		return -ENOMEM;
-	}
-	d->kind = kind;
-	(*count)++;
-	return 0;
-}
-
-/* Add raw (a row, family or qualifier) under its escaped name, unless the
- * previous entry had the same bytes or the name is too long to list. */
-static int
-dent_add_raw(struct dent **ents, size_t *count, size_t *cap,
-    enum node_kind kind, const void *raw, size_t rawn, struct buf *name)
-{
-	struct dent *last = *count > 2 ? &(*ents)[*count - 1] : NULL;
-	int rc;
-
-	if (last != NULL && last->raw.n == rawn &&
-	    (rawn == 0 || memcmp(last->raw.p, raw, rawn) == 0))
-		return 0;
-	buf_clear(name);
-	if (kind == NODE_FAMILY)
-		rc = buf_append(name, raw, rawn);
-	else
-		rc = names_encode(slice_make(raw, rawn), name);
-	if (rc == 0)
-		rc = buf_append(name, "", 1);
-	if (rc < 0)
-		return rc;
-	if (name->n - 1 > NAMES_MAX_COMPONENT)
-		return 0;
-	return dent_add(ents, count, cap, (char *)name->p, kind, raw, rawn);
-}
-
-static int
-raw_cmp(const void *a, const void *b)
-{
-	const struct dent *x = a, *y = b;
-	size_t n = x->raw.n < y->raw.n ? x->raw.n : y->raw.n;
-	int c = n ? memcmp(x->raw.p, y->raw.p, n) : 0;
-
-	return c != 0 ? c : (x->raw.n > y->raw.n) - (x->raw.n < y->raw.n);
-}
-
-/* Read the entries of a root, row, family or column directory. */
-static int
-dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
-    size_t *countp)
-{
-	struct bt_read_options ro = { .keys_only = true };
-	struct dent *ents = NULL;
-	size_t count = 0, cap = 0, pcount = 0;
-	struct buf *pnames = NULL;
-	struct bt_row *row = NULL;
-	struct bt_column col;
-	struct buf name;
-	char **tables;
-	size_t ntables;
-	int rc;
-
-	buf_init(&name);
-	if ((rc = dent_add(&ents, &count, &cap, ".", dir->c.kind, NULL,
-	    0)) < 0 || (rc = dent_add(&ents, &count, &cap, "..", NODE_ROOT,
-	    NULL, 0)) < 0)
-		goto out;
-	if (dir->c.kind == NODE_ROOT) {
-		if ((rc = dent_add(&ents, &count, &cap, ".status",
-		    NODE_STATUS, NULL, 0)) < 0)
-			goto out;
-		if ((rc = bt_table_list(fs->store, &tables, &ntables)) < 0)
-			goto out;
-		for (size_t i = 0; i < ntables && rc == 0; i++)
-			rc = dent_add(&ents, &count, &cap, tables[i],
-			    NODE_TABLE, tables[i], strlen(tables[i]));
-		bt_names_free(tables);
-		goto out;
-	}
-
-	column_filter(&dir->c, &col, &ro);
-	if (dir->c.kind != NODE_COLUMN)
-		ro.cells_per_column = 1;
-	rc = bt_read_row(fs->store, dir->c.table, dir->c.row, &ro, &row);
-	if (rc == BT_NOTFOUND)
-		rc = 0;
-	if (rc < 0)
-		goto out;
-	if ((rc = pending_children(fs, &dir->c, &pnames, &pcount)) < 0)
-		goto out;
-	for (size_t i = 0; row != NULL && i < row->cell_count && rc == 0;
-	    i++) {
-		const struct bt_cell *cell = &row->cells[i];
-		char ts[24];
-
-		switch (dir->c.kind) {
-		case NODE_ROW:
-			rc = dent_add_raw(&ents, &count, &cap, NODE_FAMILY,
-			    cell->family, strlen(cell->family), &name);
-			break;
-		case NODE_FAMILY:
-			rc = dent_add_raw(&ents, &count, &cap, NODE_COLUMN,
-			    cell->qualifier.data, cell->qualifier.size,
-			    &name);
-			break;
-		default:
-			snprintf(ts, sizeof(ts), "%lld",
-			    (long long)cell->ts);
-			if ((rc = dent_add(&ents, &count, &cap, ts,
-			    NODE_VERSION, NULL, 0)) == 0) {
-				ents[count - 1].ts = cell->ts;
-				ents[count - 1].size = cell->value_size;
-			}
-			break;
-		}
-	}
-	/* Pending children not already listed, then sort by raw bytes. */
-	if (dir->c.kind != NODE_COLUMN && pcount > 0) {
-		size_t data_end = count;
-
-		for (size_t i = 0; i < pcount && rc == 0; i++) {
-			bool dup = false;
-
-			for (size_t j = 2; j < data_end && !dup; j++)
-				dup = raw_cmp(&ents[j], &(struct dent){
-				    .raw = pnames[i] }) == 0;
-			if (!dup)
-				rc = dent_add_raw(&ents, &count, &cap,
-				    dir->c.kind + 1, pnames[i].p,
-				    pnames[i].n, &name);
-		}
-		if (rc == 0)
-			qsort(ents + 2, count - 2, sizeof(*ents), raw_cmp);
-	}
-out:
-	bt_row_free(row);
-	pending_names_free(pnames, pcount);
-	buf_release(&name);
-	if (rc < 0) {
-		dents_free(ents, count);
-		return rc;
-	}
-	*entsp = ents;
-	*countp = count;
-	return 0;
-}
-
-void
-fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct fs *fs = fuse_req_userdata(req);
-	struct dirh *dh;
-	struct node *n;
-	int rc;
-
-	if ((n = node_get(fs, ino)) == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (!coord_is_dir(n->c.kind)) {
-		rc = -ENOTDIR;
-		goto out_put;
-	}
-	if ((dh = calloc(1, sizeof(*dh))) == NULL) {
-		rc = -ENOMEM;
-		goto out_put;
-	}
-	pthread_mutex_init(&dh->lock, NULL);
-	for (size_t i = 0; i < DIR_HISTORY; i++)
-		buf_init(&dh->hist[i]);
-	dh->dir = n;
-	if (n->c.kind != NODE_TABLE && (rc = dir_snapshot(fs, n, &dh->ents,
-	    &dh->count)) < 0)
-		goto out_free;
-	fi->fh = (uintptr_t)dh;
-	if (fuse_reply_open(req, fi) != 0)
-		dirh_free(fs, dh);
-	return;
-out_free:
-	pthread_mutex_destroy(&dh->lock);
-	free(dh);
-out_put:
-	node_put(fs, n);
-	fuse_reply_err(req, fs_errno(rc));
-}
-
-static void
-dirh_free(struct fs *fs, struct dirh *dh)
-{
-	dents_free(dh->ents, dh->count);
-	for (size_t i = 0; i < DIR_HISTORY; i++)
-		buf_release(&dh->hist[i]);
-	node_put(fs, dh->dir);
-	pthread_mutex_destroy(&dh->lock);
-	free(dh);
-}
-
-void
-fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	dirh_free(fuse_req_userdata(req), (struct dirh *)(uintptr_t)fi->fh);
-	fuse_reply_err(req, 0);
-}
-
-/*
- * Add one entry at offset off to the reply buffer; 0 when it does not fit.
- * For readdirplus an entry other than "." and ".." is looked up (counted)
- * and carries the attributes st, or fs_stat's when st is NULL.
- */
-static size_t
-dir_add(struct fs *fs, fuse_req_t req, bool plus, char *p, size_t rem,
-    const char *name, const struct coord *c, const struct stat *st,
-    off_t off)
-{
-	struct fuse_entry_param e;
-	struct node *n;
-	struct stat plain;
-
-	if (!plus) {
-		if (fuse_add_direntry(req, NULL, 0, name, NULL, 0) > rem)
-			return 0;
-		memset(&plain, 0, sizeof(plain));
-		plain.st_mode = coord_is_dir(c != NULL ? c->kind :
-		    NODE_ROOT) ? S_IFDIR : S_IFREG;
-		plain.st_ino = c != NULL ? node_peek(fs, c) : 0;
-		if (plain.st_ino == 0)
-			plain.st_ino = UNKNOWN_INO;
-		return fuse_add_direntry(req, p, rem, name, &plain, off);
-	}
-	if (fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0) > rem)
-		return 0;
-	memset(&e, 0, sizeof(e));
-	if (c == NULL) {
-		e.attr.st_mode = S_IFDIR;
-		e.attr.st_ino = UNKNOWN_INO;
-		return fuse_add_direntry_plus(req, p, rem, name, &e, off);
-	}
-	if ((n = node_obtain(fs, c)) == NULL)
-		return 0;
-	if (st != NULL) {
-		e.attr = *st;
-		e.attr.st_ino = n->ino;
-	} else if (fs_stat(fs, n, &e.attr) < 0) {
-		fs_stat_dir(fs, n->ino, &e.attr);	/* gone meanwhile */
-	}
-	e.ino = n->ino;
-	e.attr_timeout = fs->timeout;
-	e.entry_timeout = fs->timeout;
-	node_lookup_add(fs, n);
-	node_put(fs, n);
-	return fuse_add_direntry_plus(req, p, rem, name, &e, off);
-}
-
-/* Stream a table's rows after the fixed names, merging pending rows. */
-static int
-table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
-    char *p, size_t size, off_t skip, size_t *used)
-{
-	struct bt_scan_options so = { .start_exclusive = true,
-	    .read = { .cells_per_column = 1, .keys_only = true } };
-	struct buf *pnames = NULL, name, key;
-	size_t pcount = 0, pi = 0, len;
-	struct bt_scan *scan = NULL;
-	struct bt_row *row = NULL;
-	bool scan_done = false, full = false;
-	struct coord c;
-	struct stat st;
-	int rc;
-
-	buf_init(&name);
-	buf_init(&key);
-	while (dh->pos < TABLE_FIXED && !full) {
-		if (dh->pos + 1 > skip) {
-			c = dh->dir->c;
-			c.kind = NODE_SCHEMA;
-			len = dir_add(fs, req, plus, p + *used, size - *used,
-			    table_fixed[dh->pos], dh->pos == 2 ? &c : NULL,
-			    NULL, dh->pos + 1);
-			if (len == 0) {
-				full = true;
-				break;
-			}
-			*used += len;
-		}
-		dh->pos++;
-	}
-	if (full)
-		goto out;
-	if (dh->pos > TABLE_FIXED) {
-		const struct buf *last = &dh->hist[dh->pos % DIR_HISTORY];
-
-		so.start.data = last->p;
-		so.start.size = last->n;
-	}
-	if ((rc = pending_children(fs, &dh->dir->c, &pnames, &pcount)) < 0)
-		goto out_rc;
-	while (pi < pcount && so.start.size > 0 && slice_compare(
-	    buf_slice(&pnames[pi]), slice_make(so.start.data,
-	    so.start.size)) <= 0)
-		pi++;
-	if ((rc = bt_scan_open(fs->store, dh->dir->c.table, &so,
-	    &scan)) < 0)
-		goto out_rc;
-	fs_stat_dir(fs, 0, &st);
-	for (;;) {
-		int cmp;
-
-		if (row == NULL && !scan_done) {
-			rc = bt_scan_next(scan, &row);
-			if (rc == BT_DONE)
-				scan_done = true;
-			else if (rc < 0)
-				goto out_rc;
-		}
-		if (row == NULL && pi == pcount)
-			break;
-		if (row == NULL)
-			cmp = 1;
-		else if (pi == pcount)
-			cmp = -1;
-		else
-			cmp = slice_compare(slice_make(row->key.data,
-			    row->key.size), buf_slice(&pnames[pi]));
-		if ((rc = buf_set(&key, cmp <= 0 ? row->key.data :
-		    pnames[pi].p, cmp <= 0 ? row->key.size :
-		    pnames[pi].n)) < 0)
-			goto out_rc;
-		buf_clear(&name);
-		if ((rc = names_encode(buf_slice(&key), &name)) < 0 ||
-		    (rc = buf_append(&name, "", 1)) < 0)
-			goto out_rc;
-		if (name.n - 1 <= NAMES_MAX_COMPONENT && dh->pos + 1 > skip) {
-			c = dh->dir->c;
-			c.kind = NODE_ROW;
-			c.row.data = key.p;
-			c.row.size = key.n;
-			len = dir_add(fs, req, plus, p + *used, size - *used,
-			    (char *)name.p, &c, &st, dh->pos + 1);
-			if (len == 0)
-				break;
-			*used += len;
-		}
-		if (name.n - 1 <= NAMES_MAX_COMPONENT) {
-			dh->pos++;
-			if ((rc = buf_set(&dh->hist[dh->pos % DIR_HISTORY],
-			    key.p, key.n)) < 0)
-				goto out_rc;
-		}
-		if (cmp <= 0) {
-			bt_row_free(row);
-			row = NULL;
-		}
-		if (cmp >= 0)
-			pi++;
-	}
-out:
-	rc = 0;
-out_rc:
-	bt_row_free(row);
-	bt_scan_close(scan);
-	pending_names_free(pnames, pcount);
-	buf_release(&name);
-	buf_release(&key);
-	return rc;
-}
-
-static void
-do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
-    bool plus)
-{
-	struct fs *fs = fuse_req_userdata(req);
-	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
-	size_t used = 0, len;
-	off_t skip = 0;
-	struct stat st;
-	char *p;
-	int rc = 0;
-
-	if ((p = malloc(size)) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	pthread_mutex_lock(&dh->lock);
-	if (dh->dir->c.kind == NODE_TABLE) {
-		/* Continue, go back within the history, or rescan. */
-		if (off != dh->pos) {
-			if (off > TABLE_FIXED && off < dh->pos &&
-			    dh->pos - off < DIR_HISTORY) {
-				dh->pos = off;
-			} else {
-				dh->pos = 0;
-				skip = off;
-			}
-		}
-		rc = table_fill(fs, req, dh, plus, p, size, skip, &used);
-		goto out;
-	}
-	if (off == 0) {		/* rewinddir: read afresh */
-		struct dent *ents;
-		size_t count;
-
-		if (dir_snapshot(fs, dh->dir, &ents, &count) == 0) {
-			dents_free(dh->ents, dh->count);
-			dh->ents = ents;
-			dh->count = count;
-		}
-	}
-	for (size_t i = (size_t)off; i < dh->count; i++) {
-		struct dent *d = &dh->ents[i];
-		struct coord c = dh->dir->c;
-
-		c.kind = d->kind;
-		switch (d->kind) {
-		case NODE_TABLE:
-			c.table = d->name;
-			break;
-		case NODE_FAMILY:
-			c.family = d->name;
-			break;
-		case NODE_COLUMN:
-			c.qualifier.data = d->raw.p;
-			c.qualifier.size = d->raw.n;
-			break;
-		case NODE_VERSION:
-			c.ts = d->ts;
-			break;
-		default:
-			break;
-		}
-		if (d->kind == NODE_VERSION) {
-			stat_file(fs, 0, 0644, d->size, d->ts, &st);
-		}
-		len = dir_add(fs, req, plus, p + used, size - used, d->name,
-		    i < 2 ? NULL : &c, d->kind == NODE_VERSION ? &st : NULL,
-		    (off_t)i + 1);
-		if (len == 0)
-			break;
-		used += len;
-	}
-out:
-	pthread_mutex_unlock(&dh->lock);
-	if (rc < 0 && used == 0)
-		fuse_reply_err(req, fs_errno(rc));
-	else
-		fuse_reply_buf(req, p, used);
-	free(p);
-}
-
-void
-fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-    struct fuse_file_info *fi)
-{
-	(void)ino;
-	do_readdir(req, size, off, fi, false);
-}
-
-void
-fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-    struct fuse_file_info *fi)
-{
-	(void)ino;
-	do_readdir(req, size, off, fi, true);
 }
 
 /* ---- mkdir and rmdir ---- */

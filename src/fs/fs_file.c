@@ -198,7 +198,7 @@ fileh_free(struct fs *fs, struct fileh *fh)
 	buf_release(&fh->data);
 	buf_release(&fh->seen);
 	pthread_mutex_destroy(&fh->lock);
-	free(fh);
+	bt_free(fh);
 }
 
 /*
@@ -222,7 +222,7 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 		return fs->read_only ? -EROFS : -EACCES;
 	if (coord_is_dir(n->c.kind))
 		return -EISDIR;
-	if ((fh = calloc(1, sizeof(*fh))) == NULL)
+	if ((fh = bt_calloc(1, sizeof(*fh))) == NULL)
 		return -ENOMEM;
 	pthread_mutex_init(&fh->lock, NULL);
 	buf_init(&fh->data);
