@@ -572,6 +572,65 @@ bt_store_compact(struct bt_store *s, const char *table, bool major)
 	return server_compact(s->server, table, major);
 }
 
+int
+bt_table_tablets(struct bt_store *s, const char *table,
+    struct bt_tablet_info **out, size_t *count)
+{
+	struct server_tablet_info *list;
+	struct bt_tablet_info *info;
+	size_t n, bytes = 0;
+	uint8_t *p;
+	int rc;
+
+	bt_error_clear();
+	if ((rc = server_table_tablets(s->server, table, &list, &n)) < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		bytes += list[i].start.n + list[i].end.n;
+	if ((info = bt_calloc(1, (n + 1) * sizeof(*info) + bytes)) == NULL) {
+		server_tablets_free(list, n);
+		return -ENOMEM;
+	}
+	p = (uint8_t *)(info + n + 1);
+	for (size_t i = 0; i < n; i++) {
+		info[i].id = list[i].id;
+		info[i].start.data = p;
+		info[i].start.size = list[i].start.n;
+		if (list[i].start.n > 0)
+			memcpy(p, list[i].start.p, list[i].start.n);
+		p += list[i].start.n;
+		info[i].end.data = p;
+		info[i].end.size = list[i].end.n;
+		if (list[i].end.n > 0)
+			memcpy(p, list[i].end.p, list[i].end.n);
+		p += list[i].end.n;
+		info[i].sstables = list[i].stats.sstables;
+		info[i].sstable_bytes = list[i].stats.sstable_bytes;
+		info[i].memtable_bytes = list[i].stats.memtable_bytes;
+		info[i].flushed_seq = list[i].flushed_seq;
+	}
+	server_tablets_free(list, n);
+	*out = info;
+	*count = n;
+	return 0;
+}
+
+void
+bt_tablets_free(struct bt_tablet_info *tablets)
+{
+	bt_free(tablets);
+}
+
+int
+bt_store_check(struct bt_store *s,
+    void (*report)(void *arg, const char *problem),
+    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+    uint64_t *files, uint64_t *bytes)
+{
+	bt_error_clear();
+	return server_check(s->server, report, progress, arg, files, bytes);
+}
+
 void
 bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 {

@@ -275,6 +275,40 @@ int bt_store_flush(struct bt_store *s);
  * deleted and condemned data.  Waits for completion. */
 int bt_store_compact(struct bt_store *s, const char *table, bool major);
 
+/* One tablet of a table: its row range [start, end) (an empty end is the
+ * end of the table) and what it holds. */
+struct bt_tablet_info {
+	uint64_t id;
+	struct bt_bytes start;
+	struct bt_bytes end;
+	uint64_t sstables;
+	uint64_t sstable_bytes;
+	uint64_t memtable_bytes;
+	uint64_t flushed_seq;		/* the tablet's redo point */
+};
+
+/* The tablets of a table in row order, in one allocation freed with
+ * bt_tablets_free().  -ENOENT for an unknown table. */
+int bt_table_tablets(struct bt_store *s, const char *table,
+    struct bt_tablet_info **out, size_t *count);
+void bt_tablets_free(struct bt_tablet_info *tablets);
+
+/*
+ * Verify the store: every block checksum of every SSTable, every record of
+ * every commit-log segment, and that the catalog and the files agree (each
+ * named file exists and opens; files nobody names are reported).  Each
+ * problem found is passed to report(arg, line) as one line naming the file
+ * and offset; progress(arg, done, total) is called as files are checked
+ * (either callback may be NULL).  Returns 0 when the store is sound,
+ * BT_ECORRUPT when any problem was reported, or another negative error if
+ * the check itself could not run.  *files and *bytes, when not NULL,
+ * receive what was checked.
+ */
+int bt_store_check(struct bt_store *s,
+    void (*report)(void *arg, const char *problem),
+    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+    uint64_t *files, uint64_t *bytes);
+
 /* Counters for status displays. */
 struct bt_stats {
 	uint64_t mutations;

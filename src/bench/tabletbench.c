@@ -483,6 +483,7 @@ worker_main(void *arg)
 {
 	struct worker *w = arg;
 
+	bt_error_clear();
 	pthread_barrier_wait(&w->ph->start);
 	switch (w->ph->kind) {
 	case READRANDOM:
@@ -580,6 +581,7 @@ bench_store_open(struct bench *b, const char *path, void **dbp)
 {
 	int rc;
 
+	bt_error_clear();
 	if ((rc = bench_tree_remove(path)) < 0) {
 		bench_error("removing", path, rc);
 		return rc;
@@ -592,9 +594,10 @@ bench_store_open(struct bench *b, const char *path, void **dbp)
 static int
 bench_store_close(struct bench *b, const char *path, void *db)
 {
-	int rc = b->eng->close(db), rrc;
+	int rc, rrc;
 
-	if (rc < 0)
+	bt_error_clear();
+	if ((rc = b->eng->close(db)) < 0)
 		bench_error("closing", path, rc);
 	if ((rrc = bench_tree_remove(path)) < 0) {
 		bench_error("removing", path, rrc);
@@ -721,6 +724,7 @@ bench_compact(struct bench *b, struct result *res)
 	int rc;
 
 	bench_stats(b, b->db, &s0);
+	bt_error_clear();
 	t0 = bench_now_ns();
 	if ((rc = b->eng->compact(b->db)) < 0) {
 		bench_error("compacting", b->main_path, rc);

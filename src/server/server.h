@@ -25,6 +25,7 @@
 #include "catalog/catalog.h"
 #include "tablet/cells.h"
 #include "tablet/mutation.h"
+#include "tablet/tablet.h"
 #include "util/env.h"
 #include "util/slice.h"
 
@@ -105,6 +106,26 @@ int server_scan_next(struct server_scan *sc, struct cells_row *out);
 void server_scan_close(struct server_scan *sc);
 
 /* ---- Administration ---- */
+
+/* What server_table_tablets() returns for each tablet; rows are copies
+ * owned by the array (free with server_tablets_free()). */
+struct server_tablet_info {
+	uint64_t id;
+	struct buf start;
+	struct buf end;
+	struct tablet_stats stats;
+	uint64_t flushed_seq;
+};
+int server_table_tablets(struct server *s, const char *table,
+    struct server_tablet_info **out, size_t *count);
+void server_tablets_free(struct server_tablet_info *t, size_t count);
+
+/* See bt_store_check(). */
+int server_check(struct server *s,
+    void (*report)(void *arg, const char *problem),
+    void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+    uint64_t *files, uint64_t *bytes);
+
 int server_flush(struct server *s);
 int server_compact(struct server *s, const char *table, bool major);
 

@@ -318,6 +318,55 @@ server_compact(struct server *s, const char *table, bool major)
 	return first;
 }
 
+int
+server_table_tablets(struct server *s, const char *table,
+    struct server_tablet_info **out, size_t *count)
+{
+	struct server_tablet_info *list;
+	struct server_table *t;
+	int rc;
+
+	if ((rc = table_get(s, table, &t)) < 0)
+		return rc;
+	if ((list = bt_calloc(t->tablet_count + 1, sizeof(*list))) == NULL) {
+		table_unref(t);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->tablet_count; i++) {
+		struct tablet *tab = t->tablets[i];
+		struct slice a = tablet_start(tab), b = tablet_end(tab);
+
+		buf_init(&list[i].start);
+		buf_init(&list[i].end);
+		list[i].id = tablet_id(tab);
+		list[i].flushed_seq = tablet_flushed_seq(tab);
+		tablet_get_stats(tab, &list[i].stats);
+		if (rc == 0 && ((rc = buf_set(&list[i].start, a.p, a.n)) < 0 ||
+		    (rc = buf_set(&list[i].end, b.p, b.n)) < 0))
+			break;
+	}
+	*count = t->tablet_count;
+	table_unref(t);
+	if (rc < 0) {
+		server_tablets_free(list, *count);
+		return rc;
+	}
+	*out = list;
+	return 0;
+}
+
+void
+server_tablets_free(struct server_tablet_info *t, size_t count)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		buf_release(&t[i].start);
+		buf_release(&t[i].end);
+	}
+	bt_free(t);
+}
+
 void
 server_get_stats(struct server *s, struct server_stats *out)
 {
