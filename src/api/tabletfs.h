@@ -302,7 +302,8 @@ void bt_tablets_free(struct bt_tablet_info *tablets);
  * (either callback may be NULL).  Returns 0 when the store is sound,
  * BT_ECORRUPT when any problem was reported, or another negative error if
  * the check itself could not run.  *files and *bytes, when not NULL,
- * receive what was checked.
+ * receive what was checked.  The callbacks run while background flushes
+ * and compactions are held off: they must not call back into the store.
  */
 int bt_store_check(struct bt_store *s,
     void (*report)(void *arg, const char *problem),

@@ -38,6 +38,7 @@ struct bench_buf {
 struct engine_config {
 	uint64_t cache_bytes;
 	uint64_t memtable_bytes;
+	uint64_t block_bytes;	/* SSTable data block size */
 };
 
 /* Counters some engines can report; fields an engine lacks stay 0. */

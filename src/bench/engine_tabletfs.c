@@ -46,6 +46,10 @@ tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
 		.block_cache_size = cfg->cache_bytes,
 		.memtable_size = cfg->memtable_bytes,
 	};
+	struct bt_group_spec group = {
+		.name = "default", .block_size = (uint32_t)cfg->block_bytes,
+		.compress = -1, .bloom = -1, .in_memory = -1,
+	};
 	struct bt_store *s;
 	int rc;
 
@@ -54,6 +58,9 @@ tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
 	if ((rc = bt_store_open(path, &opts, &s)) < 0)
 		goto out;
 	if ((rc = bt_table_create(s, TFS_TABLE, &family, 1, NULL, 0, 0)) < 0)
+		goto out_close;
+	if (cfg->block_bytes != 0 &&
+	    (rc = bt_group_set(s, TFS_TABLE, &group)) < 0)
 		goto out_close;
 	*dbp = s;
 	return 0;

@@ -3,7 +3,8 @@
  *
  *	tabletbench [--num N] [--reads N] [--seeks N] [--value-size B]
  *	    [--key-size K] [--benchmarks LIST] [--runs R] [--db DIR]
- *	    [--cache-mb M] [--memtable-mb M] [--threads T] [--seed S] [--json]
+ *	    [--cache-mb M] [--memtable-mb M] [--block-kb K] [--threads T]
+ *	    [--seed S] [--json]
  *
  * Defaults as db_bench's: 1,000,000 entries of 16-byte keys and 100-byte
  * values that Snappy compresses to about half (slices of a buffer of
@@ -75,6 +76,7 @@ struct bench_opts {
 	const char *db;
 	uint64_t cache_mb;	/* 0: the engine's default */
 	uint64_t memtable_mb;
+	uint64_t block_kb;
 	uint64_t seed;
 	bool json;
 };
@@ -144,7 +146,10 @@ struct worker {
 	char *key;
 	char *want_key;
 	struct bench_buf value;
+	struct bench_buf rows;	/* seekrandom: the rows, checked later */
 	uint64_t ops, bytes, mismatches;
+	uint64_t busy_ns;	/* inside the engine's calls */
+	uint64_t span_ns;	/* from the common start to this one's end */
 	int rc;
 	char error[256];
 	char first_mismatch[256];
@@ -157,7 +162,7 @@ usage(void)
 	fprintf(stderr, "usage: tabletbench [--num N] [--reads N] [--seeks N] "
 	    "[--value-size B]\n\t[--key-size K] [--benchmarks LIST] "
 	    "[--runs R] [--db DIR]\n\t[--cache-mb M] [--memtable-mb M] "
-	    "[--threads T] [--seed S] [--json]\n"
+	    "[--block-kb K] [--threads T] [--seed S] [--json]\n"
 	    "benchmarks: fillseq fillrandom overwrite fillsync readrandom "
 	    "readmissing\n\treadseq seekrandom compact\n");
 	exit(2);
@@ -303,6 +308,15 @@ worker_stopped(struct worker *w)
 	return atomic_load_explicit(&w->ph->failed, memory_order_relaxed);
 }
 
+/* Count t1 - t0 as time in the engine; latency too when sample. */
+static void
+worker_time(struct worker *w, uint64_t t0, uint64_t t1, bool sample)
+{
+	w->busy_ns += t1 - t0;
+	if (sample)
+		bench_hist_add(&w->hist, t1 - t0);
+}
+
 /* fillseq, fillrandom, overwrite, fillsync. */
 static void
 worker_write(struct worker *w)
@@ -318,7 +332,7 @@ worker_write(struct worker *w)
 		uint64_t t0 = bench_now_ns();
 		int rc = b->eng->put(ph->db, key, value, ph->sync);
 
-		bench_hist_add(&w->hist, bench_now_ns() - t0);
+		worker_time(w, t0, bench_now_ns(), true);
 		if (rc < 0) {
 			worker_fail(w, "put", rc);
 			return;
@@ -343,7 +357,7 @@ worker_read(struct worker *w)
 		uint64_t t0 = bench_now_ns();
 		int rc = b->eng->get(ph->db, key, &w->value);
 
-		bench_hist_add(&w->hist, bench_now_ns() - t0);
+		worker_time(w, t0, bench_now_ns(), true);
 		if (rc < 0) {
 			worker_fail(w, "get", rc);
 			return;
@@ -396,7 +410,47 @@ worker_check_entry(struct worker *w, uint64_t k, struct bench_bytes key,
 	return true;
 }
 
-/* seekrandom: open a scan at a random present key, read SEEK_ROWS rows. */
+/* Keep a copy of a scanned entry in w->rows, to check after the clock
+ * stops: a length word each, then the key and the value. */
+static void
+worker_keep(struct worker *w, struct bench_bytes k, struct bench_bytes v)
+{
+	size_t need = 2 * sizeof(size_t) + k.n + v.n;
+	char *p;
+
+	if (bench_buf_reserve(&w->rows, w->rows.n + need) < 0)
+		abort();
+	p = w->rows.p + w->rows.n;
+	memcpy(p, &k.n, sizeof(size_t));
+	memcpy(p + sizeof(size_t), &v.n, sizeof(size_t));
+	p += 2 * sizeof(size_t);
+	memcpy(p, k.p, k.n);
+	memcpy(p + k.n, v.p, v.n);
+	w->rows.n += need;
+}
+
+/* Check the entries worker_keep kept, the first being entry number j. */
+static void
+worker_check_kept(struct worker *w, uint64_t j)
+{
+	struct bench_bytes k, v;
+
+	for (size_t off = 0; off < w->rows.n; j++) {
+		memcpy(&k.n, w->rows.p + off, sizeof(size_t));
+		memcpy(&v.n, w->rows.p + off + sizeof(size_t), sizeof(size_t));
+		off += 2 * sizeof(size_t);
+		k.p = w->rows.p + off;
+		v.p = w->rows.p + off + k.n;
+		off += k.n + v.n;
+		if (!worker_check_entry(w, j, k, v))
+			break;
+	}
+}
+
+/*
+ * seekrandom: open a scan at a random present key and read SEEK_ROWS rows,
+ * copying them; they are checked after the clock stops.
+ */
 static void
 worker_seek(struct worker *w)
 {
@@ -406,13 +460,14 @@ worker_seek(struct worker *w)
 	for (uint64_t i = w->lo; i < w->hi && !worker_stopped(w); i++) {
 		uint64_t j = bench_rand(&w->rng) % ph->keys, rows = 0;
 		uint64_t want = ph->keys - j < SEEK_ROWS ? ph->keys - j :
-		    SEEK_ROWS;
+		    SEEK_ROWS, mismatches = w->mismatches;
 		struct bench_bytes start = bench_key(b, 2 * j, w->key), k, v;
-		uint64_t t0 = bench_now_ns();
-		bool ok = true;
+		uint64_t t0;
 		void *it;
 		int rc;
 
+		w->rows.n = 0;
+		t0 = bench_now_ns();
 		if ((rc = b->eng->scan_open(ph->db, start, SEEK_ROWS,
 		    &it)) < 0) {
 			worker_fail(w, "scan_open", rc);
@@ -420,21 +475,23 @@ worker_seek(struct worker *w)
 		}
 		while (rows < SEEK_ROWS &&
 		    (rc = b->eng->scan_next(it, &k, &v)) == 0) {
-			w->bytes += k.n + v.n;
-			if (ok)
-				ok = worker_check_entry(w, j + rows, k, v);
+			worker_keep(w, k, v);
 			rows++;
 		}
 		b->eng->scan_close(it);
-		bench_hist_add(&w->hist, bench_now_ns() - t0);
+		worker_time(w, t0, bench_now_ns(), true);
 		if (rc < 0) {
 			worker_fail(w, "scan_next", rc);
 			return;
 		}
 		w->ops++;
-		if (ok && rc == ENGINE_MALFORMED)
+		w->bytes += w->rows.n - rows * 2 * sizeof(size_t);
+		worker_check_kept(w, j);
+		if (w->mismatches > mismatches)
+			continue;
+		if (rc == ENGINE_MALFORMED)
 			worker_mismatch(w, start, "malformed row in scan");
-		else if (ok && rows != want)
+		else if (rows != want)
 			worker_mismatch(w, start, "scan gave %" PRIu64
 			    " rows, expected %" PRIu64, rows, want);
 	}
@@ -447,7 +504,7 @@ worker_scan(struct worker *w)
 	const struct phase *ph = w->ph;
 	const struct bench *b = ph->b;
 	struct bench_bytes k, v;
-	uint64_t t0 = bench_now_ns(), t1, rows = 0;
+	uint64_t t0 = bench_now_ns(), rows = 0;
 	void *it;
 	int rc;
 
@@ -456,16 +513,21 @@ worker_scan(struct worker *w)
 		worker_fail(w, "scan_open", rc);
 		return;
 	}
-	while ((rc = b->eng->scan_next(it, &k, &v)) == 0) {
-		t1 = bench_now_ns();
-		bench_hist_add(&w->hist, t1 - t0);
-		t0 = t1;
+	worker_time(w, t0, bench_now_ns(), false);
+	for (;;) {
+		t0 = bench_now_ns();
+		rc = b->eng->scan_next(it, &k, &v);
+		worker_time(w, t0, bench_now_ns(), rc == 0);
+		if (rc != 0)
+			break;
 		w->bytes += k.n + v.n;
 		if (rows < ph->keys)
 			worker_check_entry(w, rows, k, v);
 		rows++;
 	}
+	t0 = bench_now_ns();
 	b->eng->scan_close(it);
+	worker_time(w, t0, bench_now_ns(), false);
 	w->ops = rows;
 	if (rc < 0)
 		worker_fail(w, "scan_next", rc);
@@ -482,9 +544,11 @@ static void *
 worker_main(void *arg)
 {
 	struct worker *w = arg;
+	uint64_t t0;
 
 	bt_error_clear();
 	pthread_barrier_wait(&w->ph->start);
+	t0 = bench_now_ns();
 	switch (w->ph->kind) {
 	case READRANDOM:
 	case READMISSING:
@@ -500,14 +564,16 @@ worker_main(void *arg)
 		worker_write(w);
 		break;
 	}
+	w->span_ns = bench_now_ns() - t0;
 	return NULL;
 }
 
 /*
  * Run ph on nthreads threads, each taking a share of the operations, and
- * fill in res: totals, the wall time from the common start to the last
- * finish, and latency quantiles.  The first mismatch and any error are
- * reported on stderr.
+ * fill in res: totals, latency quantiles, and the time: the wall time from
+ * the common start to the last finish, less the harness's own work between
+ * calls (keys, checks) in the thread that did least of it.  The first
+ * mismatch and any error are reported on stderr.
  */
 static int
 phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
@@ -515,7 +581,7 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 {
 	struct worker *ws = xcalloc(nthreads, sizeof(*ws));
 	struct bench_hist *all = xcalloc(1, sizeof(*all));
-	uint64_t t0;
+	uint64_t t0, wall, idle = UINT64_MAX;
 	int rc = 0;
 
 	atomic_init(&ph->failed, false);
@@ -537,10 +603,12 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 	t0 = bench_now_ns();
 	for (unsigned t = 0; t < nthreads; t++)
 		pthread_join(ws[t].tid, NULL);
-	res->secs = (double)(bench_now_ns() - t0) / 1e9;
+	wall = bench_now_ns() - t0;
 	for (unsigned t = 0; t < nthreads; t++) {
 		struct worker *w = &ws[t];
 
+		if (w->span_ns - w->busy_ns < idle)
+			idle = w->span_ns - w->busy_ns;
 		res->ops += w->ops;
 		res->bytes += w->bytes;
 		res->mismatches += w->mismatches;
@@ -556,7 +624,9 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 		}
 		free(w->key);
 		free(w->value.p);
+		free(w->rows.p);
 	}
+	res->secs = (double)(wall > idle ? wall - idle : wall) / 1e9;
 	res->p50_us = bench_hist_quantile(all, 0.50) / 1e3;
 	res->p99_us = bench_hist_quantile(all, 0.99) / 1e3;
 	pthread_barrier_destroy(&ph->start);
@@ -875,10 +945,11 @@ bench_json(const struct bench *b, const struct bench_machine *m,
 	    PRIu64 ", \"seeks\": %" PRIu64 ", \"key_size\": %" PRIu64
 	    ", \"value_size\": %" PRIu64 ", \"threads\": %" PRIu64
 	    ", \"runs\": %" PRIu64 ", \"cache_mb\": %" PRIu64
-	    ", \"memtable_mb\": %" PRIu64 ", \"seed\": %" PRIu64
-	    ", \"db\": ", b->o.num, b->o.reads, b->o.seeks, b->o.key_size,
-	    b->o.value_size, b->o.threads, b->o.runs, b->o.cache_mb,
-	    b->o.memtable_mb, b->o.seed);
+	    ", \"memtable_mb\": %" PRIu64 ", \"block_kb\": %" PRIu64
+	    ", \"seed\": %" PRIu64 ", \"db\": ", b->o.num, b->o.reads,
+	    b->o.seeks, b->o.key_size, b->o.value_size, b->o.threads,
+	    b->o.runs, b->o.cache_mb, b->o.memtable_mb, b->o.block_kb,
+	    b->o.seed);
 	bench_json_string(f, b->root);
 	fprintf(f, ", \"benchmarks\": ");
 	bench_json_string(f, b->o.benchmarks);
@@ -891,8 +962,9 @@ bench_json(const struct bench *b, const struct bench_machine *m,
 		fprintf(f, "%s\n  {\"name\": \"%s\", \"threads\": %u, "
 		    "\"skipped\": %s, \"ops\": %" PRIu64 ", \"secs\": %.6f, "
 		    "\"ops_per_sec\": %.1f, \"mb_per_sec\": %.3f, "
-		    "\"p50_us\": %.2f, \"p99_us\": %.2f, \"peak_rss_kib\": %ld, "
-		    "\"mismatches\": %" PRIu64 ", \"note\": ", i > 0 ? "," : "",
+		    "\"p50_us\": %.2f, \"p99_us\": %.2f, "
+		    "\"peak_rss_kib\": %ld, \"mismatches\": %" PRIu64
+		    ", \"note\": ", i > 0 ? "," : "",
 		    bench_names[b->slots[i].kind], b->slots[i].threads,
 		    r.skipped ? "true" : "false", r.ops, r.secs, r.ops_per_sec,
 		    r.mb_per_sec, r.p50_us, r.p99_us, r.peak_rss_kib,
@@ -977,7 +1049,7 @@ static void
 bench_options_parse(struct bench *b, int argc, char **argv)
 {
 	enum { O_NUM, O_READS, O_SEEKS, O_VALUE, O_KEY, O_BENCH, O_RUNS, O_DB,
-	    O_CACHE, O_MEMTABLE, O_THREADS, O_SEED, O_JSON, O_HELP };
+	    O_CACHE, O_MEMTABLE, O_BLOCK, O_THREADS, O_SEED, O_JSON, O_HELP };
 	static const struct option longopts[] = {
 		{ "num", required_argument, NULL, O_NUM },
 		{ "reads", required_argument, NULL, O_READS },
@@ -989,6 +1061,7 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		{ "db", required_argument, NULL, O_DB },
 		{ "cache-mb", required_argument, NULL, O_CACHE },
 		{ "memtable-mb", required_argument, NULL, O_MEMTABLE },
+		{ "block-kb", required_argument, NULL, O_BLOCK },
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "json", no_argument, NULL, O_JSON },
@@ -1045,6 +1118,9 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		case O_MEMTABLE:
 			o->memtable_mb = parse_u64(name, optarg, 0, 1u << 30);
 			break;
+		case O_BLOCK:
+			o->block_kb = parse_u64(name, optarg, 0, 1u << 20);
+			break;
 		case O_THREADS:
 			o->threads = parse_u64(name, optarg, 1, 1024);
 			break;
@@ -1078,7 +1154,7 @@ main(int argc, char **argv)
 	struct bench b;
 	struct bench_machine machine;
 	pthread_t sigtid;
-	char commit[64], cache[32], memtable[32];
+	char commit[64], cache[32], memtable[32], block[32];
 	uint64_t mismatches = 0;
 	int rc = 0, status = 1;
 
@@ -1089,6 +1165,7 @@ main(int argc, char **argv)
 	b.out = b.o.json ? stderr : stdout;
 	b.cfg.cache_bytes = b.o.cache_mb << 20;
 	b.cfg.memtable_bytes = b.o.memtable_mb << 20;
+	b.cfg.block_bytes = b.o.block_kb << 10;
 	b.rng = b.o.seed | 1;
 	b.results = xcalloc(b.o.runs * b.nslots, sizeof(*b.results));
 	bench_data_make(&b);
@@ -1117,9 +1194,15 @@ main(int argc, char **argv)
 	    b.o.key_size, b.o.value_size);
 	mib_text(cache, sizeof(cache), b.o.cache_mb);
 	mib_text(memtable, sizeof(memtable), b.o.memtable_mb);
+	if (b.o.block_kb == 0)
+		snprintf(block, sizeof(block), "default");
+	else
+		snprintf(block, sizeof(block), "%" PRIu64 " KiB", b.o.block_kb);
 	fprintf(b.out, "             threads %" PRIu64 ", runs %" PRIu64
-	    ", cache %s, memtable %s, seed %" PRIu64 ", db %s\n", b.o.threads,
-	    b.o.runs, cache, memtable, b.o.seed, b.root);
+	    ", cache %s, memtable %s, blocks %s\n", b.o.threads, b.o.runs,
+	    cache, memtable, block);
+	fprintf(b.out, "             seed %" PRIu64 ", db %s\n", b.o.seed,
+	    b.root);
 	fprintf(b.out, "benchmarks:  %s\n", b.o.benchmarks);
 	fflush(b.out);
 	for (uint64_t run = 0; run < b.o.runs; run++) {

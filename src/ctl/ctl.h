@@ -51,7 +51,7 @@ struct ctl {
 	bool progress;		/* stderr is a terminal */
 };
 
-/* ---- Verbs (cmd_schema.c, cmd_data.c, cmd_bulk.c) ---- */
+/* ---- Verbs (cmd_schema.c, cmd_data.c, cmd_bulk.c, cmd_admin.c) ---- */
 
 int cmd_init(struct ctl *c, int argc, char **argv);
 int cmd_createtable(struct ctl *c, int argc, char **argv);
@@ -73,6 +73,8 @@ int cmd_import(struct ctl *c, int argc, char **argv);
 int cmd_export(struct ctl *c, int argc, char **argv);
 int cmd_compact(struct ctl *c, int argc, char **argv);
 int cmd_status(struct ctl *c, int argc, char **argv);
+int cmd_tablets(struct ctl *c, int argc, char **argv);	/* cmd_admin.c */
+int cmd_check(struct ctl *c, int argc, char **argv);
 
 /* ---- Reporting (tabletctl.c) ---- */
 

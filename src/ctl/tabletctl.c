@@ -96,10 +96,20 @@ static const struct ctl_verb verbs[] = {
 	  "Write every cell of table T to standard output, one a line:\n"
 	  "ROW, FAMILY, QUALIFIER, TIMESTAMP, VALUE, separated by tabs.",
 	  1, 1, CTL_STORE_READ, cmd_export },
+	{ "tablets", "[T]",
+	  "List the tablets of table T (default: of every table), one a line:\n"
+	  "TABLE, START, END (\"-\" for an open bound), sstables=N, bytes=N\n"
+	  "and memtable=N, separated by tabs.",
+	  0, 1, CTL_STORE_READ, cmd_tablets },
 	{ "compact", "[T] [--major]",
 	  "Merge the SSTables of table T (default: every table); --major\n"
 	  "also drops deleted and expired data.",
 	  0, 2, CTL_STORE_WRITE, cmd_compact },
+	{ "check", "",
+	  "Verify every block of every SSTable, every commit-log record, and\n"
+	  "that the catalog and the files agree; print each problem, then a\n"
+	  "summary.  Exit 1 if there is any problem.",
+	  0, 0, CTL_STORE_PATH, cmd_check },
 	{ "status", "",
 	  "Print the store's counters, \"NAME VALUE\" a line.",
 	  0, 0, CTL_STORE_READ, cmd_status },

@@ -45,6 +45,7 @@ enum node_kind {
 	NODE_LATEST,		/* COLUMN/latest */
 	NODE_ASOF,		/* COLUMN/@TS */
 	NODE_INCREMENT,		/* COLUMN/increment */
+	NODE_TABLETS,		/* TABLE/.tablets */
 };
 
 /* A place in the namespace; fields past the kind's depth are unused. */
@@ -178,6 +179,11 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 
 /* fs_file.c: file handles, writes, deletes and renames. */
 int fs_status_text(struct fs *fs, struct buf *out);
+/* One line per tablet of table: "START END sstables=N bytes=B
+ * memtable=M", bounds escaped, an empty bound "-". */
+int fs_tablets_text(struct fs *fs, const char *table, struct buf *out);
+/* The content of control file c (.status, .schema or .tablets). */
+int fs_control_text(struct fs *fs, const struct coord *c, struct buf *out);
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode, struct fuse_file_info *fi);

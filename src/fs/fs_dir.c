@@ -53,8 +53,9 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 		c->table = name;
 		return 0;
 	case NODE_TABLE:
-		if (strcmp(name, ".schema") == 0) {
-			c->kind = NODE_SCHEMA;
+		if (strcmp(name, ".schema") == 0 ||
+		    strcmp(name, ".tablets") == 0) {
+			c->kind = name[1] == 's' ? NODE_SCHEMA : NODE_TABLETS;
 			return 0;
 		}
 		if (names_decode(name, strlen(name), scratch) < 0 ||
@@ -200,6 +201,7 @@ fs_exists(struct fs *fs, struct node *n)
 		return 0;
 	case NODE_TABLE:
 	case NODE_SCHEMA:
+	case NODE_TABLETS:
 		if ((rc = bt_table_describe(fs->store, n->c.table,
 		    &text)) == 0)
 			free(text);
@@ -267,23 +269,17 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 	const struct bt_cell *cell;
 	struct bt_row *row;
 	struct buf text;
-	char *schema;
 	int rc;
 
 	switch (n->c.kind) {
 	case NODE_STATUS:
+	case NODE_SCHEMA:
+	case NODE_TABLETS:
 		buf_init(&text);
-		if ((rc = fs_status_text(fs, &text)) == 0)
+		if ((rc = fs_control_text(fs, &n->c, &text)) == 0)
 			fs_stat_file(fs, n->ino, 0444, text.n, started, st);
 		buf_release(&text);
 		return rc;
-	case NODE_SCHEMA:
-		if ((rc = bt_table_describe(fs->store, n->c.table,
-		    &schema)) < 0)
-			return rc;
-		fs_stat_file(fs, n->ino, 0444, strlen(schema), started, st);
-		free(schema);
-		return 0;
 	case NODE_VERSION:
 	case NODE_LATEST:
 	case NODE_ASOF:

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
+#include "fs/names.h"
 #include "util/alloc.h"
 
 /* What a handle commits. */
@@ -65,6 +66,81 @@ fs_status_text(struct fs *fs, struct buf *out)
 	    st.cache_misses);
 	return buf_set(out, text, (size_t)n < sizeof(text) ? (size_t)n :
 	    sizeof(text) - 1);
+}
+
+/*
+ * Append a tablet bound as one blank-free field: its escaped name with
+ * spaces as %20, "-" for empty, and a key "-" as %2D.  Both are valid
+ * (non-canonical) spellings of the same bytes.
+ */
+static int
+bound_append(struct bt_bytes b, struct buf *out)
+{
+	struct buf name;
+	size_t i;
+	int rc;
+
+	if (b.size == 0)
+		return buf_append(out, "-", 1);
+	if (b.size == 1 && *(const char *)b.data == '-')
+		return buf_append(out, "%2D", 3);
+	buf_init(&name);
+	if ((rc = names_encode(slice_make(b.data, b.size), &name)) < 0)
+		goto out;
+	for (i = 0; i < name.n && rc == 0; i++)
+		rc = name.p[i] == ' ' ? buf_append(out, "%20", 3) :
+		    buf_append(out, &name.p[i], 1);
+out:
+	buf_release(&name);
+	return rc;
+}
+
+int
+fs_tablets_text(struct fs *fs, const char *table, struct buf *out)
+{
+	struct bt_tablet_info *tablets;
+	char text[128];
+	size_t count;
+	int rc, n;
+
+	buf_clear(out);
+	if ((rc = bt_table_tablets(fs->store, table, &tablets, &count)) < 0)
+		return rc;
+	for (size_t i = 0; i < count && rc == 0; i++) {
+		n = snprintf(text, sizeof(text), " sstables=%" PRIu64
+		    " bytes=%" PRIu64 " memtable=%" PRIu64 "\n",
+		    tablets[i].sstables, tablets[i].sstable_bytes,
+		    tablets[i].memtable_bytes);
+		if ((rc = bound_append(tablets[i].start, out)) < 0 ||
+		    (rc = buf_append(out, " ", 1)) < 0 ||
+		    (rc = bound_append(tablets[i].end, out)) < 0)
+			break;
+		rc = buf_append(out, text, (size_t)n);
+	}
+	bt_tablets_free(tablets);
+	return rc;
+}
+
+int
+fs_control_text(struct fs *fs, const struct coord *c, struct buf *out)
+{
+	char *text;
+	int rc;
+
+	switch (c->kind) {
+	case NODE_STATUS:
+		return fs_status_text(fs, out);
+	case NODE_TABLETS:
+		return fs_tablets_text(fs, c->table, out);
+	case NODE_SCHEMA:
+		if ((rc = bt_table_describe(fs->store, c->table, &text)) < 0)
+			return rc;
+		rc = buf_set(out, text, strlen(text));
+		free(text);
+		return rc;
+	default:
+		return -EINVAL;
+	}
 }
 
 /* Load the value of version node c into out; found tells whether one
@@ -216,7 +292,8 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 	int rc = 0;
 
 	if (writing && (fs->read_only || n->c.kind == NODE_STATUS ||
-	    n->c.kind == NODE_SCHEMA || n->c.kind == NODE_ASOF))
+	    n->c.kind == NODE_SCHEMA || n->c.kind == NODE_TABLETS ||
+	    n->c.kind == NODE_ASOF))
 		return -EROFS;
 	if (n->c.kind == NODE_INCREMENT && acc != O_WRONLY)
 		return fs->read_only ? -EROFS : -EACCES;
@@ -231,18 +308,10 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 	fh->flags = flags;
 	switch (n->c.kind) {
 	case NODE_STATUS:
-		rc = fs_status_text(fs, &fh->data);
+	case NODE_SCHEMA:
+	case NODE_TABLETS:
+		rc = fs_control_text(fs, &n->c, &fh->data);
 		break;
-	case NODE_SCHEMA: {
-		char *text;
-
-		if ((rc = bt_table_describe(fs->store, n->c.table,
-		    &text)) == 0) {
-			rc = buf_set(&fh->data, text, strlen(text));
-			free(text);
-		}
-		break;
-	}
 	case NODE_INCREMENT:
 		fh->mode = FH_INCREMENT;
 		break;

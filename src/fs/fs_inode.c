@@ -63,6 +63,7 @@ coord_depth(enum node_kind kind)
 		return 0;
 	case NODE_TABLE:
 	case NODE_SCHEMA:
+	case NODE_TABLETS:
 		return 1;
 	case NODE_ROW:
 		return 2;

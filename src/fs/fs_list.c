@@ -36,8 +36,9 @@ struct dirh {
 
 static void dirh_free(struct fs *fs, struct dirh *dh);
 
-static const char *const table_fixed[] = { ".", "..", ".schema" };
-#define TABLE_FIXED 3
+static const char *const table_fixed[] = { ".", "..", ".schema",
+    ".tablets" };
+#define TABLE_FIXED 4
 
 static void
 dents_free(struct dent *ents, size_t count)
@@ -341,9 +342,9 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 	while (dh->pos < TABLE_FIXED && !full) {
 		if (dh->pos + 1 > skip) {
 			c = dh->dir->c;
-			c.kind = NODE_SCHEMA;
+			c.kind = dh->pos == 2 ? NODE_SCHEMA : NODE_TABLETS;
 			len = dir_add(fs, req, plus, p + *used, size - *used,
-			    table_fixed[dh->pos], dh->pos == 2 ? &c : NULL,
+			    table_fixed[dh->pos], dh->pos >= 2 ? &c : NULL,
 			    NULL, dh->pos + 1);
 			if (len == 0) {
 				full = true;

@@ -154,6 +154,8 @@ server_table_drop(struct server *s, const char *name)
 	}
 	pthread_mutex_unlock(&s->tables_mu);
 	if (rc == 0) {
+		/* Under the work lock, so that check sees no half-gone table. */
+		pthread_mutex_lock(&s->work_mu);
 		for (size_t i = 0; i < file_count; i++) {
 			char path[4096];
 
@@ -161,6 +163,7 @@ server_table_drop(struct server *s, const char *name)
 			    s->sst_dir, files[i]);
 			env_path_remove(s->env, path);
 		}
+		pthread_mutex_unlock(&s->work_mu);
 		table_unref(t);
 	}
 	catalog_tablets_free(cts, count);
