@@ -207,8 +207,18 @@ sst_reader_load_block(struct sst_reader *r, uint64_t offset, uint64_t size,
 		return rc;
 	}
 	if (use_cache) {
+		/* Cache exactly what is charged: buffers grow in powers of
+		 * two, which would double the cache's real footprint. */
+		if (blk->cap > blk->n) {
+			uint8_t *tight = bt_realloc(blk->p, blk->n);
+
+			if (tight != NULL) {
+				blk->p = tight;
+				blk->cap = blk->n;
+			}
+		}
 		if ((rc = cache_insert(r->cache, slice_make(key, 16), blk,
-		    blk->n, sst_block_cache_deleter, &h)) < 0)
+		    blk->cap, sst_block_cache_deleter, &h)) < 0)
 			return rc;
 		ref->handle = h;
 		*contents = buf_slice(blk);
