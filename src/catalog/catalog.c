@@ -229,6 +229,27 @@ catalog_stmt_done(sqlite3_stmt *st)
 }
 
 int
+catalog_one_u64(struct catalog *c, sqlite3_stmt *st, int bind_rc,
+    uint64_t *a, uint64_t *b)
+{
+	int rc = bind_rc;
+
+	if (rc < 0 || (rc = catalog_step(c, st)) < 0)
+		goto out;
+	if (rc == SQLITE_DONE) {
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	*a = catalog_column_u64(st, 0);
+	if (b != NULL)
+		*b = catalog_column_u64(st, 1);
+	rc = 0;
+out:
+	catalog_stmt_done(st);
+	return rc;
+}
+
+int
 catalog_bind(struct catalog *c, sqlite3_stmt *st, const char *types, ...)
 {
 	const struct slice *s;

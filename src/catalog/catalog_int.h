@@ -83,6 +83,14 @@ void catalog_stmt_done(sqlite3_stmt *st);
  *	u  uint64_t		integer (pass exactly a uint64_t)
  *	b  const struct slice *	blob; an empty slice binds an empty BLOB
  */
+/*
+ * Finish a lookup of at most one row: unless bind_rc (the result of binding
+ * st) is an error, step st and read its first column, and its second when
+ * b is not NULL, as unsigned integers.  0, BT_NOTFOUND when there is no
+ * row, or an error; st is released either way.
+ */
+int catalog_one_u64(struct catalog *c, sqlite3_stmt *st, int bind_rc,
+    uint64_t *a, uint64_t *b);
 int catalog_bind(struct catalog *c, sqlite3_stmt *st, const char *types,
     ...);
 

@@ -140,23 +140,9 @@ splits_normalize(const struct slice *splits, size_t split_count,
 int
 catalog_table_id(struct catalog *c, const char *name, uint64_t *id)
 {
-	sqlite3_stmt *st;
-	int rc;
+	sqlite3_stmt *st = catalog_stmt(c, STMT_TABLE_BY_NAME);
 
-	st = catalog_stmt(c, STMT_TABLE_BY_NAME);
-	if ((rc = catalog_bind(c, st, "t", name)) < 0)
-		goto out;
-	if ((rc = catalog_step(c, st)) < 0)
-		goto out;
-	if (rc == SQLITE_DONE) {
-		rc = BT_NOTFOUND;
-		goto out;
-	}
-	*id = catalog_column_u64(st, 0);
-	rc = 0;
-out:
-	catalog_stmt_done(st);
-	return rc;
+	return catalog_one_u64(c, st, catalog_bind(c, st, "t", name), id, NULL);
 }
 
 /* The id of a table that a change names: -ENOENT when it is absent. */

@@ -30,24 +30,10 @@ static int
 tablet_get(struct catalog *c, uint64_t tablet_id, uint64_t *table_id,
     uint64_t *flushed_seq)
 {
-	sqlite3_stmt *st;
-	int rc;
+	sqlite3_stmt *st = catalog_stmt(c, STMT_TABLET_GET);
 
-	st = catalog_stmt(c, STMT_TABLET_GET);
-	if ((rc = catalog_bind(c, st, "u", tablet_id)) < 0)
-		goto out;
-	if ((rc = catalog_step(c, st)) < 0)
-		goto out;
-	if (rc == SQLITE_DONE) {
-		rc = BT_NOTFOUND;
-		goto out;
-	}
-	*table_id = catalog_column_u64(st, 0);
-	*flushed_seq = catalog_column_u64(st, 1);
-	rc = 0;
-out:
-	catalog_stmt_done(st);
-	return rc;
+	return catalog_one_u64(c, st, catalog_bind(c, st, "u", tablet_id),
+	    table_id, flushed_seq);
 }
 
 /* Copy a BLOB column into b (an empty BLOB reads as a NULL pointer). */
@@ -291,23 +277,10 @@ catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
 static int
 meta_read(struct catalog *c, const char *key, uint64_t *value)
 {
-	sqlite3_stmt *st;
-	int rc;
+	sqlite3_stmt *st = catalog_stmt(c, STMT_META_GET);
 
-	st = catalog_stmt(c, STMT_META_GET);
-	if ((rc = catalog_bind(c, st, "t", key)) < 0)
-		goto out;
-	if ((rc = catalog_step(c, st)) < 0)
-		goto out;
-	if (rc == SQLITE_DONE) {
-		rc = BT_NOTFOUND;
-		goto out;
-	}
-	*value = catalog_column_u64(st, 0);
-	rc = 0;
-out:
-	catalog_stmt_done(st);
-	return rc;
+	return catalog_one_u64(c, st, catalog_bind(c, st, "t", key), value,
+	    NULL);
 }
 
 static int
