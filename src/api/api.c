@@ -304,6 +304,17 @@ bt_check_and_mutate(struct bt_store *s, const char *table,
     const struct bt_bytes *expected, const struct bt_mutation *muts,
     size_t count, const struct bt_write_options *wopts, bool *applied)
 {
+	return bt_check_version_and_mutate(s, table, row, family, qualifier,
+	    expected, -1, muts, count, wopts, applied);
+}
+
+int
+bt_check_version_and_mutate(struct bt_store *s, const char *table,
+    struct bt_bytes row, const char *family, struct bt_bytes qualifier,
+    const struct bt_bytes *expected, int64_t expected_ts,
+    const struct bt_mutation *muts, size_t count,
+    const struct bt_write_options *wopts, bool *applied)
+{
 	struct mutation *ops;
 	struct slice exp;
 	int rc;
@@ -317,7 +328,8 @@ bt_check_and_mutate(struct bt_store *s, const char *table,
 		exp = bytes_slice(*expected);
 	rc = server_check_and_mutate(s->server, table, bytes_slice(row),
 	    slice_str(family), bytes_slice(qualifier),
-	    expected ? &exp : NULL, ops, count, want_sync(wopts), applied);
+	    expected ? &exp : NULL, expected_ts, ops, count,
+	    want_sync(wopts), applied);
 	bt_free(ops);
 	return rc;
 }

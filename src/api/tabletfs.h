@@ -182,6 +182,19 @@ int bt_check_and_mutate(struct bt_store *s, const char *table,
     size_t count, const struct bt_write_options *wopts, bool *applied);
 
 /*
+ * The same, when the newest visible version must also have timestamp
+ * expected_ts (ignored when expected is NULL): the condition "nothing was
+ * written to the column since I read version (expected_ts, *expected)",
+ * which a value comparison alone cannot tell from a rewrite of the same
+ * value.
+ */
+int bt_check_version_and_mutate(struct bt_store *s, const char *table,
+    struct bt_bytes row, const char *family, struct bt_bytes qualifier,
+    const struct bt_bytes *expected, int64_t expected_ts,
+    const struct bt_mutation *muts, size_t count,
+    const struct bt_write_options *wopts, bool *applied);
+
+/*
  * Read-modify-write increment: add delta to the newest value of the column
  * (absent = 0), which must be an ASCII decimal integer optionally ending in
  * "\n" (-EINVAL otherwise), and store the sum as a new version written

@@ -32,6 +32,7 @@ struct fileh {
 	bool truncated;		/* O_TRUNC or create, nothing written yet */
 	bool writer;		/* counted in node->writers */
 	bool seen_present;	/* RMW: a version existed at open */
+	int64_t seen_ts;	/* RMW: its timestamp */
 	struct buf data;
 	struct buf seen;	/* RMW: the newest value at open */
 };
@@ -143,11 +144,11 @@ fs_control_text(struct fs *fs, const struct coord *c, struct buf *out)
 	}
 }
 
-/* Load the value of version node c into out; found tells whether one
- * exists (out stays empty if not). */
+/* Load the value of version node c into out, and its timestamp into *ts
+ * (may be NULL); found tells whether one exists (out stays empty if not). */
 static int
 load_value(struct fs *fs, const struct coord *c, struct buf *out,
-    bool *found)
+    bool *found, int64_t *ts)
 {
 	const struct bt_cell *cell;
 	struct bt_row *row;
@@ -161,6 +162,8 @@ load_value(struct fs *fs, const struct coord *c, struct buf *out,
 	if (rc < 0)
 		return rc;
 	rc = buf_set(out, cell->value.data, cell->value.size);
+	if (ts != NULL)
+		*ts = cell->ts;
 	bt_row_free(row);
 	*found = rc == 0;
 	return rc;
@@ -240,14 +243,16 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 		    NULL);
 		break;
 	case FH_RMW:
-		rc = bt_check_and_mutate(fs->store, c->table, c->row,
+		rc = bt_check_version_and_mutate(fs->store, c->table, c->row,
 		    c->family, c->qualifier, fh->seen_present ? &expected :
-		    NULL, &m, 1, &wo, &applied);
+		    NULL, fh->seen_ts, &m, 1, &wo, &applied);
 		if (rc == 0 && !applied)
 			rc = -ESTALE;
 		if (rc == 0 && (rc = buf_set(&fh->seen, fh->data.p,
-		    fh->data.n)) == 0)
+		    fh->data.n)) == 0) {
 			fh->seen_present = true;
+			fh->seen_ts = -1;	/* later commits: value only */
+		}
 		break;
 	case FH_INCREMENT:
 		if ((rc = delta_parse(&fh->data, &delta)) == 0)
@@ -317,7 +322,7 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 		break;
 	default:
 		if (!writing) {
-			rc = load_value(fs, &n->c, &fh->data, &found);
+			rc = load_value(fs, &n->c, &fh->data, &found, NULL);
 			if (rc == 0 && !found && node_writers(fs, n) == 0)
 				rc = -ENOENT;
 		} else if (created || (flags & O_TRUNC)) {
@@ -325,10 +330,11 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 			fh->truncated = true;	/* ": > f" commits "" */
 		} else if (n->c.kind == NODE_VERSION) {
 			fh->mode = FH_PUT;
-			rc = load_value(fs, &n->c, &fh->data, &found);
+			rc = load_value(fs, &n->c, &fh->data, &found, NULL);
 		} else {
 			fh->mode = FH_RMW;
-			rc = load_value(fs, &n->c, &fh->seen, &found);
+			rc = load_value(fs, &n->c, &fh->seen, &found,
+			    &fh->seen_ts);
 			fh->seen_present = found;
 			if (rc == 0)
 				rc = buf_set(&fh->data, fh->seen.p,
@@ -564,7 +570,7 @@ truncate_path(struct fs *fs, struct node *n, off_t size)
 	if ((uint64_t)size > fs->max_cell)
 		return -EFBIG;
 	buf_init(&value);
-	if ((rc = load_value(fs, &n->c, &value, &found)) < 0)
+	if ((rc = load_value(fs, &n->c, &value, &found, NULL)) < 0)
 		goto out;
 	if (found && value.n == (size_t)size)
 		goto out;

@@ -79,11 +79,12 @@ int server_group_set(struct server *s, const char *table,
 int server_mutate(struct server *s, const char *table, struct slice row,
     struct mutation *ops, size_t count, bool sync, int64_t *stamp);
 
-/* Check-and-mutate; expected NULL means "the column has no version". */
+/* Check-and-mutate; expected NULL means "the column has no version";
+ * expected_ts >= 0 also requires the newest version to have that stamp. */
 int server_check_and_mutate(struct server *s, const char *table,
     struct slice row, struct slice family, struct slice qualifier,
-    const struct slice *expected, struct mutation *ops, size_t count,
-    bool sync, bool *applied);
+    const struct slice *expected, int64_t expected_ts, struct mutation *ops,
+    size_t count, bool sync, bool *applied);
 
 int server_increment(struct server *s, const char *table, struct slice row,
     struct slice family, struct slice qualifier, int64_t delta, bool sync,

@@ -193,7 +193,8 @@ out:
  * BT_NOTFOUND. */
 static int
 column_newest(struct server *s, struct server_table *t, struct slice row,
-    struct slice family, struct slice qualifier, struct buf *value)
+    struct slice family, struct slice qualifier, struct buf *value,
+    int64_t *ts)
 {
 	struct cells_column col = { family, true, qualifier };
 	struct cells_filter f = { .columns = &col, .column_count = 1,
@@ -207,6 +208,7 @@ column_newest(struct server *s, struct server_table *t, struct slice row,
 	    atomic_load(&s->visible_seq), row, server_now(s), &f, &r);
 	if (rc == 0) {
 		cells_row_get(&r, 0, &c);
+		*ts = c.ts;
 		rc = buf_set(value, c.value.p, c.value.n);
 	}
 	cells_row_release(&r);
@@ -221,7 +223,7 @@ column_newest(struct server *s, struct server_table *t, struct slice row,
 static int
 column_rmw(struct server *s, const char *table, struct slice row,
     struct slice family, struct slice qualifier, bool sync,
-    int (*decide)(void *arg, int found, struct slice value,
+    int (*decide)(void *arg, int found, struct slice value, int64_t ts,
     struct mutation **ops, size_t *count), void *arg, int64_t *stamp)
 {
 	struct server_table *t;
@@ -231,6 +233,7 @@ column_rmw(struct server *s, const char *table, struct slice row,
 	pthread_mutex_t *lock;
 	struct buf value;
 	size_t count;
+	int64_t ts = 0;
 	int rc, found;
 
 	if ((rc = table_get(s, table, &t)) < 0)
@@ -240,10 +243,10 @@ column_rmw(struct server *s, const char *table, struct slice row,
 		goto out;
 	lock = row_lock(s, t->id, row);
 	pthread_mutex_lock(lock);
-	found = column_newest(s, t, row, family, qualifier, &value);
+	found = column_newest(s, t, row, family, qualifier, &value, &ts);
 	if (found < 0) {
 		rc = found;
-	} else if ((rc = decide(arg, found == 0, buf_slice(&value), &ops,
+	} else if ((rc = decide(arg, found == 0, buf_slice(&value), ts, &ops,
 	    &count)) == 0) {
 		if ((rc = mutation_validate(s, t, row, ops, count)) == 0)
 			rc = mutation_commit(s, t, row, ops, count, sync,
@@ -260,18 +263,20 @@ out:
 
 struct check_arg {
 	const struct slice *expected;
+	int64_t expected_ts;		/* -1: any */
 	struct mutation *ops;
 	size_t count;
 	bool *applied;
 };
 
 static int
-check_decide(void *arg, int found, struct slice value, struct mutation **ops,
-    size_t *count)
+check_decide(void *arg, int found, struct slice value, int64_t ts,
+    struct mutation **ops, size_t *count)
 {
 	struct check_arg *a = arg;
 	bool match = a->expected == NULL ? !found :
-	    found && slice_equal(value, *a->expected);
+	    found && slice_equal(value, *a->expected) &&
+	    (a->expected_ts < 0 || ts == a->expected_ts);
 
 	*a->applied = match;
 	*ops = a->ops;
@@ -282,10 +287,10 @@ check_decide(void *arg, int found, struct slice value, struct mutation **ops,
 int
 server_check_and_mutate(struct server *s, const char *table,
     struct slice row, struct slice family, struct slice qualifier,
-    const struct slice *expected, struct mutation *ops, size_t count,
-    bool sync, bool *applied)
+    const struct slice *expected, int64_t expected_ts, struct mutation *ops,
+    size_t count, bool sync, bool *applied)
 {
-	struct check_arg a = { expected, ops, count, applied };
+	struct check_arg a = { expected, expected_ts, ops, count, applied };
 
 	*applied = false;
 	return column_rmw(s, table, row, family, qualifier, sync,
@@ -330,7 +335,7 @@ counter_parse(struct slice v, int64_t *out)
 }
 
 static int
-increment_decide(void *arg, int found, struct slice value,
+increment_decide(void *arg, int found, struct slice value, int64_t ts,
     struct mutation **ops, size_t *count)
 {
 	struct increment_arg *a = arg;
@@ -375,7 +380,7 @@ struct append_arg {
 };
 
 static int
-append_decide(void *arg, int found, struct slice value,
+append_decide(void *arg, int found, struct slice value, int64_t ts,
     struct mutation **ops, size_t *count)
 {
 	struct append_arg *a = arg;
