@@ -33,6 +33,7 @@ struct fileh {
 	bool writer;		/* counted in node->writers */
 	bool seen_present;	/* RMW: a version existed at open */
 	int64_t seen_ts;	/* RMW: its timestamp */
+	unsigned flushes;	/* close() calls seen so far */
 	struct buf data;
 	struct buf seen;	/* RMW: the newest value at open */
 };
@@ -214,9 +215,9 @@ fs_column_changed(struct fs *fs, const struct coord *c)
 
 /*
  * Commit the handle's buffer if it was written; lock held.  A truncation
- * with no write yet waits for the last close (all), since shells close a
- * duplicate descriptor before writing and no empty version may appear in
- * between.
+ * with no write yet commits only when all is set (a second close, fsync,
+ * or release), since shells close a duplicate descriptor before writing
+ * and no empty version may appear in between.
  */
 static int
 commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
@@ -519,7 +520,14 @@ fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	(void)ino;
 	pthread_mutex_lock(&fh->lock);
-	rc = commit(fs, fh, false, false);
+	/*
+	 * A truncation with nothing written commits at the second close: a
+	 * shell's "cmd > f" closes the descriptor it opened once after
+	 * moving it to stdout, and once when cmd is done, so ": > f" then
+	 * publishes "" before its close() returns, while "echo v > f" never
+	 * shows "" in between.  A lone close leaves it to release.
+	 */
+	rc = commit(fs, fh, false, ++fh->flushes >= 2);
 	pthread_mutex_unlock(&fh->lock);
 	fuse_reply_err(req, fs_errno(rc));
 }

@@ -73,6 +73,10 @@ mkdir -p "$W/r3/anchor/t"
 echo hello > "$W/r3/anchor/t/9"
 truncate -s 2 "$W/r3/anchor/t/9"
 check_eq "truncate" "$(cat "$W/r3/anchor/t/9")" "he"
+# ": > f" publishes the empty value before the shell's close() returns.
+: > "$W/r3/anchor/t/9"
+check_eq "empty at once" "$(cat "$W/r3/anchor/t/9")" ""
+check_eq "empty size" "$(stat -c %s "$W/r3/anchor/t/9")" "0"
 
 # increment: 5 + 5 = 10, stored as a new version.
 mkdir -p "$W/r3/contents/n"
