@@ -360,6 +360,21 @@ bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
 	    want_sync(wopts), stamp);
 }
 
+int
+bt_move_version(struct bt_store *s, const char *table, struct bt_bytes row,
+    const char *src_family, struct bt_bytes src_qualifier, int64_t src_ts,
+    const char *dst_family, struct bt_bytes dst_qualifier, int64_t dst_ts,
+    const struct bt_write_options *wopts, int64_t *stamp)
+{
+	bt_error_clear();
+	if (src_family == NULL || dst_family == NULL)
+		return bt_error_set(-EINVAL, "no family");
+	return server_move_version(s->server, table, bytes_slice(row),
+	    slice_str(src_family), bytes_slice(src_qualifier), src_ts,
+	    slice_str(dst_family), bytes_slice(dst_qualifier), dst_ts,
+	    want_sync(wopts), stamp);
+}
+
 /* ---- Reading ---- */
 
 /* Convert read options; *columns is allocated when there are filters. */

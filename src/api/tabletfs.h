@@ -210,6 +210,18 @@ int bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
     const char *family, struct bt_bytes qualifier, struct bt_bytes suffix,
     const struct bt_write_options *wopts, int64_t *stamp);
 
+/*
+ * Move one version within a row, as one atomic mutation: the value of
+ * src_family:src_qualifier at exactly src_ts is written at
+ * dst_family:dst_qualifier with dst_ts (BT_TS_SERVER for the server's
+ * clock) and the source version is deleted.  -ENOENT when that version
+ * does not exist; moving a version onto itself changes nothing.
+ */
+int bt_move_version(struct bt_store *s, const char *table, struct bt_bytes row,
+    const char *src_family, struct bt_bytes src_qualifier, int64_t src_ts,
+    const char *dst_family, struct bt_bytes dst_qualifier, int64_t dst_ts,
+    const struct bt_write_options *wopts, int64_t *stamp);
+
 /* ---- Reading ---- */
 
 /* One column filter: a whole family, or one column of it. */

@@ -724,9 +724,9 @@ out:
 }
 
 /*
- * Rename a version within one row: a put at the new place and a delete of
- * the old version in one mutation.  Directories and other rows: EXDEV, so
- * that mv copies and deletes.
+ * Rename a version within one row: one atomic mutation (bt_move_version)
+ * puts it at the new place and deletes the old version.  Directories and
+ * other rows: EXDEV, so that mv copies and deletes.
  */
 void
 fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -734,7 +734,6 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct bt_write_options wo = { .sync = false };
-	struct bt_mutation m[2];
 	struct node *sdir, *ddir = NULL;
 	const struct bt_cell *cell, *dcell;
 	struct bt_row *row = NULL, *drow;
@@ -791,18 +790,12 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	    src.qualifier.size && memcmp(dst.qualifier.data,
 	    src.qualifier.data, src.qualifier.size) == 0)
 		goto out;	/* onto itself */
-	memset(m, 0, sizeof(m));
-	m[0].kind = BT_PUT;
-	m[0].family = dst.family;
-	m[0].qualifier = dst.qualifier;
-	m[0].ts = dst.kind == NODE_VERSION ? dst.ts : BT_TS_SERVER;
-	m[0].value = cell->value;
-	m[1].kind = BT_DELETE_VERSION;
-	m[1].family = src.family;
-	m[1].qualifier = src.qualifier;
-	m[1].ts = cell->ts;
+	/* The engine re-reads the version under the row's lock, so the
+	 * value moved is the one there at the moment of the move. */
 	column_keep(fs, &src);
-	if ((rc = bt_mutate_row(fs->store, src.table, src.row, m, 2, &wo,
+	if ((rc = bt_move_version(fs->store, src.table, src.row, src.family,
+	    src.qualifier, cell->ts, dst.family, dst.qualifier,
+	    dst.kind == NODE_VERSION ? dst.ts : BT_TS_SERVER, &wo,
 	    NULL)) == 0) {
 		/* The kernel now gives src's inode the new name. */
 		(void)node_moved(fs, &src, &dst);

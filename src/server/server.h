@@ -93,6 +93,14 @@ int server_append(struct server *s, const char *table, struct slice row,
     struct slice family, struct slice qualifier, struct slice suffix,
     bool sync, int64_t *stamp);
 
+/* Move version src_ts of one column to another place in the row (dst_ts
+ * may be MUTATION_TS_SERVER) as one atomic mutation; -ENOENT if there is no
+ * such version. */
+int server_move_version(struct server *s, const char *table,
+    struct slice row, struct slice src_family, struct slice src_qualifier,
+    int64_t src_ts, struct slice dst_family, struct slice dst_qualifier,
+    int64_t dst_ts, bool sync, int64_t *stamp);
+
 /* Read a row: 0 or BT_NOTFOUND. */
 int server_read_row(struct server *s, const char *table, struct slice row,
     const struct cells_filter *filter, struct cells_row *out);

@@ -193,12 +193,12 @@ out:
  * BT_NOTFOUND. */
 static int
 column_newest(struct server *s, struct server_table *t, struct slice row,
-    struct slice family, struct slice qualifier, struct buf *value,
-    int64_t *ts)
+    struct slice family, struct slice qualifier, int64_t as_of,
+    struct buf *value, int64_t *ts)
 {
 	struct cells_column col = { family, true, qualifier };
 	struct cells_filter f = { .columns = &col, .column_count = 1,
-	    .cells_per_column = 1 };
+	    .cells_per_column = 1, .has_max_ts = as_of >= 0, .max_ts = as_of };
 	struct cells_row r;
 	struct cell c;
 	int rc;
@@ -217,12 +217,14 @@ column_newest(struct server *s, struct server_table *t, struct slice row,
 
 /*
  * A read-modify-write on one column: under the row lock, read the newest
- * value, let decide() build the mutation from it, and commit.  decide
+ * value (at or before as_of when it is not negative), let decide() build
+ * the mutation from it, and commit.  decide
  * returns 0 to commit, 1 to change nothing, or a negative error.
  */
 static int
 column_rmw(struct server *s, const char *table, struct slice row,
     struct slice family, struct slice qualifier, bool sync,
+    int64_t as_of,
     int (*decide)(void *arg, int found, struct slice value, int64_t ts,
     struct mutation **ops, size_t *count), void *arg, int64_t *stamp)
 {
@@ -243,7 +245,8 @@ column_rmw(struct server *s, const char *table, struct slice row,
 		goto out;
 	lock = row_lock(s, t->id, row);
 	pthread_mutex_lock(lock);
-	found = column_newest(s, t, row, family, qualifier, &value, &ts);
+	found = column_newest(s, t, row, family, qualifier, as_of, &value,
+	    &ts);
 	if (found < 0) {
 		rc = found;
 	} else if ((rc = decide(arg, found == 0, buf_slice(&value), ts, &ops,
@@ -293,7 +296,7 @@ server_check_and_mutate(struct server *s, const char *table,
 	struct check_arg a = { expected, expected_ts, ops, count, applied };
 
 	*applied = false;
-	return column_rmw(s, table, row, family, qualifier, sync,
+	return column_rmw(s, table, row, family, qualifier, sync, -1,
 	    check_decide, &a, NULL);
 }
 
@@ -366,7 +369,7 @@ server_increment(struct server *s, const char *table, struct slice row,
 	    .delta = delta };
 	int rc;
 
-	rc = column_rmw(s, table, row, family, qualifier, sync,
+	rc = column_rmw(s, table, row, family, qualifier, sync, -1,
 	    increment_decide, &a, stamp);
 	if (rc == 0 && result != NULL)
 		*result = a.result;
@@ -409,8 +412,8 @@ server_append(struct server *s, const char *table, struct slice row,
 	int rc;
 
 	buf_init(&a.joined);
-	rc = column_rmw(s, table, row, family, qualifier, sync, append_decide,
-	    &a, stamp);
+	rc = column_rmw(s, table, row, family, qualifier, sync, -1,
+	    append_decide, &a, stamp);
 	buf_release(&a.joined);
 	return rc;
 }
@@ -528,3 +531,61 @@ server_scan_close(struct server_scan *sc)
 	bt_free(sc);
 }
 
+
+struct move_arg {
+	struct slice src_family, src_qualifier;
+	int64_t src_ts;
+	struct slice dst_family, dst_qualifier;
+	int64_t dst_ts;
+	struct buf value;
+	struct mutation ops[2];
+};
+
+static int
+move_decide(void *arg, int found, struct slice value, int64_t ts,
+    struct mutation **ops, size_t *count)
+{
+	struct move_arg *a = arg;
+	int rc;
+
+	if (!found || ts != a->src_ts)
+		return bt_error_set(-ENOENT, "no version %" PRId64 " to move",
+		    a->src_ts);
+	if (a->dst_ts == a->src_ts &&
+	    slice_equal(a->dst_family, a->src_family) &&
+	    slice_equal(a->dst_qualifier, a->src_qualifier))
+		return 1;	/* onto itself */
+	if ((rc = buf_set(&a->value, value.p, value.n)) < 0)
+		return rc;
+	a->ops[0] = (struct mutation){ .kind = MUTATION_PUT,
+	    .family = a->dst_family, .qualifier = a->dst_qualifier,
+	    .ts = a->dst_ts, .value = buf_slice(&a->value) };
+	a->ops[1] = (struct mutation){ .kind = MUTATION_DELETE_VERSION,
+	    .family = a->src_family, .qualifier = a->src_qualifier,
+	    .ts = a->src_ts };
+	*ops = a->ops;
+	*count = 2;
+	return 0;
+}
+
+int
+server_move_version(struct server *s, const char *table, struct slice row,
+    struct slice src_family, struct slice src_qualifier, int64_t src_ts,
+    struct slice dst_family, struct slice dst_qualifier, int64_t dst_ts,
+    bool sync, int64_t *stamp)
+{
+	struct move_arg a = { .src_family = src_family,
+	    .src_qualifier = src_qualifier, .src_ts = src_ts,
+	    .dst_family = dst_family, .dst_qualifier = dst_qualifier,
+	    .dst_ts = dst_ts };
+	int rc;
+
+	if (src_ts < 0)
+		return bt_error_set(-EINVAL, "timestamp %" PRId64
+		    " out of range", src_ts);
+	buf_init(&a.value);
+	rc = column_rmw(s, table, row, src_family, src_qualifier, sync, src_ts,
+	    move_decide, &a, stamp);
+	buf_release(&a.value);
+	return rc;
+}

@@ -943,6 +943,20 @@ test_check_and_mutate(void)
 	    &same, 50, &put_v1, 1, NULL, &applied), 0,
 	    "cvam: the same value in a newer version");
 	ok(!applied, "cvam: not applied: the version changed, not the bytes");
+
+	/* Moving a version within a row. */
+	must(put_str(t.s, "cm", "m", "f", "a", 7, "moved"));
+	is_int(bt_move_version(t.s, "cm", bts("m"), "f", bts("a"), 7, "g",
+	    bts("b"), 9, NULL, NULL), 0, "move: a version to another column");
+	is_text(read_text_str(t.s, "cm", "m", NULL), "g:b@9=moved\n",
+	    "move: the value is at the new place only");
+	is_int(bt_move_version(t.s, "cm", bts("m"), "f", bts("a"), 7, "g",
+	    bts("b"), 10, NULL, NULL), -ENOENT,
+	    "move: a version that is gone is -ENOENT");
+	is_int(bt_move_version(t.s, "cm", bts("m"), "g", bts("b"), 9, "g",
+	    bts("b"), 9, NULL, NULL), 0, "move: onto itself");
+	is_text(read_text_str(t.s, "cm", "m", NULL), "g:b@9=moved\n",
+	    "move: onto itself changes nothing");
 	tstore_destroy(&t);
 }
 
