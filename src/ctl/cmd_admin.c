@@ -36,11 +36,11 @@ tablets_print(struct ctl *c, const char *table)
 	if ((rc = bt_table_tablets(c->store, table, &t, &n)) < 0)
 		return ctl_fail(c, rc, NULL);
 	for (size_t i = 0; i < n; i++) {
-		printf("%s\t", table);
-		bound_print(stdout, t[i].start);
-		putchar('\t');
-		bound_print(stdout, t[i].end);
-		printf("\tsstables=%" PRIu64 "\tbytes=%" PRIu64
+		fprintf(c->out, "%s\t", table);
+		bound_print(c->out, t[i].start);
+		putc('\t', c->out);
+		bound_print(c->out, t[i].end);
+		fprintf(c->out, "\tsstables=%" PRIu64 "\tbytes=%" PRIu64
 		    "\tmemtable=%" PRIu64 "\n", t[i].sstables,
 		    t[i].sstable_bytes, t[i].memtable_bytes);
 	}
@@ -67,8 +67,9 @@ cmd_tablets(struct ctl *c, int argc, char **argv)
 	return status;
 }
 
-/* A check in progress: problems go to stdout as they are found. */
+/* A check in progress: problems go to c->out as they are found. */
 struct check_job {
+	struct ctl *c;
 	struct progress p;
 	uint64_t problems;
 };
@@ -80,8 +81,8 @@ check_report(void *arg, const char *problem)
 
 	job->problems++;
 	progress_finish(&job->p);
-	printf("%s\n", problem);
-	fflush(stdout);
+	fprintf(job->c->out, "%s\n", problem);
+	fflush(job->c->out);
 }
 
 static void
@@ -99,14 +100,15 @@ check_progress(void *arg, uint64_t done, uint64_t total)
 }
 
 static void
-check_summary(uint64_t files, uint64_t bytes, uint64_t problems)
+check_summary(struct ctl *c, uint64_t files, uint64_t bytes,
+    uint64_t problems)
 {
-	printf("checked %" PRIu64 " file%s, %" PRIu64 " bytes: ", files,
-	    files == 1 ? "" : "s", bytes);
+	fprintf(c->out, "checked %" PRIu64 " file%s, %" PRIu64 " bytes: ",
+	    files, files == 1 ? "" : "s", bytes);
 	if (problems == 0)
-		printf("OK\n");
+		fprintf(c->out, "OK\n");
 	else
-		printf("%" PRIu64 " problem%s\n", problems,
+		fprintf(c->out, "%" PRIu64 " problem%s\n", problems,
 		    problems == 1 ? "" : "s");
 }
 
@@ -126,6 +128,9 @@ check_open(struct ctl *c, struct check_job *job)
 	bool inside;
 	int rc;
 
+	/* The daemon's store, already open (the control socket). */
+	if (c->store != NULL)
+		return CTL_OK;
 	/* As the other verbs say it, and leaving no LOCK behind. */
 	snprintf(catalog, sizeof(catalog), "%s/catalog.db", c->store_path);
 	if (access(catalog, F_OK) < 0 && errno == ENOENT)
@@ -148,7 +153,7 @@ check_open(struct ctl *c, struct check_job *job)
 	if (d[0] == '\0')
 		d = bt_strerror(rc);
 	check_report(job, d);
-	check_summary(0, 0, job->problems);
+	check_summary(c, 0, 0, job->problems);
 	return ctl_error(c, "the store does not open; nothing else was "
 	    "checked");
 }
@@ -161,7 +166,8 @@ cmd_check(struct ctl *c, int argc, char **argv)
 	int rc, status;
 
 	memset(&job, 0, sizeof(job));
-	progress_init(&job.p, c->progress, "check", 0);
+	job.c = c;
+	progress_init(&job.p, c->progress, c->err, "check", 0);
 	if ((status = check_open(c, &job)) != CTL_OK)
 		return status;
 	bt_error_clear();
@@ -170,6 +176,6 @@ cmd_check(struct ctl *c, int argc, char **argv)
 	progress_finish(&job.p);
 	if (rc < 0 && rc != BT_ECORRUPT)
 		return ctl_fail(c, rc, NULL);
-	check_summary(files, bytes, job.problems);
+	check_summary(c, files, bytes, job.problems);
 	return job.problems == 0 && rc == 0 ? CTL_OK : CTL_FAIL;
 }

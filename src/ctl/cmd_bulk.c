@@ -112,7 +112,7 @@ import_file(struct import *im, FILE *f, uint64_t total)
 	ssize_t len;
 	int status = CTL_OK;
 
-	progress_init(&p, im->c->progress, "import", total);
+	progress_init(&p, im->c->progress, im->c->err, "import", total);
 	for (;;) {
 		line = NULL;
 		cap = 0;
@@ -190,14 +190,14 @@ cmd_import(struct ctl *c, int argc, char **argv)
 	im.table = argv[0];
 	im.name = argv[1];
 	if (strcmp(argv[1], "-") == 0) {
-		f = stdin;
+		f = c->in;
 		im.name = "stdin";
 	} else if ((f = fopen(argv[1], "r")) == NULL)
 		return ctl_fail(c, -errno, "%s", argv[1]);
 	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
 		total = (uint64_t)st.st_size;
 	status = import_file(&im, f, total);
-	if (f != stdin)
+	if (f != c->in)
 		fclose(f);
 	free(im.lines);
 	free(im.muts);
@@ -231,14 +231,14 @@ cmd_export(struct ctl *c, int argc, char **argv)
 	bt_error_clear();
 	if ((rc = bt_scan_open(c->store, argv[0], NULL, &sc)) < 0)
 		return ctl_fail(c, rc, NULL);
-	progress_init(&p, c->progress, "export", 0);
+	progress_init(&p, c->progress, c->err, "export", 0);
 	while ((rc = bt_scan_next(sc, &r)) == 0) {
 		for (size_t i = 0; i < r->cell_count; i++)
-			export_cell(stdout, r, &r->cells[i]);
+			export_cell(c->out, r, &r->cells[i]);
 		rows++;
 		cells += r->cell_count;
 		bt_row_free(r);
-		if (ferror(stdout))
+		if (ferror(c->out))
 			break;
 		if (p.on) {
 			snprintf(note, sizeof(note), "%" PRIu64 " rows, %"
@@ -249,7 +249,7 @@ cmd_export(struct ctl *c, int argc, char **argv)
 	progress_finish(&p);
 	if (rc < 0)
 		status = ctl_fail(c, rc, NULL);
-	else if (fflush(stdout) != 0 || ferror(stdout))
+	else if (fflush(c->out) != 0 || ferror(c->out))
 		status = ctl_fail(c, -errno, "stdout");
 	bt_scan_close(sc);
 	return status;
@@ -286,7 +286,7 @@ cmd_compact(struct ctl *c, int argc, char **argv)
 		else
 			return ctl_usage(c, "unexpected '%s'", argv[i]);
 	}
-	progress_init(&p, c->progress, job.major ? "major compaction" :
+	progress_init(&p, c->progress, c->err, job.major ? "major compaction" :
 	    "compaction", 0);
 	bt_error_clear();
 	if ((rc = progress_run(&p, compact_job_run, &job)) < 0)
@@ -308,9 +308,9 @@ cmd_status(struct ctl *c, int argc, char **argv)
 		return ctl_fail(c, rc, NULL);
 	bt_names_free(names);
 	bt_store_get_stats(c->store, &st);
-	printf("%-15s %s\n", "store", c->store_path);
-	printf("%-15s %zu\n", "tables", tables);
-#define STAT(name) printf("%-15s %" PRIu64 "\n", #name, st.name)
+	fprintf(c->out, "%-15s %s\n", "store", c->store_path);
+	fprintf(c->out, "%-15s %zu\n", "tables", tables);
+#define STAT(name) fprintf(c->out, "%-15s %" PRIu64 "\n", #name, st.name)
 	STAT(sstables);
 	STAT(memtable_bytes);
 	STAT(last_seq);

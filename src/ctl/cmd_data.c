@@ -124,12 +124,12 @@ cmd_lookup(struct ctl *c, int argc, char **argv)
 	if (rc < 0)
 		status = ctl_fail(c, rc, NULL);
 	else if (rc == BT_NOTFOUND) {
-		fputs("tabletctl: lookup: row ", stderr);
-		esc_write(stderr, row.data, row.size);
-		fputs(" not found\n", stderr);
+		fputs("tabletctl: lookup: row ", c->err);
+		esc_write(c->err, row.data, row.size);
+		fputs(" not found\n", c->err);
 		status = CTL_FAIL;
 	} else {
-		ctl_row_print(stdout, r);
+		ctl_row_print(c->out, r);
 		bt_row_free(r);
 	}
 out:
@@ -156,7 +156,7 @@ cmd_read(struct ctl *c, int argc, char **argv)
 		goto out;
 	}
 	while ((rc = bt_scan_next(sc, &r)) == 0) {
-		ctl_row_print(stdout, r);
+		ctl_row_print(c->out, r);
 		bt_row_free(r);
 	}
 	if (rc < 0)
@@ -215,7 +215,7 @@ cmd_increment(struct ctl *c, int argc, char **argv)
 	if ((rc = bt_increment(c->store, argv[0], ctl_arg_bytes(argv[1]),
 	    family, q, delta, NULL, &result, NULL)) < 0)
 		return ctl_fail(c, rc, NULL);
-	printf("%" PRId64 "\n", result);
+	fprintf(c->out, "%" PRId64 "\n", result);
 	return CTL_OK;
 }
 
@@ -247,7 +247,7 @@ cmd_checkandset(struct ctl *c, int argc, char **argv)
 	free(muts);
 	if (rc < 0)
 		return ctl_fail(c, rc, NULL);
-	printf("%s\n", applied ? "applied" : "not applied");
+	fprintf(c->out, "%s\n", applied ? "applied" : "not applied");
 	return applied ? CTL_OK : CTL_FAIL;
 }
 
@@ -274,6 +274,6 @@ cmd_count(struct ctl *c, int argc, char **argv)
 	bt_scan_close(sc);
 	if (rc < 0)
 		return ctl_fail(c, rc, NULL);
-	printf("%" PRIu64 "\n", rows);
+	fprintf(c->out, "%" PRIu64 "\n", rows);
 	return CTL_OK;
 }

@@ -243,14 +243,14 @@ cmd_ls(struct ctl *c, int argc, char **argv)
 	if (argc == 1) {
 		if ((rc = bt_table_describe(c->store, argv[0], &text)) < 0)
 			return ctl_fail(c, rc, NULL);
-		fputs(text, stdout);
+		fputs(text, c->out);
 		free(text);
 		return CTL_OK;
 	}
 	if ((rc = bt_table_list(c->store, &names, &count)) < 0)
 		return ctl_fail(c, rc, NULL);
 	for (size_t i = 0; i < count; i++)
-		printf("%s\n", names[i]);
+		fprintf(c->out, "%s\n", names[i]);
 	bt_names_free(names);
 	return CTL_OK;
 }

@@ -1,9 +1,9 @@
 /*
  * ctl.h - what the files of tabletctl share: the invocation, the verb
  * table, error reporting, argument parsing, the escaped form of byte
- * strings, and the progress display.  Everything here runs in the one
- * thread of a short-lived command (the progress ticker aside) and may exit
- * the process on allocation failure.
+ * strings, and the progress display.  One command runs in one thread (the
+ * progress ticker aside), in tabletctl or in the daemon's control-socket
+ * thread, and may exit the process on allocation failure.
  */
 #ifndef TABLETFS_CTL_CTL_H
 #define TABLETFS_CTL_CTL_H
@@ -48,8 +48,23 @@ struct ctl {
 	const char *store_path;
 	const struct ctl_verb *verb;
 	struct bt_store *store;	/* open for READ and WRITE verbs */
-	bool progress;		/* stderr is a terminal */
+	bool own_store;		/* opened (and closed) by ctl_run */
+	bool progress;		/* err is a terminal */
+	FILE *in;		/* import T - reads this */
+	FILE *out;		/* what a verb prints */
+	FILE *err;		/* its errors, usage and progress */
 };
+
+/*
+ * Run one command line, argv[0] the verb, on store_path, and return its
+ * exit status (CTL_OK, CTL_FAIL, CTL_USAGE) with everything it printed
+ * written to out and err.  A store given is the daemon's, already open
+ * and left open (a command over the control socket); with NULL, ctl_run
+ * opens the store as the verb needs and closes it.  One thread; the store
+ * may be used by others at the same time.
+ */
+int ctl_run(struct bt_store *store, const char *store_path, int argc,
+    char **argv, FILE *in, FILE *out, FILE *err);
 
 /* ---- Verbs (cmd_schema.c, cmd_data.c, cmd_bulk.c, cmd_admin.c) ---- */
 
@@ -76,19 +91,19 @@ int cmd_status(struct ctl *c, int argc, char **argv);
 int cmd_tablets(struct ctl *c, int argc, char **argv);	/* cmd_admin.c */
 int cmd_check(struct ctl *c, int argc, char **argv);
 
-/* ---- Reporting (tabletctl.c) ---- */
+/* ---- Reporting (ctl_run.c) ---- */
 
 /*
- * "tabletctl: VERB: [CONTEXT: ]DETAIL (STRERROR)" on stderr, or without
+ * "tabletctl: VERB: [CONTEXT: ]DETAIL (STRERROR)" on c->err, or without
  * the detail when the API left none.  Returns CTL_FAIL.  Clear the detail
  * with bt_error_clear() before the call whose failure is reported.
  */
 int ctl_fail(struct ctl *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* "tabletctl: VERB: MESSAGE" on stderr.  Returns CTL_FAIL. */
+/* "tabletctl: VERB: MESSAGE" on c->err.  Returns CTL_FAIL. */
 int ctl_error(struct ctl *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* The message (if fmt is not NULL) and the verb's usage line on stderr.
+/* The message (if fmt is not NULL) and the verb's usage line on c->err.
  * Returns CTL_USAGE. */
 int ctl_usage(struct ctl *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -143,7 +158,8 @@ void ctl_row_print(FILE *f, const struct bt_row *r);
 /* ---- Progress on a terminal (progress.c) ---- */
 
 struct progress {
-	bool on;		/* draw at all (stderr is a terminal) */
+	bool on;		/* draw at all (f is a terminal) */
+	FILE *f;		/* where: the invocation's error stream */
 	bool drawn;		/* something is on the line */
 	const char *label;
 	uint64_t total;		/* 0: unknown, no bar */
@@ -152,7 +168,7 @@ struct progress {
 };
 
 /* Start a display that draws only when on; total 0 shows no bar. */
-void progress_init(struct progress *p, bool on, const char *label,
+void progress_init(struct progress *p, bool on, FILE *f, const char *label,
     uint64_t total);
 /* Show done of total and a note ("1234 cells"), at most 10 times a
  * second. */

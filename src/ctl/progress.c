@@ -1,8 +1,8 @@
 /*
- * progress.c - a one-line progress display on stderr for tabletctl's long
- * commands (import, export, compact --major).  It draws only when stderr
- * is a terminal, at most ten times a second, and erases itself at the end,
- * so that scripts and logs never see it.
+ * progress.c - a one-line progress display on c->err for tabletctl's long
+ * commands (import, export, compact --major).  It draws only when that
+ * stream is a terminal, at most ten times a second, and erases itself at
+ * the end, so that scripts and logs never see it.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,10 +23,12 @@ seconds_between(const struct timespec *from, const struct timespec *to)
 }
 
 void
-progress_init(struct progress *p, bool on, const char *label, uint64_t total)
+progress_init(struct progress *p, bool on, FILE *f, const char *label,
+    uint64_t total)
 {
 	memset(p, 0, sizeof(*p));
 	p->on = on;
+	p->f = f;
 	p->label = label;
 	p->total = total;
 	clock_gettime(CLOCK_MONOTONIC, &p->start);
@@ -48,7 +50,7 @@ progress_update(struct progress *p, uint64_t done, const char *note)
 	p->last = now;
 	p->drawn = true;
 	if (p->total == 0) {
-		fprintf(stderr, "\r%s: %s (%.0fs)\033[K", p->label, note,
+		fprintf(p->f, "\r%s: %s (%.0fs)\033[K", p->label, note,
 		    seconds_between(&p->start, &now));
 		return;
 	}
@@ -57,7 +59,7 @@ progress_update(struct progress *p, uint64_t done, const char *note)
 	memset(bar, '#', (size_t)fill);
 	memset(bar + fill, ' ', (size_t)(PROGRESS_WIDTH - fill));
 	bar[PROGRESS_WIDTH] = '\0';
-	fprintf(stderr, "\r%s: [%s] %3d%% %s\033[K", p->label, bar,
+	fprintf(p->f, "\r%s: [%s] %3d%% %s\033[K", p->label, bar,
 	    (int)(frac * 100), note);
 }
 
@@ -65,7 +67,7 @@ void
 progress_finish(struct progress *p)
 {
 	if (p->on && p->drawn)
-		fputs("\r\033[K", stderr);
+		fputs("\r\033[K", p->f);
 	p->drawn = false;
 }
 

@@ -1,298 +1,169 @@
 /*
  * tabletctl.c - the administration tool of DESIGN.md section 3, with
  * Cloud Bigtable's cbt verbs: `tabletctl [-s STORE] VERB ARGS...`.  This
- * file holds main, the verb table, help and error reporting; the verbs
- * live in cmd_*.c.  The store is opened directly (the daemon's control
- * socket comes later).  See tabletctl(1).
+ * file holds main: when a daemon has the store mounted the command goes to
+ * it over the control socket (ctl_socket.h), else ctl_run opens the store
+ * here.  The output is the same either way.  See tabletctl(1).
  */
 #include <errno.h>
-#include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+#include "ctl/ctl_socket.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
 #endif
 
-static int cmd_help(struct ctl *c, int argc, char **argv);
-
-static const struct ctl_verb verbs[] = {
-	{ "init", "",
-	  "Create an empty store in the STORE directory (made if absent).",
-	  0, 0, CTL_STORE_PATH, cmd_init },
-	{ "createtable",
-	  "T [families=F:POLICY,...] [splits=ROW,...] [tablet_size=SIZE]",
-	  "Create table T with families (each F or F:POLICY; no policy keeps\n"
-	  "every version), initial tablet boundaries at the split rows, and\n"
-	  "a tablet size (default 128M) at which tablets split.",
-	  1, 4, CTL_STORE_WRITE, cmd_createtable },
-	{ "createfamily", "T F [group=G]",
-	  "Add family F to table T, in locality group G (default \"default\").",
-	  2, 3, CTL_STORE_WRITE, cmd_createfamily },
-	{ "setgcpolicy", "T F POLICY...",
-	  "Set family F's garbage-collection policy: never, maxversions=N,\n"
-	  "maxage=DURATION, combined with and/or and parentheses.  The words\n"
-	  "are joined by blanks: setgcpolicy T F maxversions=3 or maxage=7d",
-	  3, -1, CTL_STORE_WRITE, cmd_setgcpolicy },
-	{ "setgroup",
-	  "T G [blocksize=SIZE] [compression=snappy|none] [bloom=on|off] "
-	  "[inmemory=on|off]",
-	  "Create or change locality group G of table T; settings not given\n"
-	  "keep their value (or the default: 64k, snappy, on, off).",
-	  2, 6, CTL_STORE_WRITE, cmd_setgroup },
-	{ "deletefamily", "T F",
-	  "Drop family F from table T with all its data.",
-	  2, 2, CTL_STORE_WRITE, cmd_deletefamily },
-	{ "deletetable", "T",
-	  "Drop table T with all its data.",
-	  1, 1, CTL_STORE_WRITE, cmd_deletetable },
-	{ "ls", "[T]",
-	  "List the tables, one a line; or table T's families, one a line:\n"
-	  "\"F group=G gc=POLICY\".",
-	  0, 1, CTL_STORE_READ, cmd_ls },
-	{ "set", "T ROW F:Q=VALUE[@TS] ...",
-	  "Write the cells in one atomic mutation of ROW.  A cell without @TS\n"
-	  "is stamped with the current time (microseconds).",
-	  3, -1, CTL_STORE_WRITE, cmd_set },
-	{ "lookup",
-	  "T ROW [columns=F:Q,...|F,...] [cells-per-column=N] [at=TS]",
-	  "Print ROW's cells: those of the columns or families given, the\n"
-	  "newest N versions of each, with timestamps at most TS.  Exit 1\n"
-	  "if no cell matches.",
-	  2, 5, CTL_STORE_READ, cmd_lookup },
-	{ "read",
-	  "T [start=ROW] [end=ROW] [prefix=P] [columns=...] [count=N] "
-	  "[cells-per-column=N]",
-	  "Print the rows in [start, end) (or starting with P), at most N\n"
-	  "of them, in row order, as lookup does.",
-	  1, 7, CTL_STORE_READ, cmd_read },
-	{ "deleterow", "T ROW",
-	  "Delete every cell of ROW.",
-	  2, 2, CTL_STORE_WRITE, cmd_deleterow },
-	{ "deletecolumn", "T ROW F Q",
-	  "Delete every version of column F:Q in ROW.",
-	  4, 4, CTL_STORE_WRITE, cmd_deletecolumn },
-	{ "increment", "T ROW F:Q DELTA",
-	  "Add DELTA (may be negative) to the counter in F:Q, absent = 0,\n"
-	  "store the sum as a new version and print it.",
-	  4, 4, CTL_STORE_WRITE, cmd_increment },
-	{ "checkandset", "T ROW F:Q EXPECTED|--absent F:Q=VALUE[@TS] ...",
-	  "Write the cells, atomically, only if the newest value of F:Q in\n"
-	  "ROW is EXPECTED (or, with --absent, if F:Q has no version).\n"
-	  "Print \"applied\" and exit 0, or \"not applied\" and exit 1.",
-	  5, -1, CTL_STORE_WRITE, cmd_checkandset },
-	{ "count", "T",
-	  "Print the number of rows of table T.",
-	  1, 1, CTL_STORE_READ, cmd_count },
-	{ "import", "T FILE",
-	  "Write the cells of FILE (\"-\": standard input), in export's\n"
-	  "format, into table T; its families must exist.",
-	  2, 2, CTL_STORE_WRITE, cmd_import },
-	{ "export", "T",
-	  "Write every cell of table T to standard output, one a line:\n"
-	  "ROW, FAMILY, QUALIFIER, TIMESTAMP, VALUE, separated by tabs.",
-	  1, 1, CTL_STORE_READ, cmd_export },
-	{ "tablets", "[T]",
-	  "List the tablets of table T (default: of every table), one a line:\n"
-	  "TABLE, START, END (\"-\" for an open bound), sstables=N, bytes=N\n"
-	  "and memtable=N, separated by tabs.",
-	  0, 1, CTL_STORE_READ, cmd_tablets },
-	{ "compact", "[T] [--major]",
-	  "Merge the SSTables of table T (default: every table); --major\n"
-	  "also drops deleted and expired data.",
-	  0, 2, CTL_STORE_WRITE, cmd_compact },
-	{ "check", "",
-	  "Verify every block of every SSTable, every commit-log record, and\n"
-	  "that the catalog and the files agree; print each problem, then a\n"
-	  "summary.  Exit 1 if there is any problem.",
-	  0, 0, CTL_STORE_PATH, cmd_check },
-	{ "status", "",
-	  "Print the store's counters, \"NAME VALUE\" a line.",
-	  0, 0, CTL_STORE_READ, cmd_status },
-	{ "help", "[VERB]",
-	  "Describe every verb, or one.",
-	  0, 1, CTL_STORE_NONE, cmd_help },
-};
-
-#define VERB_COUNT	(sizeof(verbs) / sizeof(verbs[0]))
-
-static const struct ctl_verb *
-verb_find(const char *name)
-{
-	for (size_t i = 0; i < VERB_COUNT; i++)
-		if (strcmp(verbs[i].name, name) == 0)
-			return &verbs[i];
-	return NULL;
-}
-
-static const char *
-verb_name(const struct ctl *c)
-{
-	return c->verb != NULL ? c->verb->name : "";
-}
-
-int
-ctl_fail(struct ctl *c, int rc, const char *fmt, ...)
-{
-	const char *detail = bt_error_detail();
-	va_list ap;
-
-	fprintf(stderr, "tabletctl: %s: ", verb_name(c));
-	if (fmt != NULL) {
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputs(": ", stderr);
-	}
-	if (detail[0] != '\0' && strstr(detail, bt_strerror(rc)) != NULL)
-		fprintf(stderr, "%s\n", detail);
-	else if (detail[0] != '\0')
-		fprintf(stderr, "%s (%s)\n", detail, bt_strerror(rc));
-	else
-		fprintf(stderr, "%s\n", bt_strerror(rc));
-	return CTL_FAIL;
-}
-
-int
-ctl_error(struct ctl *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "tabletctl: %s: ", verb_name(c));
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	putc('\n', stderr);
-	return CTL_FAIL;
-}
-
-int
-ctl_usage(struct ctl *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (fmt != NULL) {
-		fprintf(stderr, "tabletctl: %s: ", verb_name(c));
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		putc('\n', stderr);
-	}
-	if (c->verb != NULL)
-		fprintf(stderr, "usage: tabletctl [-s STORE] %s%s%s\n",
-		    c->verb->name, c->verb->args[0] ? " " : "",
-		    c->verb->args);
-	else
-		fprintf(stderr, "usage: tabletctl [-s STORE] VERB [ARGS...] "
-		    "(tabletctl help: the verbs)\n");
-	return CTL_USAGE;
-}
-
-static void
-verb_usage(FILE *f, const struct ctl_verb *v)
-{
-	fprintf(f, "%s%s%s\n", v->name, v->args[0] ? " " : "", v->args);
-}
-
+/*
+ * Connect to STORE/tabletfs.sock: the descriptor, or -1 when no daemon
+ * listens there (no socket, a stale one, a path too long), and the store
+ * is to be opened directly.
+ */
 static int
-cmd_help(struct ctl *c, int argc, char **argv)
+socket_connect(const char *store)
 {
-	const struct ctl_verb *v;
+	struct sockaddr_un sa;
+	int fd, n;
 
-	if (argc == 1) {
-		if ((v = verb_find(argv[0])) == NULL)
-			return ctl_usage(c, "unknown verb '%s'", argv[0]);
-		fputs("usage: tabletctl [-s STORE] ", stdout);
-		verb_usage(stdout, v);
-		printf("\n%s\n", v->help);
-		return CTL_OK;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", store,
+	    CTL_SOCKET_NAME);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return -1;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
 	}
-	printf("usage: tabletctl [-s STORE] VERB [ARGS...]\n\nVerbs:\n");
-	for (size_t i = 0; i < VERB_COUNT; i++) {
-		fputs("  ", stdout);
-		verb_usage(stdout, &verbs[i]);
-	}
-	printf("\nSTORE defaults to $TABLETFS_STORE.  Bytes in rows, "
-	    "qualifiers and values\nmay be written \\xNN, and a backslash "
-	    "\\\\.  See tabletctl(1).\n");
-	return CTL_OK;
+	return fd;
 }
 
-/* Open the store as the verb needs; a reported exit status. */
+/* All of standard input, for import T - (at most CTL_SOCKET_MAX_STDIN). */
 static int
-store_open(struct ctl *c)
+stdin_slurp(char **out, size_t *len)
 {
-	struct bt_options opts;
-	char catalog[4096];
-	int rc;
+	size_t cap = 65536, n = 0, r;
+	char *p = ctl_xrealloc(NULL, cap, 1);
 
-	/* Say plainly that there is no store, and leave no LOCK behind. */
-	snprintf(catalog, sizeof(catalog), "%s/catalog.db", c->store_path);
-	if (access(catalog, F_OK) < 0 && errno == ENOENT)
-		return ctl_error(c, "%s: not a tabletfs store (tabletctl init "
-		    "makes one)", c->store_path);
-	memset(&opts, 0, sizeof(opts));
-	opts.read_only = c->verb->mode == CTL_STORE_READ;
-	bt_error_clear();
-	if ((rc = bt_store_open(c->store_path, &opts, &c->store)) < 0)
-		return ctl_fail(c, rc, NULL);
-	return CTL_OK;
+	while ((r = fread(p + n, 1, cap - n, stdin)) > 0) {
+		n += r;
+		if (n > CTL_SOCKET_MAX_STDIN) {
+			free(p);
+			return -EFBIG;
+		}
+		if (n == cap) {
+			cap *= 2;
+			p = ctl_xrealloc(p, cap, 1);
+		}
+	}
+	if (ferror(stdin)) {
+		free(p);
+		return errno ? -errno : -EIO;
+	}
+	*out = p;
+	*len = n;
+	return 0;
+}
+
+/*
+ * Send argv (the verb and its arguments) to the daemon on fd and print
+ * its answer; the command's exit status.
+ */
+static int
+socket_run(int fd, const char *store, int argc, char **argv)
+{
+	char **words, *in = NULL, *out = NULL, *err = NULL, *abs = NULL;
+	char cwd[PATH_MAX];
+	size_t in_len = 0, out_len, err_len;
+	int rc, status = CTL_FAIL;
+
+	words = ctl_xcalloc((size_t)argc + 1, sizeof(*words));
+	words[0] = (char *)store;
+	memcpy(words + 1, argv, (size_t)argc * sizeof(*argv));
+	if (strcmp(argv[0], "import") == 0 && argc == 3) {
+		if (strcmp(argv[2], "-") == 0) {
+			if ((rc = stdin_slurp(&in, &in_len)) < 0) {
+				fprintf(stderr, "tabletctl: import: stdin: "
+				    "%s\n", rc == -EFBIG ? "more than 256M "
+				    "for the control socket" : strerror(-rc));
+				goto out;
+			}
+		} else if (argv[2][0] != '/' &&
+		    getcwd(cwd, sizeof(cwd)) != NULL) {
+			/* The daemon's working directory is /. */
+			abs = ctl_xcalloc(strlen(cwd) + strlen(argv[2]) + 2, 1);
+			sprintf(abs, "%s/%s", cwd, argv[2]);
+			words[3] = abs;
+		}
+	}
+	if ((rc = ctl_socket_send_request(fd, argc + 1, words, in,
+	    in_len)) < 0 ||
+	    (rc = ctl_socket_read_response(fd, &status, &out, &out_len, &err,
+	    &err_len)) < 0) {
+		fprintf(stderr, "tabletctl: %s: %s/%s: %s\n", argv[0], store,
+		    CTL_SOCKET_NAME, rc == -EPROTO ? "the daemon did not "
+		    "answer" : strerror(-rc));
+		status = CTL_FAIL;
+		goto out;
+	}
+	fwrite(out, 1, out_len, stdout);
+	fwrite(err, 1, err_len, stderr);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "tabletctl: %s: stdout: %s\n", argv[0],
+		    strerror(errno ? errno : EIO));
+		status = CTL_FAIL;
+	}
+out:
+	free(out);
+	free(err);
+	free(in);
+	free(abs);
+	free(words);
+	return status;
 }
 
 int
 main(int argc, char **argv)
 {
-	struct ctl c;
-	int ch, rc, status;
+	const char *store = getenv("TABLETFS_STORE");
+	char *help[] = { "help", NULL };
+	int ch, fd, status;
 
-	memset(&c, 0, sizeof(c));
-	c.store_path = getenv("TABLETFS_STORE");
 	while ((ch = getopt(argc, argv, "+hs:V")) != -1) {
 		switch (ch) {
 		case 'h':
-			return cmd_help(&c, 0, NULL);
+			return ctl_run(NULL, store, 1, help, stdin, stdout,
+			    stderr);
 		case 's':
-			c.store_path = optarg;
+			store = optarg;
 			break;
 		case 'V':
 			printf("tabletctl %s\n", PACKAGE_VERSION);
 			return CTL_OK;
 		default:
-			return ctl_usage(&c, NULL);
+			return ctl_run(NULL, store, 0, NULL, stdin, stdout,
+			    stderr);
 		}
 	}
 	argc -= optind;
 	argv += optind;
 
-	if (argc == 0)
-		return ctl_usage(&c, NULL);
-	if ((c.verb = verb_find(argv[0])) == NULL) {
-		fprintf(stderr, "tabletctl: unknown verb '%s'\n", argv[0]);
-		return ctl_usage(&c, NULL);
+	/* help is answered here, every other command by a daemon if any. */
+	if (argc > 0 && argc <= CTL_SOCKET_MAX_ARGC - 1 &&
+	    strcmp(argv[0], "help") != 0 && store != NULL &&
+	    store[0] != '\0' && (fd = socket_connect(store)) >= 0) {
+		status = socket_run(fd, store, argc, argv);
+		close(fd);
+		return status;
 	}
-	argc--;
-	argv++;
-	if (argc < c.verb->min_args ||
-	    (c.verb->max_args >= 0 && argc > c.verb->max_args))
-		return ctl_usage(&c, NULL);
-	if (c.verb->mode != CTL_STORE_NONE &&
-	    (c.store_path == NULL || c.store_path[0] == '\0'))
-		return ctl_usage(&c, "no store: give -s STORE or set "
-		    "TABLETFS_STORE");
-	c.progress = isatty(STDERR_FILENO);
-
-	if (c.verb->mode == CTL_STORE_READ || c.verb->mode == CTL_STORE_WRITE)
-		if ((status = store_open(&c)) != CTL_OK)
-			return status;
-	status = c.verb->run(&c, argc, argv);
-	bt_error_clear();
-	if ((rc = bt_store_close(c.store)) < 0 && status != CTL_USAGE)
-		status = ctl_fail(&c, rc, "close");
-	if (fflush(stdout) != 0 || ferror(stdout))
-		status = ctl_fail(&c, -(errno ? errno : EIO), "stdout");
-	return status;
+	return ctl_run(NULL, store, argc, argv, stdin, stdout, stderr);
 }

@@ -97,6 +97,7 @@ struct fs {
 	uid_t uid;
 	gid_t gid;
 	struct timespec started;
+	struct fs_socket *sock;	/* the control socket, while mounted */
 
 	pthread_mutex_t lock;
 	struct node **by_ino;
@@ -109,6 +110,15 @@ struct fs {
 	size_t pending_count;
 	size_t pending_cap;
 };
+
+/*
+ * fs_socket.c: STORE/tabletfs.sock, where tabletctl sends its commands
+ * while the store is mounted (ctl/ctl_socket.h).  Start after the mount;
+ * stop (the socket file is removed) before the store closes.  0 or a
+ * negative errno.
+ */
+int fs_socket_start(struct fs *fs);
+void fs_socket_stop(struct fs *fs);
 
 /* fs_inode.c: the node tables, pending directories and errno mapping. */
 int fs_init(struct fs *fs);

@@ -3,7 +3,8 @@
  * STORE MOUNTPOINT (DESIGN.md section 2, man/tabletfs.1).
  *
  * Set-up ladder: parse options, fork (unless -f), open the store, create
- * the session, mount, then tell the waiting parent that all went well.
+ * the session, mount, start the control socket, then tell the waiting
+ * parent that all went well.
  * Everything that can fail happens before the parent exits, so errors
  * reach the terminal.  The fork comes first because bt_store_open starts
  * threads, which a fork after it would not carry over.  Teardown runs the
@@ -308,6 +309,11 @@ main(int argc, char *argv[])
 		goto out_session;
 	if (fuse_session_mount(se, opts.mountpoint) != 0)
 		goto out_signals;
+	if ((rc = fs_socket_start(&fs)) < 0) {
+		fprintf(stderr, "tabletfs: %s/tabletfs.sock: %s\n", store,
+		    bt_strerror(rc));
+		goto out_unmount;
+	}
 	daemon_ready(verdict_fd);
 	verdict_fd = -1;
 
@@ -323,6 +329,8 @@ main(int argc, char *argv[])
 	}
 	status = rc < 0 ? 1 : 0;	/* a positive rc is the signal that ended it */
 
+	fs_socket_stop(&fs);
+out_unmount:
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);

@@ -1,0 +1,291 @@
+/*
+ * ctl_run.c - one tabletctl command on a store: the verb table, help,
+ * error reporting and dispatch.  tabletctl calls ctl_run on the store it
+ * opens; the daemon calls it on its own open store for a command that came
+ * over the control socket.  The verbs live in cmd_*.c.  See tabletctl(1).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl/ctl.h"
+
+static int cmd_help(struct ctl *c, int argc, char **argv);
+
+static const struct ctl_verb verbs[] = {
+	{ "init", "",
+	  "Create an empty store in the STORE directory (made if absent).",
+	  0, 0, CTL_STORE_PATH, cmd_init },
+	{ "createtable",
+	  "T [families=F:POLICY,...] [splits=ROW,...] [tablet_size=SIZE]",
+	  "Create table T with families (each F or F:POLICY; no policy keeps\n"
+	  "every version), initial tablet boundaries at the split rows, and\n"
+	  "a tablet size (default 128M) at which tablets split.",
+	  1, 4, CTL_STORE_WRITE, cmd_createtable },
+	{ "createfamily", "T F [group=G]",
+	  "Add family F to table T, in locality group G (default \"default\").",
+	  2, 3, CTL_STORE_WRITE, cmd_createfamily },
+	{ "setgcpolicy", "T F POLICY...",
+	  "Set family F's garbage-collection policy: never, maxversions=N,\n"
+	  "maxage=DURATION, combined with and/or and parentheses.  The words\n"
+	  "are joined by blanks: setgcpolicy T F maxversions=3 or maxage=7d",
+	  3, -1, CTL_STORE_WRITE, cmd_setgcpolicy },
+	{ "setgroup",
+	  "T G [blocksize=SIZE] [compression=snappy|none] [bloom=on|off] "
+	  "[inmemory=on|off]",
+	  "Create or change locality group G of table T; settings not given\n"
+	  "keep their value (or the default: 64k, snappy, on, off).",
+	  2, 6, CTL_STORE_WRITE, cmd_setgroup },
+	{ "deletefamily", "T F",
+	  "Drop family F from table T with all its data.",
+	  2, 2, CTL_STORE_WRITE, cmd_deletefamily },
+	{ "deletetable", "T",
+	  "Drop table T with all its data.",
+	  1, 1, CTL_STORE_WRITE, cmd_deletetable },
+	{ "ls", "[T]",
+	  "List the tables, one a line; or table T's families, one a line:\n"
+	  "\"F group=G gc=POLICY\".",
+	  0, 1, CTL_STORE_READ, cmd_ls },
+	{ "set", "T ROW F:Q=VALUE[@TS] ...",
+	  "Write the cells in one atomic mutation of ROW.  A cell without @TS\n"
+	  "is stamped with the current time (microseconds).",
+	  3, -1, CTL_STORE_WRITE, cmd_set },
+	{ "lookup",
+	  "T ROW [columns=F:Q,...|F,...] [cells-per-column=N] [at=TS]",
+	  "Print ROW's cells: those of the columns or families given, the\n"
+	  "newest N versions of each, with timestamps at most TS.  Exit 1\n"
+	  "if no cell matches.",
+	  2, 5, CTL_STORE_READ, cmd_lookup },
+	{ "read",
+	  "T [start=ROW] [end=ROW] [prefix=P] [columns=...] [count=N] "
+	  "[cells-per-column=N]",
+	  "Print the rows in [start, end) (or starting with P), at most N\n"
+	  "of them, in row order, as lookup does.",
+	  1, 7, CTL_STORE_READ, cmd_read },
+	{ "deleterow", "T ROW",
+	  "Delete every cell of ROW.",
+	  2, 2, CTL_STORE_WRITE, cmd_deleterow },
+	{ "deletecolumn", "T ROW F Q",
+	  "Delete every version of column F:Q in ROW.",
+	  4, 4, CTL_STORE_WRITE, cmd_deletecolumn },
+	{ "increment", "T ROW F:Q DELTA",
+	  "Add DELTA (may be negative) to the counter in F:Q, absent = 0,\n"
+	  "store the sum as a new version and print it.",
+	  4, 4, CTL_STORE_WRITE, cmd_increment },
+	{ "checkandset", "T ROW F:Q EXPECTED|--absent F:Q=VALUE[@TS] ...",
+	  "Write the cells, atomically, only if the newest value of F:Q in\n"
+	  "ROW is EXPECTED (or, with --absent, if F:Q has no version).\n"
+	  "Print \"applied\" and exit 0, or \"not applied\" and exit 1.",
+	  5, -1, CTL_STORE_WRITE, cmd_checkandset },
+	{ "count", "T",
+	  "Print the number of rows of table T.",
+	  1, 1, CTL_STORE_READ, cmd_count },
+	{ "import", "T FILE",
+	  "Write the cells of FILE (\"-\": standard input), in export's\n"
+	  "format, into table T; its families must exist.",
+	  2, 2, CTL_STORE_WRITE, cmd_import },
+	{ "export", "T",
+	  "Write every cell of table T to standard output, one a line:\n"
+	  "ROW, FAMILY, QUALIFIER, TIMESTAMP, VALUE, separated by tabs.",
+	  1, 1, CTL_STORE_READ, cmd_export },
+	{ "tablets", "[T]",
+	  "List the tablets of table T (default: of every table), one a line:\n"
+	  "TABLE, START, END (\"-\" for an open bound), sstables=N, bytes=N\n"
+	  "and memtable=N, separated by tabs.",
+	  0, 1, CTL_STORE_READ, cmd_tablets },
+	{ "compact", "[T] [--major]",
+	  "Merge the SSTables of table T (default: every table); --major\n"
+	  "also drops deleted and expired data.",
+	  0, 2, CTL_STORE_WRITE, cmd_compact },
+	{ "check", "",
+	  "Verify every block of every SSTable, every commit-log record, and\n"
+	  "that the catalog and the files agree; print each problem, then a\n"
+	  "summary.  Exit 1 if there is any problem.",
+	  0, 0, CTL_STORE_PATH, cmd_check },
+	{ "status", "",
+	  "Print the store's counters, \"NAME VALUE\" a line.",
+	  0, 0, CTL_STORE_READ, cmd_status },
+	{ "help", "[VERB]",
+	  "Describe every verb, or one.",
+	  0, 1, CTL_STORE_NONE, cmd_help },
+};
+
+#define VERB_COUNT	(sizeof(verbs) / sizeof(verbs[0]))
+
+static const struct ctl_verb *
+verb_find(const char *name)
+{
+	for (size_t i = 0; i < VERB_COUNT; i++)
+		if (strcmp(verbs[i].name, name) == 0)
+			return &verbs[i];
+	return NULL;
+}
+
+static const char *
+verb_name(const struct ctl *c)
+{
+	return c->verb != NULL ? c->verb->name : "";
+}
+
+int
+ctl_fail(struct ctl *c, int rc, const char *fmt, ...)
+{
+	const char *detail = bt_error_detail();
+	va_list ap;
+
+	fprintf(c->err, "tabletctl: %s: ", verb_name(c));
+	if (fmt != NULL) {
+		va_start(ap, fmt);
+		vfprintf(c->err, fmt, ap);
+		va_end(ap);
+		fputs(": ", c->err);
+	}
+	if (detail[0] != '\0' && strstr(detail, bt_strerror(rc)) != NULL)
+		fprintf(c->err, "%s\n", detail);
+	else if (detail[0] != '\0')
+		fprintf(c->err, "%s (%s)\n", detail, bt_strerror(rc));
+	else
+		fprintf(c->err, "%s\n", bt_strerror(rc));
+	return CTL_FAIL;
+}
+
+int
+ctl_error(struct ctl *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(c->err, "tabletctl: %s: ", verb_name(c));
+	va_start(ap, fmt);
+	vfprintf(c->err, fmt, ap);
+	va_end(ap);
+	putc('\n', c->err);
+	return CTL_FAIL;
+}
+
+int
+ctl_usage(struct ctl *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt != NULL) {
+		fprintf(c->err, "tabletctl: %s: ", verb_name(c));
+		va_start(ap, fmt);
+		vfprintf(c->err, fmt, ap);
+		va_end(ap);
+		putc('\n', c->err);
+	}
+	if (c->verb != NULL)
+		fprintf(c->err, "usage: tabletctl [-s STORE] %s%s%s\n",
+		    c->verb->name, c->verb->args[0] ? " " : "",
+		    c->verb->args);
+	else
+		fprintf(c->err, "usage: tabletctl [-s STORE] VERB [ARGS...] "
+		    "(tabletctl help: the verbs)\n");
+	return CTL_USAGE;
+}
+
+static void
+verb_usage(FILE *f, const struct ctl_verb *v)
+{
+	fprintf(f, "%s%s%s\n", v->name, v->args[0] ? " " : "", v->args);
+}
+
+static int
+cmd_help(struct ctl *c, int argc, char **argv)
+{
+	const struct ctl_verb *v;
+
+	if (argc == 1) {
+		if ((v = verb_find(argv[0])) == NULL)
+			return ctl_usage(c, "unknown verb '%s'", argv[0]);
+		fputs("usage: tabletctl [-s STORE] ", c->out);
+		verb_usage(c->out, v);
+		fprintf(c->out, "\n%s\n", v->help);
+		return CTL_OK;
+	}
+	fputs("usage: tabletctl [-s STORE] VERB [ARGS...]\n\nVerbs:\n",
+	    c->out);
+	for (size_t i = 0; i < VERB_COUNT; i++) {
+		fputs("  ", c->out);
+		verb_usage(c->out, &verbs[i]);
+	}
+	fprintf(c->out, "\nSTORE defaults to $TABLETFS_STORE.  Bytes in rows, "
+	    "qualifiers and values\nmay be written \\xNN, and a backslash "
+	    "\\\\.  See tabletctl(1).\n");
+	return CTL_OK;
+}
+
+/* Open the store as the verb needs; a reported exit status. */
+static int
+store_open(struct ctl *c)
+{
+	struct bt_options opts;
+	char catalog[4096];
+	int rc;
+
+	/* Say plainly that there is no store, and leave no LOCK behind. */
+	snprintf(catalog, sizeof(catalog), "%s/catalog.db", c->store_path);
+	if (access(catalog, F_OK) < 0 && errno == ENOENT)
+		return ctl_error(c, "%s: not a tabletfs store (tabletctl init "
+		    "makes one)", c->store_path);
+	memset(&opts, 0, sizeof(opts));
+	opts.read_only = c->verb->mode == CTL_STORE_READ;
+	bt_error_clear();
+	if ((rc = bt_store_open(c->store_path, &opts, &c->store)) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+int
+ctl_run(struct bt_store *store, const char *store_path, int argc,
+    char **argv, FILE *in, FILE *out, FILE *err)
+{
+	struct ctl c;
+	int rc, status;
+
+	memset(&c, 0, sizeof(c));
+	c.store_path = store_path;
+	c.store = store;
+	c.in = in;
+	c.out = out;
+	c.err = err;
+	bt_error_clear();	/* the daemon's thread ran commands before */
+	if (argc == 0)
+		return ctl_usage(&c, NULL);
+	if ((c.verb = verb_find(argv[0])) == NULL) {
+		fprintf(err, "tabletctl: unknown verb '%s'\n", argv[0]);
+		return ctl_usage(&c, NULL);
+	}
+	argc--;
+	argv++;
+	if (argc < c.verb->min_args ||
+	    (c.verb->max_args >= 0 && argc > c.verb->max_args))
+		return ctl_usage(&c, NULL);
+	if (c.verb->mode != CTL_STORE_NONE &&
+	    (c.store_path == NULL || c.store_path[0] == '\0'))
+		return ctl_usage(&c, "no store: give -s STORE or set "
+		    "TABLETFS_STORE");
+	/* init makes a store; the daemon's exists and is in use. */
+	if (store != NULL && c.verb->run == cmd_init)
+		return ctl_error(&c, "%s: store is mounted", store_path);
+	c.progress = fileno(err) >= 0 && isatty(fileno(err));
+
+	if (store == NULL && (c.verb->mode == CTL_STORE_READ ||
+	    c.verb->mode == CTL_STORE_WRITE)) {
+		if ((status = store_open(&c)) != CTL_OK)
+			return status;
+	}
+	c.own_store = store == NULL;
+	status = c.verb->run(&c, argc, argv);
+	if (c.own_store) {
+		bt_error_clear();
+		if ((rc = bt_store_close(c.store)) < 0 && status != CTL_USAGE)
+			status = ctl_fail(&c, rc, "close");
+	}
+	if (fflush(out) != 0 || ferror(out))
+		status = ctl_fail(&c, -(errno ? errno : EIO), "stdout");
+	return status;
+}
