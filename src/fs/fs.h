@@ -155,6 +155,15 @@ void pending_names_free(struct buf *names, size_t count);
 /* fs_dir.c: lookup, attributes, listings and directory changes. */
 int fs_child(struct fs *fs, const struct node *parent, const char *name,
     bool creating, struct coord *c, struct buf *scratch);
+
+/*
+ * For a request that creates a name: take a reference on directory parent
+ * into *dirp and resolve name in it (fs_child with creating set).  -ENOENT
+ * for a forgotten parent, -EROFS on a read-only mount; on failure *dirp may
+ * still hold the reference (node_put accepts NULL).
+ */
+int fs_child_to_create(struct fs *fs, fuse_ino_t parent, const char *name,
+    struct node **dirp, struct coord *c, struct buf *scratch);
 int fs_exists(struct fs *fs, struct node *n);
 int fs_stat(struct fs *fs, struct node *n, struct stat *st);
 void fs_stat_dir(struct fs *fs, fuse_ino_t ino, struct stat *st);

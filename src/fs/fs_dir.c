@@ -95,6 +95,17 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 	}
 }
 
+int
+fs_child_to_create(struct fs *fs, fuse_ino_t parent, const char *name,
+    struct node **dirp, struct coord *c, struct buf *scratch)
+{
+	if ((*dirp = node_get(fs, parent)) == NULL)
+		return -ENOENT;
+	if (fs->read_only)
+		return -EROFS;
+	return fs_child(fs, *dirp, name, true, c, scratch);
+}
+
 /* The read filter for everything under c (a row needs none). */
 void
 fs_column_filter(const struct coord *c, struct bt_column *col,
@@ -414,15 +425,8 @@ fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	(void)mode;
 	buf_init(&scratch);
-	if ((dir = node_get(fs, parent)) == NULL) {
-		rc = -ENOENT;
-		goto out;
-	}
-	if (fs->read_only) {
-		rc = -EROFS;
-		goto out;
-	}
-	if ((rc = fs_child(fs, dir, name, true, &c, &scratch)) < 0)
+	if ((rc = fs_child_to_create(fs, parent, name, &dir, &c,
+	    &scratch)) < 0)
 		goto out;
 	if (c.kind != NODE_ROW && c.kind != NODE_FAMILY &&
 	    c.kind != NODE_COLUMN) {

@@ -394,15 +394,8 @@ fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	(void)mode;
 	buf_init(&scratch);
-	if ((dir = node_get(fs, parent)) == NULL) {
-		rc = -ENOENT;
-		goto out;
-	}
-	if (fs->read_only) {
-		rc = -EROFS;
-		goto out;
-	}
-	if ((rc = fs_child(fs, dir, name, true, &c, &scratch)) < 0)
+	if ((rc = fs_child_to_create(fs, parent, name, &dir, &c,
+	    &scratch)) < 0)
 		goto out;
 	if (coord_is_dir(c.kind)) {
 		rc = -EPERM;	/* only version files are made by create */
