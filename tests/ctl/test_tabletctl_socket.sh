@@ -73,7 +73,17 @@ sequence() {
 	rec "$d" unknown $c frobnicate
 	rec "$d" exists $c createtable w
 	rec "$d" deleterow $c deleterow w r2
+	rec "$d" deletecolumn $c deletecolumn w r1 g x
 	rec "$d" read_after $c read w prefix=r
+	rec "$d" createtable $c createtable t2 families=a splits=m
+	rec "$d" createfamily $c createfamily t2 b group=cold
+	rec "$d" setgcpolicy $c setgcpolicy t2 a maxversions=2 or maxage=7d
+	rec "$d" setgcpolicy_bad $c setgcpolicy t2 a maxversions=0
+	rec "$d" setgroup $c setgroup t2 cold blocksize=4k compression=none
+	rec "$d" ls_t2 $c ls t2
+	rec "$d" deletefamily $c deletefamily t2 b
+	rec "$d" deletetable $c deletetable t2
+	rec "$d" ls_after $c ls
 	rec "$d" nostore "$TABLETCTL" -s "$T/nothing" ls
 }
 
@@ -152,5 +162,5 @@ check_eq "check" "$(sed 's/.*: //' "$T/direct/check.out")" OK
 check_eq "import from a file" \
     "$(grep -c '^r[34]	' "$T/direct/export.out")" 2
 check_eq "import from stdin" "$(grep -c '^r5' "$T/direct/export.out")" 2
-check_eq "commands compared" "$n" 29
+check_eq "commands compared" "$n" 39
 echo "ok: $n commands alike mounted and unmounted"
