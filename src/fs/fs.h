@@ -157,11 +157,14 @@ int fs_child(struct fs *fs, const struct node *parent, const char *name,
     bool creating, struct coord *c, struct buf *scratch);
 
 /*
- * For a request that creates a name: take a reference on directory parent
- * into *dirp and resolve name in it (fs_child with creating set).  -ENOENT
- * for a forgotten parent, -EROFS on a read-only mount; on failure *dirp may
- * still hold the reference (node_put accepts NULL).
+ * Take a reference on directory parent into *dirp and resolve name in it
+ * (fs_child).  -ENOENT for a forgotten parent; on failure *dirp may still
+ * hold the reference (node_put accepts NULL).
  */
+int fs_child_at(struct fs *fs, fuse_ino_t parent, const char *name,
+    bool creating, struct node **dirp, struct coord *c, struct buf *scratch);
+/* The same for a request that creates a name: -EROFS on a read-only
+ * mount first. */
 int fs_child_to_create(struct fs *fs, fuse_ino_t parent, const char *name,
     struct node **dirp, struct coord *c, struct buf *scratch);
 int fs_exists(struct fs *fs, struct node *n);

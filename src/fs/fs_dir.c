@@ -96,14 +96,23 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 }
 
 int
-fs_child_to_create(struct fs *fs, fuse_ino_t parent, const char *name,
-    struct node **dirp, struct coord *c, struct buf *scratch)
+fs_child_at(struct fs *fs, fuse_ino_t parent, const char *name,
+    bool creating, struct node **dirp, struct coord *c, struct buf *scratch)
 {
 	if ((*dirp = node_get(fs, parent)) == NULL)
 		return -ENOENT;
-	if (fs->read_only)
+	return fs_child(fs, *dirp, name, creating, c, scratch);
+}
+
+int
+fs_child_to_create(struct fs *fs, fuse_ino_t parent, const char *name,
+    struct node **dirp, struct coord *c, struct buf *scratch)
+{
+	if (fs->read_only) {
+		*dirp = NULL;
 		return -EROFS;
-	return fs_child(fs, *dirp, name, true, c, scratch);
+	}
+	return fs_child_at(fs, parent, name, true, dirp, c, scratch);
 }
 
 /* The read filter for everything under c (a row needs none). */
@@ -352,11 +361,8 @@ fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	buf_init(&scratch);
-	if ((dir = node_get(fs, parent)) == NULL) {
-		rc = -ENOENT;
-		goto out;
-	}
-	if ((rc = fs_child(fs, dir, name, false, &c, &scratch)) < 0)
+	if ((rc = fs_child_at(fs, parent, name, false, &dir, &c,
+	    &scratch)) < 0)
 		goto out;
 	if ((n = node_obtain(fs, &c)) == NULL) {
 		rc = -ENOMEM;
@@ -465,11 +471,8 @@ fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	buf_init(&scratch);
-	if ((dir = node_get(fs, parent)) == NULL) {
-		rc = -ENOENT;
-		goto out;
-	}
-	if ((rc = fs_child(fs, dir, name, false, &c, &scratch)) < 0)
+	if ((rc = fs_child_at(fs, parent, name, false, &dir, &c,
+	    &scratch)) < 0)
 		goto out;
 	if (c.kind == NODE_TABLE) {
 		rc = -EPERM;

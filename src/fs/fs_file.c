@@ -683,11 +683,8 @@ fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	buf_init(&scratch);
-	if ((dir = node_get(fs, parent)) == NULL) {
-		rc = -ENOENT;
-		goto out;
-	}
-	if ((rc = fs_child(fs, dir, name, false, &c, &scratch)) < 0)
+	if ((rc = fs_child_at(fs, parent, name, false, &dir, &c,
+	    &scratch)) < 0)
 		goto out;
 	if (coord_is_dir(c.kind)) {
 		rc = -EISDIR;
