@@ -603,20 +603,22 @@ int
 bt_table_tablets(struct bt_store *s, const char *table,
     struct bt_tablet_info **out, size_t *count)
 {
-	struct server_tablet_info *list;
+	struct catalog_tablet *list;
+	struct tablet_stats *stats;
 	struct bt_tablet_info *info;
 	size_t n, bytes = 0;
 	uint8_t *p;
 	int rc;
 
 	bt_error_clear();
-	if ((rc = server_table_tablets(s->server, table, &list, &n)) < 0)
+	if ((rc = server_table_tablets(s->server, table, &list, &stats,
+	    &n)) < 0)
 		return rc;
 	for (size_t i = 0; i < n; i++)
 		bytes += list[i].start.n + list[i].end.n;
 	if ((info = bt_calloc(1, (n + 1) * sizeof(*info) + bytes)) == NULL) {
-		server_tablets_free(list, n);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto out;
 	}
 	p = (uint8_t *)(info + n + 1);
 	for (size_t i = 0; i < n; i++) {
@@ -631,15 +633,17 @@ bt_table_tablets(struct bt_store *s, const char *table,
 		if (list[i].end.n > 0)
 			memcpy(p, list[i].end.p, list[i].end.n);
 		p += list[i].end.n;
-		info[i].sstables = list[i].stats.sstables;
-		info[i].sstable_bytes = list[i].stats.sstable_bytes;
-		info[i].memtable_bytes = list[i].stats.memtable_bytes;
+		info[i].sstables = stats[i].sstables;
+		info[i].sstable_bytes = stats[i].sstable_bytes;
+		info[i].memtable_bytes = stats[i].memtable_bytes;
 		info[i].flushed_seq = list[i].flushed_seq;
 	}
-	server_tablets_free(list, n);
 	*out = info;
 	*count = n;
-	return 0;
+out:
+	catalog_tablets_free(list, n);
+	bt_free(stats);
+	return rc;
 }
 
 void

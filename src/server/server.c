@@ -279,7 +279,7 @@ background_round(struct server *s)
 		for (size_t j = 0; j < tables[i]->tablet_count; j++) {
 			struct tablet *t = tables[i]->tablets[j];
 
-			rc = tablet_flush(t, server_now(s));
+			rc = tablet_flush(t);
 			if (rc < 0 && first == 0)
 				first = rc;
 			if (tablet_needs_compaction(t)) {
@@ -482,7 +482,7 @@ replay_record(struct server *s, struct slice data)
 	if (!s->opts.read_only &&
 	    tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
 	    (rc = tablet_freeze(tablet)) == 0)
-		rc = tablet_flush(tablet, server_now(s));
+		rc = tablet_flush(tablet);
 	if (rc > 0)
 		rc = 0;
 out:
@@ -534,7 +534,7 @@ server_recover(struct server *s, uint64_t *next_segment)
 			struct tablet *t = s->tables[i]->tablets[j];
 
 			if ((rc = tablet_freeze(t)) == 0)
-				rc = tablet_flush(t, server_now(s));
+				rc = tablet_flush(t);
 			if (rc < 0)
 				goto out;
 		}
@@ -709,9 +709,9 @@ server_close(struct server *s)
 			    j++) {
 				struct tablet *t = s->tables[i]->tablets[j];
 
-				frc = tablet_flush(t, server_now(s));
+				frc = tablet_flush(t);
 				if (frc >= 0 && (frc = tablet_freeze(t)) == 0)
-					frc = tablet_flush(t, server_now(s));
+					frc = tablet_flush(t);
 				if (frc < 0 && rc == 0)
 					rc = frc;
 			}

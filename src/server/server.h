@@ -116,18 +116,14 @@ void server_scan_close(struct server_scan *sc);
 
 /* ---- Administration ---- */
 
-/* What server_table_tablets() returns for each tablet; rows are copies
- * owned by the array (free with server_tablets_free()). */
-struct server_tablet_info {
-	uint64_t id;
-	struct buf start;
-	struct buf end;
-	struct tablet_stats stats;
-	uint64_t flushed_seq;
-};
+/*
+ * The tablets of a table in row order: their ranges and redo points in
+ * *tablets (free with catalog_tablets_free()) and, in the parallel array
+ * *stats, what each holds (bt_free()).
+ */
 int server_table_tablets(struct server *s, const char *table,
-    struct server_tablet_info **out, size_t *count);
-void server_tablets_free(struct server_tablet_info *t, size_t count);
+    struct catalog_tablet **tablets, struct tablet_stats **stats,
+    size_t *count);
 
 /* See bt_store_check(). */
 int server_check(struct server *s,

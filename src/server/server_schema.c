@@ -323,51 +323,44 @@ server_compact(struct server *s, const char *table, bool major)
 
 int
 server_table_tablets(struct server *s, const char *table,
-    struct server_tablet_info **out, size_t *count)
+    struct catalog_tablet **tablets, struct tablet_stats **stats,
+    size_t *count)
 {
-	struct server_tablet_info *list;
+	struct catalog_tablet *list;
+	struct tablet_stats *st;
 	struct server_table *t;
-	int rc;
+	size_t n = 0;
+	int rc = 0;
 
 	if ((rc = table_get(s, table, &t)) < 0)
 		return rc;
-	if ((list = bt_calloc(t->tablet_count + 1, sizeof(*list))) == NULL) {
-		table_unref(t);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < t->tablet_count; i++) {
-		struct tablet *tab = t->tablets[i];
+	list = bt_calloc(t->tablet_count + 1, sizeof(*list));
+	st = bt_calloc(t->tablet_count + 1, sizeof(*st));
+	if (list == NULL || st == NULL)
+		rc = -ENOMEM;
+	for (; rc == 0 && n < t->tablet_count; n++) {
+		struct tablet *tab = t->tablets[n];
 		struct slice a = tablet_start(tab), b = tablet_end(tab);
 
-		buf_init(&list[i].start);
-		buf_init(&list[i].end);
-		list[i].id = tablet_id(tab);
-		list[i].flushed_seq = tablet_flushed_seq(tab);
-		tablet_get_stats(tab, &list[i].stats);
-		if (rc == 0 && ((rc = buf_set(&list[i].start, a.p, a.n)) < 0 ||
-		    (rc = buf_set(&list[i].end, b.p, b.n)) < 0))
-			break;
+		buf_init(&list[n].start);
+		buf_init(&list[n].end);
+		list[n].id = tablet_id(tab);
+		list[n].table_id = t->id;
+		list[n].flushed_seq = tablet_flushed_seq(tab);
+		tablet_get_stats(tab, &st[n]);
+		if ((rc = buf_set(&list[n].start, a.p, a.n)) == 0)
+			rc = buf_set(&list[n].end, b.p, b.n);
 	}
-	*count = t->tablet_count;
 	table_unref(t);
 	if (rc < 0) {
-		server_tablets_free(list, *count);
+		catalog_tablets_free(list, n);
+		bt_free(st);
 		return rc;
 	}
-	*out = list;
+	*tablets = list;
+	*stats = st;
+	*count = n;
 	return 0;
-}
-
-void
-server_tablets_free(struct server_tablet_info *t, size_t count)
-{
-	if (t == NULL)
-		return;
-	for (size_t i = 0; i < count; i++) {
-		buf_release(&t[i].start);
-		buf_release(&t[i].end);
-	}
-	bt_free(t);
 }
 
 void

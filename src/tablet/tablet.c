@@ -704,7 +704,7 @@ out_readers:
  * point.  Entries of families no longer in the schema are dropped.
  */
 int
-tablet_flush(struct tablet *t, int64_t now)
+tablet_flush(struct tablet *t)
 {
 	struct tablet_version *v = version_get(t);
 	struct tablet_schema *s = v->schema;
@@ -714,7 +714,6 @@ tablet_flush(struct tablet *t, int64_t now)
 	size_t out_count = 0;
 	int rc;
 
-	(void)now;
 	buf_init(&scratch);
 	if (v->imm == NULL) {
 		rc = BT_NOTFOUND;

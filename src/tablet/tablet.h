@@ -100,7 +100,7 @@ uint64_t tablet_oldest_unflushed_seq(const struct tablet *t);
 /* ---- Background side ---- */
 
 /* Flush the frozen memtable.  0, or BT_NOTFOUND if there is none. */
-int tablet_flush(struct tablet *t, int64_t now);
+int tablet_flush(struct tablet *t);
 /* Whether some group has TABLET_MERGE_THRESHOLD files or more. */
 bool tablet_needs_compaction(const struct tablet *t);
 /* Merge the SSTables of each group that needs it (all groups with files
