@@ -600,6 +600,13 @@ bt_store_compact(struct bt_store *s, const char *table, bool major)
 }
 
 int
+bt_table_split(struct bt_store *s, const char *table, struct bt_bytes row)
+{
+	bt_error_clear();
+	return server_split(s->server, table, bytes_slice(row));
+}
+
+int
 bt_table_tablets(struct bt_store *s, const char *table,
     struct bt_tablet_info **out, size_t *count)
 {
@@ -635,6 +642,7 @@ bt_table_tablets(struct bt_store *s, const char *table,
 		p += list[i].end.n;
 		info[i].sstables = stats[i].sstables;
 		info[i].sstable_bytes = stats[i].sstable_bytes;
+		info[i].data_bytes = stats[i].data_bytes;
 		info[i].memtable_bytes = stats[i].memtable_bytes;
 		info[i].flushed_seq = list[i].flushed_seq;
 	}
@@ -679,4 +687,8 @@ bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 	out->last_seq = ss.last_seq;
 	out->cache_hits = ss.cache_hits;
 	out->cache_misses = ss.cache_misses;
+	out->tablets = ss.tablets;
+	out->splits = ss.splits;
+	out->merges = ss.merges;
+	out->files_collected = ss.files_collected;
 }

@@ -300,6 +300,17 @@ int bt_store_flush(struct bt_store *s);
  * deleted and condemned data.  Waits for completion. */
 int bt_store_compact(struct bt_store *s, const char *table, bool major);
 
+/*
+ * Split the tablet holding row so that a tablet starts at row (tabletctl
+ * split).  Nothing is copied: both halves share the tablet's SSTables
+ * until compactions rewrite them.  A split for size happens by itself in
+ * the background once a tablet holds more than the table's tablet_size;
+ * neighbouring tablets that shrink below a quarter of it are merged again
+ * (never across a row given here or at bt_table_create).  -EEXIST if a
+ * tablet already starts at row, -ENOENT for an unknown table.
+ */
+int bt_table_split(struct bt_store *s, const char *table, struct bt_bytes row);
+
 /* One tablet of a table: its row range [start, end) (an empty end is the
  * end of the table) and what it holds. */
 struct bt_tablet_info {
@@ -307,7 +318,8 @@ struct bt_tablet_info {
 	struct bt_bytes start;
 	struct bt_bytes end;
 	uint64_t sstables;
-	uint64_t sstable_bytes;
+	uint64_t sstable_bytes;		/* whole files, shared ones too */
+	uint64_t data_bytes;		/* estimated bytes of its own rows */
 	uint64_t memtable_bytes;
 	uint64_t flushed_seq;		/* the tablet's redo point */
 };
@@ -348,6 +360,10 @@ struct bt_stats {
 	uint64_t last_seq;
 	uint64_t cache_hits;
 	uint64_t cache_misses;
+	uint64_t tablets;
+	uint64_t splits;		/* since the store was opened */
+	uint64_t merges;
+	uint64_t files_collected;	/* unnamed SSTables deleted */
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);
 

@@ -67,12 +67,20 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	    "INSERT INTO tablets (table_id, start_row, end_row, flushed_seq)"
 	    " VALUES (?1, ?2, ?3, 0)",
 	[STMT_TABLET_LIST] =
-	    "SELECT id, start_row, end_row, flushed_seq FROM tablets"
-	    " WHERE table_id = ?1 ORDER BY start_row",
+	    "SELECT id, start_row, end_row, flushed_seq, auto_split"
+	    " FROM tablets WHERE table_id = ?1 ORDER BY start_row",
 	[STMT_TABLET_GET] =
 	    "SELECT table_id, flushed_seq FROM tablets WHERE id = ?1",
 	[STMT_TABLET_SET_SEQ] =
 	    "UPDATE tablets SET flushed_seq = ?2 WHERE id = ?1",
+	[STMT_TABLET_ROW] =
+	    "SELECT table_id, start_row, end_row, flushed_seq, auto_split"
+	    " FROM tablets WHERE id = ?1",
+	[STMT_TABLET_ADD] =
+	    "INSERT INTO tablets"
+	    " (table_id, start_row, end_row, flushed_seq, auto_split)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5)",
+	[STMT_TABLET_DELETE] = "DELETE FROM tablets WHERE id = ?1",
 	[STMT_FILE_INSERT] =
 	    "INSERT INTO files"
 	    " (tablet_id, number, group_name, size, entry_count, max_seq)"

@@ -79,6 +79,7 @@ struct catalog_tablet {
 	struct buf start;
 	struct buf end;
 	uint64_t flushed_seq;
+	bool auto_split;	/* start was chosen by a split for size */
 };
 
 /* One SSTable file, STORE/sst/NNNNNNNNNNNNNNNN.sst, of one locality group of
@@ -184,6 +185,20 @@ int catalog_files_list(struct catalog *c, uint64_t tablet_id,
 int catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
     const struct catalog_file *added, size_t added_count,
     const uint64_t *removed, size_t removed_count, uint64_t flushed_seq);
+
+/*
+ * Replace tablets of one table by others, in one transaction: a split
+ * (one old tablet, two new) or a merge (two old, one new).  The old
+ * tablets stop existing with their file rows; new_tablets[i] (start, end,
+ * flushed_seq, auto_split) is created naming files[i][0..file_counts[i])
+ * (the same file may be named by several: a split shares them), and its
+ * id and table_id are set.  The new ranges must tile exactly what the old
+ * ones covered (-EINVAL otherwise, and nothing changes); an unknown old id
+ * is -ENOENT.  The files must already be in place.
+ */
+int catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
+    size_t old_count, struct catalog_tablet *new_tablets, size_t new_count,
+    struct catalog_file *const *files, const size_t *file_counts);
 
 /*
  * A fresh file number, higher than any number returned before (durable:

@@ -89,6 +89,7 @@ tablets_list_txn(struct catalog *c, uint64_t table_id,
 		t->id = catalog_column_u64(st, 0);
 		t->table_id = table_id;
 		t->flushed_seq = catalog_column_u64(st, 3);
+		t->auto_split = catalog_column_u64(st, 4) != 0;
 		if ((rc = column_blob(c, st, 1, &t->start)) < 0 ||
 		    (rc = column_blob(c, st, 2, &t->end)) < 0)
 			goto out_free;
@@ -271,6 +272,139 @@ catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
 		return rc;
 	return catalog_end(c, tablet_apply_txn(c, tablet_id, added,
 	    added_count, removed, removed_count, flushed_seq));
+}
+
+/* ---- Splits and merges ---- */
+
+/* The catalog row of tablet id into *t (buffers initialized by the
+ * caller): 0, or -ENOENT. */
+static int
+tablet_row(struct catalog *c, uint64_t id, struct catalog_tablet *t)
+{
+	sqlite3_stmt *st = catalog_stmt(c, STMT_TABLET_ROW);
+	int rc;
+
+	if ((rc = catalog_bind(c, st, "u", id)) < 0 ||
+	    (rc = catalog_step(c, st)) < 0)
+		goto out;
+	if (rc != SQLITE_ROW) {
+		rc = bt_error_set(-ENOENT, "catalog: no tablet %llu",
+		    (unsigned long long)id);
+		goto out;
+	}
+	t->id = id;
+	t->table_id = catalog_column_u64(st, 0);
+	t->flushed_seq = catalog_column_u64(st, 3);
+	t->auto_split = catalog_column_u64(st, 4) != 0;
+	if ((rc = column_blob(c, st, 1, &t->start)) == 0)
+		rc = column_blob(c, st, 2, &t->end);
+out:
+	catalog_stmt_done(st);
+	return rc;
+}
+
+/* Whether the ranges of list (in order) follow one another without gap
+ * or overlap, from start to end. */
+static bool
+ranges_tile(const struct catalog_tablet *list, size_t n, struct slice start,
+    struct slice end)
+{
+	struct slice at = start;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!slice_equal(buf_slice(&list[i].start), at))
+			return false;
+		at = buf_slice(&list[i].end);
+		if (i + 1 < n && at.n == 0)
+			return false;	/* an open end before the last */
+		if (at.n > 0 && slice_compare(at,
+		    buf_slice(&list[i].start)) <= 0)
+			return false;	/* an empty range */
+	}
+	return slice_equal(at, end);
+}
+
+static int
+tablet_replace_txn(struct catalog *c, const uint64_t *old_ids,
+    size_t old_count, struct catalog_tablet *new_tablets, size_t new_count,
+    struct catalog_file *const *files, const size_t *file_counts)
+{
+	struct catalog_tablet *old;
+	sqlite3_stmt *st;
+	int rc = 0;
+
+	if ((old = bt_calloc(old_count, sizeof(*old))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < old_count; i++) {
+		buf_init(&old[i].start);
+		buf_init(&old[i].end);
+	}
+	for (size_t i = 0; i < old_count && rc == 0; i++)
+		if ((rc = tablet_row(c, old_ids[i], &old[i])) == 0 &&
+		    old[i].table_id != old[0].table_id)
+			rc = bt_error_set(-EINVAL, "catalog: tablets %llu and "
+			    "%llu are of different tables",
+			    (unsigned long long)old_ids[0],
+			    (unsigned long long)old_ids[i]);
+	if (rc < 0)
+		goto out;
+	if (!ranges_tile(old, old_count, buf_slice(&old[0].start),
+	    buf_slice(&old[old_count - 1].end)) ||
+	    !ranges_tile(new_tablets, new_count, buf_slice(&old[0].start),
+	    buf_slice(&old[old_count - 1].end))) {
+		rc = bt_error_set(-EINVAL, "catalog: tablet %llu: the new "
+		    "ranges do not tile the old ones",
+		    (unsigned long long)old_ids[0]);
+		goto out;
+	}
+	for (size_t i = 0; i < old_count; i++) {
+		st = catalog_stmt(c, STMT_TABLET_DELETE);
+		if ((rc = catalog_bind(c, st, "u", old_ids[i])) < 0) {
+			catalog_stmt_done(st);
+			goto out;
+		}
+		if ((rc = catalog_exec(c, st)) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < new_count; i++) {
+		struct catalog_tablet *t = &new_tablets[i];
+
+		st = catalog_stmt(c, STMT_TABLET_ADD);
+		if ((rc = catalog_bind(c, st, "ubbuu", old[0].table_id,
+		    &(struct slice){ t->start.p, t->start.n },
+		    &(struct slice){ t->end.p, t->end.n }, t->flushed_seq,
+		    (uint64_t)t->auto_split)) < 0) {
+			catalog_stmt_done(st);
+			goto out;
+		}
+		if ((rc = catalog_exec(c, st)) < 0)
+			goto out;
+		t->id = (uint64_t)sqlite3_last_insert_rowid(c->db);
+		t->table_id = old[0].table_id;
+		for (size_t j = 0; j < file_counts[i]; j++)
+			if ((rc = file_add(c, t->table_id, t->id,
+			    &files[i][j])) < 0)
+				goto out;
+	}
+out:
+	catalog_tablets_free(old, old_count);
+	return rc;
+}
+
+int
+catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
+    size_t old_count, struct catalog_tablet *new_tablets, size_t new_count,
+    struct catalog_file *const *files, const size_t *file_counts)
+{
+	int rc;
+
+	if (old_count == 0 || new_count == 0)
+		return bt_error_set(-EINVAL, "catalog: tablet replacement "
+		    "with no tablets");
+	if ((rc = catalog_begin(c, true)) < 0)
+		return rc;
+	return catalog_end(c, tablet_replace_txn(c, old_ids, old_count,
+	    new_tablets, new_count, files, file_counts));
 }
 
 /* Read a counter: 0 and *value, or BT_NOTFOUND. */

@@ -21,8 +21,10 @@
  *               are stored in, their GC policy text (gc_policy.h), and
  *               created_seq, the first sequence number of their life, so
  *               that data of a dropped family of the same name stays gone
- *     tablets   row ranges [start_row, end_row) of a table, and flushed_seq,
- *               the redo point of each
+ *     tablets   row ranges [start_row, end_row) of a table, flushed_seq,
+ *               the redo point of each, and auto_split: 1 when start_row
+ *               was chosen by a split for size (such a boundary may be
+ *               merged away again; split rows a user gave are kept)
  *     files     SSTables named by a tablet, per locality group; a number may
  *               be named by more than one tablet (children of a split share
  *               their parent's files)
@@ -72,6 +74,7 @@
 	"	start_row BLOB NOT NULL,\n" \
 	"	end_row BLOB NOT NULL,\n" \
 	"	flushed_seq INTEGER NOT NULL,\n" \
+	"	auto_split INTEGER NOT NULL DEFAULT 0,\n" \
 	"	UNIQUE (table_id, start_row)\n" \
 	");\n" \
 	"CREATE TABLE files (\n" \

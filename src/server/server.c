@@ -45,14 +45,83 @@ path_join(const char *dir, const char *name)
 
 /* ---- Tables ---- */
 
+struct tablet_map *
+tablet_map_new(size_t count)
+{
+	struct tablet_map *m = bt_calloc(1, sizeof(*m) +
+	    (count + 1) * sizeof(m->tablets[0]));
+
+	if (m == NULL)
+		return NULL;
+	atomic_init(&m->refs, 1);
+	m->count = count;
+	return m;
+}
+
+void
+tablet_map_unref(struct tablet_map *m)
+{
+	if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
+		return;
+	for (size_t i = 0; i < m->count; i++)
+		tablet_unref(m->tablets[i]);
+	bt_free(m);
+}
+
+size_t
+tablet_map_index(const struct tablet_map *m, struct slice row)
+{
+	size_t lo = 0, hi = m->count;
+
+	/* The last tablet whose start is <= row; the first starts at "". */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (slice_compare(tablet_start(m->tablets[mid]), row) <= 0)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct tablet *
+tablet_map_find(const struct tablet_map *m, struct slice row)
+{
+	return m->tablets[tablet_map_index(m, row)];
+}
+
+struct tablet_map *
+table_map(struct server_table *t)
+{
+	struct tablet_map *m;
+
+	pthread_mutex_lock(&t->map_mu);
+	m = t->map;
+	atomic_fetch_add(&m->refs, 1);
+	pthread_mutex_unlock(&t->map_mu);
+	return m;
+}
+
+void
+table_map_install(struct server_table *t, struct tablet_map *m)
+{
+	struct tablet_map *old;
+
+	pthread_mutex_lock(&t->map_mu);
+	old = t->map;
+	t->map = m;
+	pthread_mutex_unlock(&t->map_mu);
+	tablet_map_unref(old);
+}
+
 void
 table_unref(struct server_table *t)
 {
 	if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
 		return;
-	for (size_t i = 0; i < t->tablet_count; i++)
-		tablet_close(t->tablets[i]);
-	bt_free(t->tablets);
+	tablet_map_unref(t->map);
+	pthread_mutex_destroy(&t->map_mu);
 	tablet_schema_unref(t->schema);
 	bt_free(t);
 }
@@ -85,15 +154,6 @@ table_find_id_locked(struct server *s, uint64_t id)
 	return NULL;
 }
 
-struct tablet *
-table_tablet_for(const struct server_table *t, struct slice row)
-{
-	for (size_t i = 0; i < t->tablet_count; i++)
-		if (tablet_contains(t->tablets[i], row))
-			return t->tablets[i];
-	return t->tablets[t->tablet_count - 1];
-}
-
 /* The table's schema, referenced. */
 struct tablet_schema *
 table_schema(struct server *s, struct server_table *t)
@@ -120,6 +180,7 @@ table_load(struct server *s, const char *name, struct server_table **out)
 	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
 		return -ENOMEM;
 	atomic_init(&t->refs, 1);
+	pthread_mutex_init(&t->map_mu, NULL);
 	if ((rc = catalog_table_get(s->catalog, name, &ct)) != 0) {
 		if (rc == BT_NOTFOUND)
 			rc = bt_error_set(-ENOENT, "table %s: not in the "
@@ -128,6 +189,7 @@ table_load(struct server *s, const char *name, struct server_table **out)
 	}
 	snprintf(t->name, sizeof(t->name), "%s", ct->name);
 	t->id = ct->id;
+	t->tablet_size = ct->tablet_size;
 	if ((rc = tablet_schema_new(ct, &t->schema)) < 0 ||
 	    (rc = catalog_tablets_list(s->catalog, ct->id, &cts,
 	    &count)) < 0)
@@ -136,16 +198,14 @@ table_load(struct server *s, const char *name, struct server_table **out)
 		rc = bt_error_set(BT_ECORRUPT, "table %s: no tablets", name);
 		goto out_free;
 	}
-	if ((t->tablets = bt_calloc(count, sizeof(*t->tablets))) == NULL) {
+	if ((t->map = tablet_map_new(count)) == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < count; i++)
 		if ((rc = tablet_open(&s->tenv, &cts[i], t->schema,
-		    &t->tablets[i])) < 0)
+		    &t->map->tablets[i])) < 0)
 			goto out_free;
-		t->tablet_count++;
-	}
 	catalog_tablets_free(cts, count);
 	catalog_table_free(ct);
 	*out = t;
@@ -236,14 +296,18 @@ segments_collect(struct server *s)
 
 	if (s->log == NULL || tables_snapshot(s, &tables, &count) < 0)
 		return;
-	for (size_t i = 0; i < count; i++)
-		for (size_t j = 0; j < tables[i]->tablet_count; j++) {
+	for (size_t i = 0; i < count; i++) {
+		struct tablet_map *m = table_map(tables[i]);
+
+		for (size_t j = 0; j < m->count; j++) {
 			uint64_t u = tablet_oldest_unflushed_seq(
-			    tables[i]->tablets[j]);
+			    m->tablets[j]);
 
 			if (u < oldest)
 				oldest = u;
 		}
+		tablet_map_unref(m);
+	}
 	tables_snapshot_free(tables, count);
 	pthread_mutex_lock(&s->apply_mu);
 	current = log_writer_position(s->log).segment;
@@ -276,8 +340,10 @@ background_round(struct server *s)
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
 		return rc;
 	for (size_t i = 0; i < count; i++) {
-		for (size_t j = 0; j < tables[i]->tablet_count; j++) {
-			struct tablet *t = tables[i]->tablets[j];
+		struct tablet_map *m = table_map(tables[i]);
+
+		for (size_t j = 0; j < m->count; j++) {
+			struct tablet *t = m->tablets[j];
 
 			rc = tablet_flush(t);
 			if (rc < 0 && first == 0)
@@ -288,9 +354,16 @@ background_round(struct server *s)
 					first = rc;
 			}
 		}
+		tablet_map_unref(m);
+		rc = master_balance_table(s, tables[i]);
+		if (rc < 0 && first == 0)
+			first = rc;
 	}
 	tables_snapshot_free(tables, count);
 	segments_collect(s);
+	rc = master_collect_rounds(s, s->bg_rounds);
+	if (rc < 0 && first == 0)
+		first = rc;
 	return first;
 }
 
@@ -410,46 +483,6 @@ out:
 	return rc;
 }
 
-/* Delete what a crash may have left: every file in tmp/, and every
- * SSTable the catalog does not name. */
-struct sweep {
-	struct server *s;
-	const char *dir;
-	bool tmp;
-};
-
-static int
-sweep_one(void *arg, const char *name)
-{
-	struct sweep *w = arg;
-	char path[4096];
-	unsigned long long number;
-	char tail[8];
-
-	if (!w->tmp) {
-		if (sscanf(name, "%llu%7s", &number, tail) != 2 ||
-		    strcmp(tail, ".sst") != 0)
-			return 0;
-		if (catalog_file_is_live(w->s->catalog, number) != 0)
-			return 0;
-	}
-	snprintf(path, sizeof(path), "%s/%s", w->dir, name);
-	env_path_remove(w->s->env, path);
-	return 0;
-}
-
-static int
-server_sweep(struct server *s)
-{
-	struct sweep tmp = { s, s->tmp_dir, true };
-	struct sweep sst = { s, s->sst_dir, false };
-	int rc;
-
-	if ((rc = env_dir_list(s->env, s->tmp_dir, sweep_one, &tmp)) < 0)
-		return rc;
-	return env_dir_list(s->env, s->sst_dir, sweep_one, &sst);
-}
-
 /* Replay one log record into its tablet, unless it is already flushed. */
 static int
 replay_record(struct server *s, struct slice data)
@@ -473,7 +506,7 @@ replay_record(struct server *s, struct slice data)
 	t = table_find_id_locked(s, rec.table_id);
 	if (t == NULL)
 		goto out;	/* the table was dropped */
-	tablet = table_tablet_for(t, rec.row);
+	tablet = tablet_map_find(t->map, rec.row);
 	if (last <= tablet_flushed_seq(tablet))
 		goto out;
 	if ((rc = tablet_apply(tablet, rec.seq, rec.row, rec.ops,
@@ -530,8 +563,8 @@ server_recover(struct server *s, uint64_t *next_segment)
 	if (s->opts.read_only)
 		goto out;
 	for (size_t i = 0; i < s->table_count; i++)
-		for (size_t j = 0; j < s->tables[i]->tablet_count; j++) {
-			struct tablet *t = s->tables[i]->tablets[j];
+		for (size_t j = 0; j < s->tables[i]->map->count; j++) {
+			struct tablet *t = s->tables[i]->map->tablets[j];
 
 			if ((rc = tablet_freeze(t)) == 0)
 				rc = tablet_flush(t);
@@ -569,8 +602,8 @@ server_load_tables(struct server *s)
 			break;
 		if ((rc = tables_add_locked(s, t)) < 0)
 			table_unref(t);
-		for (size_t j = 0; j < t->tablet_count && rc == 0; j++) {
-			uint64_t f = tablet_flushed_seq(t->tablets[j]);
+		for (size_t j = 0; j < t->map->count && rc == 0; j++) {
+			uint64_t f = tablet_flushed_seq(t->map->tablets[j]);
 
 			if (f >= s->next_seq)
 				s->next_seq = f + 1;
@@ -659,7 +692,7 @@ server_open(const char *path, const struct server_options *opts,
 	s->last_stamp = (int64_t)last_stamp;
 	if ((rc = server_load_tables(s)) < 0)
 		goto out_close;
-	if (!s->opts.read_only && (rc = server_sweep(s)) < 0)
+	if (!s->opts.read_only && (rc = master_collect_files(s)) < 0)
 		goto out_close;
 	if ((rc = server_recover(s, &next_segment)) < 0)
 		goto out_close;
@@ -705,9 +738,9 @@ server_close(struct server *s)
 	/* Flush everything so the next open replays nothing. */
 	if (s->log != NULL && !s->broken) {
 		for (size_t i = 0; i < s->table_count; i++)
-			for (size_t j = 0; j < s->tables[i]->tablet_count;
+			for (size_t j = 0; j < s->tables[i]->map->count;
 			    j++) {
-				struct tablet *t = s->tables[i]->tablets[j];
+				struct tablet *t = s->tables[i]->map->tablets[j];
 
 				frc = tablet_flush(t);
 				if (frc >= 0 && (frc = tablet_freeze(t)) == 0)

@@ -131,6 +131,10 @@ int server_check(struct server *s,
     void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
     uint64_t *files, uint64_t *bytes);
 
+/* Split the tablet holding row so that a tablet starts at row (see
+ * bt_table_split). */
+int server_split(struct server *s, const char *table, struct slice row);
+
 int server_flush(struct server *s);
 int server_compact(struct server *s, const char *table, bool major);
 
@@ -146,6 +150,10 @@ struct server_stats {
 	uint64_t last_seq;
 	uint64_t cache_hits;
 	uint64_t cache_misses;
+	uint64_t tablets;
+	uint64_t splits;		/* since open */
+	uint64_t merges;
+	uint64_t files_collected;	/* SSTables deleted by the sweep */
 };
 void server_get_stats(struct server *s, struct server_stats *out);
 

@@ -19,13 +19,26 @@
 #define DEFAULT_CACHE_SIZE (64ull << 20)
 #define DEFAULT_MAX_CELL (64ull << 20)
 
+/*
+ * The tablets serving a table, in row order, tiling its key space: an
+ * immutable, reference-counted list that a split or merge replaces as a
+ * whole, so that a reader holding one sees a consistent set (and keeps
+ * the tablets in it alive).
+ */
+struct tablet_map {
+	atomic_int refs;
+	size_t count;
+	struct tablet *tablets[];	/* each referenced */
+};
+
 struct server_table {
 	atomic_int refs;
 	char name[CATALOG_NAME_MAX + 1];
 	uint64_t id;
+	uint64_t tablet_size;		/* split past this many bytes */
 	struct tablet_schema *schema;	/* guarded by server.tables_mu */
-	size_t tablet_count;
-	struct tablet **tablets;	/* in row order */
+	pthread_mutex_t map_mu;
+	struct tablet_map *map;		/* guarded by map_mu */
 };
 
 /* A log segment and the highest sequence number written to it. */
@@ -77,6 +90,9 @@ struct server {
 
 	atomic_uint_fast64_t mutations;
 	atomic_uint_fast64_t reads;
+	atomic_uint_fast64_t splits;
+	atomic_uint_fast64_t merges;
+	atomic_uint_fast64_t files_collected;
 };
 
 int64_t server_now(struct server *s);
@@ -88,8 +104,19 @@ void table_unref(struct server_table *t);
 int table_get(struct server *s, const char *name, struct server_table **out);
 /* The table with this catalog id, or NULL; caller holds tables_mu. */
 struct server_table *table_find_id_locked(struct server *s, uint64_t id);
-/* The tablet serving row. */
-struct tablet *table_tablet_for(const struct server_table *t, struct slice row);
+/* The table's current tablets, referenced. */
+struct tablet_map *table_map(struct server_table *t);
+/* Install m (taking the caller's reference) in place of the current map,
+ * which is unreferenced. */
+void table_map_install(struct server_table *t, struct tablet_map *m);
+/* A map with room for count tablets (count set, slots NULL). */
+struct tablet_map *tablet_map_new(size_t count);
+/* Accepts NULL. */
+void tablet_map_unref(struct tablet_map *m);
+/* The index of the tablet serving row (binary search on starts). */
+size_t tablet_map_index(const struct tablet_map *m, struct slice row);
+/* The tablet serving row, borrowed from m. */
+struct tablet *tablet_map_find(const struct tablet_map *m, struct slice row);
 /* The table's current schema, referenced. */
 struct tablet_schema *table_schema(struct server *s, struct server_table *t);
 /* References to every table, for work done without tables_mu. */
@@ -108,5 +135,21 @@ int background_wait_round(struct server *s);
 int table_load(struct server *s, const char *name, struct server_table **out);
 /* Add a loaded table to the server; caller holds tables_mu. */
 int tables_add_locked(struct server *s, struct server_table *t);
+
+/* ---- The master's duties (master.c) ---- */
+
+/* Split the tablets of t that outgrew its tablet_size and merge adjacent
+ * ones that shrank below a quarter of it; caller holds work_mu. */
+int master_balance_table(struct server *s, struct server_table *t);
+/* Split the tablet holding row at row; caller holds work_mu.  0, or
+ * -EEXIST if a tablet already starts there. */
+int master_split_at(struct server *s, struct server_table *t,
+    struct slice row, bool auto_split);
+/* Delete every SSTable in sst/ and every file in tmp/ that the catalog
+ * does not name (mark and sweep); caller holds work_mu, so no flush or
+ * compaction is between writing a file and naming it. */
+int master_collect_files(struct server *s);
+/* The sweep, every so many background rounds. */
+int master_collect_rounds(struct server *s, uint64_t round);
 
 #endif

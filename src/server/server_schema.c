@@ -38,6 +38,7 @@ table_reload_schema(struct server *s, struct server_table *t)
 {
 	struct catalog_table *ct;
 	struct tablet_schema *schema, *old;
+	struct tablet_map *m;
 	int rc;
 
 	if ((rc = catalog_table_get_by_id(s->catalog, t->id, &ct)) != 0)
@@ -46,14 +47,17 @@ table_reload_schema(struct server *s, struct server_table *t)
 	catalog_table_free(ct);
 	if (rc < 0)
 		return rc;
-	for (size_t i = 0; i < t->tablet_count; i++)
-		if ((rc = tablet_set_schema(t->tablets[i], schema)) < 0)
-			break;
+	/* The table's schema first: a split installing new tablets after
+	 * this gives them the new schema (master.c). */
 	pthread_mutex_lock(&s->tables_mu);
 	old = t->schema;
 	t->schema = schema;
 	pthread_mutex_unlock(&s->tables_mu);
 	tablet_schema_unref(old);
+	m = table_map(t);
+	for (size_t i = 0; i < m->count && rc == 0; i++)
+		rc = tablet_set_schema(m->tablets[i], schema);
+	tablet_map_unref(m);
 	return rc;
 }
 
@@ -278,11 +282,14 @@ server_flush(struct server *s)
 		if ((rc = tables_snapshot(s, &tables, &count)) < 0)
 			return rc;
 		pthread_mutex_lock(&s->apply_mu);
-		for (size_t i = 0; i < count; i++)
-			for (size_t j = 0; j < tables[i]->tablet_count; j++)
-				if (tablet_freeze(tables[i]->tablets[j]) ==
-				    -EBUSY)
+		for (size_t i = 0; i < count; i++) {
+			struct tablet_map *m = table_map(tables[i]);
+
+			for (size_t j = 0; j < m->count; j++)
+				if (tablet_freeze(m->tablets[j]) == -EBUSY)
 					busy = true;
+			tablet_map_unref(m);
+		}
 		pthread_mutex_unlock(&s->apply_mu);
 		tables_snapshot_free(tables, count);
 		if ((rc = background_wait_round(s)) < 0)
@@ -308,17 +315,41 @@ server_compact(struct server *s, const char *table, bool major)
 		return rc;
 	pthread_mutex_lock(&s->work_mu);
 	for (size_t i = 0; i < count; i++) {
+		struct tablet_map *m;
+
 		if (table != NULL && strcmp(tables[i]->name, table) != 0)
 			continue;
-		for (size_t j = 0; j < tables[i]->tablet_count; j++)
-			if ((rc = tablet_compact(tables[i]->tablets[j], major,
+		m = table_map(tables[i]);
+		for (size_t j = 0; j < m->count; j++)
+			if ((rc = tablet_compact(m->tablets[j], major,
 			    server_now(s))) < 0 && first == 0)
 				first = rc;
+		tablet_map_unref(m);
 	}
 	pthread_mutex_unlock(&s->work_mu);
 	tables_snapshot_free(tables, count);
 	segments_collect(s);
 	return first;
+}
+
+int
+server_split(struct server *s, const char *table, struct slice row)
+{
+	struct server_table *t;
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	if (row.n == 0 || row.n > SERVER_MAX_ROW)
+		return bt_error_set(-EINVAL, "split row of %zu bytes (1 to %u "
+		    "allowed)", row.n, SERVER_MAX_ROW);
+	if ((rc = table_get(s, table, &t)) < 0)
+		return rc;
+	pthread_mutex_lock(&s->work_mu);
+	rc = master_split_at(s, t, row, false);
+	pthread_mutex_unlock(&s->work_mu);
+	table_unref(t);
+	return rc;
 }
 
 int
@@ -329,17 +360,19 @@ server_table_tablets(struct server *s, const char *table,
 	struct catalog_tablet *list;
 	struct tablet_stats *st;
 	struct server_table *t;
+	struct tablet_map *m;
 	size_t n = 0;
 	int rc = 0;
 
 	if ((rc = table_get(s, table, &t)) < 0)
 		return rc;
-	list = bt_calloc(t->tablet_count + 1, sizeof(*list));
-	st = bt_calloc(t->tablet_count + 1, sizeof(*st));
+	m = table_map(t);
+	list = bt_calloc(m->count + 1, sizeof(*list));
+	st = bt_calloc(m->count + 1, sizeof(*st));
 	if (list == NULL || st == NULL)
 		rc = -ENOMEM;
-	for (; rc == 0 && n < t->tablet_count; n++) {
-		struct tablet *tab = t->tablets[n];
+	for (; rc == 0 && n < m->count; n++) {
+		struct tablet *tab = m->tablets[n];
 		struct slice a = tablet_start(tab), b = tablet_end(tab);
 
 		buf_init(&list[n].start);
@@ -351,6 +384,7 @@ server_table_tablets(struct server *s, const char *table,
 		if ((rc = buf_set(&list[n].start, a.p, a.n)) == 0)
 			rc = buf_set(&list[n].end, b.p, b.n);
 	}
+	tablet_map_unref(m);
 	table_unref(t);
 	if (rc < 0) {
 		catalog_tablets_free(list, n);
@@ -384,15 +418,23 @@ server_get_stats(struct server *s, struct server_stats *out)
 	out->cache_misses = cs.misses;
 	if (tables_snapshot(s, &tables, &count) < 0)
 		return;
-	for (size_t i = 0; i < count; i++)
-		for (size_t j = 0; j < tables[i]->tablet_count; j++) {
+	for (size_t i = 0; i < count; i++) {
+		struct tablet_map *m = table_map(tables[i]);
+
+		out->tablets += m->count;
+		for (size_t j = 0; j < m->count; j++) {
 			struct tablet_stats ts;
 
-			tablet_get_stats(tables[i]->tablets[j], &ts);
+			tablet_get_stats(m->tablets[j], &ts);
 			out->flushes += ts.flushes;
 			out->compactions += ts.compactions;
 			out->sstables += ts.sstables;
 			out->memtable_bytes += ts.memtable_bytes;
 		}
+		tablet_map_unref(m);
+	}
+	out->splits = atomic_load(&s->splits);
+	out->merges = atomic_load(&s->merges);
+	out->files_collected = atomic_load(&s->files_collected);
 	tables_snapshot_free(tables, count);
 }

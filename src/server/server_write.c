@@ -96,14 +96,17 @@ write_throttle(struct server *s, struct tablet *t)
 
 /*
  * Log and apply a validated mutation; the caller holds the row lock.  See
- * server.h for the order of steps.
+ * server.h for the order of steps.  The tablet is chosen again in the
+ * apply turn: a split or merge replaces tablets only while holding it, so
+ * the mutation lands in the tablet that serves its row then.
  */
 static int
 mutation_commit(struct server *s, struct server_table *t, struct slice row,
     struct mutation *ops, size_t count, bool sync, int64_t *stamp)
 {
-	struct tablet *tablet = table_tablet_for(t, row);
 	struct log_position pos = { 0, 0 };
+	struct tablet_map *m;
+	struct tablet *tablet;
 	uint64_t first_seq;
 	int64_t now;
 	struct buf rec;
@@ -111,7 +114,9 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 
 	if (s->log == NULL)
 		return bt_error_set(-EROFS, "store is read-only");
-	write_throttle(s, tablet);
+	m = table_map(t);
+	write_throttle(s, tablet_map_find(m, row));
+	tablet_map_unref(m);
 	buf_init(&rec);
 
 	pthread_mutex_lock(&s->seq_mu);
@@ -142,6 +147,8 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 		pthread_cond_wait(&s->apply_cv, &s->apply_mu);
 	if (rc == 0 && s->broken)
 		rc = s->broken;
+	m = table_map(t);
+	tablet = tablet_map_find(m, row);
 	if (rc == 0) {
 		if (tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
 		    tablet_freeze(tablet) == 0)
@@ -156,6 +163,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 		}
 		segment_note_locked(s, pos.segment, first_seq + count - 1);
 	}
+	tablet_map_unref(m);
 	s->applied_upto = first_seq + count - 1;
 	atomic_store(&s->visible_seq, s->applied_upto);
 	pthread_cond_broadcast(&s->apply_cv);
@@ -189,6 +197,23 @@ out:
 	return rc;
 }
 
+/* Read one row from the tablet serving it now. */
+static int
+table_read_row(struct server *s, struct server_table *t, struct slice row,
+    const struct cells_filter *filter, struct cells_row *out)
+{
+	/* The snapshot before the map: a tablet that came later by a split
+	 * holds everything up to it, a tablet the split replaced too. */
+	uint64_t snapshot = atomic_load(&s->visible_seq);
+	struct tablet_map *m = table_map(t);
+	int rc;
+
+	rc = tablet_read_row(tablet_map_find(m, row), snapshot, row,
+	    server_now(s), filter, out);
+	tablet_map_unref(m);
+	return rc;
+}
+
 /* The newest visible value of one column, copied into value.  0 or
  * BT_NOTFOUND. */
 static int
@@ -204,8 +229,7 @@ column_newest(struct server *s, struct server_table *t, struct slice row,
 	int rc;
 
 	cells_row_init(&r);
-	rc = tablet_read_row(table_tablet_for(t, row),
-	    atomic_load(&s->visible_seq), row, server_now(s), &f, &r);
+	rc = table_read_row(s, t, row, &f, &r);
 	if (rc == 0) {
 		cells_row_get(&r, 0, &c);
 		*ts = c.ts;
@@ -432,18 +456,18 @@ server_read_row(struct server *s, const char *table, struct slice row,
 	if (row.n == 0 || row.n > SERVER_MAX_ROW)
 		rc = bt_error_set(-EINVAL, "row key of %zu bytes", row.n);
 	else
-		rc = tablet_read_row(table_tablet_for(t, row),
-		    atomic_load(&s->visible_seq), row, server_now(s), filter,
-		    out);
+		rc = table_read_row(s, t, row, filter, out);
 	atomic_fetch_add(&s->reads, 1);
 	table_unref(t);
 	return rc;
 }
 
-/* A scan walks the table's tablets in row order, one at a time. */
+/* A scan walks the table's tablets in row order, one at a time, from the
+ * map current when it opened (its tablets stay readable after a split). */
 struct server_scan {
 	struct server *s;
 	struct server_table *t;
+	struct tablet_map *map;
 	size_t next_tablet;
 	struct tablet_scan *cur;
 	uint64_t snapshot;
@@ -458,8 +482,8 @@ struct server_scan {
 static int
 scan_next_tablet(struct server_scan *sc)
 {
-	while (sc->next_tablet < sc->t->tablet_count) {
-		struct tablet *tab = sc->t->tablets[sc->next_tablet++];
+	while (sc->next_tablet < sc->map->count) {
+		struct tablet *tab = sc->map->tablets[sc->next_tablet++];
 		struct slice first = tablet_start(tab), last = tablet_end(tab);
 
 		if (sc->end.n > 0 && first.n > 0 &&
@@ -490,7 +514,12 @@ server_scan_open(struct server *s, const char *table, struct slice start,
 	sc->s = s;
 	if ((rc = table_get(s, table, &sc->t)) < 0)
 		goto out_free;
+	/* The snapshot before the map, as in table_read_row(). */
 	sc->snapshot = atomic_load(&s->visible_seq);
+	sc->map = table_map(sc->t);
+	/* Skip the tablets before start. */
+	if (start.n > 0)
+		sc->next_tablet = tablet_map_index(sc->map, start);
 	sc->now = server_now(s);
 	sc->filter = filter;
 	sc->start_exclusive = start_exclusive;
@@ -525,6 +554,7 @@ server_scan_close(struct server_scan *sc)
 	if (sc == NULL)
 		return;
 	tablet_scan_close(sc->cur);
+	tablet_map_unref(sc->map);
 	table_unref(sc->t);
 	buf_release(&sc->start);
 	buf_release(&sc->end);

@@ -125,4 +125,25 @@ struct sst_reader_stats {
 void sst_reader_get_stats(const struct sst_reader *r,
     struct sst_reader_stats *out);
 
+/*
+ * Row ranges, for tablets that share files after a split.  A range is
+ * [lo, hi) of keys; an empty hi has no upper bound.
+ *
+ * range_size: the bytes of the data blocks that may hold keys in the range
+ * (whole blocks, trailers included; data_size for the whole table; 0 if
+ * the index cannot be read).
+ * middle_key: a key near the middle of the range by bytes: the last key of
+ * a block such that at least one block of the range lies on each side.
+ * 0 with the key in *out, BT_NOTFOUND if fewer than two blocks meet the
+ * range, or a negative error.
+ * key_range: the first and last keys of the table.  0, BT_NOTFOUND for an
+ * empty table, or a negative error (the first key costs one block read).
+ */
+uint64_t sst_reader_range_size(const struct sst_reader *r, struct slice lo,
+    struct slice hi);
+int sst_reader_middle_key(const struct sst_reader *r, struct slice lo,
+    struct slice hi, struct buf *out);
+int sst_reader_key_range(struct sst_reader *r, struct buf *first,
+    struct buf *last);
+
 #endif

@@ -13,12 +13,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memtable/memtable.h"
 #include "sstable/sstable.h"
 #include "tablet/ikey.h"
 #include "tablet/merge.h"
+#include "tablet/range_iter.h"
 #include "tablet/tablet.h"
 #include "util/alloc.h"
 #include "util/error.h"
@@ -63,11 +65,15 @@ struct tablet_version {
 };
 
 struct tablet {
+	atomic_int refs;
 	struct tablet_env tenv;
 	uint64_t id;
 	uint64_t table_id;
 	struct buf start;
 	struct buf end;			/* empty: no end */
+	/* The range as bounds on internal keys: esc(start) and esc(end),
+	 * empty for an open bound (range_iter.h). */
+	struct buf key_lo, key_hi;
 
 	pthread_mutex_t mu;		/* guards current */
 	struct tablet_version *current;
@@ -318,18 +324,21 @@ file_open(const struct tablet_env *tenv, const struct catalog_file *meta,
 
 /* ---- Open and close ---- */
 
-int
-tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
+/*
+ * A tablet for the catalog row ct with an empty memtable and no files
+ * yet: the common start of opening, splitting and merging.
+ */
+static int
+tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
     struct tablet_schema *schema, struct tablet **out)
 {
-	struct catalog_file *files = NULL;
 	struct tablet_version *v;
 	struct tablet *t;
-	size_t count = 0;
 	int rc = -ENOMEM;
 
 	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
 		return -ENOMEM;
+	atomic_init(&t->refs, 1);
 	t->tenv = *tenv;
 	t->id = ct->id;
 	t->table_id = ct->table_id;
@@ -339,11 +348,19 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	atomic_init(&t->imm_first_seq, UINT64_MAX);
 	buf_init(&t->start);
 	buf_init(&t->end);
+	buf_init(&t->key_lo);
+	buf_init(&t->key_hi);
 	buf_init(&t->key_scratch);
 	pthread_mutex_init(&t->mu, NULL);
 	if (buf_set(&t->start, ct->start.p, ct->start.n) < 0 ||
 	    buf_set(&t->end, ct->end.p, ct->end.n) < 0)
 		goto out_free;
+	if ((ct->start.n > 0 && (rc = ikey_append_row_prefix(
+	    buf_slice(&ct->start), &t->key_lo)) < 0) ||
+	    (ct->end.n > 0 && (rc = ikey_append_row_prefix(
+	    buf_slice(&ct->end), &t->key_hi)) < 0))
+		goto out_free;
+	rc = -ENOMEM;
 	if ((v = bt_calloc(1, sizeof(*v))) == NULL)
 		goto out_free;
 	atomic_init(&v->refs, 1);
@@ -353,6 +370,34 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	if ((rc = memtable_new(&v->mem)) < 0)
 		goto out_free;
 	t->mem = v->mem;
+	*out = t;
+	return 0;
+out_free:
+	tablet_unref(t);
+	return rc;
+}
+
+/* Give the version room for count files. */
+static int
+version_files_alloc(struct tablet_version *v, size_t count)
+{
+	v->files = bt_calloc(count + 1, sizeof(*v->files));
+	return v->files == NULL ? -ENOMEM : 0;
+}
+
+int
+tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
+    struct tablet_schema *schema, struct tablet **out)
+{
+	struct catalog_file *files = NULL;
+	struct tablet_version *v;
+	struct tablet *t;
+	size_t count = 0;
+	int rc;
+
+	if ((rc = tablet_new(tenv, ct, schema, &t)) < 0)
+		return rc;
+	v = t->current;
 	if ((rc = catalog_files_list(tenv->catalog, ct->id, &files,
 	    &count)) != 0) {
 		if (rc > 0)
@@ -360,10 +405,8 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 			    ": not in the catalog", ct->id);
 		goto out_free;
 	}
-	if ((v->files = bt_calloc(count + 1, sizeof(*v->files))) == NULL) {
-		rc = -ENOMEM;
+	if ((rc = version_files_alloc(v, count)) < 0)
 		goto out_files;
-	}
 	for (size_t i = 0; i < count; i++) {
 		struct tablet_file *f = &v->files[i];
 
@@ -379,19 +422,128 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 out_files:
 	bt_free(files);
 out_free:
-	tablet_close(t);
+	tablet_unref(t);
 	return rc;
 }
 
-void
-tablet_close(struct tablet *t)
+/* Add a reference to file f of another tablet to t's version, renamed as
+ * t's; a file t already has is skipped. */
+static void
+version_add_shared(struct tablet *t, const struct tablet_file *f)
 {
-	if (t == NULL)
+	struct tablet_version *v = t->current;
+
+	for (size_t i = 0; i < v->file_count; i++)
+		if (v->files[i].meta.number == f->meta.number)
+			return;
+	v->files[v->file_count] = *f;
+	v->files[v->file_count].meta.tablet_id = t->id;
+	sst_reader_ref(f->reader);
+	v->file_count++;
+}
+
+static int
+file_newer_first(const void *a, const void *b)
+{
+	const struct tablet_file *x = a, *y = b;
+
+	return x->meta.number < y->meta.number ? 1 :
+	    x->meta.number > y->meta.number ? -1 : 0;
+}
+
+/*
+ * A tablet for ct that serves the files of the given tablets (their
+ * memtables must be empty): the in-memory side of a split (one parent,
+ * each child made in turn) or a merge (two parents, one child).  The
+ * files are shared, not copied; the range iterator hides what lies
+ * outside the new tablet's rows.
+ */
+static int
+tablet_from(const struct catalog_tablet *ct, struct tablet *const *parents,
+    size_t parent_count, struct tablet **out)
+{
+	struct tablet_version *pv[2];
+	struct tablet *t;
+	size_t total = 0;
+	int rc;
+
+	if (parent_count > 2)
+		return -EINVAL;
+	for (size_t i = 0; i < parent_count; i++) {
+		pv[i] = version_get(parents[i]);
+		total += pv[i]->file_count;
+	}
+	if ((rc = tablet_new(&parents[0]->tenv, ct, pv[0]->schema, &t)) < 0)
+		goto out;
+	if ((rc = version_files_alloc(t->current, total)) < 0) {
+		tablet_unref(t);
+		goto out;
+	}
+	for (size_t i = 0; i < parent_count; i++)
+		for (size_t j = 0; j < pv[i]->file_count; j++)
+			version_add_shared(t, &pv[i]->files[j]);
+	qsort(t->current->files, t->current->file_count,
+	    sizeof(*t->current->files), file_newer_first);
+	*out = t;
+out:
+	for (size_t i = 0; i < parent_count; i++)
+		version_unref(pv[i]);
+	return rc;
+}
+
+int
+tablet_split(struct tablet *t, const struct catalog_tablet *left,
+    const struct catalog_tablet *right, struct tablet **leftp,
+    struct tablet **rightp)
+{
+	struct tablet *l, *r;
+	int rc;
+
+	if (memtable_count(t->mem) > 0 || tablet_has_frozen(t))
+		return bt_error_set(-EBUSY, "tablet %" PRIu64 ": split with "
+		    "unflushed data", t->id);
+	if ((rc = tablet_from(left, &t, 1, &l)) < 0)
+		return rc;
+	if ((rc = tablet_from(right, &t, 1, &r)) < 0) {
+		tablet_unref(l);
+		return rc;
+	}
+	*leftp = l;
+	*rightp = r;
+	return 0;
+}
+
+int
+tablet_merge(struct tablet *left, struct tablet *right,
+    const struct catalog_tablet *ct, struct tablet **out)
+{
+	struct tablet *parents[2] = { left, right };
+
+	for (size_t i = 0; i < 2; i++)
+		if (memtable_count(parents[i]->mem) > 0 ||
+		    tablet_has_frozen(parents[i]))
+			return bt_error_set(-EBUSY, "tablet %" PRIu64 ": merge "
+			    "with unflushed data", parents[i]->id);
+	return tablet_from(ct, parents, 2, out);
+}
+
+void
+tablet_ref(struct tablet *t)
+{
+	atomic_fetch_add(&t->refs, 1);
+}
+
+void
+tablet_unref(struct tablet *t)
+{
+	if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
 		return;
 	version_unref(t->current);
 	pthread_mutex_destroy(&t->mu);
 	buf_release(&t->start);
 	buf_release(&t->end);
+	buf_release(&t->key_lo);
+	buf_release(&t->key_hi);
 	buf_release(&t->key_scratch);
 	bt_free(t);
 }
@@ -808,6 +960,30 @@ tablet_needs_compaction(const struct tablet *t)
 	return needed;
 }
 
+/*
+ * Restrict *it to the tablet's rows, when the tablet has bounds: after a
+ * split its files hold rows of its sibling too.  Takes ownership of *it.
+ */
+static int
+tablet_range_wrap(struct tablet *t, struct iter **it)
+{
+	if (t->key_lo.n == 0 && t->key_hi.n == 0)
+		return 0;
+	return range_iter_new(*it, buf_slice(&t->key_lo),
+	    buf_slice(&t->key_hi), it);
+}
+
+void
+tablet_file_release(const struct tablet_env *tenv, uint64_t number)
+{
+	char path[4096];
+
+	if (catalog_file_is_live(tenv->catalog, number) != 0)
+		return;		/* still named, or the catalog cannot say */
+	sst_path(path, sizeof(path), tenv->sst_dir, number);
+	env_path_remove(tenv->env, path);
+}
+
 struct compact_out {
 	struct tablet *t;
 	const struct tablet_group *group;
@@ -867,6 +1043,8 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	}
 	rc = merge_iter_new(children, n, &it);
 	n = 0;		/* the merge owns the children now */
+	if (rc == 0)
+		rc = tablet_range_wrap(t, &it);
 	if (rc < 0 || (rc = iter_seek_first(it)) < 0)
 		goto out;
 	while ((rc = cells_compact_row(it, &cs, now, &row, compact_keep,
@@ -887,12 +1065,8 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	if ((rc = commit_files(t, &out, out.meta.number != 0 ? 1 : 0,
 	    removed, n, 0, false)) < 0)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		char path[4096];
-
-		sst_path(path, sizeof(path), t->tenv.sst_dir, removed[i]);
-		env_path_remove(t->tenv.env, path);
-	}
+	for (size_t i = 0; i < n; i++)
+		tablet_file_release(&t->tenv, removed[i]);
 	atomic_fetch_add(&t->compactions, 1);
 	rc = 0;
 	goto out;
@@ -936,8 +1110,11 @@ tablet_get_stats(struct tablet *t, struct tablet_stats *out)
 
 	memset(out, 0, sizeof(*out));
 	out->sstables = v->file_count;
-	for (size_t i = 0; i < v->file_count; i++)
+	for (size_t i = 0; i < v->file_count; i++) {
 		out->sstable_bytes += v->files[i].meta.size;
+		out->data_bytes += sst_reader_range_size(v->files[i].reader,
+		    buf_slice(&t->key_lo), buf_slice(&t->key_hi));
+	}
 	out->memtable_bytes = memtable_memory_usage(v->mem) +
 	    (v->imm ? memtable_memory_usage(v->imm) : 0);
 	out->flushes = atomic_load(&t->flushes);
@@ -1081,7 +1258,7 @@ tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
 	    buf_set(&sc->end, end.p, end.n) < 0)
 		goto out_free;
 	if ((rc = version_iter(sc->v, filter, slice_make("", 0),
-	    &sc->it)) < 0)
+	    &sc->it)) < 0 || (rc = tablet_range_wrap(t, &sc->it)) < 0)
 		goto out_free;
 	if (start.n > 0) {
 		if ((rc = ikey_append_row_prefix(start, &prefix)) < 0 ||
@@ -1134,4 +1311,79 @@ tablet_scan_close(struct tablet_scan *sc)
 	buf_release(&sc->start);
 	buf_release(&sc->end);
 	bt_free(sc);
+}
+
+/* ---- Splitting and merging ---- */
+
+int
+tablet_split_row(struct tablet *t, struct buf *row)
+{
+	struct tablet_version *v = version_get(t);
+	struct slice lo = buf_slice(&t->key_lo), hi = buf_slice(&t->key_hi);
+	struct buf key, scratch;
+	uint64_t best = 0;
+	size_t pick = SIZE_MAX;
+	struct ikey k;
+	int rc;
+
+	buf_init(&key);
+	buf_init(&scratch);
+	/* The middle of the file holding most of the tablet's bytes. */
+	for (size_t i = 0; i < v->file_count; i++) {
+		uint64_t n = sst_reader_range_size(v->files[i].reader, lo, hi);
+
+		if (n > best) {
+			best = n;
+			pick = i;
+		}
+	}
+	rc = BT_NOTFOUND;
+	if (pick == SIZE_MAX || (rc = sst_reader_middle_key(
+	    v->files[pick].reader, lo, hi, &key)) != 0)
+		goto out;
+	if ((rc = ikey_decode(buf_slice(&key), &k, &scratch)) < 0)
+		goto out;
+	/* Both halves must be non-empty ranges: start < row < end. */
+	if (slice_compare(k.row, buf_slice(&t->start)) <= 0 ||
+	    (t->end.n > 0 && slice_compare(k.row, buf_slice(&t->end)) >= 0)) {
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	rc = buf_set(row, k.row.p, k.row.n);
+out:
+	buf_release(&key);
+	buf_release(&scratch);
+	version_unref(v);
+	return rc;
+}
+
+int
+tablet_files_in_range(struct tablet *t)
+{
+	struct tablet_version *v = version_get(t);
+	struct buf first, last;
+	int rc = 1;
+
+	buf_init(&first);
+	buf_init(&last);
+	for (size_t i = 0; i < v->file_count && rc == 1; i++) {
+		int krc = sst_reader_key_range(v->files[i].reader, &first,
+		    &last);
+
+		if (krc == BT_NOTFOUND)
+			continue;
+		if (krc < 0) {
+			rc = krc;
+			break;
+		}
+		if ((t->key_lo.n > 0 && slice_compare(buf_slice(&first),
+		    buf_slice(&t->key_lo)) < 0) ||
+		    (t->key_hi.n > 0 && slice_compare(buf_slice(&last),
+		    buf_slice(&t->key_hi)) >= 0))
+			rc = 0;
+	}
+	buf_release(&first);
+	buf_release(&last);
+	version_unref(v);
+	return rc;
 }

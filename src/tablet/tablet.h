@@ -64,12 +64,40 @@ bool tablet_schema_has_family(const struct tablet_schema *s,
 struct tablet;
 
 /* Open a tablet from its catalog row: open its SSTables.  The schema is
- * referenced, not taken. */
+ * referenced, not taken.  The tablet is reference-counted (readers may
+ * hold it after the server has replaced it by a split or merge); open
+ * returns one reference. */
 int tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
     struct tablet_schema *schema, struct tablet **out);
-/* Free the tablet; unflushed memtable data is dropped (it is in the log).
- * Accepts NULL. */
-void tablet_close(struct tablet *t);
+void tablet_ref(struct tablet *t);
+/* Drop a reference; the last one frees the tablet, and unflushed memtable
+ * data with it (it is in the log).  Accepts NULL. */
+void tablet_unref(struct tablet *t);
+
+/*
+ * Splits and merges (Bigtable 5.3) without copying data: the new tablets
+ * serve the old ones' SSTables, restricted to their own rows, until
+ * compactions rewrite them.  The caller has flushed the old tablets (empty
+ * memtables, -EBUSY otherwise), holds the apply turn so that nothing is
+ * applied to them meanwhile, and has already recorded the new tablets in
+ * the catalog (left, right and ct are those rows, files included).  The
+ * old tablets stay valid for readers that still hold them.
+ */
+int tablet_split(struct tablet *t, const struct catalog_tablet *left,
+    const struct catalog_tablet *right, struct tablet **leftp,
+    struct tablet **rightp);
+int tablet_merge(struct tablet *left, struct tablet *right,
+    const struct catalog_tablet *ct, struct tablet **out);
+/* Where to split: a row near the middle of the tablet's SSTable bytes,
+ * strictly inside its range.  0 with the row in *row, BT_NOTFOUND when the
+ * tablet cannot be split (one block, or a single row), or an error. */
+int tablet_split_row(struct tablet *t, struct buf *row);
+/* Whether every SSTable of the tablet holds only its own rows (so that a
+ * merge may take them as they are): 1 yes, 0 no, or an error. */
+int tablet_files_in_range(struct tablet *t);
+/* Delete SSTable number unless the catalog still names it (another tablet
+ * shares it).  Call only after the catalog stopped naming it here. */
+void tablet_file_release(const struct tablet_env *tenv, uint64_t number);
 
 uint64_t tablet_id(const struct tablet *t);
 /* The tablet's row range [start, end); an empty end is the table's end. */
@@ -109,7 +137,8 @@ int tablet_compact(struct tablet *t, bool major, int64_t now);
 
 struct tablet_stats {
 	uint64_t sstables;
-	uint64_t sstable_bytes;
+	uint64_t sstable_bytes;		/* whole files, shared ones too */
+	uint64_t data_bytes;		/* estimated bytes of its own rows */
 	uint64_t memtable_bytes;
 	uint64_t flushes;
 	uint64_t compactions;

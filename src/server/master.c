@@ -1,0 +1,464 @@
+/*
+ * master.c - the master's duties in a single-process store (Bigtable
+ * 5.2, 5.3): splitting tablets that outgrew their table's tablet_size,
+ * merging neighbours that shrank, and collecting the files that the
+ * catalog no longer names.
+ *
+ * A split or merge has one commit point, the catalog transaction that
+ * replaces the old tablets' rows by the new ones (catalog_tablet_replace).
+ * Before it, the old tablets are flushed so that the new ones need nothing
+ * from the commit log before the redo point they are given; after it, the
+ * new tablets are built in memory and installed in the table's map.  All
+ * of this happens in the apply turn (server.apply_mu), so no mutation is
+ * applied to a tablet between its last flush and its replacement.  A crash
+ * before the commit point leaves the old tablets; after it, reopening
+ * loads the new ones, and log replay routes each record by its row.
+ * Nothing is copied: the new tablets share the old SSTables, each reading
+ * only its own rows, until compactions rewrite them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/server_int.h"
+#include "util/alloc.h"
+#include "util/error.h"
+
+/* Balance rounds between two sweeps of sst/ (a round is about 1 s). */
+#define MASTER_SWEEP_ROUNDS 60
+/* Splits of one table in one balance round, at most. */
+#define MASTER_MAX_SPLITS 64
+
+/* ---- Garbage collection of files ---- */
+
+struct sweep {
+	struct server *s;
+	const char *dir;
+	bool tmp;
+};
+
+static int
+sweep_one(void *arg, const char *name)
+{
+	struct sweep *w = arg;
+	char path[4096];
+	unsigned long long number;
+	char tail[8];
+
+	if (!w->tmp) {
+		if (sscanf(name, "%llu%7s", &number, tail) != 2 ||
+		    strcmp(tail, ".sst") != 0)
+			return 0;
+		if (catalog_file_is_live(w->s->catalog, number) != 0)
+			return 0;	/* named, or the catalog cannot say */
+	}
+	snprintf(path, sizeof(path), "%s/%s", w->dir, name);
+	if (env_path_remove(w->s->env, path) == 0 && !w->tmp)
+		atomic_fetch_add(&w->s->files_collected, 1);
+	return 0;
+}
+
+int
+master_collect_files(struct server *s)
+{
+	struct sweep tmp = { s, s->tmp_dir, true };
+	struct sweep sst = { s, s->sst_dir, false };
+	int rc;
+
+	if ((rc = env_dir_list(s->env, s->tmp_dir, sweep_one, &tmp)) < 0)
+		return rc;
+	return env_dir_list(s->env, s->sst_dir, sweep_one, &sst);
+}
+
+/* ---- Flushing in the apply turn ---- */
+
+/* Flush everything tablet t holds in memory.  Caller holds apply_mu (so
+ * nothing new arrives) and work_mu (so nothing else flushes). */
+static int
+tablet_drain_locked(struct tablet *t)
+{
+	int rc;
+
+	for (int i = 0; i < 3; i++) {
+		if ((rc = tablet_flush(t)) < 0)
+			return rc;
+		rc = tablet_freeze(t);
+		if (rc == BT_NOTFOUND)
+			return 0;
+		if (rc < 0 && rc != -EBUSY)
+			return rc;
+	}
+	return bt_error_set(-EBUSY, "tablet %" PRIu64 ": cannot drain its "
+	    "memtable", tablet_id(t));
+}
+
+/* Flush t before taking the apply turn, so that little is left to flush
+ * while writers wait. */
+static int
+tablet_preflush(struct server *s, struct tablet *t)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->apply_mu);
+	rc = tablet_freeze(t);
+	pthread_mutex_unlock(&s->apply_mu);
+	if (rc < 0 && rc != -EBUSY)
+		return rc;
+	rc = tablet_flush(t);
+	return rc > 0 ? 0 : rc;
+}
+
+/* ---- Catalog rows ---- */
+
+/* Whether the catalog row of tablet id says its start came from a split
+ * for size: 1, 0, or an error. */
+static int
+tablet_auto_split(struct server *s, uint64_t table_id, uint64_t id)
+{
+	struct catalog_tablet *list = NULL;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = catalog_tablets_list(s->catalog, table_id, &list, &n)) != 0)
+		return rc < 0 ? rc : -ENOENT;
+	rc = bt_error_set(-ENOENT, "catalog: no tablet %" PRIu64, id);
+	for (size_t i = 0; i < n; i++)
+		if (list[i].id == id)
+			rc = list[i].auto_split;
+	catalog_tablets_free(list, n);
+	return rc;
+}
+
+static void
+row_init(struct catalog_tablet *ct, struct slice start, struct slice end,
+    uint64_t flushed_seq, bool auto_split, int *rc)
+{
+	buf_init(&ct->start);
+	buf_init(&ct->end);
+	ct->flushed_seq = flushed_seq;
+	ct->auto_split = auto_split;
+	if (*rc == 0 && (*rc = buf_set(&ct->start, start.p, start.n)) == 0)
+		*rc = buf_set(&ct->end, end.p, end.n);
+}
+
+static void
+row_release(struct catalog_tablet *ct)
+{
+	buf_release(&ct->start);
+	buf_release(&ct->end);
+}
+
+/*
+ * The files of the given tablets, each once, for the catalog row of a
+ * tablet made from them.
+ */
+static int
+files_union(struct server *s, struct tablet *const *from, size_t n,
+    struct catalog_file **out, size_t *count)
+{
+	struct catalog_file *all = NULL, *files;
+	size_t total = 0, k;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct catalog_file *grown;
+
+		if ((rc = catalog_files_list(s->catalog, tablet_id(from[i]),
+		    &files, &k)) != 0) {
+			rc = rc < 0 ? rc : -ENOENT;
+			break;
+		}
+		grown = bt_realloc(all, (total + k + 1) * sizeof(*all));
+		if (grown == NULL) {
+			bt_free(files);
+			rc = -ENOMEM;
+			break;
+		}
+		all = grown;
+		for (size_t j = 0; j < k; j++) {
+			bool dup = false;
+
+			for (size_t d = 0; d < total && !dup; d++)
+				dup = all[d].number == files[j].number;
+			if (!dup)
+				all[total++] = files[j];
+		}
+		bt_free(files);
+	}
+	if (rc < 0) {
+		bt_free(all);
+		return rc;
+	}
+	*out = all;
+	*count = total;
+	return 0;
+}
+
+/*
+ * Replace the tablets at [first, first + old_count) of t's map by the
+ * given new tablets (taking their references), in a new map.
+ */
+static int
+map_replace(struct server_table *t, struct tablet_map *m, size_t first,
+    size_t old_count, struct tablet *const *fresh, size_t fresh_count)
+{
+	struct tablet_map *nm;
+	size_t k = 0;
+
+	nm = tablet_map_new(m->count - old_count + fresh_count);
+	if (nm == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < first; i++) {
+		tablet_ref(m->tablets[i]);
+		nm->tablets[k++] = m->tablets[i];
+	}
+	for (size_t i = 0; i < fresh_count; i++)
+		nm->tablets[k++] = fresh[i];
+	for (size_t i = first + old_count; i < m->count; i++) {
+		tablet_ref(m->tablets[i]);
+		nm->tablets[k++] = m->tablets[i];
+	}
+	table_map_install(t, nm);
+	return 0;
+}
+
+/*
+ * After the catalog has the new tablets: build them, give them the
+ * table's current schema and install them.  A failure here leaves memory
+ * behind the catalog: refuse writes until the store is reopened (which
+ * loads what the catalog says).
+ */
+static int
+install_fresh(struct server *s, struct server_table *t, struct tablet_map *m,
+    size_t first, size_t old_count, struct tablet **fresh, size_t n, int rc)
+{
+	struct tablet_schema *schema;
+
+	if (rc == 0) {
+		schema = table_schema(s, t);
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = tablet_set_schema(fresh[i], schema);
+		tablet_schema_unref(schema);
+	}
+	if (rc == 0)
+		rc = map_replace(t, m, first, old_count, fresh, n);
+	if (rc < 0) {
+		for (size_t i = 0; i < n; i++)
+			tablet_unref(fresh[i]);
+		s->broken = bt_error_set(rc, "table %s: tablets changed in "
+		    "the catalog but not in memory; reopen the store",
+		    t->name);
+	}
+	return rc;
+}
+
+/* ---- Splits ---- */
+
+/* Split tablet index i of map m at row.  Caller holds work_mu. */
+static int
+split_tablet(struct server *s, struct server_table *t, struct tablet_map *m,
+    size_t i, struct slice row, bool auto_split)
+{
+	struct tablet *p = m->tablets[i], *fresh[2] = { NULL, NULL };
+	struct catalog_tablet rows[2];
+	struct catalog_file *files = NULL;
+	struct catalog_file *lists[2];
+	size_t count = 0, counts[2];
+	uint64_t old = tablet_id(p);
+	int rc, left_auto;
+
+	if ((rc = tablet_preflush(s, p)) < 0)
+		return rc;
+	if ((left_auto = tablet_auto_split(s, t->id, old)) < 0)
+		return left_auto;
+	pthread_mutex_lock(&s->apply_mu);
+	if ((rc = s->broken) < 0 || (rc = tablet_drain_locked(p)) < 0)
+		goto out_unlock;
+	if ((rc = files_union(s, &p, 1, &files, &count)) < 0)
+		goto out_unlock;
+	row_init(&rows[0], tablet_start(p), row, s->applied_upto,
+	    left_auto == 1, &rc);
+	row_init(&rows[1], row, tablet_end(p), s->applied_upto, auto_split,
+	    &rc);
+	lists[0] = lists[1] = files;
+	counts[0] = counts[1] = count;
+	if (rc == 0)
+		rc = catalog_tablet_replace(s->catalog, &old, 1, rows, 2,
+		    lists, counts);
+	if (rc == 0) {
+		rc = tablet_split(p, &rows[0], &rows[1], &fresh[0],
+		    &fresh[1]);
+		rc = install_fresh(s, t, m, i, 1, fresh, 2, rc);
+		if (rc == 0)
+			atomic_fetch_add(&s->splits, 1);
+	}
+	row_release(&rows[0]);
+	row_release(&rows[1]);
+	bt_free(files);
+out_unlock:
+	pthread_mutex_unlock(&s->apply_mu);
+	return rc;
+}
+
+int
+master_split_at(struct server *s, struct server_table *t, struct slice row,
+    bool auto_split)
+{
+	struct tablet_map *m = table_map(t);
+	size_t i = tablet_map_index(m, row);
+	int rc;
+
+	if (slice_equal(tablet_start(m->tablets[i]), row))
+		rc = bt_error_set(-EEXIST, "table %s: a tablet already "
+		    "starts at that row", t->name);
+	else
+		rc = split_tablet(s, t, m, i, row, auto_split);
+	tablet_map_unref(m);
+	return rc;
+}
+
+/* ---- Merges ---- */
+
+/* Bytes a tablet holds: its own rows in SSTables, and its memtables. */
+static uint64_t
+tablet_bytes(struct tablet *tab)
+{
+	struct tablet_stats st;
+
+	tablet_get_stats(tab, &st);
+	return st.data_bytes + st.memtable_bytes;
+}
+
+/*
+ * Merge tablets i and i + 1 of map m.  Each must hold only its own rows
+ * (after a split it may still share files holding its sibling's rows,
+ * which the merged tablet must not see): a tablet that does not is
+ * compacted first.  Caller holds work_mu.
+ */
+static int
+merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
+    size_t i, int64_t now)
+{
+	struct tablet *pair[2] = { m->tablets[i], m->tablets[i + 1] };
+	struct tablet *fresh = NULL;
+	struct catalog_tablet row;
+	struct catalog_file *files = NULL;
+	size_t count = 0;
+	uint64_t old[2] = { tablet_id(pair[0]), tablet_id(pair[1]) };
+	int rc, left_auto;
+
+	for (size_t k = 0; k < 2; k++) {
+		if ((rc = tablet_preflush(s, pair[k])) < 0)
+			return rc;
+		if ((rc = tablet_files_in_range(pair[k])) < 0)
+			return rc;
+		if (rc == 0 && (rc = tablet_compact(pair[k], true, now)) < 0)
+			return rc;
+	}
+	if ((left_auto = tablet_auto_split(s, t->id, old[0])) < 0)
+		return left_auto;
+	pthread_mutex_lock(&s->apply_mu);
+	rc = s->broken;
+	for (size_t k = 0; k < 2 && rc == 0; k++)
+		rc = tablet_drain_locked(pair[k]);
+	if (rc < 0 || (rc = files_union(s, pair, 2, &files, &count)) < 0)
+		goto out_unlock;
+	row_init(&row, tablet_start(pair[0]), tablet_end(pair[1]),
+	    s->applied_upto, left_auto == 1, &rc);
+	if (rc == 0)
+		rc = catalog_tablet_replace(s->catalog, old, 2, &row, 1,
+		    &files, &count);
+	if (rc == 0) {
+		rc = tablet_merge(pair[0], pair[1], &row, &fresh);
+		rc = install_fresh(s, t, m, i, 2, &fresh, 1, rc);
+		if (rc == 0)
+			atomic_fetch_add(&s->merges, 1);
+	}
+	row_release(&row);
+	bt_free(files);
+out_unlock:
+	pthread_mutex_unlock(&s->apply_mu);
+	return rc;
+}
+
+/* ---- Balancing ---- */
+
+/* Split the first tablet that outgrew the table: 0 (one split), 1
+ * (nothing to split), or an error. */
+static int
+balance_split_one(struct server *s, struct server_table *t)
+{
+	struct tablet_map *m = table_map(t);
+	struct buf row;
+	int rc = 1;
+
+	buf_init(&row);
+	for (size_t i = 0; i < m->count && rc == 1; i++) {
+		struct tablet_stats st;
+
+		tablet_get_stats(m->tablets[i], &st);
+		if (st.data_bytes <= t->tablet_size)
+			continue;
+		rc = tablet_split_row(m->tablets[i], &row);
+		if (rc == BT_NOTFOUND) {
+			rc = 1;		/* one huge row: it stays whole */
+			continue;
+		}
+		if (rc == 0)
+			rc = split_tablet(s, t, m, i, buf_slice(&row), true);
+	}
+	buf_release(&row);
+	tablet_map_unref(m);
+	return rc;
+}
+
+/* Merge the first pair of neighbours that both shrank below a quarter of
+ * the tablet size, across a boundary a split for size made. */
+static int
+balance_merge_one(struct server *s, struct server_table *t)
+{
+	struct catalog_tablet *rows = NULL;
+	struct tablet_map *m;
+	uint64_t small = t->tablet_size / 4;
+	size_t n = 0;
+	int rc = 1;
+
+	if ((rc = catalog_tablets_list(s->catalog, t->id, &rows, &n)) != 0)
+		return rc < 0 ? rc : 1;
+	m = table_map(t);
+	rc = 1;
+	for (size_t i = 0; i + 1 < m->count && rc == 1; i++) {
+		/* The catalog rows and the map list the same tablets in the
+		 * same order (only this thread changes either). */
+		if (n != m->count || !rows[i + 1].auto_split)
+			continue;
+		if (tablet_bytes(m->tablets[i]) >= small ||
+		    tablet_bytes(m->tablets[i + 1]) >= small)
+			continue;
+		rc = merge_tablets(s, t, m, i, server_now(s));
+	}
+	tablet_map_unref(m);
+	catalog_tablets_free(rows, n);
+	return rc;
+}
+
+int
+master_balance_table(struct server *s, struct server_table *t)
+{
+	int rc = 0;
+
+	for (int i = 0; i < MASTER_MAX_SPLITS && rc == 0; i++)
+		rc = balance_split_one(s, t);
+	if (rc == 1)
+		rc = balance_merge_one(s, t);
+	return rc > 0 ? 0 : rc;
+}
+
+int
+master_collect_rounds(struct server *s, uint64_t round)
+{
+	if (round % MASTER_SWEEP_ROUNDS != MASTER_SWEEP_ROUNDS - 1)
+		return 0;
+	return master_collect_files(s);
+}
