@@ -579,7 +579,10 @@ catalog_setup(struct catalog *c)
 		return rc;
 
 	src = sqlite3_exec(c->db,
-	    "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+	    "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;"
+	    /* The catalog is small: keep its WAL small too. */
+	    " PRAGMA wal_autocheckpoint = 128;"
+	    " PRAGMA journal_size_limit = 1048576;",
 	    NULL, NULL, NULL);
 	if (src != SQLITE_OK)
 		return catalog_sqlite_error(c, src, "pragmas");

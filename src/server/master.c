@@ -27,8 +27,8 @@
 
 /* Balance rounds between two sweeps of sst/ (a round is about 1 s). */
 #define MASTER_SWEEP_ROUNDS 60
-/* Splits of one table in one balance round, at most. */
-#define MASTER_MAX_SPLITS 64
+/* Splits, and merges, of one table in one balance round, at most. */
+#define MASTER_MAX_CHANGES 64
 
 /* ---- Garbage collection of files ---- */
 
@@ -448,10 +448,14 @@ master_balance_table(struct server *s, struct server_table *t)
 {
 	int rc = 0;
 
-	for (int i = 0; i < MASTER_MAX_SPLITS && rc == 0; i++)
+	for (int i = 0; i < MASTER_MAX_CHANGES && rc == 0; i++)
 		rc = balance_split_one(s, t);
-	if (rc == 1)
-		rc = balance_merge_one(s, t);
+	if (rc < 0)
+		return rc;
+	/* Merge while something merges. */
+	for (int i = 0; i < MASTER_MAX_CHANGES; i++)
+		if ((rc = balance_merge_one(s, t)) != 0)
+			break;
 	return rc > 0 ? 0 : rc;
 }
 

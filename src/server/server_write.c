@@ -70,28 +70,40 @@ mutation_validate(struct server *s, struct server_table *t, struct slice row,
 /*
  * Slow writers down while the tablet's flush is behind: a short pause once
  * the memtable is full with a flush still running, and a wait for the flush
- * when it has grown to twice its size.  Memory never grows without bound.
+ * when it has grown to twice its size.  Memory never grows without bound:
+ * when the flush keeps failing (a full disk), the write fails with the
+ * flush's error instead of waiting, and writes resume once flushes do.
  */
-static void
+static int
 write_throttle(struct server *s, struct tablet *t)
 {
 	size_t limit = s->opts.memtable_size;
+	uint64_t rounds;
+	int rc = 0;
 
 	if (!tablet_has_frozen(t) || tablet_memtable_usage(t) < limit)
-		return;
+		return 0;
 	if (tablet_memtable_usage(t) < 2 * limit) {
 		struct timespec pause = { 0, 1000000 };
 
 		nanosleep(&pause, NULL);
-		return;
+		return 0;
 	}
 	pthread_mutex_lock(&s->bg_mu);
+	rounds = s->bg_rounds;
 	while (tablet_has_frozen(t) && !s->bg_stop) {
+		if (s->bg_rounds > rounds && s->bg_error < 0) {
+			rc = bt_error_set(s->bg_error, "the memtable is full "
+			    "and its flush fails: %s",
+			    bt_strerror(s->bg_error));
+			break;
+		}
 		s->bg_wanted = true;
 		pthread_cond_signal(&s->bg_cv);
 		pthread_cond_wait(&s->bg_done_cv, &s->bg_mu);
 	}
 	pthread_mutex_unlock(&s->bg_mu);
+	return rc;
 }
 
 /*
@@ -115,8 +127,10 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	if (s->log == NULL)
 		return bt_error_set(-EROFS, "store is read-only");
 	m = table_map(t);
-	write_throttle(s, tablet_map_find(m, row));
+	rc = write_throttle(s, tablet_map_find(m, row));
 	tablet_map_unref(m);
+	if (rc < 0)
+		return rc;
 	buf_init(&rec);
 
 	pthread_mutex_lock(&s->seq_mu);
