@@ -546,7 +546,7 @@ catalog_setup(struct catalog *c)
 		return bt_error_set(BT_EFORMAT,
 		    "catalog %s: not a tabletfs catalog (application_id %#llx)",
 		    c->path, (unsigned long long)app);
-	if (version != CATALOG_VERSION)
+	if (version != CATALOG_VERSION && version != 1)
 		return bt_error_set(BT_EFORMAT,
 		    "catalog %s: format version %lld, this build reads %d",
 		    c->path, (long long)version, CATALOG_VERSION);
@@ -580,6 +580,8 @@ catalog_setup(struct catalog *c)
 	if (fk != 1)
 		return bt_error_set(-ENOTSUP,
 		    "catalog %s: SQLite lacks foreign key support", c->path);
+	if (version == 1)
+		return catalog_location_upgrade(c);
 	return 0;
 }
 
@@ -608,11 +610,13 @@ catalog_open(struct env *env, const char *path, struct catalog **out)
 	if ((rc = catalog_connect(env, path, SQLITE_OPEN_READWRITE, &c->vfs,
 	    &c->db)) < 0)
 		goto out_mutex;
-	if ((rc = catalog_setup(c)) < 0 || (rc = catalog_prepare(c)) < 0)
+	if ((rc = catalog_setup(c)) < 0 || (rc = catalog_prepare(c)) < 0 ||
+	    (rc = catalog_location_prepare(c)) < 0)
 		goto out_close;
 	*out = c;
 	return 0;
 out_close:
+	catalog_location_finalize(c);
 	for (int i = 0; i < STMT_COUNT; i++)
 		sqlite3_finalize(c->stmts[i]);
 	sqlite3_close(c->db);
@@ -630,6 +634,7 @@ catalog_close(struct catalog *c)
 {
 	if (c == NULL)
 		return;
+	catalog_location_finalize(c);
 	for (int i = 0; i < STMT_COUNT; i++)
 		sqlite3_finalize(c->stmts[i]);
 	sqlite3_close(c->db);
