@@ -1154,6 +1154,93 @@ test_v1_store(void)
 }
 
 static void
+report_collect(void *arg, const char *problem)
+{
+	sbuf_printf(arg, "%s\n", problem);
+}
+
+/*
+ * The check finds each kind of damage, made behind the catalog's back
+ * with its triggers dropped: a tablet without its location row, a row in
+ * the wrong METADATA tablet, a row count that lies, tablets that do not
+ * tile, a METADATA end inside a tablet, a row for no tablet, no root.
+ */
+static void
+test_check_detects(void)
+{
+	static const struct {
+		const char *sql;
+		const char *expect;
+	} damage[] = {
+		{ "DELETE FROM locations WHERE tablet_id ="
+		  " (SELECT min(id) FROM tablets)", "no location row" },
+		{ "UPDATE locations SET meta_id = (SELECT max(id) FROM"
+		  " meta_tablets WHERE parent_id IS NOT NULL)"
+		  " WHERE tablet_id = (SELECT max(id) FROM tablets)",
+		  "not in the one covering its key" },
+		{ "UPDATE meta_tablets SET row_count = row_count + 1"
+		  " WHERE parent_id IS NOT NULL", "counts" },
+		{ "UPDATE tablets SET end_row = CAST('k55' AS BLOB)"
+		  " WHERE start_row = CAST('k40' AS BLOB)",
+		  "does not start where the one before ends" },
+		{ "UPDATE meta_tablets SET end_row = CAST('k15' AS BLOB)"
+		  " WHERE end_row = CAST('k20' AS BLOB)", "ends inside the span" },
+		{ "INSERT INTO locations VALUES (99999, 2, 1, 0,"
+		  " CAST('k05' AS BLOB), x'', '')", "does not exist" },
+		{ "DELETE FROM meta WHERE key = 'root_tablet'",
+		  "no root location record" },
+	};
+	struct slice splits[9];
+	char keys[9][8], path[256];
+	struct catalog *c;
+	uint64_t id;
+	sqlite3 *db;
+
+	for (int i = 0; i < 9; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", (i + 1) * 10);
+		splits[i] = slice_str(keys[i]);
+	}
+	snprintf(path, sizeof(path), "%s/damaged.db", dir);
+	for (size_t d = 0; d < sizeof(damage) / sizeof(damage[0]); d++) {
+		struct sbuf b = { 0 };
+		int rc;
+
+		unlink(path);
+		if (catalog_create(env, path) != 0)
+			tap_bail("catalog_create");
+		c = open_or_bail(env, path);
+		if (catalog_meta_set(c, CATALOG_META_METADATA_ROWS, 4) != 0 ||
+		    catalog_table_create(c, "t", 0, NULL, 0, NULL, 0, splits,
+		    9, &id) != 0 || catalog_location_check(c, NULL, NULL) != 0)
+			tap_bail("cannot make a catalog to damage");
+		catalog_close(c);
+		if (sqlite3_open(path, &db) != SQLITE_OK)
+			tap_bail("sqlite3_open");
+		sql_or_bail(db, "DROP TRIGGER tablets_location_insert;"
+		    "DROP TRIGGER tablets_location_update;"
+		    "DROP TRIGGER tablets_location_delete;"
+		    "DROP TRIGGER tablets_location_server;"
+		    "DROP TRIGGER locations_count_insert;"
+		    "DROP TRIGGER locations_count_delete;"
+		    "DROP TRIGGER locations_count_move;"
+		    "DROP TRIGGER meta_tablets_split;"
+		    "DROP TRIGGER meta_tablets_empty;");
+		sql_or_bail(db, damage[d].sql);
+		sqlite3_close(db);
+		c = open_or_bail(env, path);
+		rc = catalog_location_check(c, report_collect, &b);
+		ok(rc > 0 && b.p != NULL && strstr(b.p, damage[d].expect) !=
+		    NULL, "the check finds: %s (%d problems)", damage[d].expect,
+		    rc);
+		if (b.p != NULL && strstr(b.p, damage[d].expect) == NULL)
+			diag("it reported: %s", b.p);
+		sbuf_release(&b);
+		catalog_close(c);
+	}
+	unlink(path);
+}
+
+static void
 dir_remove(void)
 {
 	char p[512];
@@ -1204,6 +1291,7 @@ main(void)
 
 	test_crash("a tablet replacement", op_replace);
 	test_crash("a table create", op_create);
+	test_check_detects();
 	test_upgrade();
 	test_upgrade_crash();
 	test_v1_store();
