@@ -209,7 +209,8 @@
 	"INSERT INTO meta (key, value)\n" \
 	"    VALUES ('" CATALOG_META_ROOT_TABLET "', last_insert_rowid());\n" \
 	"INSERT INTO meta_tablets (parent_id, end_table, end_last, end_row)\n" \
-	"    VALUES (" CATALOG_ROOT_SQL_ ", " CATALOG_KEY_MAX_TABLE ", 1, x'');\n" \
+	"    VALUES (" CATALOG_ROOT_SQL_ ",\n" \
+	"    " CATALOG_KEY_MAX_TABLE ", 1, x'');\n" \
 	"CREATE TRIGGER tablets_location_insert AFTER INSERT ON tablets\n" \
 	"BEGIN\n" CATALOG_LOCATION_ADD_SQL_ "END;\n" \
 	"CREATE TRIGGER tablets_location_update\n" \
@@ -224,7 +225,8 @@
 	"CREATE TRIGGER tablets_location_server\n" \
 	"    AFTER UPDATE OF server ON tablets\n" \
 	"BEGIN\n" \
-	" UPDATE locations SET server = NEW.server WHERE tablet_id = NEW.id;\n" \
+	" UPDATE locations SET server = NEW.server\n" \
+	"     WHERE tablet_id = NEW.id;\n" \
 	"END;\n" \
 	"CREATE TRIGGER locations_count_insert AFTER INSERT ON locations\n" \
 	"BEGIN\n" \
@@ -263,7 +265,8 @@
 	"END;\n" \
 	"CREATE TRIGGER meta_tablets_empty AFTER UPDATE OF row_count\n" \
 	"    ON meta_tablets WHEN NEW.parent_id IS NOT NULL\n" \
-	"    AND NEW.row_count = 0 AND NEW.end_table != " CATALOG_KEY_MAX_TABLE "\n" \
+	"    AND NEW.row_count = 0\n" \
+	"    AND NEW.end_table != " CATALOG_KEY_MAX_TABLE "\n" \
 	"BEGIN\n" \
 	" DELETE FROM meta_tablets WHERE id = NEW.id;\n" \
 	"END;\n"

@@ -1240,6 +1240,76 @@ test_check_detects(void)
 	unlink(path);
 }
 
+/*
+ * Changes to `tablets` made by plain SQL, as the lead's own transactions
+ * may make them, keep the hierarchy: an in-place split (the parent's end
+ * updated, then the right child inserted) and a merge by DELETE and
+ * UPDATE.  Inserting the right child before the parent shrinks is
+ * refused: the two would share a location key.
+ */
+static void
+test_raw_sql_changes(void)
+{
+	struct slice splits[9];
+	char keys[9][8], path[256];
+	struct catalog *c;
+	uint64_t id, got;
+	sqlite3 *db;
+	char *msg = NULL;
+	int src;
+
+	for (int i = 0; i < 9; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", (i + 1) * 10);
+		splits[i] = slice_str(keys[i]);
+	}
+	snprintf(path, sizeof(path), "%s/raw.db", dir);
+	unlink(path);
+	if (catalog_create(env, path) != 0)
+		tap_bail("catalog_create");
+	c = open_or_bail(env, path);
+	if (catalog_meta_set(c, CATALOG_META_METADATA_ROWS, 3) != 0 ||
+	    catalog_table_create(c, "t", 0, NULL, 0, NULL, 0, splits, 9,
+	    &id) != 0)
+		tap_bail("cannot make a catalog");
+	catalog_close(c);
+	if (sqlite3_open(path, &db) != SQLITE_OK)
+		tap_bail("sqlite3_open");
+	src = sqlite3_exec(db, "BEGIN;"
+	    "INSERT INTO tablets (table_id, start_row, end_row, flushed_seq)"
+	    " VALUES (1, CAST('k15' AS BLOB), CAST('k20' AS BLOB), 0);",
+	    NULL, NULL, &msg);
+	ok(src != SQLITE_OK, "a child inserted before its parent shrinks is "
+	    "refused (%s)", msg != NULL ? msg : "accepted");
+	sqlite3_free(msg);
+	sql_or_bail(db, "ROLLBACK;");
+	sql_or_bail(db, "PRAGMA foreign_keys = ON; BEGIN;"
+	    "UPDATE tablets SET end_row = CAST('k15' AS BLOB)"
+	    " WHERE start_row = CAST('k10' AS BLOB);"
+	    "INSERT INTO tablets (table_id, start_row, end_row, flushed_seq)"
+	    " VALUES (1, CAST('k15' AS BLOB), CAST('k20' AS BLOB), 0);"
+	    "COMMIT;");
+	c = open_or_bail(env, path);
+	check_clean(c, "after an in-place split in plain SQL");
+	got = walk_id(c, id, slice_str("k17"), NULL);
+	ok(got != 0 && got != UINT64_MAX && got == walk_id(c, id,
+	    slice_str("k15"), NULL) && got != walk_id(c, id,
+	    slice_str("k14"), NULL), "k15 and k17 are in the new child");
+	verify_table(c, id, "after the plain-SQL split");
+	catalog_close(c);
+	sql_or_bail(db, "PRAGMA foreign_keys = ON; BEGIN;"
+	    "DELETE FROM tablets WHERE start_row = CAST('k20' AS BLOB);"
+	    "DELETE FROM tablets WHERE start_row = CAST('k30' AS BLOB);"
+	    "UPDATE tablets SET end_row = CAST('k40' AS BLOB)"
+	    " WHERE start_row = CAST('k15' AS BLOB);"
+	    "COMMIT;");
+	sqlite3_close(db);
+	c = open_or_bail(env, path);
+	check_clean(c, "after a three-way merge in plain SQL");
+	verify_table(c, id, "after the plain-SQL merge");
+	catalog_close(c);
+	unlink(path);
+}
+
 static void
 dir_remove(void)
 {
@@ -1292,6 +1362,7 @@ main(void)
 	test_crash("a tablet replacement", op_replace);
 	test_crash("a table create", op_create);
 	test_check_detects();
+	test_raw_sql_changes();
 	test_upgrade();
 	test_upgrade_crash();
 	test_v1_store();
