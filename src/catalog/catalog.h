@@ -280,17 +280,20 @@ int catalog_location_metadata(struct catalog *c, uint64_t root_id,
 /*
  * Level 2: in METADATA tablet meta_tablet_id, the location of the tablet
  * holding row of table_id (the first location key above (table_id, 0,
- * row)), into *out (init'ed by the caller; overwritten only on 0).
- * BT_STALE if that METADATA tablet no longer exists or does not cover the
- * key (walk again from the root); BT_NOTFOUND if no such table exists.
+ * row)), into *out (init'ed by the caller, who releases it; filled on 0,
+ * unspecified otherwise).  BT_STALE if that METADATA tablet no longer
+ * exists or does not cover the key (walk again from the root);
+ * BT_NOTFOUND if no such table exists; BT_ECORRUPT if the hierarchy is
+ * broken (catalog_location_check says how).
  */
 int catalog_location_find(struct catalog *c, uint64_t meta_tablet_id,
     uint64_t table_id, struct slice row, struct catalog_location *out);
 
 /*
- * All three levels in one read transaction: 0 and *out, or BT_NOTFOUND
- * (no such table), or an error.  *levels (may be NULL) receives the levels
- * walked (3 on 0), for the client's counters.
+ * All three levels in one read transaction (so none can be stale): 0 and
+ * *out (as for catalog_location_find), or BT_NOTFOUND (no such table), or
+ * an error.  *levels (may be NULL) receives the levels walked (3 unless
+ * an error stopped the walk), for the client's counters.
  */
 int catalog_location_walk(struct catalog *c, uint64_t table_id,
     struct slice row, struct catalog_location *out, int *levels);
