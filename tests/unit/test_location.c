@@ -861,7 +861,7 @@ static struct catalog *
 fault_setup(struct env **fenvp)
 {
 	struct slice splits[7];
-	char keys[7][8];
+	char keys[7][16];
 	struct catalog_file f = file_row(77);
 	struct catalog_tablet *t;
 	struct catalog *c;
@@ -922,7 +922,7 @@ static int
 op_create(struct catalog *c)
 {
 	struct slice splits[12];
-	char keys[12][8];
+	char keys[12][16];
 	uint64_t id;
 
 	for (int i = 0; i < 12; i++) {
@@ -1292,7 +1292,7 @@ test_check_detects(void)
 		  "no root location record" },
 	};
 	struct slice splits[9];
-	char keys[9][8], path[256];
+	char keys[9][16], path[256];
 	struct catalog *c;
 	uint64_t id;
 	sqlite3 *db;
@@ -1352,7 +1352,7 @@ static void
 test_raw_sql_changes(void)
 {
 	struct slice splits[9];
-	char keys[9][8], path[256];
+	char keys[9][16], path[256];
 	struct catalog *c;
 	uint64_t id, got;
 	sqlite3 *db;
