@@ -54,15 +54,13 @@ static const char *const loc_sql[LOC_STMT_COUNT] = {
 	    "SELECT id FROM meta_tablets WHERE parent_id = ?1"
 	    " AND " MEND_ " > (?2, 0, ?3)"
 	    " ORDER BY end_table, end_last, end_row LIMIT 1",
-	/* Whether M covers lookup key K: K < M's end, and no other end
-	 * lies in (K, M's end), i.e. the previous end is at most K. */
+	/* Whether M covers lookup key K: M is the first METADATA tablet
+	 * ending above K (one index seek, as level 1 does it). */
 	[LOC_META_COVERS] =
-	    "SELECT (m.end_table, m.end_last, m.end_row) > (?2, 0, ?3)"
-	    " AND NOT EXISTS (SELECT 1 FROM meta_tablets p"
+	    "SELECT m.id = (SELECT p.id FROM meta_tablets p"
 	    "  WHERE p.parent_id = m.parent_id"
-	    "  AND (p.end_table, p.end_last, p.end_row) <"
-	    "   (m.end_table, m.end_last, m.end_row)"
-	    "  AND (p.end_table, p.end_last, p.end_row) > (?2, 0, ?3))"
+	    "  AND (p.end_table, p.end_last, p.end_row) > (?2, 0, ?3)"
+	    "  ORDER BY p.end_table, p.end_last, p.end_row LIMIT 1)"
 	    " FROM meta_tablets m WHERE m.id = ?1 AND m.parent_id IS NOT NULL",
 	[LOC_FIND] =
 	    "SELECT tablet_id, table_id, start_row, end_row, server FROM"
