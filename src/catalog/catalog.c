@@ -64,8 +64,9 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	    "UPDATE families SET gc_policy = ?3"
 	    " WHERE table_id = ?1 AND name = ?2",
 	[STMT_TABLET_INSERT] =
-	    "INSERT INTO tablets (table_id, start_row, end_row, flushed_seq)"
-	    " VALUES (?1, ?2, ?3, 0)",
+	    "INSERT INTO tablets (id, table_id, start_row, end_row,"
+	    " flushed_seq) VALUES (" CATALOG_TABLET_ID_NEXT_SQL ","
+	    " ?1, ?2, ?3, 0)",
 	[STMT_TABLET_LIST] =
 	    "SELECT id, start_row, end_row, flushed_seq, auto_split"
 	    " FROM tablets WHERE table_id = ?1 ORDER BY start_row",
@@ -73,14 +74,6 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	    "SELECT table_id, flushed_seq FROM tablets WHERE id = ?1",
 	[STMT_TABLET_SET_SEQ] =
 	    "UPDATE tablets SET flushed_seq = ?2 WHERE id = ?1",
-	[STMT_TABLET_ROW] =
-	    "SELECT table_id, start_row, end_row, flushed_seq, auto_split"
-	    " FROM tablets WHERE id = ?1",
-	[STMT_TABLET_ADD] =
-	    "INSERT INTO tablets"
-	    " (table_id, start_row, end_row, flushed_seq, auto_split)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5)",
-	[STMT_TABLET_DELETE] = "DELETE FROM tablets WHERE id = ?1",
 	[STMT_FILE_INSERT] =
 	    "INSERT INTO files"
 	    " (tablet_id, number, group_name, size, entry_count, max_seq)"
@@ -554,7 +547,7 @@ catalog_setup(struct catalog *c)
 		return bt_error_set(BT_EFORMAT,
 		    "catalog %s: not a tabletfs catalog (application_id %#llx)",
 		    c->path, (unsigned long long)app);
-	if (version != CATALOG_VERSION)
+	if (version != CATALOG_VERSION && version != 1)
 		return bt_error_set(BT_EFORMAT,
 		    "catalog %s: format version %lld, this build reads %d",
 		    c->path, (long long)version, CATALOG_VERSION);
@@ -591,6 +584,8 @@ catalog_setup(struct catalog *c)
 	if (fk != 1)
 		return bt_error_set(-ENOTSUP,
 		    "catalog %s: SQLite lacks foreign key support", c->path);
+	if (version == 1)
+		return catalog_location_upgrade(c);
 	return 0;
 }
 
@@ -619,11 +614,13 @@ catalog_open(struct env *env, const char *path, struct catalog **out)
 	if ((rc = catalog_connect(env, path, SQLITE_OPEN_READWRITE, &c->vfs,
 	    &c->db)) < 0)
 		goto out_mutex;
-	if ((rc = catalog_setup(c)) < 0 || (rc = catalog_prepare(c)) < 0)
+	if ((rc = catalog_setup(c)) < 0 || (rc = catalog_prepare(c)) < 0 ||
+	    (rc = catalog_location_prepare(c)) < 0)
 		goto out_close;
 	*out = c;
 	return 0;
 out_close:
+	catalog_location_finalize(c);
 	for (int i = 0; i < STMT_COUNT; i++)
 		sqlite3_finalize(c->stmts[i]);
 	sqlite3_close(c->db);
@@ -641,6 +638,7 @@ catalog_close(struct catalog *c)
 {
 	if (c == NULL)
 		return;
+	catalog_location_finalize(c);
 	for (int i = 0; i < STMT_COUNT; i++)
 		sqlite3_finalize(c->stmts[i]);
 	sqlite3_close(c->db);

@@ -187,20 +187,6 @@ int catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
     const uint64_t *removed, size_t removed_count, uint64_t flushed_seq);
 
 /*
- * Replace tablets of one table by others, in one transaction: a split
- * (one old tablet, two new) or a merge (two old, one new).  The old
- * tablets stop existing with their file rows; new_tablets[i] (start, end,
- * flushed_seq, auto_split) is created naming files[i][0..file_counts[i])
- * (the same file may be named by several: a split shares them), and its
- * id and table_id are set.  The new ranges must tile exactly what the old
- * ones covered (-EINVAL otherwise, and nothing changes); an unknown old id
- * is -ENOENT.  The files must already be in place.
- */
-int catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
-    size_t old_count, struct catalog_tablet *new_tablets, size_t new_count,
-    struct catalog_file *const *files, const size_t *file_counts);
-
-/*
  * A fresh file number, higher than any number returned before (durable:
  * it survives a restart).  Numbers are shared by SSTables and log segments.
  */
@@ -215,5 +201,164 @@ int catalog_file_is_live(struct catalog *c, uint64_t number);
 int catalog_meta_get(struct catalog *c, const char *key, uint64_t def,
     uint64_t *value);
 int catalog_meta_set(struct catalog *c, const char *key, uint64_t value);
+
+/* ==== The location hierarchy and tablet assignment (catalog_location.c) ====
+ *
+ * Bigtable's three levels (format.h has the layout): level 0, the root
+ * location record, names the root tablet; level 1, the root tablet, has a
+ * row per METADATA tablet keyed by its end key; level 2, each METADATA
+ * tablet, has a row per user tablet keyed by (table id, end row), with the
+ * tablet's range and assigned server.  SQLite triggers keep levels 1 and 2
+ * in step with the tablets, in the same transaction as every change to
+ * them (table create and drop, catalog_tablet_replace, any DELETE/INSERT
+ * of tablet rows), and split a METADATA tablet that passes meta
+ * CATALOG_META_METADATA_ROWS rows (default CATALOG_METADATA_TABLET_ROWS;
+ * catalog_meta_set it, at least 2, before tablets are added: it applies
+ * as rows arrive).  METADATA tablets merge only when empty.  So a crash
+ * leaves the old hierarchy or the new one, never a mix.
+ *
+ * A client finds the tablet of (table, row) with one call per level, so
+ * it can count the levels it walked and cache what it learned, or with
+ * catalog_location_walk() for all three in one transaction.  Between
+ * separate calls the hierarchy may change; a step that was handed a
+ * METADATA tablet that no longer covers the key returns BT_STALE, and the
+ * client walks again from the root.  Same locking and errors as every
+ * catalog call.
+ */
+
+#define CATALOG_SERVER_MAX 255	/* bytes of a server name */
+
+/* A user tablet's location row, as level 2 holds it. */
+struct catalog_location {
+	uint64_t tablet_id;
+	uint64_t table_id;
+	uint64_t meta_tablet_id;	/* the METADATA tablet holding the row */
+	struct buf start;		/* [start, end); empty start: the first */
+	struct buf end;			/* empty: to the end of the table */
+	char server[CATALOG_SERVER_MAX + 1];	/* "" when unassigned */
+};
+
+/* One tablet of the METADATA table: the root (parent_id 0) or a METADATA
+ * tablet, its end key (end_table UINT64_MAX for the last: the end of the
+ * key space), its row count and server. */
+struct catalog_meta_tablet {
+	uint64_t id;
+	uint64_t parent_id;
+	uint64_t end_table;
+	bool end_last;
+	struct buf end_row;
+	uint64_t row_count;
+	char server[CATALOG_SERVER_MAX + 1];
+};
+
+/* What a replacement tablet starts with (catalog_tablet_replace). */
+struct catalog_tablet_spec {
+	struct slice start;		/* [start, end), empty end: to the end */
+	struct slice end;
+	uint64_t flushed_seq;		/* its redo point */
+	const struct catalog_file *files;	/* named from the start */
+	size_t file_count;
+	const char *server;		/* NULL or "": unassigned */
+	bool auto_split;		/* start chosen by a split for size */
+};
+
+/* Init before use, release after (accepts a released location). */
+void catalog_location_init(struct catalog_location *loc);
+void catalog_location_release(struct catalog_location *loc);
+
+/* Level 0: the root tablet's id.  0 or an error (BT_ECORRUPT if the
+ * record is missing). */
+int catalog_location_root(struct catalog *c, uint64_t *root_id);
+
+/*
+ * Level 1: in the root tablet root_id, the METADATA tablet whose range
+ * covers row of table_id (the first METADATA tablet ending above
+ * (table_id, 0, row)).  0 and *meta_tablet_id; BT_STALE if root_id is no
+ * longer the root tablet.
+ */
+int catalog_location_metadata(struct catalog *c, uint64_t root_id,
+    uint64_t table_id, struct slice row, uint64_t *meta_tablet_id);
+
+/*
+ * Level 2: in METADATA tablet meta_tablet_id, the location of the tablet
+ * holding row of table_id (the first location key above (table_id, 0,
+ * row)), into *out (init'ed by the caller, who releases it; filled on 0,
+ * unspecified otherwise).  BT_STALE if that METADATA tablet no longer
+ * exists or does not cover the key (walk again from the root);
+ * BT_NOTFOUND if no such table exists; BT_ECORRUPT if the hierarchy is
+ * broken (catalog_location_check says how).
+ */
+int catalog_location_find(struct catalog *c, uint64_t meta_tablet_id,
+    uint64_t table_id, struct slice row, struct catalog_location *out);
+
+/*
+ * All three levels in one read transaction (so none can be stale): 0 and
+ * *out (as for catalog_location_find), or BT_NOTFOUND (no such table), or
+ * an error.  *levels (may be NULL) receives the levels walked (3 unless
+ * an error stopped the walk), for the client's counters.
+ */
+int catalog_location_walk(struct catalog *c, uint64_t table_id,
+    struct slice row, struct catalog_location *out, int *levels);
+
+/*
+ * Check the hierarchy against the tablets, in one read transaction: one
+ * root record naming the one root tablet; every other METADATA-table
+ * tablet a child of it, exactly one of them ending the key space, each
+ * with its true row count; every tablet with exactly one location row,
+ * equal to it, in the METADATA tablet covering its key, with no METADATA
+ * end inside its span; no location row without a tablet; the tablets of
+ * each table tile its row space.  Each problem is passed to report (may
+ * be NULL) as one line.  Returns the number of problems (0: consistent)
+ * or a negative error.
+ */
+int catalog_location_check(struct catalog *c,
+    void (*report)(void *arg, const char *problem), void *arg);
+
+/* The METADATA table's tablets, the root first, then by end key; free
+ * with catalog_meta_tablets_free. */
+int catalog_meta_tablets_list(struct catalog *c,
+    struct catalog_meta_tablet **out, size_t *count);
+void catalog_meta_tablets_free(struct catalog_meta_tablet *m, size_t count);
+
+/*
+ * Assignment, the master's duty: record that server (printable, 1 to
+ * CATALOG_SERVER_MAX bytes; "" unassigns) serves a user tablet, or a root
+ * or METADATA tablet (catalog_meta_tablet_assign).  -ENOENT if there is
+ * no such tablet, -EINVAL for a bad name.  Split children are assigned as
+ * catalog_tablet_replace is told.
+ */
+int catalog_tablet_assign(struct catalog *c, uint64_t tablet_id,
+    const char *server);
+int catalog_meta_tablet_assign(struct catalog *c, uint64_t meta_tablet_id,
+    const char *server);
+
+/* The locations of the user tablets no server is assigned to, by key
+ * (table id, then end row); each released and the array freed with
+ * catalog_locations_free. */
+int catalog_tablets_unassigned(struct catalog *c,
+    struct catalog_location **out, size_t *count);
+void catalog_locations_free(struct catalog_location *locs, size_t count);
+
+/*
+ * Replace tablets by others in one transaction: the split (1 -> 2), the
+ * merge (2 -> 1), or any n -> m.  old_ids name old_count >= 1 tablets of
+ * one table whose ranges are contiguous (in any order in the array);
+ * specs, count >= 1 of them in row order, must tile exactly the same
+ * range [first old start, last old end): each non-empty, each ending
+ * where the next starts.  The old tablets and their file rows are
+ * deleted, then the new ones inserted, each with its spec's redo point,
+ * server and file rows (a file may be named by several children; its
+ * group must exist in the table); the triggers move the location rows
+ * and split METADATA tablets as needed.  new_ids (count entries, may be
+ * NULL) receives the new tablets' ids in order.  -ENOENT (an old tablet
+ * or a group missing), -EINVAL (not one table, not contiguous, or specs
+ * that do not tile the range), -EEXIST; on any error nothing changes.
+ * The files must be complete and synced before the call, as for
+ * catalog_tablet_apply; the old tablets' files that no new tablet names
+ * stop being named.
+ */
+int catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
+    size_t old_count, const struct catalog_tablet_spec *specs, size_t count,
+    uint64_t *new_ids);
 
 #endif

@@ -47,9 +47,6 @@ enum catalog_stmt_id {
 	STMT_TABLET_LIST,
 	STMT_TABLET_GET,
 	STMT_TABLET_SET_SEQ,
-	STMT_TABLET_ROW,
-	STMT_TABLET_ADD,
-	STMT_TABLET_DELETE,
 	STMT_FILE_INSERT,
 	STMT_FILE_DELETE,
 	STMT_FILE_LIST,
@@ -67,6 +64,7 @@ struct catalog {
 	sqlite3 *db;
 	char *path;		/* for error details */
 	sqlite3_stmt *stmts[STMT_COUNT];	/* prepared at open */
+	struct catalog_location_stmts *loc;	/* catalog_location.c's */
 };
 
 /* Take the mutex and BEGIN (IMMEDIATE when write).  On error the mutex is
@@ -131,5 +129,17 @@ int catalog_table_id(struct catalog *c, const char *name, uint64_t *id);
 /* Whether group exists in table_id: 0 (no), 1 (yes) or an error. */
 int catalog_group_exists(struct catalog *c, uint64_t table_id,
     const char *group);
+
+/* ---- The location hierarchy (catalog_location.c) ---- */
+
+/* Prepare the location calls' statements (at open, after the schema is
+ * current); finalize them (accepts a handle without them). */
+int catalog_location_prepare(struct catalog *c);
+void catalog_location_finalize(struct catalog *c);
+
+/* Upgrade a version-1 catalog to the current version in one transaction:
+ * the version-2 schema, then a location row for every existing tablet
+ * (built by the triggers).  Runs before any statement is prepared. */
+int catalog_location_upgrade(struct catalog *c);
 
 #endif

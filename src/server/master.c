@@ -71,6 +71,33 @@ master_collect_files(struct server *s)
 	return env_dir_list(s->env, s->sst_dir, sweep_one, &sst);
 }
 
+/* ---- Assignment ---- */
+
+int
+master_assign_tablets(struct server *s)
+{
+	struct catalog_location *locs = NULL;
+	struct catalog_meta_tablet *metas = NULL;
+	size_t n = 0, m = 0;
+	int rc;
+
+	if ((rc = catalog_tablets_unassigned(s->catalog, &locs, &n)) < 0)
+		return rc;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = catalog_tablet_assign(s->catalog, locs[i].tablet_id,
+		    s->name);
+	catalog_locations_free(locs, n);
+	if (rc < 0 || (rc = catalog_meta_tablets_list(s->catalog, &metas,
+	    &m)) < 0)
+		return rc;
+	for (size_t i = 0; i < m && rc == 0; i++)
+		if (strcmp(metas[i].server, s->name) != 0)
+			rc = catalog_meta_tablet_assign(s->catalog,
+			    metas[i].id, s->name);
+	catalog_meta_tablets_free(metas, m);
+	return rc;
+}
+
 /* ---- Flushing in the apply turn ---- */
 
 /* Flush everything tablet t holds in memory.  Caller holds apply_mu (so
@@ -224,6 +251,38 @@ map_replace(struct server_table *t, struct tablet_map *m, size_t first,
 }
 
 /*
+ * Record tablets in place of the old ones (the commit point): rows[i]
+ * gives each new tablet's range, redo point and whether its start came
+ * from a split for size; they all name files[0..count); each gets its id.
+ */
+static int
+catalog_replace(struct server *s, struct server_table *t,
+    const uint64_t *old, size_t old_count, struct catalog_tablet *rows,
+    size_t n, const struct catalog_file *files, size_t count)
+{
+	struct catalog_tablet_spec specs[2];
+	uint64_t ids[2];
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		specs[i] = (struct catalog_tablet_spec){
+			.start = buf_slice(&rows[i].start),
+			.end = buf_slice(&rows[i].end),
+			.flushed_seq = rows[i].flushed_seq,
+			.files = files, .file_count = count,
+			.server = s->name, .auto_split = rows[i].auto_split,
+		};
+	if ((rc = catalog_tablet_replace(s->catalog, old, old_count, specs, n,
+	    ids)) < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		rows[i].id = ids[i];
+		rows[i].table_id = t->id;
+	}
+	return 0;
+}
+
+/*
  * After the catalog has the new tablets: build them, give them the
  * table's current schema and install them.  A failure here leaves memory
  * behind the catalog: refuse writes until the store is reopened (which
@@ -263,8 +322,7 @@ split_tablet(struct server *s, struct server_table *t, struct tablet_map *m,
 	struct tablet *p = m->tablets[i], *fresh[2] = { NULL, NULL };
 	struct catalog_tablet rows[2];
 	struct catalog_file *files = NULL;
-	struct catalog_file *lists[2];
-	size_t count = 0, counts[2];
+	size_t count = 0;
 	uint64_t old = tablet_id(p);
 	int rc, left_auto;
 
@@ -281,11 +339,8 @@ split_tablet(struct server *s, struct server_table *t, struct tablet_map *m,
 	    left_auto == 1, &rc);
 	row_init(&rows[1], row, tablet_end(p), s->applied_upto, auto_split,
 	    &rc);
-	lists[0] = lists[1] = files;
-	counts[0] = counts[1] = count;
 	if (rc == 0)
-		rc = catalog_tablet_replace(s->catalog, &old, 1, rows, 2,
-		    lists, counts);
+		rc = catalog_replace(s, t, &old, 1, rows, 2, files, count);
 	if (rc == 0) {
 		rc = tablet_split(p, &rows[0], &rows[1], &fresh[0],
 		    &fresh[1]);
@@ -367,8 +422,7 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 	row_init(&row, tablet_start(pair[0]), tablet_end(pair[1]),
 	    s->applied_upto, left_auto == 1, &rc);
 	if (rc == 0)
-		rc = catalog_tablet_replace(s->catalog, old, 2, &row, 1,
-		    &files, &count);
+		rc = catalog_replace(s, t, old, 2, &row, 1, files, count);
 	if (rc == 0) {
 		rc = tablet_merge(pair[0], pair[1], &row, &fresh);
 		rc = install_fresh(s, t, m, i, 2, &fresh, 1, rc);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/server_int.h"
 #include "util/alloc.h"
@@ -615,6 +616,18 @@ server_load_tables(struct server *s)
 	return rc;
 }
 
+/* The host name, as a catalog server name (printable, no blanks). */
+static void
+server_name(char *name, size_t size)
+{
+	if (gethostname(name, size) != 0 || name[0] == '\0')
+		snprintf(name, size, "localhost");
+	name[size - 1] = '\0';
+	for (char *p = name; *p != '\0'; p++)
+		if (*p <= ' ' || *p > '~')
+			*p = '_';
+}
+
 int
 server_open(const char *path, const struct server_options *opts,
     struct server **out)
@@ -644,6 +657,7 @@ server_open(const char *path, const struct server_options *opts,
 	for (size_t i = 0; i < ROW_LOCKS; i++)
 		pthread_mutex_init(&s->row_locks[i], NULL);
 	s->next_seq = 1;
+	server_name(s->name, sizeof(s->name));
 	if ((s->env = opts->env) == NULL) {
 		if ((rc = env_posix_new(&s->own_env)) < 0)
 			goto out_close;
@@ -692,7 +706,8 @@ server_open(const char *path, const struct server_options *opts,
 	s->last_stamp = (int64_t)last_stamp;
 	if ((rc = server_load_tables(s)) < 0)
 		goto out_close;
-	if (!s->opts.read_only && (rc = master_collect_files(s)) < 0)
+	if (!s->opts.read_only && ((rc = master_collect_files(s)) < 0 ||
+	    (rc = master_assign_tablets(s)) < 0))
 		goto out_close;
 	if ((rc = server_recover(s, &next_segment)) < 0)
 		goto out_close;

@@ -51,6 +51,9 @@ struct server {
 	struct env *env;
 	struct env *own_env;		/* the env we created, if any */
 	struct server_options opts;
+	/* This tablet server's name in the catalog's assignments: the host
+	 * name (one server per store for now). */
+	char name[CATALOG_SERVER_MAX + 1];
 	char *log_dir, *sst_dir, *tmp_dir;
 	struct env_lock *lock;
 	struct catalog *catalog;
@@ -149,6 +152,8 @@ int master_split_at(struct server *s, struct server_table *t,
  * does not name (mark and sweep); caller holds work_mu, so no flush or
  * compaction is between writing a file and naming it. */
 int master_collect_files(struct server *s);
+/* Assign every tablet that no server holds to this one (at open). */
+int master_assign_tablets(struct server *s);
 /* The sweep, every so many background rounds. */
 int master_collect_rounds(struct server *s, uint64_t round);
 

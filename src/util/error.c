@@ -18,6 +18,8 @@ bt_strerror(int rc)
 		return "not found";
 	case BT_DONE:
 		return "end of data";
+	case BT_STALE:
+		return "stale location";
 	case BT_ECORRUPT:
 		return "corrupt data";
 	case BT_ECHECKSUM:

@@ -17,6 +17,8 @@ enum {
 	BT_OK = 0,
 	BT_NOTFOUND = 1,	/* the key or name does not exist */
 	BT_DONE = 2,		/* an iterator or reader reached its end */
+	BT_STALE = 3,		/* a location looked up or cached no longer
+				   holds: look it up again from the root */
 
 	BT_ECORRUPT = -10000,	/* bytes on disk do not decode */
 	BT_ECHECKSUM = -10001,	/* a stored CRC32C does not match */

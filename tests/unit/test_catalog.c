@@ -291,15 +291,15 @@ test_version(void)
 	struct catalog *c = NULL;
 	int rc;
 
-	set_user_version(2);
+	set_user_version(3);
 	rc = catalog_open(env, db_path, &c);
-	is_int(rc, BT_EFORMAT, "a catalog of version 2 is BT_EFORMAT");
-	ok(strstr(bt_error_detail(), "version 2") != NULL,
+	is_int(rc, BT_EFORMAT, "a catalog of version 3 is BT_EFORMAT");
+	ok(strstr(bt_error_detail(), "version 3") != NULL,
 	    "the detail names the version: %s", bt_error_detail());
 	ok(c == NULL, "and no handle");
-	set_user_version(1);
+	set_user_version(2);
 	rc = catalog_open(env, db_path, &c);
-	is_int(rc, 0, "version 1 opens again");
+	is_int(rc, 0, "version 2 opens again");
 	catalog_close(c);
 }
 
