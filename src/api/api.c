@@ -9,13 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/location_cache.h"
 #include "api/tabletfs.h"
 #include "server/server.h"
 #include "util/alloc.h"
 #include "util/error.h"
 
+/* Calls on one row that meet a stale location, at most, before the store
+ * is asked to route the row itself. */
+#define LOCATE_TRIES 3
+
 struct bt_store {
 	struct server *server;
+	/* Where rows live (Bigtable 5.1): consulted before each call on a
+	 * row, filled by walking the catalog's location hierarchy. */
+	struct location_cache *locations;
 };
 
 struct bt_scan {
@@ -67,7 +75,12 @@ bt_store_open(const char *path, const struct bt_options *opts,
 	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
 	server_options_from(opts, &so);
+	if ((rc = location_cache_new(0, &s->locations)) < 0) {
+		bt_free(s);
+		return rc;
+	}
 	if ((rc = server_open(path, &so, &s->server)) < 0) {
+		location_cache_free(s->locations);
 		bt_free(s);
 		return rc;
 	}
@@ -84,6 +97,7 @@ bt_store_close(struct bt_store *s)
 	if (s == NULL)
 		return 0;
 	rc = server_close(s->server);
+	location_cache_free(s->locations);
 	bt_free(s);
 	return rc;
 }
@@ -138,7 +152,11 @@ out:
 int
 bt_table_delete(struct bt_store *s, const char *table)
 {
+	uint64_t id;
+
 	bt_error_clear();
+	if (table != NULL && server_table_id(s->server, table, &id) == 0)
+		location_cache_invalidate_table(s->locations, id);
 	return server_table_drop(s->server, table);
 }
 
@@ -275,6 +293,56 @@ mutations_from(const struct bt_mutation *muts, size_t count,
 	return 0;
 }
 
+/*
+ * The tablet that serves row, for the attempt-th try of a call: from the
+ * location cache, or by walking the location hierarchy on a miss or after
+ * a try that found the cached tablet stale.  0 (let the store route the
+ * row) when there is nothing to look up, after LOCATE_TRIES tries, or when
+ * the walk fails (the call then reports what is wrong).
+ */
+static uint64_t
+row_locate(struct bt_store *s, const char *table, struct bt_bytes row,
+    int attempt)
+{
+	struct catalog_location loc;
+	struct slice r = bytes_slice(row);
+	uint64_t table_id, tablet = 0;
+	int levels = 0;
+
+	if (table == NULL || r.n == 0 || r.n > BT_MAX_ROW ||
+	    attempt >= LOCATE_TRIES ||
+	    server_table_id(s->server, table, &table_id) < 0)
+		return 0;
+	if (attempt > 0)
+		location_cache_invalidate(s->locations, table_id, r);
+	else if (location_cache_lookup(s->locations, table_id, r,
+	    &tablet) == 0)
+		return tablet;
+	catalog_location_init(&loc);
+	if (server_locate(s->server, table, r, &loc, &levels) == 0) {
+		location_cache_add_levels(s->locations, (unsigned)levels);
+		if (location_cache_insert(s->locations, table_id,
+		    buf_slice(&loc.start), buf_slice(&loc.end),
+		    loc.tablet_id) == 0)
+			tablet = loc.tablet_id;
+	}
+	catalog_location_release(&loc);
+	bt_error_clear();
+	return tablet;
+}
+
+/* Run call (one server call on row, naming its tablet) until it does not
+ * meet a stale location. */
+#define ON_ROW(s, table, row, rc, call) do {				\
+	for (int on_row_try_ = 0;; on_row_try_++) {			\
+		uint64_t tablet = row_locate((s), (table), (row),	\
+		    on_row_try_);					\
+									\
+		if (((rc) = (call)) != BT_STALE)			\
+			break;						\
+	}								\
+} while (0)
+
 static bool
 want_sync(const struct bt_write_options *wopts)
 {
@@ -292,8 +360,8 @@ bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if ((rc = mutations_from(muts, count, &ops)) < 0)
 		return rc;
-	rc = server_mutate(s->server, table, bytes_slice(row), ops, count,
-	    want_sync(wopts), stamp);
+	ON_ROW(s, table, row, rc, server_mutate(s->server, table, tablet,
+	    bytes_slice(row), ops, count, want_sync(wopts), stamp));
 	bt_free(ops);
 	return rc;
 }
@@ -326,10 +394,10 @@ bt_check_version_and_mutate(struct bt_store *s, const char *table,
 		return rc;
 	if (expected != NULL)
 		exp = bytes_slice(*expected);
-	rc = server_check_and_mutate(s->server, table, bytes_slice(row),
-	    slice_str(family), bytes_slice(qualifier),
-	    expected ? &exp : NULL, expected_ts, ops, count,
-	    want_sync(wopts), applied);
+	ON_ROW(s, table, row, rc, server_check_and_mutate(s->server, table,
+	    tablet, bytes_slice(row), slice_str(family),
+	    bytes_slice(qualifier), expected ? &exp : NULL, expected_ts, ops,
+	    count, want_sync(wopts), applied));
 	bt_free(ops);
 	return rc;
 }
@@ -339,12 +407,15 @@ bt_increment(struct bt_store *s, const char *table, struct bt_bytes row,
     const char *family, struct bt_bytes qualifier, int64_t delta,
     const struct bt_write_options *wopts, int64_t *result, int64_t *stamp)
 {
+	int rc;
+
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	return server_increment(s->server, table, bytes_slice(row),
-	    slice_str(family), bytes_slice(qualifier), delta,
-	    want_sync(wopts), result, stamp);
+	ON_ROW(s, table, row, rc, server_increment(s->server, table, tablet,
+	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
+	    delta, want_sync(wopts), result, stamp));
+	return rc;
 }
 
 int
@@ -352,12 +423,15 @@ bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
     const char *family, struct bt_bytes qualifier, struct bt_bytes suffix,
     const struct bt_write_options *wopts, int64_t *stamp)
 {
+	int rc;
+
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	return server_append(s->server, table, bytes_slice(row),
-	    slice_str(family), bytes_slice(qualifier), bytes_slice(suffix),
-	    want_sync(wopts), stamp);
+	ON_ROW(s, table, row, rc, server_append(s->server, table, tablet,
+	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
+	    bytes_slice(suffix), want_sync(wopts), stamp));
+	return rc;
 }
 
 int
@@ -366,13 +440,16 @@ bt_move_version(struct bt_store *s, const char *table, struct bt_bytes row,
     const char *dst_family, struct bt_bytes dst_qualifier, int64_t dst_ts,
     const struct bt_write_options *wopts, int64_t *stamp)
 {
+	int rc;
+
 	bt_error_clear();
 	if (src_family == NULL || dst_family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	return server_move_version(s->server, table, bytes_slice(row),
-	    slice_str(src_family), bytes_slice(src_qualifier), src_ts,
-	    slice_str(dst_family), bytes_slice(dst_qualifier), dst_ts,
-	    want_sync(wopts), stamp);
+	ON_ROW(s, table, row, rc, server_move_version(s->server, table,
+	    tablet, bytes_slice(row), slice_str(src_family),
+	    bytes_slice(src_qualifier), src_ts, slice_str(dst_family),
+	    bytes_slice(dst_qualifier), dst_ts, want_sync(wopts), stamp));
+	return rc;
 }
 
 /* ---- Reading ---- */
@@ -480,7 +557,8 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	if ((rc = filter_from(ropts, &f, &columns)) < 0)
 		return rc;
 	cells_row_init(&r);
-	rc = server_read_row(s->server, table, bytes_slice(row), &f, &r);
+	ON_ROW(s, table, row, rc, server_read_row(s->server, table, tablet,
+	    bytes_slice(row), &f, &r));
 	if (rc == 0)
 		rc = row_export(&r, out);
 	cells_row_release(&r);
@@ -674,6 +752,7 @@ void
 bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 {
 	struct server_stats ss;
+	struct location_cache_stats ls;
 
 	server_get_stats(s->server, &ss);
 	out->mutations = ss.mutations;
@@ -691,4 +770,9 @@ bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 	out->splits = ss.splits;
 	out->merges = ss.merges;
 	out->files_collected = ss.files_collected;
+	location_cache_get_stats(s->locations, &ls);
+	out->location_lookups = ls.lookups;
+	out->location_hits = ls.hits;
+	out->location_levels = ls.levels_walked;
+	out->location_stale = ls.invalidations;
 }

@@ -364,6 +364,13 @@ struct bt_stats {
 	uint64_t splits;		/* since the store was opened */
 	uint64_t merges;
 	uint64_t files_collected;	/* unnamed SSTables deleted */
+	/* The location cache (Bigtable 5.1): rows looked up, answered
+	 * from the cache, levels of the location hierarchy walked on
+	 * misses, and cached locations found stale (split or merged). */
+	uint64_t location_lookups;
+	uint64_t location_hits;
+	uint64_t location_levels;
+	uint64_t location_stale;
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);
 

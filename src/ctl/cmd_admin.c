@@ -1,7 +1,7 @@
 /*
  * cmd_admin.c - tabletctl's administration verbs: tablets (the row ranges
- * of a table and what each holds) and check (verify every file of the
- * store).
+ * of a table and what each holds), split (force a tablet boundary) and
+ * check (verify every file of the store).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,8 +41,9 @@ tablets_print(struct ctl *c, const char *table)
 		putc('\t', c->out);
 		bound_print(c->out, t[i].end);
 		fprintf(c->out, "\tsstables=%" PRIu64 "\tbytes=%" PRIu64
-		    "\tmemtable=%" PRIu64 "\n", t[i].sstables,
-		    t[i].sstable_bytes, t[i].memtable_bytes);
+		    "\tmemtable=%" PRIu64 "\tdata=%" PRIu64 "\n",
+		    t[i].sstables, t[i].sstable_bytes, t[i].memtable_bytes,
+		    t[i].data_bytes);
 	}
 	bt_tablets_free(t);
 	return CTL_OK;
@@ -65,6 +66,20 @@ cmd_tablets(struct ctl *c, int argc, char **argv)
 		status = tablets_print(c, names[i]);
 	bt_names_free(names);
 	return status;
+}
+
+/* split T ROW: a tablet boundary at ROW. */
+int
+cmd_split(struct ctl *c, int argc, char **argv)
+{
+	int rc;
+
+	(void)argc;
+	bt_error_clear();
+	if ((rc = bt_table_split(c->store, argv[0],
+	    ctl_arg_bytes(argv[1]))) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
 }
 
 /* A check in progress: problems go to c->out as they are found. */

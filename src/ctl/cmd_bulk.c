@@ -322,6 +322,14 @@ cmd_status(struct ctl *c, int argc, char **argv)
 	STAT(compactions);
 	STAT(cache_hits);
 	STAT(cache_misses);
+	STAT(tablets);
+	STAT(splits);
+	STAT(merges);
+	STAT(files_collected);
+	STAT(location_lookups);
+	STAT(location_hits);
+	STAT(location_levels);
+	STAT(location_stale);
 #undef STAT
 	return CTL_OK;
 }

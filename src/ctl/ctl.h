@@ -89,6 +89,7 @@ int cmd_export(struct ctl *c, int argc, char **argv);
 int cmd_compact(struct ctl *c, int argc, char **argv);
 int cmd_status(struct ctl *c, int argc, char **argv);
 int cmd_tablets(struct ctl *c, int argc, char **argv);	/* cmd_admin.c */
+int cmd_split(struct ctl *c, int argc, char **argv);
 int cmd_check(struct ctl *c, int argc, char **argv);
 
 /* ---- Reporting (ctl_run.c) ---- */

@@ -95,8 +95,15 @@ static const struct ctl_verb verbs[] = {
 	{ "tablets", "[T]",
 	  "List the tablets of table T (default: of every table), one a line:\n"
 	  "TABLE, START, END (\"-\" for an open bound), sstables=N, bytes=N\n"
-	  "and memtable=N, separated by tabs.",
+	  "(whole files, shared ones too), memtable=N and data=N (estimated\n"
+	  "bytes of the tablet's own rows), separated by tabs.",
 	  0, 1, CTL_STORE_READ, cmd_tablets },
+	{ "split", "T ROW",
+	  "Split the tablet of T holding ROW so that a tablet starts at ROW.\n"
+	  "Nothing is copied; tablets also split by themselves past the\n"
+	  "table's tablet_size, and small neighbours merge again (never\n"
+	  "across a row given here or at createtable).",
+	  2, 2, CTL_STORE_WRITE, cmd_split },
 	{ "compact", "[T] [--major]",
 	  "Merge the SSTables of table T (default: every table); --major\n"
 	  "also drops deleted and expired data.",

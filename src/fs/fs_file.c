@@ -60,12 +60,22 @@ fs_status_text(struct fs *fs, struct buf *out)
 	    "memtable_bytes: %" PRIu64 "\n"
 	    "last_seq: %" PRIu64 "\n"
 	    "cache_hits: %" PRIu64 "\n"
-	    "cache_misses: %" PRIu64 "\n",
+	    "cache_misses: %" PRIu64 "\n"
+	    "tablets: %" PRIu64 "\n"
+	    "splits: %" PRIu64 "\n"
+	    "merges: %" PRIu64 "\n"
+	    "files_collected: %" PRIu64 "\n"
+	    "location_lookups: %" PRIu64 "\n"
+	    "location_hits: %" PRIu64 "\n"
+	    "location_levels: %" PRIu64 "\n"
+	    "location_stale: %" PRIu64 "\n",
 	    (long)getpid(), fs->store_path, fs->read_only ? "ro" : "rw",
 	    fs->sync_always ? ",sync=always" : "", st.mutations, st.reads,
 	    st.log_syncs, st.log_batches, st.flushes, st.compactions,
 	    st.sstables, st.memtable_bytes, st.last_seq, st.cache_hits,
-	    st.cache_misses);
+	    st.cache_misses, st.tablets, st.splits, st.merges,
+	    st.files_collected, st.location_lookups, st.location_hits,
+	    st.location_levels, st.location_stale);
 	return buf_set(out, text, (size_t)n < sizeof(text) ? (size_t)n :
 	    sizeof(text) - 1);
 }

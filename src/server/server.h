@@ -72,38 +72,57 @@ int server_group_set(struct server *s, const char *table,
 /* ---- Data ---- */
 
 /*
+ * Every call on one row names the tablet the caller believes serves it,
+ * as found in its location cache (0: no belief, the server routes the row
+ * itself).  When that tablet no longer serves the row (it was split or
+ * merged away) the call does nothing and returns BT_STALE; the caller
+ * walks the location hierarchy again (server_locate) and retries.
+ */
+
+/* The catalog id of a table: 0, or -ENOENT. */
+int server_table_id(struct server *s, const char *table, uint64_t *id);
+
+/* Walk the catalog's location hierarchy for (table, row): the tablet's id
+ * and range in *loc (catalog_location_release it), the levels walked in
+ * *levels. */
+int server_locate(struct server *s, const char *table, struct slice row,
+    struct catalog_location *loc, int *levels);
+
+/*
  * Apply a row mutation atomically.  Puts with ts MUTATION_TS_SERVER get the
  * server's stamp (returned in *stamp if not NULL); ops is modified to hold
  * the final timestamps.
  */
-int server_mutate(struct server *s, const char *table, struct slice row,
-    struct mutation *ops, size_t count, bool sync, int64_t *stamp);
+int server_mutate(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, struct mutation *ops, size_t count, bool sync,
+    int64_t *stamp);
 
 /* Check-and-mutate; expected NULL means "the column has no version";
  * expected_ts >= 0 also requires the newest version to have that stamp. */
 int server_check_and_mutate(struct server *s, const char *table,
-    struct slice row, struct slice family, struct slice qualifier,
+    uint64_t tablet, struct slice row, struct slice family, struct slice qualifier,
     const struct slice *expected, int64_t expected_ts, struct mutation *ops,
     size_t count, bool sync, bool *applied);
 
-int server_increment(struct server *s, const char *table, struct slice row,
-    struct slice family, struct slice qualifier, int64_t delta, bool sync,
-    int64_t *result, int64_t *stamp);
-int server_append(struct server *s, const char *table, struct slice row,
-    struct slice family, struct slice qualifier, struct slice suffix,
-    bool sync, int64_t *stamp);
+int server_increment(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, struct slice family, struct slice qualifier,
+    int64_t delta, bool sync, int64_t *result, int64_t *stamp);
+int server_append(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, struct slice family, struct slice qualifier,
+    struct slice suffix, bool sync, int64_t *stamp);
 
 /* Move version src_ts of one column to another place in the row (dst_ts
  * may be MUTATION_TS_SERVER) as one atomic mutation; -ENOENT if there is no
  * such version. */
-int server_move_version(struct server *s, const char *table,
+int server_move_version(struct server *s, const char *table, uint64_t tablet,
     struct slice row, struct slice src_family, struct slice src_qualifier,
     int64_t src_ts, struct slice dst_family, struct slice dst_qualifier,
     int64_t dst_ts, bool sync, int64_t *stamp);
 
 /* Read a row: 0 or BT_NOTFOUND. */
-int server_read_row(struct server *s, const char *table, struct slice row,
-    const struct cells_filter *filter, struct cells_row *out);
+int server_read_row(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, const struct cells_filter *filter,
+    struct cells_row *out);
 
 /* A scan of rows [start, end) (empty end: to the end of the table); the
  * filter's arrays must outlive the scan. */

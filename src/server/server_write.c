@@ -14,6 +14,54 @@
 #include "util/error.h"
 #include "util/hash.h"
 
+/* ---- Locations ---- */
+
+int
+server_table_id(struct server *s, const char *table, uint64_t *id)
+{
+	struct server_table *t;
+	int rc;
+
+	if ((rc = table_get(s, table, &t)) < 0)
+		return rc;
+	*id = t->id;
+	table_unref(t);
+	return 0;
+}
+
+int
+server_locate(struct server *s, const char *table, struct slice row,
+    struct catalog_location *loc, int *levels)
+{
+	struct server_table *t;
+	int rc;
+
+	if ((rc = table_get(s, table, &t)) < 0)
+		return rc;
+	rc = catalog_location_walk(s->catalog, t->id, row, loc, levels);
+	if (rc == BT_NOTFOUND)
+		rc = bt_error_set(BT_ECORRUPT, "table %s: no location for a "
+		    "row", table);
+	table_unref(t);
+	return rc;
+}
+
+/* BT_STALE when tablet is not 0 and is not the tablet serving row. */
+static int
+tablet_check_serves(struct server_table *t, uint64_t tablet, struct slice row)
+{
+	struct tablet_map *m;
+	int rc = 0;
+
+	if (tablet == 0)
+		return 0;
+	m = table_map(t);
+	if (tablet_id(tablet_map_find(m, row)) != tablet)
+		rc = BT_STALE;
+	tablet_map_unref(m);
+	return rc;
+}
+
 /* ---- Writes ---- */
 
 static pthread_mutex_t *
@@ -191,8 +239,9 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 }
 
 int
-server_mutate(struct server *s, const char *table, struct slice row,
-    struct mutation *ops, size_t count, bool sync, int64_t *stamp)
+server_mutate(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, struct mutation *ops, size_t count, bool sync,
+    int64_t *stamp)
 {
 	struct server_table *t;
 	pthread_mutex_t *lock;
@@ -200,7 +249,8 @@ server_mutate(struct server *s, const char *table, struct slice row,
 
 	if ((rc = table_get(s, table, &t)) < 0)
 		return rc;
-	if ((rc = mutation_validate(s, t, row, ops, count)) < 0)
+	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
+	    (rc = mutation_validate(s, t, row, ops, count)) < 0)
 		goto out;
 	lock = row_lock(s, t->id, row);
 	pthread_mutex_lock(lock);
@@ -260,7 +310,8 @@ column_newest(struct server *s, struct server_table *t, struct slice row,
  * returns 0 to commit, 1 to change nothing, or a negative error.
  */
 static int
-column_rmw(struct server *s, const char *table, struct slice row,
+column_rmw(struct server *s, const char *table, uint64_t tablet,
+    struct slice row,
     struct slice family, struct slice qualifier, bool sync,
     int64_t as_of,
     int (*decide)(void *arg, int found, struct slice value, int64_t ts,
@@ -279,7 +330,8 @@ column_rmw(struct server *s, const char *table, struct slice row,
 	if ((rc = table_get(s, table, &t)) < 0)
 		return rc;
 	buf_init(&value);
-	if ((rc = mutation_validate(s, t, row, &probe, 1)) < 0)
+	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
+	    (rc = mutation_validate(s, t, row, &probe, 1)) < 0)
 		goto out;
 	lock = row_lock(s, t->id, row);
 	pthread_mutex_lock(lock);
@@ -326,7 +378,7 @@ check_decide(void *arg, int found, struct slice value, int64_t ts,
 }
 
 int
-server_check_and_mutate(struct server *s, const char *table,
+server_check_and_mutate(struct server *s, const char *table, uint64_t tablet,
     struct slice row, struct slice family, struct slice qualifier,
     const struct slice *expected, int64_t expected_ts, struct mutation *ops,
     size_t count, bool sync, bool *applied)
@@ -334,7 +386,7 @@ server_check_and_mutate(struct server *s, const char *table,
 	struct check_arg a = { expected, expected_ts, ops, count, applied };
 
 	*applied = false;
-	return column_rmw(s, table, row, family, qualifier, sync, -1,
+	return column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
 	    check_decide, &a, NULL);
 }
 
@@ -399,7 +451,8 @@ increment_decide(void *arg, int found, struct slice value, int64_t ts,
 }
 
 int
-server_increment(struct server *s, const char *table, struct slice row,
+server_increment(struct server *s, const char *table, uint64_t tablet,
+    struct slice row,
     struct slice family, struct slice qualifier, int64_t delta, bool sync,
     int64_t *result, int64_t *stamp)
 {
@@ -407,7 +460,7 @@ server_increment(struct server *s, const char *table, struct slice row,
 	    .delta = delta };
 	int rc;
 
-	rc = column_rmw(s, table, row, family, qualifier, sync, -1,
+	rc = column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
 	    increment_decide, &a, stamp);
 	if (rc == 0 && result != NULL)
 		*result = a.result;
@@ -441,7 +494,8 @@ append_decide(void *arg, int found, struct slice value, int64_t ts,
 }
 
 int
-server_append(struct server *s, const char *table, struct slice row,
+server_append(struct server *s, const char *table, uint64_t tablet,
+    struct slice row,
     struct slice family, struct slice qualifier, struct slice suffix,
     bool sync, int64_t *stamp)
 {
@@ -450,7 +504,7 @@ server_append(struct server *s, const char *table, struct slice row,
 	int rc;
 
 	buf_init(&a.joined);
-	rc = column_rmw(s, table, row, family, qualifier, sync, -1,
+	rc = column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
 	    append_decide, &a, stamp);
 	buf_release(&a.joined);
 	return rc;
@@ -459,8 +513,9 @@ server_append(struct server *s, const char *table, struct slice row,
 /* ---- Reads ---- */
 
 int
-server_read_row(struct server *s, const char *table, struct slice row,
-    const struct cells_filter *filter, struct cells_row *out)
+server_read_row(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, const struct cells_filter *filter,
+    struct cells_row *out)
 {
 	struct server_table *t;
 	int rc;
@@ -469,7 +524,7 @@ server_read_row(struct server *s, const char *table, struct slice row,
 		return rc;
 	if (row.n == 0 || row.n > SERVER_MAX_ROW)
 		rc = bt_error_set(-EINVAL, "row key of %zu bytes", row.n);
-	else
+	else if ((rc = tablet_check_serves(t, tablet, row)) == 0)
 		rc = table_read_row(s, t, row, filter, out);
 	atomic_fetch_add(&s->reads, 1);
 	table_unref(t);
@@ -613,7 +668,8 @@ move_decide(void *arg, int found, struct slice value, int64_t ts,
 }
 
 int
-server_move_version(struct server *s, const char *table, struct slice row,
+server_move_version(struct server *s, const char *table, uint64_t tablet,
+    struct slice row,
     struct slice src_family, struct slice src_qualifier, int64_t src_ts,
     struct slice dst_family, struct slice dst_qualifier, int64_t dst_ts,
     bool sync, int64_t *stamp)
@@ -628,8 +684,8 @@ server_move_version(struct server *s, const char *table, struct slice row,
 		return bt_error_set(-EINVAL, "timestamp %" PRId64
 		    " out of range", src_ts);
 	buf_init(&a.value);
-	rc = column_rmw(s, table, row, src_family, src_qualifier, sync, src_ts,
-	    move_decide, &a, stamp);
+	rc = column_rmw(s, table, tablet, row, src_family, src_qualifier, sync,
+	    src_ts, move_decide, &a, stamp);
 	buf_release(&a.value);
 	return rc;
 }

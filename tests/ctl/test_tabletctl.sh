@@ -299,10 +299,6 @@ check "unknown verb" 2 '' \
 "tabletctl: unknown verb 'frobnicate'
 usage: tabletctl [-s STORE] VERB [ARGS...] (tabletctl help: the verbs)" \
     tc frobnicate
-check "verbs the engine lacks are unknown" 2 '' \
-"tabletctl: unknown verb 'split'
-usage: tabletctl [-s STORE] VERB [ARGS...] (tabletctl help: the verbs)" \
-    tc split webtable m
 check "missing STORE" 2 '' \
 "tabletctl: ls: no store: give -s STORE or set TABLETFS_STORE
 usage: tabletctl [-s STORE] ls [T]" \
@@ -327,16 +323,30 @@ tcs init
 tcs createtable ranges families=f splits=m,t
 tcs createtable esc families=f 'splits=-,\xff'
 check "tablets T: one line per tablet, - for an open bound" 0 \
-'ranges	-	m	sstables=0	bytes=0	memtable=4144
-ranges	m	t	sstables=0	bytes=0	memtable=4144
-ranges	t	-	sstables=0	bytes=0	memtable=4144' '' tcs tablets ranges
+'ranges	-	m	sstables=0	bytes=0	memtable=4144	data=0
+ranges	m	t	sstables=0	bytes=0	memtable=4144	data=0
+ranges	t	-	sstables=0	bytes=0	memtable=4144	data=0' '' tcs tablets ranges
 check "tablets: every table in order, bounds escaped, a row - as \\x2d" 0 \
-'esc	-	\x2d	sstables=0	bytes=0	memtable=4144
-esc	\x2d	\xff	sstables=0	bytes=0	memtable=4144
-esc	\xff	-	sstables=0	bytes=0	memtable=4144
-ranges	-	m	sstables=0	bytes=0	memtable=4144
-ranges	m	t	sstables=0	bytes=0	memtable=4144
-ranges	t	-	sstables=0	bytes=0	memtable=4144' '' tcs tablets
+'esc	-	\x2d	sstables=0	bytes=0	memtable=4144	data=0
+esc	\x2d	\xff	sstables=0	bytes=0	memtable=4144	data=0
+esc	\xff	-	sstables=0	bytes=0	memtable=4144	data=0
+ranges	-	m	sstables=0	bytes=0	memtable=4144	data=0
+ranges	m	t	sstables=0	bytes=0	memtable=4144	data=0
+ranges	t	-	sstables=0	bytes=0	memtable=4144	data=0' '' tcs tablets
+check "split T ROW: a tablet boundary at ROW" 0 '' '' tcs split ranges p
+check "split: the new tablet in the listing" 0 \
+'ranges	-	m
+ranges	m	p
+ranges	p	t
+ranges	t	-' '' sh -c "\"$ctl\" -s \"$cstore\" tablets ranges | cut -f 1-3"
+check "split at an existing boundary" 1 '' \
+    "tabletctl: split: table ranges: a tablet already starts at that row (File exists)" \
+    tcs split ranges p
+check "split of a missing table" 1 '' \
+    "tabletctl: split: table nosuch: no such table (No such file or directory)" \
+    tcs split nosuch p
+check "split without a row" 2 '' 'usage: tabletctl [-s STORE] split T ROW' \
+    tcs split ranges
 tcs set ranges a 'f:=a@1'
 tcs set ranges n 'f:=n@1'
 tcs_tablets_counts() {
@@ -344,7 +354,8 @@ tcs_tablets_counts() {
 }
 check "tablets counts the SSTables a flush wrote" 0 \
 'ranges	-	m	sstables=1
-ranges	m	t	sstables=1
+ranges	m	p	sstables=1
+ranges	p	t	sstables=0
 ranges	t	-	sstables=0' '' tcs_tablets_counts
 check "tablets of an unknown table" 1 '' \
     'tabletctl: tablets: table nosuch: no such table (No such file or directory)' \

@@ -62,6 +62,8 @@ sequence() {
 	rec "$d" import_missing $c import w missing.txt
 	rec "$d" export $c export w
 	rec "$d" count $c count w
+	rec "$d" split $c split w r2
+	rec "$d" split_again $c split w r2
 	rec "$d" tablets $c tablets
 	rec "$d" compact $c compact w
 	rec "$d" compact_major $c compact --major
@@ -162,5 +164,5 @@ check_eq "check" "$(sed 's/.*: //' "$T/direct/check.out")" OK
 check_eq "import from a file" \
     "$(grep -c '^r[34]	' "$T/direct/export.out")" 2
 check_eq "import from stdin" "$(grep -c '^r5' "$T/direct/export.out")" 2
-check_eq "commands compared" "$n" 39
+check_eq "commands compared" "$n" 41
 echo "ok: $n commands alike mounted and unmounted"

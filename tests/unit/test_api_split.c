@@ -476,11 +476,46 @@ test_crash_at_every_step(uint64_t seed)
 	    "and none that is unnamed");
 }
 
+/* The API's location cache: repeated lookups hit it, a split makes the
+ * cached tablet stale, and the next call walks again and is right. */
+static void
+test_location_cache(void)
+{
+	struct tstore t;
+	struct bt_stats a, b, c;
+	int rc = 0;
+
+	tstore_posix(&t, NULL);
+	table_make(t.s, NULL, 0);
+	for (int r = 0; r < 100 && rc == 0; r++)
+		rc = put_row(t.s, r, 0);
+	bt_store_get_stats(t.s, &a);
+	ok(rc == 0 && a.location_lookups >= 100 && a.location_hits >= 99 &&
+	    a.location_levels == 3, "100 writes: %" PRIu64 " lookups, %"
+	    PRIu64 " cache hits, %" PRIu64 " levels walked once",
+	    a.location_lookups, a.location_hits, a.location_levels);
+	is_int(bt_table_split(t.s, "t", bts("row000050")), 0, "split at "
+	    "row000050");
+	ok(row_is(t.s, 70, 0) && row_is(t.s, 20, 0), "rows on both sides "
+	    "read right through stale cache entries");
+	bt_store_get_stats(t.s, &b);
+	ok(b.location_stale >= 1 && b.location_levels >= a.location_levels + 3,
+	    "the stale entry was found and the hierarchy walked again (%"
+	    PRIu64 " stale, %" PRIu64 " levels)", b.location_stale,
+	    b.location_levels);
+	ok(row_is(t.s, 71, 0) && row_is(t.s, 21, 0), "and read again");
+	bt_store_get_stats(t.s, &c);
+	is_int(c.location_levels, b.location_levels, "the next reads hit the "
+	    "cache without walking");
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
 	uint64_t seed = tap_seed();
 
+	test_location_cache();
 	test_split_by_size();
 	test_forced_split_and_merge();
 	test_writes_during_splits(seed);
