@@ -1,7 +1,8 @@
 /*
  * server_check.c - verify a store for tabletctl check (bt_store_check):
  * every block of every SSTable the catalog names, that the catalog and
- * sst/ agree, and every record of every commit-log segment.  Problems are
+ * sst/ agree, that the location hierarchy describes every tablet, and
+ * every record of every commit-log segment.  Problems are
  * reported one line each, named by the file's path inside the store.
  */
 #include <errno.h>
@@ -250,6 +251,14 @@ out_step:
 	return 0;
 }
 
+/* A flaw in the location hierarchy (tablets that do not tile a table, a
+ * location row in the wrong METADATA tablet, ...). */
+static void
+check_location(void *arg, const char *problem)
+{
+	check_report(arg, "catalog.db", "location hierarchy: %s", problem);
+}
+
 int
 server_check(struct server *s,
     void (*report)(void *arg, const char *problem),
@@ -275,6 +284,9 @@ server_check(struct server *s,
 		if ((rc = check_sstable(&ck, &ck.named[i])) < 0)
 			goto out_unlock;
 	if ((rc = env_dir_list(s->env, s->sst_dir, check_orphan, &ck)) < 0)
+		goto out_unlock;
+	if ((rc = catalog_location_check(s->catalog, check_location,
+	    &ck)) < 0)
 		goto out_unlock;
 	pthread_mutex_unlock(&s->work_mu);
 

@@ -401,6 +401,8 @@ test_crash_at_every_step(uint64_t seed)
 	enum { NROWS = 600 };
 	uint64_t rng = seed;
 	int rounds = 0, bad_rounds = 0, unclean = 0;
+	uint64_t splits = 0, merges = 0;
+	struct bt_stats st;
 
 	for (int round = 0; round < 48; round++) {
 		struct bt_options opts = { .memtable_size = 8u << 10,
@@ -419,7 +421,32 @@ test_crash_at_every_step(uint64_t seed)
 		for (int r = 0; r < NROWS / 2 && rc == 0; r++)
 			if ((rc = put_row(t.s, r, 0)) == 0)
 				want[r] = 0;
-		env_fault_fail_after(t.env, op, n, -EIO, true);
+		if (round % 2 == 1) {
+			/* Split first; the crash then hits the merges that
+			 * follow deleting most rows. */
+			bt_store_flush(t.s);
+			env_fault_fail_after(t.env, op, n, -EIO, true);
+			for (int r = 0; r < NROWS / 2 && rc == 0; r++) {
+				struct bt_mutation m = {
+					.kind = BT_DELETE_ROW };
+				char row[32];
+
+				if (r % 10 == 0)
+					continue;
+				row_of(r, row, sizeof(row));
+				if ((rc = bt_mutate_row(t.s, "t", bts(row),
+				    &m, 1, NULL, NULL)) == 0)
+					want[r] = -1;
+				else
+					failed_row = r, failed_v = -1;
+			}
+			if (rc == 0)
+				bt_store_compact(t.s, "t", true);
+			if (rc == 0)
+				bt_store_flush(t.s);
+		} else {
+			env_fault_fail_after(t.env, op, n, -EIO, true);
+		}
 		for (int r = NROWS / 2; r < NROWS && rc == 0; r++)
 			if ((rc = put_row(t.s, r, 0)) == 0)
 				want[r] = 0;
@@ -432,6 +459,9 @@ test_crash_at_every_step(uint64_t seed)
 				failed_row = r, failed_v = 1;
 		if (rc == 0)
 			bt_store_flush(t.s);
+		bt_store_get_stats(t.s, &st);
+		splits += st.splits;
+		merges += st.merges;
 		/* The crash: nothing more reaches the disk. */
 		for (size_t k = 0; k < 4; k++)
 			env_fault_fail_after(t.env, ops[k], 1, -EIO, true);
@@ -470,8 +500,11 @@ test_crash_at_every_step(uint64_t seed)
 		tstore_destroy(&t);
 	}
 	is_int(bad_rounds, 0, "%d crash rounds at random steps of flushes, "
-	    "compactions and splits: no acknowledged cell lost or changed, "
-	    "and the store takes writes again", rounds);
+	    "compactions, splits and merges: no acknowledged cell lost or "
+	    "changed, and the store takes writes again", rounds);
+	ok(splits > 0 && merges > 0, "the rounds split %" PRIu64 " and "
+	    "merged %" PRIu64 " tablets before their crashes", splits,
+	    merges);
 	is_int(unclean, 0, "after each crash, check finds every named file "
 	    "and none that is unnamed");
 }
