@@ -23,8 +23,7 @@ static const struct ctl_verb verbs[] = {
 	  "T [families=F:POLICY,...] [splits=ROW,...] [tablet_size=SIZE]",
 	  "Create table T with families (each F or F:POLICY; no policy keeps\n"
 	  "every version), initial tablet boundaries at the split rows, and\n"
-	  "a tablet size (default 128M; recorded now, acted on once tablets\n"
-	  "split by size).",
+	  "the size past which a tablet splits (default 128M).",
 	  1, 4, CTL_STORE_WRITE, cmd_createtable },
 	{ "createfamily", "T F [group=G]",
 	  "Add family F to table T, in locality group G (default \"default\").",
