@@ -98,6 +98,57 @@ master_assign_tablets(struct server *s)
 	return rc;
 }
 
+/* ---- Memory ---- */
+
+void
+master_limit_memory(struct server *s)
+{
+	struct server_table **tables;
+	struct tablet_map **maps;
+	size_t count;
+	uint64_t total = 0;
+
+	if (tables_snapshot(s, &tables, &count) < 0)
+		return;
+	if ((maps = bt_calloc(count + 1, sizeof(*maps))) == NULL)
+		goto out;
+	for (size_t i = 0; i < count; i++) {
+		maps[i] = table_map(tables[i]);
+		for (size_t j = 0; j < maps[i]->count; j++)
+			total += tablet_memtable_usage(maps[i]->tablets[j]);
+	}
+	/* Over the budget: freeze the largest memtables, down to half. */
+	while (total > s->opts.memtable_size) {
+		struct tablet *big = NULL;
+		size_t most = 0;
+
+		for (size_t i = 0; i < count; i++)
+			for (size_t j = 0; j < maps[i]->count; j++) {
+				struct tablet *t = maps[i]->tablets[j];
+				size_t n = tablet_memtable_usage(t);
+
+				if (n > most && !tablet_has_frozen(t)) {
+					most = n;
+					big = t;
+				}
+			}
+		if (big == NULL)
+			break;
+		pthread_mutex_lock(&s->apply_mu);
+		if (tablet_freeze(big) < 0)
+			most = total;	/* cannot: stop here */
+		pthread_mutex_unlock(&s->apply_mu);
+		total -= most < total ? most : total;
+		if (total <= s->opts.memtable_size / 2)
+			break;
+	}
+	for (size_t i = 0; i < count; i++)
+		tablet_map_unref(maps[i]);
+	bt_free(maps);
+out:
+	tables_snapshot_free(tables, count);
+}
+
 /* ---- Flushing in the apply turn ---- */
 
 /* Flush everything tablet t holds in memory.  Caller holds apply_mu (so

@@ -338,6 +338,7 @@ background_round(struct server *s)
 	size_t count;
 	int rc, first = 0;
 
+	master_limit_memory(s);
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
 		return rc;
 	for (size_t i = 0; i < count; i++) {

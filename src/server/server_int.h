@@ -76,6 +76,7 @@ struct server {
 	_Atomic uint64_t visible_seq;
 	struct segment *segments;
 	size_t segment_count;
+	uint64_t applied_bytes;		/* since the last memory check */
 	int broken;			/* an apply failed: refuse writes */
 
 	pthread_mutex_t row_locks[ROW_LOCKS];
@@ -152,6 +153,10 @@ int master_split_at(struct server *s, struct server_table *t,
  * does not name (mark and sweep); caller holds work_mu, so no flush or
  * compaction is between writing a file and naming it. */
 int master_collect_files(struct server *s);
+/* Keep the memtables of all tablets together within memtable_size:
+ * freeze the largest while they are over it (their flush follows in the
+ * same background round). */
+void master_limit_memory(struct server *s);
 /* Assign every tablet that no server holds to this one (at open). */
 int master_assign_tablets(struct server *s);
 /* The sweep, every so many background rounds. */

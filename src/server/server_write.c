@@ -215,6 +215,12 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 		if (tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
 		    tablet_freeze(tablet) == 0)
 			background_wake(s);
+		/* Many tablets share one memory budget (master.c). */
+		s->applied_bytes += rec.n;
+		if (s->applied_bytes > s->opts.memtable_size / 4) {
+			s->applied_bytes = 0;
+			background_wake(s);
+		}
 		if ((arc = tablet_apply(tablet, first_seq, row, ops,
 		    count)) < 0) {
 			/* Half a mutation may be in the memtable: stop
