@@ -53,7 +53,8 @@ struct bt_scan;
 
 /* Settings for opening a store; zero means the default. */
 struct bt_options {
-	uint64_t memtable_size;	/* flush threshold per tablet; 64 MiB */
+	uint64_t memtable_size;	/* memtables of all tablets together, and
+				   one tablet's flush threshold; 64 MiB */
 	uint64_t block_cache_size;	/* 64 MiB */
 	uint64_t max_cell;	/* largest value; BT_DEFAULT_MAX_CELL */
 	bool sync_always;	/* every mutation fdatasyncs the commit log */
