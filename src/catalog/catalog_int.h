@@ -125,6 +125,11 @@ bool catalog_field_valid(const char *name, size_t size);
 
 /* The id of a table by name: 0, BT_NOTFOUND or an error. */
 int catalog_table_id(struct catalog *c, const char *name, uint64_t *id);
+/* Name file f in tablet_id, of table table_id, inside a write
+ * transaction; its group must exist (-ENOENT), and the tablet must not
+ * name it yet (-EEXIST). */
+int catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
+    const struct catalog_file *f);
 
 /* Whether group exists in table_id: 0 (no), 1 (yes) or an error. */
 int catalog_group_exists(struct catalog *c, uint64_t table_id,

@@ -605,31 +605,6 @@ out:
 	return rc;
 }
 
-/* Name file f in tablet_id of table_id; its group must exist. */
-static int
-replace_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
-    const struct catalog_file *f)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	if ((rc = catalog_group_exists(c, table_id, f->group)) < 0)
-		return rc;
-	if (rc == 0)
-		return bt_error_set(-ENOENT, "catalog: file %" PRIu64 ": table %"
-		    PRIu64 " has no group %s", f->number, table_id, f->group);
-	st = catalog_stmt(c, STMT_FILE_INSERT);
-	if ((rc = catalog_bind(c, st, "uutuuu", tablet_id, f->number,
-	    f->group, f->size, f->entry_count, f->max_seq)) < 0) {
-		catalog_stmt_done(st);
-		return rc;
-	}
-	if ((rc = catalog_exec(c, st)) == -EEXIST)
-		bt_error_set(rc, "catalog: file %" PRIu64 " named twice in one "
-		    "new tablet", f->number);
-	return rc;
-}
-
 static int
 replace_insert(struct catalog *c, uint64_t table_id,
     const struct catalog_tablet_spec *sp, uint64_t *id)
@@ -646,7 +621,7 @@ replace_insert(struct catalog *c, uint64_t table_id,
 	}
 	*id = (uint64_t)sqlite3_last_insert_rowid(c->db);
 	for (size_t i = 0; i < sp->file_count; i++)
-		if ((rc = replace_file_add(c, table_id, *id,
+		if ((rc = catalog_file_add(c, table_id, *id,
 		    &sp->files[i])) < 0)
 			return rc;
 	return 0;

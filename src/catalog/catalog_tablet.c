@@ -192,9 +192,8 @@ file_remove(struct catalog *c, uint64_t tablet_id, uint64_t number)
 	return 0;
 }
 
-/* Name file f in tablet_id, of table table_id; its group must exist. */
-static int
-file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
+int
+catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
     const struct catalog_file *f)
 {
 	sqlite3_stmt *st;
@@ -239,7 +238,8 @@ tablet_apply_txn(struct catalog *c, uint64_t tablet_id,
 		if ((rc = file_remove(c, tablet_id, removed[i])) < 0)
 			return rc;
 	for (size_t i = 0; i < added_count; i++)
-		if ((rc = file_add(c, table_id, tablet_id, &added[i])) < 0)
+		if ((rc = catalog_file_add(c, table_id, tablet_id,
+		    &added[i])) < 0)
 			return rc;
 	if (flushed_seq <= old_seq)
 		return 0;
