@@ -73,6 +73,8 @@ row_is(struct bt_store *s, int r, int v)
 
 	row_of(r, row, sizeof(row));
 	rc = bt_read_row(s, "t", bts(row), NULL, &out);
+	if (rc == 0 && v < 0)
+		bt_row_free(out);
 	if (v < 0)
 		return rc == BT_NOTFOUND;
 	if (rc != 0)
