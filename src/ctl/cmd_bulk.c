@@ -54,12 +54,9 @@ import_flush(struct import *im)
 	return status;
 }
 
-/*
- * Split a line (without its newline) into the five fields and decode
- * them in place.  false if it is malformed.
- */
-static bool
-import_parse(char *line, size_t len, struct bt_bytes *row,
+/* Declared in ctl.h, for the import format's fuzz target. */
+bool
+import_line_parse(char *line, size_t len, struct bt_bytes *row,
     struct bt_mutation *m)
 {
 	char *field[6], *end = line + len, *tab;
@@ -124,7 +121,7 @@ import_file(struct import *im, FILE *f, uint64_t total)
 		done += (uint64_t)len;
 		if (len > 0 && line[len - 1] == '\n')
 			len--;
-		if (!import_parse(line, (size_t)len, &row, &m)) {
+		if (!import_line_parse(line, (size_t)len, &row, &m)) {
 			free(line);
 			progress_finish(&p);
 			status = ctl_error(im->c, "%s:%" PRIu64 ": bad line "

@@ -86,6 +86,14 @@ int cmd_checkandset(struct ctl *c, int argc, char **argv);
 int cmd_count(struct ctl *c, int argc, char **argv);
 int cmd_import(struct ctl *c, int argc, char **argv);
 int cmd_export(struct ctl *c, int argc, char **argv);
+/*
+ * One line of an import file, without its newline, at line[0..len) with
+ * line[len] writable: split into ROW, FAMILY, QUALIFIER, TIMESTAMP and
+ * VALUE at tabs and decoded in place into a put (family NUL-terminated,
+ * the rest pointing into line).  false if it is malformed.
+ */
+bool import_line_parse(char *line, size_t len, struct bt_bytes *row,
+    struct bt_mutation *m);
 int cmd_compact(struct ctl *c, int argc, char **argv);
 int cmd_status(struct ctl *c, int argc, char **argv);
 int cmd_tablets(struct ctl *c, int argc, char **argv);	/* cmd_admin.c */

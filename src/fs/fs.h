@@ -84,6 +84,7 @@ struct fs_config {
 	char *memtable_size;
 	char *cache_size;
 	int read_only;
+	int allow_other;	/* then the kernel checks permissions */
 };
 
 struct fs {

@@ -26,6 +26,7 @@
 
 enum {
 	KEY_RO,
+	KEY_ALLOW_OTHER,
 };
 
 #define CFG_OPT(t, field) { t, offsetof(struct fs_config, field), 0 }
@@ -37,6 +38,7 @@ static const struct fuse_opt config_spec[] = {
 	CFG_OPT("memtable_size=%s", memtable_size),
 	CFG_OPT("cache_size=%s", cache_size),
 	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	/* What mount(8) and fstab pass that has no meaning here. */
 	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
@@ -76,6 +78,9 @@ config_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case KEY_RO:
 		cfg->read_only = 1;
 		return 1;	/* the kernel mount is read-only too */
+	case KEY_ALLOW_OTHER:
+		cfg->allow_other = 1;
+		return 1;	/* for the kernel */
 	case FUSE_OPT_KEY_NONOPT:
 		if (cfg->store == NULL) {
 			if ((cfg->store = strdup(arg)) == NULL)
@@ -260,8 +265,17 @@ main(int argc, char *argv[])
 	memset(&opts, 0, sizeof(opts));
 	memset(&bo, 0, sizeof(bo));
 	memset(&fs, 0, sizeof(fs));
-	if (fuse_opt_parse(&args, &cfg, config_spec, config_proc) < 0 ||
-	    fuse_parse_cmdline(&args, &opts) != 0)
+	if (fuse_opt_parse(&args, &cfg, config_spec, config_proc) < 0)
+		goto out_args;
+	/*
+	 * The daemon checks no caller's uid: with allow_other, the kernel
+	 * must apply the mode bits (0755, 0644, owned by the mounting user),
+	 * or every user could write.
+	 */
+	if (cfg.allow_other &&
+	    fuse_opt_add_arg(&args, "-odefault_permissions") < 0)
+		goto out_args;
+	if (fuse_parse_cmdline(&args, &opts) != 0)
 		goto out_args;
 	if (opts.show_help) {
 		usage(stdout);

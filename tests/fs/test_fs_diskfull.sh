@@ -1,0 +1,145 @@
+#!/bin/sh
+# test_fs_diskfull.sh - a store on a small tmpfs that fills up, with a
+# memtable small enough that flushes run (and fail) while it is full:
+#   - writes through the mount fail with ENOSPC (reported by cat, which
+#     checks write() and close()), and so does tabletctl set;
+#   - the daemon keeps serving reads, through the mount and the socket;
+#   - once space is freed, writes succeed again without a remount;
+#   - filled up again and unmounted while full, the store mounts
+#     read-only at least, with every acknowledged write readable; once
+#     space is freed it mounts read-write with all of them, nothing that
+#     failed is visible, whole or torn, and tabletctl check is clean.
+# Needs root to mount the tmpfs (skipped, 77, otherwise).
+set -eu
+. "${top_srcdir:?}/tests/fs/lib.sh"
+
+[ "$(id -u)" -eq 0 ] || skip "not root: cannot mount a tmpfs"
+mkdir "$T/small"
+mount -t tmpfs -o size=6m tmpfs "$T/small" 2>/dev/null ||
+    skip "cannot mount a tmpfs"
+S=$T/small/store
+
+# lib.sh's cleanup, and the tmpfs unmounted before the removal.
+small_cleanup() {
+	for m in "$T"/mnt*; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" || :
+		fi
+	done
+	fs_wait_daemon || :
+	umount "$T/small" 2>/dev/null || umount -l "$T/small" || :
+	rm -rf "$T"
+}
+trap small_cleanup EXIT
+
+MOUNT_OPTS="-o memtable_size=256k"
+ctl init
+ctl createtable t families=f
+# Space to give back later, twice.
+dd if=/dev/zero of="$T/small/ballast1" bs=1024 count=1024 2>/dev/null
+dd if=/dev/zero of="$T/small/ballast2" bs=1024 count=2048 2>/dev/null
+# Incompressible text (Snappy keeps it raw), so that flushes need as much
+# room as the log.
+head -c 4718592 /dev/urandom | base64 -w 0 >"$T/chunk"
+for size in 65536 4096 64; do
+	head -c $size "$T/chunk" >"$T/value.$size"
+done
+# shellcheck disable=SC2086
+fs_mount $MOUNT_OPTS
+C=$M/t/r/f
+mkdir -p "$C/before" "$C/fill" "$C/after"
+echo kept >"$C/before/1"
+
+# fill: write 64 KiB values until one fails, then 4 KiB and 64-byte
+# ones, so that the disk is really full.  Each failure must be ENOSPC.
+: >"$T/acked"
+failed= n=0
+fill() {
+	for size in 65536 4096 64; do
+		err=
+		while [ $n -lt 5000 ]; do
+			n=$((n + 1))
+			if cat "$T/value.$size" 2>"$T/err" >"$C/fill/$n"; then
+				echo "$n $size" >>"$T/acked"
+			else
+				err=$(cat "$T/err")
+				break
+			fi
+		done
+		[ -n "$err" ] || fail "the tmpfs never filled"
+		case $err in
+		*"No space left on device"*) ;;
+		*) fail "a write on a full disk failed with: $err" ;;
+		esac
+		failed="$failed $n"
+	done
+}
+
+# Every acknowledged value reads back exactly, and nothing that failed
+# is there.
+verify_acked() {
+	check_eq "$1: before" "$(cat "$C/before/1")" kept
+	while read -r k size; do
+		cmp -s "$T/value.$size" "$C/fill/$k" ||
+		    fail "$1: acknowledged value $k lost or wrong"
+	done <"$T/acked"
+	for k in $failed 999999; do
+		[ ! -e "$C/fill/$k" ] || fail "$1: a failed write left $k"
+	done
+}
+
+fill
+acked=$(wc -l <"$T/acked")
+[ "$acked" -ge 3 ] || fail "only $acked values written before the disk filled"
+echo "# disk full after $acked values"
+
+# Full: more writes fail the same way, through the mount and tabletctl.
+expect_fail "No space left on device" sh -c \
+    "cat '$T/value.65536' >'$C/fill/999999'"
+expect_fail "No space left on device" ctl set t r \
+    "f:x=$(head -c 1000 "$T/chunk")"
+# Reads go on: through the mount, over the socket.
+verify_acked "while full"
+check_eq "lookup while full" \
+    "$(ctl lookup t r columns=f:before | grep -c kept)" 1
+ls "$C/fill" >/dev/null
+
+# Space comes back: writes succeed again, without a remount.
+rm "$T/small/ballast1"
+i=0
+until echo resumed 2>/dev/null | cat >"$C/after/1" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -le 20 ] || fail "writes did not resume once space was freed"
+	sleep 0.1
+done
+check_eq "after" "$(cat "$C/after/1")" resumed
+ctl set t r f:ctl=again
+check_eq "set after" "$(cat "$C/ctl/latest")" again
+
+# Full again, and unmounted so: the last flush may fail, the data stays
+# in the log.
+fill
+echo "# disk full again after $(wc -l <"$T/acked") values"
+fs_unmount
+# A read-write mount replays the log and flushes it, which needs room
+# (src/server/server.c, server_recover); read-only always mounts.
+if "$TABLETFS" $MOUNT_OPTS "$S" "$M" 2>"$T/mount.err"; then
+	fs_wait_mounted "$M" || fail "$M not mounted"
+	echo "# mounted read-write on the full disk"
+else
+	grep -q "No space left on device" "$T/mount.err" ||
+	    fail "mount on a full disk: $(cat "$T/mount.err")"
+	echo "# read-write mount refused on the full disk: ENOSPC"
+	fs_mount -o ro
+fi
+verify_acked "remounted full"
+fs_unmount
+
+rm "$T/small/ballast2"
+# shellcheck disable=SC2086
+fs_mount $MOUNT_OPTS
+verify_acked "remounted"
+check_eq "after kept" "$(cat "$C/after/1")" resumed
+echo again >"$C/after/2"
+check_eq "writes" "$(cat "$C/after/2")" again
+ctl check >"$T/check" 2>&1 || { cat "$T/check" >&2; fail "check not clean"; }
