@@ -27,9 +27,8 @@ struct import {
 	const char *name;	/* the file, for messages */
 	uint64_t first_line;	/* line of the batch's first cell */
 	char **lines;		/* owned buffers the mutations point into */
-	struct bt_mutation *muts;
+	struct bt_mutation *muts;	/* IMPORT_BATCH_CELLS of each */
 	size_t count;
-	size_t cap;
 	size_t bytes;
 	struct bt_bytes row;
 };
@@ -139,13 +138,6 @@ import_file(struct import *im, FILE *f, uint64_t total)
 				goto out;
 			}
 		}
-		if (im->count == im->cap) {
-			im->cap = im->cap ? im->cap * 2 : 64;
-			im->lines = ctl_xrealloc(im->lines, im->cap,
-			    sizeof(*im->lines));
-			im->muts = ctl_xrealloc(im->muts, im->cap,
-			    sizeof(*im->muts));
-		}
 		if (im->count == 0) {
 			im->row = row;
 			im->first_line = line_no;
@@ -193,7 +185,12 @@ cmd_import(struct ctl *c, int argc, char **argv)
 		return ctl_fail(c, -errno, "%s", argv[1]);
 	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
 		total = (uint64_t)st.st_size;
-	status = import_file(&im, f, total);
+	im.lines = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.lines));
+	im.muts = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.muts));
+	if (im.lines == NULL || im.muts == NULL)
+		status = ctl_fail(c, -ENOMEM, NULL);
+	else
+		status = import_file(&im, f, total);
 	if (f != c->in)
 		fclose(f);
 	free(im.lines);

@@ -3,6 +3,7 @@
  * deletecolumn, increment, checkandset, count.  Row keys, qualifiers and
  * values arrive escaped (ctl_arg_bytes) and leave escaped (esc_write).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,8 @@ parse_cells(struct ctl *c, int argc, char **argv, struct bt_mutation **out)
 {
 	struct bt_mutation *m;
 
-	m = ctl_xcalloc((size_t)argc, sizeof(*m));
+	if ((m = ctl_calloc((size_t)argc, sizeof(*m))) == NULL)
+		return ctl_fail(c, -ENOMEM, NULL);
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--absent") == 0 ||
 		    !ctl_parse_cell(argv[i], &m[i])) {
@@ -62,7 +64,7 @@ static const char *const read_keys[] = {
 
 /*
  * Take one key=value word into ra, if its key is one of keys.  Returns
- * CTL_OK or a reported CTL_USAGE.
+ * CTL_OK, or a reported CTL_USAGE or CTL_FAIL.
  */
 static int
 read_arg(struct ctl *c, char *arg, const char *const *keys,
@@ -72,6 +74,7 @@ read_arg(struct ctl *c, char *arg, const char *const *keys,
 	const char *key = NULL;
 	uint64_t n;
 	char *v;
+	int rc;
 
 	for (; *keys != NULL && key == NULL; keys++)
 		if ((v = ctl_keyword(arg, *keys)) != NULL)
@@ -81,8 +84,11 @@ read_arg(struct ctl *c, char *arg, const char *const *keys,
 	if (strcmp(key, "columns") == 0) {
 		free(ra->columns);
 		ra->columns = NULL;
-		if (!ctl_parse_columns(v, &ra->columns, &ro->column_count))
+		if ((rc = ctl_parse_columns(v, &ra->columns,
+		    &ro->column_count)) == -EINVAL)
 			return ctl_usage(c, "bad columns list");
+		if (rc < 0)
+			return ctl_fail(c, rc, NULL);
 		ro->columns = ra->columns;
 	} else if (strcmp(key, "cells-per-column") == 0) {
 		if (!ctl_parse_u64(v, UINT32_MAX, &n) || n == 0)

@@ -3,6 +3,7 @@
  * createfamily, setgcpolicy, setgroup, deletefamily, deletetable, ls.
  * GC policies and names are checked by the API, not here.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +34,17 @@ list_count(const char *list)
 	return n;
 }
 
-/* "F1:POLICY,F2,..." into family specs, in place. */
-static bool
+/* "F1:POLICY,F2,..." into family specs, in place: 0, -EINVAL or
+ * -ENOMEM. */
+static int
 parse_families(char *list, struct bt_family_spec **out, size_t *count)
 {
 	struct bt_family_spec *f;
 	char *item, *next, *colon;
 	size_t i = 0;
 
-	f = ctl_xcalloc(list_count(list), sizeof(*f));
+	if ((f = ctl_calloc(list_count(list), sizeof(*f))) == NULL)
+		return -ENOMEM;
 	for (item = list; item != NULL; item = next) {
 		if ((next = strchr(item, ',')) != NULL)
 			*next++ = '\0';
@@ -49,7 +52,7 @@ parse_families(char *list, struct bt_family_spec **out, size_t *count)
 			*colon++ = '\0';
 		if (*item == '\0') {
 			free(f);
-			return false;
+			return -EINVAL;
 		}
 		f[i].name = item;
 		f[i].gc_policy = colon;
@@ -57,11 +60,11 @@ parse_families(char *list, struct bt_family_spec **out, size_t *count)
 	}
 	*out = f;
 	*count = i;
-	return true;
+	return 0;
 }
 
-/* "R1,R2,..." into decoded split rows, in place. */
-static void
+/* "R1,R2,..." into decoded split rows, in place: 0 or -ENOMEM. */
+static int
 parse_splits(char *list, struct bt_bytes **out, size_t *count)
 {
 	struct bt_bytes *s;
@@ -71,8 +74,9 @@ parse_splits(char *list, struct bt_bytes **out, size_t *count)
 	*out = NULL;
 	*count = 0;
 	if (*list == '\0')
-		return;
-	s = ctl_xcalloc(list_count(list), sizeof(*s));
+		return 0;
+	if ((s = ctl_calloc(list_count(list), sizeof(*s))) == NULL)
+		return -ENOMEM;
 	for (item = list; item != NULL; item = next) {
 		if ((next = strchr(item, ',')) != NULL)
 			*next++ = '\0';
@@ -80,6 +84,7 @@ parse_splits(char *list, struct bt_bytes **out, size_t *count)
 	}
 	*out = s;
 	*count = i;
+	return 0;
 }
 
 int
@@ -96,13 +101,19 @@ cmd_createtable(struct ctl *c, int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if ((v = ctl_keyword(argv[i], "families")) != NULL &&
 		    fams == NULL) {
-			if (!parse_families(v, &fams, &fam_count)) {
-				status = ctl_usage(c, "bad families list");
+			if ((rc = parse_families(v, &fams,
+			    &fam_count)) < 0) {
+				status = rc == -EINVAL ? ctl_usage(c,
+				    "bad families list") : ctl_fail(c, rc, NULL);
 				goto out;
 			}
 		} else if ((v = ctl_keyword(argv[i], "splits")) != NULL &&
-		    splits == NULL)
-			parse_splits(v, &splits, &split_count);
+		    splits == NULL) {
+			if ((rc = parse_splits(v, &splits, &split_count)) < 0) {
+				status = ctl_fail(c, rc, NULL);
+				goto out;
+			}
+		}
 		else if ((v = ctl_keyword(argv[i], "tablet_size")) != NULL &&
 		    !have_size) {
 			if (parse_size(v, &tablet_size) < 0 ||
@@ -149,7 +160,8 @@ cmd_setgcpolicy(struct ctl *c, int argc, char **argv)
 
 	for (int i = 2; i < argc; i++)
 		n += strlen(argv[i]) + 1;
-	policy = ctl_xcalloc(n, 1);
+	if ((policy = ctl_calloc(n, 1)) == NULL)
+		return ctl_fail(c, -ENOMEM, NULL);
 	for (int i = 2; i < argc; i++) {
 		if (i > 2)
 			strcat(policy, " ");

@@ -119,6 +119,10 @@ int ctl_usage(struct ctl *c, const char *fmt, ...)
 
 /* ---- Arguments and escapes (ctl_util.c) ---- */
 
+/* calloc() of at least one byte: NULL when memory runs out.  The verbs
+ * use it, since they also run inside the daemon (the control socket). */
+void *ctl_calloc(size_t count, size_t size);
+/* The same for tabletctl's own main(), which exits when memory runs out. */
 void *ctl_xcalloc(size_t count, size_t size);
 void *ctl_xrealloc(void *p, size_t count, size_t size);
 
@@ -156,10 +160,10 @@ bool ctl_parse_column(char *arg, const char **family, struct bt_bytes *q);
  */
 bool ctl_parse_cell(char *arg, struct bt_mutation *m);
 /*
- * "F:Q,F,..." into column filters (array freed with free()).  false if an
- * item is empty; the list is consumed in place.
+ * "F:Q,F,..." into column filters (array freed with free()).  0, -EINVAL
+ * if an item is empty, or -ENOMEM; the list is consumed in place.
  */
-bool ctl_parse_columns(char *list, struct bt_column **cols, size_t *count);
+int ctl_parse_columns(char *list, struct bt_column **cols, size_t *count);
 
 /* A row as lookup and read print it (see tabletctl(1), OUTPUT). */
 void ctl_row_print(FILE *f, const struct bt_row *r);

@@ -12,6 +12,12 @@
 #include "ctl/ctl.h"
 
 void *
+ctl_calloc(size_t count, size_t size)
+{
+	return calloc(count ? count : 1, size ? size : 1);
+}
+
+void *
 ctl_xcalloc(size_t count, size_t size)
 {
 	void *p;
@@ -217,7 +223,7 @@ ctl_parse_cell(char *arg, struct bt_mutation *m)
 	return ctl_parse_column(arg, &m->family, &m->qualifier);
 }
 
-bool
+int
 ctl_parse_columns(char *list, struct bt_column **cols, size_t *count)
 {
 	struct bt_column *c;
@@ -227,7 +233,8 @@ ctl_parse_columns(char *list, struct bt_column **cols, size_t *count)
 	for (const char *p = list; *p != '\0'; p++)
 		if (*p == ',')
 			n++;
-	c = ctl_xcalloc(n, sizeof(*c));
+	if ((c = ctl_calloc(n, sizeof(*c))) == NULL)
+		return -ENOMEM;
 	for (item = list; item != NULL; item = next) {
 		if ((next = strchr(item, ',')) != NULL)
 			*next++ = '\0';
@@ -242,10 +249,10 @@ ctl_parse_columns(char *list, struct bt_column **cols, size_t *count)
 	}
 	*cols = c;
 	*count = i;
-	return true;
+	return 0;
 fail:
 	free(c);
-	return false;
+	return -EINVAL;
 }
 
 void
