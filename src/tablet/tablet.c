@@ -88,7 +88,7 @@ struct tablet {
 	uint64_t imm_max_seq;
 
 	/* Background side. */
-	uint64_t flushed_seq;
+	_Atomic uint64_t flushed_seq;	/* read by any thread */
 	atomic_uint_fast64_t flushes;
 	atomic_uint_fast64_t compactions;
 };
@@ -342,7 +342,7 @@ tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	t->tenv = *tenv;
 	t->id = ct->id;
 	t->table_id = ct->table_id;
-	t->flushed_seq = ct->flushed_seq;
+	atomic_init(&t->flushed_seq, ct->flushed_seq);
 	t->last_applied_seq = ct->flushed_seq;
 	atomic_init(&t->mem_first_seq, UINT64_MAX);
 	atomic_init(&t->imm_first_seq, UINT64_MAX);
@@ -577,7 +577,7 @@ tablet_contains(const struct tablet *t, struct slice row)
 uint64_t
 tablet_flushed_seq(const struct tablet *t)
 {
-	return t->flushed_seq;
+	return atomic_load(&t->flushed_seq);
 }
 
 int
@@ -834,8 +834,8 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 		memtable_unref(v->imm);
 		v->imm = NULL;
 	}
-	if (flushed_seq > t->flushed_seq)
-		t->flushed_seq = flushed_seq;
+	if (flushed_seq > atomic_load(&t->flushed_seq))
+		atomic_store(&t->flushed_seq, flushed_seq);
 	version_install_locked(t, v);
 	pthread_mutex_unlock(&t->mu);
 	bt_free(added);
