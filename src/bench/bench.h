@@ -12,6 +12,7 @@
 #ifndef TABLETFS_BENCH_H
 #define TABLETFS_BENCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,11 +35,19 @@ struct bench_buf {
 	size_t cap;
 };
 
-/* Settings shared by every engine; zero means the engine's default. */
+/*
+ * Settings shared by every engine; zero means the engine's default.  The
+ * harness gives every engine the same block cache and memtable budget, and
+ * the same durability: a put with sync false is handed to the operating
+ * system before it returns (it survives the process's death, not a power
+ * loss), a put with sync true is on stable storage (fdatasync, shared by
+ * concurrent writers where the engine can).
+ */
 struct engine_config {
 	uint64_t cache_bytes;
-	uint64_t memtable_bytes;
+	uint64_t memtable_bytes;	/* write buffer before a flush */
 	uint64_t block_bytes;	/* SSTable data block size */
+	bool compress;		/* Snappy on data blocks, where the engine can */
 };
 
 /* Counters some engines can report; fields an engine lacks stay 0. */
@@ -77,11 +86,48 @@ struct engine {
 	int (*compact)(void *db);
 	/* Optional (NULL when the engine has no counters). */
 	void (*stats)(void *db, struct engine_stats *out);
+	/*
+	 * Read-modify-write: add delta to the counter at key (absent: 0;
+	 * stored as ASCII decimal ending in "\n"), atomically with respect to
+	 * every other increment, and give the sum in *result.  -EINVAL when
+	 * the stored value is not a counter.
+	 */
+	int (*increment)(void *db, struct bench_bytes key, int64_t delta,
+	    int64_t *result);
+	/* One line saying how cfg maps onto the engine's own settings. */
+	void (*describe)(const struct engine_config *cfg, char *buf,
+	    size_t size);
 };
 
 extern const struct engine engine_tabletfs;
+extern const struct engine engine_sqlite;
+#ifdef HAVE_LEVELDB
+extern const struct engine engine_leveldb;
+#endif
+#ifdef HAVE_ROCKSDB
+extern const struct engine engine_rocksdb;
+#endif
 
 /* ---- Helpers (bench_util.c) ---- */
+
+/*
+ * Key-striped locks, for engines without a read-modify-write of their own:
+ * an increment holds the stripe of its key across its get and its put.
+ */
+#define BENCH_STRIPES	64
+struct bench_stripes {
+	pthread_mutex_t lock[BENCH_STRIPES];
+};
+void bench_stripes_init(struct bench_stripes *s);
+void bench_stripes_release(struct bench_stripes *s);
+/*
+ * engine->increment through engine->get and engine->put (sync false)
+ * under the key's stripe; what the engine struct's increment returns.
+ */
+int bench_counter_add(const struct engine *e, struct bench_stripes *s,
+    void *db, struct bench_bytes key, int64_t delta, int64_t *result);
+/* Parse a counter value ("-12\n"; the newline optional); 0 or -EINVAL. */
+int bench_counter_parse(const void *p, size_t n, int64_t *out);
 
 /* Make room for n bytes in b; -ENOMEM. */
 int bench_buf_reserve(struct bench_buf *b, size_t n);

@@ -1,9 +1,11 @@
 /*
- * bench_util.c - tabletbench's helpers: clock, random numbers and
- * permutations, latency histograms, machine facts, tree removal, JSON.
+ * bench_util.c - tabletbench's helpers: counters for engines without
+ * one, clock, random numbers and permutations, latency histograms, machine
+ * facts, tree removal, JSON.
  */
 #include <errno.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,93 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+
+void
+bench_stripes_init(struct bench_stripes *s)
+{
+	for (int i = 0; i < BENCH_STRIPES; i++)
+		pthread_mutex_init(&s->lock[i], NULL);
+}
+
+void
+bench_stripes_release(struct bench_stripes *s)
+{
+	for (int i = 0; i < BENCH_STRIPES; i++)
+		pthread_mutex_destroy(&s->lock[i]);
+}
+
+int
+bench_counter_parse(const void *p, size_t n, int64_t *out)
+{
+	const char *s = p;
+	bool neg = false;
+	uint64_t v = 0;
+	size_t i = 0;
+
+	if (n > 0 && s[n - 1] == '\n')
+		n--;
+	if (n > 0 && s[0] == '-') {
+		neg = true;
+		i++;
+	}
+	if (i == n || n - i > 19)
+		return -EINVAL;
+	for (; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+/* FNV-1a over the bytes, mixed. */
+static uint64_t
+bench_bytes_hash(struct bench_bytes b)
+{
+	const unsigned char *p = b.p;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < b.n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return bench_mix64(h);
+}
+
+int
+bench_counter_add(const struct engine *e, struct bench_stripes *s,
+    void *db, struct bench_bytes key, int64_t delta, int64_t *result)
+{
+	pthread_mutex_t *lock = &s->lock[bench_bytes_hash(key) %
+	    BENCH_STRIPES];
+	struct bench_buf value = { 0 };
+	char text[24];
+	int64_t v = 0;
+	int rc, n;
+
+	pthread_mutex_lock(lock);
+	if ((rc = e->get(db, key, &value)) < 0)
+		goto out;
+	if (rc == 0 && (rc = bench_counter_parse(value.p, value.n, &v)) < 0)
+		goto out;
+	if ((delta > 0 && v > INT64_MAX - delta) ||
+	    (delta < 0 && v < INT64_MIN - delta)) {
+		rc = -ERANGE;
+		goto out;
+	}
+	v += delta;
+	n = snprintf(text, sizeof(text), "%" PRId64 "\n", v);
+	if ((rc = e->put(db, key, (struct bench_bytes){ text, (size_t)n },
+	    false)) < 0)
+		goto out;
+	*result = v;
+	rc = 0;
+out:
+	pthread_mutex_unlock(lock);
+	free(value.p);
+	return rc;
+}
 
 int
 bench_buf_reserve(struct bench_buf *b, size_t n)
