@@ -108,6 +108,55 @@ extern const struct engine engine_leveldb;
 extern const struct engine engine_rocksdb;
 #endif
 
+/* ---- Results and their tables (bench_report.c) ---- */
+
+/* One line of output: a benchmark at a thread count, and its name. */
+struct bench_slot {
+	int kind;
+	unsigned threads;
+	char label[40];		/* "readrandom", "readrandom+compacted" */
+};
+
+struct bench_result {
+	bool skipped;
+	uint64_t ops;
+	uint64_t bytes;
+	uint64_t mismatches;
+	double secs;
+	double ops_per_sec;
+	double mb_per_sec;
+	double p50_us;
+	double p99_us;
+	long peak_rss_kib;	/* the process's peak while it ran */
+	char note[96];
+};
+
+/* Every result of a tabletbench run. */
+struct bench_report {
+	const char *const *engines;	/* names; "tabletfs" gets ratios */
+	size_t nengines;
+	const struct bench_slot *slots;
+	size_t nslots;
+	const struct bench_result *results;	/* runs x engines x slots */
+	size_t runs;
+};
+
+/* The one-engine progress lines, as each benchmark ends. */
+void bench_result_print_header(FILE *f);
+void bench_result_print(FILE *f, const char *engine,
+    const struct bench_slot *sl, const struct bench_result *r);
+/*
+ * The median over runs of engine e's slot i: the middle run by speed (the
+ * lower of the two middle ones, with their mean speed, when runs are
+ * even), with the mismatches of all runs.
+ */
+void bench_report_median(const struct bench_report *rep, size_t e, size_t i,
+    struct bench_result *med);
+/* A table per benchmark: every engine's medians, and tabletfs/engine. */
+void bench_report_tables(FILE *f, const struct bench_report *rep);
+/* The JSON array of the same, as the value of "results". */
+void bench_report_json(FILE *f, const struct bench_report *rep);
+
 /* ---- Helpers (bench_util.c) ---- */
 
 /*
@@ -185,5 +234,12 @@ void bench_git_commit(char *buf, size_t size);
 int bench_tree_remove(const char *path);
 /* Write s as a JSON string, quotes included. */
 void bench_json_string(FILE *f, const char *s);
+/*
+ * Peak resident memory: bench_rss_reset() starts a new peak (Linux's
+ * clear_refs "5"); bench_rss_peak_kib() is the peak since, in KiB (the
+ * process's lifetime peak where the reset is not supported).
+ */
+void bench_rss_reset(void);
+long bench_rss_peak_kib(void);
 
 #endif

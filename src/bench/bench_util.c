@@ -1,7 +1,7 @@
 /*
  * bench_util.c - tabletbench's helpers: counters for engines without
  * one, clock, random numbers and permutations, latency histograms, machine
- * facts, tree removal, JSON.
+ * facts, tree removal, JSON, peak RSS.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -358,4 +359,38 @@ bench_json_string(FILE *f, const char *s)
 			putc(c, f);
 	}
 	putc('"', f);
+}
+
+void
+bench_rss_reset(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+
+	if (f == NULL)
+		return;
+	fputs("5", f);
+	fclose(f);
+}
+
+long
+bench_rss_peak_kib(void)
+{
+	struct rusage ru;
+	char line[256];
+	long kib = -1;
+	FILE *f;
+
+	if ((f = fopen("/proc/self/status", "r")) != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strncmp(line, "VmHWM:", 6) == 0) {
+				kib = strtol(line + 6, NULL, 10);
+				break;
+			}
+		fclose(f);
+	}
+	if (kib < 0) {
+		getrusage(RUSAGE_SELF, &ru);
+		kib = ru.ru_maxrss;
+	}
+	return kib;
 }
