@@ -1,9 +1,11 @@
 /*
  * engine_tabletfs.c - tabletbench's engine over the public tabletfs API.
  *
- * Data model: one table "bench" with one family "f" (gc never); a key is
- * the row, the qualifier is empty, the value is the cell's value, and the
- * timestamp is the server's.  Reads ask for the newest version only.
+ * Data model: one table "bench" with one family "f" that keeps one version
+ * (so that a put replaces the value, as in the other engines, and
+ * compactions drop what it replaced); a key is the row, the qualifier is
+ * empty, the value is the cell's value, and the timestamp is the server's.
+ * Reads ask for the newest version only.
  * Counters (increment) live in a second family "c" that keeps one version,
  * as a Bigtable user would declare a family of counters.  The commit log
  * is written before a put returns and fdatasynced when it asks for sync
@@ -47,7 +49,7 @@ static int
 tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
 {
 	static const struct bt_family_spec families[] = {
-		{ .name = TFS_FAMILY, .gc_policy = "never" },
+		{ .name = TFS_FAMILY, .gc_policy = "maxversions=1" },
 		{ .name = TFS_COUNTERS, .gc_policy = "maxversions=1" },
 	};
 	struct bt_options opts = {

@@ -714,9 +714,10 @@ worker_main(void *arg)
 /*
  * Run ph on nthreads threads, each taking a share of the operations (and,
  * with ph->writer, on one more thread, the background writer), and fill
- * in res: totals, latency quantiles, and the time: the wall time from the
- * common start to the last finish, less the harness's own work between
- * calls (keys, checks) in the thread that did least of it.  The writer is
+ * in res: totals, latency quantiles, and the time: from the common start
+ * to the last finish as the threads measured it (not the main thread,
+ * which may wake late), less the harness's own work between calls (keys,
+ * checks) in the thread that did least of it.  The writer is
  * left out of all of them, and its rate goes into the note.  The first
  * mismatch and any error are reported on stderr.
  */
@@ -727,7 +728,7 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 	unsigned extra = ph->writer ? 1 : 0, all_threads = nthreads + extra;
 	struct worker *ws = xcalloc(all_threads, sizeof(*ws));
 	struct bench_hist *all = xcalloc(1, sizeof(*all));
-	uint64_t t0, wall, idle = UINT64_MAX;
+	uint64_t wall = 0, idle = UINT64_MAX;
 	int rc = 0;
 
 	atomic_init(&ph->failed, false);
@@ -750,10 +751,8 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 			abort();
 	}
 	pthread_barrier_wait(&ph->start);
-	t0 = bench_now_ns();
 	for (unsigned t = 0; t < all_threads; t++)
 		pthread_join(ws[t].tid, NULL);
-	wall = bench_now_ns() - t0;
 	for (unsigned t = 0; t < all_threads; t++) {
 		struct worker *w = &ws[t];
 
@@ -765,6 +764,8 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 		if (!w->background) {
 			if (w->span_ns - w->busy_ns < idle)
 				idle = w->span_ns - w->busy_ns;
+			if (w->span_ns > wall)
+				wall = w->span_ns;
 			res->ops += w->ops;
 			res->bytes += w->bytes;
 			bench_hist_merge(all, &w->hist);
