@@ -298,14 +298,15 @@ git_line(const char *dir, const char *args, char *buf, size_t size)
 /*
  * The commit of the tree this file was compiled from (its directory, when
  * __FILE__ is absolute as in out-of-tree builds), else of the current
- * directory; "-dirty" when the work tree differs from it.
+ * directory; "-dirty" when the work tree differs from it outside bench/.
  */
 void
 bench_git_commit(char *buf, size_t size)
 {
 	static const char rev[] = "rev-parse --short HEAD 2>/dev/null";
-	static const char dirty_test[] =
-	    "diff --quiet HEAD 2>/dev/null || echo dirty";
+	/* bench/ holds results (scripts/bench writes them as it runs). */
+	static const char dirty_test[] = "diff --quiet HEAD -- . ':!bench' "
+	    "2>/dev/null || echo dirty";
 	char dir[PATH_MAX], dirty[16], *slash;
 	const char *where = "";
 
