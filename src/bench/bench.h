@@ -12,6 +12,7 @@
 #ifndef TABLETFS_BENCH_H
 #define TABLETFS_BENCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,11 +35,19 @@ struct bench_buf {
 	size_t cap;
 };
 
-/* Settings shared by every engine; zero means the engine's default. */
+/*
+ * Settings shared by every engine; zero means the engine's default.  The
+ * harness gives every engine the same block cache and memtable budget, and
+ * the same durability: a put with sync false is handed to the operating
+ * system before it returns (it survives the process's death, not a power
+ * loss), a put with sync true is on stable storage (fdatasync, shared by
+ * concurrent writers where the engine can).
+ */
 struct engine_config {
 	uint64_t cache_bytes;
-	uint64_t memtable_bytes;
+	uint64_t memtable_bytes;	/* write buffer before a flush */
 	uint64_t block_bytes;	/* SSTable data block size */
+	bool compress;		/* Snappy on data blocks, where the engine can */
 };
 
 /* Counters some engines can report; fields an engine lacks stay 0. */
@@ -77,11 +86,97 @@ struct engine {
 	int (*compact)(void *db);
 	/* Optional (NULL when the engine has no counters). */
 	void (*stats)(void *db, struct engine_stats *out);
+	/*
+	 * Read-modify-write: add delta to the counter at key (absent: 0;
+	 * stored as ASCII decimal ending in "\n"), atomically with respect to
+	 * every other increment, and give the sum in *result.  -EINVAL when
+	 * the stored value is not a counter.
+	 */
+	int (*increment)(void *db, struct bench_bytes key, int64_t delta,
+	    int64_t *result);
+	/* One line saying how cfg maps onto the engine's own settings. */
+	void (*describe)(const struct engine_config *cfg, char *buf,
+	    size_t size);
 };
 
 extern const struct engine engine_tabletfs;
+extern const struct engine engine_sqlite;
+#ifdef HAVE_LEVELDB
+extern const struct engine engine_leveldb;
+#endif
+#ifdef HAVE_ROCKSDB
+extern const struct engine engine_rocksdb;
+#endif
+
+/* ---- Results and their tables (bench_report.c) ---- */
+
+/* One line of output: a benchmark at a thread count, and its name. */
+struct bench_slot {
+	int kind;
+	unsigned threads;
+	char label[40];		/* "readrandom", "readrandom+compacted" */
+};
+
+struct bench_result {
+	bool skipped;
+	uint64_t ops;
+	uint64_t bytes;
+	uint64_t mismatches;
+	double secs;
+	double ops_per_sec;
+	double mb_per_sec;
+	double p50_us;
+	double p99_us;
+	long peak_rss_kib;	/* the process's peak while it ran */
+	char note[96];
+};
+
+/* Every result of a tabletbench run. */
+struct bench_report {
+	const char *const *engines;	/* names; "tabletfs" gets ratios */
+	size_t nengines;
+	const struct bench_slot *slots;
+	size_t nslots;
+	const struct bench_result *results;	/* runs x engines x slots */
+	size_t runs;
+};
+
+/* The one-engine progress lines, as each benchmark ends. */
+void bench_result_print_header(FILE *f);
+void bench_result_print(FILE *f, const char *engine,
+    const struct bench_slot *sl, const struct bench_result *r);
+/*
+ * The median over runs of engine e's slot i: the middle run by speed (the
+ * lower of the two middle ones, with their mean speed, when runs are
+ * even), with the mismatches of all runs.
+ */
+void bench_report_median(const struct bench_report *rep, size_t e, size_t i,
+    struct bench_result *med);
+/* A table per benchmark: every engine's medians, and tabletfs/engine. */
+void bench_report_tables(FILE *f, const struct bench_report *rep);
+/* The JSON array of the same, as the value of "results". */
+void bench_report_json(FILE *f, const struct bench_report *rep);
 
 /* ---- Helpers (bench_util.c) ---- */
+
+/*
+ * Key-striped locks, for engines without a read-modify-write of their own:
+ * an increment holds the stripe of its key across its get and its put.
+ */
+#define BENCH_STRIPES	64
+struct bench_stripes {
+	pthread_mutex_t lock[BENCH_STRIPES];
+};
+void bench_stripes_init(struct bench_stripes *s);
+void bench_stripes_release(struct bench_stripes *s);
+/*
+ * engine->increment through engine->get and engine->put (sync false)
+ * under the key's stripe; what the engine struct's increment returns.
+ */
+int bench_counter_add(const struct engine *e, struct bench_stripes *s,
+    void *db, struct bench_bytes key, int64_t delta, int64_t *result);
+/* Parse a counter value ("-12\n"; the newline optional); 0 or -EINVAL. */
+int bench_counter_parse(const void *p, size_t n, int64_t *out);
 
 /* Make room for n bytes in b; -ENOMEM. */
 int bench_buf_reserve(struct bench_buf *b, size_t n);
@@ -139,5 +234,12 @@ void bench_git_commit(char *buf, size_t size);
 int bench_tree_remove(const char *path);
 /* Write s as a JSON string, quotes included. */
 void bench_json_string(FILE *f, const char *s);
+/*
+ * Peak resident memory: bench_rss_reset() starts a new peak (Linux's
+ * clear_refs "5"); bench_rss_peak_kib() is the peak since, in KiB (the
+ * process's lifetime peak where the reset is not supported).
+ */
+void bench_rss_reset(void);
+long bench_rss_peak_kib(void);
 
 #endif

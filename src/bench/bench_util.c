@@ -1,17 +1,107 @@
 /*
- * bench_util.c - tabletbench's helpers: clock, random numbers and
- * permutations, latency histograms, machine facts, tree removal, JSON.
+ * bench_util.c - tabletbench's helpers: counters for engines without
+ * one, clock, random numbers and permutations, latency histograms, machine
+ * facts, tree removal, JSON, peak RSS.
  */
 #include <errno.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
+
+void
+bench_stripes_init(struct bench_stripes *s)
+{
+	for (int i = 0; i < BENCH_STRIPES; i++)
+		pthread_mutex_init(&s->lock[i], NULL);
+}
+
+void
+bench_stripes_release(struct bench_stripes *s)
+{
+	for (int i = 0; i < BENCH_STRIPES; i++)
+		pthread_mutex_destroy(&s->lock[i]);
+}
+
+int
+bench_counter_parse(const void *p, size_t n, int64_t *out)
+{
+	const char *s = p;
+	bool neg = false;
+	uint64_t v = 0;
+	size_t i = 0;
+
+	if (n > 0 && s[n - 1] == '\n')
+		n--;
+	if (n > 0 && s[0] == '-') {
+		neg = true;
+		i++;
+	}
+	if (i == n || n - i > 19)
+		return -EINVAL;
+	for (; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+/* FNV-1a over the bytes, mixed. */
+static uint64_t
+bench_bytes_hash(struct bench_bytes b)
+{
+	const unsigned char *p = b.p;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < b.n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return bench_mix64(h);
+}
+
+int
+bench_counter_add(const struct engine *e, struct bench_stripes *s,
+    void *db, struct bench_bytes key, int64_t delta, int64_t *result)
+{
+	pthread_mutex_t *lock = &s->lock[bench_bytes_hash(key) %
+	    BENCH_STRIPES];
+	struct bench_buf value = { 0 };
+	char text[24];
+	int64_t v = 0;
+	int rc, n;
+
+	pthread_mutex_lock(lock);
+	if ((rc = e->get(db, key, &value)) < 0)
+		goto out;
+	if (rc == 0 && (rc = bench_counter_parse(value.p, value.n, &v)) < 0)
+		goto out;
+	if ((delta > 0 && v > INT64_MAX - delta) ||
+	    (delta < 0 && v < INT64_MIN - delta)) {
+		rc = -ERANGE;
+		goto out;
+	}
+	v += delta;
+	n = snprintf(text, sizeof(text), "%" PRId64 "\n", v);
+	if ((rc = e->put(db, key, (struct bench_bytes){ text, (size_t)n },
+	    false)) < 0)
+		goto out;
+	*result = v;
+	rc = 0;
+out:
+	pthread_mutex_unlock(lock);
+	free(value.p);
+	return rc;
+}
 
 int
 bench_buf_reserve(struct bench_buf *b, size_t n)
@@ -208,14 +298,15 @@ git_line(const char *dir, const char *args, char *buf, size_t size)
 /*
  * The commit of the tree this file was compiled from (its directory, when
  * __FILE__ is absolute as in out-of-tree builds), else of the current
- * directory; "-dirty" when the work tree differs from it.
+ * directory; "-dirty" when the work tree differs from it outside bench/.
  */
 void
 bench_git_commit(char *buf, size_t size)
 {
 	static const char rev[] = "rev-parse --short HEAD 2>/dev/null";
-	static const char dirty_test[] =
-	    "diff --quiet HEAD 2>/dev/null || echo dirty";
+	/* bench/ holds results (scripts/bench writes them as it runs). */
+	static const char dirty_test[] = "diff --quiet HEAD -- . ':!bench' "
+	    "2>/dev/null || echo dirty";
 	char dir[PATH_MAX], dirty[16], *slash;
 	const char *where = "";
 
@@ -269,4 +360,38 @@ bench_json_string(FILE *f, const char *s)
 			putc(c, f);
 	}
 	putc('"', f);
+}
+
+void
+bench_rss_reset(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+
+	if (f == NULL)
+		return;
+	fputs("5", f);
+	fclose(f);
+}
+
+long
+bench_rss_peak_kib(void)
+{
+	struct rusage ru;
+	char line[256];
+	long kib = -1;
+	FILE *f;
+
+	if ((f = fopen("/proc/self/status", "r")) != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strncmp(line, "VmHWM:", 6) == 0) {
+				kib = strtol(line + 6, NULL, 10);
+				break;
+			}
+		fclose(f);
+	}
+	if (kib < 0) {
+		getrusage(RUSAGE_SELF, &ru);
+		kib = ru.ru_maxrss;
+	}
+	return kib;
 }

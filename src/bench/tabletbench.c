@@ -1,10 +1,16 @@
 /*
- * tabletbench - a db_bench-style benchmark of tabletfs through its C API.
+ * tabletbench - a db_bench-style benchmark of tabletfs through its C API,
+ * side by side with LevelDB, RocksDB and SQLite through theirs.
  *
- *	tabletbench [--num N] [--reads N] [--seeks N] [--value-size B]
- *	    [--key-size K] [--benchmarks LIST] [--runs R] [--db DIR]
- *	    [--cache-mb M] [--memtable-mb M] [--block-kb K] [--threads T]
- *	    [--seed S] [--json]
+ *	tabletbench [--engines LIST] [--num N] [--reads N] [--seeks N]
+ *	    [--value-size B] [--key-size K] [--incompressible] [--figure6]
+ *	    [--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]
+ *	    [--memtable-mb M] [--block-kb K] [--threads T] [--seed S] [--json]
+ *
+ * Each engine runs the whole suite in a child process of its own (so its
+ * peak RSS is its own), one engine after the other within a run, and the
+ * summary gives, per benchmark, every engine's median over --runs and the
+ * ratio tabletfs/engine of the speeds.
  *
  * Defaults as db_bench's: 1,000,000 entries of 16-byte keys and 100-byte
  * values that Snappy compresses to about half (slices of a buffer of
@@ -20,10 +26,18 @@
  *
  * fillseq and fillrandom start from a fresh store; fillsync writes N/100
  * entries synchronously into a store of its own, with one thread and with
- * --threads, to show group commit.  Each benchmark prints one line:
- * ops/s, MB/s, p50 and p99 latency and the peak RSS so far.  With --runs R
- * the suite runs R times on fresh stores and a summary gives the median
- * ops/s.  --json prints one JSON object instead (progress goes to stderr).
+ * --threads, to show group commit.  readwhilewriting reads like readrandom
+ * while one more thread rewrites random entries (with the values they
+ * have) as fast as it can; increment adds 1 to N/100 counters ten times
+ * each, in random order, in a store of its own, and checks every sum.
+ * readhot reads random keys of the first 1 %, readsequential reads every
+ * key in order with point reads.  Each benchmark prints one line:
+ * ops/s, MB/s, p50 and p99 latency and the peak RSS while it ran.  With
+ * --runs R the suite runs R times on fresh stores and the summary gives
+ * the median ops/s.  --json prints one JSON object instead (progress goes
+ * to stderr).  --figure6 is the Bigtable paper's Figure 6 set: 1000-byte
+ * incompressible values, N 100000 unless given, and the benchmarks
+ * fillseq, readsequential, readseq, fillrandom, readrandom, readhot.
  * The stores live under --db DIR (default: a mkdtemp directory under
  * /tmp) and are removed at the end, on errors and on SIGINT/SIGTERM.
  */
@@ -40,6 +54,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,20 +66,51 @@
 #define SYNC_DIVISOR	100		/* fillsync writes num / 100 */
 #define MAX_VALUE	(64u << 20)
 
+#define INCREMENTS	10		/* increments per counter */
+#define FIGURE6_VALUE	1000
+#define FIGURE6_NUM	100000
+
 enum bench_kind {
 	FILLSEQ, FILLRANDOM, OVERWRITE, FILLSYNC, READRANDOM, READMISSING,
-	READSEQ, SEEKRANDOM, COMPACT, BENCH_KINDS
+	READSEQ, SEEKRANDOM, COMPACT, READWHILEWRITING, INCREMENT, READHOT,
+	READSEQUENTIAL, BENCH_KINDS
 };
 
 static const char *const bench_names[BENCH_KINDS] = {
 	"fillseq", "fillrandom", "overwrite", "fillsync", "readrandom",
-	"readmissing", "readseq", "seekrandom", "compact",
+	"readmissing", "readseq", "seekrandom", "compact", "readwhilewriting",
+	"increment", "readhot", "readsequential",
 };
 
 static const char default_benchmarks[] = "fillseq,fillrandom,overwrite,"
-    "fillsync,readrandom,readmissing,readseq,seekrandom,compact,readrandom";
+    "fillsync,readrandom,readmissing,readseq,seekrandom,readwhilewriting,"
+    "increment,compact,readrandom";
+static const char figure6_benchmarks[] = "fillseq,readsequential,readseq,"
+    "fillrandom,readrandom,readhot";
+
+/* Every engine tabletbench knows, and whether this build has it. */
+static const struct engine_entry {
+	const char *name;
+	const struct engine *engine;	/* NULL: not built */
+	const char *package;
+} engine_table[] = {
+	{ "tabletfs", &engine_tabletfs, NULL },
+#ifdef HAVE_LEVELDB
+	{ "leveldb", &engine_leveldb, "libleveldb-dev" },
+#else
+	{ "leveldb", NULL, "libleveldb-dev" },
+#endif
+#ifdef HAVE_ROCKSDB
+	{ "rocksdb", &engine_rocksdb, "librocksdb-dev" },
+#else
+	{ "rocksdb", NULL, "librocksdb-dev" },
+#endif
+	{ "sqlite", &engine_sqlite, NULL },
+};
+#define ENGINE_TABLE_SIZE	(sizeof(engine_table) / sizeof(engine_table[0]))
 
 struct bench_opts {
+	const char *engines;	/* NULL: every engine built */
 	uint64_t num;
 	uint64_t reads;
 	uint64_t seeks;
@@ -78,36 +124,21 @@ struct bench_opts {
 	uint64_t memtable_mb;
 	uint64_t block_kb;
 	uint64_t seed;
+	bool incompressible;
+	bool figure6;
 	bool json;
-};
-
-/* One line of output: a benchmark at a thread count. */
-struct slot {
-	enum bench_kind kind;
-	unsigned threads;
-};
-
-struct result {
-	bool skipped;
-	uint64_t ops;
-	uint64_t bytes;
-	uint64_t mismatches;
-	double secs;
-	double ops_per_sec;
-	double mb_per_sec;
-	double p50_us;
-	double p99_us;
-	long peak_rss_kib;
-	char note[96];
 };
 
 struct bench {
 	struct bench_opts o;
-	const struct engine *eng;
+	const struct engine *eng;	/* the child's engine */
+	const struct engine *engines[ENGINE_TABLE_SIZE];
+	size_t nengines;
 	struct engine_config cfg;
-	struct slot *slots;
+	struct bench_slot *slots;
 	size_t nslots;
-	struct result *results;	/* runs x nslots */
+	struct bench_result *results;	/* runs x engines x slots */
+	_Atomic pid_t child;	/* the engine's process, while it runs */
 	char root[PATH_MAX];	/* the directory holding the stores */
 	bool root_made;		/* made by mkdtemp, removed at the end */
 	char main_path[PATH_MAX];
@@ -132,9 +163,12 @@ struct phase {
 	uint64_t count;		/* operations over all threads */
 	struct bench_perm perm;	/* key order of random writes */
 	uint64_t epoch;		/* writes: the pass; reads: the expected */
-	uint64_t keys;		/* reads: entries present */
+	uint64_t keys;		/* reads: entries present; counters */
 	bool sync;
+	bool writer;		/* readwhilewriting: worker 0 writes */
 	atomic_bool failed;
+	atomic_bool readers_done;	/* the writer stops */
+	atomic_uint readers_left;
 	pthread_barrier_t start;
 };
 
@@ -148,6 +182,7 @@ struct worker {
 	struct bench_buf value;
 	struct bench_buf rows;	/* seekrandom: the rows, checked later */
 	uint64_t ops, bytes, mismatches;
+	bool background;	/* readwhilewriting's writer: not counted */
 	uint64_t busy_ns;	/* inside the engine's calls */
 	uint64_t span_ns;	/* from the common start to this one's end */
 	int rc;
@@ -159,12 +194,15 @@ struct worker {
 static void __attribute__((noreturn))
 usage(void)
 {
-	fprintf(stderr, "usage: tabletbench [--num N] [--reads N] [--seeks N] "
-	    "[--value-size B]\n\t[--key-size K] [--benchmarks LIST] "
-	    "[--runs R] [--db DIR]\n\t[--cache-mb M] [--memtable-mb M] "
+	fprintf(stderr, "usage: tabletbench [--engines LIST] [--num N] "
+	    "[--reads N] [--seeks N]\n\t[--value-size B] [--key-size K] "
+	    "[--incompressible] [--figure6]\n\t[--benchmarks LIST] "
+	    "[--runs R] [--db DIR] [--cache-mb M]\n\t[--memtable-mb M] "
 	    "[--block-kb K] [--threads T] [--seed S] [--json]\n"
+	    "engines: tabletfs leveldb rocksdb sqlite\n"
 	    "benchmarks: fillseq fillrandom overwrite fillsync readrandom "
-	    "readmissing\n\treadseq seekrandom compact\n");
+	    "readmissing\n\treadseq seekrandom compact readwhilewriting "
+	    "increment readhot\n\treadsequential\n");
 	exit(2);
 }
 
@@ -197,11 +235,27 @@ parse_u64(const char *name, const char *s, uint64_t min, uint64_t max)
 	return v;
 }
 
+/* A read after a compact in the list is labelled "NAME+compacted". */
+static void
+bench_slot_add(struct bench *b, int kind, unsigned threads, bool compacted)
+{
+	struct bench_slot *sl = &b->slots[b->nslots++];
+	bool read = kind == READRANDOM || kind == READMISSING ||
+	    kind == READSEQ || kind == SEEKRANDOM || kind == READHOT ||
+	    kind == READSEQUENTIAL || kind == READWHILEWRITING;
+
+	sl->kind = kind;
+	sl->threads = threads;
+	snprintf(sl->label, sizeof(sl->label), "%s%s", bench_names[kind],
+	    compacted && read ? "+compacted" : "");
+}
+
 /* The benchmark list as slots: fillsync once per thread count. */
 static void
 bench_slots_parse(struct bench *b)
 {
 	char *list = strdup(b->o.benchmarks), *save = NULL, *name;
+	bool compacted = false;
 	int k;
 
 	if (list == NULL)
@@ -217,10 +271,13 @@ bench_slots_parse(struct bench *b)
 			    "\"%s\"\n", name);
 			usage();
 		}
-		b->slots[b->nslots++] = (struct slot){ k, 1 };
+		if (k == FILLSEQ || k == FILLRANDOM)
+			compacted = false;
+		bench_slot_add(b, k, 1, compacted);
 		if (k == FILLSYNC && b->o.threads > 1)
-			b->slots[b->nslots++] = (struct slot){ k,
-			    (unsigned)b->o.threads };
+			bench_slot_add(b, k, (unsigned)b->o.threads, false);
+		if (k == COMPACT)
+			compacted = true;
 	}
 	free(list);
 	if (b->nslots == 0)
@@ -228,7 +285,8 @@ bench_slots_parse(struct bench *b)
 }
 
 /* db_bench's compressible text: each DATA_PIECE bytes repeat their
- * first half, so Snappy halves any value cut at a piece boundary. */
+ * first half, so Snappy halves any value cut at a piece boundary.  With
+ * --incompressible, random bytes. */
 static void
 bench_data_make(struct bench *b)
 {
@@ -237,7 +295,13 @@ bench_data_make(struct bench *b)
 	len = (b->o.value_size + DATA_SIZE + DATA_PIECE - 1) / DATA_PIECE *
 	    DATA_PIECE;
 	b->data = xcalloc(len, 1);
-	for (size_t off = 0; off < len; off += DATA_PIECE) {
+	for (size_t off = 0; off < len && b->o.incompressible; off += 8) {
+		uint64_t r = bench_rand(&b->rng);
+
+		memcpy(b->data + off, &r, len - off < 8 ? len - off : 8);
+	}
+	for (size_t off = 0; off < len && !b->o.incompressible;
+	    off += DATA_PIECE) {
 		for (size_t i = 0; i < half; i++)
 			b->data[off + i] = (char)(' ' + bench_rand(&b->rng) %
 			    95);
@@ -342,16 +406,23 @@ worker_write(struct worker *w)
 	}
 }
 
-/* readrandom (present keys) and readmissing (absent ones). */
+/*
+ * readrandom and readwhilewriting (random present keys), readhot (random
+ * keys of the first 1 %), readsequential (every key in order) and
+ * readmissing (absent keys).
+ */
 static void
 worker_read(struct worker *w)
 {
 	const struct phase *ph = w->ph;
 	const struct bench *b = ph->b;
 	bool missing = ph->kind == READMISSING;
+	uint64_t hot = (ph->keys + 99) / 100;
 
 	for (uint64_t i = w->lo; i < w->hi && !worker_stopped(w); i++) {
-		uint64_t k = bench_rand(&w->rng) % ph->keys;
+		uint64_t k = ph->kind == READSEQUENTIAL ? i % ph->keys :
+		    ph->kind == READHOT ? bench_rand(&w->rng) % hot :
+		    bench_rand(&w->rng) % ph->keys;
 		struct bench_bytes key = bench_key(b, 2 * k + missing, w->key);
 		struct bench_bytes want, got;
 		uint64_t t0 = bench_now_ns();
@@ -540,6 +611,65 @@ worker_scan(struct worker *w)
 		    ph->keys);
 }
 
+/*
+ * readwhilewriting's writer: rewrite entries in random order, each with
+ * the value it has (so readers can check what they get), as fast as the
+ * engine takes them, until the readers are done.
+ */
+static void
+worker_rewrite(struct worker *w)
+{
+	const struct phase *ph = w->ph;
+	const struct bench *b = ph->b;
+
+	for (uint64_t i = 0; !atomic_load_explicit(&w->ph->readers_done,
+	    memory_order_relaxed) && !worker_stopped(w); i++) {
+		uint64_t k = bench_perm_at(&ph->perm, i % ph->keys);
+		struct bench_bytes key = bench_key(b, 2 * k, w->key);
+		struct bench_bytes value = bench_value(b, k, ph->epoch);
+		uint64_t t0 = bench_now_ns();
+		int rc = b->eng->put(ph->db, key, value, false);
+
+		worker_time(w, t0, bench_now_ns(), true);
+		if (rc < 0) {
+			worker_fail(w, "put", rc);
+			return;
+		}
+		w->ops++;
+		w->bytes += key.n + value.n;
+	}
+}
+
+/*
+ * increment: operation i adds 1 to counter perm(i) % counters, so each
+ * counter gets count / counters of them (one more for the first count %
+ * counters); the sums are checked after the clock stops.
+ */
+static void
+worker_increment(struct worker *w)
+{
+	const struct phase *ph = w->ph;
+	const struct bench *b = ph->b;
+
+	for (uint64_t i = w->lo; i < w->hi && !worker_stopped(w); i++) {
+		uint64_t c = bench_perm_at(&ph->perm, i) % ph->keys;
+		struct bench_bytes key = bench_key(b, 2 * c, w->key);
+		uint64_t t0 = bench_now_ns();
+		int64_t sum = 0;
+		int rc = b->eng->increment(ph->db, key, 1, &sum);
+
+		worker_time(w, t0, bench_now_ns(), true);
+		if (rc < 0) {
+			worker_fail(w, "increment", rc);
+			return;
+		}
+		w->ops++;
+		w->bytes += key.n;
+		if (sum < 1 || (uint64_t)sum > ph->count / ph->keys + 1)
+			worker_mismatch(w, key, "counter at %" PRId64, sum);
+	}
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -550,9 +680,22 @@ worker_main(void *arg)
 	pthread_barrier_wait(&w->ph->start);
 	t0 = bench_now_ns();
 	switch (w->ph->kind) {
+	case READWHILEWRITING:
+		if (w->background) {
+			worker_rewrite(w);
+			break;
+		}
+		/* FALLTHROUGH */
 	case READRANDOM:
 	case READMISSING:
+	case READHOT:
+	case READSEQUENTIAL:
 		worker_read(w);
+		if (atomic_fetch_sub(&w->ph->readers_left, 1) == 1)
+			atomic_store(&w->ph->readers_done, true);
+		break;
+	case INCREMENT:
+		worker_increment(w);
 		break;
 	case SEEKRANDOM:
 		worker_seek(w);
@@ -569,30 +712,38 @@ worker_main(void *arg)
 }
 
 /*
- * Run ph on nthreads threads, each taking a share of the operations, and
- * fill in res: totals, latency quantiles, and the time: the wall time from
- * the common start to the last finish, less the harness's own work between
- * calls (keys, checks) in the thread that did least of it.  The first
+ * Run ph on nthreads threads, each taking a share of the operations (and,
+ * with ph->writer, on one more thread, the background writer), and fill
+ * in res: totals, latency quantiles, and the time: from the common start
+ * to the last finish as the threads measured it (not the main thread,
+ * which may wake late), less the harness's own work between calls (keys,
+ * checks) in the thread that did least of it.  The writer is
+ * left out of all of them, and its rate goes into the note.  The first
  * mismatch and any error are reported on stderr.
  */
 static int
 phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
-    struct result *res)
+    struct bench_result *res)
 {
-	struct worker *ws = xcalloc(nthreads, sizeof(*ws));
+	unsigned extra = ph->writer ? 1 : 0, all_threads = nthreads + extra;
+	struct worker *ws = xcalloc(all_threads, sizeof(*ws));
 	struct bench_hist *all = xcalloc(1, sizeof(*all));
-	uint64_t t0, wall, idle = UINT64_MAX;
+	uint64_t wall = 0, idle = UINT64_MAX;
 	int rc = 0;
 
 	atomic_init(&ph->failed, false);
-	if (pthread_barrier_init(&ph->start, NULL, nthreads + 1) != 0)
+	atomic_init(&ph->readers_done, false);
+	atomic_init(&ph->readers_left, nthreads);
+	if (pthread_barrier_init(&ph->start, NULL, all_threads + 1) != 0)
 		abort();
-	for (unsigned t = 0; t < nthreads; t++) {
+	for (unsigned t = 0; t < all_threads; t++) {
 		struct worker *w = &ws[t];
+		unsigned share = t - extra;
 
 		w->ph = ph;
-		w->lo = ph->count * t / nthreads;
-		w->hi = ph->count * (t + 1) / nthreads;
+		w->background = t < extra;
+		w->lo = w->background ? 0 : ph->count * share / nthreads;
+		w->hi = w->background ? 0 : ph->count * (share + 1) / nthreads;
 		w->rng = bench_rand(&b->rng);
 		w->key = xcalloc(2, b->o.key_size);
 		w->want_key = w->key + b->o.key_size;
@@ -600,19 +751,25 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 			abort();
 	}
 	pthread_barrier_wait(&ph->start);
-	t0 = bench_now_ns();
-	for (unsigned t = 0; t < nthreads; t++)
+	for (unsigned t = 0; t < all_threads; t++)
 		pthread_join(ws[t].tid, NULL);
-	wall = bench_now_ns() - t0;
-	for (unsigned t = 0; t < nthreads; t++) {
+	for (unsigned t = 0; t < all_threads; t++) {
 		struct worker *w = &ws[t];
 
-		if (w->span_ns - w->busy_ns < idle)
-			idle = w->span_ns - w->busy_ns;
-		res->ops += w->ops;
-		res->bytes += w->bytes;
 		res->mismatches += w->mismatches;
-		bench_hist_merge(all, &w->hist);
+		if (w->background && w->span_ns > 0)
+			snprintf(res->note, sizeof(res->note), "writer %.0f "
+			    "writes/s", (double)w->ops * 1e9 /
+			    (double)w->span_ns);
+		if (!w->background) {
+			if (w->span_ns - w->busy_ns < idle)
+				idle = w->span_ns - w->busy_ns;
+			if (w->span_ns > wall)
+				wall = w->span_ns;
+			res->ops += w->ops;
+			res->bytes += w->bytes;
+			bench_hist_merge(all, &w->hist);
+		}
 		if (w->mismatches > 0)
 			fprintf(stderr, "tabletbench: %s: %" PRIu64
 			    " mismatches; first: %s\n", bench_names[ph->kind],
@@ -704,7 +861,7 @@ bench_stats(const struct bench *b, void *db, struct engine_stats *st)
 }
 
 static void
-note_cache(struct result *res, const struct engine_stats *s0,
+note_cache(struct bench_result *res, const struct engine_stats *s0,
     const struct engine_stats *s1)
 {
 	uint64_t hits = s1->cache_hits - s0->cache_hits;
@@ -719,7 +876,7 @@ note_cache(struct result *res, const struct engine_stats *s0,
 
 /* Fill or overwrite the main store: every entry once. */
 static int
-bench_write(struct bench *b, enum bench_kind kind, struct result *res)
+bench_write(struct bench *b, enum bench_kind kind, struct bench_result *res)
 {
 	struct phase ph = { .b = b, .kind = kind, .count = b->o.num };
 	int rc;
@@ -739,7 +896,7 @@ bench_write(struct bench *b, enum bench_kind kind, struct result *res)
 
 /* fillsync: num / 100 synchronous writes into a store of their own. */
 static int
-bench_fillsync(struct bench *b, unsigned nthreads, struct result *res)
+bench_fillsync(struct bench *b, unsigned nthreads, struct bench_result *res)
 {
 	struct phase ph = { .b = b, .kind = FILLSYNC, .sync = true };
 	struct engine_stats s0, s1;
@@ -764,7 +921,7 @@ bench_fillsync(struct bench *b, unsigned nthreads, struct result *res)
 
 /* readrandom, readmissing, seekrandom, readseq over the main store. */
 static int
-bench_read(struct bench *b, enum bench_kind kind, struct result *res)
+bench_read(struct bench *b, enum bench_kind kind, struct bench_result *res)
 {
 	struct phase ph = { .b = b, .kind = kind, .db = b->db,
 	    .keys = b->db_keys, .epoch = b->db_epoch };
@@ -778,16 +935,68 @@ bench_read(struct bench *b, enum bench_kind kind, struct result *res)
 		return 0;
 	}
 	ph.count = kind == READSEQ ? 1 : kind == SEEKRANDOM ? b->o.seeks :
-	    b->o.reads;
+	    kind == READSEQUENTIAL ? b->db_keys : b->o.reads;
+	if (kind == READWHILEWRITING) {
+		ph.writer = true;
+		bench_perm_init(&ph.perm, ph.keys, bench_rand(&b->rng));
+		b->db_used = true;
+	}
 	bench_stats(b, b->db, &s0);
 	rc = phase_run(b, &ph, 1, res);
 	bench_stats(b, b->db, &s1);
-	note_cache(res, &s0, &s1);
+	if (kind != READWHILEWRITING)
+		note_cache(res, &s0, &s1);
+	return rc;
+}
+
+/*
+ * increment: N / 100 counters in a store of their own, each incremented
+ * INCREMENTS times in random order; then every sum is read back (adding
+ * 0) and checked, off the clock.
+ */
+static int
+bench_increment(struct bench *b, struct bench_result *res)
+{
+	struct phase ph = { .b = b, .kind = INCREMENT };
+	uint64_t want;
+	char *key;
+	int rc, crc;
+
+	if (b->eng->increment == NULL) {
+		res->skipped = true;
+		snprintf(res->note, sizeof(res->note), "skipped: %s has no "
+		    "increment", b->eng->name);
+		return 0;
+	}
+	ph.keys = b->o.num / SYNC_DIVISOR > 0 ? b->o.num / SYNC_DIVISOR : 1;
+	ph.count = ph.keys * INCREMENTS;
+	bench_perm_init(&ph.perm, ph.count, bench_rand(&b->rng));
+	if ((rc = bench_store_open(b, b->side_path, &ph.db)) < 0)
+		return rc;
+	rc = phase_run(b, &ph, 1, res);
+	key = xcalloc(1, b->o.key_size);
+	for (uint64_t c = 0; c < ph.keys && rc == 0; c++) {
+		struct bench_bytes k = bench_key(b, 2 * c, key);
+		int64_t sum = 0;
+
+		want = ph.count / ph.keys + (c < ph.count % ph.keys);
+		if ((rc = b->eng->increment(ph.db, k, 0, &sum)) < 0) {
+			bench_error("incrementing in", b->side_path, rc);
+			break;
+		}
+		if ((uint64_t)sum != want && res->mismatches++ == 0)
+			fprintf(stderr, "tabletbench: increment: counter %.*s "
+			    "is %" PRId64 ", expected %" PRIu64 "\n",
+			    (int)k.n, (const char *)k.p, sum, want);
+	}
+	free(key);
+	if ((crc = bench_store_close(b, b->side_path, ph.db)) < 0 && rc == 0)
+		rc = crc;
 	return rc;
 }
 
 static int
-bench_compact(struct bench *b, struct result *res)
+bench_compact(struct bench *b, struct bench_result *res)
 {
 	struct engine_stats s0, s1;
 	uint64_t t0;
@@ -809,39 +1018,13 @@ bench_compact(struct bench *b, struct result *res)
 	return 0;
 }
 
-static void
-result_print_header(FILE *f)
-{
-	fprintf(f, "%-12s %3s %9s %10s %7s %8s %9s %9s %8s  %s\n",
-	    "benchmark", "thr", "ops", "ops/s", "MB/s", "secs", "p50_us",
-	    "p99_us", "rss_MB", "note");
-}
-
-static void
-result_print(FILE *f, const struct slot *sl, const struct result *r)
-{
-	if (r->skipped) {
-		fprintf(f, "%-12s %3u %s\n", bench_names[sl->kind],
-		    sl->threads, r->note);
-		return;
-	}
-	fprintf(f, "%-12s %3u %9" PRIu64 " %10.0f %7.1f %8.3f %9.1f %9.1f "
-	    "%8.1f  %s", bench_names[sl->kind], sl->threads, r->ops,
-	    r->ops_per_sec, r->mb_per_sec, r->secs, r->p50_us, r->p99_us,
-	    (double)r->peak_rss_kib / 1024.0, r->note);
-	if (r->mismatches > 0)
-		fprintf(f, "%sMISMATCHES %" PRIu64, *r->note != '\0' ? ", " :
-		    "", r->mismatches);
-	fprintf(f, "\n");
-	fflush(f);
-}
-
 static int
-bench_slot_run(struct bench *b, const struct slot *sl, struct result *res)
+bench_slot_run(struct bench *b, const struct bench_slot *sl,
+    struct bench_result *res)
 {
-	struct rusage ru;
 	int rc;
 
+	bench_rss_reset();
 	switch (sl->kind) {
 	case FILLSEQ:
 	case FILLRANDOM:
@@ -854,6 +1037,9 @@ bench_slot_run(struct bench *b, const struct slot *sl, struct result *res)
 	case COMPACT:
 		rc = bench_compact(b, res);
 		break;
+	case INCREMENT:
+		rc = bench_increment(b, res);
+		break;
 	default:
 		rc = bench_read(b, sl->kind, res);
 		break;
@@ -864,15 +1050,14 @@ bench_slot_run(struct bench *b, const struct slot *sl, struct result *res)
 		res->ops_per_sec = (double)res->ops / res->secs;
 		res->mb_per_sec = (double)res->bytes / res->secs / 1048576.0;
 	}
-	getrusage(RUSAGE_SELF, &ru);
-	res->peak_rss_kib = ru.ru_maxrss;
-	result_print(b->out, sl, res);
+	res->peak_rss_kib = bench_rss_peak_kib();
+	bench_result_print(b->out, b->eng->name, sl, res);
 	return 0;
 }
 
 /* One pass over the benchmark list, on a fresh main store. */
 static int
-bench_suite_run(struct bench *b, struct result *results)
+bench_suite_run(struct bench *b, struct bench_result *results)
 {
 	int rc, crc;
 
@@ -886,112 +1071,151 @@ bench_suite_run(struct bench *b, struct result *results)
 	return rc < 0 ? rc : crc;
 }
 
-/* ---- Summary ---- */
-
+/* The paths of engine e's stores under the root. */
 static int
-result_cmp_speed(const void *a, const void *b)
+bench_paths_set(struct bench *b, const struct engine *e)
 {
-	const struct result *x = *(const struct result *const *)a;
-	const struct result *y = *(const struct result *const *)b;
+	if ((size_t)snprintf(b->main_path, sizeof(b->main_path), "%s/%s",
+	    b->root, e->name) >= sizeof(b->main_path) ||
+	    (size_t)snprintf(b->side_path, sizeof(b->side_path), "%s/%s-side",
+	    b->root, e->name) >= sizeof(b->side_path)) {
+		fprintf(stderr, "tabletbench: %s: path too long\n", b->root);
+		return -1;
+	}
+	return 0;
+}
 
-	return (x->ops_per_sec > y->ops_per_sec) -
-	    (x->ops_per_sec < y->ops_per_sec);
+/* Read exactly n bytes; false on end of file or error. */
+static bool
+read_full(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+
+	while (n > 0) {
+		ssize_t got = read(fd, p, n);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return false;
+		p += got;
+		n -= (size_t)got;
+	}
+	return true;
 }
 
 /*
- * The median over runs of slot i: the middle run (the lower of the two
- * middle ones, with their mean speed, when runs are even), with the
- * mismatches of all runs and the first run's RSS: the peak is the
- * process's, and later runs start with the heap the earlier ones left.
+ * Run the suite once on engine e in a child process (its memory, threads
+ * and peak RSS its own), which sends back its results, one per slot.
+ * 0, or -1 when the child failed (it said why on stderr).
  */
-static void
-bench_median(const struct bench *b, size_t i, struct result *med)
+static int
+bench_engine_run(struct bench *b, const struct engine *e,
+    struct bench_result *results)
 {
-	size_t runs = b->o.runs, mid = (runs - 1) / 2;
-	const struct result **v = xcalloc(runs, sizeof(*v));
-	uint64_t mismatches = 0;
+	size_t size = b->nslots * sizeof(*results);
+	int fds[2], status, rc;
+	bool ok;
+	pid_t pid;
 
-	for (size_t r = 0; r < runs; r++) {
-		v[r] = &b->results[r * b->nslots + i];
-		mismatches += v[r]->mismatches;
+	if (bench_paths_set(b, e) < 0)
+		return -1;
+	fflush(NULL);
+	if (pipe(fds) < 0 || (pid = fork()) < 0) {
+		perror("tabletbench: fork");
+		return -1;
 	}
-	qsort(v, runs, sizeof(*v), result_cmp_speed);
-	*med = *v[mid];
-	if (runs % 2 == 0) {
-		med->ops_per_sec = (v[mid]->ops_per_sec +
-		    v[mid + 1]->ops_per_sec) / 2;
-		med->mb_per_sec = (v[mid]->mb_per_sec +
-		    v[mid + 1]->mb_per_sec) / 2;
+	if (pid == 0) {
+		/* The child dies of the signals the parent cleans up after. */
+		pthread_sigmask(SIG_UNBLOCK, &b->signals, NULL);
+		close(fds[0]);
+		b->eng = e;
+		rc = bench_suite_run(b, results);
+		if (rc == 0 && write(fds[1], results, size) != (ssize_t)size)
+			rc = -EIO;
+		fflush(NULL);
+		_exit(rc < 0 ? 1 : 0);
 	}
-	med->mismatches = mismatches;
-	med->peak_rss_kib = b->results[i].peak_rss_kib;
-	free(v);
+	atomic_store(&b->child, pid);
+	close(fds[1]);
+	ok = read_full(fds[0], results, size);
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	atomic_store(&b->child, 0);
+	bench_tree_remove(b->main_path);
+	bench_tree_remove(b->side_path);
+	if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "tabletbench: engine %s failed\n", e->name);
+		return -1;
+	}
+	return 0;
 }
 
 static void
-bench_json(const struct bench *b, const struct bench_machine *m,
-    const char *commit, uint64_t mismatches)
+bench_json(const struct bench *b, const struct bench_report *rep,
+    const struct bench_machine *m, const char *commit, uint64_t mismatches)
 {
 	FILE *f = stdout;
+	char text[256];
 
-	fprintf(f, "{\"engine\": ");
-	bench_json_string(f, b->eng->name);
-	fprintf(f, ",\n \"machine\": {\"cpus\": %ld, \"model\": ", m->cpus);
+	fprintf(f, "{\"engines\": [");
+	for (size_t e = 0; e < b->nengines; e++) {
+		b->engines[e]->describe(&b->cfg, text, sizeof(text));
+		fprintf(f, "%s\n  {\"name\": ", e > 0 ? "," : "");
+		bench_json_string(f, b->engines[e]->name);
+		fprintf(f, ", \"settings\": ");
+		bench_json_string(f, text);
+		fprintf(f, "}");
+	}
+	fprintf(f, "],\n \"not_built\": [");
+	for (size_t i = 0, n = 0; i < ENGINE_TABLE_SIZE; i++)
+		if (engine_table[i].engine == NULL) {
+			fprintf(f, "%s", n++ > 0 ? ", " : "");
+			bench_json_string(f, engine_table[i].name);
+		}
+	fprintf(f, "],\n \"machine\": {\"cpus\": %ld, \"model\": ", m->cpus);
 	bench_json_string(f, m->model);
 	fprintf(f, ", \"ram_bytes\": %" PRIu64 ", \"load\": %.2f},\n"
 	    " \"commit\": ", m->ram, m->load);
 	bench_json_string(f, commit);
 	fprintf(f, ",\n \"settings\": {\"num\": %" PRIu64 ", \"reads\": %"
 	    PRIu64 ", \"seeks\": %" PRIu64 ", \"key_size\": %" PRIu64
-	    ", \"value_size\": %" PRIu64 ", \"threads\": %" PRIu64
-	    ", \"runs\": %" PRIu64 ", \"cache_mb\": %" PRIu64
-	    ", \"memtable_mb\": %" PRIu64 ", \"block_kb\": %" PRIu64
-	    ", \"seed\": %" PRIu64 ", \"db\": ", b->o.num, b->o.reads,
-	    b->o.seeks, b->o.key_size, b->o.value_size, b->o.threads,
-	    b->o.runs, b->o.cache_mb, b->o.memtable_mb, b->o.block_kb,
-	    b->o.seed);
+	    ", \"value_size\": %" PRIu64 ", \"incompressible\": %s"
+	    ", \"threads\": %" PRIu64 ", \"runs\": %" PRIu64
+	    ", \"cache_mb\": %" PRIu64 ", \"memtable_mb\": %" PRIu64
+	    ", \"block_kb\": %" PRIu64 ", \"seed\": %" PRIu64 ", \"db\": ",
+	    b->o.num, b->o.reads, b->o.seeks, b->o.key_size, b->o.value_size,
+	    b->o.incompressible ? "true" : "false", b->o.threads, b->o.runs,
+	    b->o.cache_mb, b->o.memtable_mb, b->o.block_kb, b->o.seed);
 	bench_json_string(f, b->root);
 	fprintf(f, ", \"benchmarks\": ");
 	bench_json_string(f, b->o.benchmarks);
-	fprintf(f, "},\n \"summary\": \"%s\",\n \"results\": [",
+	fprintf(f, "},\n \"summary\": \"%s\",\n \"results\": ",
 	    b->o.runs > 1 ? "median ops/s over runs" : "single run");
-	for (size_t i = 0; i < b->nslots; i++) {
-		struct result r;
-
-		bench_median(b, i, &r);
-		fprintf(f, "%s\n  {\"name\": \"%s\", \"threads\": %u, "
-		    "\"skipped\": %s, \"ops\": %" PRIu64 ", \"secs\": %.6f, "
-		    "\"ops_per_sec\": %.1f, \"mb_per_sec\": %.3f, "
-		    "\"p50_us\": %.2f, \"p99_us\": %.2f, "
-		    "\"peak_rss_kib\": %ld, \"mismatches\": %" PRIu64
-		    ", \"note\": ", i > 0 ? "," : "",
-		    bench_names[b->slots[i].kind], b->slots[i].threads,
-		    r.skipped ? "true" : "false", r.ops, r.secs, r.ops_per_sec,
-		    r.mb_per_sec, r.p50_us, r.p99_us, r.peak_rss_kib,
-		    r.mismatches);
-		bench_json_string(f, r.note);
-		fprintf(f, ", \"runs_ops_per_sec\": [");
-		for (size_t run = 0; run < b->o.runs; run++)
-			fprintf(f, "%s%.1f", run > 0 ? ", " : "",
-			    b->results[run * b->nslots + i].ops_per_sec);
-		fprintf(f, "]}");
-	}
-	fprintf(f, "\n ],\n \"mismatches\": %" PRIu64 "}\n", mismatches);
+	bench_report_json(f, rep);
+	fprintf(f, ",\n \"mismatches\": %" PRIu64 "}\n", mismatches);
 }
 
 /* ---- Set-up ---- */
 
-/* SIGINT, SIGTERM, SIGHUP: remove the stores and leave. */
+/* SIGINT, SIGTERM, SIGHUP: end the engine's process, remove the stores
+ * and leave. */
 static void *
 bench_signal_main(void *arg)
 {
-	const struct bench *b = arg;
+	struct bench *b = arg;
+	pid_t child;
 	int sig;
 
 	if (sigwait(&b->signals, &sig) != 0)
 		return NULL;
 	fprintf(stderr, "tabletbench: %s: removing the stores\n",
 	    strsignal(sig));
+	if ((child = atomic_load(&b->child)) > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
 	bench_tree_remove(b->main_path);
 	bench_tree_remove(b->side_path);
 	if (b->root_made)
@@ -1030,26 +1254,71 @@ bench_root_make(struct bench *b)
 			return -1;
 		}
 	}
-	if ((size_t)snprintf(b->main_path, sizeof(b->main_path), "%s/%s",
-	    b->root, b->eng->name) >= sizeof(b->main_path) ||
-	    (size_t)snprintf(b->side_path, sizeof(b->side_path), "%s/%s-sync",
-	    b->root, b->eng->name) >= sizeof(b->side_path)) {
-		fprintf(stderr, "tabletbench: %s: path too long\n", b->root);
-		return -1;
-	}
-	if (lstat(b->main_path, &st) == 0 || lstat(b->side_path, &st) == 0) {
-		fprintf(stderr, "tabletbench: %s or %s exists; not touching "
-		    "it\n", b->main_path, b->side_path);
-		return -1;
+	for (size_t e = 0; e < b->nengines; e++) {
+		if (bench_paths_set(b, b->engines[e]) < 0)
+			return -1;
+		if (lstat(b->main_path, &st) == 0 ||
+		    lstat(b->side_path, &st) == 0) {
+			fprintf(stderr, "tabletbench: %s or %s exists; not "
+			    "touching it\n", b->main_path, b->side_path);
+			return -1;
+		}
 	}
 	return 0;
+}
+
+/*
+ * The engines to run: --engines (names of the table, in its order), or
+ * every one built.  One not built is named on stderr and left out.
+ */
+static void
+bench_engines_choose(struct bench *b)
+{
+	for (size_t i = 0; i < ENGINE_TABLE_SIZE; i++) {
+		const struct engine_entry *en = &engine_table[i];
+		const char *list = b->o.engines, *p;
+		size_t n = strlen(en->name);
+		bool wanted = list == NULL;
+
+		for (p = list; p != NULL && *p != '\0' && !wanted;
+		    p += strcspn(p, ",") + (p[strcspn(p, ",")] != '\0'))
+			wanted = strncmp(p, en->name, n) == 0 &&
+			    (p[n] == ',' || p[n] == '\0');
+		if (!wanted)
+			continue;
+		if (en->engine != NULL)
+			b->engines[b->nengines++] = en->engine;
+		else if (list != NULL)
+			fprintf(stderr, "tabletbench: %s: not built in (install "
+			    "%s and configure again)\n", en->name,
+			    en->package);
+	}
+	for (const char *p = b->o.engines; p != NULL && *p != '\0';
+	    p += strcspn(p, ",") + (p[strcspn(p, ",")] != '\0')) {
+		size_t n = strcspn(p, ","), i;
+
+		for (i = 0; i < ENGINE_TABLE_SIZE; i++)
+			if (strlen(engine_table[i].name) == n &&
+			    strncmp(p, engine_table[i].name, n) == 0)
+				break;
+		if (i == ENGINE_TABLE_SIZE) {
+			fprintf(stderr, "tabletbench: unknown engine \"%.*s\"\n",
+			    (int)n, p);
+			usage();
+		}
+	}
+	if (b->nengines == 0) {
+		fprintf(stderr, "tabletbench: no engine to run\n");
+		exit(2);
+	}
 }
 
 static void
 bench_options_parse(struct bench *b, int argc, char **argv)
 {
 	enum { O_NUM, O_READS, O_SEEKS, O_VALUE, O_KEY, O_BENCH, O_RUNS, O_DB,
-	    O_CACHE, O_MEMTABLE, O_BLOCK, O_THREADS, O_SEED, O_JSON, O_HELP };
+	    O_CACHE, O_MEMTABLE, O_BLOCK, O_THREADS, O_SEED, O_JSON, O_ENGINES,
+	    O_INCOMPRESSIBLE, O_FIGURE6, O_HELP };
 	static const struct option longopts[] = {
 		{ "num", required_argument, NULL, O_NUM },
 		{ "reads", required_argument, NULL, O_READS },
@@ -1065,17 +1334,23 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "json", no_argument, NULL, O_JSON },
+		{ "engines", required_argument, NULL, O_ENGINES },
+		{ "incompressible", no_argument, NULL, O_INCOMPRESSIBLE },
+		{ "figure6", no_argument, NULL, O_FIGURE6 },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct bench_opts *o = &b->o;
-	bool reads_set = false, seeks_set = false;
+	bool reads_set = false, seeks_set = false, num_set = false;
+	bool value_set = false, bench_set = false;
 	int ch;
 
 	o->num = 1000000;
 	o->key_size = 16;
 	o->value_size = 100;
 	o->benchmarks = default_benchmarks;
+	o->cache_mb = 64;
+	o->memtable_mb = 64;
 	o->runs = 1;
 	o->threads = 4;
 	o->seed = bench_mix64((uint64_t)time(NULL) ^ (uint64_t)getpid());
@@ -1086,6 +1361,7 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		switch (ch) {
 		case O_NUM:
 			o->num = parse_u64(name, optarg, 1, UINT64_C(1) << 40);
+			num_set = true;
 			break;
 		case O_READS:
 			o->reads = parse_u64(name, optarg, 1,
@@ -1099,12 +1375,14 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 			break;
 		case O_VALUE:
 			o->value_size = parse_u64(name, optarg, 0, MAX_VALUE);
+			value_set = true;
 			break;
 		case O_KEY:
 			o->key_size = parse_u64(name, optarg, 1, 65536);
 			break;
 		case O_BENCH:
 			o->benchmarks = optarg;
+			bench_set = true;
 			break;
 		case O_RUNS:
 			o->runs = parse_u64(name, optarg, 1, 1000);
@@ -1130,12 +1408,30 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		case O_JSON:
 			o->json = true;
 			break;
+		case O_ENGINES:
+			o->engines = optarg;
+			break;
+		case O_INCOMPRESSIBLE:
+			o->incompressible = true;
+			break;
+		case O_FIGURE6:
+			o->figure6 = true;
+			break;
 		default:
 			usage();
 		}
 	}
 	if (optind != argc)
 		usage();
+	if (o->figure6) {
+		o->incompressible = true;
+		if (!num_set)
+			o->num = FIGURE6_NUM;
+		if (!value_set)
+			o->value_size = FIGURE6_VALUE;
+		if (!bench_set)
+			o->benchmarks = figure6_benchmarks;
+	}
 	if (!reads_set)
 		o->reads = o->num;
 	if (!seeks_set)
@@ -1148,26 +1444,78 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 	}
 }
 
+/* Machine, commit and settings, at the top of the output. */
+static void
+bench_header_print(const struct bench *b, const struct bench_machine *m,
+    const char *commit)
+{
+	char cache[32], memtable[32], block[32], text[256];
+	FILE *f = b->out;
+
+	fprintf(f, "tabletbench: engines");
+	for (size_t e = 0; e < b->nengines; e++)
+		fprintf(f, " %s", b->engines[e]->name);
+	for (size_t i = 0, n = 0; i < ENGINE_TABLE_SIZE; i++)
+		if (engine_table[i].engine == NULL)
+			fprintf(f, "%s%s", n++ == 0 ? " (not built: " : ", ",
+			    engine_table[i].name);
+	for (size_t i = 0; i < ENGINE_TABLE_SIZE; i++)
+		if (engine_table[i].engine == NULL) {
+			fprintf(f, "; skipped)");
+			break;
+		}
+	fprintf(f, "\nmachine:     %ld cpus, %s, %.1f GiB RAM, load %.2f\n",
+	    m->cpus, m->model, (double)m->ram / (1 << 30), m->load);
+	fprintf(f, "commit:      %s\n", commit);
+	fprintf(f, "settings:    num %" PRIu64 ", reads %" PRIu64
+	    ", seeks %" PRIu64 ", keys %" PRIu64 " B, values %" PRIu64
+	    " B (%s)\n", b->o.num, b->o.reads, b->o.seeks, b->o.key_size,
+	    b->o.value_size, b->o.incompressible ? "incompressible" :
+	    "half compressible");
+	mib_text(cache, sizeof(cache), b->o.cache_mb);
+	mib_text(memtable, sizeof(memtable), b->o.memtable_mb);
+	if (b->o.block_kb == 0)
+		snprintf(block, sizeof(block), "each engine's default");
+	else
+		snprintf(block, sizeof(block), "%" PRIu64 " KiB", b->o.block_kb);
+	fprintf(f, "             threads %" PRIu64 ", runs %" PRIu64
+	    ", cache %s, memtable %s, blocks %s\n", b->o.threads, b->o.runs,
+	    cache, memtable, block);
+	fprintf(f, "             seed %" PRIu64 ", db %s\n", b->o.seed,
+	    b->root);
+	for (size_t e = 0; e < b->nengines; e++) {
+		b->engines[e]->describe(&b->cfg, text, sizeof(text));
+		fprintf(f, "%-12s %s\n", e == 0 ? "engines:" : "", text);
+	}
+	fprintf(f, "benchmarks:  %s\n", b->o.benchmarks);
+	fflush(f);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct bench b;
 	struct bench_machine machine;
+	struct bench_report rep;
+	const char *names[ENGINE_TABLE_SIZE];
 	pthread_t sigtid;
-	char commit[64], cache[32], memtable[32], block[32];
+	char commit[64];
 	uint64_t mismatches = 0;
-	int rc = 0, status = 1;
+	size_t per_run;
+	int status = 1;
 
 	memset(&b, 0, sizeof(b));
-	b.eng = &engine_tabletfs;
 	bench_options_parse(&b, argc, argv);
+	bench_engines_choose(&b);
 	bench_slots_parse(&b);
 	b.out = b.o.json ? stderr : stdout;
 	b.cfg.cache_bytes = b.o.cache_mb << 20;
 	b.cfg.memtable_bytes = b.o.memtable_mb << 20;
 	b.cfg.block_bytes = b.o.block_kb << 10;
+	b.cfg.compress = true;
 	b.rng = b.o.seed | 1;
-	b.results = xcalloc(b.o.runs * b.nslots, sizeof(*b.results));
+	per_run = b.nengines * b.nslots;
+	b.results = xcalloc(b.o.runs * per_run, sizeof(*b.results));
 	bench_data_make(&b);
 	bench_machine_get(&machine);
 	bench_git_commit(commit, sizeof(commit));
@@ -1183,64 +1531,45 @@ main(int argc, char **argv)
 	if (pthread_create(&sigtid, NULL, bench_signal_main, &b) != 0)
 		abort();
 
-	fprintf(b.out, "tabletbench: engine %s\n", b.eng->name);
-	fprintf(b.out, "machine:     %ld cpus, %s, %.1f GiB RAM, load %.2f\n",
-	    machine.cpus, machine.model, (double)machine.ram / (1 << 30),
-	    machine.load);
-	fprintf(b.out, "commit:      %s\n", commit);
-	fprintf(b.out, "settings:    num %" PRIu64 ", reads %" PRIu64
-	    ", seeks %" PRIu64 ", keys %" PRIu64 " B, values %" PRIu64
-	    " B (half compressible)\n", b.o.num, b.o.reads, b.o.seeks,
-	    b.o.key_size, b.o.value_size);
-	mib_text(cache, sizeof(cache), b.o.cache_mb);
-	mib_text(memtable, sizeof(memtable), b.o.memtable_mb);
-	if (b.o.block_kb == 0)
-		snprintf(block, sizeof(block), "default");
-	else
-		snprintf(block, sizeof(block), "%" PRIu64 " KiB", b.o.block_kb);
-	fprintf(b.out, "             threads %" PRIu64 ", runs %" PRIu64
-	    ", cache %s, memtable %s, blocks %s\n", b.o.threads, b.o.runs,
-	    cache, memtable, block);
-	fprintf(b.out, "             seed %" PRIu64 ", db %s\n", b.o.seed,
-	    b.root);
-	fprintf(b.out, "benchmarks:  %s\n", b.o.benchmarks);
-	fflush(b.out);
+	bench_header_print(&b, &machine, commit);
+	/* Engines take turns within each run, so that the machine's noise
+	 * falls on all of them alike. */
 	for (uint64_t run = 0; run < b.o.runs; run++) {
 		if (b.o.runs > 1)
 			fprintf(b.out, "-- run %" PRIu64 " of %" PRIu64 "\n",
 			    run + 1, b.o.runs);
-		result_print_header(b.out);
-		if ((rc = bench_suite_run(&b, &b.results[run * b.nslots])) < 0)
-			goto out_remove;
+		bench_result_print_header(b.out);
+		for (size_t e = 0; e < b.nengines; e++)
+			if (bench_engine_run(&b, b.engines[e], &b.results[run *
+			    per_run + e * b.nslots]) < 0)
+				goto out_remove;
 	}
-	for (size_t i = 0; i < b.o.runs * b.nslots; i++)
+	for (size_t i = 0; i < b.o.runs * per_run; i++)
 		mismatches += b.results[i].mismatches;
-	if (b.o.runs > 1) {
-		fprintf(b.out, "-- median ops/s of %" PRIu64 " runs, each on "
-		    "fresh stores (latencies from the median run, rss from "
-		    "the first)\n", b.o.runs);
-		result_print_header(b.out);
-		for (size_t i = 0; i < b.nslots; i++) {
-			struct result r;
-
-			bench_median(&b, i, &r);
-			result_print(b.out, &b.slots[i], &r);
-		}
-	}
+	for (size_t e = 0; e < b.nengines; e++)
+		names[e] = b.engines[e]->name;
+	rep = (struct bench_report){ .engines = names,
+	    .nengines = b.nengines, .slots = b.slots, .nslots = b.nslots,
+	    .results = b.results, .runs = b.o.runs };
+	fprintf(b.out, "\n-- %s, each engine on fresh stores in a process "
+	    "of its own; ratio = tabletfs ops/s / engine ops/s\n",
+	    b.o.runs > 1 ? "median of the runs" : "one run");
+	bench_report_tables(b.out, &rep);
 	if (b.o.json)
-		bench_json(&b, &machine, commit, mismatches);
+		bench_json(&b, &rep, &machine, commit, mismatches);
 	if (mismatches > 0)
 		fprintf(stderr, "tabletbench: %" PRIu64 " mismatches\n",
 		    mismatches);
 	else
 		status = 0;
 out_remove:
-	if (b.db != NULL)
-		b.eng->close(b.db);
 	pthread_cancel(sigtid);
 	pthread_join(sigtid, NULL);
-	bench_tree_remove(b.main_path);
-	bench_tree_remove(b.side_path);
+	for (size_t e = 0; e < b.nengines; e++)
+		if (bench_paths_set(&b, b.engines[e]) == 0) {
+			bench_tree_remove(b.main_path);
+			bench_tree_remove(b.side_path);
+		}
 	if (b.root_made)
 		rmdir(b.root);
 out:

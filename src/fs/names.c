@@ -77,6 +77,13 @@ literal_len(const uint8_t *p, size_t n, bool first)
 	return 1;
 }
 
+/* A byte that stands for itself anywhere but first: literal_len() == 1. */
+static bool
+plain_ascii(uint8_t c)
+{
+	return c >= 0x20 && c < 0x7f && c != '/' && c != '%' && c != '@';
+}
+
 static int
 hex_value(uint8_t c)
 {
@@ -91,7 +98,8 @@ hex_value(uint8_t c)
 
 /*
  * Measure first and reserve once, so that -ENOMEM leaves out untouched and
- * the copy loop cannot fail.
+ * the copy loop cannot fail.  Most keys are plain printable ASCII, which
+ * is copied as it is (readdir encodes every row it lists).
  */
 int
 names_encode(struct slice raw, struct buf *out)
@@ -102,6 +110,10 @@ names_encode(struct slice raw, struct buf *out)
 
 	if (raw.n == 0)
 		return buf_append(out, "%", 1);
+	for (i = 0; i < raw.n && plain_ascii(raw.p[i]); i++)
+		;
+	if (i == raw.n && raw.p[0] != '.')
+		return buf_append(out, raw.p, raw.n);
 	if (raw.n > SIZE_MAX / 3)
 		return -ENOMEM;
 	for (i = 0; i < raw.n; i += k ? k : 1) {

@@ -120,7 +120,8 @@ sst_reader_read_block(struct sst_reader *r, const char *what,
 		    "(%llu bytes)", path, what, (unsigned long long)offset,
 		    (unsigned long long)size, (unsigned long long)limit);
 	buf_clear(out);
-	if ((rc = buf_reserve(out, (size_t)size + SST_BLOCK_TRAILER_SIZE)) < 0)
+	if ((rc = buf_reserve_exact(out, (size_t)size +
+	    SST_BLOCK_TRAILER_SIZE)) < 0)
 		return rc;
 	if ((rc = env_file_read_exact(r->file, offset, out->p,
 	    (size_t)size + SST_BLOCK_TRAILER_SIZE)) < 0)
@@ -207,9 +208,10 @@ sst_reader_load_block(struct sst_reader *r, uint64_t offset, uint64_t size,
 		return rc;
 	}
 	if (use_cache) {
-		/* Cache exactly what is charged: buffers grow in powers of
-		 * two, which would double the cache's real footprint. */
-		if (blk->cap > blk->n) {
+		/* Charge what is held.  Blocks are read and uncompressed
+		 * into buffers of their exact size, so only a raw block's
+		 * trailer is spare; more would be shrunk (a copy). */
+		if (blk->cap > blk->n + SST_BLOCK_TRAILER_SIZE) {
 			uint8_t *tight = bt_realloc(blk->p, blk->n);
 
 			if (tight != NULL) {

@@ -42,6 +42,22 @@ buf_reserve(struct buf *b, size_t extra)
 }
 
 int
+buf_reserve_exact(struct buf *b, size_t extra)
+{
+	uint8_t *p;
+
+	if (extra > SIZE_MAX - b->n)
+		return -ENOMEM;
+	if (b->n + extra <= b->cap)
+		return 0;
+	if ((p = bt_realloc(b->p, b->n + extra)) == NULL)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = b->n + extra;
+	return 0;
+}
+
+int
 buf_append(struct buf *b, const void *p, size_t n)
 {
 	int rc;

@@ -24,6 +24,12 @@ void buf_release(struct buf *b);
 
 /* Make room for at least extra more bytes.  0 or -ENOMEM. */
 int buf_reserve(struct buf *b, size_t extra);
+/*
+ * Make room for exactly extra more bytes when there is not enough: no
+ * rounding up, for a buffer filled once and then kept (a cached block), so
+ * that it need not be shrunk, and copied, afterwards.  0 or -ENOMEM.
+ */
+int buf_reserve_exact(struct buf *b, size_t extra);
 
 /* Append n bytes.  0 or -ENOMEM. */
 int buf_append(struct buf *b, const void *p, size_t n);

@@ -55,7 +55,7 @@ uncompress_snappy(struct slice in, size_t max_len, struct buf *out)
 		return bt_error_set(BT_ECORRUPT, "snappy: block would expand "
 		    "to %zu bytes, limit %zu", len, max_len);
 	buf_clear(out);
-	if ((rc = buf_reserve(out, len > 0 ? len : 1)) < 0)
+	if ((rc = buf_reserve_exact(out, len > 0 ? len : 1)) < 0)
 		return rc;
 	got = len;
 	st = snappy_uncompress(src, in.n, (char *)out->p, &got);

@@ -1,0 +1,100 @@
+#!/bin/sh
+# test_tabletbench.sh - the benchmarks give right answers: tabletbench runs
+# every workload on every engine built into it (tabletfs and SQLite always,
+# LevelDB and RocksDB when configure found them) on a small store and exits
+# 0, which it does only when every value it read back was the one written
+# and every counter holds its sum; its JSON names every engine for every
+# benchmark; an unknown engine or benchmark is refused with status 2; and
+# fsbench checks its own reads in a plain directory.  No timing is
+# asserted: figures are for scripts/bench.
+set -eu
+
+: "${top_builddir:?top_builddir is not set}"
+bench="$top_builddir/src/bench/tabletbench"
+fsbench="$top_builddir/src/bench/fsbench"
+for t in "$bench" "$fsbench"; do
+	if [ ! -x "$t" ]; then
+		echo "test_tabletbench: $t is not built" >&2
+		exit 1
+	fi
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
+failures=0
+n=0
+
+ok() {
+	n=$((n + 1))
+	echo "ok $n - $1"
+}
+
+not_ok() {
+	n=$((n + 1))
+	failures=$((failures + 1))
+	echo "not ok $n - $1"
+}
+
+all="fillseq,fillrandom,overwrite,fillsync,readrandom,readmissing,readseq"
+all="$all,seekrandom,readwhilewriting,increment,compact,readrandom"
+all="$all,readhot,readsequential"
+if "$bench" --num 3000 --runs 2 --threads 3 --benchmarks "$all" \
+    --db "$tmp/db" --json > "$tmp/out.json" 2> "$tmp/err"; then
+	ok "every workload on every engine reads back what it wrote"
+else
+	cat "$tmp/err" >&2
+	not_ok "every workload on every engine reads back what it wrote"
+fi
+engines=$(sed -n 's/^tabletbench: engines \([a-z ]*\).*/\1/p' "$tmp/err")
+slots=$(grep -c '"name": "' "$tmp/out.json" || true)
+missing=""
+for e in $engines; do
+	c=$(grep -c "\"engine\": \"$e\"" "$tmp/out.json" || true)
+	# 15 benchmark lines: fillsync twice (1 and 3 threads).
+	[ "$c" -eq 15 ] || missing="$missing $e:$c"
+done
+case " $engines " in
+*" tabletfs "*" sqlite "*) ;;
+*) missing="$missing (engines: $engines)" ;;
+esac
+if [ -z "$missing" ] && [ "$slots" -ge 15 ]; then
+	ok "the JSON has every engine ($engines) for every benchmark"
+else
+	not_ok "the JSON has every engine for every benchmark:$missing"
+fi
+if grep -q '"name": "readrandom+compacted"' "$tmp/out.json" &&
+    grep -q '"mismatches": 0}$' "$tmp/out.json"; then
+	ok "a read after compact is labelled +compacted; no mismatches"
+else
+	not_ok "a read after compact is labelled +compacted; no mismatches"
+fi
+[ -z "$(ls -A "$tmp/db")" ] && ok "the stores are removed at the end" ||
+    not_ok "the stores are removed at the end"
+
+status=0
+"$bench" --engines nosuch --num 10 2> "$tmp/err" || status=$?
+if [ "$status" -eq 2 ] && grep -q 'unknown engine "nosuch"' "$tmp/err"; then
+	ok "an unknown engine is refused with status 2"
+else
+	not_ok "an unknown engine is refused with status 2 (got $status)"
+fi
+status=0
+"$bench" --benchmarks fillseq,nosuch --num 10 2> "$tmp/err" || status=$?
+if [ "$status" -eq 2 ] && grep -q 'unknown benchmark "nosuch"' "$tmp/err"; then
+	ok "an unknown benchmark is refused with status 2"
+else
+	not_ok "an unknown benchmark is refused with status 2 (got $status)"
+fi
+
+mkdir "$tmp/plain"
+if "$fsbench" --cells 200 --big 2 "$tmp/plain" > "$tmp/fs.out" &&
+    [ "$(cut -d' ' -f1 "$tmp/fs.out" | tr '\n' ' ')" = \
+    "create stat read readdir write1m read1m " ]; then
+	ok "fsbench runs and checks every operation in a plain directory"
+else
+	not_ok "fsbench runs and checks every operation in a plain directory"
+fi
+
+echo "1..$n"
+[ "$failures" -eq 0 ]
