@@ -696,6 +696,7 @@ server_open(const char *path, const struct server_options *opts,
 	s->tenv.tmp_dir = s->tmp_dir;
 	s->tenv.block_cache = s->cache;
 	s->tenv.catalog = s->catalog;
+	s->tenv.frozen_bytes = &s->frozen_bytes;
 	if ((rc = catalog_meta_get(s->catalog, "last_seq", 0,
 	    &last_seq)) < 0)
 		goto out_close;

@@ -77,6 +77,7 @@ struct server {
 	struct segment *segments;
 	size_t segment_count;
 	uint64_t applied_bytes;		/* since the last memory check */
+	_Atomic int64_t frozen_bytes;	/* of every tablet (tablet_env) */
 	int broken;			/* an apply failed: refuse writes */
 
 	pthread_mutex_t row_locks[ROW_LOCKS];

@@ -115,12 +115,26 @@ mutation_validate(struct server *s, struct server_table *t, struct slice row,
 	return rc;
 }
 
+/* Whether writers must wait for flushes: the tablet's memtable has grown
+ * to twice its size with a flush behind, or frozen memtables of any
+ * tablets together pass the memtable budget (master_limit_memory() keeps
+ * the others within it). */
+static bool
+write_must_wait(struct server *s, struct tablet *t)
+{
+	size_t limit = s->opts.memtable_size;
+
+	if (atomic_load(&s->frozen_bytes) > (int64_t)limit)
+		return true;
+	return tablet_has_frozen(t) && tablet_memtable_usage(t) >= 2 * limit;
+}
+
 /*
- * Slow writers down while the tablet's flush is behind: a short pause once
- * the memtable is full with a flush still running, and a wait for the flush
- * when it has grown to twice its size.  Memory never grows without bound:
- * when the flush keeps failing (a full disk), the write fails with the
- * flush's error instead of waiting, and writes resume once flushes do.
+ * Slow writers down while flushes are behind: a short pause once the
+ * tablet's memtable is full with a flush still running, and a wait for
+ * flushes when write_must_wait().  Memory never grows without bound: when
+ * the flush keeps failing (a full disk), the write fails with the flush's
+ * error instead of waiting, and writes resume once flushes do.
  */
 static int
 write_throttle(struct server *s, struct tablet *t)
@@ -129,18 +143,18 @@ write_throttle(struct server *s, struct tablet *t)
 	uint64_t rounds;
 	int rc = 0;
 
-	if (!tablet_has_frozen(t) || tablet_memtable_usage(t) < limit)
-		return 0;
-	if (tablet_memtable_usage(t) < 2 * limit) {
+	if (!write_must_wait(s, t)) {
 		struct timespec pause = { 0, 1000000 };
 
-		nanosleep(&pause, NULL);
+		if (tablet_has_frozen(t) && tablet_memtable_usage(t) >= limit)
+			nanosleep(&pause, NULL);
 		return 0;
 	}
 	pthread_mutex_lock(&s->bg_mu);
 	rounds = s->bg_rounds;
-	while (tablet_has_frozen(t) && !s->bg_stop) {
-		if (s->bg_rounds > rounds && s->bg_error < 0) {
+	while (write_must_wait(s, t) && !s->bg_stop) {
+		if (s->bg_rounds > rounds && s->bg_error < 0 &&
+		    tablet_has_frozen(t)) {
 			rc = bt_error_set(s->bg_error, "the memtable is full "
 			    "and its flush fails: %s",
 			    bt_strerror(s->bg_error));

@@ -80,7 +80,11 @@ struct tablet {
 
 	/* Writer side. */
 	struct memtable *mem;		/* == current->mem */
-	_Atomic size_t mem_usage;	/* of mem, for threads not applying */
+	/* Bytes of mem's entries (beyond what an empty one holds), for
+	 * threads not applying. */
+	_Atomic size_t mem_usage;
+	size_t mem_base;		/* what mem held when empty */
+	uint64_t imm_bytes;		/* mem_usage of imm; guarded by mu */
 	struct buf key_scratch;
 	uint64_t last_applied_seq;
 	_Atomic uint64_t mem_first_seq;	/* UINT64_MAX: empty */
@@ -92,6 +96,15 @@ struct tablet {
 	atomic_uint_fast64_t flushes;
 	atomic_uint_fast64_t compactions;
 };
+
+/* Count delta bytes more (or fewer) in the frozen memtables of all
+ * tablets. */
+static void
+frozen_bytes_add(struct tablet *t, int64_t delta)
+{
+	if (t->tenv.frozen_bytes != NULL)
+		atomic_fetch_add(t->tenv.frozen_bytes, delta);
+}
 
 /* ---- Schema ---- */
 
@@ -370,6 +383,7 @@ tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	if ((rc = memtable_new(&v->mem)) < 0)
 		goto out_free;
 	t->mem = v->mem;
+	t->mem_base = memtable_memory_usage(t->mem);
 	*out = t;
 	return 0;
 out_free:
@@ -538,6 +552,8 @@ tablet_unref(struct tablet *t)
 {
 	if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
 		return;
+	if (t->current != NULL && t->current->imm != NULL)
+		frozen_bytes_add(t, -(int64_t)t->imm_bytes);
 	version_unref(t->current);
 	pthread_mutex_destroy(&t->mu);
 	buf_release(&t->start);
@@ -603,6 +619,7 @@ tablet_set_schema(struct tablet *t, struct tablet_schema *schema)
 
 /* ---- Writer side ---- */
 
+
 static enum ikey_kind
 ikey_kind_of(enum mutation_kind kind)
 {
@@ -648,7 +665,8 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 	}
 	if (atomic_load(&t->mem_first_seq) == UINT64_MAX)
 		atomic_store(&t->mem_first_seq, first_seq);
-	atomic_store(&t->mem_usage, memtable_memory_usage(t->mem));
+	atomic_store(&t->mem_usage, memtable_memory_usage(t->mem) -
+	    t->mem_base);
 	t->last_applied_seq = first_seq + count - 1;
 	return 0;
 }
@@ -690,7 +708,10 @@ tablet_freeze(struct tablet *t)
 	atomic_store(&t->imm_first_seq, atomic_load(&t->mem_first_seq));
 	atomic_store(&t->mem_first_seq, UINT64_MAX);
 	t->mem = mem;
-	atomic_store(&t->mem_usage, memtable_memory_usage(mem));
+	t->imm_bytes = atomic_load(&t->mem_usage);
+	frozen_bytes_add(t, (int64_t)t->imm_bytes);
+	t->mem_base = memtable_memory_usage(mem);
+	atomic_store(&t->mem_usage, 0);
 	version_install_locked(t, v);
 	pthread_mutex_unlock(&t->mu);
 	return 0;
@@ -831,6 +852,8 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 	}
 	v->file_count = n + out_count;
 	if (imm_done && v->imm != NULL) {
+		frozen_bytes_add(t, -(int64_t)t->imm_bytes);
+		t->imm_bytes = 0;
 		memtable_unref(v->imm);
 		v->imm = NULL;
 	}

@@ -45,6 +45,9 @@ struct tablet_env {
 	const char *tmp_dir;		/* STORE/tmp */
 	struct cache *block_cache;
 	struct catalog *catalog;
+	/* Bytes of entries in the frozen memtables of every tablet, waiting
+	 * for their flush; kept by the tablets (NULL: not counted). */
+	_Atomic int64_t *frozen_bytes;
 };
 
 /* A table's schema as the engine uses it; reference-counted, immutable. */
