@@ -131,7 +131,7 @@ table_unref(struct server_table *t)
 int
 table_get(struct server *s, const char *name, struct server_table **out)
 {
-	int rc = bt_error_set(-ENOENT, "table %s: no such table", name);
+	int rc = -ENOENT;
 
 	pthread_mutex_lock(&s->tables_mu);
 	for (size_t i = 0; i < s->table_count; i++) {
@@ -143,6 +143,8 @@ table_get(struct server *s, const char *name, struct server_table **out)
 		}
 	}
 	pthread_mutex_unlock(&s->tables_mu);
+	if (rc < 0)
+		bt_error_set(rc, "table %s: no such table", name);
 	return rc;
 }
 
