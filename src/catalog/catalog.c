@@ -330,6 +330,23 @@ catalog_column_text(struct catalog *c, sqlite3_stmt *st, int col,
 }
 
 int
+catalog_column_blob(struct catalog *c, sqlite3_stmt *st, int col,
+    struct buf *b)
+{
+	const void *p = sqlite3_column_blob(st, col);
+	int n = sqlite3_column_bytes(st, col);
+
+	if (p == NULL && n > 0)
+		return bt_error_set(-ENOMEM, "catalog %s: out of memory",
+		    c->path);
+	if (p == NULL && sqlite3_column_type(st, col) != SQLITE_BLOB)
+		return bt_error_set(BT_ECORRUPT,
+		    "catalog %s: column %s is not a BLOB", c->path,
+		    sqlite3_column_name(st, col));
+	return buf_set(b, p, (size_t)n);
+}
+
+int
 catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size)
 {
 	void **array = arrayp;

@@ -115,6 +115,11 @@ catalog_column_u64(sqlite3_stmt *st, int col)
 	return (uint64_t)sqlite3_column_int64(st, col);
 }
 
+/* Copy a BLOB column into b (an empty BLOB reads as a NULL pointer);
+ * BT_ECORRUPT when the column is not a BLOB. */
+int catalog_column_blob(struct catalog *c, sqlite3_stmt *st, int col,
+    struct buf *b);
+
 /* Make room in *arrayp for n + 1 elements of size bytes (*capp counts
  * them).  0 or -ENOMEM, with the array unchanged. */
 int catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size);

@@ -213,23 +213,6 @@ catalog_meta_tablets_free(struct catalog_meta_tablet *m, size_t count)
 	bt_free(m);
 }
 
-/* Copy a BLOB column into b (an empty BLOB reads as a NULL pointer). */
-static int
-loc_column_blob(struct catalog *c, sqlite3_stmt *st, int col, struct buf *b)
-{
-	const void *p = sqlite3_column_blob(st, col);
-	int n = sqlite3_column_bytes(st, col);
-
-	if (p == NULL && n > 0)
-		return bt_error_set(-ENOMEM, "catalog %s: out of memory",
-		    c->path);
-	if (p == NULL && sqlite3_column_type(st, col) != SQLITE_BLOB)
-		return bt_error_set(BT_ECORRUPT,
-		    "catalog %s: column %s is not a BLOB", c->path,
-		    sqlite3_column_name(st, col));
-	return buf_set(b, p, (size_t)n);
-}
-
 static struct slice
 loc_column_slice(sqlite3_stmt *st, int col)
 {
@@ -360,8 +343,8 @@ find_txn(struct catalog *c, uint64_t meta_id, uint64_t table_id,
 	out->tablet_id = catalog_column_u64(st, 0);
 	out->table_id = table_id;
 	out->meta_tablet_id = meta_id;
-	if ((rc = loc_column_blob(c, st, 2, &out->start)) < 0 ||
-	    (rc = loc_column_blob(c, st, 3, &out->end)) < 0 ||
+	if ((rc = catalog_column_blob(c, st, 2, &out->start)) < 0 ||
+	    (rc = catalog_column_blob(c, st, 3, &out->end)) < 0 ||
 	    (rc = catalog_column_text(c, st, 4, out->server,
 	    sizeof(out->server))) < 0)
 		goto out;
@@ -434,7 +417,7 @@ meta_list_txn(struct catalog *c, struct catalog_meta_tablet **out,
 			m->end_table = UINT64_MAX;
 		m->end_last = sqlite3_column_int(st, 3) != 0;
 		m->row_count = catalog_column_u64(st, 5);
-		if ((rc = loc_column_blob(c, st, 4, &m->end_row)) < 0 ||
+		if ((rc = catalog_column_blob(c, st, 4, &m->end_row)) < 0 ||
 		    (rc = catalog_column_text(c, st, 6, m->server,
 		    sizeof(m->server))) < 0)
 			goto out_free;
@@ -516,8 +499,8 @@ unassigned_txn(struct catalog *c, struct catalog_location **out,
 		l->tablet_id = catalog_column_u64(st, 0);
 		l->table_id = catalog_column_u64(st, 1);
 		l->meta_tablet_id = catalog_column_u64(st, 5);
-		if ((rc = loc_column_blob(c, st, 2, &l->start)) < 0 ||
-		    (rc = loc_column_blob(c, st, 3, &l->end)) < 0)
+		if ((rc = catalog_column_blob(c, st, 2, &l->start)) < 0 ||
+		    (rc = catalog_column_blob(c, st, 3, &l->end)) < 0)
 			goto out_free;
 	}
 	if (rc < 0)
@@ -587,8 +570,8 @@ old_load(struct catalog *c, struct old_tablet *old, size_t n,
 			goto out;
 		}
 		*table_id = tid;
-		if ((rc = loc_column_blob(c, st, 1, &old[i].start)) < 0 ||
-		    (rc = loc_column_blob(c, st, 2, &old[i].end)) < 0)
+		if ((rc = catalog_column_blob(c, st, 1, &old[i].start)) < 0 ||
+		    (rc = catalog_column_blob(c, st, 2, &old[i].end)) < 0)
 			goto out;
 		catalog_stmt_done(st);
 	}

@@ -36,23 +36,6 @@ tablet_get(struct catalog *c, uint64_t tablet_id, uint64_t *table_id,
 	    table_id, flushed_seq);
 }
 
-/* Copy a BLOB column into b (an empty BLOB reads as a NULL pointer). */
-static int
-column_blob(struct catalog *c, sqlite3_stmt *st, int col, struct buf *b)
-{
-	const void *p = sqlite3_column_blob(st, col);
-	int n = sqlite3_column_bytes(st, col);
-
-	if (p == NULL && n > 0)
-		return bt_error_set(-ENOMEM, "catalog %s: out of memory",
-		    c->path);
-	if (p == NULL && sqlite3_column_type(st, col) != SQLITE_BLOB)
-		return bt_error_set(BT_ECORRUPT,
-		    "catalog %s: column %s is not a BLOB", c->path,
-		    sqlite3_column_name(st, col));
-	return buf_set(b, p, (size_t)n);
-}
-
 void
 catalog_tablets_free(struct catalog_tablet *t, size_t count)
 {
@@ -90,8 +73,8 @@ tablets_list_txn(struct catalog *c, uint64_t table_id,
 		t->table_id = table_id;
 		t->flushed_seq = catalog_column_u64(st, 3);
 		t->auto_split = catalog_column_u64(st, 4) != 0;
-		if ((rc = column_blob(c, st, 1, &t->start)) < 0 ||
-		    (rc = column_blob(c, st, 2, &t->end)) < 0)
+		if ((rc = catalog_column_blob(c, st, 1, &t->start)) < 0 ||
+		    (rc = catalog_column_blob(c, st, 2, &t->end)) < 0)
 			goto out_free;
 	}
 	if (rc < 0)
