@@ -381,28 +381,40 @@ worker_time(struct worker *w, uint64_t t0, uint64_t t1, bool sample)
 		bench_hist_add(&w->hist, t1 - t0);
 }
 
+/* Put entry k with its value of this phase, timed and counted; false
+ * (the worker failed) on an error. */
+static bool
+worker_put(struct worker *w, uint64_t k, bool sync)
+{
+	const struct phase *ph = w->ph;
+	const struct bench *b = ph->b;
+	struct bench_bytes key = bench_key(b, 2 * k, w->key);
+	struct bench_bytes value = bench_value(b, k, ph->epoch);
+	uint64_t t0 = bench_now_ns();
+	int rc = b->eng->put(ph->db, key, value, sync);
+
+	worker_time(w, t0, bench_now_ns(), true);
+	if (rc < 0) {
+		worker_fail(w, "put", rc);
+		return false;
+	}
+	w->ops++;
+	w->bytes += key.n + value.n;
+	return true;
+}
+
 /* fillseq, fillrandom, overwrite, fillsync. */
 static void
 worker_write(struct worker *w)
 {
 	const struct phase *ph = w->ph;
-	const struct bench *b = ph->b;
 
 	for (uint64_t i = w->lo; i < w->hi && !worker_stopped(w); i++) {
 		uint64_t k = ph->kind == FILLSEQ ? i :
 		    bench_perm_at(&ph->perm, i);
-		struct bench_bytes key = bench_key(b, 2 * k, w->key);
-		struct bench_bytes value = bench_value(b, k, ph->epoch);
-		uint64_t t0 = bench_now_ns();
-		int rc = b->eng->put(ph->db, key, value, ph->sync);
 
-		worker_time(w, t0, bench_now_ns(), true);
-		if (rc < 0) {
-			worker_fail(w, "put", rc);
+		if (!worker_put(w, k, ph->sync))
 			return;
-		}
-		w->ops++;
-		w->bytes += key.n + value.n;
 	}
 }
 
@@ -620,23 +632,13 @@ static void
 worker_rewrite(struct worker *w)
 {
 	const struct phase *ph = w->ph;
-	const struct bench *b = ph->b;
 
 	for (uint64_t i = 0; !atomic_load_explicit(&w->ph->readers_done,
 	    memory_order_relaxed) && !worker_stopped(w); i++) {
 		uint64_t k = bench_perm_at(&ph->perm, i % ph->keys);
-		struct bench_bytes key = bench_key(b, 2 * k, w->key);
-		struct bench_bytes value = bench_value(b, k, ph->epoch);
-		uint64_t t0 = bench_now_ns();
-		int rc = b->eng->put(ph->db, key, value, false);
 
-		worker_time(w, t0, bench_now_ns(), true);
-		if (rc < 0) {
-			worker_fail(w, "put", rc);
+		if (!worker_put(w, k, false))
 			return;
-		}
-		w->ops++;
-		w->bytes += key.n + value.n;
 	}
 }
 
