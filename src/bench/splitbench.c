@@ -18,19 +18,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/tabletfs.h"
+#include "bench/bench.h"
 
+/* Seconds on the monotonic clock. */
 static double
 now_seconds(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)bench_now_ns() / 1e9;
 }
 
 static uint64_t
@@ -75,15 +73,6 @@ cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
-}
-
-static long
-peak_rss_mb(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_maxrss / 1024;
 }
 
 static size_t
@@ -233,7 +222,7 @@ main(int argc, char **argv)
 	printf("locations       %" PRIu64 " lookups, %" PRIu64 " cache hits, %"
 	    PRIu64 " levels walked, %" PRIu64 " stale\n", st.location_lookups,
 	    st.location_hits, st.location_levels, st.location_stale);
-	printf("peak RSS        %ld MiB\n", peak_rss_mb());
+	printf("peak RSS        %ld MiB\n", bench_rss_peak_kib() / 1024);
 	t0 = now_seconds();
 	if ((rc = bt_store_close(s)) < 0)
 		die("close", rc);
