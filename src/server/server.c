@@ -530,7 +530,9 @@ out:
 /*
  * Replay every log segment in order, then (unless read-only) flush what
  * was replayed and delete the segments, so that the new log starts empty.
- * Only the last segment may end in a torn record.
+ * Only the last segment may end in a torn record.  On a full disk the
+ * store opens all the same with the replayed data in memory and its
+ * segments kept.
  */
 static int
 server_recover(struct server *s, uint64_t *next_segment)
@@ -572,6 +574,8 @@ server_recover(struct server *s, uint64_t *next_segment)
 
 			if ((rc = tablet_freeze(t)) == 0)
 				rc = tablet_flush(t);
+			if (rc == -ENOSPC || rc == -EDQUOT)
+				goto out_keep;
 			if (rc < 0)
 				goto out;
 		}
@@ -585,6 +589,18 @@ server_recover(struct server *s, uint64_t *next_segment)
 	}
 	if (count > 0)
 		rc = env_dir_sync(s->env, s->log_dir);
+	goto out;
+out_keep:
+	/*
+	 * The disk is full: what was replayed stays in the memtables (the
+	 * frozen ones are flushed by the background once there is room) and
+	 * in its segments, which are deleted as usual once that is done.
+	 */
+	pthread_mutex_lock(&s->apply_mu);
+	for (size_t i = 0; i < count; i++)
+		segment_note_locked(s, segments[i], s->next_seq - 1);
+	pthread_mutex_unlock(&s->apply_mu);
+	rc = 0;
 out:
 	bt_free(segments);
 	return rc;
