@@ -339,6 +339,7 @@ background_round(struct server *s)
 	struct server_table **tables;
 	size_t count;
 	int rc, first = 0;
+	bool freed = false;
 
 	master_limit_memory(s);
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
@@ -352,10 +353,12 @@ background_round(struct server *s)
 			rc = tablet_flush(t);
 			if (rc < 0 && first == 0)
 				first = rc;
+			freed |= rc == 0;
 			if (tablet_needs_compaction(t)) {
 				rc = tablet_compact(t, false, server_now(s));
 				if (rc < 0 && first == 0)
 					first = rc;
+				freed = true;
 			}
 		}
 		tablet_map_unref(m);
@@ -365,6 +368,8 @@ background_round(struct server *s)
 	}
 	tables_snapshot_free(tables, count);
 	segments_collect(s);
+	if (freed)
+		bt_alloc_trim();
 	rc = master_collect_rounds(s, s->bg_rounds);
 	if (rc < 0 && first == 0)
 		first = rc;
