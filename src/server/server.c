@@ -558,6 +558,8 @@ server_recover(struct server *s, uint64_t *next_segment)
 		log_segment_path(path, sizeof(path), s->log_dir, segments[i]);
 		if ((rc = log_reader_open(s->env, path, &r)) < 0)
 			goto out;
+		if (i + 1 < count)
+			log_reader_set_sealed(r);
 		while ((rc = log_reader_next(r, &rec, NULL)) == 0)
 			if ((rc = replay_record(s, rec)) < 0)
 				break;
