@@ -357,11 +357,9 @@ static const struct iter_ops block_iter_ops = {
  * is at 0); restart offsets and entries are checked as they are decoded, so
  * that opening an iterator on a large index block stays O(1).
  */
-int
-block_iter_new(struct slice contents, void (*release)(void *arg),
-    void *arg, struct iter **out)
+static int
+block_iter_setup(struct block_iter *it, struct slice contents)
 {
-	struct block_iter *it;
 	uint32_t restart_count;
 	size_t entries_end;
 
@@ -382,18 +380,55 @@ block_iter_new(struct slice contents, void (*release)(void *arg),
 	if (entries_end == 0 && restart_count != 1)
 		return bt_error_set(BT_ECORRUPT,
 		    "empty block with %u restarts", restart_count);
-
-	if ((it = bt_calloc(1, sizeof(*it))) == NULL)
-		return -ENOMEM;
 	it->base.ops = &block_iter_ops;
 	it->data = contents.p;
 	it->entries_end = entries_end;
 	it->restarts = contents.p + entries_end;
 	it->restart_count = restart_count;
-	buf_init(&it->key);
 	it->valid = false;
+	return 0;
+}
+
+int
+block_iter_new(struct slice contents, void (*release)(void *arg),
+    void *arg, struct iter **out)
+{
+	struct block_iter *it;
+	int rc;
+
+	if ((it = bt_calloc(1, sizeof(*it))) == NULL)
+		return -ENOMEM;
+	if ((rc = block_iter_setup(it, contents)) < 0) {
+		bt_free(it);
+		return rc;
+	}
+	buf_init(&it->key);
 	it->release = release;
 	it->arg = arg;
 	*out = &it->base;
 	return 0;
+}
+
+/*
+ * An iterator on the stack that decodes keys into the caller's buffer, so
+ * that a point read allocates nothing per block.
+ */
+int
+block_visit_from(struct slice contents, struct slice target,
+    struct buf *key_scratch,
+    int (*visit)(void *arg, struct slice key, struct slice value), void *arg)
+{
+	struct block_iter it = { 0 };
+	int rc;
+
+	if ((rc = block_iter_setup(&it, contents)) < 0)
+		return rc;
+	it.key = *key_scratch;
+	it.key.n = 0;
+	for (rc = block_iter_seek(&it.base, target); rc == 0 && it.valid;
+	    rc = block_iter_next(&it.base))
+		if ((rc = visit(arg, buf_slice(&it.key), it.value)) != 0)
+			break;
+	*key_scratch = it.key;
+	return rc;
 }

@@ -531,6 +531,83 @@ out:
 	return rc;
 }
 
+/* The state of one sst_reader_visit_prefix() walk. */
+struct sst_prefix_walk {
+	struct sst_reader *r;
+	struct slice prefix;
+	struct buf *data_key;
+	int (*visit)(void *arg, struct slice key, struct slice value);
+	void *arg;
+	uint64_t offset;	/* of the data block being walked */
+	bool stopped;		/* a key past the prefix, or visit stopped */
+	int visit_rc;		/* visit's own stopping value or error */
+	bool failed;		/* a data block failed (detail set) */
+};
+
+static int
+sst_prefix_data_entry(void *arg, struct slice key, struct slice value)
+{
+	struct sst_prefix_walk *w = arg;
+	int rc;
+
+	if (!slice_starts_with(key, w->prefix)) {
+		w->stopped = true;
+		return 1;
+	}
+	if ((rc = w->visit(w->arg, key, value)) != 0) {
+		w->stopped = true;
+		w->visit_rc = rc;
+	}
+	return rc;
+}
+
+/* One index entry: walk its data block from the prefix on. */
+static int
+sst_prefix_index_entry(void *arg, struct slice key, struct slice handle)
+{
+	struct sst_prefix_walk *w = arg;
+	struct sst_block_ref ref;
+	struct slice contents;
+	uint64_t size;
+	int rc;
+
+	(void)key;
+	if ((rc = sst_decode_handle(w->r, handle, &w->offset, &size)) < 0 ||
+	    (rc = sst_reader_load_block(w->r, w->offset, size, true, &ref,
+	    &contents)) < 0) {
+		w->failed = true;
+		return rc;
+	}
+	rc = block_visit_from(contents, w->prefix, w->data_key,
+	    sst_prefix_data_entry, w);
+	sst_block_ref_release(&ref);
+	if (w->stopped)
+		return w->visit_rc < 0 ? w->visit_rc : 1;
+	if (rc < 0) {
+		w->failed = true;
+		return sst_reader_block_error(w->r, "data", w->offset, rc);
+	}
+	return 0;
+}
+
+int
+sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
+    struct buf *index_key, struct buf *data_key,
+    int (*visit)(void *arg, struct slice key, struct slice value), void *arg)
+{
+	struct sst_prefix_walk w = { r, prefix, data_key, visit, arg, 0,
+	    false, 0, false };
+	int rc;
+
+	rc = block_visit_from(buf_slice(&r->index), prefix, index_key,
+	    sst_prefix_index_entry, &w);
+	if (w.stopped)
+		return w.visit_rc < 0 ? w.visit_rc : 0;
+	if (rc < 0 && !w.failed)
+		return sst_reader_block_error(r, "index", r->index_offset, rc);
+	return rc < 0 ? rc : 0;
+}
+
 /* The two-level iterator: index entries name data blocks. */
 struct sst_iter {
 	struct iter base;

@@ -107,6 +107,20 @@ bool sst_reader_may_contain(const struct sst_reader *r, struct slice prefix);
  */
 int sst_reader_get(struct sst_reader *r, struct slice key, struct buf *value);
 
+/*
+ * Visit, in key order, every entry whose key starts with prefix (a point
+ * read's row), without allocating beyond the growth of the two key
+ * buffers (initialized; kept by the caller for reuse).  The filter is not
+ * consulted: that is the caller's choice.  visit(arg, key, value) returns
+ * 0 for more or non-zero to stop (a negative value is passed back); key
+ * and value are borrowed until it returns.  0, visit's error, or a
+ * negative error (a damaged block: BT_ECHECKSUM, BT_ECORRUPT).
+ */
+int sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
+    struct buf *index_key, struct buf *data_key,
+    int (*visit)(void *arg, struct slice key, struct slice value),
+    void *arg);
+
 /* An iterator over the whole table (util/iter.h).  0 or -ENOMEM. */
 int sst_reader_iter_new(struct sst_reader *r, struct iter **out);
 
