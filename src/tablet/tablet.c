@@ -1212,23 +1212,24 @@ out_children:
 	return rc;
 }
 
-int
-tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
-    int64_t now, const struct cells_filter *filter, struct cells_row *out)
+/*
+ * The general read of one row: a merging iterator over every source,
+ * streamed through the resolver.  Point reads whose row is too large to
+ * gather (read_row_gather()) fall back to it.
+ */
+static int
+read_row_streaming(struct tablet_version *v, uint64_t snapshot,
+    struct slice prefix, int64_t now, const struct cells_filter *filter,
+    struct cells_row *out)
 {
-	struct tablet_version *v = version_get(t);
 	struct cells_schema cs = { schema_family_policy, v->schema };
 	struct iter *it = NULL;
-	struct buf prefix;
 	int rc;
 
-	buf_init(&prefix);
-	if ((rc = ikey_append_row_prefix(row, &prefix)) < 0 ||
-	    (rc = version_iter(v, filter, buf_slice(&prefix), &it)) < 0 ||
-	    (rc = iter_seek(it, buf_slice(&prefix))) < 0)
+	if ((rc = version_iter(v, filter, prefix, &it)) < 0 ||
+	    (rc = iter_seek(it, prefix)) < 0)
 		goto out;
-	if (!iter_valid(it) ||
-	    !slice_starts_with(iter_key(it), buf_slice(&prefix))) {
+	if (!iter_valid(it) || !slice_starts_with(iter_key(it), prefix)) {
 		out->count = 0;
 		rc = BT_NOTFOUND;
 		goto out;
@@ -1238,6 +1239,321 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	rc = out->count > 0 ? 0 : BT_NOTFOUND;
 out:
 	iter_free(it);
+	return rc;
+}
+
+/*
+ * A point read gathers the entries of its row from every source into one
+ * sorted array instead of merging iterators: no iterator, heap or block
+ * iterator is allocated per source, and no source is stepped past the row.
+ * Memtable entries are borrowed (the version keeps the memtables alive);
+ * SSTable keys and values are copied, up to POINT_COPY_LIMIT bytes, past
+ * which the read streams instead (bounded memory for huge rows).
+ */
+#define POINT_INLINE_ENTRIES	16
+#define POINT_COPY_LIMIT	((size_t)1 << 20)
+
+struct point_entry {
+	struct slice key, value;	/* copied ones: set by the sort */
+	size_t key_off, value_off;	/* copied ones: in copies */
+	uint32_t source;		/* merge order: 0 is the newest */
+	bool copied;
+};
+
+struct point_read {
+	struct point_entry inline_entries[POINT_INLINE_ENTRIES];
+	struct point_entry *entries;
+	size_t count, cap;
+	struct buf copies;		/* SSTable keys and values */
+	struct buf index_key, data_key;	/* SSTable walk scratch */
+	uint32_t source;
+	bool too_big;
+};
+
+static void
+point_read_init(struct point_read *pr)
+{
+	pr->entries = pr->inline_entries;
+	pr->count = 0;
+	pr->cap = POINT_INLINE_ENTRIES;
+	buf_init(&pr->copies);
+	buf_init(&pr->index_key);
+	buf_init(&pr->data_key);
+	pr->source = 0;
+	pr->too_big = false;
+}
+
+static void
+point_read_release(struct point_read *pr)
+{
+	if (pr->entries != pr->inline_entries)
+		bt_free(pr->entries);
+	buf_release(&pr->copies);
+	buf_release(&pr->index_key);
+	buf_release(&pr->data_key);
+}
+
+static int
+point_read_add(struct point_read *pr, struct slice key, struct slice value,
+    bool copy)
+{
+	struct point_entry *e;
+	int rc;
+
+	if (pr->count == pr->cap) {
+		size_t cap = pr->cap * 2;
+		struct point_entry *n;
+
+		if (pr->entries == pr->inline_entries) {
+			if ((n = bt_malloc(cap * sizeof(*n))) == NULL)
+				return -ENOMEM;
+			memcpy(n, pr->entries, pr->count * sizeof(*n));
+		} else if ((n = bt_realloc(pr->entries,
+		    cap * sizeof(*n))) == NULL) {
+			return -ENOMEM;
+		}
+		pr->entries = n;
+		pr->cap = cap;
+	}
+	e = &pr->entries[pr->count];
+	e->source = pr->source;
+	e->copied = copy;
+	if (copy) {
+		if (pr->copies.n + key.n + value.n > POINT_COPY_LIMIT) {
+			pr->too_big = true;
+			return 1;
+		}
+		e->key_off = pr->copies.n;
+		e->value_off = pr->copies.n + key.n;
+		if ((rc = buf_reserve(&pr->copies, key.n + value.n)) < 0)
+			return rc;
+		(void)buf_append(&pr->copies, key.p, key.n);
+		(void)buf_append(&pr->copies, value.p, value.n);
+		e->key.n = key.n;
+		e->value.n = value.n;
+	} else {
+		e->key = key;
+		e->value = value;
+	}
+	pr->count++;
+	return 0;
+}
+
+static int
+point_read_visit_copy(void *arg, struct slice key, struct slice value)
+{
+	return point_read_add(arg, key, value, true);
+}
+
+static int
+point_entry_compare(const void *a, const void *b)
+{
+	const struct point_entry *x = a, *y = b;
+	int c = slice_compare(x->key, y->key);
+
+	if (c != 0)
+		return c;
+	return x->source < y->source ? -1 : x->source > y->source;
+}
+
+/*
+ * Turn copy offsets into slices, sort by key (the newer source first on a
+ * tie) and keep the first of equal keys, as the merging iterator does.
+ */
+static void
+point_read_sort(struct point_read *pr)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < pr->count; i++) {
+		struct point_entry *e = &pr->entries[i];
+
+		if (e->copied) {
+			e->key.p = pr->copies.p + e->key_off;
+			e->value.p = pr->copies.p + e->value_off;
+		}
+	}
+	if (pr->count > 1)
+		qsort(pr->entries, pr->count, sizeof(*pr->entries),
+		    point_entry_compare);
+	for (size_t i = 0; i < pr->count; i++)
+		if (n == 0 || !slice_equal(pr->entries[i].key,
+		    pr->entries[n - 1].key))
+			pr->entries[n++] = pr->entries[i];
+	pr->count = n;
+}
+
+/* An iterator over a point read's sorted entries, living on the stack
+ * (never iter_free()d). */
+struct point_iter {
+	struct iter base;
+	const struct point_entry *e;
+	size_t n, i;
+};
+
+static int
+point_iter_seek_first(struct iter *it)
+{
+	((struct point_iter *)it)->i = 0;
+	return 0;
+}
+
+static int
+point_iter_seek(struct iter *it, struct slice target)
+{
+	struct point_iter *pi = (struct point_iter *)it;
+
+	for (pi->i = 0; pi->i < pi->n &&
+	    slice_compare(pi->e[pi->i].key, target) < 0; pi->i++)
+		;
+	return 0;
+}
+
+static int
+point_iter_next(struct iter *it)
+{
+	struct point_iter *pi = (struct point_iter *)it;
+
+	if (pi->i < pi->n)
+		pi->i++;
+	return 0;
+}
+
+static bool
+point_iter_valid(const struct iter *it)
+{
+	const struct point_iter *pi = (const struct point_iter *)it;
+
+	return pi->i < pi->n;
+}
+
+static struct slice
+point_iter_key(const struct iter *it)
+{
+	const struct point_iter *pi = (const struct point_iter *)it;
+
+	return pi->e[pi->i].key;
+}
+
+static struct slice
+point_iter_value(const struct iter *it)
+{
+	const struct point_iter *pi = (const struct point_iter *)it;
+
+	return pi->e[pi->i].value;
+}
+
+static void
+point_iter_free(struct iter *it)
+{
+	(void)it;
+}
+
+static const struct iter_ops point_iter_ops = {
+	.seek_first = point_iter_seek_first,
+	.seek = point_iter_seek,
+	.next = point_iter_next,
+	.valid = point_iter_valid,
+	.key = point_iter_key,
+	.value = point_iter_value,
+	.free = point_iter_free,
+};
+
+/* Add the entries of one memtable under prefix, borrowed. */
+static int
+point_read_memtable(struct point_read *pr, struct memtable *m,
+    struct slice prefix, struct iter **itp)
+{
+	struct iter *it;
+	int rc;
+
+	if ((rc = memtable_iter_new(m, &it)) < 0)
+		return rc;
+	*itp = it;
+	for (rc = iter_seek(it, prefix); rc == 0 && iter_valid(it) &&
+	    slice_starts_with(iter_key(it), prefix); rc = iter_next(it))
+		if ((rc = point_read_add(pr, iter_key(it), iter_value(it),
+		    false)) < 0)
+			return rc;
+	return rc;
+}
+
+/*
+ * Gather the row's entries from every source the filter needs.  0, 1 when
+ * the row is too large to gather, or a negative error.  The memtable
+ * iterators go to mem_its (freed by the caller, after the entries).
+ */
+static int
+read_row_gather(struct tablet_version *v, const struct cells_filter *f,
+    struct slice prefix, struct point_read *pr, struct iter *mem_its[2])
+{
+	int rc;
+
+	if ((rc = point_read_memtable(pr, v->mem, prefix, &mem_its[0])) < 0)
+		return rc;
+	pr->source++;
+	if (v->imm != NULL) {
+		if ((rc = point_read_memtable(pr, v->imm, prefix,
+		    &mem_its[1])) < 0)
+			return rc;
+		pr->source++;
+	}
+	for (size_t i = 0; i < v->file_count; i++) {
+		const struct tablet_file *tf = &v->files[i];
+
+		if (!filter_needs_group(v->schema, f, tf->group) ||
+		    !sst_reader_may_contain(tf->reader, prefix))
+			continue;
+		if ((rc = sst_reader_visit_prefix(tf->reader, prefix,
+		    &pr->index_key, &pr->data_key, point_read_visit_copy,
+		    pr)) < 0)
+			return rc;
+		if (pr->too_big)
+			return 1;
+		pr->source++;
+	}
+	return 0;
+}
+
+int
+tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
+    int64_t now, const struct cells_filter *filter, struct cells_row *out)
+{
+	struct tablet_version *v = version_get(t);
+	struct cells_schema cs = { schema_family_policy, v->schema };
+	struct iter *mem_its[2] = { NULL, NULL };
+	struct point_iter pit = { { &point_iter_ops }, NULL, 0, 0 };
+	struct point_read pr;
+	struct buf prefix;
+	int rc;
+
+	buf_init(&prefix);
+	point_read_init(&pr);
+	if ((rc = ikey_append_row_prefix(row, &prefix)) < 0 ||
+	    (rc = read_row_gather(v, filter, buf_slice(&prefix), &pr,
+	    mem_its)) < 0)
+		goto out;
+	if (rc == 1) {
+		rc = read_row_streaming(v, snapshot, buf_slice(&prefix), now,
+		    filter, out);
+		goto out;
+	}
+	point_read_sort(&pr);
+	if (pr.count == 0) {
+		out->count = 0;
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	pit.e = pr.entries;
+	pit.n = pr.count;
+	if ((rc = cells_read_row(&pit.base, snapshot, &cs, now, filter,
+	    out)) < 0)
+		goto out;
+	rc = out->count > 0 ? 0 : BT_NOTFOUND;
+out:
+	iter_free(mem_its[0]);
+	iter_free(mem_its[1]);
+	point_read_release(&pr);
 	buf_release(&prefix);
 	version_unref(v);
 	return rc;
