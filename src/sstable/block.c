@@ -272,6 +272,8 @@ block_iter_seek(struct iter *base, struct slice target)
 	struct block_iter *it = (struct block_iter *)base;
 	uint32_t lo = 0, hi = it->restart_count - 1, mid;
 	struct slice key = { NULL, 0 };
+	struct block_entry e;
+	bool lo_below = false;
 	int rc;
 
 	it->valid = false;
@@ -281,10 +283,23 @@ block_iter_seek(struct iter *base, struct slice target)
 		mid = lo + (hi - lo + 1) / 2;
 		if ((rc = block_iter_restart_key(it, mid, &key)) < 0)
 			return rc;
-		if (slice_compare(key, target) < 0)
+		if (slice_compare(key, target) < 0) {
 			lo = mid;
-		else
+			lo_below = true;
+		} else {
 			hi = mid - 1;
+		}
+	}
+	/* Every restart after lo holds a key >= target.  When restart lo
+	 * is below target and is its run's only entry (an index block has
+	 * a restart at every entry), the answer is restart lo + 1: decode
+	 * only that one. */
+	if (lo_below && lo + 1 < it->restart_count) {
+		if ((rc = block_entry_parse(it,
+		    block_iter_restart_offset(it, lo), &e)) < 0)
+			return rc;
+		if (e.next == block_iter_restart_offset(it, lo + 1))
+			return block_iter_decode_restart(it, lo + 1);
 	}
 	if ((rc = block_iter_decode_restart(it, lo)) < 0)
 		return rc;

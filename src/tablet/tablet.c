@@ -1247,15 +1247,17 @@ out:
  * sorted array instead of merging iterators: no iterator, heap or block
  * iterator is allocated per source, and no source is stepped past the row.
  * Memtable entries are borrowed (the version keeps the memtables alive);
- * SSTable keys and values are copied, up to POINT_COPY_LIMIT bytes, past
- * which the read streams instead (bounded memory for huge rows).
+ * SSTable values are borrowed from their blocks, pinned until the row is
+ * resolved, and their keys (decoded from prefix compression) are copied.
+ * Past POINT_COPY_LIMIT bytes of pinned blocks and copies the read streams
+ * instead, so that a huge row does not pin all its blocks at once.
  */
 #define POINT_INLINE_ENTRIES	16
 #define POINT_COPY_LIMIT	((size_t)1 << 20)
 
 struct point_entry {
-	struct slice key, value;	/* copied ones: set by the sort */
-	size_t key_off, value_off;	/* copied ones: in copies */
+	struct slice key, value;	/* a copied key: set by the sort */
+	size_t key_off;			/* a copied key: in copies */
 	uint32_t source;		/* merge order: 0 is the newest */
 	bool copied;
 };
@@ -1264,8 +1266,9 @@ struct point_read {
 	struct point_entry inline_entries[POINT_INLINE_ENTRIES];
 	struct point_entry *entries;
 	size_t count, cap;
-	struct buf copies;		/* SSTable keys and values */
+	struct buf copies;		/* SSTable keys */
 	struct buf index_key, data_key;	/* SSTable walk scratch */
+	struct sst_pins pins;		/* the blocks of SSTable values */
 	uint32_t source;
 	bool too_big;
 };
@@ -1279,6 +1282,7 @@ point_read_init(struct point_read *pr)
 	buf_init(&pr->copies);
 	buf_init(&pr->index_key);
 	buf_init(&pr->data_key);
+	sst_pins_init(&pr->pins);
 	pr->source = 0;
 	pr->too_big = false;
 }
@@ -1291,11 +1295,12 @@ point_read_release(struct point_read *pr)
 	buf_release(&pr->copies);
 	buf_release(&pr->index_key);
 	buf_release(&pr->data_key);
+	sst_pins_release(&pr->pins);
 }
 
 static int
 point_read_add(struct point_read *pr, struct slice key, struct slice value,
-    bool copy)
+    bool copy_key)
 {
 	struct point_entry *e;
 	int rc;
@@ -1317,23 +1322,19 @@ point_read_add(struct point_read *pr, struct slice key, struct slice value,
 	}
 	e = &pr->entries[pr->count];
 	e->source = pr->source;
-	e->copied = copy;
-	if (copy) {
-		if (pr->copies.n + key.n + value.n > POINT_COPY_LIMIT) {
+	e->copied = copy_key;
+	e->value = value;
+	if (copy_key) {
+		if (pr->copies.n + key.n + pr->pins.bytes > POINT_COPY_LIMIT) {
 			pr->too_big = true;
 			return 1;
 		}
 		e->key_off = pr->copies.n;
-		e->value_off = pr->copies.n + key.n;
-		if ((rc = buf_reserve(&pr->copies, key.n + value.n)) < 0)
-			return rc;
-		(void)buf_append(&pr->copies, key.p, key.n);
-		(void)buf_append(&pr->copies, value.p, value.n);
 		e->key.n = key.n;
-		e->value.n = value.n;
+		if ((rc = buf_append(&pr->copies, key.p, key.n)) < 0)
+			return rc;
 	} else {
 		e->key = key;
-		e->value = value;
 	}
 	pr->count++;
 	return 0;
@@ -1368,10 +1369,8 @@ point_read_sort(struct point_read *pr)
 	for (size_t i = 0; i < pr->count; i++) {
 		struct point_entry *e = &pr->entries[i];
 
-		if (e->copied) {
+		if (e->copied)
 			e->key.p = pr->copies.p + e->key_off;
-			e->value.p = pr->copies.p + e->value_off;
-		}
 	}
 	if (pr->count > 1)
 		qsort(pr->entries, pr->count, sizeof(*pr->entries),
@@ -1505,8 +1504,8 @@ read_row_gather(struct tablet_version *v, const struct cells_filter *f,
 		    !sst_reader_may_contain(tf->reader, prefix))
 			continue;
 		if ((rc = sst_reader_visit_prefix(tf->reader, prefix,
-		    &pr->index_key, &pr->data_key, point_read_visit_copy,
-		    pr)) < 0)
+		    &pr->index_key, &pr->data_key, &pr->pins,
+		    point_read_visit_copy, pr)) < 0)
 			return rc;
 		if (pr->too_big)
 			return 1;
@@ -1534,6 +1533,7 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	    mem_its)) < 0)
 		goto out;
 	if (rc == 1) {
+		sst_pins_release(&pr.pins);
 		rc = read_row_streaming(v, snapshot, buf_slice(&prefix), now,
 		    filter, out);
 		goto out;
