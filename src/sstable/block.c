@@ -263,6 +263,39 @@ block_iter_seek_first(struct iter *base)
 }
 
 /*
+ * Decode the entry at it->next as block_iter_decode() does, for the
+ * forward scan of a seek: the key is extended in place, with no call, when
+ * it has room.
+ */
+static int
+block_iter_seek_step(struct block_iter *it)
+{
+	struct block_entry e;
+	size_t off = it->next;
+	int rc;
+
+	it->valid = false;
+	if ((rc = block_entry_parse(it, off, &e)) < 0)
+		return rc;
+	if (e.shared > it->key.n)
+		return bt_error_set(BT_ECORRUPT,
+		    "block entry at %zu: shares %u bytes of a %zu-byte key",
+		    off, e.shared, it->key.n);
+	if (e.shared + e.delta.n > it->key.cap) {
+		it->key.n = e.shared;
+		if ((rc = buf_reserve(&it->key, e.delta.n)) < 0)
+			return rc;
+	}
+	if (e.delta.n > 0)
+		memcpy(it->key.p + e.shared, e.delta.p, e.delta.n);
+	it->key.n = e.shared + e.delta.n;
+	it->value = e.value;
+	it->next = e.next;
+	it->valid = true;
+	return 0;
+}
+
+/*
  * Binary search for the last restart whose key is below target, then scan
  * forward to the first key >= target.
  */
@@ -308,7 +341,7 @@ block_iter_seek(struct iter *base, struct slice target)
 			it->valid = false;
 			return 0;
 		}
-		if ((rc = block_iter_decode(it, it->next, false)) < 0)
+		if ((rc = block_iter_seek_step(it)) < 0)
 			return rc;
 	}
 	return 0;

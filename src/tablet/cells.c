@@ -148,11 +148,6 @@ emit(struct cells_row *r, struct resolver *st, int64_t ts,
 		r->spans = n;
 		r->cap = cap;
 	}
-	/* One growth for the whole cell, not one per part. */
-	if ((rc = buf_reserve(&r->bytes, (st->spans_shared ? 0 :
-	    r->cur_family.n + r->cur_qualifier.n) +
-	    (keys_only ? 0 : value.n))) < 0)
-		return rc;
 	s = &r->spans[r->count];
 	if (st->spans_shared) {
 		*s = r->spans[r->count - 1];

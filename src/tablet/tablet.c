@@ -1267,21 +1267,23 @@ struct point_read {
 	struct point_entry *entries;
 	size_t count, cap;
 	struct buf copies;		/* SSTable keys */
-	struct buf index_key, data_key;	/* SSTable walk scratch */
+	struct buf *index_key, *data_key;	/* SSTable walk scratch */
 	struct sst_pins pins;		/* the blocks of SSTable values */
 	uint32_t source;
 	bool too_big;
 };
 
+/* The key buffers are the caller's, borrowed for the gathering. */
 static void
-point_read_init(struct point_read *pr)
+point_read_init(struct point_read *pr, struct buf *index_key,
+    struct buf *data_key)
 {
 	pr->entries = pr->inline_entries;
 	pr->count = 0;
 	pr->cap = POINT_INLINE_ENTRIES;
 	buf_init(&pr->copies);
-	buf_init(&pr->index_key);
-	buf_init(&pr->data_key);
+	pr->index_key = index_key;
+	pr->data_key = data_key;
 	sst_pins_init(&pr->pins);
 	pr->source = 0;
 	pr->too_big = false;
@@ -1293,8 +1295,6 @@ point_read_release(struct point_read *pr)
 	if (pr->entries != pr->inline_entries)
 		bt_free(pr->entries);
 	buf_release(&pr->copies);
-	buf_release(&pr->index_key);
-	buf_release(&pr->data_key);
 	sst_pins_release(&pr->pins);
 }
 
@@ -1504,7 +1504,7 @@ read_row_gather(struct tablet_version *v, const struct cells_filter *f,
 		    !sst_reader_may_contain(tf->reader, prefix))
 			continue;
 		if ((rc = sst_reader_visit_prefix(tf->reader, prefix,
-		    &pr->index_key, &pr->data_key, &pr->pins,
+		    pr->index_key, pr->data_key, &pr->pins,
 		    point_read_visit_copy, pr)) < 0)
 			return rc;
 		if (pr->too_big)
@@ -1514,6 +1514,12 @@ read_row_gather(struct tablet_version *v, const struct cells_filter *f,
 	return 0;
 }
 
+/*
+ * The row prefix and the SSTable walk's key buffers live in out's
+ * resolution buffers (key, cur_family, cur_qualifier), which the resolver
+ * clears before it uses them: what they grow to here is then reused, not
+ * allocated again.
+ */
 int
 tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
     int64_t now, const struct cells_filter *filter, struct cells_row *out)
@@ -1523,19 +1529,20 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	struct iter *mem_its[2] = { NULL, NULL };
 	struct point_iter pit = { { &point_iter_ops }, NULL, 0, 0 };
 	struct point_read pr;
-	struct buf prefix;
+	struct slice prefix;
 	int rc;
 
-	buf_init(&prefix);
-	point_read_init(&pr);
-	if ((rc = ikey_append_row_prefix(row, &prefix)) < 0 ||
-	    (rc = read_row_gather(v, filter, buf_slice(&prefix), &pr,
-	    mem_its)) < 0)
+	point_read_init(&pr, &out->cur_family, &out->cur_qualifier);
+	buf_clear(&out->key);
+	if ((rc = ikey_append_row_prefix(row, &out->key)) < 0)
+		goto out;
+	prefix = buf_slice(&out->key);
+	if ((rc = read_row_gather(v, filter, prefix, &pr, mem_its)) < 0)
 		goto out;
 	if (rc == 1) {
 		sst_pins_release(&pr.pins);
-		rc = read_row_streaming(v, snapshot, buf_slice(&prefix), now,
-		    filter, out);
+		rc = read_row_streaming(v, snapshot, prefix, now, filter,
+		    out);
 		goto out;
 	}
 	point_read_sort(&pr);
@@ -1554,7 +1561,6 @@ out:
 	iter_free(mem_its[0]);
 	iter_free(mem_its[1]);
 	point_read_release(&pr);
-	buf_release(&prefix);
 	version_unref(v);
 	return rc;
 }
