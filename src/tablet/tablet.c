@@ -1270,6 +1270,7 @@ struct point_read {
 	struct buf *index_key, *data_key;	/* SSTable walk scratch */
 	struct sst_pins pins;		/* the blocks of SSTable values */
 	uint32_t source;
+	uint32_t sources_used;		/* sources that added entries */
 	bool too_big;
 };
 
@@ -1286,6 +1287,7 @@ point_read_init(struct point_read *pr, struct buf *index_key,
 	pr->data_key = data_key;
 	sst_pins_init(&pr->pins);
 	pr->source = 0;
+	pr->sources_used = 0;
 	pr->too_big = false;
 }
 
@@ -1320,6 +1322,8 @@ point_read_add(struct point_read *pr, struct slice key, struct slice value,
 		pr->entries = n;
 		pr->cap = cap;
 	}
+	if (pr->count == 0 || pr->entries[pr->count - 1].source != pr->source)
+		pr->sources_used++;
 	e = &pr->entries[pr->count];
 	e->source = pr->source;
 	e->copied = copy_key;
@@ -1360,6 +1364,7 @@ point_entry_compare(const void *a, const void *b)
 /*
  * Turn copy offsets into slices, sort by key (the newer source first on a
  * tie) and keep the first of equal keys, as the merging iterator does.
+ * One source's entries are already in order and unique.
  */
 static void
 point_read_sort(struct point_read *pr)
@@ -1372,9 +1377,10 @@ point_read_sort(struct point_read *pr)
 		if (e->copied)
 			e->key.p = pr->copies.p + e->key_off;
 	}
-	if (pr->count > 1)
-		qsort(pr->entries, pr->count, sizeof(*pr->entries),
-		    point_entry_compare);
+	if (pr->sources_used < 2)
+		return;
+	qsort(pr->entries, pr->count, sizeof(*pr->entries),
+	    point_entry_compare);
 	for (size_t i = 0; i < pr->count; i++)
 		if (n == 0 || !slice_equal(pr->entries[i].key,
 		    pr->entries[n - 1].key))

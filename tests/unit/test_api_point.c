@@ -243,6 +243,72 @@ test_across_sources(void)
 	tstore_destroy(&t);
 }
 
+/*
+ * The resolver steps over the rest of a column once it can return nothing
+ * more from it (not selected, cells per column reached, versions older
+ * than min_ts): the next column, even one whose qualifier extends this
+ * one's or holds a 0x00 byte, and the next family's delete marker, must
+ * still be seen.
+ */
+static void
+test_column_skip(void)
+{
+	static const struct bt_column col_m2 = { .family = "m2" };
+	static const struct bt_column col_ax = { .family = "a",
+	    .has_qualifier = true, .qualifier = { "x", 1 } };
+	struct bt_read_options ro;
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+	must(put_str(t.s, "t", "s", "a", "q", 5, "q5"));
+	must(put_str(t.s, "t", "s", "a", "q", 4, "q4"));
+	must(put_str(t.s, "t", "s", "a", "q", 3, "q3"));
+	must(put_str(t.s, "t", "s", "m2", "c", 1, "c1"));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "s", "a", "qq", 9, "qq9"));
+	must(put_str(t.s, "t", "s", "a", "qq", 8, "qq8"));
+	must(put_str(t.s, "t", "s", "a", "x", 7, "x7"));
+	must(put_str(t.s, "t", "s", "a", "x", 6, "x6"));
+	must(put_cell(t.s, "t", bts("s"), "a", btb("x\0", 2), 2,
+	    bts("xz2")));
+	must(del_str(t.s, "t", "s", BT_DELETE_FAMILY, "m2", NULL, 0));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "s", "m2", "c", 1, "c1new"));
+	must(put_str(t.s, "t", "s", "m2", "d", 3, "d3"));
+
+	ro = (struct bt_read_options){ .cells_per_column = 1 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "a:q@5=q5\na:qq@9=qq9\na:x@7=x7\na:x\\x00@2=xz2\n"
+	    "m2:c@1=c1new\nm2:d@3=d3\n",
+	    "one per column: the newest of each, a:qq and a:x\\0 after a:q "
+	    "and a:x, the family delete applied");
+	ro = (struct bt_read_options){ .min_ts = 5 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "a:q@5=q5\na:qq@9=qq9\na:qq@8=qq8\na:x@7=x7\na:x@6=x6\n",
+	    "min_ts 5: each column down to 5, nothing older");
+	ro = (struct bt_read_options){ .columns = &col_m2, .column_count = 1,
+	    .cells_per_column = 1 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "m2:c@1=c1new\nm2:d@3=d3\n",
+	    "family m2 only: family a stepped over");
+	ro = (struct bt_read_options){ .columns = &col_ax, .column_count = 1,
+	    .cells_per_column = 1 };
+	is_text(read_text_str(t.s, "t", "s", &ro), "a:x@7=x7\n",
+	    "column a:x only: not a:x\\0");
+	ro = (struct bt_read_options){ .has_max_ts = true, .max_ts = 4,
+	    .cells_per_column = 1 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "a:q@4=q4\na:x\\x00@2=xz2\nm2:c@1=c1new\nm2:d@3=d3\n",
+	    "as of 4, one per column");
+	ro = (struct bt_read_options){ .cells_per_column = 2 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "a:q@5=q5\na:q@4=q4\na:qq@9=qq9\na:qq@8=qq8\na:x@7=x7\n"
+	    "a:x@6=x6\na:x\\x00@2=xz2\nm2:c@1=c1new\nm2:d@3=d3\n",
+	    "two per column");
+	tstore_destroy(&t);
+}
+
 /* A row whose SSTable blocks hold more than the gathering takes (1 MiB)
  * is read by streaming, with the same answer. */
 static void
@@ -309,6 +375,7 @@ main(void)
 
 	test_differential(&rng);
 	test_across_sources();
+	test_column_skip();
 	test_large_row();
 	return tap_done();
 }
