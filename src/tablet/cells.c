@@ -330,9 +330,15 @@ walk_row(struct iter *it, uint64_t snapshot,
 				break;
 			}
 		}
-		/* The scratch holds only what k borrows, decoded anew. */
-		if ((rc = column_done ? skip_column(it, &r->scratch) :
-		    iter_next(it)) < 0)
+		/* The column is over: its qualifier buffer is free until
+		 * enter_column() sets it again for the next one. */
+		if (column_done) {
+			st->column_started = false;
+			rc = skip_column(it, &r->cur_qualifier);
+		} else {
+			rc = iter_next(it);
+		}
+		if (rc < 0)
 			return rc;
 		if (!iter_valid(it))
 			break;

@@ -1249,10 +1249,12 @@ out:
  * Memtable entries are borrowed (the version keeps the memtables alive);
  * SSTable values are borrowed from their blocks, pinned until the row is
  * resolved, and their keys (decoded from prefix compression) are copied.
- * Past POINT_COPY_LIMIT bytes of pinned blocks and copies the read streams
- * instead, so that a huge row does not pin all its blocks at once.
+ * Past POINT_COPY_LIMIT bytes of pinned blocks and copies, or
+ * POINT_MAX_ENTRIES entries, the read streams instead, so that a huge row
+ * is not held whole twice.
  */
 #define POINT_INLINE_ENTRIES	16
+#define POINT_MAX_ENTRIES	((size_t)1 << 14)
 #define POINT_COPY_LIMIT	((size_t)1 << 20)
 
 struct point_entry {
@@ -1307,6 +1309,10 @@ point_read_add(struct point_read *pr, struct slice key, struct slice value,
 	struct point_entry *e;
 	int rc;
 
+	if (pr->count == POINT_MAX_ENTRIES) {
+		pr->too_big = true;
+		return 1;
+	}
 	if (pr->count == pr->cap) {
 		size_t cap = pr->cap * 2;
 		struct point_entry *n;
@@ -1464,7 +1470,8 @@ static const struct iter_ops point_iter_ops = {
 	.free = point_iter_free,
 };
 
-/* Add the entries of one memtable under prefix, borrowed. */
+/* Add the entries of one memtable under prefix, borrowed.  0, 1 when
+ * there are too many, or a negative error. */
 static int
 point_read_memtable(struct point_read *pr, struct memtable *m,
     struct slice prefix, struct iter **itp)
@@ -1478,7 +1485,7 @@ point_read_memtable(struct point_read *pr, struct memtable *m,
 	for (rc = iter_seek(it, prefix); rc == 0 && iter_valid(it) &&
 	    slice_starts_with(iter_key(it), prefix); rc = iter_next(it))
 		if ((rc = point_read_add(pr, iter_key(it), iter_value(it),
-		    false)) < 0)
+		    false)) != 0)
 			return rc;
 	return rc;
 }
@@ -1494,12 +1501,12 @@ read_row_gather(struct tablet_version *v, const struct cells_filter *f,
 {
 	int rc;
 
-	if ((rc = point_read_memtable(pr, v->mem, prefix, &mem_its[0])) < 0)
+	if ((rc = point_read_memtable(pr, v->mem, prefix, &mem_its[0])) != 0)
 		return rc;
 	pr->source++;
 	if (v->imm != NULL) {
 		if ((rc = point_read_memtable(pr, v->imm, prefix,
-		    &mem_its[1])) < 0)
+		    &mem_its[1])) != 0)
 			return rc;
 		pr->source++;
 	}

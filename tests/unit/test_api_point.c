@@ -9,7 +9,8 @@
  * columns, keys only) both ways.  Then fixed cases with their expected
  * answers: a newer delete in the memtable masks older data in SSTables, a
  * later put with an older timestamp is visible, maxversions and as-of
- * across sources, and a row too large to gather (read by streaming).
+ * across sources, the step over the rest of a column, and rows too large
+ * to gather (read by streaming).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -363,6 +364,27 @@ test_large_row(void)
 		    "scan agree");
 		free(point);
 		free(scan);
+	}
+
+	/* More entries than the gathering takes (16384), all in the
+	 * memtable. */
+	for (int i = 1; i <= 20000; i++) {
+		snprintf(val, vlen, "v%d", i);
+		must(put_str(t.s, "t", "many", "a", "", i, val));
+	}
+	r = NULL;
+	rc = bt_read_row(t.s, "t", bts("many"), NULL, &r);
+	ok(rc == 0 && r->cell_count == 20000 && r->cells[0].ts == 20000 &&
+	    bytes_eq(r->cells[0].value, bts("v20000")) &&
+	    r->cells[19999].ts == 1,
+	    "a row of 20000 memtable entries reads whole, newest first");
+	if (rc == 0)
+		bt_row_free(r);
+	{
+		struct bt_read_options newest = { .cells_per_column = 1 };
+
+		is_text(read_text_str(t.s, "t", "many", &newest),
+		    "a:@20000=v20000\n", "and its newest version");
 	}
 	free(val);
 	tstore_destroy(&t);
