@@ -238,9 +238,18 @@ block_iter_restart_key(const struct block_iter *it, uint32_t i,
     struct slice *key)
 {
 	size_t off = block_iter_restart_offset(it, i);
+	const uint8_t *p = it->data + off;
 	struct block_entry e;
 	int rc;
 
+	/* The binary search's usual case inline: a whole key and a value
+	 * whose lengths take a byte each, inside the entry area. */
+	if (off + 3 <= it->entries_end && p[0] == 0 &&
+	    (p[1] | p[2]) < 0x80 &&
+	    (size_t)p[1] + p[2] <= it->entries_end - off - 3) {
+		*key = slice_make(p + 3, p[1]);
+		return 0;
+	}
 	if ((rc = block_entry_parse(it, off, &e)) < 0)
 		return rc;
 	if (e.shared != 0)

@@ -235,7 +235,11 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 	if (f->cells_per_column != 0 && st->emitted >= f->cells_per_column)
 		return COLUMN_DONE;
 	st->emitted++;
-	if ((rc = emit(r, st, k->ts, value, f->keys_only)) < 0)
+	/* One growth of the row's bytes for the whole cell (its names, its
+	 * value and a terminator each), not one per part. */
+	if ((rc = buf_reserve(&r->bytes, r->cur_family.n +
+	    r->cur_qualifier.n + (f->keys_only ? 0 : value.n) + 2)) < 0 ||
+	    (rc = emit(r, st, k->ts, value, f->keys_only)) < 0)
 		return rc;
 	return f->cells_per_column != 0 &&
 	    st->emitted >= f->cells_per_column ? COLUMN_DONE : 0;
