@@ -58,6 +58,14 @@ cells_row_release(struct cells_row *r)
 	cells_row_init(r);
 }
 
+size_t
+cells_row_memory(const struct cells_row *r)
+{
+	return r->key.cap + r->bytes.cap + r->scratch.cap +
+	    r->cur_family.cap + r->cur_qualifier.cap +
+	    r->cap * sizeof(*r->spans);
+}
+
 void
 cells_row_get(const struct cells_row *r, size_t i, struct cell *out)
 {

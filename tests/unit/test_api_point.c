@@ -10,10 +10,14 @@
  * answers: a newer delete in the memtable masks older data in SSTables, a
  * later put with an older timestamp is visible, maxversions and as-of
  * across sources, the step over the rest of a column, and rows too large
- * to gather (read by streaming).
+ * to gather (read by streaming).  Last, more reader threads than the store
+ * keeps resolved rows for (bt_read_row reuses them) each check the rows
+ * they read, some of them large enough that their buffers are freed.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -390,6 +394,85 @@ test_large_row(void)
 	tstore_destroy(&t);
 }
 
+#define POOL_THREADS	8
+#define POOL_ROWS	24
+
+/* Row i holds one cell whose value is (i * 997) % 200000 + 1 copies of
+ * the byte 'A' + i % 26: some rows past the pool's 64 KiB. */
+static size_t
+pool_value_len(int i)
+{
+	return (size_t)(i * 997 * 7) % 200000 + 1;
+}
+
+struct pool_arg {
+	struct bt_store *s;
+	int id;
+	atomic_long *bad;
+};
+
+static void *
+pool_reader(void *p)
+{
+	struct pool_arg *a = p;
+	uint64_t rng = 77 + (uint64_t)a->id;
+	char row[16];
+
+	for (int n = 0; n < 1500; n++) {
+		int i = (int)(tap_rand(&rng) % POOL_ROWS);
+		size_t len = pool_value_len(i);
+		const unsigned char *v;
+		struct bt_row *r = NULL;
+		bool good;
+
+		snprintf(row, sizeof(row), "p%02d", i);
+		if (bt_read_row(a->s, "t", bts(row), NULL, &r) != 0) {
+			atomic_fetch_add(a->bad, 1);
+			continue;
+		}
+		v = r->cells[0].value.data;
+		good = r->cell_count == 1 && r->cells[0].value.size == len &&
+		    bytes_eq(r->key, bts(row)) && v[0] == 'A' + i % 26 &&
+		    v[len - 1] == 'A' + i % 26 && v[len / 2] == 'A' + i % 26;
+		if (!good)
+			atomic_fetch_add(a->bad, 1);
+		bt_row_free(r);
+	}
+	return NULL;
+}
+
+static void
+test_pool_threads(void)
+{
+	struct pool_arg args[POOL_THREADS];
+	pthread_t th[POOL_THREADS];
+	atomic_long bad = 0;
+	struct tstore t;
+	char *val = xmalloc(200001), row[16];
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+	for (int i = 0; i < POOL_ROWS; i++) {
+		memset(val, 'A' + i % 26, pool_value_len(i));
+		snprintf(row, sizeof(row), "p%02d", i);
+		must(put_cell(t.s, "t", bts(row), "a", bts(""), 1,
+		    btb(val, pool_value_len(i))));
+		if (i == POOL_ROWS / 2)
+			must(bt_store_flush(t.s));
+	}
+	for (int i = 0; i < POOL_THREADS; i++) {
+		args[i] = (struct pool_arg){ t.s, i, &bad };
+		if (pthread_create(&th[i], NULL, pool_reader, &args[i]) != 0)
+			tap_bail("pthread_create");
+	}
+	for (int i = 0; i < POOL_THREADS; i++)
+		pthread_join(th[i], NULL);
+	is_int(atomic_load(&bad), 0, "%d threads reading rows of 1 byte to "
+	    "200 KB: every read whole and its own", POOL_THREADS);
+	free(val);
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -399,5 +482,6 @@ main(void)
 	test_across_sources();
 	test_column_skip();
 	test_large_row();
+	test_pool_threads();
 	return tap_done();
 }
