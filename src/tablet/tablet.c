@@ -1254,6 +1254,7 @@ out:
  * is not held whole twice.
  */
 #define POINT_INLINE_ENTRIES	16
+#define POINT_INLINE_COPIES	512
 #define POINT_MAX_ENTRIES	((size_t)1 << 14)
 #define POINT_COPY_LIMIT	((size_t)1 << 20)
 
@@ -1268,7 +1269,9 @@ struct point_read {
 	struct point_entry inline_entries[POINT_INLINE_ENTRIES];
 	struct point_entry *entries;
 	size_t count, cap;
-	struct buf copies;		/* SSTable keys */
+	uint8_t *copies;		/* SSTable keys */
+	size_t copies_n, copies_cap;
+	uint8_t inline_copies[POINT_INLINE_COPIES];
 	struct buf *index_key, *data_key;	/* SSTable walk scratch */
 	struct sst_pins pins;		/* the blocks of SSTable values */
 	uint32_t source;
@@ -1284,7 +1287,9 @@ point_read_init(struct point_read *pr, struct buf *index_key,
 	pr->entries = pr->inline_entries;
 	pr->count = 0;
 	pr->cap = POINT_INLINE_ENTRIES;
-	buf_init(&pr->copies);
+	pr->copies = pr->inline_copies;
+	pr->copies_n = 0;
+	pr->copies_cap = POINT_INLINE_COPIES;
 	pr->index_key = index_key;
 	pr->data_key = data_key;
 	sst_pins_init(&pr->pins);
@@ -1298,8 +1303,33 @@ point_read_release(struct point_read *pr)
 {
 	if (pr->entries != pr->inline_entries)
 		bt_free(pr->entries);
-	buf_release(&pr->copies);
+	if (pr->copies != pr->inline_copies)
+		bt_free(pr->copies);
 	sst_pins_release(&pr->pins);
+}
+
+/* Copy key to the end of pr's copies; its offset there in *off. */
+static int
+point_read_copy(struct point_read *pr, struct slice key, size_t *off)
+{
+	if (key.n > pr->copies_cap - pr->copies_n) {
+		size_t cap = pr->copies_cap * 2;
+		uint8_t *n;
+
+		while (cap - pr->copies_n < key.n)
+			cap *= 2;
+		if ((n = bt_malloc(cap)) == NULL)
+			return -ENOMEM;
+		memcpy(n, pr->copies, pr->copies_n);
+		if (pr->copies != pr->inline_copies)
+			bt_free(pr->copies);
+		pr->copies = n;
+		pr->copies_cap = cap;
+	}
+	memcpy(pr->copies + pr->copies_n, key.p, key.n);
+	*off = pr->copies_n;
+	pr->copies_n += key.n;
+	return 0;
 }
 
 static int
@@ -1335,13 +1365,12 @@ point_read_add(struct point_read *pr, struct slice key, struct slice value,
 	e->copied = copy_key;
 	e->value = value;
 	if (copy_key) {
-		if (pr->copies.n + key.n + pr->pins.bytes > POINT_COPY_LIMIT) {
+		if (pr->copies_n + key.n + pr->pins.bytes > POINT_COPY_LIMIT) {
 			pr->too_big = true;
 			return 1;
 		}
-		e->key_off = pr->copies.n;
 		e->key.n = key.n;
-		if ((rc = buf_append(&pr->copies, key.p, key.n)) < 0)
+		if ((rc = point_read_copy(pr, key, &e->key_off)) < 0)
 			return rc;
 	} else {
 		e->key = key;
@@ -1381,7 +1410,7 @@ point_read_sort(struct point_read *pr)
 		struct point_entry *e = &pr->entries[i];
 
 		if (e->copied)
-			e->key.p = pr->copies.p + e->key_off;
+			e->key.p = pr->copies + e->key_off;
 	}
 	if (pr->sources_used < 2)
 		return;
