@@ -473,6 +473,14 @@ sst_reader_may_contain(const struct sst_reader *r, struct slice prefix)
 	return bloom_may_contain(buf_slice(&r->filter), bloom_hash(prefix));
 }
 
+bool
+sst_reader_may_contain_hash(const struct sst_reader *r, uint64_t hash)
+{
+	if (r->filter.n == 0)
+		return true;
+	return bloom_may_contain(buf_slice(&r->filter), hash);
+}
+
 /* The part of key the filter holds. */
 static struct slice
 sst_reader_filter_key(const struct sst_reader *r, struct slice key)

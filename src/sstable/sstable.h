@@ -99,6 +99,9 @@ void sst_reader_get_info(const struct sst_reader *r, struct sst_info *info);
 /* false if no key with this filter prefix is in the table (Bloom filter);
  * true when it may be, or when the table has no filter. */
 bool sst_reader_may_contain(const struct sst_reader *r, struct slice prefix);
+/* The same for a prefix whose bloom_hash() the caller computed once for
+ * several tables. */
+bool sst_reader_may_contain_hash(const struct sst_reader *r, uint64_t hash);
 
 /*
  * Exact lookup: 0 with the value copied into *value, BT_NOTFOUND, or a

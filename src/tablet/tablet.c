@@ -23,6 +23,7 @@
 #include "tablet/range_iter.h"
 #include "tablet/tablet.h"
 #include "util/alloc.h"
+#include "util/bloom.h"
 #include "util/error.h"
 
 #define NO_GROUP SIZE_MAX	/* a file of a group the schema lost */
@@ -1528,6 +1529,7 @@ static int
 read_row_gather(struct tablet_version *v, const struct cells_filter *f,
     struct slice prefix, struct point_read *pr, struct iter *mem_its[2])
 {
+	uint64_t hash = v->file_count > 0 ? bloom_hash(prefix) : 0;
 	int rc;
 
 	if ((rc = point_read_memtable(pr, v->mem, prefix, &mem_its[0])) != 0)
@@ -1543,7 +1545,7 @@ read_row_gather(struct tablet_version *v, const struct cells_filter *f,
 		const struct tablet_file *tf = &v->files[i];
 
 		if (!filter_needs_group(v->schema, f, tf->group) ||
-		    !sst_reader_may_contain(tf->reader, prefix))
+		    !sst_reader_may_contain_hash(tf->reader, hash))
 			continue;
 		if ((rc = sst_reader_visit_prefix(tf->reader, prefix,
 		    pr->index_key, pr->data_key, &pr->pins,

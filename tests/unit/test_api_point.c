@@ -394,6 +394,43 @@ test_large_row(void)
 	tstore_destroy(&t);
 }
 
+/* The Bloom filter (one hash of the row for every SSTable) keeps a point
+ * read out of the SSTables that do not hold its row.  Three SSTables:
+ * one fewer than a merging compaction waits for. */
+static void
+test_bloom_skips(void)
+{
+	struct bt_stats st0, st1;
+	struct tstore t;
+	char row[32], want[64];
+	uint64_t lookups;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+	for (int k = 0; k < 3; k++) {
+		for (int i = 0; i < 200; i++) {
+			snprintf(row, sizeof(row), "b%d_%03d", k, i);
+			must(put_str(t.s, "t", row, "a", "", 1, row));
+		}
+		must(bt_store_flush(t.s));
+	}
+	bt_store_get_stats(t.s, &st0);
+	for (int i = 0; i < 100; i++) {
+		snprintf(row, sizeof(row), "b%d_%03d", i % 3, i * 2);
+		snprintf(want, sizeof(want), "a:@1=%s\n", row);
+		is_text(read_text_str(t.s, "t", row, NULL), want, "row %s",
+		    row);
+	}
+	bt_store_get_stats(t.s, &st1);
+	lookups = st1.cache_hits + st1.cache_misses - st0.cache_hits -
+	    st0.cache_misses;
+	ok(st1.sstables == 3 && lookups >= 100 && lookups < 150,
+	    "100 point reads over %llu SSTables look up %llu blocks, not one "
+	    "per SSTable", (unsigned long long)st1.sstables,
+	    (unsigned long long)lookups);
+	tstore_destroy(&t);
+}
+
 #define POOL_THREADS	8
 #define POOL_ROWS	24
 
@@ -482,6 +519,7 @@ main(void)
 	test_across_sources();
 	test_column_skip();
 	test_large_row();
+	test_bloom_skips();
 	test_pool_threads();
 	return tap_done();
 }
