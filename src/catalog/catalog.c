@@ -185,12 +185,15 @@ static int
 catalog_db_error(sqlite3 *db, int src, const char *name, const char *what)
 {
 	char io[256] = "";
-	int primary = src & 0xff;
+	int primary = src & 0xff, rc = catalog_sqlite_code(db, src);
 
 	if (primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN ||
 	    primary == SQLITE_FULL)
 		snprintf(io, sizeof(io), "%s", bt_error_detail());
-	return bt_error_set(catalog_sqlite_code(db, src),
+	/* The VFS's detail names the file and the page: say that first. */
+	if (rc == BT_ECHECKSUM && io[0] != '\0')
+		return bt_error_set(rc, "%s (catalog: %s)", io, what);
+	return bt_error_set(rc,
 	    "catalog %s: %s: %s%s%s%s", name, what,
 	    db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(src),
 	    io[0] != '\0' ? " (" : "", io, io[0] != '\0' ? ")" : "");
