@@ -831,6 +831,11 @@ out_damaged:
 	rc = problems;
 out:
 	sqlite3_finalize(st);
+	if (rc >= 0 && sqlite3_get_autocommit(c->db)) {
+		/* An I/O error ended the read transaction already. */
+		pthread_mutex_unlock(&c->mu);
+		return rc;
+	}
 	return catalog_end(c, rc);
 }
 
