@@ -784,6 +784,33 @@ out_free:
 	return rc;
 }
 
+/*
+ * Report a failure that catalog_check found damage by (BT_ECHECKSUM or
+ * BT_ECORRUPT): the VFS's detail, "PATH: page 7 ..." or "PATH-wal: frame
+ * 3 ...", without the path.  Other failures are errors, returned as they
+ * are.
+ */
+static int
+catalog_check_failed(struct catalog *c, int rc,
+    void (*report)(void *arg, const char *problem), void *arg)
+{
+	const char *d = bt_error_detail();
+	size_t n = strlen(c->path);
+	char line[512];
+
+	if (rc != BT_ECHECKSUM && rc != BT_ECORRUPT)
+		return rc;
+	if (strncmp(d, c->path, n) == 0 && strncmp(d + n, "-wal: ", 6) == 0)
+		snprintf(line, sizeof(line), "WAL %s", d + n + 6);
+	else if (strncmp(d, c->path, n) == 0 && strncmp(d + n, ": ", 2) == 0)
+		snprintf(line, sizeof(line), "%s", d + n + 2);
+	else
+		snprintf(line, sizeof(line), "%s", d);
+	if (report != NULL)
+		report(arg, line);
+	return 1;
+}
+
 int
 catalog_check(struct catalog *c,
     void (*report)(void *arg, const char *problem), void *arg)
@@ -792,17 +819,25 @@ catalog_check(struct catalog *c,
 	const char *msg;
 	int rc, src, pages, problems = 0;
 
-	if ((rc = catalog_begin(c, false)) < 0)
-		return rc;
+	pthread_mutex_lock(&c->mu);
+	bt_error_clear();
+	/* Copy the WAL into the database first: it reads (and so checks)
+	 * the newest image of every page there, and leaves no page of the
+	 * file that a crash tore in a checkpoint, which the WAL covers. */
+	src = sqlite3_wal_checkpoint_v2(c->db, "main",
+	    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	if (src != SQLITE_OK && (rc = catalog_check_failed(c,
+	    catalog_sqlite_error(c, src, "checkpoint"), report, arg)) < 0)
+		goto out_unlock;
+	problems += src != SQLITE_OK;
+	if ((rc = catalog_exec(c, catalog_stmt(c, STMT_BEGIN_READ))) < 0)
+		goto out_unlock;
 	if ((rc = sqlite_env_check(c->vfs, c->path, report, arg)) < 0)
 		goto out;
-	pages = problems = rc;
+	pages = rc;
+	problems += rc;
 	src = sqlite3_prepare_v2(c->db, "PRAGMA quick_check", -1, &st, NULL);
-	if (src != SQLITE_OK) {
-		rc = catalog_sqlite_error(c, src, "quick_check");
-		goto out_damaged;
-	}
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+	while (st != NULL && (src = sqlite3_step(st)) == SQLITE_ROW) {
 		msg = (const char *)sqlite3_column_text(st, 0);
 		if (msg == NULL || strcmp(msg, "ok") == 0)
 			continue;
@@ -813,30 +848,20 @@ catalog_check(struct catalog *c,
 		if (report != NULL)
 			report(arg, msg);
 	}
-	if (src != SQLITE_DONE) {
-		rc = catalog_sqlite_error(c, src, "quick_check");
-		goto out_damaged;
-	}
 	rc = problems;
-	goto out;
-out_damaged:
 	/* quick_check itself failed on a page it could not do without. */
-	if (rc != BT_ECHECKSUM && rc != BT_ECORRUPT)
-		goto out;
-	if (pages == 0) {
-		problems++;
-		if (report != NULL)
-			report(arg, bt_error_detail());
-	}
-	rc = problems;
+	if (src != SQLITE_DONE && (rc = catalog_check_failed(c,
+	    catalog_sqlite_error(c, src, "quick_check"), pages > 0 ? NULL :
+	    report, arg)) > 0)
+		rc = problems + (pages == 0);
 out:
 	sqlite3_finalize(st);
-	if (rc >= 0 && sqlite3_get_autocommit(c->db)) {
-		/* An I/O error ended the read transaction already. */
-		pthread_mutex_unlock(&c->mu);
-		return rc;
-	}
-	return catalog_end(c, rc);
+	if (!sqlite3_get_autocommit(c->db))
+		return catalog_end(c, rc);
+	/* An I/O error ended the read transaction already. */
+out_unlock:
+	pthread_mutex_unlock(&c->mu);
+	return rc;
 }
 
 void

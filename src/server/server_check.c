@@ -277,6 +277,20 @@ check_catalog(struct check *ck)
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * A later step that needs a catalog page found damaged (and reported)
+ * stops the check: the problems so far are the result, not an error.
+ */
+static int
+check_catalog_stopped(struct check *ck, int rc)
+{
+	if (rc != BT_ECHECKSUM || ck->problems == 0)
+		return rc;
+	return bt_error_set(BT_ECORRUPT, "check: %" PRIu64 " problem%s found "
+	    "(stopped at a damaged catalog page)", ck->problems,
+	    ck->problems == 1 ? "" : "s");
+}
+
 int
 server_check(struct server *s,
     void (*report)(void *arg, const char *problem),
@@ -327,6 +341,7 @@ server_check(struct server *s,
 	goto out;
 out_unlock:
 	pthread_mutex_unlock(&s->work_mu);
+	rc = check_catalog_stopped(&ck, rc);
 out:
 	bt_free(segments);
 	bt_free(ck.named);
