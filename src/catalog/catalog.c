@@ -564,8 +564,17 @@ catalog_setup(struct catalog *c)
 	const char *mode;
 	int64_t app, version, fk;
 	int reserve = -1;
+	char *wal;
 	int src, rc;
 
+	/* Before SQLite's recovery reads the WAL (sqlite_env.h). */
+	if ((wal = bt_malloc(strlen(c->path) + sizeof("-wal"))) == NULL)
+		return -ENOMEM;
+	sprintf(wal, "%s-wal", c->path);
+	rc = sqlite_env_wal_check(c->vfs, wal);
+	bt_free(wal);
+	if (rc < 0)
+		return rc;
 	sqlite3_busy_timeout(c->db, CATALOG_BUSY_TIMEOUT_MS);
 	src = sqlite3_exec(c->db, "PRAGMA locking_mode = EXCLUSIVE;"
 	    " PRAGMA temp_store = MEMORY;", NULL, NULL, NULL);

@@ -58,8 +58,11 @@
  * and checks on every read.  Page images in the WAL keep whatever trailer
  * SQLite's buffer had (SQLite's own frame checksum covers the whole
  * image, and is what the VFS checks there); a checkpoint seals them as it
- * copies them into the database.  A version-3 catalog whose header has
- * another reserve is damaged (BT_ECORRUPT).
+ * copies them into the database.  Before SQLite recovers a WAL left by a
+ * crash, the VFS checks that no damaged frame is followed by a later
+ * commit (sqlite_env_wal_check), which recovery would silently drop.  A
+ * version-3 catalog whose header has another reserve is damaged
+ * (BT_ECORRUPT).
  *
  * Upgrades run at open, each crash-safe: 1 -> 2 in one transaction
  * (CATALOG_SCHEMA_V2_SQL); 2 -> 3 by VACUUM INTO CATALOG_UPGRADE_SUFFIX

@@ -428,6 +428,26 @@ sqlite_env_wal_sum(bool big, const uint8_t *p, size_t n, uint32_t s[2])
 }
 
 /*
+ * Whether a frame (its header fh and page image) belongs to the WAL whose
+ * header is h (the salts) and has the checksum that continues from prev,
+ * the stored checksum of the frame before it (or of the header).
+ */
+static bool
+sqlite_env_frame_sound(const uint8_t *h, const uint8_t *fh,
+    const uint8_t *page, uint32_t ps, const uint8_t *prev)
+{
+	uint32_t s[2];
+
+	s[0] = sqlite_env_get_be32(prev);
+	s[1] = sqlite_env_get_be32(prev + 4);
+	sqlite_env_wal_sum(h[3] & 1, fh, 8, s);
+	sqlite_env_wal_sum(h[3] & 1, page, ps, s);
+	return memcmp(fh + 8, h + 16, 8) == 0 &&
+	    s[0] == sqlite_env_get_be32(fh + 16) &&
+	    s[1] == sqlite_env_get_be32(fh + 20);
+}
+
+/*
  * Verify the page image of frame k just read into page against the
  * frame's checksum, which continues from the previous frame's (or the
  * header's) stored one: each frame is checked on its own.
@@ -440,7 +460,6 @@ sqlite_env_frame_verify(struct sqlite_env_file *sf, uint64_t k,
 	uint8_t fh[SQLITE_ENV_FRAME_HEADER], prev[8];
 	uint64_t frame = ps + SQLITE_ENV_FRAME_HEADER;
 	uint64_t at = SQLITE_ENV_WAL_HEADER + k * frame;
-	uint32_t s[2];
 	int rc;
 
 	if ((rc = env_file_read_exact(sf->f, at, fh, sizeof(fh))) < 0)
@@ -450,13 +469,7 @@ sqlite_env_frame_verify(struct sqlite_env_file *sf, uint64_t k,
 	else if ((rc = env_file_read_exact(sf->f, at - frame + 16, prev,
 	    sizeof(prev))) < 0)
 		return sqlite_env_error(sf->owner, rc, SQLITE_IOERR_READ);
-	s[0] = sqlite_env_get_be32(prev);
-	s[1] = sqlite_env_get_be32(prev + 4);
-	sqlite_env_wal_sum(h[3] & 1, fh, 8, s);
-	sqlite_env_wal_sum(h[3] & 1, page, ps, s);
-	if (memcmp(fh + 8, h + 16, 8) == 0 &&
-	    s[0] == sqlite_env_get_be32(fh + 16) &&
-	    s[1] == sqlite_env_get_be32(fh + 20))
+	if (sqlite_env_frame_sound(h, fh, page, ps, prev))
 		return SQLITE_OK;
 	return sqlite_env_error(sf->owner, bt_error_set(BT_ECHECKSUM,
 	    "%s: frame %" PRIu64 " (page %" PRIu32 ") checksum mismatch",
@@ -999,5 +1012,116 @@ out_close:
 	env_file_close(sf.f);
 out_free:
 	bt_free(sf.page);
+	return rc;
+}
+
+/*
+ * The frames of the WAL in f (size bytes, header h, page size ps): the
+ * index of the first frame that is not sound, and whether a committed
+ * transaction other than the one it may belong to follows it.  Such a
+ * transaction was synced after the bad frame had been (every commit syncs
+ * the WAL), so the bad frame is damage, not the torn end of a crash.
+ * Evidence is a sound commit frame c after the bad one, then an unbroken
+ * chain of sound frames from c to another commit frame that is not a
+ * copy of c (SQLite pads a commit with copies of its last frame).
+ */
+static int
+sqlite_env_wal_scan(struct sqlite_env *v, struct env_file *f, uint64_t size,
+    const uint8_t *h, uint32_t ps, uint8_t *buf, uint64_t *bad,
+    bool *proven)
+{
+	uint64_t frame = ps + SQLITE_ENV_FRAME_HEADER, n, k;
+	uint8_t prev[8], commit[SQLITE_ENV_FRAME_HEADER + 8];
+	uint8_t *c_page = NULL;
+	bool chained = false;
+	int rc = 0;
+
+	*bad = SQLITE_ENV_NO_FRAME;
+	*proven = false;
+	n = (size - SQLITE_ENV_WAL_HEADER) / frame;
+	memcpy(prev, h + 24, sizeof(prev));
+	for (k = 0; k < n && !*proven; k++) {
+		bool sound, is_commit;
+
+		if ((rc = env_file_read_exact(f, SQLITE_ENV_WAL_HEADER +
+		    k * frame, buf, (size_t)frame)) < 0)
+			break;
+		sound = sqlite_env_frame_sound(h, buf, buf +
+		    SQLITE_ENV_FRAME_HEADER, ps, prev);
+		memcpy(prev, buf + 16, sizeof(prev));
+		if (*bad == SQLITE_ENV_NO_FRAME) {
+			if (!sound)
+				*bad = k;
+			continue;
+		}
+		is_commit = sound && sqlite_env_get_be32(buf + 4) != 0;
+		if (!sound) {
+			chained = false;
+		} else if (chained && is_commit &&
+		    (memcmp(buf, commit, 8) != 0 ||
+		    memcmp(buf + SQLITE_ENV_FRAME_HEADER, c_page, ps) != 0)) {
+			*proven = true;
+		} else if (is_commit && !chained) {
+			if (c_page == NULL && (c_page = bt_malloc(ps)) == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			memcpy(commit, buf, 8);
+			memcpy(c_page, buf + SQLITE_ENV_FRAME_HEADER, ps);
+			chained = true;
+		}
+	}
+	bt_free(c_page);
+	if (rc < 0)
+		return sqlite_env_error(v, rc, SQLITE_IOERR_READ);
+	return SQLITE_OK;
+}
+
+int
+sqlite_env_wal_check(struct sqlite_env *v, const char *path)
+{
+	uint8_t h[SQLITE_ENV_WAL_HEADER], fh[SQLITE_ENV_FRAME_HEADER];
+	struct env_file *f;
+	uint8_t *buf = NULL;
+	uint64_t size, bad;
+	uint32_t ps;
+	bool proven;
+	int rc;
+
+	if ((rc = env_file_open(v->env, path, ENV_READ, &f)) < 0)
+		return rc == -ENOENT ? 0 : rc;
+	if ((rc = env_file_size(f, &size)) < 0)
+		goto out;
+	if (size < SQLITE_ENV_WAL_HEADER + SQLITE_ENV_FRAME_HEADER)
+		goto out;
+	if ((rc = env_file_read_exact(f, 0, h, sizeof(h))) < 0)
+		goto out;
+	ps = sqlite_env_get_be32(h + 8);
+	if ((sqlite_env_get_be32(h) & ~1u) != SQLITE_ENV_WAL_MAGIC ||
+	    ps < SQLITE_ENV_MIN_PAGE || ps > SQLITE_ENV_MAX_PAGE ||
+	    (ps & (ps - 1)) != 0)
+		goto out;	/* SQLite ignores such a WAL */
+	if ((buf = bt_malloc(ps + SQLITE_ENV_FRAME_HEADER)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (sqlite_env_wal_scan(v, f, size, h, ps, buf, &bad, &proven) !=
+	    SQLITE_OK) {
+		rc = atomic_load_explicit(&v->last_errno,
+		    memory_order_relaxed);
+		rc = rc > 0 ? -rc : -EIO;
+		goto out;
+	}
+	if (proven) {
+		rc = env_file_read_exact(f, SQLITE_ENV_WAL_HEADER + bad *
+		    (ps + SQLITE_ENV_FRAME_HEADER), fh, sizeof(fh));
+		rc = bt_error_set(BT_ECHECKSUM, "%s: frame %" PRIu64
+		    " (page %" PRIu32 ") checksum mismatch, and committed "
+		    "frames follow it", path, bad + 1,
+		    rc == 0 ? sqlite_env_get_be32(fh) : 0);
+	}
+out:
+	bt_free(buf);
+	env_file_close(f);
 	return rc;
 }

@@ -43,7 +43,8 @@
  * checksum mismatch" (code BT_ECHECKSUM).  Not covered: journals and
  * temporary files; a frame rewritten in place inside a transaction until
  * the transaction commits; WAL frames that SQLite's own recovery reads
- * when it opens a WAL (a damaged one ends the log there, as in SQLite).
+ * when it opens a WAL (a damaged one ends the log there, as in SQLite;
+ * sqlite_env_wal_check, run first, finds most such damage).
  *
  * Durability: xSync is env_file_sync(), and the first xSync of each file
  * opened for writing also syncs its parent directory (env_dir_sync()), so
@@ -86,6 +87,20 @@ const char *sqlite_env_name(const struct sqlite_env *v);
  */
 int sqlite_env_check(struct sqlite_env *v, const char *path,
     void (*report)(void *arg, const char *problem), void *arg);
+
+/*
+ * Before SQLite opens the WAL at path (in v's env) and recovers it: find
+ * damage that its recovery would take for the torn end of a crash, ending
+ * the log there and dropping the committed transactions after it.  A
+ * frame that fails its checksum is damage when a later transaction's
+ * commit follows it in an unbroken chain, since every commit syncs the
+ * WAL: only for databases with synchronous = FULL or EXTRA, as the catalog
+ * has.  Returns 0 (none found, or no WAL), BT_ECHECKSUM with the detail
+ * "PATH: frame 3 (page 7) checksum mismatch, and committed frames follow
+ * it", or a negative error.  Damage in the last committed transaction
+ * cannot be told from a torn one and is not found.
+ */
+int sqlite_env_wal_check(struct sqlite_env *v, const char *path);
 
 /*
  * Unregister and free the VFS; accepts NULL.  Every connection opened with

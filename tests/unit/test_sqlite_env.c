@@ -756,13 +756,20 @@ test_random_faults(bool wal, bool sealed, int rounds, uint64_t seed)
 	enum env_fault_op op;
 	long nth;
 	int round, i, n, src, committed = 0, failed = 0;
-	int bad_open = 0, bad_check = 0, bad_close = 0;
+	int bad_open = 0, bad_check = 0, bad_close = 0, bad_wal = 0;
+	char wal_path[64];
 	sqlite3 *db;
 
 	if ((l = calloc(1, sizeof(*l))) == NULL)
 		tap_bail("calloc");
 	fault_setup(&env, &v);
 	for (round = 0; round <= rounds; round++) {
+		snprintf(wal_path, sizeof(wal_path), "%s-wal", path);
+		if (wal && sqlite_env_wal_check(v, wal_path) != 0) {
+			diag("%s round %d: wal check: %s", label, round,
+			    bt_error_detail());
+			bad_wal++;
+		}
 		src = db_open_reserve(sqlite_env_name(v), path, wal,
 		    sealed ? CATALOG_PAGE_RESERVE : 0, &db);
 		if (src != SQLITE_OK) {
@@ -808,6 +815,9 @@ test_random_faults(bool wal, bool sealed, int rounds, uint64_t seed)
 	}
 	is_int(bad_open, 0, "%s: the database opens after every power loss",
 	    label);
+	if (wal)
+		is_int(bad_wal, 0, "%s: sqlite_env_wal_check takes no torn end "
+		    "for damage", label);
 	is_int(bad_close, 0, "%s: every close returns SQLITE_OK", label);
 	is_int(bad_check, 0, "%s: after every power loss integrity_check is "
 	    "ok, every commit that returned OK is there, every failed one "
