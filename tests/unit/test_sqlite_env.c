@@ -4,7 +4,9 @@
  * own VFS) and in the fault env; power loss after commits and after failed
  * commits; random fault points in WAL and rollback-journal modes, where
  * every commit that returned SQLITE_OK must survive and every failed one
- * must be all there or not at all; a full disk as SQLITE_FULL.
+ * must be all there or not at all, also on sealed databases (page
+ * checksums) and with power losses that keep unsynced sectors out of
+ * order; a full disk as SQLITE_FULL.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -263,7 +265,7 @@ disarm(struct env *env)
  * synced is dropped.
  */
 static int
-crash_close(struct env *env, sqlite3 *db)
+crash_close_torn(struct env *env, sqlite3 *db, uint64_t torn_seed)
 {
 	int src;
 
@@ -271,9 +273,18 @@ crash_close(struct env *env, sqlite3 *db)
 	env_fault_fail_after(env, ENV_FAULT_SYNC, 1, -EIO, true);
 	env_fault_fail_after(env, ENV_FAULT_OPEN, 1, -EIO, true);
 	src = sqlite3_close(db);
-	env_fault_drop_unsynced(env);
+	if (torn_seed != 0)
+		env_fault_drop_unsynced_torn(env, torn_seed);
+	else
+		env_fault_drop_unsynced(env);
 	disarm(env);
 	return src;
+}
+
+static int
+crash_close(struct env *env, sqlite3 *db)
+{
+	return crash_close_torn(env, db, 0);
 }
 
 /* A fault env with the directory /s, durable, and a VFS over it. */
@@ -744,10 +755,13 @@ test_full_disk(void)
  * with the connection open or after a clean close.
  */
 static void
-test_random_faults(bool wal, bool sealed, int rounds, uint64_t seed)
+test_random_faults(bool wal, bool sealed, bool torn, int rounds,
+    uint64_t seed)
 {
-	const char *label = wal ? sealed ? "random sealed wal" : "random wal" :
-	    sealed ? "random sealed rollback" : "random rollback";
+	const char *label = wal ? sealed ? torn ? "random torn sealed wal" :
+	    "random sealed wal" : "random wal" : sealed ? torn ?
+	    "random torn sealed rollback" : "random sealed rollback" :
+	    "random rollback";
 	const char *path = wal ? "/s/wal.db" : "/s/rollback.db";
 	struct ledger *l;
 	struct sqlite_env *v;
@@ -802,7 +816,10 @@ test_random_faults(bool wal, bool sealed, int rounds, uint64_t seed)
 			src = sqlite3_close(db);
 			env_fault_drop_unsynced(env);
 		} else {
-			src = crash_close(env, db);
+			/* Out of order: a later sector may survive an
+			 * earlier one. */
+			src = crash_close_torn(env, db, torn ?
+			    tap_rand(&rnd) | 1 : 0);
 		}
 		if (src != SQLITE_OK)
 			bad_close++;
@@ -1173,10 +1190,12 @@ main(void)
 	test_failed_commit(ENV_FAULT_SYNC, "failed sync");
 	test_system_errno();
 	test_full_disk();
-	test_random_faults(true, false, 50, seed);
-	test_random_faults(false, false, 30, seed ^ 0x5bd1e995);
-	test_random_faults(true, true, 50, seed ^ 0x9e3779b9);
-	test_random_faults(false, true, 30, seed ^ 0x7f4a7c15);
+	test_random_faults(true, false, false, 50, seed);
+	test_random_faults(false, false, false, 30, seed ^ 0x5bd1e995);
+	test_random_faults(true, true, false, 50, seed ^ 0x9e3779b9);
+	test_random_faults(false, true, false, 30, seed ^ 0x7f4a7c15);
+	test_random_faults(true, true, true, 60, seed ^ 0x2545f491);
+	test_random_faults(false, true, true, 40, seed ^ 0x6c078965);
 	sqlite3_shutdown();
 	return tap_done();
 }
