@@ -1122,6 +1122,21 @@ copy_local(const char *from, const char *to)
 		tap_bail("copy_local close");
 }
 
+/* The page size in the header of the SQLite database at p. */
+static uint32_t
+page_size_of(const char *p)
+{
+	uint8_t h[18];
+	int fd = open(p, O_RDONLY);
+	uint32_t ps;
+
+	if (fd < 0 || pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		tap_bail("read a database header");
+	close(fd);
+	ps = (uint32_t)h[16] << 8 | h[17];
+	return ps == 1 ? 65536 : ps;
+}
+
 /* XOR one byte of a local file with 0x20. */
 static void
 flip_byte(const char *p, uint64_t at)
@@ -1234,7 +1249,7 @@ test_damage_every_page(void)
 	char *reported;
 	struct catalog_file added[3];
 	struct catalog *c;
-	uint64_t id, size;
+	uint64_t id, size, ps;
 	size_t pages;
 	int refused = 0, opened = 0, bad_refusal = 0, wrong = 0, missed = 0;
 	int bad_error = 0, rc;
@@ -1264,7 +1279,8 @@ test_damage_every_page(void)
 	catalog_close(c);
 	copy_local(p, orig);
 	size = file_size(orig);
-	pages = (size_t)(size / 4096);
+	ps = page_size_of(orig);
+	pages = (size_t)(size / ps);
 	c = fault_open_or_bail(env, p);
 	if (catalog_dump(c, &pristine) != 0)
 		tap_bail("dump");
@@ -1277,8 +1293,8 @@ test_damage_every_page(void)
 	for (size_t pg = 1; pg <= pages; pg++) {
 		for (int trailer = 0; trailer < 2; trailer++) {
 			copy_local(orig, p);
-			flip_byte(p, (pg - 1) * 4096 + (trailer ? 4093 :
-			    1000 + pg * 37 % 2000));
+			flip_byte(p, (pg - 1) * ps + (trailer ? ps - 3 :
+			    ps / 4 + pg * 37 % (ps / 2)));
 			snprintf(want, sizeof(want), "page %zu checksum "
 			    "mismatch", pg);
 			bt_error_clear();
@@ -1343,7 +1359,7 @@ test_damage_wal(void)
 	struct catalog_family fams[] = { family("anchor", "", "") };
 	char p[256], wal[300], want[64], *reported;
 	struct catalog *c;
-	uint64_t id, size, at;
+	uint64_t id, size, at, fs;
 	int rc;
 
 	path_in_dir(p, sizeof(p), "walcheck.db");
@@ -1356,13 +1372,14 @@ test_damage_wal(void)
 	    &id) != 0 || (reported = calloc(1, 4096)) == NULL)
 		tap_bail("cannot fill the catalog");
 	size = file_size(wal);
-	ok(size > 32 + 4120, "the catalog's WAL holds %llu frames",
-	    (unsigned long long)((size - 32) / 4120));
-	at = 32 + ((size - 32) / 4120 - 1) * 4120 + 24 + 1000;
+	fs = page_size_of(p) + 24;
+	ok(size > 32 + fs, "the catalog's WAL holds %llu frames",
+	    (unsigned long long)((size - 32) / fs));
+	at = 32 + ((size - 32) / fs - 1) * fs + 24 + 1000;
 	flip_byte(wal, at);
 	rc = catalog_check(c, report_append, reported);
 	snprintf(want, sizeof(want), "WAL frame %llu (page ",
-	    (unsigned long long)((size - 32) / 4120));
+	    (unsigned long long)((size - 32) / fs));
 	ok(rc >= 1 && strstr(reported, want) != NULL &&
 	    strstr(reported, "checksum mismatch") != NULL,
 	    "check names the WAL frame (%d): %s", rc, reported);
@@ -1378,20 +1395,22 @@ test_damage_wal(void)
 /* The index of the last commit's own frame in the WAL at p (SQLite pads
  * a commit with copies of that frame, up to a sector boundary). */
 static uint64_t
-last_commit_frame(const char *p, uint64_t frames)
+last_commit_frame(const char *p, uint64_t frames, uint64_t fs)
 {
-	uint8_t last[4120], f[4120];
+	uint8_t *last = malloc(fs), *f = malloc(fs);
 	uint64_t k = frames - 1;
 	int fd = open(p, O_RDONLY);
 
-	if (fd < 0 || pread(fd, last, sizeof(last), 32 + (off_t)k * 4120) !=
-	    (ssize_t)sizeof(last))
+	if (last == NULL || f == NULL || fd < 0 ||
+	    pread(fd, last, fs, 32 + (off_t)(k * fs)) != (ssize_t)fs)
 		tap_bail("read the WAL");
-	while (k > 0 && pread(fd, f, sizeof(f), 32 + (off_t)(k - 1) *
-	    4120) == (ssize_t)sizeof(f) && memcmp(f, last, 8) == 0 &&
-	    memcmp(f + 24, last + 24, 4096) == 0)
+	while (k > 0 && pread(fd, f, fs, 32 + (off_t)((k - 1) * fs)) ==
+	    (ssize_t)fs && memcmp(f, last, 8) == 0 &&
+	    memcmp(f + 24, last + 24, fs - 24) == 0)
 		k--;
 	close(fd);
+	free(last);
+	free(f);
 	return k;
 }
 
@@ -1408,7 +1427,7 @@ test_damage_wal_at_rest(void)
 	struct catalog_family fams[] = { family("anchor", "", "") };
 	char p[256], q[256], pw[300], qw[300];
 	struct catalog *c, *d;
-	uint64_t id, v = 0, size, frames;
+	uint64_t id, v = 0, size, frames, fs;
 	int rc;
 
 	path_in_dir(p, sizeof(p), "live.db");
@@ -1426,7 +1445,8 @@ test_damage_wal_at_rest(void)
 		if (catalog_meta_set(c, "step", i) != 0)
 			tap_bail("meta_set");
 	size = file_size(pw);
-	frames = (size - 32) / 4120;
+	fs = page_size_of(p) + 24;
+	frames = (size - 32) / fs;
 
 	copy_local(p, q);
 	copy_local(pw, qw);
@@ -1439,7 +1459,7 @@ test_damage_wal_at_rest(void)
 
 	copy_local(p, q);
 	copy_local(pw, qw);
-	flip_byte(qw, 32 + 1 * 4120 + 24 + 500);
+	flip_byte(qw, 32 + 1 * fs + 24 + 500);
 	d = NULL;
 	rc = catalog_open(env, q, &d);
 	ok(rc == BT_ECHECKSUM && strstr(bt_error_detail(),
@@ -1451,7 +1471,7 @@ test_damage_wal_at_rest(void)
 
 	copy_local(p, q);
 	copy_local(pw, qw);
-	flip_byte(qw, 32 + last_commit_frame(qw, frames) * 4120 + 24 + 500);
+	flip_byte(qw, 32 + last_commit_frame(qw, frames, fs) * fs + 24 + 500);
 	d = fault_open_or_bail(env, q);
 	rc = catalog_meta_get(d, "step", 0, &v);
 	ok(rc == 0 && v == 4, "a flip in the last commit reads as a torn one: "
