@@ -314,6 +314,19 @@ int catalog_location_walk(struct catalog *c, uint64_t table_id,
 int catalog_location_check(struct catalog *c,
     void (*report)(void *arg, const char *problem), void *arg);
 
+/*
+ * Check the catalog database itself, in one read transaction: every
+ * page's checksum, read from the file directly (sqlite_env_check: free and
+ * superseded pages too), then SQLite's PRAGMA quick_check through the
+ * connection, which reads every page in use (from the WAL where it is
+ * newer, verified there against the frame checksum) and checks the
+ * b-trees.  Each problem goes to report (may be NULL) as one line, e.g.
+ * "page 7: checksum mismatch".  Returns the number of problems (0: sound)
+ * or a negative error.
+ */
+int catalog_check(struct catalog *c,
+    void (*report)(void *arg, const char *problem), void *arg);
+
 /* The METADATA table's tablets, the root first, then by end key; free
  * with catalog_meta_tablets_free. */
 int catalog_meta_tablets_list(struct catalog *c,

@@ -47,12 +47,39 @@
  *                     METADATA tablet, keyed by its end key
  *     locations       the METADATA tablets' rows, one per user tablet
  *     meta            "root_tablet" -> the root tablet's id (level 0)
+ *
+ * Version 3 has the schema of version 2 and checksums every page.  Its
+ * header reserves CATALOG_PAGE_RESERVE bytes at the end of each page
+ * (header byte 20, SQLite's "reserved space"), which SQLite leaves alone
+ * and the VFS (sqlite_env.h) fills on every write of the database file:
+ *     page[size - 8 .. size - 4)  the page number, 1-based, fixed32 LE
+ *     page[size - 4 .. size)      masked CRC32C (util/crc32c.h) of
+ *                                 page[0 .. size - 4)
+ * and checks on every read.  Page images in the WAL keep whatever trailer
+ * SQLite's buffer had (SQLite's own frame checksum covers the whole
+ * image, and is what the VFS checks there); a checkpoint seals them as it
+ * copies them into the database.  Before SQLite recovers a WAL left by a
+ * crash, the VFS checks that no damaged frame is followed by a later
+ * commit (sqlite_env_wal_check), which recovery would silently drop.  A
+ * version-3 catalog whose header has another reserve is damaged
+ * (BT_ECORRUPT).
+ *
+ * Upgrades run at open, each crash-safe: 1 -> 2 in one transaction
+ * (CATALOG_SCHEMA_V2_SQL); 2 -> 3 by VACUUM INTO CATALOG_UPGRADE_SUFFIX
+ * beside the catalog with the reserve requested, user_version set to 3
+ * there and synced, the old catalog closed (its WAL checkpointed and
+ * removed, the directory synced), then the new file renamed over it: a
+ * crash leaves the old catalog (and a stale copy that the next upgrade
+ * removes first) or the new one.
  */
 #ifndef TABLETFS_CATALOG_FORMAT_H
 #define TABLETFS_CATALOG_FORMAT_H
 
 #define CATALOG_APPLICATION_ID	1952871267	/* 0x74667363, "tfsc" */
-#define CATALOG_VERSION		2
+#define CATALOG_VERSION		3
+/* Bytes at the end of every page for the trailer (version 3). */
+#define CATALOG_PAGE_RESERVE	8
+#define CATALOG_UPGRADE_SUFFIX	".v3"
 #define CATALOG_META_LAST_NUMBER "last_number"
 /* The id of a new tablet: above every id ever used (tablets_id_high keeps
  * meta "last_tablet_id"). */

@@ -27,6 +27,25 @@
  *    must outlive the connection.  "PRAGMA temp_store = MEMORY" keeps them
  *    in memory instead.
  *
+ * Checksums.  A main database whose header reserves CATALOG_PAGE_RESERVE
+ * bytes a page (catalog/format.h; SQLITE_FCNTL_RESERVE_BYTES before the
+ * first table of a new database, or VACUUM INTO a new file) is sealed:
+ * every page written gets the trailer (its number and a masked CRC32C),
+ * and every read verifies each page it touches.  Whether a file is
+ * sealed is read from its header when it is opened, and for a new file
+ * from the first write of page 1 (pages SQLite wrote before it are sealed
+ * then); databases with another reserve are read and written as they are.
+ * Page images in a WAL are not changed (SQLite's frame checksums cover
+ * them and its recovery would drop a frame changed behind it): each page
+ * image read from any WAL is verified against its frame's checksum
+ * instead.  A mismatch fails the read with SQLITE_IOERR_DATA and the
+ * detail "PATH: page 7 checksum mismatch" or "PATH-wal: frame 3 (page 7)
+ * checksum mismatch" (code BT_ECHECKSUM).  Not covered: journals and
+ * temporary files; a frame rewritten in place inside a transaction until
+ * the transaction commits; WAL frames that SQLite's own recovery reads
+ * when it opens a WAL (a damaged one ends the log there, as in SQLite;
+ * sqlite_env_wal_check, run first, finds most such damage).
+ *
  * Durability: xSync is env_file_sync(), and the first xSync of each file
  * opened for writing also syncs its parent directory (env_dir_sync()), so
  * that a new database, journal or WAL is found again after power loss.
@@ -57,6 +76,31 @@ int sqlite_env_register(struct env *env, struct sqlite_env **out);
 
 /* The VFS's name, to pass to sqlite3_open_v2(); valid until unregister. */
 const char *sqlite_env_name(const struct sqlite_env *v);
+
+/*
+ * Verify every page of the sealed database at path (in v's env, read
+ * directly, not through SQLite), passing each damaged one to report (may
+ * be NULL) as one line: "page 7: checksum mismatch".  Returns the number
+ * of damaged pages (0 also for a database that is not sealed), or a
+ * negative error.  Safe while a connection has the database open if no
+ * write runs meanwhile.
+ */
+int sqlite_env_check(struct sqlite_env *v, const char *path,
+    void (*report)(void *arg, const char *problem), void *arg);
+
+/*
+ * Before SQLite opens the WAL at path (in v's env) and recovers it: find
+ * damage that its recovery would take for the torn end of a crash, ending
+ * the log there and dropping the committed transactions after it.  A
+ * frame that fails its checksum is damage when a later transaction's
+ * commit follows it in an unbroken chain, since every commit syncs the
+ * WAL: only for databases with synchronous = FULL or EXTRA, as the catalog
+ * has.  Returns 0 (none found, or no WAL), BT_ECHECKSUM with the detail
+ * "PATH: frame 3 (page 7) checksum mismatch, and committed frames follow
+ * it", or a negative error.  Damage in the last committed transaction
+ * cannot be told from a torn one and is not found.
+ */
+int sqlite_env_wal_check(struct sqlite_env *v, const char *path);
 
 /*
  * Unregister and free the VFS; accepts NULL.  Every connection opened with

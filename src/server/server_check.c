@@ -1,9 +1,10 @@
 /*
  * server_check.c - verify a store for tabletctl check (bt_store_check):
- * every block of every SSTable the catalog names, that the catalog and
- * sst/ agree, that the location hierarchy describes every tablet, and
- * every record of every commit-log segment.  Problems are
- * reported one line each, named by the file's path inside the store.
+ * the catalog database's own pages, every block of every SSTable the
+ * catalog names, that the catalog and sst/ agree, that the location
+ * hierarchy describes every tablet, and every record of every commit-log
+ * segment.  Problems are reported one line each, named by the file's path
+ * inside the store.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -267,6 +268,37 @@ check_location(void *arg, const char *problem)
 	check_report(arg, "catalog.db", "location hierarchy: %s", problem);
 }
 
+/* A problem in the catalog database's own pages. */
+static void
+check_catalog_page(void *arg, const char *problem)
+{
+	check_report(arg, "catalog.db", "%s", problem);
+}
+
+/* The catalog database: every page's checksum and SQLite's quick_check
+ * (catalog_check); damage found is counted by the report. */
+static int
+check_catalog(struct check *ck)
+{
+	int rc = catalog_check(ck->s->catalog, check_catalog_page, ck);
+
+	return rc < 0 ? rc : 0;
+}
+
+/*
+ * A later step that needs a catalog page found damaged (and reported)
+ * stops the check: the problems so far are the result, not an error.
+ */
+static int
+check_catalog_stopped(struct check *ck, int rc)
+{
+	if (rc != BT_ECHECKSUM || ck->problems == 0)
+		return rc;
+	return bt_error_set(BT_ECORRUPT, "check: %" PRIu64 " problem%s found "
+	    "(stopped at a damaged catalog page)", ck->problems,
+	    ck->problems == 1 ? "" : "s");
+}
+
 int
 server_check(struct server *s,
     void (*report)(void *arg, const char *problem),
@@ -282,6 +314,8 @@ server_check(struct server *s,
 	/* No flush or compaction may rename, name or delete a file while
 	 * the catalog and sst/ are compared. */
 	pthread_mutex_lock(&s->work_mu);
+	if ((rc = check_catalog(&ck)) < 0)
+		goto out_unlock;
 	if ((rc = check_gather(&ck)) < 0)
 		goto out_unlock;
 	if ((rc = log_list_segments(s->env, s->log_dir, &segments,
@@ -315,6 +349,7 @@ server_check(struct server *s,
 	goto out;
 out_unlock:
 	pthread_mutex_unlock(&s->work_mu);
+	rc = check_catalog_stopped(&ck, rc);
 out:
 	bt_free(segments);
 	bt_free(ck.named);

@@ -4,14 +4,10 @@
 # and a GC policy changed inside catalog.db must make tabletctl check
 # name the catalog, and must never turn into a different schema: the
 # family's data read through the mount is there or EIO, the policy not
-# silently widened.
-#
-# EXPECTED TO FAIL (XFAIL_TESTS in Makefile.am): catalog.db has no
-# checksums (src/catalog/sqlite_env.c keeps SQLite's pages as they are)
-# and check does not look inside it (src/server/server_check.c), so the
-# store opens with family "anchoz" in place of "anchor", the data under
-# anchor vanishes, maxversions=3 reads as maxversions=9, and check says
-# OK.  When this passes, move it out of XFAIL_TESTS.
+# silently widened.  Every page of catalog.db carries a checksum (catalog
+# format 3, src/catalog/format.h), so both changes fail the page's check:
+# check names catalog.db and the page and exits non-zero, and a mount
+# that needs the page fails with one line naming them.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -29,8 +25,16 @@ printf z | dd of="$db" bs=1 seek=$((off + 5)) conv=notrunc 2>/dev/null
 if ctl check >"$T/check" 2>&1; then
 	fail "check passed a damaged catalog: $(cat "$T/check")"
 fi
+sed 's/^/check: /' "$T/check"
 grep -q "catalog" "$T/check" || fail "check: $(cat "$T/check")"
-if "$TABLETFS" "$S" "$M" 2>"$T/mount.err"; then
+grep -q "catalog\.db: page [0-9]* checksum mismatch" "$T/check" ||
+    fail "check does not name the page: $(cat "$T/check")"
+if ! "$TABLETFS" "$S" "$M" 2>"$T/mount.err"; then
+	grep -q "catalog\.db: page [0-9]* checksum mismatch" "$T/mount.err" ||
+	    fail "the failed mount does not name the page: $(cat "$T/mount.err")"
+	[ "$(wc -l <"$T/mount.err")" -eq 1 ] ||
+	    fail "the failed mount says more than one line: $(cat "$T/mount.err")"
+else
 	fs_wait_mounted "$M" || fail "$M not mounted"
 	if got=$(cat "$M/webtable/com.cnn.www/anchor/cnnsi.com/5" 2>"$T/err")
 	then

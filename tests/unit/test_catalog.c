@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "catalog/catalog.h"
+#include "catalog/format.h"
+#include "catalog/sqlite_env.h"
 #include "util/alloc.h"
 #include "util/env.h"
 #include "util/error.h"
@@ -23,6 +25,26 @@
 static char dir[64];
 static char db_path[128];
 static struct env *env;		/* the local filesystem */
+
+/*
+ * Open a catalog behind its back through the VFS the catalog uses (on the
+ * local filesystem), so that the pages it changes keep their checksums:
+ * SQLite's own VFS would leave them stale, which the catalog reports as
+ * damage.
+ */
+static int
+raw_open(const char *path, sqlite3 **db)
+{
+	static struct sqlite_env *vfs;
+
+	if (vfs == NULL && sqlite_env_register(env, &vfs) != 0)
+		tap_bail("sqlite_env_register");
+	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE, sqlite_env_name(vfs)) != SQLITE_OK)
+		return SQLITE_ERROR;
+	return sqlite3_exec(*db, "PRAGMA locking_mode = EXCLUSIVE", NULL,
+	    NULL, NULL);
+}
 
 static void
 path_in_dir(char *out, size_t size, const char *name)
@@ -279,7 +301,7 @@ set_user_version(int version)
 	sqlite3 *db;
 
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", version);
-	if (sqlite3_open(db_path, &db) != SQLITE_OK ||
+	if (raw_open(db_path, &db) != SQLITE_OK ||
 	    sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		tap_bail("cannot change user_version");
 	sqlite3_close(db);
@@ -291,15 +313,15 @@ test_version(void)
 	struct catalog *c = NULL;
 	int rc;
 
-	set_user_version(3);
+	set_user_version(4);
 	rc = catalog_open(env, db_path, &c);
-	is_int(rc, BT_EFORMAT, "a catalog of version 3 is BT_EFORMAT");
-	ok(strstr(bt_error_detail(), "version 3") != NULL,
+	is_int(rc, BT_EFORMAT, "a catalog of version 4 is BT_EFORMAT");
+	ok(strstr(bt_error_detail(), "version 4") != NULL,
 	    "the detail names the version: %s", bt_error_detail());
 	ok(c == NULL, "and no handle");
-	set_user_version(2);
+	set_user_version(3);
 	rc = catalog_open(env, db_path, &c);
-	is_int(rc, 0, "version 2 opens again");
+	is_int(rc, 0, "version 3 opens again");
 	catalog_close(c);
 }
 
@@ -1081,6 +1103,573 @@ test_alloc_failures(struct catalog *c)
 	}
 }
 
+/* ---- Page checksums (format version 3) ---- */
+
+static void
+copy_local(const char *from, const char *to)
+{
+	char data[65536];
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	size_t got;
+
+	if (in == NULL || out == NULL)
+		tap_bail("copy_local");
+	while ((got = fread(data, 1, sizeof(data), in)) > 0)
+		if (fwrite(data, 1, got, out) != got)
+			tap_bail("copy_local write");
+	fclose(in);
+	if (fclose(out) != 0)
+		tap_bail("copy_local close");
+}
+
+/* The page size in the header of the SQLite database at p. */
+static uint32_t
+page_size_of(const char *p)
+{
+	uint8_t h[18];
+	int fd = open(p, O_RDONLY);
+	uint32_t ps;
+
+	if (fd < 0 || pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		tap_bail("read a database header");
+	close(fd);
+	ps = (uint32_t)h[16] << 8 | h[17];
+	return ps == 1 ? 65536 : ps;
+}
+
+/* XOR one byte of a local file with 0x20. */
+static void
+flip_byte(const char *p, uint64_t at)
+{
+	int fd = open(p, O_RDWR);
+	uint8_t b;
+
+	if (fd < 0 || pread(fd, &b, 1, (off_t)at) != 1)
+		tap_bail("flip_byte read");
+	b ^= 0x20;
+	if (pwrite(fd, &b, 1, (off_t)at) != 1 || close(fd) != 0)
+		tap_bail("flip_byte write");
+}
+
+/*
+ * Everything the catalog says, through its API, as text into *out
+ * (malloc'ed).  Returns 0, or the first error.
+ */
+static int
+catalog_dump(struct catalog *c, char **out)
+{
+	struct catalog_tablet *tabs;
+	struct catalog_table *t;
+	struct catalog_file *files;
+	char **names = NULL, *text = NULL;
+	size_t n = 0, tn, fn, size;
+	FILE *f = open_memstream(&text, &size);
+	int rc;
+
+	if (f == NULL)
+		tap_bail("open_memstream");
+	if ((rc = catalog_table_list(c, &names, &n)) < 0)
+		goto out;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if ((rc = catalog_table_get(c, names[i], &t)) != 0)
+			break;
+		fprintf(f, "table %s %llu %llu\n", t->name,
+		    (unsigned long long)t->id,
+		    (unsigned long long)t->tablet_size);
+		for (size_t j = 0; j < t->family_count; j++)
+			fprintf(f, " family %s %s %s %llu\n",
+			    t->families[j].name, t->families[j].group,
+			    t->families[j].gc_policy,
+			    (unsigned long long)t->families[j].created_seq);
+		for (size_t j = 0; j < t->group_count; j++)
+			fprintf(f, " group %s %u %d %d %d\n", t->groups[j].name,
+			    t->groups[j].block_size, t->groups[j].compress,
+			    t->groups[j].bloom, t->groups[j].in_memory);
+		rc = catalog_tablets_list(c, t->id, &tabs, &tn);
+		catalog_table_free(t);
+		if (rc != 0)
+			break;
+		for (size_t j = 0; rc == 0 && j < tn; j++) {
+			fprintf(f, " tablet %llu [%.*s, %.*s) %llu\n",
+			    (unsigned long long)tabs[j].id,
+			    (int)tabs[j].start.n, (char *)tabs[j].start.p,
+			    (int)tabs[j].end.n, (char *)tabs[j].end.p,
+			    (unsigned long long)tabs[j].flushed_seq);
+			if ((rc = catalog_files_list(c, tabs[j].id, &files,
+			    &fn)) != 0)
+				break;
+			for (size_t k = 0; k < fn; k++)
+				fprintf(f, "  file %llu %s %llu\n",
+				    (unsigned long long)files[k].number,
+				    files[k].group,
+				    (unsigned long long)files[k].size);
+			bt_free(files);
+		}
+		catalog_tablets_free(tabs, tn);
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		bt_free(names[i]);
+	bt_free(names);
+	fclose(f);
+	if (rc != 0) {
+		free(text);
+		return rc;
+	}
+	*out = text;
+	return 0;
+}
+
+static void
+report_append(void *arg, const char *problem)
+{
+	char *text = arg;
+	size_t n = strlen(text);
+
+	snprintf(text + n, 4096 - n, "%s\n", problem);
+}
+
+/*
+ * A byte flipped in any page of a catalog, in its body or in its trailer:
+ * the open fails with BT_ECHECKSUM naming the page, or it succeeds and
+ * every read returns what the catalog held or BT_ECHECKSUM, never other
+ * data, and catalog_check names the page.  Free pages (a dropped table's)
+ * are damaged too.
+ */
+static void
+test_damage_every_page(void)
+{
+	struct catalog_family fams[] = {
+		family("anchor", "", "maxversions=3"),
+		family("contents", "", "maxage=7d"),
+		family("language", "lang", ""),
+	};
+	struct slice splits[40];
+	char keys[40][16], p[256], orig[256], want[64], *pristine, *got;
+	char *reported;
+	struct catalog_file added[3];
+	struct catalog *c;
+	uint64_t id, size, ps;
+	size_t pages;
+	int refused = 0, opened = 0, bad_refusal = 0, wrong = 0, missed = 0;
+	int bad_error = 0, rc;
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "com.site%03d", i * 7);
+		splits[i] = slice_str(keys[i]);
+	}
+	path_in_dir(p, sizeof(p), "damage.db");
+	path_in_dir(orig, sizeof(orig), "damage.orig");
+	unlink(p);
+	if (catalog_create(env, p) != 0)
+		tap_bail("catalog_create");
+	c = fault_open_or_bail(env, p);
+	if (catalog_table_create(c, "webtable", 0, fams, 3, NULL, 0, splits,
+	    40, &id) != 0 || catalog_table_create(c, "victim", 0, fams, 1,
+	    NULL, 0, splits, 40, &id) != 0 || catalog_table_drop(c,
+	    "victim") != 0)
+		tap_bail("cannot fill the catalog");
+	id = table_id_of(c, "webtable");
+	for (int i = 0; i < 3; i++)
+		added[i] = file(100 + (uint64_t)i, i == 2 ? "lang" :
+		    "default", 1000 + (uint64_t)i);
+	if (catalog_tablet_apply(c, tablet_id_of(c, id, 3), added, 3, NULL,
+	    0, 42) != 0)
+		tap_bail("cannot name files");
+	catalog_close(c);
+	copy_local(p, orig);
+	size = file_size(orig);
+	ps = page_size_of(orig);
+	pages = (size_t)(size / ps);
+	c = fault_open_or_bail(env, p);
+	if (catalog_dump(c, &pristine) != 0)
+		tap_bail("dump");
+	is_int(catalog_check(c, NULL, NULL), 0,
+	    "a catalog of %zu pages: check finds nothing", pages);
+	catalog_close(c);
+	if ((reported = malloc(4096)) == NULL)
+		tap_bail("malloc");
+
+	for (size_t pg = 1; pg <= pages; pg++) {
+		for (int trailer = 0; trailer < 2; trailer++) {
+			copy_local(orig, p);
+			flip_byte(p, (pg - 1) * ps + (trailer ? ps - 3 :
+			    ps / 4 + pg * 37 % (ps / 2)));
+			snprintf(want, sizeof(want), "page %zu checksum "
+			    "mismatch", pg);
+			bt_error_clear();
+			c = NULL;
+			rc = catalog_open(env, p, &c);
+			if (rc < 0) {
+				refused++;
+				if (rc != BT_ECHECKSUM || strstr(
+				    bt_error_detail(), want) == NULL) {
+					bad_refusal++;
+					diag("page %zu: open: %s: %s", pg,
+					    bt_strerror(rc), bt_error_detail());
+				}
+				continue;
+			}
+			opened++;
+			rc = catalog_dump(c, &got);
+			if (rc == 0) {
+				wrong += strcmp(got, pristine) != 0;
+				free(got);
+			} else if (rc != BT_ECHECKSUM) {
+				bad_error++;
+				diag("page %zu: read: %s: %s", pg,
+				    bt_strerror(rc), bt_error_detail());
+			}
+			reported[0] = '\0';
+			snprintf(want, sizeof(want), "page %zu: checksum "
+			    "mismatch", pg);
+			rc = catalog_check(c, report_append, reported);
+			if (rc < 1 || strstr(reported, want) == NULL) {
+				missed++;
+				diag("page %zu: check %d (%s): %s", pg, rc,
+				    bt_error_detail(), reported);
+			}
+			catalog_close(c);
+		}
+	}
+	diag("%zu pages x 2 flips: %d refused at open, %d opened", pages,
+	    refused, opened);
+	is_int(bad_refusal, 0, "each refused open is BT_ECHECKSUM and names "
+	    "the page");
+	is_int(wrong, 0, "no read returned other data than the catalog held");
+	is_int(bad_error, 0, "each failed read is BT_ECHECKSUM");
+	is_int(missed, 0, "check names every damaged page of every catalog "
+	    "that opens");
+	ok(refused > 0 && opened > 0, "some flips stop the open (%d), most "
+	    "do not (%d)", refused, opened);
+	free(reported);
+	free(pristine);
+	unlink(p);
+	unlink(orig);
+}
+
+/*
+ * A byte flipped in the newest frame of the WAL of an open catalog:
+ * catalog_check names the WAL frame and the page (the checkpoint it runs
+ * first reads every newest frame), and finds nothing once it is restored.
+ */
+static void
+test_damage_wal(void)
+{
+	struct catalog_family fams[] = { family("anchor", "", "") };
+	char p[256], wal[300], want[64], *reported;
+	struct catalog *c;
+	uint64_t id, size, at, fs;
+	int rc;
+
+	path_in_dir(p, sizeof(p), "walcheck.db");
+	snprintf(wal, sizeof(wal), "%s-wal", p);
+	unlink(p);
+	if (catalog_create(env, p) != 0)
+		tap_bail("catalog_create");
+	c = fault_open_or_bail(env, p);
+	if (catalog_table_create(c, "webtable", 0, fams, 1, NULL, 0, NULL, 0,
+	    &id) != 0 || (reported = calloc(1, 4096)) == NULL)
+		tap_bail("cannot fill the catalog");
+	size = file_size(wal);
+	fs = page_size_of(p) + 24;
+	ok(size > 32 + fs, "the catalog's WAL holds %llu frames",
+	    (unsigned long long)((size - 32) / fs));
+	at = 32 + ((size - 32) / fs - 1) * fs + 24 + 1000;
+	flip_byte(wal, at);
+	rc = catalog_check(c, report_append, reported);
+	snprintf(want, sizeof(want), "WAL frame %llu (page ",
+	    (unsigned long long)((size - 32) / fs));
+	ok(rc >= 1 && strstr(reported, want) != NULL &&
+	    strstr(reported, "checksum mismatch") != NULL,
+	    "check names the WAL frame (%d): %s", rc, reported);
+	flip_byte(wal, at);
+	reported[0] = '\0';
+	is_int(catalog_check(c, report_append, reported), 0,
+	    "restored, check finds nothing %s", reported);
+	catalog_close(c);
+	free(reported);
+	unlink(p);
+}
+
+/* The index of the last commit's own frame in the WAL at p (SQLite pads
+ * a commit with copies of that frame, up to a sector boundary). */
+static uint64_t
+last_commit_frame(const char *p, uint64_t frames, uint64_t fs)
+{
+	uint8_t *last = malloc(fs), *f = malloc(fs);
+	uint64_t k = frames - 1;
+	int fd = open(p, O_RDONLY);
+
+	if (last == NULL || f == NULL || fd < 0 ||
+	    pread(fd, last, fs, 32 + (off_t)(k * fs)) != (ssize_t)fs)
+		tap_bail("read the WAL");
+	while (k > 0 && pread(fd, f, fs, 32 + (off_t)((k - 1) * fs)) ==
+	    (ssize_t)fs && memcmp(f, last, 8) == 0 &&
+	    memcmp(f + 24, last + 24, fs - 24) == 0)
+		k--;
+	close(fd);
+	free(last);
+	free(f);
+	return k;
+}
+
+/*
+ * What a crash leaves: a catalog and its WAL of committed transactions.
+ * A byte flipped in an early frame would make SQLite's recovery end the
+ * log there and drop the later commits; the open fails instead, naming
+ * the frame.  Damage in the last transaction cannot be told from a commit
+ * torn by the crash: the catalog opens with what came before it.
+ */
+static void
+test_damage_wal_at_rest(void)
+{
+	struct catalog_family fams[] = { family("anchor", "", "") };
+	char p[256], q[256], pw[300], qw[300];
+	struct catalog *c, *d;
+	uint64_t id, v = 0, size, frames, fs;
+	int rc;
+
+	path_in_dir(p, sizeof(p), "live.db");
+	path_in_dir(q, sizeof(q), "crashed.db");
+	snprintf(pw, sizeof(pw), "%s-wal", p);
+	snprintf(qw, sizeof(qw), "%s-wal", q);
+	unlink(p);
+	if (catalog_create(env, p) != 0)
+		tap_bail("catalog_create");
+	c = fault_open_or_bail(env, p);
+	if (catalog_table_create(c, "webtable", 0, fams, 1, NULL, 0, NULL, 0,
+	    &id) != 0)
+		tap_bail("cannot fill the catalog");
+	for (uint64_t i = 1; i <= 5; i++)
+		if (catalog_meta_set(c, "step", i) != 0)
+			tap_bail("meta_set");
+	size = file_size(pw);
+	fs = page_size_of(p) + 24;
+	frames = (size - 32) / fs;
+
+	copy_local(p, q);
+	copy_local(pw, qw);
+	d = fault_open_or_bail(env, q);
+	rc = catalog_meta_get(d, "step", 0, &v);
+	ok(rc == 0 && v == 5 && table_id_of(d, "webtable") == id,
+	    "a copy of the catalog and its WAL of %llu frames opens with "
+	    "every commit", (unsigned long long)frames);
+	catalog_close(d);
+
+	copy_local(p, q);
+	copy_local(pw, qw);
+	flip_byte(qw, 32 + 1 * fs + 24 + 500);
+	d = NULL;
+	rc = catalog_open(env, q, &d);
+	ok(rc == BT_ECHECKSUM && strstr(bt_error_detail(),
+	    "-wal: frame 2 (page ") != NULL && strstr(bt_error_detail(),
+	    "committed frames follow it") != NULL,
+	    "a flip in frame 2 fails the open (%s): %s", bt_strerror(rc),
+	    bt_error_detail());
+	catalog_close(d);
+
+	copy_local(p, q);
+	copy_local(pw, qw);
+	flip_byte(qw, 32 + last_commit_frame(qw, frames, fs) * fs + 24 + 500);
+	d = fault_open_or_bail(env, q);
+	rc = catalog_meta_get(d, "step", 0, &v);
+	ok(rc == 0 && v == 4, "a flip in the last commit reads as a torn one: "
+	    "the catalog opens at the commit before (step %llu)",
+	    (unsigned long long)v);
+	catalog_close(d);
+	catalog_close(c);
+	unlink(p);
+	unlink(q);
+	unlink(qw);
+}
+
+/* Build a version-2 catalog as the previous release did, without the
+ * reserve, with a table of 200 tablets. */
+static void
+make_v2_catalog(const char *p)
+{
+	char sql[256];
+	sqlite3 *db;
+
+	unlink(p);
+	if (sqlite3_open(p, &db) != SQLITE_OK ||
+	    sqlite3_exec(db, "PRAGMA journal_mode = WAL; BEGIN;"
+	    CATALOG_SCHEMA_V1_SQL CATALOG_SCHEMA_V2_SQL
+	    "INSERT INTO tables VALUES (1, 'web', 1048576);"
+	    "INSERT INTO groups VALUES (1, 'default', 65536, 1, 1, 0);"
+	    "INSERT INTO families VALUES (1, 'anchor', 'default',"
+	    " 'maxversions=3', 0);"
+	    "INSERT INTO meta VALUES ('last_number', 500);",
+	    NULL, NULL, NULL) != SQLITE_OK)
+		tap_bail("v2 schema");
+	for (int i = 0; i < 200; i++) {
+		char start[16] = "", end[16] = "";
+
+		if (i > 0)
+			snprintf(start, sizeof(start), "k%04d", i);
+		if (i < 199)
+			snprintf(end, sizeof(end), "k%04d", i + 1);
+		snprintf(sql, sizeof(sql), "INSERT INTO tablets (table_id, "
+		    "start_row, end_row, flushed_seq) VALUES (1, "
+		    "CAST('%s' AS BLOB), CAST('%s' AS BLOB), %d)", start, end,
+		    i);
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			tap_bail(sqlite3_errmsg(db));
+	}
+	if (sqlite3_exec(db, "PRAGMA application_id = 1952871267;"
+	    "PRAGMA user_version = 2; COMMIT;", NULL, NULL, NULL) !=
+	    SQLITE_OK)
+		tap_bail("v2 commit");
+	sqlite3_close(db);
+}
+
+/* Header byte 20 (reserve) and user_version of the catalog at p in e. */
+static void
+header_of(struct env *e, const char *p, int *reserve, int *version)
+{
+	struct env_file *f;
+	uint8_t h[100];
+
+	*reserve = *version = -1;
+	if (env_file_open(e, p, ENV_READ, &f) != 0)
+		return;
+	if (env_file_read_exact(f, 0, h, sizeof(h)) == 0) {
+		*reserve = h[20];
+		*version = h[60] << 24 | h[61] << 16 | h[62] << 8 | h[63];
+	}
+	env_file_close(f);
+}
+
+/* What a version-2 catalog must still hold after its upgrade. */
+static bool
+v2_whole(struct catalog *c)
+{
+	struct catalog_tablet *t;
+	struct catalog_table *tab;
+	uint64_t number = 0;
+	size_t n = 0;
+	bool whole;
+
+	if (catalog_table_get(c, "web", &tab) != 0)
+		return false;
+	whole = tab->family_count == 1 &&
+	    strcmp(tab->families[0].gc_policy, "maxversions=3") == 0;
+	catalog_table_free(tab);
+	if (catalog_tablets_list(c, 1, &t, &n) != 0)
+		return false;
+	catalog_tablets_free(t, n);
+	return whole && n == 200 &&
+	    catalog_location_check(c, NULL, NULL) == 0 &&
+	    catalog_next_number(c, &number) == 0 && number == 501;
+}
+
+/*
+ * A version-2 catalog (no reserve) opens, becomes version 3 with every
+ * page sealed, and keeps everything; a crash at any write, sync or rename
+ * of the upgrade leaves the old catalog or the new one, never a mix, and
+ * the next open finishes the upgrade.
+ */
+static void
+test_upgrade_reserve(void)
+{
+	static const enum env_fault_op ops[] = { ENV_FAULT_APPEND,
+	    ENV_FAULT_SYNC, ENV_FAULT_RENAME };
+	static const char fpath[] = "/s/catalog.db";
+	char p[256], tmp[300], data[65536];
+	struct sqlite_env *vfs;
+	struct catalog *c;
+	struct env *fenv;
+	int reserve, version, crashes = 0, old = 0, new = 0, mixed = 0;
+	int bad = 0, rc;
+
+	path_in_dir(p, sizeof(p), "v2.db");
+	snprintf(tmp, sizeof(tmp), "%s" CATALOG_UPGRADE_SUFFIX, p);
+	make_v2_catalog(p);
+	header_of(env, p, &reserve, &version);
+	ok(reserve == 0 && version == 2, "a version-2 catalog without the "
+	    "reserve (%d, %d)", reserve, version);
+	c = fault_open_or_bail(env, p);
+	ok(v2_whole(c), "opens with all it held");
+	catalog_close(c);
+	header_of(env, p, &reserve, &version);
+	ok(reserve == CATALOG_PAGE_RESERVE && version == CATALOG_VERSION,
+	    "and is now version %d reserving %d bytes (%d, %d)",
+	    CATALOG_VERSION, CATALOG_PAGE_RESERVE, version, reserve);
+	if (sqlite_env_register(env, &vfs) != 0)
+		tap_bail("sqlite_env_register");
+	is_int(sqlite_env_check(vfs, p, NULL, NULL), 0,
+	    "every page of the upgraded catalog is sealed");
+	sqlite_env_unregister(vfs);
+	ok(access(tmp, F_OK) != 0, "the upgrade's copy is gone");
+
+	make_v2_catalog(p);
+	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+		for (long k = 1; k < 200; k++) {
+			struct env_file *f;
+			FILE *in;
+			size_t got;
+
+			if (env_fault_new(&fenv) < 0 ||
+			    env_dir_create(fenv, "/s") < 0 ||
+			    env_dir_sync(fenv, "/") < 0 ||
+			    env_file_open(fenv, fpath, ENV_CREATE, &f) != 0 ||
+			    (in = fopen(p, "rb")) == NULL)
+				tap_bail("fault env");
+			while ((got = fread(data, 1, sizeof(data), in)) > 0)
+				if (env_file_append(f, data, got) != 0)
+					tap_bail("append");
+			fclose(in);
+			if (env_file_sync(f) != 0 || env_file_close(f) != 0 ||
+			    env_dir_sync(fenv, "/s") != 0)
+				tap_bail("sync");
+			env_fault_fail_after(fenv, ops[o], k, -EIO, true);
+			c = NULL;
+			rc = catalog_open(fenv, fpath, &c);
+			env_fault_fail_after(fenv, ENV_FAULT_APPEND, 1, -EIO,
+			    true);
+			env_fault_fail_after(fenv, ENV_FAULT_SYNC, 1, -EIO,
+			    true);
+			catalog_close(c);
+			env_fault_drop_unsynced(fenv);
+			env_fault_fail_after(fenv, ENV_FAULT_APPEND, 0, 0,
+			    false);
+			env_fault_fail_after(fenv, ENV_FAULT_SYNC, 0, 0, false);
+			env_fault_fail_after(fenv, ENV_FAULT_RENAME, 0, 0,
+			    false);
+			crashes++;
+			header_of(fenv, fpath, &reserve, &version);
+			if (reserve == 0 && version == 2)
+				old++;
+			else if (reserve == CATALOG_PAGE_RESERVE &&
+			    version == CATALOG_VERSION)
+				new++;
+			else
+				mixed++;
+			c = NULL;
+			if (catalog_open(fenv, fpath, &c) != 0) {
+				diag("after crash %d: %s", crashes,
+				    bt_error_detail());
+				bad++;
+			} else if (!v2_whole(c)) {
+				bad++;
+			}
+			catalog_close(c);
+			header_of(fenv, fpath, &reserve, &version);
+			bad += reserve != CATALOG_PAGE_RESERVE ||
+			    version != CATALOG_VERSION;
+			env_free(fenv);
+			if (rc == 0)
+				break;
+		}
+	}
+	is_int(mixed, 0, "after each of %d crashes in the upgrade the catalog "
+	    "is the old one (%d) or the new one (%d)", crashes, old, new);
+	ok(old > 0 && new > 0, "crashes hit both sides of the rename");
+	is_int(bad, 0, "and the next open upgrades it and has all it held");
+	unlink(p);
+}
+
 int
 main(void)
 {
@@ -1111,6 +1700,10 @@ main(void)
 	test_alloc_failures(c);
 	catalog_close(c);
 	test_fault_env();
+	test_damage_every_page();
+	test_damage_wal();
+	test_damage_wal_at_rest();
+	test_upgrade_reserve();
 
 	env_free(env);
 	dir_remove();

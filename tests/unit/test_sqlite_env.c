@@ -4,7 +4,9 @@
  * own VFS) and in the fault env; power loss after commits and after failed
  * commits; random fault points in WAL and rollback-journal modes, where
  * every commit that returned SQLITE_OK must survive and every failed one
- * must be all there or not at all; a full disk as SQLITE_FULL.
+ * must be all there or not at all, also on sealed databases (page
+ * checksums) and with power losses that keep unsynced sectors out of
+ * order; a full disk as SQLITE_FULL.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -16,7 +18,9 @@
 #include <sqlite3.h>
 
 #include "tap.h"
+#include "catalog/format.h"
 #include "catalog/sqlite_env.h"
+#include "util/crc32c.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -82,7 +86,8 @@ integrity_ok(sqlite3 *db)
  * SQLite itself does not promise that a commit survives power loss.
  */
 static int
-db_open(const char *vfs, const char *path, bool wal, sqlite3 **out)
+db_open_reserve(const char *vfs, const char *path, bool wal, int reserve,
+    sqlite3 **out)
 {
 	sqlite3 *db;
 	char mode[16];
@@ -93,6 +98,10 @@ db_open(const char *vfs, const char *path, bool wal, sqlite3 **out)
 	if (src != SQLITE_OK)
 		goto out_close;
 	sqlite3_extended_result_codes(db, 1);
+	/* Before anything writes page 1 of a new file. */
+	if (reserve > 0 && (src = sqlite3_file_control(db, "main",
+	    SQLITE_FCNTL_RESERVE_BYTES, &reserve)) != SQLITE_OK)
+		goto out_close;
 	if (wal) {
 		if ((src = exec(db, "PRAGMA locking_mode = EXCLUSIVE")) != 0 ||
 		    (src = query_text(db, "PRAGMA journal_mode = WAL", mode,
@@ -120,6 +129,12 @@ out_close:
 	    sqlite3_errstr(src));
 	sqlite3_close(db);
 	return src;
+}
+
+static int
+db_open(const char *vfs, const char *path, bool wal, sqlite3 **out)
+{
+	return db_open_reserve(vfs, path, wal, 0, out);
 }
 
 /*
@@ -250,7 +265,7 @@ disarm(struct env *env)
  * synced is dropped.
  */
 static int
-crash_close(struct env *env, sqlite3 *db)
+crash_close_torn(struct env *env, sqlite3 *db, uint64_t torn_seed)
 {
 	int src;
 
@@ -258,9 +273,18 @@ crash_close(struct env *env, sqlite3 *db)
 	env_fault_fail_after(env, ENV_FAULT_SYNC, 1, -EIO, true);
 	env_fault_fail_after(env, ENV_FAULT_OPEN, 1, -EIO, true);
 	src = sqlite3_close(db);
-	env_fault_drop_unsynced(env);
+	if (torn_seed != 0)
+		env_fault_drop_unsynced_torn(env, torn_seed);
+	else
+		env_fault_drop_unsynced(env);
 	disarm(env);
 	return src;
+}
+
+static int
+crash_close(struct env *env, sqlite3 *db)
+{
+	return crash_close_torn(env, db, 0);
 }
 
 /* A fault env with the directory /s, durable, and a VFS over it. */
@@ -731,9 +755,13 @@ test_full_disk(void)
  * with the connection open or after a clean close.
  */
 static void
-test_random_faults(bool wal, int rounds, uint64_t seed)
+test_random_faults(bool wal, bool sealed, bool torn, int rounds,
+    uint64_t seed)
 {
-	const char *label = wal ? "random wal" : "random rollback";
+	const char *label = wal ? sealed ? torn ? "random torn sealed wal" :
+	    "random sealed wal" : "random wal" : sealed ? torn ?
+	    "random torn sealed rollback" : "random sealed rollback" :
+	    "random rollback";
 	const char *path = wal ? "/s/wal.db" : "/s/rollback.db";
 	struct ledger *l;
 	struct sqlite_env *v;
@@ -742,17 +770,25 @@ test_random_faults(bool wal, int rounds, uint64_t seed)
 	enum env_fault_op op;
 	long nth;
 	int round, i, n, src, committed = 0, failed = 0;
-	int bad_open = 0, bad_check = 0, bad_close = 0;
+	int bad_open = 0, bad_check = 0, bad_close = 0, bad_wal = 0;
+	char wal_path[64];
 	sqlite3 *db;
 
 	if ((l = calloc(1, sizeof(*l))) == NULL)
 		tap_bail("calloc");
 	fault_setup(&env, &v);
 	for (round = 0; round <= rounds; round++) {
-		src = db_open(sqlite_env_name(v), path, wal, &db);
+		snprintf(wal_path, sizeof(wal_path), "%s-wal", path);
+		if (wal && sqlite_env_wal_check(v, wal_path) != 0) {
+			diag("%s round %d: wal check: %s", label, round,
+			    bt_error_detail());
+			bad_wal++;
+		}
+		src = db_open_reserve(sqlite_env_name(v), path, wal,
+		    sealed ? CATALOG_PAGE_RESERVE : 0, &db);
 		if (src != SQLITE_OK) {
-			diag("%s round %d: reopen: %s", label, round,
-			    sqlite3_errstr(src));
+			diag("%s round %d: reopen: %s (%s)", label, round,
+			    sqlite3_errstr(src), bt_error_detail());
 			bad_open++;
 			break;
 		}
@@ -780,7 +816,10 @@ test_random_faults(bool wal, int rounds, uint64_t seed)
 			src = sqlite3_close(db);
 			env_fault_drop_unsynced(env);
 		} else {
-			src = crash_close(env, db);
+			/* Out of order: a later sector may survive an
+			 * earlier one. */
+			src = crash_close_torn(env, db, torn ?
+			    tap_rand(&rnd) | 1 : 0);
 		}
 		if (src != SQLITE_OK)
 			bad_close++;
@@ -793,6 +832,9 @@ test_random_faults(bool wal, int rounds, uint64_t seed)
 	}
 	is_int(bad_open, 0, "%s: the database opens after every power loss",
 	    label);
+	if (wal)
+		is_int(bad_wal, 0, "%s: sqlite_env_wal_check takes no torn end "
+		    "for damage", label);
 	is_int(bad_close, 0, "%s: every close returns SQLITE_OK", label);
 	is_int(bad_check, 0, "%s: after every power loss integrity_check is "
 	    "ok, every commit that returned OK is there, every failed one "
@@ -803,6 +845,322 @@ test_random_faults(bool wal, int rounds, uint64_t seed)
 	sqlite_env_unregister(v);
 	env_free(env);
 	free(l);
+}
+
+/* ---- Page checksums ---- */
+
+static uint32_t
+be32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint32_t
+le32_at(const uint8_t *p)
+{
+	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[1] << 8 | p[0];
+}
+
+/* The whole of a local file, in memory (freed by the caller). */
+static uint8_t *
+slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *p;
+	long n;
+
+	if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) != 0)
+		tap_bail("slurp");
+	if ((p = malloc((size_t)n + 1)) == NULL ||
+	    fread(p, 1, (size_t)n, f) != (size_t)n)
+		tap_bail("slurp read");
+	fclose(f);
+	*size = (size_t)n;
+	return p;
+}
+
+/* XOR one byte of a local file with 0x5a (twice restores it). */
+static void
+flip(const char *path, uint64_t at)
+{
+	FILE *f = fopen(path, "r+b");
+	int ch;
+
+	if (f == NULL || fseek(f, (long)at, SEEK_SET) != 0 ||
+	    (ch = fgetc(f)) == EOF || fseek(f, (long)at, SEEK_SET) != 0 ||
+	    fputc(ch ^ 0x5a, f) == EOF || fclose(f) != 0)
+		tap_bail("flip");
+}
+
+/*
+ * Pages of the file at path whose trailer is not what catalog/format.h
+ * says (computed here, not by the VFS); *pages receives their count.
+ */
+static int
+unsealed_pages(const char *path, size_t *pages)
+{
+	size_t size, bad = 0;
+	uint8_t *p = slurp(path, &size);
+	uint32_t ps = (uint32_t)p[16] << 8 | p[17];
+
+	*pages = size / ps;
+	for (size_t i = 0; i < *pages; i++) {
+		const uint8_t *pg = p + i * ps;
+
+		if (le32_at(pg + ps - 8) != i + 1 || le32_at(pg + ps - 4) !=
+		    crc32c_mask(crc32c_value(pg, ps - 4)))
+			bad++;
+	}
+	free(p);
+	return (int)bad;
+}
+
+/* A query's result code, extended, with the detail kept for the caller. */
+static int
+query_code(sqlite3 *db, const char *sql)
+{
+	char text[64];
+
+	bt_error_clear();
+	if (query_text(db, sql, text, sizeof(text)) == SQLITE_OK)
+		return SQLITE_OK;
+	return sqlite3_extended_errcode(db);
+}
+
+static int
+root_page(sqlite3 *db, const char *table)
+{
+	char sql[128], text[32];
+
+	snprintf(sql, sizeof(sql),
+	    "SELECT rootpage FROM sqlite_schema WHERE name = '%s'", table);
+	if (query_text(db, sql, text, sizeof(text)) != SQLITE_OK)
+		tap_bail("rootpage");
+	return atoi(text);
+}
+
+static void
+report_count(void *arg, const char *problem)
+{
+	int *n = arg;
+
+	if ((*n)++ < 5)
+		diag("check: %s", problem);
+}
+
+/*
+ * A sealed database (reserve bytes set before its first page): every page
+ * written carries the trailer; a byte flipped in the schema page, in a
+ * table's b-tree page, in a trailer or in the reserve byte of the header
+ * fails the read of that page with SQLITE_IOERR_DATA and a detail naming
+ * the page, while pages left alone stay readable; a flip in a page image
+ * that is only in the WAL fails against the frame checksum.
+ */
+static void
+test_sealed(const char *root)
+{
+	char path[PATH_SIZE], wal[PATH_SIZE + 16], want[PATH_SIZE + 64];
+	struct sqlite_env *v;
+	struct env *env;
+	uint64_t rnd = 7;
+	size_t pages, size;
+	uint8_t *bytes;
+	int tx, bad, t_root, u_root, n, frames, ps;
+	sqlite3 *db;
+
+	if (env_posix_new(&env) < 0 || sqlite_env_register(env, &v) < 0)
+		tap_bail("posix env");
+	snprintf(path, sizeof(path), "%s/sealed.db", root);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	is_int(db_open_reserve(sqlite_env_name(v), path, true,
+	    CATALOG_PAGE_RESERVE, &db), SQLITE_OK,
+	    "sealed: a new WAL database reserving %d bytes a page",
+	    CATALOG_PAGE_RESERVE);
+	for (tx = 0, bad = 0; tx < 10; tx++)
+		if (insert_tx(db, tx, ROWS, &rnd) != SQLITE_OK)
+			bad++;
+	if (exec(db, "CREATE TABLE u (x TEXT);"
+	    "INSERT INTO u VALUES ('left'), ('alone')") != SQLITE_OK)
+		bad++;
+	is_int(bad, 0, "sealed: ten transactions and a second table commit");
+	t_root = root_page(db, "t");
+	u_root = root_page(db, "u");
+	is_int(sqlite3_close(db), SQLITE_OK, "sealed: close (checkpoint)");
+	bytes = slurp(path, &size);
+	ps = bytes[16] << 8 | bytes[17];
+	is_int(bytes[20], CATALOG_PAGE_RESERVE, "sealed: header byte 20 says "
+	    "%d reserved bytes", CATALOG_PAGE_RESERVE);
+	free(bytes);
+	is_int(unsealed_pages(path, &pages), 0, "sealed: each of the %zu "
+	    "pages carries its number and the CRC32C of the rest", pages);
+	ok(pages > 10 && t_root > 1 && u_root > 1 && t_root != u_root,
+	    "sealed: t's root is page %d, u's page %d", t_root, u_root);
+	n = -1;
+	is_int(sqlite_env_check(v, path, NULL, NULL), 0,
+	    "sealed: sqlite_env_check finds every page sound");
+
+	/* Schema page: nothing can be read. */
+	flip(path, (uint64_t)ps / 2);
+	snprintf(want, sizeof(want), "%s: page 1 checksum mismatch", path);
+	bt_error_clear();
+	if (db_open(sqlite_env_name(v), path, true, &db) == SQLITE_OK) {
+		is_int(query_code(db, "SELECT count(*) FROM u"),
+		    SQLITE_IOERR_DATA, "schema page: a read fails");
+		sqlite3_close(db);
+	} else {
+		ok(true, "schema page: the open fails");
+	}
+	ok(strcmp(bt_error_detail(), want) == 0,
+	    "schema page: the detail names it: %s", bt_error_detail());
+	n = 0;
+	is_int(sqlite_env_check(v, path, report_count, &n), 1,
+	    "schema page: sqlite_env_check finds the one damaged page");
+	flip(path, (uint64_t)ps / 2);
+
+	/* A table's page: that table fails, the other reads. */
+	for (int trailer = 0; trailer < 2; trailer++) {
+		uint64_t at = (uint64_t)(u_root - 1) * ps +
+		    (trailer ? ps - 1 : ps / 2);
+
+		flip(path, at);
+		if (db_open(sqlite_env_name(v), path, true, &db) != SQLITE_OK)
+			tap_bail("reopen");
+		is_int(query_code(db, "SELECT count(*) FROM u"),
+		    SQLITE_IOERR_DATA, "%s of u's page: u fails to read",
+		    trailer ? "the trailer" : "the body");
+		snprintf(want, sizeof(want), "%s: page %d checksum mismatch",
+		    path, u_root);
+		ok(strcmp(bt_error_detail(), want) == 0,
+		    "and the detail names the page: %s", bt_error_detail());
+		is_int(tx_rows(db, 9), ROWS, "t, on pages left alone, reads");
+		is_int(query_code(db, "SELECT count(*) FROM u"),
+		    SQLITE_IOERR_DATA, "u fails again (nothing cached it)");
+		sqlite3_close(db);
+		flip(path, at);
+	}
+
+	/* The reserve byte itself: the checks do not turn off. */
+	flip(path, 20);
+	bt_error_clear();
+	if (db_open(sqlite_env_name(v), path, true, &db) == SQLITE_OK) {
+		ok(query_code(db, "SELECT count(*) FROM u") ==
+		    SQLITE_IOERR_DATA, "reserve byte: a read fails");
+		sqlite3_close(db);
+	} else {
+		ok(true, "reserve byte: the open fails");
+	}
+	ok(strstr(bt_error_detail(), "page 1 checksum mismatch") != NULL,
+	    "reserve byte: page 1 is named: %s", bt_error_detail());
+	flip(path, 20);
+
+	/* A page only in the WAL. */
+	if (db_open(sqlite_env_name(v), path, true, &db) != SQLITE_OK ||
+	    exec(db, "PRAGMA wal_autocheckpoint = 0;"
+	    "CREATE TABLE w (x BLOB); PRAGMA wal_checkpoint(TRUNCATE);"
+	    "INSERT INTO w VALUES (randomblob(3000))") != SQLITE_OK)
+		tap_bail("WAL setup");
+	bytes = slurp(wal, &size);
+	frames = (int)((size - 32) / (ps + 24));
+	is_int(be32_at(bytes + 32 + (size_t)(frames - 1) * (ps + 24)),
+	    root_page(db, "w"), "WAL: the last of %d frames holds w's page",
+	    frames);
+	free(bytes);
+	flip(wal, 32 + (uint64_t)(frames - 1) * (ps + 24) + 24 + 200);
+	sqlite3_db_release_memory(db);
+	is_int(query_code(db, "SELECT length(x) FROM w"), SQLITE_IOERR_DATA,
+	    "WAL: reading the page fails");
+	snprintf(want, sizeof(want), "%s: frame %d (page %d) checksum "
+	    "mismatch", wal, frames, root_page(db, "w"));
+	ok(strcmp(bt_error_detail(), want) == 0,
+	    "WAL: the detail names the frame and page: %s",
+	    bt_error_detail());
+	is_int(tx_rows(db, 3), ROWS, "WAL: t, in the database file, reads");
+	flip(wal, 32 + (uint64_t)(frames - 1) * (ps + 24) + 24 + 200);
+	sqlite3_db_release_memory(db);
+	is_int(query_code(db, "SELECT length(x) FROM w"), SQLITE_OK,
+	    "WAL: restored, the page reads again");
+	is_int(sqlite3_close(db), SQLITE_OK, "WAL: close checkpoints");
+	is_int(unsealed_pages(path, &pages), 0, "WAL: the checkpoint sealed "
+	    "the pages it copied (%zu pages)", pages);
+	remove(path);
+	sqlite_env_unregister(v);
+	env_free(env);
+}
+
+/*
+ * Pages SQLite writes before page 1 (a small cache spilling the first
+ * transaction of a new file; VACUUM INTO a copy that adds the reserve)
+ * are sealed too, once page 1 says the file is.
+ */
+static void
+test_sealed_spill(const char *root)
+{
+	char path[PATH_SIZE], copy[PATH_SIZE + 16], sql[PATH_SIZE + 64];
+	struct sqlite_env *v;
+	struct env *env;
+	uint64_t rnd = 9;
+	size_t pages;
+	int reserve = CATALOG_PAGE_RESERVE, bad = 0;
+	sqlite3 *db;
+
+	if (env_posix_new(&env) < 0 || sqlite_env_register(env, &v) < 0)
+		tap_bail("posix env");
+	snprintf(path, sizeof(path), "%s/spill.db", root);
+	snprintf(copy, sizeof(copy), "%s.copy", path);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE, sqlite_env_name(v)) != SQLITE_OK ||
+	    sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES,
+	    &reserve) != SQLITE_OK ||
+	    exec(db, "PRAGMA cache_size = 2; PRAGMA journal_mode = MEMORY;"
+	    "CREATE TABLE t (tx INTEGER, k INTEGER, v BLOB,"
+	    " PRIMARY KEY (tx, k))") != SQLITE_OK)
+		tap_bail("spill setup");
+	for (int tx = 0; tx < 4; tx++)
+		if (insert_tx(db, tx, MAX_ROWS, &rnd) != SQLITE_OK)
+			bad++;
+	is_int(bad, 0, "spill: four transactions through a 2-page cache");
+	sqlite3_close(db);
+	is_int(unsealed_pages(path, &pages), 0, "spill: all %zu pages sealed",
+	    pages);
+
+	/* A database without the reserve, copied with it. */
+	remove(path);
+	if (sqlite3_open(path, &db) != SQLITE_OK ||
+	    exec(db, "CREATE TABLE t (tx INTEGER, k INTEGER, v BLOB,"
+	    " PRIMARY KEY (tx, k))") != SQLITE_OK)
+		tap_bail("plain database");
+	for (int tx = 0; tx < 4; tx++)
+		insert_tx(db, tx, MAX_ROWS, &rnd);
+	sqlite3_close(db);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE,
+	    sqlite_env_name(v)) != SQLITE_OK)
+		tap_bail("open the plain database through the VFS");
+	is_int(tx_rows(db, 3), MAX_ROWS, "plain: a database without the "
+	    "reserve reads through the VFS as it is");
+	is_int(sqlite_env_check(v, path, NULL, NULL), 0,
+	    "plain: sqlite_env_check has nothing to check");
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size = 2; VACUUM INTO '%s'",
+	    copy);
+	reserve = CATALOG_PAGE_RESERVE;	/* the call returned the old one */
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES,
+	    &reserve) != SQLITE_OK || exec(db, sql) != SQLITE_OK)
+		tap_bail("VACUUM INTO");
+	sqlite3_close(db);
+	is_int(unsealed_pages(copy, &pages), 0, "VACUUM INTO through a 2-page "
+	    "cache: all %zu pages of the copy sealed", pages);
+	if (sqlite3_open_v2(copy, &db, SQLITE_OPEN_READWRITE,
+	    sqlite_env_name(v)) != SQLITE_OK)
+		tap_bail("open the copy");
+	ok(integrity_ok(db) && tx_rows(db, 3) == MAX_ROWS,
+	    "the copy is whole and reads");
+	sqlite3_close(db);
+	remove(path);
+	remove(copy);
+	sqlite_env_unregister(v);
+	env_free(env);
 }
 
 static int
@@ -823,6 +1181,8 @@ main(void)
 	test_register();
 	test_methods();
 	test_posix(tmp);
+	test_sealed(tmp);
+	test_sealed_spill(tmp);
 	nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 	test_fault_round_trip();
 	test_power_loss_after_commit();
@@ -830,8 +1190,12 @@ main(void)
 	test_failed_commit(ENV_FAULT_SYNC, "failed sync");
 	test_system_errno();
 	test_full_disk();
-	test_random_faults(true, 50, seed);
-	test_random_faults(false, 30, seed ^ 0x5bd1e995);
+	test_random_faults(true, false, false, 50, seed);
+	test_random_faults(false, false, false, 30, seed ^ 0x5bd1e995);
+	test_random_faults(true, true, false, 50, seed ^ 0x9e3779b9);
+	test_random_faults(false, true, false, 30, seed ^ 0x7f4a7c15);
+	test_random_faults(true, true, true, 60, seed ^ 0x2545f491);
+	test_random_faults(false, true, true, 40, seed ^ 0x6c078965);
 	sqlite3_shutdown();
 	return tap_done();
 }
