@@ -1,5 +1,6 @@
 /* cells.c - resolve internal entries into a row's visible cells (cells.h). */
 #include <errno.h>
+#include <string.h>
 
 #include "tablet/cells.h"
 #include "tablet/ikey.h"
@@ -41,6 +42,7 @@ cells_row_init(struct cells_row *r)
 	buf_init(&r->scratch);
 	buf_init(&r->cur_family);
 	buf_init(&r->cur_qualifier);
+	buf_init(&r->row_prefix);
 	r->spans = NULL;
 	r->count = 0;
 	r->cap = 0;
@@ -54,6 +56,7 @@ cells_row_release(struct cells_row *r)
 	buf_release(&r->scratch);
 	buf_release(&r->cur_family);
 	buf_release(&r->cur_qualifier);
+	buf_release(&r->row_prefix);
 	bt_free(r->spans);
 	cells_row_init(r);
 }
@@ -132,10 +135,20 @@ enter_column(struct cells_row *r, struct resolver *st,
 	return 0;
 }
 
+/* Append n bytes to b, which has room for them. */
+static inline void
+bytes_put(struct buf *b, const void *p, size_t n)
+{
+	if (n > 0)
+		memcpy(b->p + b->n, p, n);
+	b->n += n;
+}
+
 static int
 emit(struct cells_row *r, struct resolver *st, int64_t ts,
     struct slice value, bool keys_only)
 {
+	uint64_t value_size = value.n;
 	struct cell_span *s;
 	int rc;
 
@@ -152,24 +165,28 @@ emit(struct cells_row *r, struct resolver *st, int64_t ts,
 	if (st->spans_shared) {
 		*s = r->spans[r->count - 1];
 	} else {
-		s->family_off = r->bytes.n;
-		s->family_len = r->cur_family.n;
-		if ((rc = buf_append(&r->bytes, r->cur_family.p,
-		    r->cur_family.n)) < 0)
-			return rc;
-		s->qualifier_off = r->bytes.n;
-		s->qualifier_len = r->cur_qualifier.n;
-		if ((rc = buf_append(&r->bytes, r->cur_qualifier.p,
+		if ((rc = buf_reserve(&r->bytes, r->cur_family.n + 1 +
 		    r->cur_qualifier.n)) < 0)
 			return rc;
+		s->family_off = r->bytes.n;
+		s->family_len = r->cur_family.n;
+		bytes_put(&r->bytes, r->cur_family.p, r->cur_family.n);
+		r->bytes.p[r->bytes.n++] = '\0';
+		s->qualifier_off = r->bytes.n;
+		s->qualifier_len = r->cur_qualifier.n;
+		bytes_put(&r->bytes, r->cur_qualifier.p, r->cur_qualifier.n);
 		st->spans_shared = true;
 	}
-	s->ts = ts;
-	s->value_size = value.n;
-	s->value_off = r->bytes.n;
-	s->value_len = keys_only ? 0 : value.n;
-	if (!keys_only && (rc = buf_append(&r->bytes, value.p, value.n)) < 0)
+	if (keys_only)
+		value.n = 0;
+	if ((rc = buf_reserve(&r->bytes, value.n + 1)) < 0)
 		return rc;
+	s->ts = ts;
+	s->value_size = value_size;
+	s->value_off = r->bytes.n;
+	s->value_len = value.n;
+	bytes_put(&r->bytes, value.p, value.n);
+	r->bytes.p[r->bytes.n++] = '\0';
 	r->count++;
 	return 0;
 }
@@ -238,7 +255,9 @@ walk_row(struct iter *it, uint64_t snapshot,
     int (*version_fn)(void *arg, struct resolver *st, const struct ikey *k),
     void *arg)
 {
+	struct slice key;
 	struct ikey k;
+	size_t prefix_n;
 	int rc;
 
 	r->count = 0;
@@ -247,13 +266,19 @@ walk_row(struct iter *it, uint64_t snapshot,
 	buf_clear(&r->cur_qualifier);
 	if (!iter_valid(it))
 		return BT_DONE;
-	if ((rc = ikey_decode(iter_key(it), &k, &r->scratch)) < 0)
+	key = iter_key(it);
+	if ((rc = ikey_decode(key, &k, &r->scratch)) < 0)
 		goto corrupt;
-	if ((rc = buf_set(&r->key, k.row.p, k.row.n)) < 0)
+	if ((rc = buf_set(&r->key, k.row.p, k.row.n)) < 0 ||
+	    (rc = buf_reserve(&r->key, 1)) < 0)
+		return rc;
+	r->key.p[r->key.n] = '\0';
+	/* A row without 0x00 bytes is its own escape, borrowed from key. */
+	prefix_n = k.row.p == key.p ? k.row.n + 2 :
+	    ikey_row_prefix_length(key);
+	if ((rc = buf_set(&r->row_prefix, key.p, prefix_n)) < 0)
 		return rc;
 	for (;;) {
-		if (!slice_equal(k.row, buf_slice(&r->key)))
-			break;
 		if (k.seq <= snapshot) {
 			switch (k.kind) {
 			case IKEY_DELETE_ROW:
@@ -291,7 +316,13 @@ walk_row(struct iter *it, uint64_t snapshot,
 			return rc;
 		if (!iter_valid(it))
 			break;
-		if ((rc = ikey_decode(iter_key(it), &k, &r->scratch)) < 0)
+		/* Escaped rows are prefix-free: a key that does not start
+		 * with this row's belongs to a later row, and is decoded
+		 * when that row is read. */
+		key = iter_key(it);
+		if (!slice_starts_with(key, buf_slice(&r->row_prefix)))
+			break;
+		if ((rc = ikey_decode(key, &k, &r->scratch)) < 0)
 			goto corrupt;
 	}
 	return 0;
