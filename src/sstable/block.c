@@ -175,6 +175,13 @@ block_entry_parse(const struct block_iter *it, size_t off,
 		unshared = in.p[1];
 		value_len = in.p[2];
 		slice_skip(&in, 3);
+	} else if (in.n >= 4 && (in.p[0] | in.p[1] | in.p[3]) < 0x80 &&
+	    in.p[3] != 0) {
+		/* A value of 128 bytes to 16 KiB: its length takes two. */
+		e->shared = in.p[0];
+		unshared = in.p[1];
+		value_len = (uint32_t)(in.p[2] & 0x7f) | (uint32_t)in.p[3] << 7;
+		slice_skip(&in, 4);
 	} else if (get_varint32(&in, &e->shared) < 0 ||
 	    get_varint32(&in, &unshared) < 0 ||
 	    get_varint32(&in, &value_len) < 0) {
@@ -357,11 +364,10 @@ static const struct iter_ops block_iter_ops = {
  * is at 0); restart offsets and entries are checked as they are decoded, so
  * that opening an iterator on a large index block stays O(1).
  */
-int
-block_iter_new(struct slice contents, void (*release)(void *arg),
-    void *arg, struct iter **out)
+static int
+block_shape_check(struct slice contents, uint32_t *restart_countp,
+    size_t *entries_endp)
 {
-	struct block_iter *it;
 	uint32_t restart_count;
 	size_t entries_end;
 
@@ -382,18 +388,67 @@ block_iter_new(struct slice contents, void (*release)(void *arg),
 	if (entries_end == 0 && restart_count != 1)
 		return bt_error_set(BT_ECORRUPT,
 		    "empty block with %u restarts", restart_count);
+	*restart_countp = restart_count;
+	*entries_endp = entries_end;
+	return 0;
+}
 
-	if ((it = bt_calloc(1, sizeof(*it))) == NULL)
-		return -ENOMEM;
-	it->base.ops = &block_iter_ops;
+static void
+block_iter_point(struct block_iter *it, struct slice contents,
+    uint32_t restart_count, size_t entries_end, void (*release)(void *arg),
+    void *arg)
+{
 	it->data = contents.p;
 	it->entries_end = entries_end;
 	it->restarts = contents.p + entries_end;
 	it->restart_count = restart_count;
-	buf_init(&it->key);
+	it->next = 0;
+	it->key.n = 0;
+	it->value = slice_make(NULL, 0);
 	it->valid = false;
 	it->release = release;
 	it->arg = arg;
+}
+
+int
+block_iter_new(struct slice contents, void (*release)(void *arg),
+    void *arg, struct iter **out)
+{
+	struct block_iter *it;
+	uint32_t restart_count;
+	size_t entries_end;
+	int rc;
+
+	if ((rc = block_shape_check(contents, &restart_count,
+	    &entries_end)) < 0)
+		return rc;
+	if ((it = bt_calloc(1, sizeof(*it))) == NULL)
+		return -ENOMEM;
+	it->base.ops = &block_iter_ops;
+	buf_init(&it->key);
+	block_iter_point(it, contents, restart_count, entries_end, release,
+	    arg);
 	*out = &it->base;
+	return 0;
+}
+
+int
+block_iter_reset(struct iter *base, struct slice contents,
+    void (*release)(void *arg), void *arg)
+{
+	struct block_iter *it = (struct block_iter *)base;
+	uint32_t restart_count = 1;
+	size_t entries_end = 0;
+	int rc;
+
+	if (it->release != NULL)
+		it->release(it->arg);
+	rc = block_shape_check(contents, &restart_count, &entries_end);
+	if (rc < 0) {
+		block_iter_point(it, slice_make(NULL, 0), 1, 0, NULL, NULL);
+		return rc;
+	}
+	block_iter_point(it, contents, restart_count, entries_end, release,
+	    arg);
 	return 0;
 }

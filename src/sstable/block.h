@@ -55,4 +55,14 @@ int block_builder_finish(struct block_builder *b, struct slice *out);
 int block_iter_new(struct slice contents, void (*release)(void *arg),
     void *arg, struct iter **out);
 
+/*
+ * Point an iterator made by block_iter_new() at other contents, keeping
+ * its allocations (a scan moving from block to block): its old release is
+ * called first, then it is as block_iter_new(contents, release, arg) would
+ * make it.  0 or BT_ECORRUPT; on failure it holds no contents (invalid,
+ * with nothing to release) and the caller still owns what arg names.
+ */
+int block_iter_reset(struct iter *it, struct slice contents,
+    void (*release)(void *arg), void *arg);
+
 #endif

@@ -548,15 +548,44 @@ sst_iter_drop_block(struct sst_iter *it)
 	it->data_it = NULL;
 }
 
-/* Open the data block the index iterator is on (none when it is invalid). */
+/*
+ * Open the data block the index iterator is on (none when it is invalid).
+ * Moving on from a block, the block iterator is pointed at the next one
+ * rather than made anew.
+ */
 static int
 sst_iter_load_block(struct sst_iter *it)
 {
-	sst_iter_drop_block(it);
-	if (!iter_valid(it->index_it))
-		return 0;
-	return sst_reader_block_iter(it->r, iter_value(it->index_it), true,
-	    &it->ref, &it->data_it, &it->block_offset);
+	struct sst_block_ref fresh;
+	struct slice contents;
+	uint64_t offset, size;
+	int rc;
+
+	if (it->data_it == NULL || !iter_valid(it->index_it)) {
+		sst_iter_drop_block(it);
+		if (!iter_valid(it->index_it))
+			return 0;
+		return sst_reader_block_iter(it->r,
+		    iter_value(it->index_it), true, &it->ref, &it->data_it,
+		    &it->block_offset);
+	}
+	if ((rc = sst_decode_handle(it->r, iter_value(it->index_it), &offset,
+	    &size)) < 0 || (rc = sst_reader_load_block(it->r, offset, size,
+	    true, &fresh, &contents)) < 0) {
+		sst_iter_drop_block(it);
+		return rc;
+	}
+	it->block_offset = offset;
+	/* The reset gives back the old block (it->ref) before the new one
+	 * takes its place. */
+	if ((rc = block_iter_reset(it->data_it, contents,
+	    sst_block_ref_release, &it->ref)) < 0) {
+		sst_block_ref_release(&fresh);
+		sst_iter_drop_block(it);
+		return sst_reader_block_error(it->r, "data", offset, rc);
+	}
+	it->ref = fresh;
+	return 0;
 }
 
 /* After the data iterator ran off its block, move to the next non-empty
