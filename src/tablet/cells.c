@@ -100,7 +100,9 @@ enter_family(struct cells_row *r, struct resolver *st,
 	if (st->family_entered &&
 	    slice_equal(buf_slice(&r->cur_family), family))
 		return 0;
-	if ((rc = buf_set(&r->cur_family, family.p, family.n)) < 0)
+	/* cur_family outlives rows: the next row often has the same. */
+	if (!slice_equal(buf_slice(&r->cur_family), family) &&
+	    (rc = buf_set(&r->cur_family, family.p, family.n)) < 0)
 		return rc;
 	st->family_entered = true;
 	st->family_delete_seq = 0;
@@ -122,7 +124,8 @@ enter_column(struct cells_row *r, struct resolver *st,
 	if (st->column_started &&
 	    slice_equal(buf_slice(&r->cur_qualifier), qualifier))
 		return 0;
-	if ((rc = buf_set(&r->cur_qualifier, qualifier.p, qualifier.n)) < 0)
+	if (!slice_equal(buf_slice(&r->cur_qualifier), qualifier) &&
+	    (rc = buf_set(&r->cur_qualifier, qualifier.p, qualifier.n)) < 0)
 		return rc;
 	st->column_started = true;
 	st->column_delete_seq = 0;
@@ -257,26 +260,27 @@ walk_row(struct iter *it, uint64_t snapshot,
 {
 	struct slice key;
 	struct ikey k;
-	size_t prefix_n;
+	bool plain;
 	int rc;
 
 	r->count = 0;
 	buf_clear(&r->bytes);
-	buf_clear(&r->cur_family);
-	buf_clear(&r->cur_qualifier);
 	if (!iter_valid(it))
 		return BT_DONE;
 	key = iter_key(it);
 	if ((rc = ikey_decode(key, &k, &r->scratch)) < 0)
 		goto corrupt;
-	if ((rc = buf_set(&r->key, k.row.p, k.row.n)) < 0 ||
-	    (rc = buf_reserve(&r->key, 1)) < 0)
+	r->key.n = 0;
+	if ((rc = buf_reserve(&r->key, k.row.n + 1)) < 0)
 		return rc;
-	r->key.p[r->key.n] = '\0';
-	/* A row without 0x00 bytes is its own escape, borrowed from key. */
-	prefix_n = k.row.p == key.p ? k.row.n + 2 :
-	    ikey_row_prefix_length(key);
-	if ((rc = buf_set(&r->row_prefix, key.p, prefix_n)) < 0)
+	memcpy(r->key.p, k.row.p, k.row.n);
+	r->key.p[k.row.n] = '\0';
+	r->key.n = k.row.n;
+	/* A row without 0x00 bytes is its own escape, borrowed from key:
+	 * esc(row) is the key then 0x00 0x01.  Others keep their escape. */
+	plain = k.row.p == key.p;
+	if (!plain && (rc = buf_set(&r->row_prefix, key.p,
+	    ikey_row_prefix_length(key))) < 0)
 		return rc;
 	for (;;) {
 		if (k.seq <= snapshot) {
@@ -320,7 +324,10 @@ walk_row(struct iter *it, uint64_t snapshot,
 		 * with this row's belongs to a later row, and is decoded
 		 * when that row is read. */
 		key = iter_key(it);
-		if (!slice_starts_with(key, buf_slice(&r->row_prefix)))
+		if (!(plain ? key.n >= r->key.n + 2 &&
+		    memcmp(key.p, r->key.p, r->key.n) == 0 &&
+		    key.p[r->key.n] == 0x00 && key.p[r->key.n + 1] == 0x01 :
+		    slice_starts_with(key, buf_slice(&r->row_prefix))))
 			break;
 		if ((rc = ikey_decode(key, &k, &r->scratch)) < 0)
 			goto corrupt;

@@ -86,7 +86,7 @@ struct cells_row {
 	struct buf scratch;
 	struct buf cur_family;
 	struct buf cur_qualifier;
-	struct buf row_prefix;	/* esc(key): what the row's entries start with */
+	struct buf row_prefix;	/* esc(key) when key holds 0x00 */
 };
 
 void cells_row_init(struct cells_row *r);

@@ -359,6 +359,46 @@ test_growing_rows(void)
 	free(value);
 }
 
+/* Rows that extend one another with 0x00 and 0x01 bytes, two columns
+ * each, so that telling where a row's entries end is not a prefix test on
+ * the raw row. */
+static void
+test_prefix_rows(void)
+{
+	static const struct { const char *p; size_t n; } rows[] = {
+		{ "ab", 2 }, { "ab\0", 3 }, { "ab\0\0", 4 },
+		{ "ab\0\1", 4 }, { "ab\0b", 4 }, { "ab\1", 3 },
+		{ "abc", 3 },
+	};
+	struct tstore t;
+	char *want;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+			must(put_cell(t.s, "t", btb(rows[i].p, rows[i].n), "a",
+			    bts("x"), 1 + pass, bts("v")));
+			must(put_cell(t.s, "t", btb(rows[i].p, rows[i].n), "c",
+			    btb("\0", 1), 1 + pass, bts("w")));
+		}
+		if (pass == 0)
+			must(bt_store_flush(t.s));
+	}
+	want = scan_text(t.s, "t", NULL);
+	is_text(scan_keys(t.s, "t", NULL),
+	    "[ab]\n[ab\\x00]\n[ab\\x00\\x00]\n[ab\\x00\\x01]\n"
+	    "[ab\\x00b]\n[ab\\x01]\n[abc]\n",
+	    "rows that extend one another: each once, in order");
+	is_text(scan_text_lent(t.s, "t", NULL), want,
+	    "lent as copied, every cell in its own row");
+	ok(strstr(want, "[ab]\na:x@2=v\na:x@1=v\nc:\\x00@2=w\n"
+	    "c:\\x00@1=w\n[ab\\x00]\n") != NULL,
+	    "the first row holds its four cells and no more");
+	free(want);
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -367,5 +407,6 @@ main(void)
 	test_exact_contents();
 	test_lifetime_and_mixing();
 	test_growing_rows();
+	test_prefix_rows();
 	return tap_done();
 }
