@@ -399,6 +399,127 @@ test_prefix_rows(void)
 	tstore_destroy(&t);
 }
 
+enum { LONG_ROWS = 6000 };
+
+static void
+long_value(int i, char *buf)
+{
+	uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull + 1;
+
+	for (int j = 0; j < 100; j++)
+		buf[j] = (char)('a' + tap_rand(&x) % 26);
+	buf[100] = '\0';
+}
+
+/* Rows [from, from + count) of the long table, lent: 0 when each is the
+ * row written, in order, then BT_DONE; else the first error, or -EPROTO
+ * for a wrong row.  *seen counts the good rows. */
+static int
+long_scan(struct bt_store *s, int from, int count, int *seen)
+{
+	char start[32], name[32], val[101];
+	struct bt_scan_options so = { .limit = (uint64_t)count };
+	const struct bt_row *r;
+	struct bt_scan *sc;
+	int rc, i = from;
+
+	*seen = 0;
+	snprintf(start, sizeof(start), "row%06d", from);
+	so.start = bts(start);
+	if ((rc = bt_scan_open(s, "t", &so, &sc)) != 0)
+		return rc;
+	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0) {
+		snprintf(name, sizeof(name), "row%06d", i);
+		long_value(i, val);
+		if (!bytes_eq(r->key, bts(name)) || r->cell_count != 1 ||
+		    !bytes_eq(r->cells[0].value, bts(val))) {
+			diag("row %d: got %.*s", i, (int)r->key.size,
+			    (const char *)r->key.data);
+			rc = -EPROTO;
+			break;
+		}
+		(*seen)++;
+		i++;
+	}
+	bt_scan_close(sc);
+	return rc == BT_DONE ? 0 : rc;
+}
+
+struct sst_size_ctx {
+	struct env *env;
+	char path[256];
+	uint64_t size;
+};
+
+static int
+sst_find(void *arg, const char *name)
+{
+	struct sst_size_ctx *c = arg;
+	size_t len = strlen(name);
+
+	if (len > 4 && strcmp(name + len - 4, ".sst") == 0) {
+		snprintf(c->path, sizeof(c->path), "/store/sst/%s", name);
+		if (env_path_size(c->env, c->path, &c->size) != 0)
+			c->size = 0;
+	}
+	return 0;
+}
+
+/*
+ * Scans long enough to read ahead (one SSTable of about 700 blocks of 1
+ * KiB, read in windows of 32 to 256 KiB): every row comes back whole and in
+ * order, from the start, from the middle, in short scans from many places
+ * (seeks into and away from a window), and a byte flipped in the middle of
+ * the file, read through a window, is a checksum error and never data.
+ */
+static void
+test_long_scans(void)
+{
+	static const char *const one[] = { "f=maxversions=1", NULL };
+	struct bt_group_spec g = { "default", 1024, 0, -1, -1 };
+	struct sst_size_ctx c = { 0 };
+	char row[32], val[101];
+	int seen, bad = 0, rc;
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", one));
+	must(bt_group_set(t.s, "t", &g));
+	for (int i = 0; i < LONG_ROWS; i++) {
+		snprintf(row, sizeof(row), "row%06d", i);
+		long_value(i, val);
+		must(put_str(t.s, "t", row, "f", "", 5, val));
+	}
+	must(bt_store_compact(t.s, "t", true));
+	must(bt_store_close(t.s));
+	t.s = NULL;
+	tstore_reopen(&t);
+	is_int(long_scan(t.s, 0, LONG_ROWS, &seen), 0, "a full scan");
+	is_int(seen, LONG_ROWS, "returns every row");
+	is_int(long_scan(t.s, 2500, 3000, &seen), 0, "a scan from the middle");
+	is_int(seen, 3000, "returns its 3000 rows");
+	for (int i = 0; i < LONG_ROWS; i += 97)
+		if (long_scan(t.s, i, 150, &seen) != 0 ||
+		    seen != (LONG_ROWS - i < 150 ? LONG_ROWS - i : 150))
+			bad++;
+	is_int(bad, 0, "62 short scans from all over return their rows");
+
+	must(bt_store_close(t.s));
+	t.s = NULL;
+	c.env = t.env;
+	env_dir_list(t.env, "/store/sst", sst_find, &c);
+	ok(c.size > 600u << 10, "one SSTable of %llu bytes",
+	    (unsigned long long)c.size);
+	ok(env_fault_flip_byte(t.env, c.path, c.size / 2, 0x5a) == 0,
+	    "flip a byte in its middle");
+	tstore_reopen(&t);
+	rc = long_scan(t.s, 0, LONG_ROWS, &seen);
+	is_int(rc, BT_ECHECKSUM, "the full scan stops with a checksum error");
+	ok(seen > 1000 && seen < LONG_ROWS - 1000,
+	    "after %d good rows, none wrong", seen);
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -408,5 +529,6 @@ main(void)
 	test_lifetime_and_mixing();
 	test_growing_rows();
 	test_prefix_rows();
+	test_long_scans();
 	return tap_done();
 }
