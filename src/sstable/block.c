@@ -218,8 +218,12 @@ block_iter_decode(struct block_iter *it, size_t off, bool at_restart)
 		    "block entry at %zu: shares %u bytes of a %zu-byte key",
 		    off, e.shared, it->key.n);
 	it->key.n = e.shared;
-	if ((rc = buf_append(&it->key, e.delta.p, e.delta.n)) < 0)
+	if (e.delta.n > it->key.cap - it->key.n &&
+	    (rc = buf_reserve(&it->key, e.delta.n)) < 0)
 		return rc;
+	if (e.delta.n > 0)
+		memcpy(it->key.p + it->key.n, e.delta.p, e.delta.n);
+	it->key.n += e.delta.n;
 	it->value = e.value;
 	it->next = e.next;
 	it->valid = true;

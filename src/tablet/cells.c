@@ -138,6 +138,13 @@ enter_column(struct cells_row *r, struct resolver *st,
 	return 0;
 }
 
+/* buf_reserve() with the usual case, room already there, inline. */
+static inline int
+room_for(struct buf *b, size_t extra)
+{
+	return extra <= b->cap - b->n ? 0 : buf_reserve(b, extra);
+}
+
 /* Append n bytes to b, which has room for them. */
 static inline void
 bytes_put(struct buf *b, const void *p, size_t n)
@@ -168,7 +175,7 @@ emit(struct cells_row *r, struct resolver *st, int64_t ts,
 	if (st->spans_shared) {
 		*s = r->spans[r->count - 1];
 	} else {
-		if ((rc = buf_reserve(&r->bytes, r->cur_family.n + 1 +
+		if ((rc = room_for(&r->bytes, r->cur_family.n + 1 +
 		    r->cur_qualifier.n)) < 0)
 			return rc;
 		s->family_off = r->bytes.n;
@@ -182,7 +189,7 @@ emit(struct cells_row *r, struct resolver *st, int64_t ts,
 	}
 	if (keys_only)
 		value.n = 0;
-	if ((rc = buf_reserve(&r->bytes, value.n + 1)) < 0)
+	if ((rc = room_for(&r->bytes, value.n + 1)) < 0)
 		return rc;
 	s->ts = ts;
 	s->value_size = value_size;
@@ -271,7 +278,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 	if ((rc = ikey_decode(key, &k, &r->scratch)) < 0)
 		goto corrupt;
 	r->key.n = 0;
-	if ((rc = buf_reserve(&r->key, k.row.n + 1)) < 0)
+	if ((rc = room_for(&r->key, k.row.n + 1)) < 0)
 		return rc;
 	memcpy(r->key.p, k.row.p, k.row.n);
 	r->key.p[k.row.n] = '\0';
