@@ -29,6 +29,9 @@ ctl_socket_write(int fd, const void *p, size_t n)
 	return 0;
 }
 
+/* The first allocation of read_bytes; it doubles from there. */
+#define READ_BYTES_FIRST	(64u << 10)
+
 /* Read exactly n bytes; -EPROTO at an early end of stream. */
 static int
 read_full(int fd, void *p, size_t n)
@@ -71,28 +74,44 @@ write_u32(int fd, uint32_t v)
 	return ctl_socket_write(fd, b, sizeof(b));
 }
 
-/* A length and that many bytes, read into a new NUL-terminated buffer. */
+/*
+ * A length and that many bytes, read into a new NUL-terminated buffer.
+ * The buffer grows as the bytes arrive, so a peer that announces a large
+ * length costs memory only for what it really sends.
+ */
 static int
 read_bytes(int fd, uint32_t max, char **out, size_t *len)
 {
+	size_t have = 0, cap;
 	uint32_t n;
-	char *p;
+	char *p = NULL, *q;
 	int rc;
 
 	if ((rc = read_u32(fd, &n)) < 0)
 		return rc;
 	if (n > max)
 		return -EPROTO;
-	if ((p = malloc((size_t)n + 1)) == NULL)
-		return -ENOMEM;
-	if ((rc = read_full(fd, p, n)) < 0) {
-		free(p);
-		return rc;
+	cap = n < READ_BYTES_FIRST ? n : READ_BYTES_FIRST;
+	for (;;) {
+		if ((q = realloc(p, cap + 1)) == NULL) {
+			rc = -ENOMEM;
+			goto out_free;
+		}
+		p = q;
+		if ((rc = read_full(fd, p + have, cap - have)) < 0)
+			goto out_free;
+		have = cap;
+		if (have == n)
+			break;
+		cap = n - have < have ? n : 2 * have;
 	}
 	p[n] = '\0';
 	*out = p;
 	*len = n;
 	return 0;
+out_free:
+	free(p);
+	return rc;
 }
 
 int

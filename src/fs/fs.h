@@ -105,6 +105,7 @@ struct fs {
 	struct node **by_key;
 	size_t buckets;
 	size_t count;
+	struct buf peek_key;		/* node_peek's key, under lock */
 	fuse_ino_t next_ino;
 	struct node *root;
 	struct pending *pending;

@@ -496,7 +496,9 @@ fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size,
 	if (end > fh->data.n) {
 		if ((rc = buf_reserve(&fh->data, end - fh->data.n)) < 0)
 			goto out;
-		memset(fh->data.p + fh->data.n, 0, end - fh->data.n);
+		if ((size_t)off > fh->data.n)	/* a hole reads as zeros */
+			memset(fh->data.p + fh->data.n, 0,
+			    (size_t)off - fh->data.n);
 		fh->data.n = end;
 	}
 	memcpy(fh->data.p + off, data, size);

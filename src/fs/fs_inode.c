@@ -222,6 +222,7 @@ fs_release(struct fs *fs)
 	bt_free(fs->pending);
 	bt_free(fs->by_ino);
 	bt_free(fs->by_key);
+	buf_release(&fs->peek_key);
 	pthread_mutex_destroy(&fs->lock);
 }
 
@@ -461,19 +462,17 @@ fuse_ino_t
 node_peek(struct fs *fs, const struct coord *c)
 {
 	struct node *n;
-	struct buf key;
 	fuse_ino_t ino = 0;
-	uint64_t hash;
 
-	buf_init(&key);
-	if (coord_key(c, &key) == 0) {
-		hash = hash64(buf_slice(&key), 0x7462);
-		pthread_mutex_lock(&fs->lock);
-		if ((n = find_key(fs, &key, hash)) != NULL && n->nlookup > 0)
+	/* A listing asks for every entry: no allocation per call. */
+	pthread_mutex_lock(&fs->lock);
+	if (coord_key(c, &fs->peek_key) == 0) {
+		n = find_key(fs, &fs->peek_key,
+		    hash64(buf_slice(&fs->peek_key), 0x7462));
+		if (n != NULL && n->nlookup > 0)
 			ino = n->ino;
-		pthread_mutex_unlock(&fs->lock);
 	}
-	buf_release(&key);
+	pthread_mutex_unlock(&fs->lock);
 	return ino;
 }
 

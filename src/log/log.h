@@ -120,4 +120,22 @@ int log_reader_next(struct log_reader *r, struct slice *record,
  */
 uint64_t log_reader_dropped_bytes(struct log_reader *r);
 
+/*
+ * Intact records among the dropped bytes: non-zero when damage in the last
+ * segment that no synced field covers was dropped with the records after
+ * it (a power loss that wrote unsynced pages out of order, or damage to
+ * bytes that were never synced).  Replay keeps such a segment for
+ * inspection and check reports it.
+ */
+uint64_t log_reader_dropped_records(struct log_reader *r);
+
+/*
+ * Say that the segment was synced whole (a later segment exists).  Damage
+ * in it is then corruption even where no record's synced field covers it;
+ * in the segment written last such damage is the work of a power loss
+ * (unsynced bytes written out of order) and the segment is torn there.
+ * Call before the first log_reader_next().
+ */
+void log_reader_set_sealed(struct log_reader *r);
+
 #endif

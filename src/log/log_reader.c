@@ -12,7 +12,10 @@
  * record starts anywhere after the damaged one, the damaged one was not
  * the last write, so it is corruption.  That is what catches a flipped
  * length field, which would otherwise look like a record running past the
- * end and silently drop every record after it.
+ * end and silently drop every record after it.  And one test keeps a
+ * power loss from looking like corruption: in the last segment, damage
+ * that no later record's synced field covers was never synced (the disk
+ * wrote unsynced pages out of order), so the segment is torn there.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,7 +41,10 @@ struct log_reader {
 	struct buf win;		/* file bytes [win_off, win_off + win.n) */
 	uint64_t win_off;
 	int state;		/* 0 while reading, then BT_DONE or an error */
+	uint32_t version;	/* of the segment's format */
+	bool sealed;		/* synced whole: damage is never torn */
 	uint64_t dropped;
+	uint64_t dropped_records;	/* intact ones in the dropped bytes */
 	char detail[256];	/* of the sticky error */
 };
 
@@ -106,42 +112,99 @@ reader_zero_to_end(struct log_reader *r, uint64_t from, bool *zero)
 	return 0;
 }
 
+/* A record's framing, from its length field. */
+struct frame {
+	uint32_t len;		/* payload bytes */
+	size_t head;		/* bytes before the payload */
+	bool has_synced;	/* the synced field is there */
+};
+
+/* Decode a length field; false if no record can have it. */
 static bool
-record_check(const uint8_t *rec, uint32_t len)
+frame_parse(const struct log_reader *r, uint32_t field, struct frame *f)
 {
-	uint32_t crc = crc32c_extend(crc32c_value(rec + 4, 4),
-	    rec + LOG_RECORD_HEADER_SIZE, len);
+	f->has_synced = r->version >= 2 && (field & LOG_RECORD_SYNCED);
+	f->len = f->has_synced ? field & ~LOG_RECORD_SYNCED : field;
+	f->head = LOG_RECORD_HEADER_SIZE +
+	    (f->has_synced ? LOG_RECORD_SYNCED_SIZE : 0);
+	return f->len != 0 && f->len <= LOG_MAX_RECORD;
+}
+
+static bool
+record_check(const uint8_t *rec, const struct frame *f)
+{
+	uint32_t crc = crc32c_value(rec + 4, f->head - 4 + f->len);
 
 	return crc32c_unmask(get_fixed32(rec)) == crc;
 }
 
-/* The offset of the first valid record starting at or after from, or
- * r->size when there is none. */
+/* The synced field of a checked record, or 0. */
+static uint64_t
+record_synced(const uint8_t *rec, const struct frame *f)
+{
+	return f->has_synced ? get_fixed64(rec + LOG_RECORD_HEADER_SIZE) : 0;
+}
+
+/*
+ * The offset of the first valid record starting at or after from, or
+ * r->size when there is none; *end (may be NULL) receives where it ends
+ * and *synced (may be NULL) its synced field.
+ */
 static int
-reader_find_record(struct log_reader *r, uint64_t from, uint64_t *found)
+reader_find_record(struct log_reader *r, uint64_t from, uint64_t *found,
+    uint64_t *end, uint64_t *synced)
 {
 	const uint8_t *p;
+	struct frame f;
 	uint64_t q;
-	uint32_t len;
 	int rc;
 
 	for (q = from; q + LOG_RECORD_HEADER_SIZE <= r->size; q++) {
 		if ((rc = reader_fill(r, q, LOG_RECORD_HEADER_SIZE, &p)) < 0)
 			return rc;
-		len = get_fixed32(p + 4);
-		if (len == 0 || len > LOG_MAX_RECORD ||
-		    len > r->size - q - LOG_RECORD_HEADER_SIZE)
+		if (!frame_parse(r, get_fixed32(p + 4), &f) ||
+		    f.head + f.len > r->size - q)
 			continue;
-		if ((rc = reader_fill(r, q, LOG_RECORD_HEADER_SIZE + len,
-		    &p)) < 0)
+		if ((rc = reader_fill(r, q, f.head + f.len, &p)) < 0)
 			return rc;
-		if (record_check(p, len)) {
+		if (record_check(p, &f)) {
 			*found = q;
+			if (end != NULL)
+				*end = q + f.head + f.len;
+			if (synced != NULL)
+				*synced = record_synced(p, &f);
 			return 0;
 		}
 	}
 	*found = r->size;
 	return 0;
+}
+
+/*
+ * Whether a valid record after pos shows that pos had been synced; if
+ * not, *intact receives how many valid records follow pos.
+ */
+static int
+reader_synced_past(struct log_reader *r, uint64_t pos, bool *covered,
+    uint64_t *intact)
+{
+	uint64_t from = pos + 1, found, end, synced;
+	int rc;
+
+	*covered = false;
+	*intact = 0;
+	for (;; (*intact)++) {
+		if ((rc = reader_find_record(r, from, &found, &end,
+		    &synced)) < 0)
+			return rc;
+		if (found == r->size)
+			return 0;
+		if (synced > pos) {
+			*covered = true;
+			return 0;
+		}
+		from = end;
+	}
 }
 
 /* Stop with an error that every later call repeats. */
@@ -164,6 +227,33 @@ reader_torn(struct log_reader *r, uint64_t pos)
 }
 
 /*
+ * Damage at pos that a torn tail cannot explain, its error rc already
+ * set: corruption -- unless the segment is the one written last and no
+ * later record shows pos synced, when a power loss explains it.
+ */
+static int
+reader_damaged(struct log_reader *r, uint64_t pos, int rc)
+{
+	char detail[sizeof(r->detail)];
+	uint64_t intact;
+	bool covered;
+	int frc;
+
+	if (!r->sealed) {
+		snprintf(detail, sizeof(detail), "%s", bt_error_detail());
+		if ((frc = reader_synced_past(r, pos, &covered,
+		    &intact)) < 0)
+			return reader_fail(r, frc);
+		if (!covered) {
+			r->dropped_records = intact;
+			return reader_torn(r, pos);
+		}
+		bt_error_set(rc, "%s", detail);
+	}
+	return reader_fail(r, rc);
+}
+
+/*
  * The record at pos fails in a way a torn tail could explain: it is one
  * unless a valid record follows it, which proves the damage is not at the
  * end of what was written.
@@ -175,12 +265,12 @@ reader_maybe_torn(struct log_reader *r, uint64_t pos, int rc,
 	uint64_t next;
 	int frc;
 
-	if ((frc = reader_find_record(r, pos + 1, &next)) < 0)
+	if ((frc = reader_find_record(r, pos + 1, &next, NULL, NULL)) < 0)
 		return reader_fail(r, frc);
 	if (next == r->size)
 		return reader_torn(r, pos);
-	return reader_fail(r, bt_error_set(rc, "%s: %s at offset %" PRIu64
-	    " (a valid record follows at offset %" PRIu64 ")",
+	return reader_damaged(r, pos, bt_error_set(rc, "%s: %s at offset %"
+	    PRIu64 " (a valid record follows at offset %" PRIu64 ")",
 	    r->file->path, what, pos, next));
 }
 
@@ -190,8 +280,9 @@ log_reader_next(struct log_reader *r, struct slice *record,
 {
 	const uint8_t *p;
 	uint64_t pos = r->pos, left = r->size - r->pos;
-	uint32_t len;
-	bool zero;
+	struct frame f;
+	uint32_t field;
+	bool zero, valid;
 	int rc;
 
 	if (r->state != 0) {
@@ -207,40 +298,40 @@ log_reader_next(struct log_reader *r, struct slice *record,
 		return reader_torn(r, pos);
 	if ((rc = reader_fill(r, pos, LOG_RECORD_HEADER_SIZE, &p)) < 0)
 		return reader_fail(r, rc);
-	len = get_fixed32(p + 4);
-	if (len == 0) {
+	field = get_fixed32(p + 4);
+	if (field == 0) {
 		if ((rc = reader_zero_to_end(r, pos + LOG_RECORD_HEADER_SIZE,
 		    &zero)) < 0)
 			return reader_fail(r, rc);
 		if (zero)
 			return reader_torn(r, pos);
-		return reader_fail(r, bt_error_set(BT_ECORRUPT,
+		return reader_damaged(r, pos, bt_error_set(BT_ECORRUPT,
 		    "%s: record of length 0 at offset %" PRIu64,
 		    r->file->path, pos));
 	}
-	if (len > left - LOG_RECORD_HEADER_SIZE)
+	valid = frame_parse(r, field, &f);
+	if (f.head > left || f.len > left - f.head)
 		return reader_maybe_torn(r, pos, BT_ECORRUPT,
 		    "record runs past the end of the file");
-	if (len > LOG_MAX_RECORD)
-		return reader_fail(r, bt_error_set(BT_ECORRUPT,
+	if (!valid)
+		return reader_damaged(r, pos, bt_error_set(BT_ECORRUPT,
 		    "%s: bad record length %" PRIu32 " at offset %" PRIu64,
-		    r->file->path, len, pos));
-	if ((rc = reader_fill(r, pos, LOG_RECORD_HEADER_SIZE + len, &p)) < 0)
+		    r->file->path, field, pos));
+	if ((rc = reader_fill(r, pos, f.head + f.len, &p)) < 0)
 		return reader_fail(r, rc);
-	if (record_check(p, len)) {
-		r->pos = pos + LOG_RECORD_HEADER_SIZE + len;
-		*record = slice_make(p + LOG_RECORD_HEADER_SIZE, len);
+	if (record_check(p, &f)) {
+		r->pos = pos + f.head + f.len;
+		*record = slice_make(p + f.head, f.len);
 		if (offset != NULL)
 			*offset = pos;
 		return 0;
 	}
-	if ((rc = reader_zero_to_end(r, pos + LOG_RECORD_HEADER_SIZE + len,
-	    &zero)) < 0)
+	if ((rc = reader_zero_to_end(r, pos + f.head + f.len, &zero)) < 0)
 		return reader_fail(r, rc);
 	if (zero)
 		return reader_maybe_torn(r, pos, BT_ECHECKSUM,
 		    "checksum mismatch in record");
-	return reader_fail(r, bt_error_set(BT_ECHECKSUM,
+	return reader_damaged(r, pos, bt_error_set(BT_ECHECKSUM,
 	    "%s: checksum mismatch in record at offset %" PRIu64,
 	    r->file->path, pos));
 }
@@ -255,6 +346,7 @@ reader_check_header(struct log_reader *r)
 {
 	uint8_t want[LOG_SEGMENT_HEADER_SIZE];
 	const uint8_t *p;
+	uint32_t version;
 	size_t n;
 	bool zero;
 	int rc;
@@ -268,6 +360,7 @@ reader_check_header(struct log_reader *r)
 	if ((rc = reader_fill(r, 0, n, &p)) < 0)
 		return rc;
 	if (n < sizeof(want)) {
+		/* Only a current writer can have been cut short. */
 		if (memcmp(p, want, n) == 0)
 			return reader_torn(r, 0);
 		if ((rc = reader_zero_to_end(r, 0, &zero)) < 0)
@@ -288,10 +381,11 @@ reader_check_header(struct log_reader *r)
 	if (crc32c_unmask(get_fixed32(p + 12)) != crc32c_value(p, 12))
 		return bt_error_set(BT_ECHECKSUM, "%s: segment header checksum "
 		    "mismatch at offset 0", r->file->path);
-	if (get_fixed32(p + 8) != LOG_FORMAT_VERSION)
+	version = get_fixed32(p + 8);
+	if (version < LOG_FORMAT_VERSION_MIN || version > LOG_FORMAT_VERSION)
 		return bt_error_set(BT_EFORMAT, "%s: log format version %" PRIu32
-		    " unsupported at offset 8", r->file->path,
-		    get_fixed32(p + 8));
+		    " unsupported at offset 8", r->file->path, version);
+	r->version = version;
 	r->pos = LOG_SEGMENT_HEADER_SIZE;
 	return 0;
 }
@@ -345,6 +439,7 @@ log_reader_seek(struct log_reader *r, uint64_t offset)
 	r->pos = offset;
 	r->state = 0;
 	r->dropped = 0;
+	r->dropped_records = 0;
 	return 0;
 }
 
@@ -352,4 +447,16 @@ uint64_t
 log_reader_dropped_bytes(struct log_reader *r)
 {
 	return r->dropped;
+}
+
+uint64_t
+log_reader_dropped_records(struct log_reader *r)
+{
+	return r->dropped_records;
+}
+
+void
+log_reader_set_sealed(struct log_reader *r)
+{
+	r->sealed = true;
 }

@@ -72,6 +72,7 @@ struct log_writer {
 	/* Leader only. */
 	struct env_file *file;
 	uint64_t synced;	/* the segment is durable up to here */
+	uint64_t marked;	/* the last synced field written in it */
 	char *path;		/* the current segment */
 	char *next_path;	/* scratch for the next one */
 	size_t path_size;
@@ -149,6 +150,7 @@ log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
 	w->segment = first_segment;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
 	w->synced = LOG_SEGMENT_HEADER_SIZE;
+	w->marked = LOG_SEGMENT_HEADER_SIZE;
 	*out = w;
 	return 0;
 out_mutex:
@@ -237,12 +239,35 @@ writer_rotate(struct log_writer *w)
 	w->path = w->next_path;
 	w->next_path = tmp;
 	w->synced = LOG_SEGMENT_HEADER_SIZE;
+	w->marked = LOG_SEGMENT_HEADER_SIZE;
 	pthread_mutex_lock(&w->mu);
 	w->segment = next;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
 	w->poisoned = false;
 	pthread_mutex_unlock(&w->mu);
 	return 0;
+}
+
+/*
+ * Frame one record at h (format.h), with the synced field when synced is
+ * not 0; the bytes it takes.
+ */
+static size_t
+record_put(uint8_t *h, struct slice record, uint64_t synced)
+{
+	size_t head = LOG_RECORD_HEADER_SIZE;
+	uint32_t field = (uint32_t)record.n;
+
+	if (synced != 0) {
+		field |= LOG_RECORD_SYNCED;
+		put_fixed64(h + head, synced);
+		head += LOG_RECORD_SYNCED_SIZE;
+	}
+	put_fixed32(h + 4, field);
+	memcpy(h + head, record.p, record.n);
+	put_fixed32(h, crc32c_mask(crc32c_value(h + 4,
+	    head - 4 + record.n)));
+	return head + record.n;
 }
 
 /*
@@ -258,8 +283,7 @@ writer_write_batch(struct log_writer *w, struct log_waiter *first,
     struct log_waiter *last, size_t bytes, bool need_sync)
 {
 	struct log_waiter *p;
-	uint8_t *h;
-	uint64_t records = 0;
+	uint64_t records = 0, mark;
 	char saved[256];
 	int rc = 0, sync_rc = 0;
 
@@ -272,7 +296,9 @@ writer_write_batch(struct log_writer *w, struct log_waiter *first,
 	    (rc = writer_rotate(w)) < 0)
 		goto out;
 	buf_clear(&w->batch);
-	if ((rc = buf_reserve(&w->batch, bytes)) < 0) {
+	/* The first record after a sync says how far it reached. */
+	mark = w->synced > w->marked ? w->synced : 0;
+	if ((rc = buf_reserve(&w->batch, bytes + LOG_RECORD_SYNCED_SIZE)) < 0) {
 		rc = bt_error_set(rc, "%s: no memory for a batch of %zu bytes",
 		    w->path, bytes);
 		goto out;
@@ -281,13 +307,9 @@ writer_write_batch(struct log_writer *w, struct log_waiter *first,
 		if (p->kind == WAITER_APPEND) {
 			p->pos.segment = w->segment;
 			p->pos.offset = w->offset + w->batch.n;
-			h = w->batch.p + w->batch.n;
-			put_fixed32(h + 4, (uint32_t)p->record.n);
-			put_fixed32(h, crc32c_mask(crc32c_extend(
-			    crc32c_value(h + 4, 4), p->record.p, p->record.n)));
-			memcpy(h + LOG_RECORD_HEADER_SIZE, p->record.p,
-			    p->record.n);
-			w->batch.n += LOG_RECORD_HEADER_SIZE + p->record.n;
+			w->batch.n += record_put(w->batch.p + w->batch.n,
+			    p->record, mark);
+			mark = 0;
 			records++;
 		}
 		if (p == last)
@@ -303,6 +325,8 @@ writer_write_batch(struct log_writer *w, struct log_waiter *first,
 			bt_error_set(rc, "%s", saved);
 			goto out;
 		}
+		if (records > 0 && w->synced > w->marked)
+			w->marked = w->synced;
 		pthread_mutex_lock(&w->mu);
 		w->offset += w->batch.n;
 		w->stats.records += records;

@@ -339,6 +339,7 @@ background_round(struct server *s)
 	struct server_table **tables;
 	size_t count;
 	int rc, first = 0;
+	bool freed = false;
 
 	master_limit_memory(s);
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
@@ -352,10 +353,12 @@ background_round(struct server *s)
 			rc = tablet_flush(t);
 			if (rc < 0 && first == 0)
 				first = rc;
+			freed |= rc == 0;
 			if (tablet_needs_compaction(t)) {
 				rc = tablet_compact(t, false, server_now(s));
 				if (rc < 0 && first == 0)
 					first = rc;
+				freed = true;
 			}
 		}
 		tablet_map_unref(m);
@@ -365,6 +368,8 @@ background_round(struct server *s)
 	}
 	tables_snapshot_free(tables, count);
 	segments_collect(s);
+	if (freed)
+		bt_alloc_trim();
 	rc = master_collect_rounds(s, s->bg_rounds);
 	if (rc < 0 && first == 0)
 		first = rc;
@@ -530,7 +535,9 @@ out:
 /*
  * Replay every log segment in order, then (unless read-only) flush what
  * was replayed and delete the segments, so that the new log starts empty.
- * Only the last segment may end in a torn record.
+ * Only the last segment may end in a torn record.  On a full disk the
+ * store opens all the same with the replayed data in memory and its
+ * segments kept.
  */
 static int
 server_recover(struct server *s, uint64_t *next_segment)
@@ -551,6 +558,8 @@ server_recover(struct server *s, uint64_t *next_segment)
 		log_segment_path(path, sizeof(path), s->log_dir, segments[i]);
 		if ((rc = log_reader_open(s->env, path, &r)) < 0)
 			goto out;
+		if (i + 1 < count)
+			log_reader_set_sealed(r);
 		while ((rc = log_reader_next(r, &rec, NULL)) == 0)
 			if ((rc = replay_record(s, rec)) < 0)
 				break;
@@ -572,6 +581,8 @@ server_recover(struct server *s, uint64_t *next_segment)
 
 			if ((rc = tablet_freeze(t)) == 0)
 				rc = tablet_flush(t);
+			if (rc == -ENOSPC || rc == -EDQUOT)
+				goto out_keep;
 			if (rc < 0)
 				goto out;
 		}
@@ -585,6 +596,18 @@ server_recover(struct server *s, uint64_t *next_segment)
 	}
 	if (count > 0)
 		rc = env_dir_sync(s->env, s->log_dir);
+	goto out;
+out_keep:
+	/*
+	 * The disk is full: what was replayed stays in the memtables (the
+	 * frozen ones are flushed by the background once there is room) and
+	 * in its segments, which are deleted as usual once that is done.
+	 */
+	pthread_mutex_lock(&s->apply_mu);
+	for (size_t i = 0; i < count; i++)
+		segment_note_locked(s, segments[i], s->next_seq - 1);
+	pthread_mutex_unlock(&s->apply_mu);
+	rc = 0;
 out:
 	bt_free(segments);
 	return rc;

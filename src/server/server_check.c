@@ -223,7 +223,7 @@ check_segment(struct check *ck, uint64_t number, bool last)
 	struct log_reader *r;
 	struct slice rec;
 	char path[4096], name[32];
-	uint64_t size = 0, dropped;
+	uint64_t size = 0, dropped, intact;
 	int rc;
 
 	log_segment_path(path, sizeof(path), s->log_dir, number);
@@ -232,15 +232,23 @@ check_segment(struct check *ck, uint64_t number, bool last)
 	if ((rc = env_path_size(s->env, path, &size)) == -ENOENT)
 		goto out_step;	/* collected since it was listed */
 	if (rc == 0 && (rc = log_reader_open(s->env, path, &r)) == 0) {
+		if (!last)
+			log_reader_set_sealed(r);
 		while ((rc = log_reader_next(r, &rec, NULL)) == 0)
 			;
 		dropped = log_reader_dropped_bytes(r);
+		intact = log_reader_dropped_records(r);
 		log_reader_close(r);
 		if (rc == BT_DONE && dropped > 0 && !last)
 			check_report(ck, name, "damaged record at offset %"
 			    PRIu64 " (%" PRIu64 " bytes to the end) in a "
 			    "segment that is not the last", size - dropped,
 			    dropped);
+		else if (rc == BT_DONE && intact > 0)
+			check_report(ck, name, "damaged record at offset %"
+			    PRIu64 " before %" PRIu64 " intact records, none "
+			    "synced after it: replay drops them as torn by a "
+			    "power loss", size - dropped, intact);
 	}
 	if (rc == -ENOMEM)
 		return rc;

@@ -249,9 +249,18 @@ block_iter_restart_key(const struct block_iter *it, uint32_t i,
     struct slice *key)
 {
 	size_t off = block_iter_restart_offset(it, i);
+	const uint8_t *p = it->data + off;
 	struct block_entry e;
 	int rc;
 
+	/* The binary search's usual case inline: a whole key and a value
+	 * whose lengths take a byte each, inside the entry area. */
+	if (off + 3 <= it->entries_end && p[0] == 0 &&
+	    (p[1] | p[2]) < 0x80 &&
+	    (size_t)p[1] + p[2] <= it->entries_end - off - 3) {
+		*key = slice_make(p + 3, p[1]);
+		return 0;
+	}
 	if ((rc = block_entry_parse(it, off, &e)) < 0)
 		return rc;
 	if (e.shared != 0)
@@ -274,6 +283,39 @@ block_iter_seek_first(struct iter *base)
 }
 
 /*
+ * Decode the entry at it->next as block_iter_decode() does, for the
+ * forward scan of a seek: the key is extended in place, with no call, when
+ * it has room.
+ */
+static int
+block_iter_seek_step(struct block_iter *it)
+{
+	struct block_entry e;
+	size_t off = it->next;
+	int rc;
+
+	it->valid = false;
+	if ((rc = block_entry_parse(it, off, &e)) < 0)
+		return rc;
+	if (e.shared > it->key.n)
+		return bt_error_set(BT_ECORRUPT,
+		    "block entry at %zu: shares %u bytes of a %zu-byte key",
+		    off, e.shared, it->key.n);
+	if (e.shared + e.delta.n > it->key.cap) {
+		it->key.n = e.shared;
+		if ((rc = buf_reserve(&it->key, e.delta.n)) < 0)
+			return rc;
+	}
+	if (e.delta.n > 0)
+		memcpy(it->key.p + e.shared, e.delta.p, e.delta.n);
+	it->key.n = e.shared + e.delta.n;
+	it->value = e.value;
+	it->next = e.next;
+	it->valid = true;
+	return 0;
+}
+
+/*
  * Binary search for the last restart whose key is below target, then scan
  * forward to the first key >= target.
  */
@@ -283,6 +325,8 @@ block_iter_seek(struct iter *base, struct slice target)
 	struct block_iter *it = (struct block_iter *)base;
 	uint32_t lo = 0, hi = it->restart_count - 1, mid;
 	struct slice key = { NULL, 0 };
+	struct block_entry e;
+	bool lo_below = false;
 	int rc;
 
 	it->valid = false;
@@ -292,10 +336,23 @@ block_iter_seek(struct iter *base, struct slice target)
 		mid = lo + (hi - lo + 1) / 2;
 		if ((rc = block_iter_restart_key(it, mid, &key)) < 0)
 			return rc;
-		if (slice_compare(key, target) < 0)
+		if (slice_compare(key, target) < 0) {
 			lo = mid;
-		else
+			lo_below = true;
+		} else {
 			hi = mid - 1;
+		}
+	}
+	/* Every restart after lo holds a key >= target.  When restart lo
+	 * is below target and is its run's only entry (an index block has
+	 * a restart at every entry), the answer is restart lo + 1: decode
+	 * only that one. */
+	if (lo_below && lo + 1 < it->restart_count) {
+		if ((rc = block_entry_parse(it,
+		    block_iter_restart_offset(it, lo), &e)) < 0)
+			return rc;
+		if (e.next == block_iter_restart_offset(it, lo + 1))
+			return block_iter_decode_restart(it, lo + 1);
 	}
 	if ((rc = block_iter_decode_restart(it, lo)) < 0)
 		return rc;
@@ -304,7 +361,7 @@ block_iter_seek(struct iter *base, struct slice target)
 			it->valid = false;
 			return 0;
 		}
-		if ((rc = block_iter_decode(it, it->next, false)) < 0)
+		if ((rc = block_iter_seek_step(it)) < 0)
 			return rc;
 	}
 	return 0;
@@ -369,8 +426,7 @@ static const struct iter_ops block_iter_ops = {
  * that opening an iterator on a large index block stays O(1).
  */
 static int
-block_shape_check(struct slice contents, uint32_t *restart_countp,
-    size_t *entries_endp)
+block_iter_setup(struct block_iter *it, struct slice contents)
 {
 	uint32_t restart_count;
 	size_t entries_end;
@@ -392,26 +448,13 @@ block_shape_check(struct slice contents, uint32_t *restart_countp,
 	if (entries_end == 0 && restart_count != 1)
 		return bt_error_set(BT_ECORRUPT,
 		    "empty block with %u restarts", restart_count);
-	*restart_countp = restart_count;
-	*entries_endp = entries_end;
-	return 0;
-}
-
-static void
-block_iter_point(struct block_iter *it, struct slice contents,
-    uint32_t restart_count, size_t entries_end, void (*release)(void *arg),
-    void *arg)
-{
+	it->base.ops = &block_iter_ops;
 	it->data = contents.p;
 	it->entries_end = entries_end;
 	it->restarts = contents.p + entries_end;
 	it->restart_count = restart_count;
-	it->next = 0;
-	it->key.n = 0;
-	it->value = slice_make(NULL, 0);
 	it->valid = false;
-	it->release = release;
-	it->arg = arg;
+	return 0;
 }
 
 int
@@ -419,19 +462,17 @@ block_iter_new(struct slice contents, void (*release)(void *arg),
     void *arg, struct iter **out)
 {
 	struct block_iter *it;
-	uint32_t restart_count;
-	size_t entries_end;
 	int rc;
 
-	if ((rc = block_shape_check(contents, &restart_count,
-	    &entries_end)) < 0)
-		return rc;
 	if ((it = bt_calloc(1, sizeof(*it))) == NULL)
 		return -ENOMEM;
-	it->base.ops = &block_iter_ops;
+	if ((rc = block_iter_setup(it, contents)) < 0) {
+		bt_free(it);
+		return rc;
+	}
 	buf_init(&it->key);
-	block_iter_point(it, contents, restart_count, entries_end, release,
-	    arg);
+	it->release = release;
+	it->arg = arg;
 	*out = &it->base;
 	return 0;
 }
@@ -441,18 +482,49 @@ block_iter_reset(struct iter *base, struct slice contents,
     void (*release)(void *arg), void *arg)
 {
 	struct block_iter *it = (struct block_iter *)base;
-	uint32_t restart_count = 1;
-	size_t entries_end = 0;
 	int rc;
 
 	if (it->release != NULL)
 		it->release(it->arg);
-	rc = block_shape_check(contents, &restart_count, &entries_end);
-	if (rc < 0) {
-		block_iter_point(it, slice_make(NULL, 0), 1, 0, NULL, NULL);
+	it->release = NULL;
+	it->arg = NULL;
+	it->next = 0;
+	it->key.n = 0;
+	it->value = slice_make(NULL, 0);
+	it->valid = false;
+	if ((rc = block_iter_setup(it, contents)) < 0) {
+		/* Nothing to read: seek_first and seek find no entry. */
+		it->data = NULL;
+		it->entries_end = 0;
+		it->restarts = NULL;
+		it->restart_count = 1;
 		return rc;
 	}
-	block_iter_point(it, contents, restart_count, entries_end, release,
-	    arg);
+	it->release = release;
+	it->arg = arg;
 	return 0;
+}
+
+/*
+ * An iterator on the stack that decodes keys into the caller's buffer, so
+ * that a point read allocates nothing per block.
+ */
+int
+block_visit_from(struct slice contents, struct slice target,
+    struct buf *key_scratch,
+    int (*visit)(void *arg, struct slice key, struct slice value), void *arg)
+{
+	struct block_iter it = { 0 };
+	int rc;
+
+	if ((rc = block_iter_setup(&it, contents)) < 0)
+		return rc;
+	it.key = *key_scratch;
+	it.key.n = 0;
+	for (rc = block_iter_seek(&it.base, target); rc == 0 && it.valid;
+	    rc = block_iter_next(&it.base))
+		if ((rc = visit(arg, buf_slice(&it.key), it.value)) != 0)
+			break;
+	*key_scratch = it.key;
+	return rc;
 }

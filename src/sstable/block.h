@@ -65,4 +65,18 @@ int block_iter_new(struct slice contents, void (*release)(void *arg),
 int block_iter_reset(struct iter *it, struct slice contents,
     void (*release)(void *arg), void *arg);
 
+/*
+ * Visit the block's entries in order from the first key >= target, with no
+ * allocation but key_scratch's growth: visit(arg, key, value) returns 0
+ * for the next entry, a positive value to stop, or a negative error; key
+ * is borrowed until it returns, value as long as contents.  key_scratch
+ * (initialized, content replaced) is kept by the caller for reuse.
+ * Returns visit's stopping value or error, 0 when the block ran out, or
+ * BT_ECORRUPT / -ENOMEM.
+ */
+int block_visit_from(struct slice contents, struct slice target,
+    struct buf *key_scratch,
+    int (*visit)(void *arg, struct slice key, struct slice value),
+    void *arg);
+
 #endif

@@ -45,15 +45,10 @@ struct sst_reader {
 };
 
 /*
- * What keeps a data block's contents alive while an iterator reads it: a
- * cache handle or a buffer of its own.  block_iter_new()'s release callback
- * gives it back.
+ * struct sst_block_ref (sstable.h) keeps a data block's contents alive
+ * while an iterator reads it or a pin holds it; block_iter_new()'s release
+ * callback gives it back.
  */
-struct sst_block_ref {
-	struct sst_reader *r;
-	struct cache_handle *handle;
-	struct buf *owned;
-};
 
 /*
  * The block code knows offsets within a block but not the file: put the
@@ -584,6 +579,14 @@ sst_reader_may_contain(const struct sst_reader *r, struct slice prefix)
 	return bloom_may_contain(buf_slice(&r->filter), bloom_hash(prefix));
 }
 
+bool
+sst_reader_may_contain_hash(const struct sst_reader *r, uint64_t hash)
+{
+	if (r->filter.n == 0)
+		return true;
+	return bloom_may_contain(buf_slice(&r->filter), hash);
+}
+
 /* The part of key the filter holds. */
 static struct slice
 sst_reader_filter_key(const struct sst_reader *r, struct slice key)
@@ -635,6 +638,141 @@ out_index:
 	iter_free(index_it);
 out:
 	return rc;
+}
+
+/* The state of one sst_reader_visit_prefix() walk. */
+struct sst_prefix_walk {
+	struct sst_reader *r;
+	struct slice prefix;
+	struct buf *data_key;
+	int (*visit)(void *arg, struct slice key, struct slice value);
+	void *arg;
+	uint64_t offset;	/* of the data block being walked */
+	struct sst_pins *pins;	/* or NULL */
+	bool stopped;		/* a key past the prefix, or visit stopped */
+	int visit_rc;		/* visit's own stopping value or error */
+	bool failed;		/* a data block failed (detail set) */
+	bool visited;		/* visit saw an entry of this block */
+};
+
+void
+sst_pins_init(struct sst_pins *p)
+{
+	p->refs = p->inline_refs;
+	p->count = 0;
+	p->cap = SST_PINS_INLINE;
+	p->bytes = 0;
+}
+
+void
+sst_pins_release(struct sst_pins *p)
+{
+	for (size_t i = 0; i < p->count; i++)
+		sst_block_ref_release(&p->refs[i]);
+	if (p->refs != p->inline_refs)
+		bt_free(p->refs);
+	sst_pins_init(p);
+}
+
+/* Keep ref in p; on failure ref is released. */
+static int
+sst_pins_add(struct sst_pins *p, struct sst_block_ref *ref)
+{
+	if (p->count == p->cap) {
+		size_t cap = p->cap * 2;
+		struct sst_block_ref *n;
+
+		if (p->refs == p->inline_refs) {
+			if ((n = bt_malloc(cap * sizeof(*n))) != NULL)
+				memcpy(n, p->refs, p->count * sizeof(*n));
+		} else {
+			n = bt_realloc(p->refs, cap * sizeof(*n));
+		}
+		if (n == NULL) {
+			sst_block_ref_release(ref);
+			return -ENOMEM;
+		}
+		p->refs = n;
+		p->cap = cap;
+	}
+	p->refs[p->count++] = *ref;
+	return 0;
+}
+
+static int
+sst_prefix_data_entry(void *arg, struct slice key, struct slice value)
+{
+	struct sst_prefix_walk *w = arg;
+	int rc;
+
+	if (!slice_starts_with(key, w->prefix)) {
+		w->stopped = true;
+		return 1;
+	}
+	w->visited = true;
+	if ((rc = w->visit(w->arg, key, value)) != 0) {
+		w->stopped = true;
+		w->visit_rc = rc;
+	}
+	return rc;
+}
+
+/* One index entry: walk its data block from the prefix on. */
+static int
+sst_prefix_index_entry(void *arg, struct slice key, struct slice handle)
+{
+	struct sst_prefix_walk *w = arg;
+	struct sst_block_ref ref;
+	struct slice contents;
+	uint64_t size;
+	int rc;
+
+	(void)key;
+	if ((rc = sst_decode_handle(w->r, handle, &w->offset, &size)) < 0 ||
+	    (rc = sst_reader_load_block(w->r, w->offset, size, true, &ref,
+	    &contents)) < 0) {
+		w->failed = true;
+		return rc;
+	}
+	w->visited = false;
+	if (w->pins != NULL)
+		w->pins->bytes += contents.n;
+	rc = block_visit_from(contents, w->prefix, w->data_key,
+	    sst_prefix_data_entry, w);
+	if (w->pins != NULL && w->visited) {
+		if (sst_pins_add(w->pins, &ref) < 0) {
+			w->failed = true;
+			w->stopped = false;
+			return -ENOMEM;
+		}
+	} else {
+		sst_block_ref_release(&ref);
+	}
+	if (w->stopped)
+		return w->visit_rc < 0 ? w->visit_rc : 1;
+	if (rc < 0) {
+		w->failed = true;
+		return sst_reader_block_error(w->r, "data", w->offset, rc);
+	}
+	return 0;
+}
+
+int
+sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
+    struct buf *index_key, struct buf *data_key, struct sst_pins *pins,
+    int (*visit)(void *arg, struct slice key, struct slice value), void *arg)
+{
+	struct sst_prefix_walk w = { r, prefix, data_key, visit, arg, 0,
+	    pins, false, 0, false, false };
+	int rc;
+
+	rc = block_visit_from(buf_slice(&r->index), prefix, index_key,
+	    sst_prefix_index_entry, &w);
+	if (w.stopped)
+		return w.visit_rc < 0 ? w.visit_rc : 0;
+	if (rc < 0 && !w.failed)
+		return sst_reader_block_error(r, "index", r->index_offset, rc);
+	return rc < 0 ? rc : 0;
 }
 
 /* The two-level iterator: index entries name data blocks. */

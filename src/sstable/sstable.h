@@ -99,6 +99,9 @@ void sst_reader_get_info(const struct sst_reader *r, struct sst_info *info);
 /* false if no key with this filter prefix is in the table (Bloom filter);
  * true when it may be, or when the table has no filter. */
 bool sst_reader_may_contain(const struct sst_reader *r, struct slice prefix);
+/* The same for a prefix whose bloom_hash() the caller computed once for
+ * several tables. */
+bool sst_reader_may_contain_hash(const struct sst_reader *r, uint64_t hash);
 
 /*
  * Exact lookup: 0 with the value copied into *value, BT_NOTFOUND, or a
@@ -106,6 +109,52 @@ bool sst_reader_may_contain(const struct sst_reader *r, struct slice prefix);
  * wrong data).  Consults the filter first.
  */
 int sst_reader_get(struct sst_reader *r, struct slice key, struct buf *value);
+
+/*
+ * What keeps a data block's contents alive: a cache handle or a buffer of
+ * its own.  Embedded in struct sst_pins; its fields are the reader's.
+ */
+struct sst_block_ref {
+	struct sst_reader *r;
+	struct cache_handle *handle;
+	struct buf *owned;
+};
+
+/*
+ * The data blocks a prefix walk keeps alive so that the values it passed
+ * stay valid after it returns: sst_pins_init() before the first walk,
+ * sst_pins_release() when the values are no longer needed.  bytes counts
+ * the contents of the blocks pinned so far (a caller's memory bound).
+ */
+#define SST_PINS_INLINE 4
+struct sst_pins {
+	struct sst_block_ref *refs;
+	size_t count, cap;
+	uint64_t bytes;
+	struct sst_block_ref inline_refs[SST_PINS_INLINE];
+};
+
+void sst_pins_init(struct sst_pins *p);
+/* Give back every pinned block; p may be reused after sst_pins_init(). */
+void sst_pins_release(struct sst_pins *p);
+
+/*
+ * Visit, in key order, every entry whose key starts with prefix (a point
+ * read's row), without allocating beyond the growth of the two key
+ * buffers (initialized; kept by the caller for reuse) and of pins.  The
+ * filter is not consulted: that is the caller's choice.  visit(arg, key,
+ * value) returns 0 for more or non-zero to stop (a negative value is
+ * passed back); key is borrowed until it returns, and so is value when
+ * pins is NULL; otherwise every block that held a visited entry joins
+ * pins (and its bytes are counted there before its entries are visited),
+ * and value stays valid until sst_pins_release(pins).  0, visit's error,
+ * or a negative error (a damaged block: BT_ECHECKSUM, BT_ECORRUPT;
+ * -ENOMEM).
+ */
+int sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
+    struct buf *index_key, struct buf *data_key, struct sst_pins *pins,
+    int (*visit)(void *arg, struct slice key, struct slice value),
+    void *arg);
 
 /* An iterator over the whole table (util/iter.h).  0 or -ENOMEM. */
 int sst_reader_iter_new(struct sst_reader *r, struct iter **out);

@@ -61,6 +61,14 @@ cells_row_release(struct cells_row *r)
 	cells_row_init(r);
 }
 
+size_t
+cells_row_memory(const struct cells_row *r)
+{
+	return r->key.cap + r->bytes.cap + r->scratch.cap +
+	    r->cur_family.cap + r->cur_qualifier.cap + r->row_prefix.cap +
+	    r->cap * sizeof(*r->spans);
+}
+
 void
 cells_row_get(const struct cells_row *r, size_t i, struct cell *out)
 {
@@ -237,26 +245,70 @@ judge_version(struct resolver *st, const struct ikey *k, int64_t now)
 	return k->kind == IKEY_PUT ? VERDICT_VERSION : VERDICT_DELETED;
 }
 
-/* One version entry of a read: judge it, then apply the filters. */
+/* A version_fn's answer: nothing more of this column can be returned. */
+#define COLUMN_DONE 1
+
+/*
+ * One version entry of a read: judge it, then apply the filters.  0,
+ * COLUMN_DONE when no later entry of the column can be returned (the
+ * column is not selected, it has its cells_per_column, or versions are
+ * now older than min_ts: later entries have older timestamps, and the
+ * markers that could mask them came before), or -ENOMEM.
+ */
 static int
 read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
     struct slice value, int64_t now, const struct cells_filter *f)
 {
-	if (judge_version(st, k, now) != VERDICT_VERSION ||
-	    !st->column_selected)
+	int rc;
+
+	if (!st->column_selected || k->ts < f->min_ts)
+		return COLUMN_DONE;
+	if (judge_version(st, k, now) != VERDICT_VERSION)
 		return 0;
-	if (k->ts < f->min_ts || (f->has_max_ts && k->ts > f->max_ts))
+	if (f->has_max_ts && k->ts > f->max_ts)
 		return 0;
 	if (f->cells_per_column != 0 && st->emitted >= f->cells_per_column)
-		return 0;
+		return COLUMN_DONE;
 	st->emitted++;
-	return emit(r, st, k->ts, value, f->keys_only);
+	/* One growth of the row's bytes for the whole cell (its names, its
+	 * value and a terminator each), not one per part. */
+	if ((rc = buf_reserve(&r->bytes, r->cur_family.n +
+	    r->cur_qualifier.n + (f->keys_only ? 0 : value.n) + 2)) < 0 ||
+	    (rc = emit(r, st, k->ts, value, f->keys_only)) < 0)
+		return rc;
+	return f->cells_per_column != 0 &&
+	    st->emitted >= f->cells_per_column ? COLUMN_DONE : 0;
+}
+
+/*
+ * Move it past every entry of the column of the entry it is on (a put or
+ * a version delete: the column's prefix is all of its key but the
+ * timestamp and the trailer), without decoding them.  prefix is scratch.
+ */
+static int
+skip_column(struct iter *it, struct buf *prefix)
+{
+	struct slice key = iter_key(it);
+	int rc;
+
+	if (key.n < 16)
+		return bt_error_set(BT_ECORRUPT,
+		    "tablet: internal key too short");
+	if ((rc = buf_set(prefix, key.p, key.n - 16)) < 0)
+		return rc;
+	do {
+		if ((rc = iter_next(it)) < 0)
+			return rc;
+	} while (iter_valid(it) &&
+	    slice_starts_with(iter_key(it), buf_slice(prefix)));
+	return 0;
 }
 
 /*
  * Walk the entries of the row it is on, updating the delete state, and call
  * version_fn for each version entry visible at snapshot.  Shared by reads
- * and compactions so that both follow one set of rules.
+ * and compactions so that both follow one set of rules.  When version_fn
+ * returns COLUMN_DONE the rest of the column is stepped over undecoded.
  */
 static int
 walk_row(struct iter *it, uint64_t snapshot,
@@ -267,7 +319,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 {
 	struct slice key;
 	struct ikey k;
-	bool plain;
+	bool plain, column_done;
 	int rc;
 
 	r->count = 0;
@@ -290,6 +342,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 	    ikey_row_prefix_length(key))) < 0)
 		return rc;
 	for (;;) {
+		column_done = false;
 		if (k.seq <= snapshot) {
 			switch (k.kind) {
 			case IKEY_DELETE_ROW:
@@ -320,10 +373,19 @@ walk_row(struct iter *it, uint64_t snapshot,
 				    k.qualifier)) < 0 ||
 				    (rc = version_fn(arg, st, &k)) < 0)
 					return rc;
+				column_done = rc == COLUMN_DONE;
 				break;
 			}
 		}
-		if ((rc = iter_next(it)) < 0)
+		/* The column is over: its qualifier buffer is free until
+		 * enter_column() sets it again for the next one. */
+		if (column_done) {
+			st->column_started = false;
+			rc = skip_column(it, &r->cur_qualifier);
+		} else {
+			rc = iter_next(it);
+		}
+		if (rc < 0)
 			return rc;
 		if (!iter_valid(it))
 			break;
@@ -385,10 +447,12 @@ static int
 compact_walk_version(void *arg, struct resolver *st, const struct ikey *k)
 {
 	struct compact_walk *w = arg;
+	int rc;
 
 	if (judge_version(st, k, w->now) == VERDICT_HIDDEN)
 		return 0;
-	return w->keep(w->arg, iter_key(w->it), iter_value(w->it));
+	rc = w->keep(w->arg, iter_key(w->it), iter_value(w->it));
+	return rc > 0 ? 0 : rc;	/* a compaction sees every entry */
 }
 
 int

@@ -91,6 +91,8 @@ struct cells_row {
 
 void cells_row_init(struct cells_row *r);
 void cells_row_release(struct cells_row *r);
+/* Bytes r's buffers hold allocated (a reuser's bound). */
+size_t cells_row_memory(const struct cells_row *r);
 
 /* The i-th cell; its slices borrow from r until r is next changed. */
 void cells_row_get(const struct cells_row *r, size_t i, struct cell *out);

@@ -1,6 +1,9 @@
 /* alloc.c - allocation wrapper with an injectable failure for tests. */
 #include <stdatomic.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 
 #include "util/alloc.h"
@@ -68,4 +71,12 @@ void
 bt_free(void *p)
 {
 	free(p);
+}
+
+void
+bt_alloc_trim(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }

@@ -17,6 +17,13 @@ void *bt_realloc(void *p, size_t n);
 char *bt_strdup(const char *s);
 void *bt_memdup(const void *p, size_t n);
 void bt_free(void *p);
+/*
+ * Give the pages of freed memory back to the system where the C library
+ * can (glibc's malloc_trim), after a large free such as a flushed
+ * memtable: its small blocks, freed amid live ones, would otherwise stay
+ * in the process's resident set.  Thread-safe; does nothing elsewhere.
+ */
+void bt_alloc_trim(void);
 
 /*
  * Testing only: the nth allocation from now (1 = the next one) and every

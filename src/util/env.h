@@ -211,6 +211,15 @@ void env_fault_fail_after(struct env *env, enum env_fault_op op, long n,
  * unsynced remove comes back).  Open file objects stay usable.
  */
 void env_fault_drop_unsynced(struct env *env);
+/*
+ * Power loss where the disk wrote unsynced pages out of order: as
+ * env_fault_drop_unsynced, except that a file extended past its synced
+ * length keeps that length, and each ENV_FAULT_PAGE-byte sector of the
+ * unsynced part either survives or reads as zeros, at random (seed), so a
+ * later write can survive while an earlier one is lost.
+ */
+void env_fault_drop_unsynced_torn(struct env *env, uint64_t seed);
+#define ENV_FAULT_PAGE	512
 
 /* XOR the byte at offset of path with mask (in both synced and current
  * content).  -ENOENT, or -EINVAL if offset is past the end. */

@@ -972,9 +972,51 @@ fault_drop_overwrites(struct fault_node *node)
 	node->overwritten = false;
 }
 
-/* Revert one directory to its durable entries, then what it holds. */
+/* The next of a xorshift sequence; never 0 from a non-zero seed. */
+static uint64_t
+fault_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
+/*
+ * Cut a file's unsynced part at a random page (or not at all), and zero
+ * a random half of the pages before the cut.
+ */
 static void
-fault_drop_dir(struct fault_node *dir)
+fault_tear_file(struct fault_node *node, uint64_t *rng)
+{
+	uint64_t page = node->synced - node->synced % ENV_FAULT_PAGE;
+	uint64_t pages = (node->data.n - page) / ENV_FAULT_PAGE + 1;
+	uint64_t end = page + fault_rand(rng) % (pages + 1) * ENV_FAULT_PAGE;
+
+	if (end < node->synced)
+		end = node->synced;
+	if (end < node->data.n)
+		node->data.n = (size_t)end;
+	for (; page < node->data.n; page += ENV_FAULT_PAGE) {
+		uint64_t from = page < node->synced ? node->synced : page;
+		uint64_t to = page + ENV_FAULT_PAGE;
+
+		if (to > node->data.n)
+			to = node->data.n;
+		if (fault_rand(rng) & 1)
+			memset(node->data.p + from, 0, (size_t)(to - from));
+	}
+	node->synced = node->data.n;	/* what is on the disk now */
+}
+
+/*
+ * Revert one directory to its durable entries, then what it holds; with
+ * rng, the unsynced parts of files are torn rather than cut off.
+ */
+static void
+fault_drop_dir(struct fault_node *dir, uint64_t *rng)
 {
 	struct fault_entry *en;
 	struct fault_node *node;
@@ -990,9 +1032,11 @@ fault_drop_dir(struct fault_node *dir)
 		if ((node = en->now) == NULL)
 			continue;
 		if (node->is_dir)
-			fault_drop_dir(node);
+			fault_drop_dir(node, rng);
 		else if (node->overwritten)
 			fault_drop_overwrites(node);
+		else if (node->data.n > node->synced && rng != NULL)
+			fault_tear_file(node, rng);
 		else if (node->data.n > node->synced)
 			node->data.n = (size_t)node->synced;
 	}
@@ -1007,7 +1051,20 @@ env_fault_drop_unsynced(struct env *env)
 	if (e == NULL)
 		return;
 	pthread_mutex_lock(&e->mu);
-	fault_drop_dir(e->root);
+	fault_drop_dir(e->root, NULL);
+	pthread_mutex_unlock(&e->mu);
+}
+
+void
+env_fault_drop_unsynced_torn(struct env *env, uint64_t seed)
+{
+	struct fault_env *e = fault_env_of(env);
+	uint64_t rng = seed | 1;
+
+	if (e == NULL)
+		return;
+	pthread_mutex_lock(&e->mu);
+	fault_drop_dir(e->root, &rng);
 	pthread_mutex_unlock(&e->mu);
 }
 

@@ -109,6 +109,15 @@ check_eq "argc too big" "$(python_send 54464331ffffff00)" \
     "tabletctl: malformed request"
 check_eq "served after malformed" "$(ctl lookup w r1 | sed -n 4p)" \
     '    "v2"'
+# A request that announces 200 MiB of stdin and sends none is refused.
+check_eq "announced stdin never sent" \
+    "$(python_send 544643310100000001000000780000800c)" \
+    "tabletctl: malformed request"
+# An import of 3000 rows (about 400 KiB) from stdin arrives whole.
+seq 1 3000 | awk '{ printf "big%05d\tf\ta\t7\t%0100d\n", $1, $1 }' \
+    >"$T/big.txt"
+ctl import w - <"$T/big.txt" >/dev/null
+check_eq "big stdin import" "$(ctl read w prefix=big | grep -c '^big')" 3000
 fs_unmount
 [ ! -e "$S/tabletfs.sock" ] || fail "tabletfs.sock left after unmount"
 

@@ -34,6 +34,17 @@ check_eq "empty column" "$(ls "$Q")" ""
 rmdir "$Q"
 [ ! -e "$Q" ] || fail "rmdir left the column"
 
+# A write past the end leaves a hole that reads as zeros, and
+# overwrites in the middle land where they are written.
+H=$W/r1/contents/hole
+mkdir -p "$H"
+printf x | dd of="$H/7" bs=1 seek=10 2>/dev/null
+check_eq "hole" "$(od -An -c "$H/7" | tr -s ' ')" \
+    " \\0 \\0 \\0 \\0 \\0 \\0 \\0 \\0 \\0 \\0 x"
+printf 'abcdef' >"$H/8"
+printf 'XY' | dd of="$H/8" bs=1 seek=2 conv=notrunc 2>/dev/null
+check_eq "overwrite in the middle" "$(cat "$H/8")" abXYef
+
 # rm -r of a whole row.
 mkdir -p "$W/r2/contents/a" "$W/r2/anchor/b"
 echo x > "$W/r2/contents/a/latest"

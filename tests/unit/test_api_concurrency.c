@@ -5,7 +5,10 @@
  * of one counter lose nothing and never return the same sum twice; writes
  * and reads go on while another thread flushes and compacts, and every
  * acknowledged write is readable at once and after a reopen.  Server
- * stamps of concurrent writers to one cell are distinct.
+ * stamps of concurrent writers to one cell are distinct.  And all of it
+ * at once on a table whose tablets split (by size and by force) and
+ * compact underneath: increments from K threads sum to N*K, row
+ * mutations stay whole, scans return every row once and in order.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,6 +35,12 @@
 #define BG_PUTS		1500
 #define BG_PUTS_MAX	30000
 #define BG_MIN_MAINT	4
+#define SPLIT_INCRS	4	/* threads incrementing */
+#define SPLIT_INCR_EACH	600
+#define SPLIT_COUNTERS	8
+#define SPLIT_WRITERS	2	/* threads writing 4-cell rows */
+#define SPLIT_MUTS	1500
+#define SPLIT_ROWS	400
 
 static int
 cmp_i64(const void *a, const void *b)
@@ -585,11 +594,278 @@ test_background(void)
 	free(bg);
 }
 
+/* ---- Everything at once while tablets split and compact ---- */
+
+struct split_test {
+	struct bt_store *s;
+	atomic_int workers_left;
+	atomic_long errors;
+	atomic_long mixed;		/* a row seen with two mutations' cells */
+	atomic_long disorder;		/* a scan's rows out of order or twice */
+	atomic_long scans;
+	atomic_long forced;		/* splits asked for that happened */
+	atomic_long maint;
+	int64_t results[SPLIT_INCRS][SPLIT_INCR_EACH];
+};
+
+struct split_arg {
+	struct split_test *st;
+	int id;
+};
+
+static void
+split_counter_row(int k, char *row, size_t n)
+{
+	/* Spread among the 4-cell rows, so splits fall between counters. */
+	snprintf(row, n, "r%04d", k * (SPLIT_ROWS / SPLIT_COUNTERS) + 7);
+}
+
+static void *
+split_incr_thread(void *p)
+{
+	struct split_arg *a = p;
+	struct split_test *st = a->st;
+	char row[16];
+
+	for (int i = 0; i < SPLIT_INCR_EACH; i++) {
+		split_counter_row((i + a->id) % SPLIT_COUNTERS, row,
+		    sizeof(row));
+		st->results[a->id][i] = -1;
+		if (bt_increment(st->s, "s", bts(row), "f", bts("n"), 1,
+		    NULL, &st->results[a->id][i], NULL) != 0)
+			atomic_fetch_add(&st->errors, 1);
+	}
+	atomic_fetch_sub(&st->workers_left, 1);
+	return NULL;
+}
+
+static void *
+split_row_writer(void *p)
+{
+	struct split_arg *a = p;
+	struct split_test *st = a->st;
+	uint64_t rng = 0x5eedull + (uint64_t)a->id;
+	struct bt_mutation m[4];
+	char row[16], val[160];
+
+	for (int i = 0; i < SPLIT_MUTS; i++) {
+		snprintf(row, sizeof(row), "r%04d",
+		    (int)(tap_rand(&rng) % SPLIT_ROWS));
+		snprintf(val, sizeof(val), "w%d-%d-%0120d", a->id, i, i);
+		for (int j = 0; j < 4; j++)
+			m[j] = (struct bt_mutation){
+				.kind = BT_PUT, .family = "f",
+				.qualifier = bts(cell_names[j]),
+				.ts = BT_TS_SERVER, .value = bts(val),
+			};
+		if (bt_mutate_row(st->s, "s", bts(row), m, 4, NULL,
+		    NULL) != 0)
+			atomic_fetch_add(&st->errors, 1);
+	}
+	atomic_fetch_sub(&st->workers_left, 1);
+	return NULL;
+}
+
+/* A row of the 4-cell kind is whole; a counter row has one cell "n". */
+static bool
+split_row_ok(const struct bt_row *r)
+{
+	if (r->cell_count == 1)
+		return bytes_eq(r->cells[0].qualifier, bts("n"));
+	if (r->cell_count == 5) {
+		/* A counter row that a row writer also hit: c0..c3, n. */
+		struct bt_row four = *r;
+
+		four.cell_count = 4;
+		return bytes_eq(r->cells[4].qualifier, bts("n")) &&
+		    row_is_whole(&four);
+	}
+	return row_is_whole(r);
+}
+
+static void *
+split_reader(void *p)
+{
+	struct split_arg *a = p;
+	struct split_test *st = a->st;
+	uint64_t rng = 0xfeedull + (uint64_t)a->id;
+	struct bt_read_options newest = { .cells_per_column = 1 };
+
+	while (atomic_load(&st->workers_left) > 0) {
+		struct bt_scan_options so = { .read = newest };
+		struct bt_scan *sc = NULL;
+		struct bt_row *r;
+		char row[16], last[16] = "";
+		int rc;
+
+		if (tap_rand(&rng) % 4 != 0) {
+			snprintf(row, sizeof(row), "r%04d",
+			    (int)(tap_rand(&rng) % SPLIT_ROWS));
+			r = NULL;
+			rc = bt_read_row(st->s, "s", bts(row), &newest, &r);
+			if (rc == 0 && !split_row_ok(r))
+				atomic_fetch_add(&st->mixed, 1);
+			else if (rc != 0 && rc != BT_NOTFOUND)
+				atomic_fetch_add(&st->errors, 1);
+			bt_row_free(r);
+			continue;
+		}
+		if (bt_scan_open(st->s, "s", &so, &sc) != 0) {
+			atomic_fetch_add(&st->errors, 1);
+			continue;
+		}
+		while ((rc = bt_scan_next(sc, &r)) == 0) {
+			snprintf(row, sizeof(row), "%.*s",
+			    (int)(r->key.size < 15 ? r->key.size : 15),
+			    (const char *)r->key.data);
+			if (strcmp(row, last) <= 0)
+				atomic_fetch_add(&st->disorder, 1);
+			memcpy(last, row, sizeof(last));
+			if (!split_row_ok(r))
+				atomic_fetch_add(&st->mixed, 1);
+			bt_row_free(r);
+		}
+		if (rc != BT_DONE)
+			atomic_fetch_add(&st->errors, 1);
+		bt_scan_close(sc);
+		atomic_fetch_add(&st->scans, 1);
+	}
+	return NULL;
+}
+
+static void *
+split_maintainer(void *p)
+{
+	struct split_arg *a = p;
+	struct split_test *st = a->st;
+	uint64_t rng = 0x511full;
+	char row[16];
+	int k = 0, rc;
+
+	while (atomic_load(&st->workers_left) > 0 || k < 3) {
+		switch (k++ % 3) {
+		case 0:
+			snprintf(row, sizeof(row), "r%04d",
+			    (int)(tap_rand(&rng) % SPLIT_ROWS));
+			rc = bt_table_split(st->s, "s", bts(row));
+			if (rc == 0)
+				atomic_fetch_add(&st->forced, 1);
+			if (rc == -EEXIST)
+				rc = 0;
+			break;
+		case 1:
+			rc = bt_store_compact(st->s, "s", false);
+			break;
+		default:
+			rc = bt_store_compact(st->s, "s", k % 2 == 0);
+			break;
+		}
+		if (rc != 0 && atomic_fetch_add(&st->errors, 1) < 3)
+			diag("splits: maintenance %d: %s (%s)", k,
+			    bt_strerror(rc), bt_error_detail());
+		atomic_fetch_add(&st->maint, 1);
+	}
+	return NULL;
+}
+
+/* Each counter holds what was added to it, and its results were
+ * 1..count each once. */
+static void
+split_verify_counters(struct split_test *st, const char *label)
+{
+	long bad_sum = 0, bad_results = 0;
+
+	for (int k = 0; k < SPLIT_COUNTERS; k++) {
+		int64_t got[SPLIT_INCRS * SPLIT_INCR_EACH];
+		int n = 0;
+		char row[16], want[32], *text;
+
+		for (int t = 0; t < SPLIT_INCRS; t++)
+			for (int i = 0; i < SPLIT_INCR_EACH; i++)
+				if ((i + t) % SPLIT_COUNTERS == k)
+					got[n++] = st->results[t][i];
+		qsort(got, (size_t)n, sizeof(*got), cmp_i64);
+		for (int i = 0; i < n; i++)
+			if (got[i] != i + 1)
+				bad_results++;
+		split_counter_row(k, row, sizeof(row));
+		snprintf(want, sizeof(want), "%d\\x0a@", n);
+		text = newest_text(st->s, "s", row, "f", "n");
+		if (strncmp(text, want, strlen(want)) != 0) {
+			diag("%s: counter %s holds %s, want %d", label, row,
+			    text, n);
+			bad_sum++;
+		}
+		free(text);
+	}
+	is_int(bad_sum, 0, "%s: %d threads x %d increments of 1 over %d "
+	    "counters sum to %d", label, SPLIT_INCRS, SPLIT_INCR_EACH,
+	    SPLIT_COUNTERS, SPLIT_INCRS * SPLIT_INCR_EACH);
+	is_int(bad_results, 0, "%s: each counter's results are 1..n, each "
+	    "once", label);
+}
+
+static void
+test_splits_under_load(void)
+{
+	static const struct bt_family_spec fam = { .name = "f" };
+	struct bt_options opts = { .memtable_size = 64 << 10 };
+	struct split_test *st = calloc(1, sizeof(*st));
+	enum { N = SPLIT_INCRS + SPLIT_WRITERS + 2 };
+	struct split_arg args[N];
+	pthread_t th[N];
+	struct bt_tablet_info *tabs = NULL;
+	struct bt_stats stats;
+	struct tstore t;
+	size_t ntabs = 0;
+
+	if (st == NULL)
+		tap_bail("out of memory");
+	tstore_posix(&t, &opts);
+	must(bt_table_create(t.s, "s", &fam, 1, NULL, 0, 32 << 10));
+	st->s = t.s;
+	atomic_store(&st->workers_left, SPLIT_INCRS + SPLIT_WRITERS);
+	for (int i = 0; i < N; i++) {
+		args[i].st = st;
+		args[i].id = i < SPLIT_INCRS ? i : i - SPLIT_INCRS;
+		start_thread(&th[i], i < SPLIT_INCRS ? split_incr_thread :
+		    i < SPLIT_INCRS + SPLIT_WRITERS ? split_row_writer :
+		    i == N - 2 ? split_reader : split_maintainer, &args[i]);
+	}
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	bt_store_get_stats(t.s, &stats);
+	must(bt_table_tablets(t.s, "s", &tabs, &ntabs));
+	bt_tablets_free(tabs);
+	diag("splits: %" PRIu64 " splits (%ld forced), %" PRIu64 " merges, "
+	    "%zu tablets, %ld maintenance ops, %ld scans", stats.splits,
+	    atomic_load(&st->forced), stats.merges, ntabs,
+	    atomic_load(&st->maint), atomic_load(&st->scans));
+	ok(stats.splits > (uint64_t)atomic_load(&st->forced) &&
+	    atomic_load(&st->forced) > 0,
+	    "splits: tablets split by size and by force during the load");
+	is_int(atomic_load(&st->errors), 0,
+	    "splits: no increment, write, read, scan, split or compaction "
+	    "failed");
+	is_int(atomic_load(&st->mixed), 0,
+	    "splits: no read or scan saw a torn row");
+	is_int(atomic_load(&st->disorder), 0,
+	    "splits: every scan returned its rows once, in order");
+	ok(atomic_load(&st->scans) > 0, "splits: scans ran during the load");
+	split_verify_counters(st, "splits");
+	is_int(tstore_reopen(&t), 0, "splits: clean close");
+	st->s = t.s;
+	split_verify_counters(st, "splits, reopened");
+	tstore_destroy(&t);
+	free(st);
+}
+
 int
 main(void)
 {
 	test_row_atomicity();
 	test_counter();
 	test_background();
+	test_splits_under_load();
 	return tap_done();
 }

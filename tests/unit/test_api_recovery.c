@@ -275,9 +275,13 @@ faults_disarm(struct env *env)
 	env_fault_fail_after(env, ENV_FAULT_RENAME, 0, 0, false);
 }
 
-/* Power loss now; then reopen (with sync_always as given). */
+/*
+ * Power loss now; then reopen (with sync_always as given).  With torn,
+ * the disk wrote unsynced pages out of order: each survives or not.
+ */
 static void
-crash_and_reopen(struct tstore *t, bool sync_always, const char *label)
+crash_and_reopen(struct tstore *t, bool sync_always, uint64_t torn,
+    const char *label)
 {
 	int rc;
 
@@ -286,7 +290,10 @@ crash_and_reopen(struct tstore *t, bool sync_always, const char *label)
 	if (rc != 0)
 		diag("%s: close during the crash: %s", label, bt_strerror(rc));
 	t->s = NULL;
-	env_fault_drop_unsynced(t->env);
+	if (torn != 0)
+		env_fault_drop_unsynced_torn(t->env, torn);
+	else
+		env_fault_drop_unsynced(t->env);
 	faults_disarm(t->env);
 	t->opts.sync_always = sync_always;
 	rc = bt_store_open(t->path, &t->opts, &t->s);
@@ -419,7 +426,12 @@ test_crash_rounds(uint64_t seed)
 			break;
 		}
 		sync_always = tap_rand(&h->rng) % 4 == 0;
-		crash_and_reopen(&t, sync_always, label);
+		/* Every other round, unsynced pages land out of order. */
+		if (round % 2 == 1)
+			strncat(label, ", torn", sizeof(label) -
+			    strlen(label) - 1);
+		crash_and_reopen(&t, sync_always, round % 2 == 1 ?
+		    tap_rand(&h->rng) | 1 : 0, label);
 		verify(&t, h, label);
 
 		/* It takes writes again, and they survive the next crash. */
@@ -570,7 +582,7 @@ test_maintenance_errors(void)
 		    "(got %d)", faults[k].name, rc);
 		rc = bt_store_compact(t.s, NULL, true);
 		ok(rc < 0, "errors: so does a major compaction (got %d)", rc);
-		crash_and_reopen(&t, false, "errors");
+		crash_and_reopen(&t, false, 0, "errors");
 		{
 			struct bt_scan_options so = { 0 };
 			struct sbuf want = { 0 };

@@ -363,6 +363,85 @@ test_iter_reset(void)
 	block_builder_release(&b2);
 }
 
+struct visit_log {
+	const struct kv *kvs;
+	size_t next;		/* the entry the next visit must see */
+	size_t seen;
+	size_t stop_after;	/* 0: never stop */
+	size_t bad;
+};
+
+static int
+visit_check(void *arg, struct slice key, struct slice value)
+{
+	struct visit_log *v = arg;
+	const struct kv *want = &v->kvs[v->next++];
+
+	if (!slice_equal(key, slice_make(want->k, want->kn)) ||
+	    !slice_equal(value, slice_make(want->v, want->vn)))
+		v->bad++;
+	v->seen++;
+	return v->stop_after != 0 && v->seen == v->stop_after ? 7 : 0;
+}
+
+/*
+ * block_visit_from sees exactly the entries from the first key >= target,
+ * in order, stops when visit says so (passing its value back) and reuses
+ * the caller's key buffer.
+ */
+static void
+test_visit_from(uint64_t *rng, int interval)
+{
+	struct block_builder b;
+	struct slice contents;
+	struct buf scratch;
+	struct kv *kvs;
+	size_t n = 600, bad = 0, stops_bad = 0;
+
+	kvs = kvs_make(rng, &n, false);
+	block_builder_init(&b, interval);
+	buf_init(&scratch);
+	if (build(&b, kvs, n, &contents) < 0)
+		tap_bail("build");
+	for (size_t i = 0; i < 200; i++) {
+		size_t at = tap_rand(rng) % n, want;
+		uint8_t t[32];
+		struct slice target;
+		struct visit_log v = { kvs, 0, 0, 0, 0 };
+		int rc;
+
+		/* A present key, or one just past it (absent). */
+		memcpy(t, kvs[at].k, kvs[at].kn);
+		target = slice_make(t, kvs[at].kn);
+		if (i % 2 == 1)
+			t[target.n++] = 0;
+		want = kvs_lower_bound(kvs, n, target);
+		v.next = want;
+		rc = block_visit_from(contents, target, &scratch, visit_check,
+		    &v);
+		if (rc != 0 || v.bad != 0 || v.seen != n - want)
+			bad++;
+
+		v = (struct visit_log){ kvs, want, 0, 3, 0 };
+		rc = block_visit_from(contents, target, &scratch, visit_check,
+		    &v);
+		if (n - want >= 3 ? (rc != 7 || v.seen != 3 || v.bad != 0) :
+		    (rc != 0 || v.seen != n - want))
+			stops_bad++;
+	}
+	is_int(bad, 0, "interval %d: block_visit_from sees every entry from "
+	    "the target on", interval);
+	is_int(stops_bad, 0, "interval %d: a visit that stops ends the walk "
+	    "with its value", interval);
+	ok(scratch.cap > 0, "the caller's key buffer was used and kept");
+	contents.n = 5;
+	is_int(block_visit_from(contents, slice_str(""), &scratch,
+	    visit_check, NULL), BT_ECORRUPT, "a 5-byte block is corrupt");
+	buf_release(&scratch);
+	block_builder_release(&b);
+	kvs_free(kvs, n);
+}
+
 /* Adding under an allocation failure leaves the block as it was. */
 static void
 test_enomem(void)
@@ -600,6 +679,8 @@ main(void)
 	test_empty_block();
 	test_release_callback();
 	test_iter_reset();
+	test_visit_from(&rng, 16);
+	test_visit_from(&rng, 1);
 	test_enomem();
 	test_corrupt_crafted();
 	test_corrupt_random(&rng);

@@ -389,6 +389,79 @@ test_lock_fork(const char *root)
 	env_free(env);
 }
 
+/*
+ * Power loss with unsynced pages written out of order: the synced bytes
+ * stay, every unsynced page is either intact or zeros, the file never
+ * shrinks below its synced length, and over a few seeds both a lost page
+ * followed by a surviving one and a cut file happen.
+ */
+static void
+test_fault_drop_torn(void)
+{
+	enum { SYNCED = 5000, TOTAL = 5000 + 6 * ENV_FAULT_PAGE + 100 };
+	long bad = 0, hole_then_data = 0, cut = 0;
+	uint8_t *want = malloc(TOTAL), *got = malloc(TOTAL);
+
+	if (want == NULL || got == NULL)
+		tap_bail("out of memory");
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		struct env_file *f;
+		struct env *env;
+		uint64_t size = 0;
+		size_t n = 0;
+		bool seen_hole = false;
+
+		for (size_t i = 0; i < TOTAL; i++)
+			want[i] = (uint8_t)(1 + (i * 7 + seed) % 251);
+		if (env_fault_new(&env) < 0 ||
+		    env_file_open(env, "/f", ENV_CREATE, &f) < 0)
+			tap_bail("fault env");
+		env_dir_sync(env, "/");
+		if (env_file_append(f, want, SYNCED) < 0 ||
+		    env_file_sync(f) < 0 ||
+		    env_file_append(f, want + SYNCED, TOTAL - SYNCED) < 0)
+			tap_bail("append");
+		env_fault_drop_unsynced_torn(env, seed);
+		if (env_file_size(f, &size) < 0 || size < SYNCED ||
+		    size > TOTAL || env_file_read_at(f, 0, got, size, &n) < 0 ||
+		    n != size) {
+			bad++;
+			goto next;
+		}
+		cut += size < TOTAL;
+		if (memcmp(got, want, SYNCED) != 0)
+			bad++;
+		for (uint64_t p = SYNCED; p < size;) {
+			uint64_t end = (p / ENV_FAULT_PAGE + 1) *
+			    ENV_FAULT_PAGE;
+			bool zeros = true, same;
+
+			if (end > size)
+				end = size;
+			same = memcmp(got + p, want + p, end - p) == 0;
+			for (uint64_t i = p; i < end; i++)
+				zeros &= got[i] == 0;
+			if (!same && !zeros)
+				bad++;
+			if (zeros)
+				seen_hole = true;
+			else if (seen_hole)
+				hole_then_data++;
+			p = end;
+		}
+next:
+		env_file_close(f);
+		env_free(env);
+	}
+	is_int(bad, 0, "torn: synced bytes intact, each unsynced page whole "
+	    "or zeros, never shorter than synced (40 seeds)");
+	ok(hole_then_data > 0, "torn: a later page survived a lost earlier "
+	    "one (%ld times)", hole_then_data);
+	ok(cut > 0, "torn: some files were cut short (%ld times)", cut);
+	free(want);
+	free(got);
+}
+
 /* Power loss forgets unsynced data and unsynced directory changes. */
 static void
 test_fault_drop_unsynced(void)
@@ -704,6 +777,7 @@ main(void)
 	env_free(env);
 
 	test_fault_drop_unsynced();
+	test_fault_drop_torn();
 	test_fault_fail_after();
 	test_fault_write_at();
 	test_fault_flip_and_clock();

@@ -259,10 +259,11 @@ test_list_segments(void)
 	env_free(env);
 }
 
-/* Write recs as a one-segment log and read the file back into *content. */
+/* Write recs as a one-segment log (syncing at record sync_at, if it is
+ * one) and read the file back into *content. */
 static size_t
 make_segment(struct env *env, const char *dir, struct rec *recs, size_t n,
-    uint8_t **content)
+    size_t sync_at, uint8_t **content)
 {
 	struct log_writer *w;
 	struct env_file *f;
@@ -274,7 +275,7 @@ make_segment(struct env *env, const char *dir, struct rec *recs, size_t n,
 	if (log_writer_open(env, dir, 1, NULL, &w) < 0)
 		tap_bail("log_writer_open");
 	for (i = 0; i < n; i++)
-		if (append_rec(w, &recs[i], false, scratch) < 0)
+		if (append_rec(w, &recs[i], i == sync_at, scratch) < 0)
 			tap_bail("append");
 	if (log_writer_close(w) < 0)
 		tap_bail("log_writer_close");
@@ -309,10 +310,11 @@ struct segment_read {
 	char detail[256];
 };
 
-/* Read one segment file, comparing with recs. */
+/* Read one segment file, comparing with recs; sealed as a segment that
+ * another followed (log_reader_set_sealed), or as the last. */
 static void
-read_segment(struct env *env, const char *path, const struct rec *recs,
-    size_t n, struct segment_read *out)
+read_segment_as(struct env *env, const char *path, const struct rec *recs,
+    size_t n, bool sealed, struct segment_read *out)
 {
 	struct log_reader *r;
 	uint8_t scratch[4096];
@@ -325,6 +327,8 @@ read_segment(struct env *env, const char *path, const struct rec *recs,
 		    bt_error_detail());
 		return;
 	}
+	if (sealed)
+		log_reader_set_sealed(r);
 	while ((out->rc = log_reader_next(r, &s, &off)) == 0) {
 		if (out->records >= n || !rec_equal(&recs[out->records], s,
 		    scratch) || off != recs[out->records].pos.offset) {
@@ -338,6 +342,78 @@ read_segment(struct env *env, const char *path, const struct rec *recs,
 		    bt_error_detail());
 	out->dropped = log_reader_dropped_bytes(r);
 	log_reader_close(r);
+}
+
+/* The damage tests read a segment as one that another followed. */
+static void
+read_segment(struct env *env, const char *path, const struct rec *recs,
+    size_t n, struct segment_read *out)
+{
+	read_segment_as(env, path, recs, n, true, out);
+}
+
+/*
+ * Damage in the segment written last: where no later record's synced
+ * field covers it, a power loss explains it (unsynced pages written out
+ * of order), and the segment is torn there; where one does, the damaged
+ * bytes had been synced, and it is corruption.
+ */
+static void
+test_damage_in_last_segment(uint64_t *rng)
+{
+	struct rec recs[7];
+	struct segment_read sr;
+	struct env *env;
+	uint8_t *content;
+	size_t n = 7, size, k;
+	const char *path = "/u/last.log";
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/u") < 0)
+		tap_bail("env");
+	for (k = 0; k < n; k++) {
+		recs[k].n = 20 + tap_rand(rng) % 60;
+		recs[k].seed = tap_rand(rng);
+	}
+	/* Synced at record 3: record 4 carries the synced field. */
+	size = make_segment(env, "/u", recs, n, 3, &content);
+	for (k = 0; k < n; k++) {
+		uint8_t save = content[recs[k].pos.offset +
+		    LOG_RECORD_HEADER_SIZE + 5];
+		bool synced = k <= 3;
+
+		/* Zeros in the middle of record k's payload. */
+		memset(content + recs[k].pos.offset + LOG_RECORD_HEADER_SIZE +
+		    5, 0, 1);
+		if (save == 0)
+			content[recs[k].pos.offset + LOG_RECORD_HEADER_SIZE +
+			    5] = 0x5a;
+		put_file(env, path, content, size);
+		read_segment_as(env, path, recs, n, false, &sr);
+		if (synced)
+			ok(sr.rc == BT_ECHECKSUM && sr.records == k &&
+			    !sr.wrong, "last segment: damage in synced record "
+			    "%zu is corruption (%s)", k, sr.detail);
+		else
+			ok(sr.rc == BT_DONE && sr.records == k && !sr.wrong &&
+			    sr.dropped == size - recs[k].pos.offset,
+			    "last segment: damage in unsynced record %zu is "
+			    "torn there (%zu records, %" PRIu64 " bytes "
+			    "dropped)", k, sr.records, sr.dropped);
+		/* (The last record of any segment can read as torn; replay
+		 * treats a tail dropped from a sealed one as damage.) */
+		read_segment_as(env, path, recs, n, true, &sr);
+		ok(sr.records == k && !sr.wrong && (k + 1 < n ?
+		    sr.rc == BT_ECHECKSUM : sr.rc == BT_DONE && sr.dropped > 0),
+		    "sealed segment: damage in record %zu is corruption", k);
+		content[recs[k].pos.offset + LOG_RECORD_HEADER_SIZE + 5] =
+		    save;
+	}
+	put_file(env, path, content, size);
+	read_segment_as(env, path, recs, n, false, &sr);
+	ok(sr.rc == BT_DONE && sr.records == n && !sr.wrong,
+	    "last segment: undamaged, every record reads");
+	free(content);
+	env_free(env);
 }
 
 /* A segment of a few records, cut at every byte offset: replay returns
@@ -358,7 +434,7 @@ test_torn_every_offset(uint64_t *rng)
 		recs[k].n = k == 4 ? 300 : 1 + tap_rand(rng) % 100;
 		recs[k].seed = tap_rand(rng);
 	}
-	size = make_segment(env, "/c", recs, n, &content);
+	size = make_segment(env, "/c", recs, n, SIZE_MAX, &content);
 	for (cut = 0; cut <= size; cut++) {
 		put_file(env, path, content, cut);
 		read_segment(env, path, recs, n, &sr);
@@ -458,7 +534,7 @@ test_flip_every_byte(uint64_t *rng)
 		recs[k].n = 1 + tap_rand(rng) % 40;
 		recs[k].seed = tap_rand(rng);
 	}
-	size = make_segment(env, "/x", recs, n, &content);
+	size = make_segment(env, "/x", recs, n, SIZE_MAX, &content);
 	for (o = 0; o < size; o++) {
 		for (m = 0; m < (small ? 1u : 3u); m++) {
 			mask = m == 0 ? 0x01 : m == 1 ? 0x80 :
@@ -890,6 +966,7 @@ main(void)
 	test_list_segments();
 	test_torn_every_offset(&rng);
 	test_flip_every_byte(&rng);
+	test_damage_in_last_segment(&rng);
 
 	if (env_fault_new(&env) < 0 || env_dir_create(env, "/g") < 0)
 		tap_bail("env_fault_new");

@@ -554,6 +554,165 @@ test_cache(struct env *env)
 	buf_release(&got);
 }
 
+/* Row r has 1 + (r * 7) % 40 columns; row 38 has 400 (many blocks). */
+static int
+prefix_cols(int row)
+{
+	return row == 38 ? 400 : 1 + (row * 7) % 40;
+}
+
+struct prefix_log {
+	struct slice keys[512], values[512];	/* values borrowed */
+	uint8_t key_bytes[512][32];
+	size_t n;
+	size_t stop_after;	/* 0: never */
+	int stop_rc;
+};
+
+static int
+prefix_collect(void *arg, struct slice key, struct slice value)
+{
+	struct prefix_log *l = arg;
+
+	if (l->n < 512 && key.n <= 32) {
+		memcpy(l->key_bytes[l->n], key.p, key.n);
+		l->keys[l->n] = slice_make(l->key_bytes[l->n], key.n);
+		l->values[l->n] = value;
+	}
+	l->n++;
+	return l->stop_after != 0 && l->n == l->stop_after ? l->stop_rc : 0;
+}
+
+/* Whether l holds exactly the columns [first, first + count) of row,
+ * keys and values (the values read after the walk returned). */
+static bool
+prefix_log_is(const struct prefix_log *l, int row, int count)
+{
+	char key[32], val[48];
+
+	if (l->n != (size_t)count)
+		return false;
+	for (int c = 0; c < count; c++) {
+		snprintf(key, sizeof(key), "row%04d/col%03d", row, c);
+		snprintf(val, sizeof(val), "value of %s", key);
+		if (!slice_equal(l->keys[c], slice_str(key)) ||
+		    !slice_equal(l->values[c], slice_str(val)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * sst_reader_visit_prefix: exactly a row's entries, across blocks, with
+ * and without a cache; with pins the values stay valid after the walk even
+ * in a cache too small to keep the blocks; a visit can stop the walk.
+ */
+static void
+test_visit_prefix(struct env *env)
+{
+	struct sst_options o;
+	struct sst_builder *b;
+	struct sst_reader *r;
+	struct cache *cache;
+	struct buf ik, dk;
+	struct sst_pins pins;
+	char key[32], val[48];
+	size_t bad = 0, pinned_bad = 0, absent_bad = 0;
+	struct prefix_log *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		tap_bail("out of memory");
+	buf_init(&ik);
+	buf_init(&dk);
+	sst_options_default(&o);
+	o.block_size = 256;
+	o.filter_prefix = row_prefix;
+	if (sst_builder_new(env, "prefix.sst", &o, &b) < 0)
+		tap_bail("builder prefix.sst");
+	for (int row = 0; row < 100; row += 2)
+		for (int c = 0; c < prefix_cols(row); c++) {
+			snprintf(key, sizeof(key), "row%04d/col%03d", row, c);
+			snprintf(val, sizeof(val), "value of %s", key);
+			if (sst_builder_add(b, slice_str(key),
+			    slice_str(val)) < 0)
+				tap_bail("sst_builder_add");
+		}
+	if (sst_builder_finish(b, NULL) < 0)
+		tap_bail("sst_builder_finish");
+	sst_builder_free(b);
+	/* Two blocks' worth of cache: pinned blocks outlive eviction. */
+	if (cache_new(512, &cache) < 0)
+		tap_bail("cache_new");
+	for (int pass = 0; pass < 2; pass++) {
+		struct cache *c = pass == 0 ? cache : NULL;
+
+		if (sst_reader_open(env, "prefix.sst",
+		    c != NULL ? cache_new_id(c) : 0, c, row_prefix, &r) < 0)
+			tap_bail("open prefix.sst");
+		for (int row = 0; row < 101; row++) {
+			int rc;
+
+			snprintf(key, sizeof(key), "row%04d/", row);
+			memset(l, 0, sizeof(*l));
+			rc = sst_reader_visit_prefix(r, slice_str(key), &ik,
+			    &dk, NULL, prefix_collect, l);
+			if (rc != 0 || l->n != (size_t)(row % 2 == 0 &&
+			    row < 100 ? prefix_cols(row) : 0))
+				(row % 2 == 0 ? &bad : &absent_bad)[0]++;
+
+			memset(l, 0, sizeof(*l));
+			sst_pins_init(&pins);
+			rc = sst_reader_visit_prefix(r, slice_str(key), &ik,
+			    &dk, &pins, prefix_collect, l);
+			/* Other rows' blocks through the tiny cache. */
+			if (rc == 0 && row % 2 == 0 && row < 100) {
+				struct prefix_log *other = calloc(1,
+				    sizeof(*other));
+
+				snprintf(key, sizeof(key), "row%04d/",
+				    (row + 50) % 100);
+				(void)sst_reader_visit_prefix(r,
+				    slice_str(key), &ik, &dk, NULL,
+				    prefix_collect, other);
+				free(other);
+				if (!prefix_log_is(l, row, prefix_cols(row)))
+					pinned_bad++;
+			}
+			sst_pins_release(&pins);
+		}
+		is_int(bad, 0, "%s: every row's entries visited, across "
+		    "blocks", c != NULL ? "cache" : "no cache");
+		is_int(absent_bad, 0, "%s: absent rows visit nothing",
+		    c != NULL ? "cache" : "no cache");
+		is_int(pinned_bad, 0, "%s: pinned values stay valid after the "
+		    "walk", c != NULL ? "cache" : "no cache");
+
+		memset(l, 0, sizeof(*l));
+		l->stop_after = 5;
+		l->stop_rc = 1;
+		is_int(sst_reader_visit_prefix(r, slice_str("row0038/"), &ik,
+		    &dk, NULL, prefix_collect, l), 0,
+		    "a visit that stops: 0");
+		is_int(l->n, 5, "the walk ends at the visit that stopped it");
+		memset(l, 0, sizeof(*l));
+		l->stop_after = 100;
+		l->stop_rc = -EIO;
+		is_int(sst_reader_visit_prefix(r, slice_str("row0038/"), &ik,
+		    &dk, NULL, prefix_collect, l), -EIO,
+		    "a visit's error is passed back");
+		memset(l, 0, sizeof(*l));
+		is_int(sst_reader_visit_prefix(r, slice_str("row00"), &ik,
+		    &dk, NULL, prefix_collect, l), 0, "a shorter prefix");
+		ok(l->n > 400, "a shorter prefix spans rows (%zu)", l->n);
+		sst_reader_unref(r);
+		bad = pinned_bad = absent_bad = 0;
+	}
+	cache_free(cache);
+	buf_release(&ik);
+	buf_release(&dk);
+	free(l);
+}
+
 struct reader_thread {
 	pthread_t tid;
 	struct sst_reader *r;
@@ -1033,6 +1192,8 @@ main(void)
 	lap("bloom");
 	test_cache(env);
 	lap("cache");
+	test_visit_prefix(env);
+	lap("visit prefix");
 	test_threads(env, &rng);
 	lap("threads");
 	test_bad_files(env);

@@ -1,0 +1,525 @@
+/*
+ * test_api_point.c - point reads (bt_read_row) gather a row from the
+ * memtable and every SSTable that may hold it, sort the entries and
+ * resolve them; scans merge the same sources with iterators.  Both must
+ * agree, whatever the mix of sources: after random puts (colliding
+ * timestamps, older timestamps after newer ones), deletes of every kind,
+ * flushes between them (one SSTable each) and compactions, every row is
+ * read with every kind of filter (versions per column, time range, as-of,
+ * columns, keys only) both ways.  Then fixed cases with their expected
+ * answers: a newer delete in the memtable masks older data in SSTables, a
+ * later put with an older timestamp is visible, maxversions and as-of
+ * across sources, the step over the rest of a column, and rows too large
+ * to gather (read by streaming).  Last, more reader threads than the store
+ * keeps resolved rows for (bt_read_row reuses them) each check the rows
+ * they read, some of them large enough that their buffers are freed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/tabletfs.h"
+#include "util/env.h"
+#include "api_util.h"
+
+static const char *const families[] = {
+	"a", "m1=maxversions=1", "m2=maxversions=2", NULL,
+};
+static const char *const fam_names[] = { "a", "m1", "m2" };
+static const char *const quals[] = { "", "q", "qq" };
+
+/* Rows include a prefix of others and one with a 0x00 byte (escaped). */
+static const struct bt_bytes rows[] = {
+	{ "r", 1 }, { "r0", 2 }, { "r1", 2 }, { "r00", 3 }, { "z\0q", 3 },
+};
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+static const struct bt_column col_m1 = { .family = "m1" };
+static const struct bt_column col_aq = {
+	.family = "a", .has_qualifier = true, .qualifier = { "q", 1 },
+};
+
+static const struct bt_read_options read_kinds[] = {
+	{ 0 },
+	{ .cells_per_column = 1 },
+	{ .cells_per_column = 2 },
+	{ .min_ts = 4 },
+	{ .has_max_ts = true, .max_ts = 5 },
+	{ .has_max_ts = true, .max_ts = 3, .cells_per_column = 1 },
+	{ .columns = &col_m1, .column_count = 1 },
+	{ .columns = &col_aq, .column_count = 1, .cells_per_column = 1 },
+	{ .keys_only = true },
+};
+#define NKINDS (sizeof(read_kinds) / sizeof(read_kinds[0]))
+
+/* What a scan of [row, row 0x00) says, spelled as read_text() spells it. */
+static char *
+scan_one_row(struct bt_store *s, struct bt_bytes row,
+    const struct bt_read_options *ro)
+{
+	char end[8];
+	struct bt_scan_options so = { 0 };
+	char *text, *nl, *out;
+
+	memcpy(end, row.data, row.size);
+	end[row.size] = '\0';
+	so.start = row;
+	so.end = btb(end, row.size + 1);
+	so.read = *ro;
+	text = scan_text(s, "t", &so);
+	if (text[0] == '\0') {
+		free(text);
+		return strdup("NOTFOUND");
+	}
+	if (text[0] != '[' || (nl = strchr(text, '\n')) == NULL)
+		return text;
+	out = strdup(nl + 1);
+	free(text);
+	return out;
+}
+
+/* Compare every row, every read kind; count the disagreements. */
+static size_t
+compare_all(struct bt_store *s, const char *when, bool *shown)
+{
+	size_t bad = 0;
+
+	for (size_t r = 0; r < NROWS; r++) {
+		for (size_t k = 0; k < NKINDS; k++) {
+			char *point = read_text(s, "t", rows[r],
+			    &read_kinds[k]);
+			char *scan = scan_one_row(s, rows[r], &read_kinds[k]);
+
+			if (strcmp(point, scan) != 0) {
+				bad++;
+				if (!*shown) {
+					diag("%s: row %zu, read kind %zu",
+					    when, r, k);
+					diag_text("point read", point);
+					diag_text("scan", scan);
+					*shown = true;
+				}
+			}
+			free(point);
+			free(scan);
+		}
+	}
+	return bad;
+}
+
+static void
+random_op(struct bt_store *s, uint64_t *rng, unsigned n)
+{
+	struct bt_bytes row = rows[tap_rand(rng) % NROWS];
+	const char *fam = fam_names[tap_rand(rng) % 3];
+	struct bt_bytes q = bts(quals[tap_rand(rng) % 3]);
+	int64_t ts = 1 + (int64_t)(tap_rand(rng) % 8);
+	unsigned pick = (unsigned)(tap_rand(rng) % 100);
+	char val[32];
+	int rc;
+
+	snprintf(val, sizeof(val), "v%u", n);
+	if (pick < 70)
+		rc = put_cell(s, "t", row, fam, q, ts, bts(val));
+	else if (pick < 82)
+		rc = del_cell(s, "t", row, BT_DELETE_VERSION, fam, q, ts);
+	else if (pick < 90)
+		rc = del_cell(s, "t", row, BT_DELETE_COLUMN, fam, q, 0);
+	else if (pick < 96)
+		rc = del_cell(s, "t", row, BT_DELETE_FAMILY, fam, q, 0);
+	else
+		rc = del_cell(s, "t", row, BT_DELETE_ROW, fam, q, 0);
+	if (rc != 0) {
+		diag("op %u: %s (%s)", n, bt_strerror(rc), bt_error_detail());
+		tap_bail("a random mutation failed");
+	}
+}
+
+/* Random history in several SSTables and the memtable: point reads agree
+ * with scans at every step. */
+static void
+test_differential(uint64_t *rng)
+{
+	struct tstore t;
+	size_t bad = 0, checks = 0, flushes = 0;
+	bool shown = false;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+	for (unsigned n = 1; n <= 600; n++) {
+		random_op(t.s, rng, n);
+		if (n % 17 == 0) {
+			must(bt_store_flush(t.s));
+			flushes++;
+		}
+		if (n % 150 == 0)
+			must(bt_store_compact(t.s, "t", n % 300 == 0));
+		if (n % 5 == 0) {
+			bad += compare_all(t.s, "random history", &shown);
+			checks++;
+		}
+	}
+	is_int(bad, 0, "point reads agree with scans after %zu checks of "
+	    "%zu rows x %zu read kinds (%zu flushes)", checks, NROWS, NKINDS,
+	    flushes);
+	must(bt_store_compact(t.s, "t", true));
+	is_int(compare_all(t.s, "after a major compaction", &shown), 0,
+	    "and after a major compaction");
+	tstore_reopen(&t);
+	is_int(compare_all(t.s, "after a reopen", &shown), 0,
+	    "and after a reopen");
+	tstore_destroy(&t);
+}
+
+/* Fixed cases across sources, with their answers. */
+static void
+test_across_sources(void)
+{
+	struct bt_read_options newest = { .cells_per_column = 1 };
+	struct bt_read_options as_of = { .has_max_ts = true, .max_ts = 15,
+	    .cells_per_column = 1 };
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+
+	/* A newer row delete in the memtable masks data in two SSTables;
+	 * a later put with an older timestamp is visible. */
+	must(put_str(t.s, "t", "d", "a", "x", 10, "x10"));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "d", "a", "x", 20, "x20"));
+	must(bt_store_flush(t.s));
+	is_text(read_text_str(t.s, "t", "d", &newest), "a:x@20=x20\n",
+	    "newest of two SSTables");
+	must(del_str(t.s, "t", "d", BT_DELETE_ROW, NULL, NULL, 0));
+	is_text(read_text_str(t.s, "t", "d", NULL), "NOTFOUND",
+	    "a row delete in the memtable masks both SSTables");
+	must(put_str(t.s, "t", "d", "a", "x", 5, "x5"));
+	is_text(read_text_str(t.s, "t", "d", NULL), "a:x@5=x5\n",
+	    "a later put with an older timestamp is visible");
+	must(bt_store_flush(t.s));
+	is_text(read_text_str(t.s, "t", "d", NULL), "a:x@5=x5\n",
+	    "and still once the delete and the put are flushed");
+
+	/* A version delete in the memtable of the newest version, which is
+	 * in an SSTable: the older one from another SSTable shows. */
+	must(put_str(t.s, "t", "v", "a", "", 1, "one"));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "v", "a", "", 2, "two"));
+	must(bt_store_flush(t.s));
+	must(del_str(t.s, "t", "v", BT_DELETE_VERSION, "a", "", 2));
+	is_text(read_text_str(t.s, "t", "v", &newest), "a:@1=one\n",
+	    "deleting the newest version shows the older one");
+
+	/* maxversions=1: the newest timestamp wins wherever it is, and a
+	 * condemned version does not come back when the newest is
+	 * deleted. */
+	must(put_str(t.s, "t", "g", "m1", "c", 30, "m30"));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "g", "m1", "c", 10, "m10"));
+	is_text(read_text_str(t.s, "t", "g", NULL), "m1:c@30=m30\n",
+	    "maxversions=1 keeps the newest timestamp, not the newest put");
+	must(del_str(t.s, "t", "g", BT_DELETE_VERSION, "m1", "c", 30));
+	is_text(read_text_str(t.s, "t", "g", NULL), "NOTFOUND",
+	    "the condemned version stays condemned");
+
+	/* As of a time: the newest version at or before it, from an older
+	 * SSTable than the newest version's. */
+	must(put_str(t.s, "t", "o", "a", "c", 12, "c12"));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "o", "a", "c", 18, "c18"));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "o", "a", "c", 25, "c25"));
+	is_text(read_text_str(t.s, "t", "o", &as_of), "a:c@12=c12\n",
+	    "as of 15: the version of 12, two sources back");
+	{
+		struct bt_read_options range = { .min_ts = 13, .has_max_ts =
+		    true, .max_ts = 24 };
+
+		is_text(read_text_str(t.s, "t", "o", &range), "a:c@18=c18\n",
+		    "time range 13..24: one version, from the middle source");
+	}
+	tstore_destroy(&t);
+}
+
+/*
+ * The resolver steps over the rest of a column once it can return nothing
+ * more from it (not selected, cells per column reached, versions older
+ * than min_ts): the next column, even one whose qualifier extends this
+ * one's or holds a 0x00 byte, and the next family's delete marker, must
+ * still be seen.
+ */
+static void
+test_column_skip(void)
+{
+	static const struct bt_column col_m2 = { .family = "m2" };
+	static const struct bt_column col_ax = { .family = "a",
+	    .has_qualifier = true, .qualifier = { "x", 1 } };
+	struct bt_read_options ro;
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+	must(put_str(t.s, "t", "s", "a", "q", 5, "q5"));
+	must(put_str(t.s, "t", "s", "a", "q", 4, "q4"));
+	must(put_str(t.s, "t", "s", "a", "q", 3, "q3"));
+	must(put_str(t.s, "t", "s", "m2", "c", 1, "c1"));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "s", "a", "qq", 9, "qq9"));
+	must(put_str(t.s, "t", "s", "a", "qq", 8, "qq8"));
+	must(put_str(t.s, "t", "s", "a", "x", 7, "x7"));
+	must(put_str(t.s, "t", "s", "a", "x", 6, "x6"));
+	must(put_cell(t.s, "t", bts("s"), "a", btb("x\0", 2), 2,
+	    bts("xz2")));
+	must(del_str(t.s, "t", "s", BT_DELETE_FAMILY, "m2", NULL, 0));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "s", "m2", "c", 1, "c1new"));
+	must(put_str(t.s, "t", "s", "m2", "d", 3, "d3"));
+
+	ro = (struct bt_read_options){ .cells_per_column = 1 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "a:q@5=q5\na:qq@9=qq9\na:x@7=x7\na:x\\x00@2=xz2\n"
+	    "m2:c@1=c1new\nm2:d@3=d3\n",
+	    "one per column: the newest of each, a:qq and a:x\\0 after a:q "
+	    "and a:x, the family delete applied");
+	ro = (struct bt_read_options){ .min_ts = 5 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "a:q@5=q5\na:qq@9=qq9\na:qq@8=qq8\na:x@7=x7\na:x@6=x6\n",
+	    "min_ts 5: each column down to 5, nothing older");
+	ro = (struct bt_read_options){ .columns = &col_m2, .column_count = 1,
+	    .cells_per_column = 1 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "m2:c@1=c1new\nm2:d@3=d3\n",
+	    "family m2 only: family a stepped over");
+	ro = (struct bt_read_options){ .columns = &col_ax, .column_count = 1,
+	    .cells_per_column = 1 };
+	is_text(read_text_str(t.s, "t", "s", &ro), "a:x@7=x7\n",
+	    "column a:x only: not a:x\\0");
+	ro = (struct bt_read_options){ .has_max_ts = true, .max_ts = 4,
+	    .cells_per_column = 1 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "a:q@4=q4\na:x\\x00@2=xz2\nm2:c@1=c1new\nm2:d@3=d3\n",
+	    "as of 4, one per column");
+	ro = (struct bt_read_options){ .cells_per_column = 2 };
+	is_text(read_text_str(t.s, "t", "s", &ro),
+	    "a:q@5=q5\na:q@4=q4\na:qq@9=qq9\na:qq@8=qq8\na:x@7=x7\n"
+	    "a:x@6=x6\na:x\\x00@2=xz2\nm2:c@1=c1new\nm2:d@3=d3\n",
+	    "two per column");
+	tstore_destroy(&t);
+}
+
+/* A row whose SSTable blocks hold more than the gathering takes (1 MiB)
+ * is read by streaming, with the same answer. */
+static void
+test_large_row(void)
+{
+	struct tstore t;
+	size_t vlen = 64 << 10, bad = 0;
+	char *val = xmalloc(vlen + 1), q[16];
+	struct bt_row *r = NULL;
+	int rc;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+	for (int i = 0; i < 40; i++) {
+		snprintf(q, sizeof(q), "c%02d", i);
+		memset(val, 'a' + i % 26, vlen);
+		must(put_cell(t.s, "t", bts("big"), "a", bts(q), 1,
+		    btb(val, vlen)));
+	}
+	must(bt_store_flush(t.s));
+	must(del_str(t.s, "t", "big", BT_DELETE_COLUMN, "a", "c07", 0));
+	must(put_str(t.s, "t", "big", "a", "c39", 2, "new"));
+	rc = bt_read_row(t.s, "t", bts("big"), NULL, &r);
+	is_int(rc, 0, "a 2.5 MiB row reads");
+	if (rc == 0) {
+		ok(r->cell_count == 40, "39 columns, one of them with two "
+		    "versions (%zu cells)", r->cell_count);
+		for (size_t i = 0; i < r->cell_count; i++) {
+			const struct bt_cell *c = &r->cells[i];
+			int col = atoi((const char *)c->qualifier.data + 1);
+
+			const char *data = c->value.data;
+
+			if (col == 7)
+				bad++;
+			else if (col == 39 && c->ts == 2)
+				bad += !bytes_eq(c->value, bts("new"));
+			else if (c->value.size != vlen ||
+			    data[vlen / 2] != 'a' + col % 26)
+				bad++;
+		}
+		is_int(bad, 0, "every value is whole and the deleted column "
+		    "is gone");
+		bt_row_free(r);
+	}
+	{
+		struct bt_read_options newest = { .cells_per_column = 1 };
+		char *point = read_text(t.s, "t", bts("big"), &newest);
+		char *scan = scan_one_row(t.s, bts("big"), &newest);
+
+		ok(strcmp(point, scan) == 0, "the large row: point read and "
+		    "scan agree");
+		free(point);
+		free(scan);
+	}
+
+	/* More entries than the gathering takes (16384), all in the
+	 * memtable. */
+	for (int i = 1; i <= 20000; i++) {
+		snprintf(val, vlen, "v%d", i);
+		must(put_str(t.s, "t", "many", "a", "", i, val));
+	}
+	r = NULL;
+	rc = bt_read_row(t.s, "t", bts("many"), NULL, &r);
+	ok(rc == 0 && r->cell_count == 20000 && r->cells[0].ts == 20000 &&
+	    bytes_eq(r->cells[0].value, bts("v20000")) &&
+	    r->cells[19999].ts == 1,
+	    "a row of 20000 memtable entries reads whole, newest first");
+	if (rc == 0)
+		bt_row_free(r);
+	{
+		struct bt_read_options newest = { .cells_per_column = 1 };
+
+		is_text(read_text_str(t.s, "t", "many", &newest),
+		    "a:@20000=v20000\n", "and its newest version");
+	}
+	free(val);
+	tstore_destroy(&t);
+}
+
+/* The Bloom filter (one hash of the row for every SSTable) keeps a point
+ * read out of the SSTables that do not hold its row.  Three SSTables:
+ * one fewer than a merging compaction waits for. */
+static void
+test_bloom_skips(void)
+{
+	struct bt_stats st0, st1;
+	struct tstore t;
+	char row[32], want[64];
+	uint64_t lookups;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+	for (int k = 0; k < 3; k++) {
+		for (int i = 0; i < 200; i++) {
+			snprintf(row, sizeof(row), "b%d_%03d", k, i);
+			must(put_str(t.s, "t", row, "a", "", 1, row));
+		}
+		must(bt_store_flush(t.s));
+	}
+	bt_store_get_stats(t.s, &st0);
+	for (int i = 0; i < 100; i++) {
+		snprintf(row, sizeof(row), "b%d_%03d", i % 3, i * 2);
+		snprintf(want, sizeof(want), "a:@1=%s\n", row);
+		is_text(read_text_str(t.s, "t", row, NULL), want, "row %s",
+		    row);
+	}
+	bt_store_get_stats(t.s, &st1);
+	lookups = st1.cache_hits + st1.cache_misses - st0.cache_hits -
+	    st0.cache_misses;
+	ok(st1.sstables == 3 && lookups >= 100 && lookups < 150,
+	    "100 point reads over %llu SSTables look up %llu blocks, not one "
+	    "per SSTable", (unsigned long long)st1.sstables,
+	    (unsigned long long)lookups);
+	tstore_destroy(&t);
+}
+
+#define POOL_THREADS	8
+#define POOL_ROWS	24
+
+/* Row i holds one cell whose value is (i * 997) % 200000 + 1 copies of
+ * the byte 'A' + i % 26: some rows past the pool's 64 KiB. */
+static size_t
+pool_value_len(int i)
+{
+	return (size_t)(i * 997 * 7) % 200000 + 1;
+}
+
+struct pool_arg {
+	struct bt_store *s;
+	int id;
+	atomic_long *bad;
+};
+
+static void *
+pool_reader(void *p)
+{
+	struct pool_arg *a = p;
+	uint64_t rng = 77 + (uint64_t)a->id;
+	char row[16];
+
+	for (int n = 0; n < 1500; n++) {
+		int i = (int)(tap_rand(&rng) % POOL_ROWS);
+		size_t len = pool_value_len(i);
+		const unsigned char *v;
+		struct bt_row *r = NULL;
+		bool good;
+
+		snprintf(row, sizeof(row), "p%02d", i);
+		if (bt_read_row(a->s, "t", bts(row), NULL, &r) != 0) {
+			atomic_fetch_add(a->bad, 1);
+			continue;
+		}
+		v = r->cells[0].value.data;
+		good = r->cell_count == 1 && r->cells[0].value.size == len &&
+		    bytes_eq(r->key, bts(row)) && v[0] == 'A' + i % 26 &&
+		    v[len - 1] == 'A' + i % 26 && v[len / 2] == 'A' + i % 26;
+		if (!good)
+			atomic_fetch_add(a->bad, 1);
+		bt_row_free(r);
+	}
+	return NULL;
+}
+
+static void
+test_pool_threads(void)
+{
+	struct pool_arg args[POOL_THREADS];
+	pthread_t th[POOL_THREADS];
+	atomic_long bad = 0;
+	struct tstore t;
+	char *val = xmalloc(200001), row[16];
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+	for (int i = 0; i < POOL_ROWS; i++) {
+		memset(val, 'A' + i % 26, pool_value_len(i));
+		snprintf(row, sizeof(row), "p%02d", i);
+		must(put_cell(t.s, "t", bts(row), "a", bts(""), 1,
+		    btb(val, pool_value_len(i))));
+		if (i == POOL_ROWS / 2)
+			must(bt_store_flush(t.s));
+	}
+	for (int i = 0; i < POOL_THREADS; i++) {
+		args[i] = (struct pool_arg){ t.s, i, &bad };
+		if (pthread_create(&th[i], NULL, pool_reader, &args[i]) != 0)
+			tap_bail("pthread_create");
+	}
+	for (int i = 0; i < POOL_THREADS; i++)
+		pthread_join(th[i], NULL);
+	is_int(atomic_load(&bad), 0, "%d threads reading rows of 1 byte to "
+	    "200 KB: every read whole and its own", POOL_THREADS);
+	free(val);
+	tstore_destroy(&t);
+}
+
+int
+main(void)
+{
+	uint64_t seed = tap_seed(), rng = seed;
+
+	test_differential(&rng);
+	test_across_sources();
+	test_column_skip();
+	test_large_row();
+	test_bloom_skips();
+	test_pool_threads();
+	return tap_done();
+}
