@@ -32,6 +32,7 @@ struct resolver {
 	int64_t last_ts;
 	bool column_selected;
 	bool spans_shared;		/* last span holds this column's names */
+	bool column_over;		/* the column said COLUMN_DONE once */
 };
 
 void
@@ -141,6 +142,7 @@ enter_column(struct cells_row *r, struct resolver *st,
 	st->emitted = 0;
 	st->have_last_ts = false;
 	st->spans_shared = false;
+	st->column_over = false;
 	st->column_selected = st->family_known &&
 	    filter_selects(f, buf_slice(&r->cur_family), qualifier);
 	return 0;
@@ -272,7 +274,7 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 	st->emitted++;
 	/* One growth of the row's bytes for the whole cell (its names, its
 	 * value and a terminator each), not one per part. */
-	if ((rc = buf_reserve(&r->bytes, r->cur_family.n +
+	if ((rc = room_for(&r->bytes, r->cur_family.n +
 	    r->cur_qualifier.n + (f->keys_only ? 0 : value.n) + 2)) < 0 ||
 	    (rc = emit(r, st, k->ts, value, f->keys_only)) < 0)
 		return rc;
@@ -377,12 +379,19 @@ walk_row(struct iter *it, uint64_t snapshot,
 				break;
 			}
 		}
-		/* The column is over: its qualifier buffer is free until
-		 * enter_column() sets it again for the next one. */
-		if (column_done) {
+		/*
+		 * The column is over.  Most columns end here anyway (one
+		 * version each, as a scan of newest cells meets them), so the
+		 * first time the next entry is only stepped to: if it is of
+		 * the same column it says COLUMN_DONE again, and the rest is
+		 * stepped over, the qualifier buffer serving as scratch until
+		 * enter_column() sets it again for the next column.
+		 */
+		if (column_done && st->column_over) {
 			st->column_started = false;
 			rc = skip_column(it, &r->cur_qualifier);
 		} else {
+			st->column_over = column_done;
 			rc = iter_next(it);
 		}
 		if (rc < 0)
