@@ -45,6 +45,10 @@ struct bt_scan {
 	struct buf end;		/* computed end for prefix scans */
 	uint64_t limit;
 	uint64_t returned;
+	/* The row bt_scan_next_borrowed() lends: its cells point into row. */
+	struct bt_row lent;
+	struct bt_cell *lent_cells;
+	size_t lent_cap;
 };
 
 static struct slice
@@ -691,6 +695,51 @@ bt_scan_next(struct bt_scan *sc, struct bt_row **out)
 	return 0;
 }
 
+int
+bt_scan_next_borrowed(struct bt_scan *sc, const struct bt_row **out)
+{
+	const struct cells_row *r = &sc->row;
+	int rc;
+
+	bt_error_clear();
+	if (sc->limit != 0 && sc->returned >= sc->limit)
+		return BT_DONE;
+	if ((rc = server_scan_next(sc->scan, &sc->row)) != 0)
+		return rc;
+	if (r->count > sc->lent_cap) {
+		size_t cap = r->count > 2 * sc->lent_cap ? r->count :
+		    2 * sc->lent_cap;
+		struct bt_cell *cells = bt_realloc(sc->lent_cells,
+		    cap * sizeof(*cells));
+
+		if (cells == NULL)
+			return -ENOMEM;
+		sc->lent_cells = cells;
+		sc->lent_cap = cap;
+	}
+	/* cells_row ends the key, families and values with 0x00. */
+	sc->lent.key.data = r->key.p;
+	sc->lent.key.size = r->key.n;
+	sc->lent.cell_count = r->count;
+	sc->lent.cells = sc->lent_cells;
+	for (size_t i = 0; i < r->count; i++) {
+		struct bt_cell *bc = &sc->lent_cells[i];
+		struct cell c;
+
+		cells_row_get(r, i, &c);
+		bc->family = (const char *)c.family.p;
+		bc->qualifier.data = c.qualifier.p;
+		bc->qualifier.size = c.qualifier.n;
+		bc->value.data = c.value.p;
+		bc->value.size = c.value.n;
+		bc->ts = c.ts;
+		bc->value_size = c.value_size;
+	}
+	sc->returned++;
+	*out = &sc->lent;
+	return 0;
+}
+
 void
 bt_scan_close(struct bt_scan *sc)
 {
@@ -698,6 +747,7 @@ bt_scan_close(struct bt_scan *sc)
 		return;
 	server_scan_close(sc->scan);
 	cells_row_release(&sc->row);
+	bt_free(sc->lent_cells);
 	bt_free(sc->columns);
 	buf_release(&sc->end);
 	bt_free(sc);

@@ -21,7 +21,8 @@
  * thread at a time.
  *
  * Ownership: bytes passed in are copied before a call returns.  Results
- * (struct bt_row) are owned by the caller and freed with bt_row_free().
+ * (struct bt_row) are owned by the caller and freed with bt_row_free(),
+ * except the borrowed rows of bt_scan_next_borrowed().
  */
 #ifndef TABLETFS_H
 #define TABLETFS_H
@@ -290,6 +291,15 @@ int bt_scan_open(struct bt_store *s, const char *table,
     const struct bt_scan_options *opts, struct bt_scan **out);
 /* The next row: 0 and *out (free with bt_row_free()), or BT_DONE. */
 int bt_scan_next(struct bt_scan *sc, struct bt_row **out);
+/*
+ * The next row without a copy: 0 and *out, or BT_DONE.  The row and every
+ * byte it points to are borrowed from the scan until the next call on sc
+ * (bt_scan_next, bt_scan_next_borrowed or bt_scan_close); copy what must
+ * live longer, and do not free it.  The row is the one bt_scan_next()
+ * would have returned (key, families and values NUL-terminated too); the
+ * two calls may be mixed on one scan and count against one limit.
+ */
+int bt_scan_next_borrowed(struct bt_scan *sc, const struct bt_row **out);
 /* Accepts NULL. */
 void bt_scan_close(struct bt_scan *sc);
 

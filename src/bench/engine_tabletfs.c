@@ -24,9 +24,10 @@
 #define TFS_FAMILY	"f"
 #define TFS_COUNTERS	"c"
 
+/* A scan lends its rows (bt_scan_next_borrowed()), as LevelDB's
+ * iterator lends its entries: each is valid until the next call. */
 struct tfs_scan {
 	struct bt_scan *scan;
-	struct bt_row *row;	/* the entry last handed out */
 };
 
 static const struct bt_read_options tfs_newest = { .cells_per_column = 1 };
@@ -149,17 +150,16 @@ static int
 tfs_scan_next(void *it, struct bench_bytes *key, struct bench_bytes *value)
 {
 	struct tfs_scan *ts = it;
+	const struct bt_row *row;
 	int rc;
 
-	bt_row_free(ts->row);
-	ts->row = NULL;
-	if ((rc = bt_scan_next(ts->scan, &ts->row)) != 0)
+	if ((rc = bt_scan_next_borrowed(ts->scan, &row)) != 0)
 		return rc;
-	if (!tfs_row_ok(ts->row))
+	if (!tfs_row_ok(row))
 		return ENGINE_MALFORMED;
-	*key = (struct bench_bytes){ ts->row->key.data, ts->row->key.size };
-	*value = (struct bench_bytes){ ts->row->cells[0].value.data,
-	    ts->row->cells[0].value.size };
+	*key = (struct bench_bytes){ row->key.data, row->key.size };
+	*value = (struct bench_bytes){ row->cells[0].value.data,
+	    row->cells[0].value.size };
 	return 0;
 }
 
@@ -170,7 +170,6 @@ tfs_scan_close(void *it)
 
 	if (ts == NULL)
 		return;
-	bt_row_free(ts->row);
 	bt_scan_close(ts->scan);
 	free(ts);
 }

@@ -217,7 +217,7 @@ cmd_export(struct ctl *c, int argc, char **argv)
 {
 	struct progress p;
 	struct bt_scan *sc;
-	struct bt_row *r;
+	const struct bt_row *r;
 	uint64_t rows = 0, cells = 0;
 	char note[64];
 	int rc, status = CTL_OK;
@@ -226,12 +226,11 @@ cmd_export(struct ctl *c, int argc, char **argv)
 	if ((rc = bt_scan_open(c->store, argv[0], NULL, &sc)) < 0)
 		return ctl_fail(c, rc, NULL);
 	progress_init(&p, c->progress, c->err, "export", 0);
-	while ((rc = bt_scan_next(sc, &r)) == 0) {
+	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0) {
 		for (size_t i = 0; i < r->cell_count; i++)
 			export_cell(c->out, r, &r->cells[i]);
 		rows++;
 		cells += r->cell_count;
-		bt_row_free(r);
 		if (ferror(c->out))
 			break;
 		if (p.on) {

@@ -148,7 +148,7 @@ cmd_read(struct ctl *c, int argc, char **argv)
 {
 	struct bt_scan *sc;
 	struct read_args ra;
-	struct bt_row *r;
+	const struct bt_row *r;
 	int rc, status = CTL_OK;
 
 	memset(&ra, 0, sizeof(ra));
@@ -161,10 +161,8 @@ cmd_read(struct ctl *c, int argc, char **argv)
 		status = ctl_fail(c, rc, NULL);
 		goto out;
 	}
-	while ((rc = bt_scan_next(sc, &r)) == 0) {
+	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0)
 		ctl_row_print(c->out, r);
-		bt_row_free(r);
-	}
 	if (rc < 0)
 		status = ctl_fail(c, rc, NULL);
 	bt_scan_close(sc);
@@ -263,7 +261,7 @@ cmd_count(struct ctl *c, int argc, char **argv)
 {
 	struct bt_scan_options so;
 	struct bt_scan *sc;
-	struct bt_row *r;
+	const struct bt_row *r;
 	uint64_t rows = 0;
 	int rc;
 
@@ -273,10 +271,8 @@ cmd_count(struct ctl *c, int argc, char **argv)
 	bt_error_clear();
 	if ((rc = bt_scan_open(c->store, argv[0], &so, &sc)) < 0)
 		return ctl_fail(c, rc, NULL);
-	while ((rc = bt_scan_next(sc, &r)) == 0) {
+	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0)
 		rows++;
-		bt_row_free(r);
-	}
 	bt_scan_close(sc);
 	if (rc < 0)
 		return ctl_fail(c, rc, NULL);

@@ -331,7 +331,7 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 	struct buf *pnames = NULL, name, key;
 	size_t pcount = 0, pi = 0, len;
 	struct bt_scan *scan = NULL;
-	struct bt_row *row = NULL;
+	const struct bt_row *row = NULL;	/* lent by scan */
 	bool scan_done = false, full = false;
 	struct coord c;
 	struct stat st;
@@ -376,7 +376,7 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 		int cmp;
 
 		if (row == NULL && !scan_done) {
-			rc = bt_scan_next(scan, &row);
+			rc = bt_scan_next_borrowed(scan, &row);
 			if (rc == BT_DONE)
 				scan_done = true;
 			else if (rc < 0)
@@ -416,17 +416,14 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 			    key.p, key.n)) < 0)
 				goto out_rc;
 		}
-		if (cmp <= 0) {
-			bt_row_free(row);
+		if (cmp <= 0)
 			row = NULL;
-		}
 		if (cmp >= 0)
 			pi++;
 	}
 out:
 	rc = 0;
 out_rc:
-	bt_row_free(row);
 	bt_scan_close(scan);
 	pending_names_free(pnames, pcount);
 	buf_release(&name);

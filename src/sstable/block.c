@@ -175,6 +175,13 @@ block_entry_parse(const struct block_iter *it, size_t off,
 		unshared = in.p[1];
 		value_len = in.p[2];
 		slice_skip(&in, 3);
+	} else if (in.n >= 4 && (in.p[0] | in.p[1] | in.p[3]) < 0x80 &&
+	    in.p[3] != 0) {
+		/* A value of 128 bytes to 16 KiB: its length takes two. */
+		e->shared = in.p[0];
+		unshared = in.p[1];
+		value_len = (uint32_t)(in.p[2] & 0x7f) | (uint32_t)in.p[3] << 7;
+		slice_skip(&in, 4);
 	} else if (get_varint32(&in, &e->shared) < 0 ||
 	    get_varint32(&in, &unshared) < 0 ||
 	    get_varint32(&in, &value_len) < 0) {
@@ -211,8 +218,12 @@ block_iter_decode(struct block_iter *it, size_t off, bool at_restart)
 		    "block entry at %zu: shares %u bytes of a %zu-byte key",
 		    off, e.shared, it->key.n);
 	it->key.n = e.shared;
-	if ((rc = buf_append(&it->key, e.delta.p, e.delta.n)) < 0)
+	if (e.delta.n > it->key.cap - it->key.n &&
+	    (rc = buf_reserve(&it->key, e.delta.n)) < 0)
 		return rc;
+	if (e.delta.n > 0)
+		memcpy(it->key.p + it->key.n, e.delta.p, e.delta.n);
+	it->key.n += e.delta.n;
 	it->value = e.value;
 	it->next = e.next;
 	it->valid = true;
@@ -463,6 +474,34 @@ block_iter_new(struct slice contents, void (*release)(void *arg),
 	it->release = release;
 	it->arg = arg;
 	*out = &it->base;
+	return 0;
+}
+
+int
+block_iter_reset(struct iter *base, struct slice contents,
+    void (*release)(void *arg), void *arg)
+{
+	struct block_iter *it = (struct block_iter *)base;
+	int rc;
+
+	if (it->release != NULL)
+		it->release(it->arg);
+	it->release = NULL;
+	it->arg = NULL;
+	it->next = 0;
+	it->key.n = 0;
+	it->value = slice_make(NULL, 0);
+	it->valid = false;
+	if ((rc = block_iter_setup(it, contents)) < 0) {
+		/* Nothing to read: seek_first and seek find no entry. */
+		it->data = NULL;
+		it->entries_end = 0;
+		it->restarts = NULL;
+		it->restart_count = 1;
+		return rc;
+	}
+	it->release = release;
+	it->arg = arg;
 	return 0;
 }
 

@@ -56,6 +56,16 @@ int block_iter_new(struct slice contents, void (*release)(void *arg),
     void *arg, struct iter **out);
 
 /*
+ * Point an iterator made by block_iter_new() at other contents, keeping
+ * its allocations (a scan moving from block to block): its old release is
+ * called first, then it is as block_iter_new(contents, release, arg) would
+ * make it.  0 or BT_ECORRUPT; on failure it holds no contents (invalid,
+ * with nothing to release) and the caller still owns what arg names.
+ */
+int block_iter_reset(struct iter *it, struct slice contents,
+    void (*release)(void *arg), void *arg);
+
+/*
  * Visit the block's entries in order from the first key >= target, with no
  * allocation but key_scratch's growth: visit(arg, key, value) returns 0
  * for the next entry, a positive value to stop, or a negative error; key

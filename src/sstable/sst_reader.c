@@ -6,7 +6,8 @@
  * to back from offset 0, then the filter, the index and the footer.  Data
  * blocks are read on demand with env_file_read_at() (safe from many
  * threads), checked against their CRC, uncompressed, and shared through the
- * block cache when there is one.  Every byte off disk is untrusted: a flaw
+ * block cache when there is one; an iterator that reads blocks back to back
+ * reads ahead (struct sst_readahead).  Every byte off disk is untrusted: a flaw
  * is BT_ECHECKSUM, BT_ECORRUPT or BT_EFORMAT with a detail naming the path
  * and offset, never a crash and never wrong data.
  */
@@ -94,12 +95,99 @@ sst_block_cache_deleter(struct slice key, void *value)
 }
 
 /*
- * Read the block stored at (offset, size) into out: check that it lies
- * inside limit, check its CRC, and uncompress it.  out holds the contents.
+ * Readahead for a scan: once it has read blocks back to back, it reads a
+ * window of the file at once and takes the next blocks from it, so that a
+ * long scan makes one read call per window rather than one per block.
+ * The window grows from SST_READAHEAD_MIN to SST_READAHEAD_MAX while the
+ * scan stays sequential, and a seek elsewhere starts over; a short scan
+ * (seek and a few rows) reads block by block as before.  Bytes from the
+ * window are checked like any others.
+ */
+#define SST_READAHEAD_AFTER	4	/* back-to-back blocks before it starts */
+#define SST_READAHEAD_MIN	(32u << 10)
+#define SST_READAHEAD_MAX	(256u << 10)
+
+struct sst_readahead {
+	struct buf window;	/* file bytes from offset on */
+	uint64_t offset;
+	uint64_t next;		/* where the block after the last one starts */
+	unsigned sequential;	/* blocks read back to back so far */
+	size_t size;		/* the next window's size; 0 before the first */
+};
+
+static void
+sst_readahead_init(struct sst_readahead *ra)
+{
+	buf_init(&ra->window);
+	ra->offset = ra->next = 0;
+	ra->sequential = 0;
+	ra->size = 0;
+}
+
+static void
+sst_readahead_release(struct sst_readahead *ra)
+{
+	buf_release(&ra->window);
+	sst_readahead_init(ra);
+}
+
+/*
+ * Read the n bytes at offset into dst, through ra when not NULL; the
+ * window never reaches past limit (the end of the region the block lies
+ * in, already checked to hold it).
  */
 static int
-sst_reader_read_block(struct sst_reader *r, const char *what,
-    uint64_t offset, uint64_t size, uint64_t limit, struct buf *out)
+sst_reader_fetch(struct sst_reader *r, struct sst_readahead *ra,
+    uint64_t offset, size_t n, uint64_t limit, uint8_t *dst)
+{
+	size_t size;
+	int rc;
+
+	if (ra == NULL)
+		return env_file_read_exact(r->file, offset, dst, n);
+	if (offset >= ra->offset && offset - ra->offset <= ra->window.n &&
+	    n <= ra->window.n - (offset - ra->offset)) {
+		memcpy(dst, ra->window.p + (offset - ra->offset), n);
+		ra->next = offset + n;
+		return 0;
+	}
+	if (offset == ra->next && ra->next != 0) {
+		ra->sequential++;
+	} else {
+		ra->sequential = 0;
+		ra->size = 0;
+	}
+	ra->next = offset + n;
+	if (ra->sequential < SST_READAHEAD_AFTER)
+		return env_file_read_exact(r->file, offset, dst, n);
+	ra->size = ra->size == 0 ? SST_READAHEAD_MIN :
+	    ra->size < SST_READAHEAD_MAX ? ra->size * 2 : ra->size;
+	size = ra->size;
+	if (size < n)
+		size = n;
+	if (size > limit - offset)
+		size = (size_t)(limit - offset);
+	ra->window.n = 0;
+	ra->offset = 0;
+	if ((rc = buf_reserve(&ra->window, size)) < 0 ||
+	    (rc = env_file_read_exact(r->file, offset, ra->window.p,
+	    size)) < 0)
+		return rc;
+	ra->window.n = size;
+	ra->offset = offset;
+	memcpy(dst, ra->window.p, n);
+	return 0;
+}
+
+/*
+ * Read the block stored at (offset, size) into out, through ra when not
+ * NULL: check that it lies inside limit, check its CRC, and uncompress it.
+ * out holds the contents.
+ */
+static int
+sst_reader_read_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
+    const char *what, uint64_t offset, uint64_t size, uint64_t limit,
+    struct buf *out)
 {
 	const char *path = r->file->path;
 	struct buf raw;
@@ -118,8 +206,8 @@ sst_reader_read_block(struct sst_reader *r, const char *what,
 	if ((rc = buf_reserve_exact(out, (size_t)size +
 	    SST_BLOCK_TRAILER_SIZE)) < 0)
 		return rc;
-	if ((rc = env_file_read_exact(r->file, offset, out->p,
-	    (size_t)size + SST_BLOCK_TRAILER_SIZE)) < 0)
+	if ((rc = sst_reader_fetch(r, ra, offset, (size_t)size +
+	    SST_BLOCK_TRAILER_SIZE, limit, out->p)) < 0)
 		return rc;
 	atomic_fetch_add_explicit(&r->block_reads, 1, memory_order_relaxed);
 	type = out->p[size];
@@ -154,6 +242,14 @@ sst_reader_read_block(struct sst_reader *r, const char *what,
 	    (unsigned long long)offset, type);
 }
 
+static int
+sst_reader_read_block(struct sst_reader *r, const char *what,
+    uint64_t offset, uint64_t size, uint64_t limit, struct buf *out)
+{
+	return sst_reader_read_block_ahead(r, NULL, what, offset, size, limit,
+	    out);
+}
+
 /* Decode an index entry's value: varint64 offset, varint64 size, nothing
  * after. */
 static int
@@ -170,11 +266,13 @@ sst_decode_handle(const struct sst_reader *r, struct slice value,
 
 /*
  * The contents of the data block at (offset, size), through the cache when
- * use_cache and the reader has one; ref then holds it.
+ * use_cache and the reader has one (ref then holds it), read through ra
+ * when not NULL.
  */
 static int
-sst_reader_load_block(struct sst_reader *r, uint64_t offset, uint64_t size,
-    bool use_cache, struct sst_block_ref *ref, struct slice *contents)
+sst_reader_load_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
+    uint64_t offset, uint64_t size, bool use_cache, struct sst_block_ref *ref,
+    struct slice *contents)
 {
 	uint8_t key[16];
 	struct cache_handle *h;
@@ -197,7 +295,7 @@ sst_reader_load_block(struct sst_reader *r, uint64_t offset, uint64_t size,
 	if ((blk = bt_malloc(sizeof(*blk))) == NULL)
 		return -ENOMEM;
 	buf_init(blk);
-	if ((rc = sst_reader_read_block(r, "data", offset, size,
+	if ((rc = sst_reader_read_block_ahead(r, ra, "data", offset, size,
 	    r->info.data_size, blk)) < 0) {
 		sst_block_buf_free(blk);
 		return rc;
@@ -224,6 +322,14 @@ sst_reader_load_block(struct sst_reader *r, uint64_t offset, uint64_t size,
 	ref->owned = blk;
 	*contents = buf_slice(blk);
 	return 0;
+}
+
+static int
+sst_reader_load_block(struct sst_reader *r, uint64_t offset, uint64_t size,
+    bool use_cache, struct sst_block_ref *ref, struct slice *contents)
+{
+	return sst_reader_load_block_ahead(r, NULL, offset, size, use_cache,
+	    ref, contents);
 }
 
 /* An iterator over the data block that an index entry's value names. */
@@ -677,6 +783,7 @@ struct sst_iter {
 	struct iter *data_it;		/* NULL when not on a block */
 	struct sst_block_ref ref;	/* keeps data_it's block alive */
 	uint64_t block_offset;
+	struct sst_readahead ra;	/* for blocks read in sequence */
 };
 
 static void
@@ -686,15 +793,44 @@ sst_iter_drop_block(struct sst_iter *it)
 	it->data_it = NULL;
 }
 
-/* Open the data block the index iterator is on (none when it is invalid). */
+/*
+ * Open the data block the index iterator is on (none when it is invalid).
+ * Moving on from a block, the block iterator is pointed at the next one
+ * rather than made anew.
+ */
 static int
 sst_iter_load_block(struct sst_iter *it)
 {
-	sst_iter_drop_block(it);
-	if (!iter_valid(it->index_it))
-		return 0;
-	return sst_reader_block_iter(it->r, iter_value(it->index_it), true,
-	    &it->ref, &it->data_it, &it->block_offset);
+	struct sst_block_ref fresh;
+	struct slice contents;
+	uint64_t offset, size;
+	int rc;
+
+	if (it->data_it == NULL || !iter_valid(it->index_it)) {
+		sst_iter_drop_block(it);
+		if (!iter_valid(it->index_it))
+			return 0;
+		return sst_reader_block_iter(it->r,
+		    iter_value(it->index_it), true, &it->ref, &it->data_it,
+		    &it->block_offset);
+	}
+	if ((rc = sst_decode_handle(it->r, iter_value(it->index_it), &offset,
+	    &size)) < 0 || (rc = sst_reader_load_block_ahead(it->r, &it->ra,
+	    offset, size, true, &fresh, &contents)) < 0) {
+		sst_iter_drop_block(it);
+		return rc;
+	}
+	it->block_offset = offset;
+	/* The reset gives back the old block (it->ref) before the new one
+	 * takes its place. */
+	if ((rc = block_iter_reset(it->data_it, contents,
+	    sst_block_ref_release, &it->ref)) < 0) {
+		sst_block_ref_release(&fresh);
+		sst_iter_drop_block(it);
+		return sst_reader_block_error(it->r, "data", offset, rc);
+	}
+	it->ref = fresh;
+	return 0;
 }
 
 /* After the data iterator ran off its block, move to the next non-empty
@@ -804,6 +940,7 @@ sst_iter_free(struct iter *base)
 
 	sst_iter_drop_block(it);
 	iter_free(it->index_it);
+	sst_readahead_release(&it->ra);
 	sst_reader_unref(it->r);
 	bt_free(it);
 }
@@ -828,6 +965,7 @@ sst_reader_iter_new(struct sst_reader *r, struct iter **out)
 		return -ENOMEM;
 	it->base.ops = &sst_iter_ops;
 	it->r = r;
+	sst_readahead_init(&it->ra);
 	if ((rc = sst_reader_index_iter(r, &it->index_it)) < 0) {
 		bt_free(it);
 		return rc;

@@ -1,5 +1,6 @@
 /* cells.c - resolve internal entries into a row's visible cells (cells.h). */
 #include <errno.h>
+#include <string.h>
 
 #include "tablet/cells.h"
 #include "tablet/ikey.h"
@@ -31,6 +32,7 @@ struct resolver {
 	int64_t last_ts;
 	bool column_selected;
 	bool spans_shared;		/* last span holds this column's names */
+	bool column_over;		/* the column said COLUMN_DONE once */
 };
 
 void
@@ -41,6 +43,7 @@ cells_row_init(struct cells_row *r)
 	buf_init(&r->scratch);
 	buf_init(&r->cur_family);
 	buf_init(&r->cur_qualifier);
+	buf_init(&r->row_prefix);
 	r->spans = NULL;
 	r->count = 0;
 	r->cap = 0;
@@ -54,6 +57,7 @@ cells_row_release(struct cells_row *r)
 	buf_release(&r->scratch);
 	buf_release(&r->cur_family);
 	buf_release(&r->cur_qualifier);
+	buf_release(&r->row_prefix);
 	bt_free(r->spans);
 	cells_row_init(r);
 }
@@ -62,7 +66,7 @@ size_t
 cells_row_memory(const struct cells_row *r)
 {
 	return r->key.cap + r->bytes.cap + r->scratch.cap +
-	    r->cur_family.cap + r->cur_qualifier.cap +
+	    r->cur_family.cap + r->cur_qualifier.cap + r->row_prefix.cap +
 	    r->cap * sizeof(*r->spans);
 }
 
@@ -105,7 +109,9 @@ enter_family(struct cells_row *r, struct resolver *st,
 	if (st->family_entered &&
 	    slice_equal(buf_slice(&r->cur_family), family))
 		return 0;
-	if ((rc = buf_set(&r->cur_family, family.p, family.n)) < 0)
+	/* cur_family outlives rows: the next row often has the same. */
+	if (!slice_equal(buf_slice(&r->cur_family), family) &&
+	    (rc = buf_set(&r->cur_family, family.p, family.n)) < 0)
 		return rc;
 	st->family_entered = true;
 	st->family_delete_seq = 0;
@@ -127,7 +133,8 @@ enter_column(struct cells_row *r, struct resolver *st,
 	if (st->column_started &&
 	    slice_equal(buf_slice(&r->cur_qualifier), qualifier))
 		return 0;
-	if ((rc = buf_set(&r->cur_qualifier, qualifier.p, qualifier.n)) < 0)
+	if (!slice_equal(buf_slice(&r->cur_qualifier), qualifier) &&
+	    (rc = buf_set(&r->cur_qualifier, qualifier.p, qualifier.n)) < 0)
 		return rc;
 	st->column_started = true;
 	st->column_delete_seq = 0;
@@ -135,15 +142,33 @@ enter_column(struct cells_row *r, struct resolver *st,
 	st->emitted = 0;
 	st->have_last_ts = false;
 	st->spans_shared = false;
+	st->column_over = false;
 	st->column_selected = st->family_known &&
 	    filter_selects(f, buf_slice(&r->cur_family), qualifier);
 	return 0;
+}
+
+/* buf_reserve() with the usual case, room already there, inline. */
+static inline int
+room_for(struct buf *b, size_t extra)
+{
+	return extra <= b->cap - b->n ? 0 : buf_reserve(b, extra);
+}
+
+/* Append n bytes to b, which has room for them. */
+static inline void
+bytes_put(struct buf *b, const void *p, size_t n)
+{
+	if (n > 0)
+		memcpy(b->p + b->n, p, n);
+	b->n += n;
 }
 
 static int
 emit(struct cells_row *r, struct resolver *st, int64_t ts,
     struct slice value, bool keys_only)
 {
+	uint64_t value_size = value.n;
 	struct cell_span *s;
 	int rc;
 
@@ -160,24 +185,28 @@ emit(struct cells_row *r, struct resolver *st, int64_t ts,
 	if (st->spans_shared) {
 		*s = r->spans[r->count - 1];
 	} else {
-		s->family_off = r->bytes.n;
-		s->family_len = r->cur_family.n;
-		if ((rc = buf_append(&r->bytes, r->cur_family.p,
-		    r->cur_family.n)) < 0)
-			return rc;
-		s->qualifier_off = r->bytes.n;
-		s->qualifier_len = r->cur_qualifier.n;
-		if ((rc = buf_append(&r->bytes, r->cur_qualifier.p,
+		if ((rc = room_for(&r->bytes, r->cur_family.n + 1 +
 		    r->cur_qualifier.n)) < 0)
 			return rc;
+		s->family_off = r->bytes.n;
+		s->family_len = r->cur_family.n;
+		bytes_put(&r->bytes, r->cur_family.p, r->cur_family.n);
+		r->bytes.p[r->bytes.n++] = '\0';
+		s->qualifier_off = r->bytes.n;
+		s->qualifier_len = r->cur_qualifier.n;
+		bytes_put(&r->bytes, r->cur_qualifier.p, r->cur_qualifier.n);
 		st->spans_shared = true;
 	}
-	s->ts = ts;
-	s->value_size = value.n;
-	s->value_off = r->bytes.n;
-	s->value_len = keys_only ? 0 : value.n;
-	if (!keys_only && (rc = buf_append(&r->bytes, value.p, value.n)) < 0)
+	if (keys_only)
+		value.n = 0;
+	if ((rc = room_for(&r->bytes, value.n + 1)) < 0)
 		return rc;
+	s->ts = ts;
+	s->value_size = value_size;
+	s->value_off = r->bytes.n;
+	s->value_len = value.n;
+	bytes_put(&r->bytes, value.p, value.n);
+	r->bytes.p[r->bytes.n++] = '\0';
 	r->count++;
 	return 0;
 }
@@ -245,7 +274,7 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 	st->emitted++;
 	/* One growth of the row's bytes for the whole cell (its names, its
 	 * value and a terminator each), not one per part. */
-	if ((rc = buf_reserve(&r->bytes, r->cur_family.n +
+	if ((rc = room_for(&r->bytes, r->cur_family.n +
 	    r->cur_qualifier.n + (f->keys_only ? 0 : value.n) + 2)) < 0 ||
 	    (rc = emit(r, st, k->ts, value, f->keys_only)) < 0)
 		return rc;
@@ -290,23 +319,31 @@ walk_row(struct iter *it, uint64_t snapshot,
     int (*version_fn)(void *arg, struct resolver *st, const struct ikey *k),
     void *arg)
 {
+	struct slice key;
 	struct ikey k;
-	bool column_done;
+	bool plain, column_done;
 	int rc;
 
 	r->count = 0;
 	buf_clear(&r->bytes);
-	buf_clear(&r->cur_family);
-	buf_clear(&r->cur_qualifier);
 	if (!iter_valid(it))
 		return BT_DONE;
-	if ((rc = ikey_decode(iter_key(it), &k, &r->scratch)) < 0)
+	key = iter_key(it);
+	if ((rc = ikey_decode(key, &k, &r->scratch)) < 0)
 		goto corrupt;
-	if ((rc = buf_set(&r->key, k.row.p, k.row.n)) < 0)
+	r->key.n = 0;
+	if ((rc = room_for(&r->key, k.row.n + 1)) < 0)
+		return rc;
+	memcpy(r->key.p, k.row.p, k.row.n);
+	r->key.p[k.row.n] = '\0';
+	r->key.n = k.row.n;
+	/* A row without 0x00 bytes is its own escape, borrowed from key:
+	 * esc(row) is the key then 0x00 0x01.  Others keep their escape. */
+	plain = k.row.p == key.p;
+	if (!plain && (rc = buf_set(&r->row_prefix, key.p,
+	    ikey_row_prefix_length(key))) < 0)
 		return rc;
 	for (;;) {
-		if (!slice_equal(k.row, buf_slice(&r->key)))
-			break;
 		column_done = false;
 		if (k.seq <= snapshot) {
 			switch (k.kind) {
@@ -342,19 +379,35 @@ walk_row(struct iter *it, uint64_t snapshot,
 				break;
 			}
 		}
-		/* The column is over: its qualifier buffer is free until
-		 * enter_column() sets it again for the next one. */
-		if (column_done) {
+		/*
+		 * The column is over.  Most columns end here anyway (one
+		 * version each, as a scan of newest cells meets them), so the
+		 * first time the next entry is only stepped to: if it is of
+		 * the same column it says COLUMN_DONE again, and the rest is
+		 * stepped over, the qualifier buffer serving as scratch until
+		 * enter_column() sets it again for the next column.
+		 */
+		if (column_done && st->column_over) {
 			st->column_started = false;
 			rc = skip_column(it, &r->cur_qualifier);
 		} else {
+			st->column_over = column_done;
 			rc = iter_next(it);
 		}
 		if (rc < 0)
 			return rc;
 		if (!iter_valid(it))
 			break;
-		if ((rc = ikey_decode(iter_key(it), &k, &r->scratch)) < 0)
+		/* Escaped rows are prefix-free: a key that does not start
+		 * with this row's belongs to a later row, and is decoded
+		 * when that row is read. */
+		key = iter_key(it);
+		if (!(plain ? key.n >= r->key.n + 2 &&
+		    memcmp(key.p, r->key.p, r->key.n) == 0 &&
+		    key.p[r->key.n] == 0x00 && key.p[r->key.n + 1] == 0x01 :
+		    slice_starts_with(key, buf_slice(&r->row_prefix))))
+			break;
+		if ((rc = ikey_decode(key, &k, &r->scratch)) < 0)
 			goto corrupt;
 	}
 	return 0;

@@ -72,6 +72,9 @@ struct cell {
 /*
  * A resolved row.  Embedded by its user: cells_row_init() before use,
  * cells_row_release() after; one struct may be reused for row after row.
+ * The key, and each cell's family and value, are followed by a 0x00 byte
+ * that their lengths do not count, so that a reader can hand them out as
+ * C strings without copying them.
  */
 struct cells_row {
 	struct buf key;		/* the row key */
@@ -83,6 +86,7 @@ struct cells_row {
 	struct buf scratch;
 	struct buf cur_family;
 	struct buf cur_qualifier;
+	struct buf row_prefix;	/* esc(key) when key holds 0x00 */
 };
 
 void cells_row_init(struct cells_row *r);

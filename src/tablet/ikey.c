@@ -109,56 +109,67 @@ ikey_encode(const struct ikey *k, struct buf *out)
 }
 
 /*
- * Read one escaped component from the front of *in.  Returns 1 when the
- * component is a marker (0x00 0x00) instead, 0 when one was read.  A
- * component without 0x00 borrows from the key; otherwise it is unescaped
- * into scratch at *used, which must have room for the whole key.
+ * read_component() when the component holds an escaped 0x00: unescape it
+ * into scratch at *used.  The first such component of a key reserves room
+ * for everything left of the key, so that later ones never move what
+ * earlier ones wrote.  0, BT_ECORRUPT or -ENOMEM.
  */
 static int
-read_component(struct slice *in, struct slice *out, struct buf *scratch,
-    size_t *used)
+read_component_escaped(struct slice *in, struct slice *out,
+    struct buf *scratch, size_t *used)
 {
 	const uint8_t *p = in->p, *end = in->p + in->n;
-	uint8_t *dst = NULL;
-	bool copied = false;
+	uint8_t *dst;
 	size_t n = 0;
 
-	if (in->n >= 2 && p[0] == 0x00 && p[1] == 0x00) {
-		slice_skip(in, 2);
-		return 1;
-	}
+	if (*used + in->n > scratch->cap &&
+	    buf_reserve(scratch, *used + in->n) < 0)
+		return -ENOMEM;
+	dst = scratch->p + *used;
 	while (p < end) {
 		const uint8_t *z = memchr(p, 0, (size_t)(end - p));
 
 		if (z == NULL || z + 1 >= end)
 			return BT_ECORRUPT;
+		memcpy(dst + n, p, (size_t)(z - p));
+		n += (size_t)(z - p);
 		if (z[1] == 0x01) {
-			size_t run = (size_t)(z - p);
-
-			if (copied) {
-				memcpy(dst + n, p, run);
-				*out = slice_make(dst, n + run);
-				*used += n + run;
-			} else {
-				*out = slice_make(in->p, run);
-			}
+			*out = slice_make(dst, n);
+			*used += n;
 			slice_skip(in, (size_t)(z + 2 - in->p));
 			return 0;
 		}
 		if (z[1] != 0xff)
 			return BT_ECORRUPT;
-		if (!copied) {
-			dst = scratch->p + *used;
-			copied = true;
-			n = 0;
-			p = in->p;
-		}
-		memcpy(dst + n, p, (size_t)(z - p));
-		n += (size_t)(z - p);
 		dst[n++] = 0x00;
 		p = z + 2;
 	}
 	return BT_ECORRUPT;
+}
+
+/*
+ * Read one escaped component from the front of *in.  Returns 1 when the
+ * component is a marker (0x00 0x00) instead, 0 when one was read.  A
+ * component without 0x00 (the usual case, kept inline) borrows from the
+ * key; otherwise it is unescaped into scratch.  BT_ECORRUPT or -ENOMEM.
+ */
+static inline int
+read_component(struct slice *in, struct slice *out, struct buf *scratch,
+    size_t *used)
+{
+	const uint8_t *p = in->p, *z;
+
+	if (in->n >= 2 && p[0] == 0x00 && p[1] == 0x00) {
+		slice_skip(in, 2);
+		return 1;
+	}
+	z = memchr(p, 0, in->n);
+	if (z != NULL && z + 1 < p + in->n && z[1] == 0x01) {
+		*out = slice_make(p, (size_t)(z - p));
+		slice_skip(in, (size_t)(z + 2 - p));
+		return 0;
+	}
+	return read_component_escaped(in, out, scratch, used);
 }
 
 int
@@ -170,8 +181,6 @@ ikey_decode(struct slice key, struct ikey *k, struct buf *scratch)
 	int rc;
 
 	buf_clear(scratch);
-	if ((rc = buf_reserve(scratch, key.n)) < 0)
-		return rc;
 	memset(k, 0, sizeof(*k));
 	k->family = k->qualifier = slice_make("", 0);
 	if ((rc = read_component(&in, &k->row, scratch, &used)) != 0)
@@ -216,7 +225,7 @@ trailer:
 	}
 	return 0;
 corrupt:
-	return BT_ECORRUPT;
+	return rc == -ENOMEM ? rc : BT_ECORRUPT;
 }
 
 size_t

@@ -65,7 +65,7 @@ int ikey_encode(const struct ikey *k, struct buf *out);
 /*
  * Decode key.  Escaped components are unescaped into scratch (whose content
  * is replaced) unless they contain no 0x00, in which case they borrow from
- * key.  0 or BT_ECORRUPT.
+ * key.  0, BT_ECORRUPT, or -ENOMEM when scratch cannot grow.
  */
 int ikey_decode(struct slice key, struct ikey *k, struct buf *scratch);
 

@@ -106,9 +106,22 @@ merge_advance_top(struct merge_iter *m)
 }
 
 /*
+ * Whether another child is on the top's key.  Only the top's two heap
+ * children can be: everything below them is at least as large as they.
+ */
+static bool
+merge_top_shared(const struct merge_iter *m, struct slice key)
+{
+	for (size_t i = 1; i < 3 && i < m->heap_n; i++)
+		if (slice_equal(iter_key(m->children[m->heap[i]]), key))
+			return true;
+	return false;
+}
+
+/*
  * Move past the current key in every child holding it, so that a key
- * present in several children is returned once.  The key is copied first:
- * advancing its child invalidates it.
+ * present in several children is returned once.  When others hold it the
+ * key is copied first: advancing its child invalidates it.
  */
 static int
 merge_next(struct iter *it)
@@ -117,6 +130,8 @@ merge_next(struct iter *it)
 	struct slice key = iter_key(m->children[m->heap[0]]);
 	int rc;
 
+	if (!merge_top_shared(m, key))
+		return merge_advance_top(m);
 	if ((rc = buf_set(&m->last_key, key.p, key.n)) < 0)
 		return merge_fail(m, rc);
 	do {

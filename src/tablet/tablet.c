@@ -1620,7 +1620,32 @@ struct tablet_scan {
 	bool start_exclusive;
 	struct buf end;
 	bool done;
+	/* The family last looked up (cells ask once a row, and rows tend to
+	 * hold the same families): NULL or one of v->schema's. */
+	const struct tablet_family *last_family;
+	size_t last_family_len;
 };
+
+/* The cells_schema callback of a scan: schema_family_policy() with the
+ * last answer remembered. */
+static bool
+scan_family_policy(void *arg, struct slice family,
+    const struct gc_policy **policy, uint64_t *created_seq)
+{
+	struct tablet_scan *sc = arg;
+	const struct tablet_family *f = sc->last_family;
+
+	if (f == NULL || !slice_equal(slice_make(f->name,
+	    sc->last_family_len), family)) {
+		if ((f = schema_family(sc->v->schema, family)) == NULL)
+			return false;
+		sc->last_family = f;
+		sc->last_family_len = strlen(f->name);
+	}
+	*policy = f->policy;
+	*created_seq = f->created_seq;
+	return true;
+}
 
 int
 tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
@@ -1637,8 +1662,8 @@ tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
 	buf_init(&sc->start);
 	buf_init(&sc->end);
 	sc->v = version_get(t);
-	sc->cs.family_policy = schema_family_policy;
-	sc->cs.arg = sc->v->schema;
+	sc->cs.family_policy = scan_family_policy;
+	sc->cs.arg = sc;
 	sc->filter = filter;
 	sc->snapshot = snapshot;
 	sc->now = now;

@@ -31,23 +31,28 @@ get_fixed64(const uint8_t *src)
 	return (uint64_t)get_fixed32(src) | (uint64_t)get_fixed32(src + 4) << 32;
 }
 
+/* Spelled out byte by byte (rather than as a loop) so that compilers
+ * recognise a byte swap: every internal key decode reads two of these. */
 void
 put_be64(uint8_t *dst, uint64_t v)
 {
-	for (int i = 7; i >= 0; i--) {
-		dst[i] = (uint8_t)v;
-		v >>= 8;
-	}
+	dst[0] = (uint8_t)(v >> 56);
+	dst[1] = (uint8_t)(v >> 48);
+	dst[2] = (uint8_t)(v >> 40);
+	dst[3] = (uint8_t)(v >> 32);
+	dst[4] = (uint8_t)(v >> 24);
+	dst[5] = (uint8_t)(v >> 16);
+	dst[6] = (uint8_t)(v >> 8);
+	dst[7] = (uint8_t)v;
 }
 
 uint64_t
 get_be64(const uint8_t *src)
 {
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | src[i];
-	return v;
+	return (uint64_t)src[0] << 56 | (uint64_t)src[1] << 48 |
+	    (uint64_t)src[2] << 40 | (uint64_t)src[3] << 32 |
+	    (uint64_t)src[4] << 24 | (uint64_t)src[5] << 16 |
+	    (uint64_t)src[6] << 8 | (uint64_t)src[7];
 }
 
 uint8_t *

@@ -287,6 +287,82 @@ test_release_callback(void)
 	block_builder_release(&b);
 }
 
+/* ok() comparing two strings, printing both when they differ. */
+#define is_str_eq(got, want, what) do {					\
+	if (!ok(strcmp((got), (want)) == 0, "%s", (what)))		\
+		diag("got \"%s\", want \"%s\"", (got), (want));	\
+} while (0)
+
+/* The entries of block it is on, from the first, as "k=v;" text. */
+static void
+block_text(struct iter *it, char *out, size_t size)
+{
+	size_t n = 0;
+	int rc;
+
+	out[0] = '\0';
+	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
+	    rc = iter_next(it)) {
+		struct slice k = iter_key(it), v = iter_value(it);
+
+		n += (size_t)snprintf(out + n, size - n, "%.*s=%.*s;",
+		    (int)k.n, (const char *)k.p, (int)v.n, (const char *)v.p);
+	}
+	if (rc < 0)
+		snprintf(out + n, size - n, "ERROR");
+}
+
+/*
+ * block_iter_reset(): an iterator moved to another block reads exactly that
+ * block (keys of the old one do not leak into the new through prefix
+ * compression), gives the old block back once, and after a reset onto
+ * damaged contents is invalid, holds nothing, and releases nothing more.
+ */
+static void
+test_iter_reset(void)
+{
+	struct block_builder b1, b2;
+	struct slice c1, c2;
+	struct iter *it;
+	char text[256];
+	int rel1 = 0, rel2 = 0;
+
+	block_builder_init(&b1, 2);
+	block_builder_init(&b2, 2);
+	block_builder_add(&b1, slice_str("apple"), slice_str("1"));
+	block_builder_add(&b1, slice_str("applesauce"), slice_str("2"));
+	block_builder_add(&b1, slice_str("apricot"), slice_str("3"));
+	block_builder_add(&b2, slice_str("b"), slice_str("4"));
+	block_builder_add(&b2, slice_str("banana"), slice_str("5"));
+	block_builder_finish(&b1, &c1);
+	block_builder_finish(&b2, &c2);
+	is_int(block_iter_new(c1, count_release, &rel1, &it), 0,
+	    "iterator on the first block");
+	block_text(it, text, sizeof(text));
+	is_str_eq(text, "apple=1;applesauce=2;apricot=3;", "first block");
+	ok(iter_seek(it, slice_str("applesauce")) == 0 && iter_valid(it),
+	    "positioned inside the first block");
+	is_int(block_iter_reset(it, c2, count_release, &rel2), 0,
+	    "reset onto the second block");
+	is_int(rel1, 1, "the first block is given back");
+	ok(!iter_valid(it), "invalid until positioned");
+	block_text(it, text, sizeof(text));
+	is_str_eq(text, "b=4;banana=5;", "second block, nothing of the first");
+	ok(iter_seek(it, slice_str("ba")) == 0 && iter_valid(it) &&
+	    slice_equal(iter_key(it), slice_str("banana")),
+	    "seek in the second block");
+	c1.n = 3;
+	is_int(block_iter_reset(it, c1, count_release, &rel1), BT_ECORRUPT,
+	    "reset onto a 3-byte block is corrupt");
+	is_int(rel2, 1, "the second block is given back");
+	ok(iter_seek_first(it) == 0 && !iter_valid(it),
+	    "after a failed reset the iterator finds nothing");
+	iter_free(it);
+	is_int(rel1 + rel2, 2, "and iter_free releases nothing more");
+	block_builder_release(&b1);
+	block_builder_release(&b2);
+}
+
 struct visit_log {
 	const struct kv *kvs;
 	size_t next;		/* the entry the next visit must see */
@@ -602,6 +678,7 @@ main(void)
 	test_roundtrip(&rng, 2, 3000, false);
 	test_empty_block();
 	test_release_callback();
+	test_iter_reset();
 	test_visit_from(&rng, 16);
 	test_visit_from(&rng, 1);
 	test_enomem();

@@ -1,0 +1,534 @@
+/*
+ * test_api_scan.c - bt_scan_next_borrowed(), the scan call that lends its
+ * rows instead of copying them: it returns exactly the rows and cells that
+ * bt_scan_next() returns for every kind of scan (ranges, prefixes,
+ * start_exclusive, limits, column and time filters, cells_per_column,
+ * keys_only) over data in memtables and SSTables, with deletes of every
+ * kind, binary keys and qualifiers, across tablets made at create time and
+ * by splits; its key, families and values are NUL-terminated as copied
+ * rows are; a lent row stays intact until the next call on its scan while
+ * the store is written and read meanwhile; both calls may be mixed on one
+ * scan under one limit; and rows far larger than the first (many cells,
+ * large values) are lent whole.
+ */
+#include "api_util.h"
+
+static const char *const fams[] = { "a", "b=maxversions=2", "c", NULL };
+
+/* Render a lent row as scan_text() renders a copied one, and check that its
+ * strings are terminated; a missing terminator is rendered. */
+static void
+render_lent(struct sbuf *b, const struct bt_row *r, bool keys_only)
+{
+	sbuf_add(b, "[", 1);
+	sbuf_escaped(b, r->key.data, r->key.size);
+	sbuf_add(b, "]\n", 2);
+	if (r->cell_count == 0)
+		sbuf_printf(b, "EMPTY ROW\n");
+	if (((const char *)r->key.data)[r->key.size] != '\0')
+		sbuf_printf(b, "KEY NOT TERMINATED\n");
+	for (size_t i = 0; i < r->cell_count; i++)
+		if (((const char *)r->cells[i].value.data)
+		    [r->cells[i].value.size] != '\0')
+			sbuf_printf(b, "VALUE %zu NOT TERMINATED\n", i);
+	render_cells(b, r, keys_only);
+}
+
+/* scan_text() through bt_scan_next_borrowed(). */
+static char *
+scan_text_lent(struct bt_store *s, const char *table,
+    const struct bt_scan_options *so)
+{
+	struct sbuf b = { 0 };
+	struct bt_scan *sc = NULL;
+	const struct bt_row *r;
+	int rc;
+
+	if ((rc = bt_scan_open(s, table, so, &sc)) != 0) {
+		sbuf_printf(&b, "ERROR(%d %s)", rc, bt_strerror(rc));
+		return sbuf_take(&b);
+	}
+	for (;;) {
+		r = NULL;
+		rc = bt_scan_next_borrowed(sc, &r);
+		if (rc == BT_DONE)
+			break;
+		if (rc != 0 || r == NULL) {
+			sbuf_printf(&b, "ERROR(%d %s)", rc, bt_strerror(rc));
+			break;
+		}
+		render_lent(&b, r, so != NULL && so->read.keys_only);
+	}
+	bt_scan_close(sc);
+	return sbuf_take(&b);
+}
+
+/* A row name with a 0x00 byte for every third row, so escaped keys take
+ * the slow paths too. */
+static struct bt_bytes
+row_name(int i, char *buf)
+{
+	int n = snprintf(buf, 32, "r%03d", i);
+
+	if (i % 3 == 0)
+		buf[n++] = '\0';
+	buf[n++] = 'x';
+	return btb(buf, (size_t)n);
+}
+
+/*
+ * 60 rows over families a, b (maxversions=2) and c, with several columns
+ * and versions each, binary qualifiers, and deletes of each kind; a third
+ * of it flushed to SSTables, a third compacted, the rest in the memtable.
+ */
+static void
+fill(struct bt_store *s, const char *table)
+{
+	static const char qual0[] = { 'q', '\0', 'z' };
+	char row[32], val[64];
+
+	for (int pass = 0; pass < 3; pass++) {
+		for (int i = pass; i < 60; i += 3) {
+			struct bt_bytes r = row_name(i, row);
+
+			for (int v = 0; v < 3; v++) {
+				snprintf(val, sizeof(val), "v%d.%d", i, v);
+				must(put_cell(s, table, r, "a", bts("x"),
+				    100 + v, bts(val)));
+				must(put_cell(s, table, r, "b",
+				    btb(qual0, sizeof(qual0)), 200 + v,
+				    bts(val)));
+			}
+			must(put_cell(s, table, r, "a", bts(""), 50,
+			    bts("empty-qualifier")));
+			if (i % 4 == 0)
+				must(put_cell(s, table, r, "c", bts("k"), 7,
+				    bts("")));
+			if (i % 5 == 1)
+				must(del_cell(s, table, r, BT_DELETE_VERSION,
+				    "a", bts("x"), 102));
+			if (i % 7 == 2)
+				must(del_cell(s, table, r, BT_DELETE_COLUMN,
+				    "b", btb(qual0, sizeof(qual0)), 0));
+			if (i % 11 == 3)
+				must(del_cell(s, table, r, BT_DELETE_FAMILY,
+				    "a", bts(""), 0));
+			if (i % 13 == 4)
+				must(del_cell(s, table, r, BT_DELETE_ROW,
+				    NULL, bts(""), 0));
+		}
+		if (pass == 0)
+			must(bt_store_flush(s));
+		else if (pass == 1)
+			must(bt_store_compact(s, table, false));
+	}
+}
+
+/* Every kind of scan, lent and copied, gives the same text. */
+static void
+check_all_scans(struct bt_store *s, const char *table, const char *what)
+{
+	static const struct bt_column cols_a[] = { { "a", false, { 0 } } };
+	static const struct bt_column cols_bx[] = {
+		{ "b", true, { "q\0z", 3 } }, { "c", false, { 0 } } };
+	char start[32], end[32];
+	struct bt_bytes st = row_name(9, start), en = row_name(41, end);
+	struct bt_scan_options cases[] = {
+		{ .limit = 0 },
+		{ .start = st },
+		{ .start = st, .start_exclusive = true },
+		{ .start = st, .end = en },
+		{ .end = en, .limit = 7 },
+		{ .prefix = bts("r02") },
+		{ .prefix = bts("r00"), .start = st },
+		{ .limit = 1 },
+		{ .read = { .columns = cols_a, .column_count = 1 } },
+		{ .read = { .columns = cols_bx, .column_count = 2 } },
+		{ .read = { .cells_per_column = 1 } },
+		{ .read = { .min_ts = 101, .has_max_ts = true,
+		    .max_ts = 201 } },
+		{ .read = { .keys_only = true, .cells_per_column = 2 } },
+		{ .start = st, .limit = 5, .read = { .keys_only = true,
+		    .columns = cols_a, .column_count = 1 } },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *want = scan_text(s, table, &cases[i]);
+		char *got = scan_text_lent(s, table, &cases[i]);
+
+		ok(strlen(want) > 0, "%s: scan %zu has rows", what, i);
+		is_str(got, want, "%s: scan %zu lent as bt_scan_next "
+		    "returns it", what, i);
+		free(want);
+		free(got);
+	}
+}
+
+static void
+test_same_rows(void)
+{
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	fill(t.s, "t");
+	check_all_scans(t.s, "t", "one tablet");
+	tstore_destroy(&t);
+}
+
+/* Tablets from create-time splits and from bt_table_split(): a lent scan
+ * crosses every boundary without losing or repeating a row. */
+static void
+test_across_tablets(void)
+{
+	char s1[32], s2[32], s3[32];
+	struct bt_bytes splits[] = { row_name(10, s1), row_name(30, s2) };
+	struct bt_family_spec specs[] = { { "a", NULL, NULL },
+	    { "b", NULL, "maxversions=2" }, { "c", NULL, NULL } };
+	struct bt_tablet_info *tabs;
+	size_t n = 0;
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(bt_table_create(t.s, "t", specs, 3, splits, 2, 0));
+	fill(t.s, "t");
+	must(bt_table_split(t.s, "t", row_name(45, s3)));
+	must(bt_table_split(t.s, "t", bts("r021")));
+	must(bt_table_tablets(t.s, "t", &tabs, &n));
+	bt_tablets_free(tabs);
+	is_int((int)n, 5, "five tablets");
+	check_all_scans(t.s, "t", "five tablets");
+	is_text(scan_keys(t.s, "t", &(struct bt_scan_options){
+	    .start = bts("r020"), .end = bts("r023") }),
+	    "[r020x]\n[r021\\x00x]\n[r022x]\n",
+	    "a copied scan across the split at r021");
+	is_text(scan_text_lent(t.s, "t", &(struct bt_scan_options){
+	    .start = bts("r020"), .end = bts("r023"), .read = {
+	    .columns = (struct bt_column[]){ { "a", true, { "x", 1 } } },
+	    .column_count = 1, .cells_per_column = 1 } }),
+	    "[r020x]\na:x@102=v20.2\n"
+	    "[r021\\x00x]\na:x@101=v21.1\n"
+	    "[r022x]\na:x@102=v22.2\n",
+	    "a lent scan across the split at r021, values exact");
+	tstore_destroy(&t);
+}
+
+/* The exact contents of lent rows, deletes applied. */
+static void
+test_exact_contents(void)
+{
+	struct tstore t;
+	char row[32];
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	fill(t.s, "t");
+	/* r001x: version 102 of a:x deleted; r004: row deleted (i%13==4);
+	 * r003: family a deleted (i%11==3); r002: column b deleted. */
+	is_text(scan_text_lent(t.s, "t", &(struct bt_scan_options){
+	    .start = row_name(1, row), .limit = 4 }),
+	    "[r001x]\n"
+	    "a:@50=empty-qualifier\na:x@101=v1.1\na:x@100=v1.0\n"
+	    "b:q\\x00z@202=v1.2\nb:q\\x00z@201=v1.1\n"
+	    "[r002x]\n"
+	    "a:@50=empty-qualifier\na:x@102=v2.2\na:x@101=v2.1\n"
+	    "a:x@100=v2.0\n"
+	    "[r003\\x00x]\n"
+	    "b:q\\x00z@202=v3.2\nb:q\\x00z@201=v3.1\n"
+	    "[r005x]\n"
+	    "a:@50=empty-qualifier\na:x@102=v5.2\na:x@101=v5.1\n"
+	    "a:x@100=v5.0\n"
+	    "b:q\\x00z@202=v5.2\nb:q\\x00z@201=v5.1\n",
+	    "lent rows hold exactly the visible cells");
+	tstore_destroy(&t);
+}
+
+/* A lent row is intact until the next call on its scan, whatever else the
+ * store does; mixing both calls keeps order and one limit. */
+static void
+test_lifetime_and_mixing(void)
+{
+	struct bt_scan_options so = { .limit = 5 };
+	struct bt_scan *sc;
+	const struct bt_row *lent;
+	struct bt_row *copy, *other;
+	struct sbuf b = { 0 };
+	struct tstore t;
+	char *before, *after, *keys;
+	int rc;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	fill(t.s, "t");
+	must(bt_scan_open(t.s, "t", &so, &sc));
+	must(bt_scan_next_borrowed(sc, &lent));
+	render_lent(&b, lent, false);
+	before = sbuf_take(&b);
+	/* Writes to the same row, a read of it, a flush and a compaction. */
+	must(put_str(t.s, "t", "r000", "a", "x", 999, "changed"));
+	must(put_cell(t.s, "t", lent->key, "a", bts("x"), 999,
+	    bts("changed too")));
+	must(bt_read_row(t.s, "t", lent->key, NULL, &other));
+	bt_row_free(other);
+	must(bt_store_flush(t.s));
+	must(bt_store_compact(t.s, "t", true));
+	render_lent(&b, lent, false);
+	after = sbuf_take(&b);
+	is_str(after, before, "a lent row is unchanged until the next call");
+	ok(strstr(before, "changed") == NULL,
+	    "and shows the scan's snapshot");
+	free(before);
+	free(after);
+
+	/* Rows 2..5 alternate between the calls; the limit counts both. */
+	sbuf_escaped(&b, lent->key.data, lent->key.size);
+	for (int i = 0; i < 6; i++) {
+		sbuf_add(&b, " ", 1);
+		if (i % 2 == 0) {
+			if ((rc = bt_scan_next(sc, &copy)) == 0) {
+				sbuf_escaped(&b, copy->key.data,
+				    copy->key.size);
+				bt_row_free(copy);
+			}
+		} else if ((rc = bt_scan_next_borrowed(sc, &lent)) == 0) {
+			sbuf_escaped(&b, lent->key.data, lent->key.size);
+		}
+		if (rc != 0)
+			sbuf_printf(&b, "%s", rc == BT_DONE ? "DONE" :
+			    bt_strerror(rc));
+	}
+	keys = sbuf_take(&b);
+	is_str(keys, "r000\\x00x r001x r002x r003\\x00x r005x DONE DONE",
+	    "mixed calls: order kept, one limit of 5 rows");
+	free(keys);
+	bt_scan_close(sc);
+	tstore_destroy(&t);
+}
+
+/* Rows that outgrow the first: 300 cells, then a 200 KiB value. */
+static void
+test_growing_rows(void)
+{
+	const size_t big = 200u << 10;
+	char *value = xmalloc(big);
+	struct bt_scan *sc;
+	const struct bt_row *r;
+	struct tstore t;
+	char q[16];
+	bool same = true;
+	uint64_t x = 42;
+
+	for (size_t i = 0; i < big; i++)
+		value[i] = (char)(tap_rand(&x) | 1);
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	must(put_str(t.s, "t", "a-small", "a", "", 1, "s"));
+	for (int i = 0; i < 300; i++) {
+		snprintf(q, sizeof(q), "q%03d", i);
+		must(put_str(t.s, "t", "b-wide", "c", q, 5, q));
+	}
+	must(put_cell(t.s, "t", bts("c-big"), "a", bts(""), 1,
+	    btb(value, big)));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "d-small", "a", "", 1, "s"));
+	must(bt_scan_open(t.s, "t", NULL, &sc));
+	must(bt_scan_next_borrowed(sc, &r));
+	ok(r->cell_count == 1 && bytes_eq(r->key, bts("a-small")),
+	    "first row: one cell");
+	must(bt_scan_next_borrowed(sc, &r));
+	is_int((int)r->cell_count, 300, "wide row: 300 cells lent");
+	for (int i = 0; i < 300 && r->cell_count == 300; i++) {
+		snprintf(q, sizeof(q), "q%03d", i);
+		same = same && strcmp(r->cells[i].family, "c") == 0 &&
+		    bytes_eq(r->cells[i].qualifier, bts(q)) &&
+		    bytes_eq(r->cells[i].value, bts(q));
+	}
+	ok(same, "every cell of the wide row in order");
+	must(bt_scan_next_borrowed(sc, &r));
+	ok(r->cell_count == 1 && bytes_eq(r->cells[0].value,
+	    btb(value, big)) && r->cells[0].value_size == big &&
+	    ((const char *)r->cells[0].value.data)[big] == '\0',
+	    "big row: the whole 200 KiB value, terminated");
+	must(bt_scan_next_borrowed(sc, &r));
+	ok(bytes_eq(r->key, bts("d-small")) && r->cell_count == 1 &&
+	    bytes_eq(r->cells[0].value, bts("s")), "small row after them");
+	is_int(bt_scan_next_borrowed(sc, &r), BT_DONE, "then BT_DONE");
+	is_int(bt_scan_next_borrowed(sc, &r), BT_DONE, "and again");
+	bt_scan_close(sc);
+	tstore_destroy(&t);
+	free(value);
+}
+
+/* Rows that extend one another with 0x00 and 0x01 bytes, two columns
+ * each, so that telling where a row's entries end is not a prefix test on
+ * the raw row. */
+static void
+test_prefix_rows(void)
+{
+	static const struct { const char *p; size_t n; } rows[] = {
+		{ "ab", 2 }, { "ab\0", 3 }, { "ab\0\0", 4 },
+		{ "ab\0\1", 4 }, { "ab\0b", 4 }, { "ab\1", 3 },
+		{ "abc", 3 },
+	};
+	struct tstore t;
+	char *want;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+			must(put_cell(t.s, "t", btb(rows[i].p, rows[i].n), "a",
+			    bts("x"), 1 + pass, bts("v")));
+			must(put_cell(t.s, "t", btb(rows[i].p, rows[i].n), "c",
+			    btb("\0", 1), 1 + pass, bts("w")));
+		}
+		if (pass == 0)
+			must(bt_store_flush(t.s));
+	}
+	want = scan_text(t.s, "t", NULL);
+	is_text(scan_keys(t.s, "t", NULL),
+	    "[ab]\n[ab\\x00]\n[ab\\x00\\x00]\n[ab\\x00\\x01]\n"
+	    "[ab\\x00b]\n[ab\\x01]\n[abc]\n",
+	    "rows that extend one another: each once, in order");
+	is_text(scan_text_lent(t.s, "t", NULL), want,
+	    "lent as copied, every cell in its own row");
+	ok(strstr(want, "[ab]\na:x@2=v\na:x@1=v\nc:\\x00@2=w\n"
+	    "c:\\x00@1=w\n[ab\\x00]\n") != NULL,
+	    "the first row holds its four cells and no more");
+	free(want);
+	tstore_destroy(&t);
+}
+
+enum { LONG_ROWS = 6000 };
+
+static void
+long_value(int i, char *buf)
+{
+	uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull + 1;
+
+	for (int j = 0; j < 100; j++)
+		buf[j] = (char)('a' + tap_rand(&x) % 26);
+	buf[100] = '\0';
+}
+
+/* Rows [from, from + count) of the long table, lent: 0 when each is the
+ * row written, in order, then BT_DONE; else the first error, or -EPROTO
+ * for a wrong row.  *seen counts the good rows. */
+static int
+long_scan(struct bt_store *s, int from, int count, int *seen)
+{
+	char start[32], name[32], val[101];
+	struct bt_scan_options so = { .limit = (uint64_t)count };
+	const struct bt_row *r;
+	struct bt_scan *sc;
+	int rc, i = from;
+
+	*seen = 0;
+	snprintf(start, sizeof(start), "row%06d", from);
+	so.start = bts(start);
+	if ((rc = bt_scan_open(s, "t", &so, &sc)) != 0)
+		return rc;
+	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0) {
+		snprintf(name, sizeof(name), "row%06d", i);
+		long_value(i, val);
+		if (!bytes_eq(r->key, bts(name)) || r->cell_count != 1 ||
+		    !bytes_eq(r->cells[0].value, bts(val))) {
+			diag("row %d: got %.*s", i, (int)r->key.size,
+			    (const char *)r->key.data);
+			rc = -EPROTO;
+			break;
+		}
+		(*seen)++;
+		i++;
+	}
+	bt_scan_close(sc);
+	return rc == BT_DONE ? 0 : rc;
+}
+
+struct sst_size_ctx {
+	struct env *env;
+	char path[256];
+	uint64_t size;
+};
+
+static int
+sst_find(void *arg, const char *name)
+{
+	struct sst_size_ctx *c = arg;
+	size_t len = strlen(name);
+
+	if (len > 4 && strcmp(name + len - 4, ".sst") == 0) {
+		snprintf(c->path, sizeof(c->path), "/store/sst/%s", name);
+		if (env_path_size(c->env, c->path, &c->size) != 0)
+			c->size = 0;
+	}
+	return 0;
+}
+
+/*
+ * Scans long enough to read ahead (one SSTable of about 700 blocks of 1
+ * KiB, read in windows of 32 to 256 KiB): every row comes back whole and in
+ * order, from the start, from the middle, in short scans from many places
+ * (seeks into and away from a window), and a byte flipped in the middle of
+ * the file, read through a window, is a checksum error and never data.
+ */
+static void
+test_long_scans(void)
+{
+	static const char *const one[] = { "f=maxversions=1", NULL };
+	struct bt_group_spec g = { "default", 1024, 0, -1, -1 };
+	struct sst_size_ctx c = { 0 };
+	char row[32], val[101];
+	int seen, bad = 0, rc;
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", one));
+	must(bt_group_set(t.s, "t", &g));
+	for (int i = 0; i < LONG_ROWS; i++) {
+		snprintf(row, sizeof(row), "row%06d", i);
+		long_value(i, val);
+		must(put_str(t.s, "t", row, "f", "", 5, val));
+	}
+	must(bt_store_compact(t.s, "t", true));
+	must(bt_store_close(t.s));
+	t.s = NULL;
+	tstore_reopen(&t);
+	is_int(long_scan(t.s, 0, LONG_ROWS, &seen), 0, "a full scan");
+	is_int(seen, LONG_ROWS, "returns every row");
+	is_int(long_scan(t.s, 2500, 3000, &seen), 0, "a scan from the middle");
+	is_int(seen, 3000, "returns its 3000 rows");
+	for (int i = 0; i < LONG_ROWS; i += 97)
+		if (long_scan(t.s, i, 150, &seen) != 0 ||
+		    seen != (LONG_ROWS - i < 150 ? LONG_ROWS - i : 150))
+			bad++;
+	is_int(bad, 0, "62 short scans from all over return their rows");
+
+	must(bt_store_close(t.s));
+	t.s = NULL;
+	c.env = t.env;
+	env_dir_list(t.env, "/store/sst", sst_find, &c);
+	ok(c.size > 600u << 10, "one SSTable of %llu bytes",
+	    (unsigned long long)c.size);
+	ok(env_fault_flip_byte(t.env, c.path, c.size / 2, 0x5a) == 0,
+	    "flip a byte in its middle");
+	tstore_reopen(&t);
+	rc = long_scan(t.s, 0, LONG_ROWS, &seen);
+	is_int(rc, BT_ECHECKSUM, "the full scan stops with a checksum error");
+	ok(seen > 1000 && seen < LONG_ROWS - 1000,
+	    "after %d good rows, none wrong", seen);
+	tstore_destroy(&t);
+}
+
+int
+main(void)
+{
+	test_same_rows();
+	test_across_tablets();
+	test_exact_contents();
+	test_lifetime_and_mixing();
+	test_growing_rows();
+	test_prefix_rows();
+	test_long_scans();
+	return tap_done();
+}
