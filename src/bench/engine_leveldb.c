@@ -80,6 +80,8 @@ ldb_open(const struct engine_config *cfg, const char *path, void **dbp)
 	bench_stripes_init(&l->stripes);
 	l->opts = leveldb_options_create();
 	l->read = leveldb_readoptions_create();
+	/* Every block read is checked, as tabletfs and RocksDB check it. */
+	leveldb_readoptions_set_verify_checksums(l->read, 1);
 	l->write = leveldb_writeoptions_create();
 	l->write_sync = leveldb_writeoptions_create();
 	leveldb_writeoptions_set_sync(l->write_sync, 1);
@@ -239,7 +241,8 @@ static void
 ldb_describe(const struct engine_config *cfg, char *buf, size_t size)
 {
 	snprintf(buf, size, "LevelDB %d.%d: LRU cache, write buffer, "
-	    "%s, Bloom %d bits/key, blocks %s; sync puts fsync the log",
+	    "%s, Bloom %d bits/key, blocks %s, reads verify checksums; "
+	    "sync puts fsync the log",
 	    leveldb_major_version(), leveldb_minor_version(),
 	    cfg->compress ? "snappy" : "no compression", LDB_BLOOM_BITS,
 	    cfg->block_bytes != 0 ? "as set" : "4 KiB");

@@ -255,7 +255,8 @@ static void
 rdb_describe(const struct engine_config *cfg, char *buf, size_t size)
 {
 	snprintf(buf, size, "RocksDB: block-based table, LRU cache, write "
-	    "buffer, %s, Bloom %d bits/key, blocks %s; sync puts sync the WAL",
+	    "buffer, %s, Bloom %d bits/key, blocks %s, reads verify checksums "
+	    "(its default); sync puts sync the WAL",
 	    cfg->compress ? "snappy" : "no compression", RDB_BLOOM_BITS,
 	    cfg->block_bytes != 0 ? "as set" : "4 KiB");
 }

@@ -206,7 +206,8 @@ static void
 tfs_describe(const struct engine_config *cfg, char *buf, size_t size)
 {
 	snprintf(buf, size, "tabletfs: one table, one locality group, %s, "
-	    "Bloom filter on rows, blocks %s; sync puts fdatasync the log "
+	    "Bloom filter on rows, blocks %s, reads verify checksums; sync "
+	    "puts fdatasync the log "
 	    "(group commit)", cfg->compress ? "snappy" : "no compression",
 	    cfg->block_bytes != 0 ? "as set" : "64 KiB");
 }
