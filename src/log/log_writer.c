@@ -414,7 +414,10 @@ log_writer_append_many(struct log_writer *w, const struct slice *records,
 {
 	struct log_waiter me;
 
-	memset(&me, 0, sizeof(me));
+	/* Field by field: the detail buffer is written only on failure
+	 * (writer_submit() sets the rest). */
+	me.bytes = 0;
+	me.pos.segment = me.pos.offset = 0;
 	if (count == 0)
 		return bt_error_set(-EINVAL, "%s: no log records", w->dir);
 	for (size_t i = 0; i < count; i++) {

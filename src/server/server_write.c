@@ -117,14 +117,16 @@ mutation_validate(struct server *s, struct server_table *t, struct slice row,
 
 /* Whether writers must wait for flushes: the tablet's memtable has grown
  * to twice its size with a flush behind, or frozen memtables of any
- * tablets together pass the memtable budget (master_limit_memory() keeps
- * the others within it). */
+ * tablets together pass twice the memtable budget (master_limit_memory()
+ * keeps the active ones within it).  One frozen memtable of a full
+ * budget is the normal state while it flushes, as LevelDB's imm beside
+ * its mem: writers go on into the new memtable meanwhile. */
 static bool
 write_must_wait(struct server *s, struct tablet *t)
 {
 	size_t limit = s->opts.memtable_size;
 
-	if (atomic_load(&s->frozen_bytes) > (int64_t)limit)
+	if (atomic_load(&s->frozen_bytes) > 2 * (int64_t)limit)
 		return true;
 	return tablet_has_frozen(t) && tablet_memtable_usage(t) >= 2 * limit;
 }
@@ -533,13 +535,20 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	if (rc < 0)
 		return rc;
 
-	memset(&me, 0, sizeof(me));
+	/* Field by field: the detail buffer is written only on failure. */
+	me.next = NULL;
 	me.t = t;
 	me.row = row;
 	me.ops = ops;
 	me.count = count;
 	me.bytes = mutation_bytes(row, ops, count);
 	me.sync = sync;
+	me.done = false;
+	me.rc = 0;
+	me.stamp = 0;
+	me.first_seq = 0;
+	me.record_end = 0;
+	me.detail[0] = '\0';
 	pthread_cond_init(&me.cv, NULL);
 	pthread_mutex_lock(&q->mu);
 	if (q->tail != NULL)
