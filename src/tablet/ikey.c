@@ -248,3 +248,20 @@ ikey_row_prefix_length(struct slice key)
 	}
 	return 0;
 }
+
+int
+ikey_family(struct slice key, struct slice *family)
+{
+	size_t row = ikey_row_prefix_length(key);
+	const uint8_t *p = key.p + row, *end = key.p + key.n, *z;
+
+	if (row == 0 || end - p < 2)
+		return BT_ECORRUPT;
+	if (p[0] == 0x00 && p[1] == 0x00)
+		return 1;
+	if ((z = memchr(p, 0, (size_t)(end - p))) == NULL || z + 1 >= end ||
+	    z[1] != 0x01)
+		return BT_ECORRUPT;
+	*family = slice_make(p, (size_t)(z - p));
+	return 0;
+}
