@@ -66,6 +66,7 @@ struct write_queue {
 	size_t expected_syncs;
 	bool gathering;
 	uint64_t sync_ns;
+	uint64_t gathers;		/* waits, for the statistics */
 	/* The leader's scratch. */
 	struct buf records;
 	struct slice *slices;

@@ -291,6 +291,7 @@ write_gather(struct write_queue *q)
 	    pthread_cond_timedwait(&q->gather_cv, &q->mu, &deadline) == 0)
 		;
 	q->gathering = false;
+	q->gathers++;
 }
 
 /* Room in the leader's scratch for n records. */
