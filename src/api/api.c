@@ -851,6 +851,7 @@ bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 	out->reads = ss.reads;
 	out->log_syncs = ss.log_syncs;
 	out->log_batches = ss.log_batches;
+	out->write_gathers = ss.write_gathers;
 	out->flushes = ss.flushes;
 	out->compactions = ss.compactions;
 	out->sstables = ss.sstables;

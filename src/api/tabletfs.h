@@ -382,6 +382,9 @@ struct bt_stats {
 	uint64_t location_hits;
 	uint64_t location_levels;
 	uint64_t location_stale;
+	/* Group commit: leaders of synced write groups that waited for
+	 * more synced writers to join (bounded by the sync latency). */
+	uint64_t write_gathers;
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);
 

@@ -60,6 +60,15 @@ int log_writer_close(struct log_writer *w);
 int log_writer_append(struct log_writer *w, struct slice record, bool sync,
     struct log_position *pos);
 
+/*
+ * Append count records, in order and contiguous in one segment, as one
+ * member of a batch: what log_writer_append() does for one.  positions, if
+ * not NULL, has room for count positions and receives each record's.  A
+ * failure is the whole call's: none of the records is acknowledged.
+ */
+int log_writer_append_many(struct log_writer *w, const struct slice *records,
+    size_t count, bool sync, struct log_position *positions);
+
 /* Make everything appended so far durable. */
 int log_writer_sync(struct log_writer *w);
 

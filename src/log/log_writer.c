@@ -46,12 +46,14 @@ struct log_waiter {
 	struct log_waiter *next;
 	pthread_cond_t cv;
 	enum waiter_kind kind;
-	struct slice record;
+	const struct slice *records;	/* an append's, in order */
+	size_t record_count;
+	size_t bytes;			/* they take in the segment */
+	struct log_position *positions;	/* of each record, or NULL */
 	bool sync;
 	bool done;
 	int rc;
-	struct log_position pos;	/* of the record; after a rotate, the
-					   new segment */
+	struct log_position pos;	/* after a rotate, the new segment */
 	char detail[256];		/* the leader's detail, when rc < 0 */
 };
 
@@ -171,8 +173,7 @@ out:
 static size_t
 waiter_bytes(const struct log_waiter *p)
 {
-	return p->kind == WAITER_APPEND ?
-	    LOG_RECORD_HEADER_SIZE + p->record.n : 0;
+	return p->kind == WAITER_APPEND ? p->bytes : 0;
 }
 
 static bool
@@ -304,11 +305,15 @@ writer_write_batch(struct log_writer *w, struct log_waiter *first,
 		goto out;
 	}
 	for (p = first;; p = p->next) {
-		if (p->kind == WAITER_APPEND) {
-			p->pos.segment = w->segment;
-			p->pos.offset = w->offset + w->batch.n;
+		for (size_t i = 0; p->kind == WAITER_APPEND &&
+		    i < p->record_count; i++) {
+			if (p->positions != NULL) {
+				p->positions[i].segment = w->segment;
+				p->positions[i].offset = w->offset +
+				    w->batch.n;
+			}
 			w->batch.n += record_put(w->batch.p + w->batch.n,
-			    p->record, mark);
+			    p->records[i], mark);
 			mark = 0;
 			records++;
 		}
@@ -427,24 +432,43 @@ writer_submit(struct log_writer *w, struct log_waiter *me)
 }
 
 int
+log_writer_append_many(struct log_writer *w, const struct slice *records,
+    size_t count, bool sync, struct log_position *positions)
+{
+	struct log_waiter me;
+
+	/* Field by field: the detail buffer is written only on failure
+	 * (writer_submit() sets the rest). */
+	me.bytes = 0;
+	me.pos.segment = me.pos.offset = 0;
+	if (count == 0)
+		return bt_error_set(-EINVAL, "%s: no log records", w->dir);
+	for (size_t i = 0; i < count; i++) {
+		if (records[i].n == 0)
+			return bt_error_set(-EINVAL, "%s: empty log record",
+			    w->dir);
+		if (records[i].n > LOG_MAX_RECORD)
+			return bt_error_set(BT_ETOOBIG, "%s: log record of "
+			    "%zu bytes exceeds %u", w->dir, records[i].n,
+			    LOG_MAX_RECORD);
+		if (me.bytes > SIZE_MAX / 2)
+			return bt_error_set(BT_ETOOBIG, "%s: %zu log records "
+			    "too big together", w->dir, count);
+		me.bytes += LOG_RECORD_HEADER_SIZE + records[i].n;
+	}
+	me.kind = WAITER_APPEND;
+	me.records = records;
+	me.record_count = count;
+	me.positions = positions;
+	me.sync = sync;
+	return writer_submit(w, &me);
+}
+
+int
 log_writer_append(struct log_writer *w, struct slice record, bool sync,
     struct log_position *pos)
 {
-	struct log_waiter me;
-	int rc;
-
-	if (record.n == 0)
-		return bt_error_set(-EINVAL, "%s: empty log record", w->dir);
-	if (record.n > LOG_MAX_RECORD)
-		return bt_error_set(BT_ETOOBIG, "%s: log record of %zu bytes "
-		    "exceeds %u", w->dir, record.n, LOG_MAX_RECORD);
-	memset(&me, 0, sizeof(me));
-	me.kind = WAITER_APPEND;
-	me.record = record;
-	me.sync = sync;
-	if ((rc = writer_submit(w, &me)) == 0 && pos != NULL)
-		*pos = me.pos;
-	return rc;
+	return log_writer_append_many(w, &record, 1, sync, pos);
 }
 
 int

@@ -674,6 +674,12 @@ server_open(const char *path, const struct server_options *opts,
 		s->opts.max_cell = DEFAULT_MAX_CELL;
 	pthread_mutex_init(&s->tables_mu, NULL);
 	pthread_mutex_init(&s->seq_mu, NULL);
+	if ((rc = write_queue_init(&s->writes)) < 0) {
+		pthread_mutex_destroy(&s->seq_mu);
+		pthread_mutex_destroy(&s->tables_mu);
+		bt_free(s);
+		return rc;
+	}
 	pthread_mutex_init(&s->apply_mu, NULL);
 	pthread_cond_init(&s->apply_cv, NULL);
 	pthread_mutex_init(&s->work_mu, NULL);
@@ -836,6 +842,7 @@ server_close(struct server *s)
 		pthread_mutex_destroy(&s->row_locks[i]);
 	pthread_mutex_destroy(&s->tables_mu);
 	pthread_mutex_destroy(&s->seq_mu);
+	write_queue_release(&s->writes);
 	pthread_mutex_destroy(&s->apply_mu);
 	pthread_cond_destroy(&s->apply_cv);
 	pthread_mutex_destroy(&s->work_mu);

@@ -162,6 +162,7 @@ struct server_stats {
 	uint64_t reads;
 	uint64_t log_syncs;
 	uint64_t log_batches;
+	uint64_t write_gathers;		/* group commit leaders that waited */
 	uint64_t flushes;
 	uint64_t compactions;
 	uint64_t sstables;

@@ -47,6 +47,36 @@ struct segment {
 	uint64_t max_seq;
 };
 
+struct write_waiter;
+
+/*
+ * The write queue (server_write.c): mutations wait here in arrival order,
+ * and the one at the head leads a write group, doing everyone's log append
+ * (one append, at most one sync), apply and publication.  Guarded by mu.
+ */
+struct write_queue {
+	pthread_mutex_t mu;
+	struct write_waiter *head, *tail;
+	/* Gathering (see server_write.c): synced mutations queued and not
+	 * yet in a group; how many the next synced group expects; whether
+	 * its leader waits on gather_cv for them; the recent latency of a
+	 * synced group's log append, in nanoseconds. */
+	pthread_cond_t gather_cv;
+	size_t queued_syncs;
+	size_t expected_syncs;
+	bool gathering;
+	uint64_t sync_ns;
+	uint64_t gathers;		/* waits, for the statistics */
+	/* The leader's scratch. */
+	struct buf records;
+	struct slice *slices;
+	struct log_position *positions;
+	size_t slots;
+};
+
+int write_queue_init(struct write_queue *q);
+void write_queue_release(struct write_queue *q);
+
 struct server {
 	struct env *env;
 	struct env *own_env;		/* the env we created, if any */
@@ -69,6 +99,8 @@ struct server {
 	pthread_mutex_t seq_mu;		/* sequence numbers and stamps */
 	uint64_t next_seq;
 	int64_t last_stamp;
+
+	struct write_queue writes;
 
 	pthread_mutex_t apply_mu;	/* the apply turn, segments */
 	pthread_cond_t apply_cv;

@@ -413,6 +413,9 @@ server_get_stats(struct server *s, struct server_stats *out)
 		log_writer_get_stats(s->log, &ls);
 	out->log_syncs = ls.syncs;
 	out->log_batches = ls.batches;
+	pthread_mutex_lock(&s->writes.mu);
+	out->write_gathers = s->writes.gathers;
+	pthread_mutex_unlock(&s->writes.mu);
 	cache_get_stats(s->cache, &cs);
 	out->cache_hits = cs.hits;
 	out->cache_misses = cs.misses;

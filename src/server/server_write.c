@@ -117,14 +117,16 @@ mutation_validate(struct server *s, struct server_table *t, struct slice row,
 
 /* Whether writers must wait for flushes: the tablet's memtable has grown
  * to twice its size with a flush behind, or frozen memtables of any
- * tablets together pass the memtable budget (master_limit_memory() keeps
- * the others within it). */
+ * tablets together pass twice the memtable budget (master_limit_memory()
+ * keeps the active ones within it).  One frozen memtable of a full
+ * budget is the normal state while it flushes, as LevelDB's imm beside
+ * its mem: writers go on into the new memtable meanwhile. */
 static bool
 write_must_wait(struct server *s, struct tablet *t)
 {
 	size_t limit = s->opts.memtable_size;
 
-	if (atomic_load(&s->frozen_bytes) > (int64_t)limit)
+	if (atomic_load(&s->frozen_bytes) > 2 * (int64_t)limit)
 		return true;
 	return tablet_has_frozen(t) && tablet_memtable_usage(t) >= 2 * limit;
 }
@@ -168,23 +170,363 @@ write_throttle(struct server *s, struct tablet *t)
 	return rc;
 }
 
+/* ---- The write queue ---- */
+
 /*
- * Log and apply a validated mutation; the caller holds the row lock.  See
- * server.h for the order of steps.  The tablet is chosen again in the
- * apply turn: a split or merge replaces tablets only while holding it, so
- * the mutation lands in the tablet that serves its row then.
+ * Mutations are committed in write groups, as LevelDB's DBImpl::Write does
+ * with its writer queue: each caller queues a waiter, and the one at the
+ * head leads.  The leader takes the waiters queued behind it (up to
+ * WRITE_GROUP_BYTES), and for all of them, in queue order, assigns
+ * sequence numbers and stamps, writes their log records with one append
+ * (fdatasynced once if any of them asked), applies them to their tablets
+ * and publishes them to readers; then it hands each its result, wakes it,
+ * and passes the lead on.  A follower sleeps once and wakes acknowledged:
+ * there is no second turn to wait for, and nothing is acknowledged before
+ * the log append (and the sync, when asked) covering it has returned.
+ *
+ * A leader whose group needs a sync first gathers: the writers its
+ * predecessor acknowledged, and those that queued meanwhile, are likely to
+ * come back with another synced write within microseconds, so it waits (at
+ * most half the recent sync latency, and at most WRITE_GATHER_MAX_US)
+ * until that many synced mutations are queued.  Without this, N writers
+ * that each wait for their sync settle into two alternating groups of N/2
+ * and pay two syncs per round; with it they share one.  A writer alone
+ * never waits: it expects only itself.
+ */
+#define WRITE_GROUP_BYTES	(1u << 20)
+#define WRITE_GATHER_MAX_US	2000
+
+/* One mutation in the write queue; lives on its caller's stack. */
+struct write_waiter {
+	struct write_waiter *next;
+	pthread_cond_t cv;
+	struct server_table *t;
+	struct slice row;
+	struct mutation *ops;
+	size_t count;
+	size_t bytes;		/* an estimate of its log record */
+	bool sync;
+	bool done;
+	int rc;
+	int64_t stamp;
+	uint64_t first_seq;
+	size_t record_end;	/* in the leader's buffer */
+	char detail[256];	/* the leader's detail, when rc < 0 */
+};
+
+static uint64_t
+monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int
+write_queue_init(struct write_queue *q)
+{
+	pthread_condattr_t attr;
+	int rc;
+
+	memset(q, 0, sizeof(*q));
+	buf_init(&q->records);
+	if ((rc = -pthread_condattr_init(&attr)) < 0)
+		return rc;
+	/* Timed on the monotonic clock: a clock change cannot stretch a
+	 * gathering wait. */
+	if ((rc = -pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)) == 0)
+		rc = -pthread_cond_init(&q->gather_cv, &attr);
+	pthread_condattr_destroy(&attr);
+	if (rc < 0)
+		return rc;
+	if ((rc = -pthread_mutex_init(&q->mu, NULL)) < 0)
+		pthread_cond_destroy(&q->gather_cv);
+	return rc;
+}
+
+void
+write_queue_release(struct write_queue *q)
+{
+	buf_release(&q->records);
+	bt_free(q->slices);
+	bt_free(q->positions);
+	pthread_cond_destroy(&q->gather_cv);
+	pthread_mutex_destroy(&q->mu);
+}
+
+static bool
+waiter_wants_sync(const struct server *s, const struct write_waiter *p)
+{
+	return p->sync || s->opts.sync_always;
+}
+
+static void
+waiter_fail(struct write_waiter *p, int rc)
+{
+	p->rc = rc;
+	snprintf(p->detail, sizeof(p->detail), "%s", bt_error_detail());
+}
+
+/* Wait (a bounded time, releasing q->mu) until the synced mutations the
+ * last synced group suggests will come are queued. */
+static void
+write_gather(struct write_queue *q)
+{
+	struct timespec deadline;
+	uint64_t wait_ns, end;
+
+	if (q->queued_syncs == 0 || q->queued_syncs >= q->expected_syncs)
+		return;
+	wait_ns = q->sync_ns / 2;
+	if (wait_ns > WRITE_GATHER_MAX_US * 1000ull)
+		wait_ns = WRITE_GATHER_MAX_US * 1000ull;
+	if (wait_ns == 0)
+		return;
+	end = monotonic_ns() + wait_ns;
+	deadline.tv_sec = (time_t)(end / 1000000000u);
+	deadline.tv_nsec = (long)(end % 1000000000u);
+	q->gathering = true;
+	while (q->queued_syncs < q->expected_syncs &&
+	    pthread_cond_timedwait(&q->gather_cv, &q->mu, &deadline) == 0)
+		;
+	q->gathering = false;
+	q->gathers++;
+}
+
+/* Room in the leader's scratch for n records. */
+static int
+write_queue_reserve(struct write_queue *q, size_t n)
+{
+	struct slice *sl;
+	struct log_position *pos;
+
+	if (n <= q->slots)
+		return 0;
+	if ((sl = bt_realloc(q->slices, n * sizeof(*sl))) == NULL)
+		return -ENOMEM;
+	q->slices = sl;
+	if ((pos = bt_realloc(q->positions, n * sizeof(*pos))) == NULL)
+		return -ENOMEM;
+	q->positions = pos;
+	q->slots = n;
+	return 0;
+}
+
+/*
+ * Number the group first..last (n mutations), stamp it and write its log
+ * records with one append: 0, or the error that fails them all.  Sequence
+ * numbers are taken even on failure (the group still takes its turn).
+ */
+static int
+group_log(struct server *s, struct write_waiter *first,
+    struct write_waiter *last, size_t n, bool sync)
+{
+	struct write_queue *q = &s->writes;
+	struct write_waiter *p;
+	size_t i = 0, from = 0;
+	uint64_t t0;
+	int rc;
+
+	pthread_mutex_lock(&s->seq_mu);
+	for (p = first;; p = p->next) {
+		int64_t now = server_now(s);
+
+		if (now <= s->last_stamp)
+			now = s->last_stamp + 1;
+		s->last_stamp = now;
+		p->stamp = now;
+		p->first_seq = s->next_seq;
+		s->next_seq += p->count;
+		if (p == last)
+			break;
+	}
+	pthread_mutex_unlock(&s->seq_mu);
+
+	if ((rc = write_queue_reserve(q, n)) < 0)
+		return bt_error_set(rc, "no memory for a write group of %zu",
+		    n);
+	/* Encode every record into one buffer; the slices point into it
+	 * once it stops moving. */
+	buf_clear(&q->records);
+	for (p = first;; p = p->next) {
+		for (size_t j = 0; j < p->count; j++)
+			if (p->ops[j].kind == MUTATION_PUT &&
+			    p->ops[j].ts == MUTATION_TS_SERVER)
+				p->ops[j].ts = p->stamp;
+			else if (p->ops[j].kind != MUTATION_PUT &&
+			    p->ops[j].kind != MUTATION_DELETE_VERSION)
+				p->ops[j].ts = 0;
+		if ((rc = mutation_record_encode(p->first_seq, p->t->id,
+		    p->row, p->ops, p->count, &q->records)) < 0)
+			return bt_error_set(rc, "encoding a log record: %s",
+			    bt_strerror(rc));
+		p->record_end = q->records.n;
+		if (p == last)
+			break;
+	}
+	for (p = first;; p = p->next) {
+		q->slices[i++] = slice_make(q->records.p + from,
+		    p->record_end - from);
+		from = p->record_end;
+		if (p == last)
+			break;
+	}
+	t0 = monotonic_ns();
+	rc = log_writer_append_many(s->log, q->slices, n, sync, q->positions);
+	if (rc == 0 && sync) {
+		uint64_t ns = monotonic_ns() - t0;
+
+		/* An average over about the last eight synced groups. */
+		q->sync_ns = q->sync_ns == 0 ? ns : q->sync_ns -
+		    q->sync_ns / 8 + ns / 8;
+	}
+	if (q->records.cap > 4 * WRITE_GROUP_BYTES)
+		buf_release(&q->records);
+	return rc;
+}
+
+/*
+ * Apply the logged group in sequence order and publish it (log_rc: the
+ * log append's result, which fails every member).  The tablet is chosen
+ * again in the apply turn: a split or merge replaces tablets only while
+ * holding it, so each mutation lands in the tablet that serves its row
+ * then.
+ */
+static void
+group_apply(struct server *s, struct write_waiter *first,
+    struct write_waiter *last, int log_rc)
+{
+	struct write_waiter *p;
+	struct tablet_map *m;
+	struct tablet *tablet;
+	size_t i = 0;
+	int arc;
+
+	pthread_mutex_lock(&s->apply_mu);
+	while (s->applied_upto != first->first_seq - 1)
+		pthread_cond_wait(&s->apply_cv, &s->apply_mu);
+	for (p = first;; p = p->next) {
+		if (log_rc < 0) {
+			waiter_fail(p, log_rc);
+		} else if (s->broken) {
+			waiter_fail(p, bt_error_set(s->broken, "tablet apply "
+			    "failed; reopen the store"));
+		} else {
+			m = table_map(p->t);
+			tablet = tablet_map_find(m, p->row);
+			if (tablet_memtable_usage(tablet) >=
+			    s->opts.memtable_size && tablet_freeze(tablet) == 0)
+				background_wake(s);
+			/* Many tablets share one memory budget (master.c). */
+			s->applied_bytes += p->bytes;
+			if (s->applied_bytes > s->opts.memtable_size / 4) {
+				s->applied_bytes = 0;
+				background_wake(s);
+			}
+			if ((arc = tablet_apply(tablet, p->first_seq, p->row,
+			    p->ops, p->count)) < 0) {
+				/* Half a mutation may be in the memtable:
+				 * stop writing; reopening replays it whole
+				 * from the log. */
+				s->broken = bt_error_set(arc, "tablet apply "
+				    "failed; reopen the store");
+				waiter_fail(p, arc);
+			} else {
+				p->rc = 0;
+			}
+			segment_note_locked(s, s->writes.positions[i].segment,
+			    p->first_seq + p->count - 1);
+			tablet_map_unref(m);
+		}
+		i++;
+		if (p == last)
+			break;
+	}
+	s->applied_upto = last->first_seq + last->count - 1;
+	atomic_store(&s->visible_seq, s->applied_upto);
+	pthread_cond_broadcast(&s->apply_cv);
+	pthread_mutex_unlock(&s->apply_mu);
+}
+
+/*
+ * Lead the group that starts at me (called and returning with q->mu
+ * held), then pass the lead to whoever queued next.
+ */
+static void
+write_lead(struct server *s, struct write_waiter *me)
+{
+	struct write_queue *q = &s->writes;
+	struct write_waiter *last = me, *p, *next;
+	size_t bytes, n = 1, taken_syncs;
+	bool sync;
+	int rc;
+
+	write_gather(q);
+	bytes = me->bytes;
+	sync = waiter_wants_sync(s, me);
+	taken_syncs = sync ? 1 : 0;
+	for (p = me->next; p != NULL && bytes + p->bytes <= WRITE_GROUP_BYTES;
+	    p = p->next) {
+		bytes += p->bytes;
+		if (waiter_wants_sync(s, p)) {
+			sync = true;
+			taken_syncs++;
+		}
+		last = p;
+		n++;
+	}
+	q->queued_syncs -= taken_syncs;
+	pthread_mutex_unlock(&q->mu);
+
+	rc = group_log(s, me, last, n, sync);
+	group_apply(s, me, last, rc);
+
+	pthread_mutex_lock(&q->mu);
+	/* Those just acknowledged may come back, and those queued meanwhile
+	 * are waiting: the next synced group expects them all. */
+	if (sync)
+		q->expected_syncs = taken_syncs + q->queued_syncs;
+	for (p = me;; p = next) {
+		next = p->next;
+		p->done = true;
+		if (p != me)
+			pthread_cond_signal(&p->cv);
+		if (p == last)
+			break;
+	}
+	q->head = next;
+	if (next == NULL)
+		q->tail = NULL;
+	else
+		pthread_cond_signal(&next->cv);
+}
+
+/* A rough size of a mutation's log record, for the group limit and the
+ * memory check. */
+static size_t
+mutation_bytes(struct slice row, const struct mutation *ops, size_t count)
+{
+	size_t n = 32 + row.n;
+
+	for (size_t i = 0; i < count; i++)
+		n += 24 + ops[i].family.n + ops[i].qualifier.n +
+		    ops[i].value.n;
+	return n;
+}
+
+/*
+ * Log and apply a validated mutation through the write queue; the caller
+ * holds the row lock.  See server.h for the order of steps.
  */
 static int
 mutation_commit(struct server *s, struct server_table *t, struct slice row,
     struct mutation *ops, size_t count, bool sync, int64_t *stamp)
 {
-	struct log_position pos = { 0, 0 };
+	struct write_queue *q = &s->writes;
+	struct write_waiter me;
 	struct tablet_map *m;
-	struct tablet *tablet;
-	uint64_t first_seq;
-	int64_t now;
-	struct buf rec;
-	int rc, arc;
+	int rc;
 
 	if (s->log == NULL)
 		return bt_error_set(-EROFS, "store is read-only");
@@ -193,69 +535,45 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	tablet_map_unref(m);
 	if (rc < 0)
 		return rc;
-	buf_init(&rec);
 
-	pthread_mutex_lock(&s->seq_mu);
-	now = server_now(s);
-	if (now <= s->last_stamp)
-		now = s->last_stamp + 1;
-	s->last_stamp = now;
-	first_seq = s->next_seq;
-	s->next_seq += count;
-	pthread_mutex_unlock(&s->seq_mu);
-
-	for (size_t i = 0; i < count; i++)
-		if (ops[i].kind == MUTATION_PUT &&
-		    ops[i].ts == MUTATION_TS_SERVER)
-			ops[i].ts = now;
-		else if (ops[i].kind != MUTATION_PUT &&
-		    ops[i].kind != MUTATION_DELETE_VERSION)
-			ops[i].ts = 0;
-	rc = mutation_record_encode(first_seq, t->id, row, ops, count, &rec);
-	if (rc == 0)
-		rc = log_writer_append(s->log, buf_slice(&rec),
-		    sync || s->opts.sync_always, &pos);
-	buf_release(&rec);
-
-	/* Apply in sequence order; a failed mutation still takes its turn. */
-	pthread_mutex_lock(&s->apply_mu);
-	while (s->applied_upto != first_seq - 1)
-		pthread_cond_wait(&s->apply_cv, &s->apply_mu);
-	if (rc == 0 && s->broken)
-		rc = s->broken;
-	m = table_map(t);
-	tablet = tablet_map_find(m, row);
-	if (rc == 0) {
-		if (tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
-		    tablet_freeze(tablet) == 0)
-			background_wake(s);
-		/* Many tablets share one memory budget (master.c). */
-		s->applied_bytes += rec.n;
-		if (s->applied_bytes > s->opts.memtable_size / 4) {
-			s->applied_bytes = 0;
-			background_wake(s);
-		}
-		if ((arc = tablet_apply(tablet, first_seq, row, ops,
-		    count)) < 0) {
-			/* Half a mutation may be in the memtable: stop
-			 * writing; reopening replays it whole from the log. */
-			s->broken = bt_error_set(arc, "tablet apply failed; "
-			    "reopen the store");
-			rc = arc;
-		}
-		segment_note_locked(s, pos.segment, first_seq + count - 1);
+	/* Field by field: the detail buffer is written only on failure. */
+	me.next = NULL;
+	me.t = t;
+	me.row = row;
+	me.ops = ops;
+	me.count = count;
+	me.bytes = mutation_bytes(row, ops, count);
+	me.sync = sync;
+	me.done = false;
+	me.rc = 0;
+	me.stamp = 0;
+	me.first_seq = 0;
+	me.record_end = 0;
+	me.detail[0] = '\0';
+	pthread_cond_init(&me.cv, NULL);
+	pthread_mutex_lock(&q->mu);
+	if (q->tail != NULL)
+		q->tail->next = &me;
+	else
+		q->head = &me;
+	q->tail = &me;
+	if (waiter_wants_sync(s, &me)) {
+		q->queued_syncs++;
+		if (q->gathering && q->queued_syncs >= q->expected_syncs)
+			pthread_cond_signal(&q->gather_cv);
 	}
-	tablet_map_unref(m);
-	s->applied_upto = first_seq + count - 1;
-	atomic_store(&s->visible_seq, s->applied_upto);
-	pthread_cond_broadcast(&s->apply_cv);
-	pthread_mutex_unlock(&s->apply_mu);
-	if (rc == 0) {
-		atomic_fetch_add(&s->mutations, 1);
-		if (stamp != NULL)
-			*stamp = now;
-	}
-	return rc;
+	while (!me.done && q->head != &me)
+		pthread_cond_wait(&me.cv, &q->mu);
+	if (!me.done)
+		write_lead(s, &me);
+	pthread_mutex_unlock(&q->mu);
+	pthread_cond_destroy(&me.cv);
+	if (me.rc < 0)
+		return bt_error_set(me.rc, "%s", me.detail);
+	atomic_fetch_add(&s->mutations, 1);
+	if (stamp != NULL)
+		*stamp = me.stamp;
+	return 0;
 }
 
 int

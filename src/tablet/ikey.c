@@ -1,45 +1,58 @@
 /* ikey.c - internal key encoding; the layout is described in ikey.h. */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "tablet/ikey.h"
 #include "util/coding.h"
 #include "util/error.h"
 
-/* Append s escaped (0x00 -> 0x00 0xff) and terminated (0x00 0x01). */
+/*
+ * Append s escaped (0x00 -> 0x00 0xff) and terminated (0x00 0x01).  Room
+ * for the worst case is reserved once and the bytes written in place: a
+ * key is built from three of these on every write.
+ */
 static int
 append_escaped(struct buf *out, struct slice s)
 {
-	static const uint8_t esc_zero[2] = { 0x00, 0xff };
-	static const uint8_t terminator[2] = { 0x00, 0x01 };
 	const uint8_t *p = s.p, *end = s.p + s.n;
+	uint8_t *d;
 	int rc;
 
-	if ((rc = buf_reserve(out, s.n + 2)) < 0)
+	if (s.n > (SIZE_MAX - 2) / 2)
+		return -ENOMEM;
+	if ((rc = buf_reserve(out, 2 * s.n + 2)) < 0)
 		return rc;
+	d = out->p + out->n;
 	while (p < end) {
 		const uint8_t *z = memchr(p, 0, (size_t)(end - p));
 		size_t run = z ? (size_t)(z - p) : (size_t)(end - p);
 
-		if ((rc = buf_append(out, p, run)) < 0)
-			return rc;
+		memcpy(d, p, run);
+		d += run;
 		p += run;
 		if (z != NULL) {
-			if ((rc = buf_append(out, esc_zero, 2)) < 0)
-				return rc;
+			*d++ = 0x00;
+			*d++ = 0xff;
 			p++;
 		}
 	}
-	return buf_append(out, terminator, 2);
+	*d++ = 0x00;
+	*d++ = 0x01;
+	out->n = (size_t)(d - out->p);
+	return 0;
 }
 
 static int
 append_be64(struct buf *out, uint64_t v)
 {
-	uint8_t tmp[8];
+	int rc;
 
-	put_be64(tmp, v);
-	return buf_append(out, tmp, 8);
+	if ((rc = buf_reserve(out, 8)) < 0)
+		return rc;
+	put_be64(out->p + out->n, v);
+	out->n += 8;
+	return 0;
 }
 
 int
@@ -242,5 +255,22 @@ ikey_row_prefix_length(struct slice key)
 			return (size_t)(z + 2 - key.p);
 		p = z + 2;
 	}
+	return 0;
+}
+
+int
+ikey_family(struct slice key, struct slice *family)
+{
+	size_t row = ikey_row_prefix_length(key);
+	const uint8_t *p = key.p + row, *end = key.p + key.n, *z;
+
+	if (row == 0 || end - p < 2)
+		return BT_ECORRUPT;
+	if (p[0] == 0x00 && p[1] == 0x00)
+		return 1;
+	if ((z = memchr(p, 0, (size_t)(end - p))) == NULL || z + 1 >= end ||
+	    z[1] != 0x01)
+		return BT_ECORRUPT;
+	*family = slice_make(p, (size_t)(z - p));
 	return 0;
 }

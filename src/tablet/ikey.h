@@ -79,6 +79,14 @@ int ikey_append_column_prefix(struct slice row, struct slice family,
     struct slice qualifier, struct buf *out);
 
 /*
+ * The family of key, found without decoding the rest: 0 with *family
+ * borrowed from key, 1 for a row delete (no family), or BT_ECORRUPT when
+ * key has no family component or the component holds an escaped 0x00
+ * (family names never do; use ikey_decode() for such keys).
+ */
+int ikey_family(struct slice key, struct slice *family);
+
+/*
  * The length of key's escaped row prefix (through its terminator), or 0 if
  * key has none.  This is the SSTable filter prefix: Bloom filters hold rows.
  */

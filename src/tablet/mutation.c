@@ -1,39 +1,73 @@
 /* mutation.c - the commit-log record of a row mutation (mutation.h). */
 #include <errno.h>
+#include <string.h>
 
 #include "tablet/mutation.h"
 #include "util/alloc.h"
 #include "util/coding.h"
 #include "util/error.h"
 
+/* Bytes a length-prefixed s takes. */
+static size_t
+lenprefixed_size(struct slice s)
+{
+	return (size_t)varint_length(s.n) + s.n;
+}
+
+static uint8_t *
+put_lenprefixed(uint8_t *dst, struct slice s)
+{
+	dst = encode_varint64(dst, s.n);
+	if (s.n > 0)
+		memcpy(dst, s.p, s.n);
+	return dst + s.n;
+}
+
+/*
+ * The record is sized first and written in place with one reservation:
+ * this runs once per mutation on the write path.
+ */
 int
 mutation_record_encode(uint64_t seq, uint64_t table_id, struct slice row,
     const struct mutation *ops, size_t count, struct buf *out)
 {
-	uint8_t version = MUTATION_RECORD_VERSION;
+	size_t size;
+	uint8_t *p;
 	int rc;
 
 	if (count == 0 || count > UINT32_MAX)
 		return -EINVAL;
-	if ((rc = buf_append(out, &version, 1)) < 0 ||
-	    (rc = buf_put_varint64(out, seq)) < 0 ||
-	    (rc = buf_put_varint64(out, table_id)) < 0 ||
-	    (rc = buf_put_lenprefixed(out, row)) < 0 ||
-	    (rc = buf_put_varint32(out, (uint32_t)count)) < 0)
-		return rc;
+	size = 1 + (size_t)varint_length(seq) +
+	    (size_t)varint_length(table_id) + lenprefixed_size(row) +
+	    (size_t)varint_length(count);
 	for (size_t i = 0; i < count; i++) {
 		const struct mutation *m = &ops[i];
-		uint8_t kind = (uint8_t)m->kind;
 
 		if (m->ts < 0)
 			return -EINVAL;
-		if ((rc = buf_append(out, &kind, 1)) < 0 ||
-		    (rc = buf_put_lenprefixed(out, m->family)) < 0 ||
-		    (rc = buf_put_lenprefixed(out, m->qualifier)) < 0 ||
-		    (rc = buf_put_varint64(out, (uint64_t)m->ts)) < 0 ||
-		    (rc = buf_put_lenprefixed(out, m->value)) < 0)
-			return rc;
+		size += 1 + lenprefixed_size(m->family) +
+		    lenprefixed_size(m->qualifier) +
+		    (size_t)varint_length((uint64_t)m->ts) +
+		    lenprefixed_size(m->value);
 	}
+	if ((rc = buf_reserve(out, size)) < 0)
+		return rc;
+	p = out->p + out->n;
+	*p++ = MUTATION_RECORD_VERSION;
+	p = encode_varint64(p, seq);
+	p = encode_varint64(p, table_id);
+	p = put_lenprefixed(p, row);
+	p = encode_varint32(p, (uint32_t)count);
+	for (size_t i = 0; i < count; i++) {
+		const struct mutation *m = &ops[i];
+
+		*p++ = (uint8_t)m->kind;
+		p = put_lenprefixed(p, m->family);
+		p = put_lenprefixed(p, m->qualifier);
+		p = encode_varint64(p, (uint64_t)m->ts);
+		p = put_lenprefixed(p, m->value);
+	}
+	out->n += size;
 	return 0;
 }
 

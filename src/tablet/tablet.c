@@ -904,14 +904,22 @@ tablet_flush(struct tablet *t)
 		goto out_abandon;
 	for (; iter_valid(it); rc = iter_next(it)) {
 		const struct tablet_family *f = NULL;
+		struct slice family;
 		struct ikey k;
+		int frc;
 
 		if (rc < 0)
 			goto out_abandon;
-		if ((rc = ikey_decode(iter_key(it), &k, &scratch)) < 0)
-			goto out_abandon;
-		if (k.kind != IKEY_DELETE_ROW &&
-		    (f = schema_family(s, k.family)) == NULL)
+		/* Only the family matters here; decode the whole key only
+		 * when the quick look cannot tell. */
+		if ((frc = ikey_family(iter_key(it), &family)) < 0) {
+			if ((rc = ikey_decode(iter_key(it), &k,
+			    &scratch)) < 0)
+				goto out_abandon;
+			frc = k.kind == IKEY_DELETE_ROW;
+			family = k.family;
+		}
+		if (frc == 0 && (f = schema_family(s, family)) == NULL)
 			continue;
 		for (size_t g = 0; g < s->group_count; g++) {
 			if (f != NULL && f->group != g)

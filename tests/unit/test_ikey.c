@@ -141,7 +141,7 @@ test_round_trip_and_order(uint64_t seed)
 	static struct buf enc[N];
 	struct buf scratch;
 	uint64_t st = seed;
-	int bad_trip = 0, bad_order = 0, bad_prefix = 0;
+	int bad_trip = 0, bad_order = 0, bad_prefix = 0, bad_family = 0;
 
 	buf_init(&scratch);
 	for (int i = 0; i < N; i++) {
@@ -161,8 +161,18 @@ test_round_trip_and_order(uint64_t seed)
 		    !slice_starts_with(buf_slice(&enc[i]), buf_slice(&rowp)))
 			bad_prefix++;
 		buf_release(&rowp);
+		{
+			struct slice fam = slice_make(NULL, 0);
+			int frc = ikey_family(buf_slice(&enc[i]), &fam);
+
+			if (k.kind == IKEY_DELETE_ROW ? frc != 1 :
+			    frc != 0 || !slice_equal(fam, k.family))
+				bad_family++;
+		}
 	}
 	is_int(bad_trip, 0, "every kind round-trips through encode/decode");
+	is_int(bad_family, 0, "ikey_family finds the family of every kind "
+	    "(1 for a row delete), rows with 0x00 included");
 	is_int(bad_prefix, 0, "the row prefix is found in every key");
 	for (int i = 0; i < N; i++) {
 		for (int j = i + 1; j < N && j < i + 60; j++) {
@@ -180,6 +190,29 @@ test_round_trip_and_order(uint64_t seed)
 	for (int i = 0; i < N; i++)
 		buf_release(&enc[i]);
 	buf_release(&scratch);
+}
+
+/* ikey_family refuses what it cannot answer: an escaped 0x00 in the
+ * family (which ikey_decode handles), a key cut inside the row or family. */
+static void
+test_family_refusals(void)
+{
+	struct ikey k = { .row = slice_str("r"), .family = slice_make("a\0b",
+	    3), .qualifier = slice_str("q"), .ts = 1, .seq = 1,
+	    .kind = IKEY_PUT };
+	struct slice fam;
+	struct buf b;
+
+	buf_init(&b);
+	if (ikey_encode(&k, &b) != 0)
+		tap_bail("ikey_encode");
+	is_int(ikey_family(buf_slice(&b), &fam), BT_ECORRUPT,
+	    "ikey_family: an escaped 0x00 in the family is refused");
+	is_int(ikey_family(slice_make(b.p, 2), &fam), BT_ECORRUPT,
+	    "ikey_family: a key cut in its row is refused");
+	is_int(ikey_family(slice_make(b.p, 4), &fam), BT_ECORRUPT,
+	    "ikey_family: a key cut before its family ends is refused");
+	buf_release(&b);
 }
 
 static void
@@ -222,5 +255,6 @@ main(void)
 
 	test_round_trip_and_order(seed);
 	test_corrupt_keys();
+	test_family_refusals();
 	return tap_done();
 }
