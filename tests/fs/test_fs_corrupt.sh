@@ -130,6 +130,8 @@ for what in footer index filter truncated missing; do
 	    fail "$what: the store does not mount: $(cat "$T/mount.err")"
 	fs_wait_mounted "$M" || fail "$M not mounted"
 	check_eq "$what: other table" "$(read_all u)" 0
+	grep -q '^damaged_sstables: 1$' "$M/.status" ||
+	    fail "$what: .status: $(cat "$M/.status")"
 	check_eq "$what: rows of the damaged file failing" "$(read_all t)" 50
 	# The mount cannot look the row up (EIO); tabletctl writes it.
 	ctl set t row77 "f:q=written-$what@1000" ||

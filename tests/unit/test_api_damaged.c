@@ -313,6 +313,7 @@ static void
 test_damaged_sstable(enum damage kind)
 {
 	const char *what = damage_names[kind];
+	struct bt_stats st;
 	struct tstore t;
 	char path[256], file[64], row[16], val[160], want[200], *text, *scan;
 	uint8_t *saved;
@@ -336,6 +337,9 @@ test_damaged_sstable(enum damage kind)
 		tstore_destroy(&t);
 		return;
 	}
+	bt_store_get_stats(t.s, &st);
+	is_int(st.damaged_sstables, 1, "%s: the status counts one damaged "
+	    "SSTable", what);
 	read_rows(t.s, "t", 'a', ROWS, file, &good, &errors, &wrong);
 	ok(errors == ROWS && good == 0 && wrong == 0, "%s: every row of the "
 	    "damaged tablet fails with an error naming %s (%ld errors, %ld "
@@ -392,6 +396,9 @@ test_damaged_sstable(enum damage kind)
 	read_rows(t.s, "t", 'a', ROWS, NULL, &good, &errors, &wrong);
 	is_int(good, ROWS, "%s: restored, every row of the tablet reads "
 	    "exactly", what);
+	bt_store_get_stats(t.s, &st);
+	is_int(st.damaged_sstables, 0, "%s: restored, no damaged SSTable",
+	    what);
 	row_value(val, sizeof(val), "t", row_name(row, sizeof(row), 'a',
 	    500));
 	is_text(read_text_str(t.s, "t", "a500", NULL), cell_text(want, val),
