@@ -665,6 +665,63 @@ test_log_middle(void)
 	tstore_destroy(&t);
 }
 
+/*
+ * A full disk at recovery keeps the replayed segments in log/ (the store
+ * opens with the data in memory): the damaged one must not be deleted
+ * with the others once the data is flushed, but moved to lost/.
+ */
+static void
+test_log_damaged_disk_full(void)
+{
+	struct tstore t;
+	uint64_t off = 0, len = 0;
+	char *text;
+	int n, rc = -1;
+
+	log_setup(&t, &off, &len);
+	must(env_fault_flip_byte(t.env, "/store/log/0000000000000001.log",
+	    off + 12, 0x40));
+	/* The first file create of the open that is the flush's fails. */
+	for (n = 1; n <= 20; n++) {
+		env_fault_fail_after(t.env, ENV_FAULT_OPEN, n, -ENOSPC, false);
+		rc = bt_store_open(t.path, &t.opts, &t.s);
+		env_fault_fail_after(t.env, ENV_FAULT_OPEN, 0, 0, false);
+		if (rc == 0 && env_path_exists(t.env,
+		    "/store/log/0000000000000001.log"))
+			break;
+		if (rc == 0)
+			tap_bail("the open never met the full disk");
+		t.s = NULL;
+	}
+	ok(rc == 0, "disk full: the store opens with a damaged segment "
+	    "(create %d fails)", n);
+	if (rc != 0) {
+		t.s = NULL;
+		tstore_destroy(&t);
+		return;
+	}
+	is_text(rows_present(t.s), "r0 r1 r3 r4 r5 r6 r7 r8 r9 ",
+	    "disk full: every other record's mutation is there");
+	ok(!env_path_exists(t.env, "/store/lost/0000000000000001.log"),
+	    "disk full: the damaged segment stays in log/ while its data is "
+	    "only in memory");
+	is_int(bt_store_flush(t.s), 0, "disk full: room again, a flush");
+	is_int(bt_store_close(t.s), 0, "disk full: close");
+	t.s = NULL;
+	ok(env_path_exists(t.env, "/store/lost/0000000000000001.log") &&
+	    !env_path_exists(t.env, "/store/log/0000000000000001.log"),
+	    "disk full: the close moves the damaged segment to lost/");
+	if ((rc = bt_store_open(t.path, &t.opts, &t.s)) != 0)
+		tap_bail("cannot reopen");
+	is_text(rows_present(t.s), "r0 r1 r3 r4 r5 r6 r7 r8 r9 ",
+	    "disk full: reopened, the rows are there");
+	rc = run_check(t.s, &text);
+	ok(rc == BT_ECORRUPT && strstr(text, "lost/0000000000000001.log: ")
+	    != NULL, "disk full: check names the segment in lost/");
+	free(text);
+	tstore_destroy(&t);
+}
+
 static void
 test_log_torn_tail(void)
 {
@@ -706,6 +763,7 @@ main(void)
 		test_damaged_sstable((enum damage)k);
 	test_damaged_group();
 	test_log_middle();
+	test_log_damaged_disk_full();
 	test_log_torn_tail();
 	return tap_done();
 }
