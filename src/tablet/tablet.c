@@ -397,7 +397,7 @@ file_error_is_damage(int rc)
  * detail.  -ENOMEM.
  */
 static int
-file_damage_new(const struct catalog_file *meta, uint64_t tablet_id, int rc,
+file_damage_new(const struct catalog_file *meta, int rc,
     struct file_damage **out)
 {
 	struct file_damage *d;
@@ -407,12 +407,11 @@ file_damage_new(const struct catalog_file *meta, uint64_t tablet_id, int rc,
 	atomic_init(&d->refs, 1);
 	d->rc = rc == BT_ECHECKSUM || rc == -EIO ? rc : BT_ECORRUPT;
 	if (bt_error_detail()[0] != '\0')
-		snprintf(d->detail, sizeof(d->detail), "tablet %" PRIu64
-		    ": damaged SSTable: %s", tablet_id, bt_error_detail());
+		snprintf(d->detail, sizeof(d->detail), "damaged SSTable: %s",
+		    bt_error_detail());
 	else
-		snprintf(d->detail, sizeof(d->detail), "tablet %" PRIu64
-		    ": damaged SSTable %016" PRIu64 ".sst: %s", tablet_id,
-		    meta->number, bt_strerror(rc));
+		snprintf(d->detail, sizeof(d->detail), "damaged SSTable "
+		    "%016" PRIu64 ".sst: %s", meta->number, bt_strerror(rc));
 	*out = d;
 	return 0;
 }
@@ -512,7 +511,7 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 		if ((rc = file_open(tenv, &files[i], schema, &f->reader)) < 0) {
 			f->reader = NULL;
 			if (!file_error_is_damage(rc) ||
-			    (rc = file_damage_new(&files[i], ct->id, rc,
+			    (rc = file_damage_new(&files[i], rc,
 			    &f->damage)) < 0)
 				goto out_files;
 		}
