@@ -18,7 +18,9 @@
  * Log: a record in the middle of segment 1 of 2 is damaged.  The store
  * opens; every other record's mutation is there, the damaged one's is not;
  * the segment is in lost/, and check names it with the damaged offset and
- * byte count until it is removed.  A torn tail still opens silently.
+ * byte count until it is removed; with a full disk at recovery the
+ * segment stays in log/ until the close moves it to lost/.  A torn tail
+ * still opens silently.
  */
 #include <errno.h>
 #include <inttypes.h>
