@@ -557,10 +557,10 @@ log_setup(struct tstore *t, uint64_t *off, uint64_t *len)
 
 		/* The record's bytes, as the API wrote them. */
 		must(log_writer_append(w, rec, true, &pos));
-		if (i == 2) {
+		if (i == 2)
 			*off = pos.offset;
-			*len = 8 + rec.n;
-		}
+		if (i == 3)	/* header, synced field and payload */
+			*len = pos.offset - *off;
 		if (++i == 5)
 			must(log_writer_rotate(w, NULL));
 	}
