@@ -908,7 +908,6 @@ server_close(struct server *s)
 		if (log_list_segments(s->env, s->log_dir, &segs, &n) == 0) {
 			for (size_t i = 0; i < n; i++) {
 				char path[4096];
-
 				bool lost = false;
 
 				for (size_t k = 0; k < s->lost_pending_count;
