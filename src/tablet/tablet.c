@@ -1661,8 +1661,12 @@ read_row_gather(struct tablet_version *v, const struct cells_filter *f,
 	for (size_t i = 0; i < v->file_count; i++) {
 		const struct tablet_file *tf = &v->files[i];
 
-		if (!filter_needs_group(v->schema, f, tf->group) ||
-		    !sst_reader_may_contain_hash(tf->reader, hash))
+		if (!filter_needs_group(v->schema, f, tf->group))
+			continue;
+		/* Damaged: it may hold any row of the tablet. */
+		if (tf->reader == NULL)
+			return tablet_file_error(tf);
+		if (!sst_reader_may_contain_hash(tf->reader, hash))
 			continue;
 		if ((rc = sst_reader_visit_prefix(tf->reader, prefix,
 		    pr->index_key, pr->data_key, &pr->pins,
