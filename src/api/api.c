@@ -855,6 +855,7 @@ bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 	out->flushes = ss.flushes;
 	out->compactions = ss.compactions;
 	out->sstables = ss.sstables;
+	out->damaged_sstables = ss.damaged_sstables;
 	out->memtable_bytes = ss.memtable_bytes;
 	out->last_seq = ss.last_seq;
 	out->cache_hits = ss.cache_hits;

@@ -367,6 +367,9 @@ struct bt_stats {
 	uint64_t flushes;
 	uint64_t compactions;
 	uint64_t sstables;
+	/* SSTables that could not be opened: the reads of their tablets
+	 * fail until they are restored (tabletctl check names them). */
+	uint64_t damaged_sstables;
 	uint64_t memtable_bytes;
 	uint64_t last_seq;
 	uint64_t cache_hits;

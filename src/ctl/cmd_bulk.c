@@ -305,6 +305,7 @@ cmd_status(struct ctl *c, int argc, char **argv)
 	fprintf(c->out, "%-15s %zu\n", "tables", tables);
 #define STAT(name) fprintf(c->out, "%-15s %" PRIu64 "\n", #name, st.name)
 	STAT(sstables);
+	STAT(damaged_sstables);
 	STAT(memtable_bytes);
 	STAT(last_seq);
 	STAT(mutations);

@@ -57,6 +57,7 @@ fs_status_text(struct fs *fs, struct buf *out)
 	    "flushes: %" PRIu64 "\n"
 	    "compactions: %" PRIu64 "\n"
 	    "sstables: %" PRIu64 "\n"
+	    "damaged_sstables: %" PRIu64 "\n"
 	    "memtable_bytes: %" PRIu64 "\n"
 	    "last_seq: %" PRIu64 "\n"
 	    "cache_hits: %" PRIu64 "\n"
@@ -72,7 +73,7 @@ fs_status_text(struct fs *fs, struct buf *out)
 	    (long)getpid(), fs->store_path, fs->read_only ? "ro" : "rw",
 	    fs->sync_always ? ",sync=always" : "", st.mutations, st.reads,
 	    st.log_syncs, st.log_batches, st.flushes, st.compactions,
-	    st.sstables, st.memtable_bytes, st.last_seq, st.cache_hits,
+	    st.sstables, st.damaged_sstables, st.memtable_bytes, st.last_seq, st.cache_hits,
 	    st.cache_misses, st.tablets, st.splits, st.merges,
 	    st.files_collected, st.location_lookups, st.location_hits,
 	    st.location_levels, st.location_stale);

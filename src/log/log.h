@@ -147,4 +147,15 @@ uint64_t log_reader_dropped_records(struct log_reader *r);
  */
 void log_reader_set_sealed(struct log_reader *r);
 
+/*
+ * After log_reader_next() returned BT_ECHECKSUM or BT_ECORRUPT (damage that
+ * is neither a torn tail nor, in the last segment, a power loss's), skip
+ * the damaged bytes: reading goes on at the next offset where a whole
+ * record checks, or at the end of the segment if none does.  *offset and
+ * *bytes receive the skipped range [offset, offset + bytes).  0; -EINVAL
+ * if the reader is not stopped at such damage; or an I/O error.
+ */
+int log_reader_skip_damage(struct log_reader *r, uint64_t *offset,
+    uint64_t *bytes);
+
 #endif

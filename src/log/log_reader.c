@@ -43,6 +43,8 @@ struct log_reader {
 	int state;		/* 0 while reading, then BT_DONE or an error */
 	uint32_t version;	/* of the segment's format */
 	bool sealed;		/* synced whole: damage is never torn */
+	bool damaged;		/* state is damage at bad_pos */
+	uint64_t bad_pos;
 	uint64_t dropped;
 	uint64_t dropped_records;	/* intact ones in the dropped bytes */
 	char detail[256];	/* of the sticky error */
@@ -250,6 +252,8 @@ reader_damaged(struct log_reader *r, uint64_t pos, int rc)
 		}
 		bt_error_set(rc, "%s", detail);
 	}
+	r->damaged = true;
+	r->bad_pos = pos;
 	return reader_fail(r, rc);
 }
 
@@ -438,6 +442,7 @@ log_reader_seek(struct log_reader *r, uint64_t offset)
 		    r->size);
 	r->pos = offset;
 	r->state = 0;
+	r->damaged = false;
 	r->dropped = 0;
 	r->dropped_records = 0;
 	return 0;
@@ -453,6 +458,33 @@ uint64_t
 log_reader_dropped_records(struct log_reader *r)
 {
 	return r->dropped_records;
+}
+
+/*
+ * Resynchronise after damage: the next offset past the damaged record
+ * where a whole record checks (its header and crc32c over length, synced
+ * field and payload; a false match is about 2^-32 per offset tried).
+ */
+int
+log_reader_skip_damage(struct log_reader *r, uint64_t *offset,
+    uint64_t *bytes)
+{
+	uint64_t next;
+	int rc;
+
+	if (!r->damaged || (r->state != BT_ECHECKSUM &&
+	    r->state != BT_ECORRUPT))
+		return bt_error_set(-EINVAL, "%s: no damage to skip",
+		    r->file->path);
+	if ((rc = reader_find_record(r, r->bad_pos + 1, &next, NULL,
+	    NULL)) < 0)
+		return rc;
+	*offset = r->bad_pos;
+	*bytes = next - r->bad_pos;
+	r->pos = next;
+	r->state = 0;
+	r->damaged = false;
+	return 0;
 }
 
 void

@@ -436,6 +436,17 @@ tablet_bytes(struct tablet *tab)
 	return st.data_bytes + st.memtable_bytes;
 }
 
+/* Whether the tablet keeps a damaged SSTable (it is not merged then: the
+ * file's rows are unknown). */
+static bool
+tablet_damaged(struct tablet *tab)
+{
+	struct tablet_stats st;
+
+	tablet_get_stats(tab, &st);
+	return st.damaged_sstables > 0;
+}
+
 /*
  * Merge tablets i and i + 1 of map m.  Each must hold only its own rows
  * (after a split it may still share files holding its sibling's rows,
@@ -539,7 +550,9 @@ balance_merge_one(struct server *s, struct server_table *t)
 		if (n != m->count || !rows[i + 1].auto_split)
 			continue;
 		if (tablet_bytes(m->tablets[i]) >= small ||
-		    tablet_bytes(m->tablets[i + 1]) >= small)
+		    tablet_bytes(m->tablets[i + 1]) >= small ||
+		    tablet_damaged(m->tablets[i]) ||
+		    tablet_damaged(m->tablets[i + 1]))
 			continue;
 		rc = merge_tablets(s, t, m, i, server_now(s));
 	}

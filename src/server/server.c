@@ -533,16 +533,106 @@ out:
 }
 
 /*
+ * Replay one segment.  Damage that is not a torn tail (a record whose
+ * check fails with a valid record after it, or a torn-looking tail in a
+ * segment that is not the last) is skipped -- in the last segment, damage
+ * that no later record shows synced is a power loss's torn tail instead,
+ * dropped with what follows (log.h) -- and replay goes on at the next
+ * record that checks, one line on stderr names what was skipped, and
+ * *damaged is set so that the segment is kept in lost/.  The mutations in
+ * the damaged bytes are lost; every other record is replayed.
+ */
+static int
+recover_segment(struct server *s, uint64_t number, bool last, bool *damaged)
+{
+	struct log_reader *r;
+	struct slice rec;
+	uint64_t off, n, size;
+	char path[4096];
+	int rc;
+
+	log_segment_path(path, sizeof(path), s->log_dir, number);
+	if ((rc = env_path_size(s->env, path, &size)) < 0 ||
+	    (rc = log_reader_open(s->env, path, &r)) < 0)
+		return rc;
+	if (!last)
+		log_reader_set_sealed(r);
+	for (;;) {
+		rc = log_reader_next(r, &rec, NULL);
+		if (rc == 0) {
+			if ((rc = replay_record(s, rec)) < 0)
+				break;
+			continue;
+		}
+		if (rc == BT_DONE) {
+			n = log_reader_dropped_bytes(r);
+			if (last || n == 0)
+				break;
+			off = size - n;
+		} else if (rc == BT_ECHECKSUM || rc == BT_ECORRUPT) {
+			if ((rc = log_reader_skip_damage(r, &off, &n)) < 0)
+				break;
+		} else {
+			break;
+		}
+		*damaged = true;
+		fprintf(stderr, "tabletfs: log/%016" PRIu64 ".log: %" PRIu64
+		    " damaged bytes at offset %" PRIu64 " skipped at "
+		    "recovery (%s)\n", number, n, off, s->opts.read_only ?
+		    "read-only: the segment stays in log/" :
+		    "the segment is kept in lost/");
+		if (rc == BT_DONE)
+			break;
+	}
+	log_reader_close(r);
+	return rc == BT_DONE ? 0 : rc;
+}
+
+/*
+ * Move a damaged segment into STORE/lost/ (created if absent) under a name
+ * no earlier one there has, and sync lost/: nothing is destroyed, and
+ * tabletctl check reports it until the user removes it.
+ */
+static int
+recover_keep_lost(struct server *s, uint64_t number)
+{
+	char from[4096], to[4096 + 32];
+	char *store, *lost = NULL;
+	int rc = -ENOMEM;
+
+	if ((store = env_path_parent(s->log_dir)) == NULL ||
+	    (lost = path_join(store, "lost")) == NULL)
+		goto out;
+	if ((rc = env_dir_create(s->env, lost)) < 0 ||
+	    (rc = env_dir_sync(s->env, store)) < 0)
+		goto out;
+	log_segment_path(from, sizeof(from), s->log_dir, number);
+	snprintf(to, sizeof(to), "%s/%016" PRIu64 ".log", lost, number);
+	for (unsigned k = 1; env_path_exists(s->env, to); k++)
+		snprintf(to, sizeof(to), "%s/%016" PRIu64 "-%u.log", lost,
+		    number, k);
+	if ((rc = env_path_rename(s->env, from, to)) < 0)
+		goto out;
+	rc = env_dir_sync(s->env, lost);
+out:
+	bt_free(lost);
+	bt_free(store);
+	return rc;
+}
+
+/*
  * Replay every log segment in order, then (unless read-only) flush what
- * was replayed and delete the segments, so that the new log starts empty.
- * Only the last segment may end in a torn record.  On a full disk the
- * store opens all the same with the replayed data in memory and its
- * segments kept.
+ * was replayed and delete the segments, so that the new log starts empty;
+ * a segment in which damage was skipped is moved to lost/ instead.  Only
+ * the last segment may end in a torn record.  On a full disk the store
+ * opens all the same with the replayed data in memory and its segments
+ * kept.
  */
 static int
 server_recover(struct server *s, uint64_t *next_segment)
 {
 	uint64_t *segments = NULL;
+	bool *damaged = NULL;
 	size_t count = 0;
 	int rc;
 
@@ -550,27 +640,16 @@ server_recover(struct server *s, uint64_t *next_segment)
 	if ((rc = log_list_segments(s->env, s->log_dir, &segments,
 	    &count)) < 0)
 		return rc;
+	damaged = bt_calloc(count + 1, sizeof(*damaged));
+	s->lost_pending = bt_calloc(count + 1, sizeof(*s->lost_pending));
+	if (damaged == NULL || s->lost_pending == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < count; i++) {
-		struct log_reader *r;
-		struct slice rec;
-		char path[4096];
-
-		log_segment_path(path, sizeof(path), s->log_dir, segments[i]);
-		if ((rc = log_reader_open(s->env, path, &r)) < 0)
+		if ((rc = recover_segment(s, segments[i], i + 1 == count,
+		    &damaged[i])) < 0)
 			goto out;
-		if (i + 1 < count)
-			log_reader_set_sealed(r);
-		while ((rc = log_reader_next(r, &rec, NULL)) == 0)
-			if ((rc = replay_record(s, rec)) < 0)
-				break;
-		if (rc == BT_DONE && i + 1 < count &&
-		    log_reader_dropped_bytes(r) > 0)
-			rc = bt_error_set(BT_ECORRUPT, "%s: damaged record "
-			    "in the middle of the log", path);
-		log_reader_close(r);
-		if (rc != BT_DONE)
-			goto out;
-		rc = 0;
 		*next_segment = segments[i] + 1;
 	}
 	if (s->opts.read_only)
@@ -591,7 +670,11 @@ server_recover(struct server *s, uint64_t *next_segment)
 		char path[4096];
 
 		log_segment_path(path, sizeof(path), s->log_dir, segments[i]);
-		if ((rc = env_path_remove(s->env, path)) < 0)
+		if (damaged[i])
+			rc = recover_keep_lost(s, segments[i]);
+		else
+			rc = env_path_remove(s->env, path);
+		if (rc < 0)
 			goto out;
 	}
 	if (count > 0)
@@ -602,13 +685,20 @@ out_keep:
 	 * The disk is full: what was replayed stays in the memtables (the
 	 * frozen ones are flushed by the background once there is room) and
 	 * in its segments, which are deleted as usual once that is done.
+	 * A damaged one is not noted, so the background does not delete it:
+	 * a clean close moves it to lost/ (or the next open does).
 	 */
 	pthread_mutex_lock(&s->apply_mu);
 	for (size_t i = 0; i < count; i++)
-		segment_note_locked(s, segments[i], s->next_seq - 1);
+		if (!damaged[i])
+			segment_note_locked(s, segments[i], s->next_seq - 1);
 	pthread_mutex_unlock(&s->apply_mu);
 	rc = 0;
+	for (size_t i = 0; i < count; i++)
+		if (damaged[i])
+			s->lost_pending[s->lost_pending_count++] = segments[i];
 out:
+	bt_free(damaged);
 	bt_free(segments);
 	return rc;
 }
@@ -818,10 +908,17 @@ server_close(struct server *s)
 		if (log_list_segments(s->env, s->log_dir, &segs, &n) == 0) {
 			for (size_t i = 0; i < n; i++) {
 				char path[4096];
+				bool lost = false;
 
+				for (size_t k = 0; k < s->lost_pending_count;
+				    k++)
+					lost |= s->lost_pending[k] == segs[i];
 				log_segment_path(path, sizeof(path),
 				    s->log_dir, segs[i]);
-				env_path_remove(s->env, path);
+				if (lost)
+					recover_keep_lost(s, segs[i]);
+				else
+					env_path_remove(s->env, path);
 			}
 			env_dir_sync(s->env, s->log_dir);
 		}
@@ -831,6 +928,7 @@ server_close(struct server *s)
 		table_unref(s->tables[i]);
 	bt_free(s->tables);
 	bt_free(s->segments);
+	bt_free(s->lost_pending);
 	cache_free(s->cache);
 	catalog_close(s->catalog);
 	env_unlock(s->lock);

@@ -166,6 +166,7 @@ struct server_stats {
 	uint64_t flushes;
 	uint64_t compactions;
 	uint64_t sstables;
+	uint64_t damaged_sstables;	/* named, not readable (tablet.h) */
 	uint64_t memtable_bytes;
 	uint64_t last_seq;
 	uint64_t cache_hits;

@@ -2,9 +2,10 @@
  * server_check.c - verify a store for tabletctl check (bt_store_check):
  * the catalog database's own pages, every block of every SSTable the
  * catalog names, that the catalog and sst/ agree, that the location
- * hierarchy describes every tablet, and every record of every commit-log
- * segment.  Problems are reported one line each, named by the file's path
- * inside the store.
+ * hierarchy describes every tablet, every record of every commit-log
+ * segment, and the segments that recovery kept in lost/ (each is a
+ * problem until the user removes it).  Problems are reported one line
+ * each, named by the file's path inside the store.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -214,8 +215,9 @@ check_orphan(void *arg, const char *entry)
 }
 
 /*
- * Read every record of one segment.  A torn tail is normal only in the
- * last segment, which the open writer (or a crash) may have left short.
+ * Read every record of one segment, reporting each damaged range (and
+ * reading on past it, as recovery does).  A torn tail is normal only in
+ * the last segment, which the open writer (or a crash) may have left short.
  */
 static int
 check_segment(struct check *ck, uint64_t number, bool last)
@@ -224,7 +226,7 @@ check_segment(struct check *ck, uint64_t number, bool last)
 	struct log_reader *r;
 	struct slice rec;
 	char path[4096], name[32];
-	uint64_t size = 0, dropped, intact;
+	uint64_t size = 0, dropped, intact, off, n;
 	int rc;
 
 	log_segment_path(path, sizeof(path), s->log_dir, number);
@@ -235,8 +237,15 @@ check_segment(struct check *ck, uint64_t number, bool last)
 	if (rc == 0 && (rc = log_reader_open(s->env, path, &r)) == 0) {
 		if (!last)
 			log_reader_set_sealed(r);
-		while ((rc = log_reader_next(r, &rec, NULL)) == 0)
-			;
+		for (;;) {
+			while ((rc = log_reader_next(r, &rec, NULL)) == 0)
+				;
+			if (rc != BT_ECHECKSUM && rc != BT_ECORRUPT)
+				break;
+			check_report_error(ck, name, path, rc);
+			if ((rc = log_reader_skip_damage(r, &off, &n)) < 0)
+				break;
+		}
 		dropped = log_reader_dropped_bytes(r);
 		intact = log_reader_dropped_records(r);
 		log_reader_close(r);
@@ -256,6 +265,80 @@ check_segment(struct check *ck, uint64_t number, bool last)
 	if (rc < 0)
 		check_report_error(ck, name, path, rc);
 out_step:
+	check_step(ck, size);
+	return 0;
+}
+
+/* The names in lost/, as a growing array. */
+struct lost_names {
+	char **names;
+	size_t count;
+	int rc;
+};
+
+static int
+lost_add(void *arg, const char *entry)
+{
+	struct lost_names *l = arg;
+	char **grown, *copy;
+
+	if ((copy = bt_strdup(entry)) == NULL ||
+	    (grown = bt_realloc(l->names, (l->count + 1) *
+	    sizeof(*grown))) == NULL) {
+		bt_free(copy);
+		l->rc = -ENOMEM;
+		return 1;
+	}
+	l->names = grown;
+	l->names[l->count++] = copy;
+	return 0;
+}
+
+/*
+ * A segment that recovery kept in lost/: report each damaged range it
+ * skipped there (the file is as recovery found it), or the file itself
+ * when no damage shows now.  Every file there is at least one problem.
+ */
+static int
+check_lost(struct check *ck, const char *dir, const char *entry)
+{
+	struct log_reader *r;
+	struct slice rec;
+	char path[8192], name[300];
+	uint64_t size = 0, off, n, before = ck->problems;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, entry);
+	snprintf(name, sizeof(name), "lost/%s", entry);
+	bt_error_clear();
+	if ((rc = env_path_size(ck->s->env, path, &size)) == 0 &&
+	    (rc = log_reader_open(ck->s->env, path, &r)) == 0) {
+		/* Recovery keeps only damage it skipped, which a sealed
+		 * read finds the same way. */
+		log_reader_set_sealed(r);
+		for (;;) {
+			while ((rc = log_reader_next(r, &rec, NULL)) == 0)
+				;
+			if (rc != BT_ECHECKSUM && rc != BT_ECORRUPT)
+				break;
+			if ((rc = log_reader_skip_damage(r, &off, &n)) < 0)
+				break;
+			check_report(ck, name, "%" PRIu64 " bytes damaged at "
+			    "offset %" PRIu64 ", skipped at recovery", n, off);
+		}
+		if (rc == BT_DONE && (n = log_reader_dropped_bytes(r)) > 0)
+			check_report(ck, name, "%" PRIu64 " bytes damaged at "
+			    "offset %" PRIu64 ", skipped at recovery", n,
+			    size - n);
+		log_reader_close(r);
+	}
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0 && rc != BT_DONE)
+		check_report_error(ck, name, path, rc);
+	if (ck->problems == before)
+		check_report(ck, name, "kept by recovery, which skipped "
+		    "damage in it");
 	check_step(ck, size);
 	return 0;
 }
@@ -307,9 +390,16 @@ server_check(struct server *s,
 {
 	struct check ck = { .s = s, .report = report, .progress = progress,
 	    .arg = arg };
+	struct lost_names lost = { 0 };
 	uint64_t *segments = NULL;
 	size_t segment_count = 0;
+	char *store, lost_dir[4096];
 	int rc;
+
+	if ((store = env_path_parent(s->log_dir)) == NULL)
+		return -ENOMEM;
+	snprintf(lost_dir, sizeof(lost_dir), "%s/lost", store);
+	bt_free(store);
 
 	/* No flush or compaction may rename, name or delete a file while
 	 * the catalog and sst/ are compared. */
@@ -321,7 +411,14 @@ server_check(struct server *s,
 	if ((rc = log_list_segments(s->env, s->log_dir, &segments,
 	    &segment_count)) < 0)
 		goto out_unlock;
-	ck.total = ck.named_count + segment_count;
+	rc = env_dir_list(s->env, lost_dir, lost_add, &lost);
+	if (rc == -ENOENT)
+		rc = 0;
+	if (rc == 0)
+		rc = lost.rc;
+	if (rc < 0)
+		goto out_unlock;
+	ck.total = ck.named_count + segment_count + lost.count;
 	for (size_t i = 0; i < ck.named_count; i++)
 		if ((rc = check_sstable(&ck, &ck.named[i])) < 0)
 			goto out_unlock;
@@ -335,6 +432,9 @@ server_check(struct server *s,
 	for (size_t i = 0; i < segment_count; i++)
 		if ((rc = check_segment(&ck, segments[i],
 		    i + 1 == segment_count)) < 0)
+			goto out;
+	for (size_t i = 0; i < lost.count; i++)
+		if ((rc = check_lost(&ck, lost_dir, lost.names[i])) < 0)
 			goto out;
 	rc = ck.problems > 0 ? BT_ECORRUPT : 0;
 	if (rc < 0)
@@ -351,6 +451,9 @@ out_unlock:
 	pthread_mutex_unlock(&s->work_mu);
 	rc = check_catalog_stopped(&ck, rc);
 out:
+	for (size_t i = 0; i < lost.count; i++)
+		bt_free(lost.names[i]);
+	bt_free(lost.names);
 	bt_free(segments);
 	bt_free(ck.named);
 	return rc;

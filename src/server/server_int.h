@@ -108,6 +108,10 @@ struct server {
 	_Atomic uint64_t visible_seq;
 	struct segment *segments;
 	size_t segment_count;
+	/* Segments in which recovery skipped damage but that a full disk
+	 * kept in log/: moved to lost/, not deleted, at close. */
+	uint64_t *lost_pending;
+	size_t lost_pending_count;
 	uint64_t applied_bytes;		/* since the last memory check */
 	_Atomic int64_t frozen_bytes;	/* of every tablet (tablet_env) */
 	int broken;			/* an apply failed: refuse writes */

@@ -432,6 +432,7 @@ server_get_stats(struct server *s, struct server_stats *out)
 			out->flushes += ts.flushes;
 			out->compactions += ts.compactions;
 			out->sstables += ts.sstables;
+			out->damaged_sstables += ts.damaged_sstables;
 			out->memtable_bytes += ts.memtable_bytes;
 		}
 		tablet_map_unref(m);

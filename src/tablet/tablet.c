@@ -50,10 +50,21 @@ struct tablet_schema {
 	struct tablet_group *groups;
 };
 
+/* Why a file named by the catalog could not be opened; shared by the
+ * versions (and split or merged tablets) that keep the file. */
+struct file_damage {
+	atomic_int refs;
+	int rc;			/* BT_ECHECKSUM, BT_ECORRUPT or -EIO */
+	char detail[256];
+};
+
 struct tablet_file {
 	struct catalog_file meta;
 	size_t group;
+	/* NULL when the file is damaged: kept in the version, never
+	 * compacted or deleted, and every read that needs it fails. */
 	struct sst_reader *reader;
+	struct file_damage *damage;
 };
 
 struct tablet_version {
@@ -235,6 +246,37 @@ schema_family_policy(void *arg, struct slice family,
 /* ---- Versions ---- */
 
 static void
+file_damage_unref(struct file_damage *d)
+{
+	if (d != NULL && atomic_fetch_sub(&d->refs, 1) == 1)
+		bt_free(d);
+}
+
+/* Take another reference to f's reader or damage (copying f). */
+static void
+tablet_file_ref(const struct tablet_file *f)
+{
+	if (f->reader != NULL)
+		sst_reader_ref(f->reader);
+	if (f->damage != NULL)
+		atomic_fetch_add(&f->damage->refs, 1);
+}
+
+static void
+tablet_file_unref(const struct tablet_file *f)
+{
+	sst_reader_unref(f->reader);
+	file_damage_unref(f->damage);
+}
+
+/* The error of a read that needs damaged file f, naming it. */
+static int
+tablet_file_error(const struct tablet_file *f)
+{
+	return bt_error_set(f->damage->rc, "%s", f->damage->detail);
+}
+
+static void
 version_unref(struct tablet_version *v)
 {
 	if (v == NULL || atomic_fetch_sub(&v->refs, 1) != 1)
@@ -243,7 +285,7 @@ version_unref(struct tablet_version *v)
 	memtable_unref(v->imm);
 	tablet_schema_unref(v->schema);
 	for (size_t i = 0; i < v->file_count; i++)
-		sst_reader_unref(v->files[i].reader);
+		tablet_file_unref(&v->files[i]);
 	bt_free(v->files);
 	bt_free(v);
 }
@@ -271,7 +313,7 @@ version_copy(const struct tablet_version *from, size_t extra)
 	tablet_schema_ref(v->schema);
 	for (size_t i = 0; i < from->file_count; i++) {
 		v->files[i] = from->files[i];
-		sst_reader_ref(v->files[i].reader);
+		tablet_file_ref(&v->files[i]);
 	}
 	v->file_count = from->file_count;
 	return v;
@@ -333,6 +375,44 @@ file_open(const struct tablet_env *tenv, const struct catalog_file *meta,
 			;
 		iter_free(it);
 	}
+	return 0;
+}
+
+/*
+ * Whether an error opening an SSTable is damage to that file (it is kept
+ * and its rows fail to read) rather than a failure of the open itself
+ * (memory, descriptors).
+ */
+static bool
+file_error_is_damage(int rc)
+{
+	return rc == BT_ECHECKSUM || rc == BT_ECORRUPT || rc == BT_EFORMAT ||
+	    rc == -ENOENT || rc == -EIO;
+}
+
+/*
+ * Record why the file could not be opened: reads that need it get
+ * BT_ECHECKSUM for a checksum mismatch, -EIO for a read error, else
+ * BT_ECORRUPT (a missing, truncated or garbled file), with the open's
+ * detail.  -ENOMEM.
+ */
+static int
+file_damage_new(const struct catalog_file *meta, int rc,
+    struct file_damage **out)
+{
+	struct file_damage *d;
+
+	if ((d = bt_calloc(1, sizeof(*d))) == NULL)
+		return -ENOMEM;
+	atomic_init(&d->refs, 1);
+	d->rc = rc == BT_ECHECKSUM || rc == -EIO ? rc : BT_ECORRUPT;
+	if (bt_error_detail()[0] != '\0')
+		snprintf(d->detail, sizeof(d->detail), "damaged SSTable: %s",
+		    bt_error_detail());
+	else
+		snprintf(d->detail, sizeof(d->detail), "damaged SSTable "
+		    "%016" PRIu64 ".sst: %s", meta->number, bt_strerror(rc));
+	*out = d;
 	return 0;
 }
 
@@ -427,8 +507,14 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 
 		f->meta = files[i];
 		f->group = schema_group_index(schema, files[i].group);
-		if ((rc = file_open(tenv, &files[i], schema, &f->reader)) < 0)
-			goto out_files;
+		bt_error_clear();
+		if ((rc = file_open(tenv, &files[i], schema, &f->reader)) < 0) {
+			f->reader = NULL;
+			if (!file_error_is_damage(rc) ||
+			    (rc = file_damage_new(&files[i], rc,
+			    &f->damage)) < 0)
+				goto out_files;
+		}
 		v->file_count++;
 	}
 	bt_free(files);
@@ -453,7 +539,7 @@ version_add_shared(struct tablet *t, const struct tablet_file *f)
 			return;
 	v->files[v->file_count] = *f;
 	v->files[v->file_count].meta.tablet_id = t->id;
-	sst_reader_ref(f->reader);
+	tablet_file_ref(f);
 	v->file_count++;
 }
 
@@ -840,7 +926,7 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 			if (v->files[i].meta.number == removed[j])
 				gone = true;
 		if (gone)
-			sst_reader_unref(v->files[i].reader);
+			tablet_file_unref(&v->files[i]);
 		else
 			v->files[n++] = v->files[i];
 	}
@@ -850,6 +936,7 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 		v->files[i].group = schema_group_index(v->schema,
 		    added[i].group);
 		v->files[i].reader = readers[i];
+		v->files[i].damage = NULL;
 	}
 	v->file_count = n + out_count;
 	if (imm_done && v->imm != NULL) {
@@ -974,20 +1061,35 @@ out:
 	return rc;
 }
 
+/*
+ * The files of group g in v, or 0 when one of them is damaged: a
+ * compaction must not drop what the damaged file's data would need (a
+ * delete masking it, a version that a GC policy keeps only because it is
+ * newer), so the group is left as it is until the file is restored.
+ */
+static size_t
+version_group_files(const struct tablet_version *v, size_t g)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < v->file_count; i++) {
+		if (v->files[i].group != g)
+			continue;
+		if (v->files[i].reader == NULL)
+			return 0;
+		n++;
+	}
+	return n;
+}
+
 bool
 tablet_needs_compaction(const struct tablet *t)
 {
 	struct tablet_version *v = version_get((struct tablet *)t);
 	bool needed = false;
 
-	for (size_t g = 0; g < v->schema->group_count && !needed; g++) {
-		size_t n = 0;
-
-		for (size_t i = 0; i < v->file_count; i++)
-			if (v->files[i].group == g)
-				n++;
-		needed = n >= TABLET_MERGE_THRESHOLD;
-	}
+	for (size_t g = 0; g < v->schema->group_count && !needed; g++)
+		needed = version_group_files(v, g) >= TABLET_MERGE_THRESHOLD;
 	version_unref(v);
 	return needed;
 }
@@ -1123,11 +1225,8 @@ tablet_compact(struct tablet *t, bool major, int64_t now)
 	int rc = 0;
 
 	for (size_t g = 0; g < v->schema->group_count && rc == 0; g++) {
-		size_t n = 0;
+		size_t n = version_group_files(v, g);
 
-		for (size_t i = 0; i < v->file_count; i++)
-			if (v->files[i].group == g)
-				n++;
 		if ((major && n > 0) || n >= TABLET_MERGE_THRESHOLD)
 			rc = compact_group(t, v, g, now);
 	}
@@ -1144,6 +1243,10 @@ tablet_get_stats(struct tablet *t, struct tablet_stats *out)
 	out->sstables = v->file_count;
 	for (size_t i = 0; i < v->file_count; i++) {
 		out->sstable_bytes += v->files[i].meta.size;
+		if (v->files[i].reader == NULL) {
+			out->damaged_sstables++;
+			continue;
+		}
 		out->data_bytes += sst_reader_range_size(v->files[i].reader,
 		    buf_slice(&t->key_lo), buf_slice(&t->key_hi));
 	}
@@ -1204,6 +1307,12 @@ version_iter(struct tablet_version *v, const struct cells_filter *f,
 
 		if (!filter_needs_group(v->schema, f, tf->group))
 			continue;
+		/* The catalog records no key range: the damaged file may
+		 * hold any row of the tablet. */
+		if (tf->reader == NULL) {
+			rc = tablet_file_error(tf);
+			goto out_children;
+		}
 		if (row_prefix.n > 0 &&
 		    !sst_reader_may_contain(tf->reader, row_prefix))
 			continue;
@@ -1552,8 +1661,12 @@ read_row_gather(struct tablet_version *v, const struct cells_filter *f,
 	for (size_t i = 0; i < v->file_count; i++) {
 		const struct tablet_file *tf = &v->files[i];
 
-		if (!filter_needs_group(v->schema, f, tf->group) ||
-		    !sst_reader_may_contain_hash(tf->reader, hash))
+		if (!filter_needs_group(v->schema, f, tf->group))
+			continue;
+		/* Damaged: it may hold any row of the tablet. */
+		if (tf->reader == NULL)
+			return tablet_file_error(tf);
+		if (!sst_reader_may_contain_hash(tf->reader, hash))
 			continue;
 		if ((rc = sst_reader_visit_prefix(tf->reader, prefix,
 		    pr->index_key, pr->data_key, &pr->pins,
@@ -1752,7 +1865,8 @@ tablet_split_row(struct tablet *t, struct buf *row)
 	buf_init(&scratch);
 	/* The middle of the file holding most of the tablet's bytes. */
 	for (size_t i = 0; i < v->file_count; i++) {
-		uint64_t n = sst_reader_range_size(v->files[i].reader, lo, hi);
+		uint64_t n = v->files[i].reader == NULL ? 0 :
+		    sst_reader_range_size(v->files[i].reader, lo, hi);
 
 		if (n > best) {
 			best = n;
@@ -1789,8 +1903,14 @@ tablet_files_in_range(struct tablet *t)
 	buf_init(&first);
 	buf_init(&last);
 	for (size_t i = 0; i < v->file_count && rc == 1; i++) {
-		int krc = sst_reader_key_range(v->files[i].reader, &first,
-		    &last);
+		int krc;
+
+		/* Its rows are unknown: it must not be merged as it is. */
+		if (v->files[i].reader == NULL) {
+			rc = tablet_file_error(&v->files[i]);
+			break;
+		}
+		krc = sst_reader_key_range(v->files[i].reader, &first, &last);
 
 		if (krc == BT_NOTFOUND)
 			continue;

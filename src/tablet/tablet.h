@@ -69,7 +69,18 @@ struct tablet;
 /* Open a tablet from its catalog row: open its SSTables.  The schema is
  * referenced, not taken.  The tablet is reference-counted (readers may
  * hold it after the server has replaced it by a split or merge); open
- * returns one reference. */
+ * returns one reference.
+ *
+ * An SSTable that cannot be opened (missing, truncated, a footer, index,
+ * filter or metaindex that fails its check, a read error) does not fail
+ * the open: the file stays in the tablet as damaged.  Every read or scan
+ * that needs its locality group then fails with BT_ECHECKSUM, BT_ECORRUPT
+ * or -EIO and a detail naming the file (the catalog records no key range,
+ * so the file may hold any row of the tablet).  Writes and flushes go on;
+ * compactions leave that group alone (its files are neither merged nor
+ * deleted); a split shares the damaged file with both halves; and
+ * tablet_files_in_range() fails, so the tablet is not merged.  Opening
+ * again once the file is readable serves it. */
 int tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
     struct tablet_schema *schema, struct tablet **out);
 void tablet_ref(struct tablet *t);
@@ -139,7 +150,8 @@ bool tablet_needs_compaction(const struct tablet *t);
 int tablet_compact(struct tablet *t, bool major, int64_t now);
 
 struct tablet_stats {
-	uint64_t sstables;
+	uint64_t sstables;		/* damaged ones too */
+	uint64_t damaged_sstables;	/* named but not readable */
 	uint64_t sstable_bytes;		/* whole files, shared ones too */
 	uint64_t data_bytes;		/* estimated bytes of its own rows */
 	uint64_t memtable_bytes;

@@ -2,12 +2,14 @@
  * fuzz_log.c - a commit-log segment (src/log/log_reader.c) and the
  * mutation records it carries (src/tablet/mutation.c), as replay reads
  * them: every record is returned whole or the reader stops with BT_DONE
- * or an error, which it then repeats.
+ * or an error, which it then repeats; and read on past damage with
+ * log_reader_skip_damage(), as recovery does, always moving forward.
  *
  * The first input byte is a flag: when odd, a valid segment header is put
  * before the rest and each record's CRC is recomputed along the chain of
  * lengths, so that the fuzzer reaches the payloads.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "fuzz.h"
@@ -81,6 +83,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	again = log_reader_next(r, &rec, &off);
 	FUZZ_CHECK(again == rc);
 	FUZZ_CHECK(log_reader_dropped_bytes(r) <= n);
+	log_reader_close(r);
+
+	/* Again as recovery reads it, skipping damage: every skip moves
+	 * forward within the file, and the reading ends. */
+	if (log_reader_open(env, PATH, &r) < 0)
+		goto out;
+	for (uint64_t last = 0;;) {
+		uint64_t skip_off, skip_n;
+
+		while ((rc = log_reader_next(r, &rec, &off)) == 0) {
+			FUZZ_CHECK(off >= last);
+			last = off + 1;
+		}
+		if (rc != BT_ECHECKSUM && rc != BT_ECORRUPT)
+			break;
+		FUZZ_CHECK(log_reader_skip_damage(r, &skip_off, &skip_n) == 0);
+		FUZZ_CHECK(skip_off >= last && skip_n > 0 &&
+		    skip_off + skip_n <= n);
+		last = skip_off + skip_n;
+	}
+	FUZZ_CHECK(rc == BT_DONE || rc < 0);
+	FUZZ_CHECK(log_reader_skip_damage(r, &off, &off) == -EINVAL);
 	log_reader_close(r);
 out:
 	env_free(env);

@@ -173,9 +173,13 @@ verify_all(struct bt_store *s, const int *want, int nrows, const char *label)
 	if (bt_table_tablets(s, "t", &tabs, &n) != 0)
 		n = 0;
 	for (size_t i = 1; i < n && scans; i++) {
+		char start[32];
 		int b;
 
-		if (sscanf((const char *)tabs[i].start.data, "row%6d", &b) != 1)
+		/* The key is not NUL-terminated. */
+		snprintf(start, sizeof(start), "%.*s",
+		    (int)tabs[i].start.size, (const char *)tabs[i].start.data);
+		if (sscanf(start, "row%6d", &b) != 1)
 			continue;
 		scans = scan_matches(s, want, nrows, b, nrows) &&
 		    scan_matches(s, want, nrows, b > 0 ? b - 1 : 0, b + 1) &&

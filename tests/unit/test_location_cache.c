@@ -6,6 +6,7 @@
  * eviction, counters, allocation failure, and readers racing a writer.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "api/location_cache.h"
@@ -282,6 +283,11 @@ test_readers_race_writer(void)
 			location_cache_invalidate(r.lc, 1,
 			    key_of(a, sizeof(a), (unsigned)round));
 	}
+	/* On a loaded machine (or under valgrind, which runs one thread at
+	 * a time) the writer may be done before a reader ran at all. */
+	for (long spin = 0; atomic_load(&r.hits) == 0 && spin < 100000000;
+	    spin++)
+		sched_yield();
 	atomic_store(&r.stop, true);
 	for (int i = 0; i < RACE_READERS; i++)
 		pthread_join(tids[i], NULL);
