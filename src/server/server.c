@@ -547,7 +547,7 @@ recover_segment(struct server *s, uint64_t number, bool last, bool *damaged)
 {
 	struct log_reader *r;
 	struct slice rec;
-	uint64_t off, n, size;
+	uint64_t off, n, size, intact;
 	char path[4096];
 	int rc;
 
@@ -564,9 +564,13 @@ recover_segment(struct server *s, uint64_t number, bool last, bool *damaged)
 				break;
 			continue;
 		}
+		intact = 0;
 		if (rc == BT_DONE) {
+			/* A torn tail; or damage no sync covered, dropped
+			 * with the intact records after it (format.h). */
 			n = log_reader_dropped_bytes(r);
-			if (last || n == 0)
+			intact = log_reader_dropped_records(r);
+			if (n == 0 || (last && intact == 0))
 				break;
 			off = size - n;
 		} else if (rc == BT_ECHECKSUM || rc == BT_ECORRUPT) {
@@ -576,11 +580,21 @@ recover_segment(struct server *s, uint64_t number, bool last, bool *damaged)
 			break;
 		}
 		*damaged = true;
-		fprintf(stderr, "tabletfs: log/%016" PRIu64 ".log: %" PRIu64
-		    " damaged bytes at offset %" PRIu64 " skipped at "
-		    "recovery (%s)\n", number, n, off, s->opts.read_only ?
-		    "read-only: the segment stays in log/" :
-		    "the segment is kept in lost/");
+		if (intact > 0)
+			fprintf(stderr, "tabletfs: log/%016" PRIu64 ".log: "
+			    "damaged record at offset %" PRIu64 " before %"
+			    PRIu64 " intact records, none synced after it: "
+			    "dropped as torn by a power loss (%s)\n", number,
+			    off, intact, s->opts.read_only ?
+			    "read-only: the segment stays in log/" :
+			    "the segment is kept in lost/");
+		else
+			fprintf(stderr, "tabletfs: log/%016" PRIu64 ".log: %"
+			    PRIu64 " damaged bytes at offset %" PRIu64
+			    " skipped at recovery (%s)\n", number, n, off,
+			    s->opts.read_only ?
+			    "read-only: the segment stays in log/" :
+			    "the segment is kept in lost/");
 		if (rc == BT_DONE)
 			break;
 	}

@@ -438,7 +438,9 @@ if [ -c /dev/fuse ] && [ -x "$fs" ] &&
 	# records after it as a power loss's torn tail (src/log/format.h).
 	check "check names a log segment with a damaged record" 1 \
 "log/$seg: damaged record at offset 16 before 3 intact records, none synced after it: replay drops them as torn by a power loss
-checked 1 file, 164 bytes: 1 problem" '' "$ctl" -s "$lstore" check
+checked 1 file, 164 bytes: 1 problem" \
+"tabletfs: log/$seg: damaged record at offset 16 before 3 intact records, none synced after it: dropped as torn by a power loss (read-only: the segment stays in log/)" \
+	    "$ctl" -s "$lstore" check
 else
 	checks=$((checks + 1))
 	echo "ok $checks - check of a damaged log segment # SKIP cannot mount FUSE"
