@@ -1,0 +1,615 @@
+/*
+ * tablet_read.c - a tablet's read path (tablet.h): a point read gathers
+ * the row's entries from each source the filters let through, and a scan
+ * merges the sources' iterators; both resolve versions, deletes and GC
+ * policies in cells.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "memtable/memtable.h"
+#include "sstable/sstable.h"
+#include "tablet/ikey.h"
+#include "tablet/merge.h"
+#include "tablet/range_iter.h"
+#include "tablet/tablet.h"
+#include "util/alloc.h"
+#include "util/bloom.h"
+#include "util/error.h"
+#include "tablet/tablet_int.h"
+
+/* ---- Readers ---- */
+
+/* Whether a read with this filter needs group g's files. */
+static bool
+filter_needs_group(const struct tablet_schema *s,
+    const struct cells_filter *f, size_t g)
+{
+	if (g == NO_GROUP)
+		return false;
+	if (f->columns == NULL)
+		return true;
+	for (size_t i = 0; i < f->column_count; i++) {
+		const struct tablet_family *tf = tablet_schema_family(s,
+		    f->columns[i].family);
+
+		if (tf != NULL && tf->group == g)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A merging iterator over a version's memtables and the SSTables that the
+ * filter needs; when row_prefix is not empty, SSTables whose Bloom filter
+ * rules the row out are left out.
+ */
+static int
+version_iter(struct tablet_version *v, const struct cells_filter *f,
+    struct slice row_prefix, struct iter **out)
+{
+	struct iter **children;
+	size_t n = 0;
+	int rc;
+
+	if ((children = bt_calloc(v->file_count + 2,
+	    sizeof(*children))) == NULL)
+		return -ENOMEM;
+	if ((rc = memtable_iter_new(v->mem, &children[n])) < 0)
+		goto out_children;
+	n++;
+	if (v->imm != NULL) {
+		if ((rc = memtable_iter_new(v->imm, &children[n])) < 0)
+			goto out_children;
+		n++;
+	}
+	for (size_t i = 0; i < v->file_count; i++) {
+		const struct tablet_file *tf = &v->files[i];
+
+		if (!filter_needs_group(v->schema, f, tf->group))
+			continue;
+		/* The catalog records no key range: the damaged file may
+		 * hold any row of the tablet. */
+		if (tf->reader == NULL) {
+			rc = tablet_file_error(tf);
+			goto out_children;
+		}
+		if (row_prefix.n > 0 &&
+		    !sst_reader_may_contain(tf->reader, row_prefix))
+			continue;
+		if ((rc = sst_reader_iter_new(tf->reader, &children[n])) < 0)
+			goto out_children;
+		n++;
+	}
+	rc = merge_iter_new(children, n, out);
+	bt_free(children);
+	return rc;
+out_children:
+	for (size_t i = 0; i < n; i++)
+		iter_free(children[i]);
+	bt_free(children);
+	return rc;
+}
+
+/*
+ * The general read of one row: a merging iterator over every source,
+ * streamed through the resolver.  Point reads whose row is too large to
+ * gather (read_row_gather()) fall back to it.
+ */
+static int
+read_row_streaming(struct tablet_version *v, uint64_t snapshot,
+    struct slice prefix, int64_t now, const struct cells_filter *filter,
+    struct cells_row *out)
+{
+	struct cells_schema cs = { tablet_schema_family_policy, v->schema };
+	struct iter *it = NULL;
+	int rc;
+
+	if ((rc = version_iter(v, filter, prefix, &it)) < 0 ||
+	    (rc = iter_seek(it, prefix)) < 0)
+		goto out;
+	if (!iter_valid(it) || !slice_starts_with(iter_key(it), prefix)) {
+		out->count = 0;
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	if ((rc = cells_read_row(it, snapshot, &cs, now, filter, out)) < 0)
+		goto out;
+	rc = out->count > 0 ? 0 : BT_NOTFOUND;
+out:
+	iter_free(it);
+	return rc;
+}
+
+/*
+ * A point read gathers the entries of its row from every source into one
+ * sorted array instead of merging iterators: no iterator, heap or block
+ * iterator is allocated per source, and no source is stepped past the row.
+ * Memtable entries are borrowed (the version keeps the memtables alive);
+ * SSTable values are borrowed from their blocks, pinned until the row is
+ * resolved, and their keys (decoded from prefix compression) are copied.
+ * Past POINT_COPY_LIMIT bytes of pinned blocks and copies, or
+ * POINT_MAX_ENTRIES entries, the read streams instead, so that a huge row
+ * is not held whole twice.
+ */
+#define POINT_INLINE_ENTRIES	16
+#define POINT_INLINE_COPIES	512
+#define POINT_MAX_ENTRIES	((size_t)1 << 14)
+#define POINT_COPY_LIMIT	((size_t)1 << 20)
+
+struct point_entry {
+	struct slice key, value;	/* a copied key: set by the sort */
+	size_t key_off;			/* a copied key: in copies */
+	uint32_t source;		/* merge order: 0 is the newest */
+	bool copied;
+};
+
+struct point_read {
+	struct point_entry inline_entries[POINT_INLINE_ENTRIES];
+	struct point_entry *entries;
+	size_t count, cap;
+	uint8_t *copies;		/* SSTable keys */
+	size_t copies_n, copies_cap;
+	uint8_t inline_copies[POINT_INLINE_COPIES];
+	struct buf *index_key, *data_key;	/* SSTable walk scratch */
+	struct sst_pins pins;		/* the blocks of SSTable values */
+	uint32_t source;
+	uint32_t sources_used;		/* sources that added entries */
+	bool too_big;
+};
+
+/* The key buffers are the caller's, borrowed for the gathering. */
+static void
+point_read_init(struct point_read *pr, struct buf *index_key,
+    struct buf *data_key)
+{
+	pr->entries = pr->inline_entries;
+	pr->count = 0;
+	pr->cap = POINT_INLINE_ENTRIES;
+	pr->copies = pr->inline_copies;
+	pr->copies_n = 0;
+	pr->copies_cap = POINT_INLINE_COPIES;
+	pr->index_key = index_key;
+	pr->data_key = data_key;
+	sst_pins_init(&pr->pins);
+	pr->source = 0;
+	pr->sources_used = 0;
+	pr->too_big = false;
+}
+
+static void
+point_read_release(struct point_read *pr)
+{
+	if (pr->entries != pr->inline_entries)
+		bt_free(pr->entries);
+	if (pr->copies != pr->inline_copies)
+		bt_free(pr->copies);
+	sst_pins_release(&pr->pins);
+}
+
+/* Copy key to the end of pr's copies; its offset there in *off. */
+static int
+point_read_copy(struct point_read *pr, struct slice key, size_t *off)
+{
+	if (key.n > pr->copies_cap - pr->copies_n) {
+		size_t cap = pr->copies_cap * 2;
+		uint8_t *n;
+
+		while (cap - pr->copies_n < key.n)
+			cap *= 2;
+		if ((n = bt_malloc(cap)) == NULL)
+			return -ENOMEM;
+		memcpy(n, pr->copies, pr->copies_n);
+		if (pr->copies != pr->inline_copies)
+			bt_free(pr->copies);
+		pr->copies = n;
+		pr->copies_cap = cap;
+	}
+	memcpy(pr->copies + pr->copies_n, key.p, key.n);
+	*off = pr->copies_n;
+	pr->copies_n += key.n;
+	return 0;
+}
+
+static int
+point_read_add(struct point_read *pr, struct slice key, struct slice value,
+    bool copy_key)
+{
+	struct point_entry *e;
+	int rc;
+
+	if (pr->count == POINT_MAX_ENTRIES) {
+		pr->too_big = true;
+		return 1;
+	}
+	if (pr->count == pr->cap) {
+		size_t cap = pr->cap * 2;
+		struct point_entry *n;
+
+		if (pr->entries == pr->inline_entries) {
+			if ((n = bt_malloc(cap * sizeof(*n))) == NULL)
+				return -ENOMEM;
+			memcpy(n, pr->entries, pr->count * sizeof(*n));
+		} else if ((n = bt_realloc(pr->entries,
+		    cap * sizeof(*n))) == NULL) {
+			return -ENOMEM;
+		}
+		pr->entries = n;
+		pr->cap = cap;
+	}
+	if (pr->count == 0 || pr->entries[pr->count - 1].source != pr->source)
+		pr->sources_used++;
+	e = &pr->entries[pr->count];
+	e->source = pr->source;
+	e->copied = copy_key;
+	e->value = value;
+	if (copy_key) {
+		if (pr->copies_n + key.n + pr->pins.bytes > POINT_COPY_LIMIT) {
+			pr->too_big = true;
+			return 1;
+		}
+		e->key.n = key.n;
+		if ((rc = point_read_copy(pr, key, &e->key_off)) < 0)
+			return rc;
+	} else {
+		e->key = key;
+	}
+	pr->count++;
+	return 0;
+}
+
+static int
+point_read_visit_copy(void *arg, struct slice key, struct slice value)
+{
+	return point_read_add(arg, key, value, true);
+}
+
+static int
+point_entry_compare(const void *a, const void *b)
+{
+	const struct point_entry *x = a, *y = b;
+	int c = slice_compare(x->key, y->key);
+
+	if (c != 0)
+		return c;
+	return x->source < y->source ? -1 : x->source > y->source;
+}
+
+/*
+ * Turn copy offsets into slices, sort by key (the newer source first on a
+ * tie) and keep the first of equal keys, as the merging iterator does.
+ * One source's entries are already in order and unique.
+ */
+static void
+point_read_sort(struct point_read *pr)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < pr->count; i++) {
+		struct point_entry *e = &pr->entries[i];
+
+		if (e->copied)
+			e->key.p = pr->copies + e->key_off;
+	}
+	if (pr->sources_used < 2)
+		return;
+	qsort(pr->entries, pr->count, sizeof(*pr->entries),
+	    point_entry_compare);
+	for (size_t i = 0; i < pr->count; i++)
+		if (n == 0 || !slice_equal(pr->entries[i].key,
+		    pr->entries[n - 1].key))
+			pr->entries[n++] = pr->entries[i];
+	pr->count = n;
+}
+
+/* An iterator over a point read's sorted entries, living on the stack
+ * (never iter_free()d). */
+struct point_iter {
+	struct iter base;
+	const struct point_entry *e;
+	size_t n, i;
+};
+
+static int
+point_iter_seek_first(struct iter *it)
+{
+	((struct point_iter *)it)->i = 0;
+	return 0;
+}
+
+static int
+point_iter_seek(struct iter *it, struct slice target)
+{
+	struct point_iter *pi = (struct point_iter *)it;
+
+	for (pi->i = 0; pi->i < pi->n &&
+	    slice_compare(pi->e[pi->i].key, target) < 0; pi->i++)
+		;
+	return 0;
+}
+
+static int
+point_iter_next(struct iter *it)
+{
+	struct point_iter *pi = (struct point_iter *)it;
+
+	if (pi->i < pi->n)
+		pi->i++;
+	return 0;
+}
+
+static bool
+point_iter_valid(const struct iter *it)
+{
+	const struct point_iter *pi = (const struct point_iter *)it;
+
+	return pi->i < pi->n;
+}
+
+static struct slice
+point_iter_key(const struct iter *it)
+{
+	const struct point_iter *pi = (const struct point_iter *)it;
+
+	return pi->e[pi->i].key;
+}
+
+static struct slice
+point_iter_value(const struct iter *it)
+{
+	const struct point_iter *pi = (const struct point_iter *)it;
+
+	return pi->e[pi->i].value;
+}
+
+static void
+point_iter_free(struct iter *it)
+{
+	(void)it;
+}
+
+static const struct iter_ops point_iter_ops = {
+	.seek_first = point_iter_seek_first,
+	.seek = point_iter_seek,
+	.next = point_iter_next,
+	.valid = point_iter_valid,
+	.key = point_iter_key,
+	.value = point_iter_value,
+	.free = point_iter_free,
+};
+
+/* Add the entries of one memtable under prefix, borrowed.  0, 1 when
+ * there are too many, or a negative error. */
+static int
+point_read_memtable(struct point_read *pr, struct memtable *m,
+    struct slice prefix, struct iter **itp)
+{
+	struct iter *it;
+	int rc;
+
+	if ((rc = memtable_iter_new(m, &it)) < 0)
+		return rc;
+	*itp = it;
+	for (rc = iter_seek(it, prefix); rc == 0 && iter_valid(it) &&
+	    slice_starts_with(iter_key(it), prefix); rc = iter_next(it))
+		if ((rc = point_read_add(pr, iter_key(it), iter_value(it),
+		    false)) != 0)
+			return rc;
+	return rc;
+}
+
+/*
+ * Gather the row's entries from every source the filter needs.  0, 1 when
+ * the row is too large to gather, or a negative error.  The memtable
+ * iterators go to mem_its (freed by the caller, after the entries).
+ */
+static int
+read_row_gather(struct tablet_version *v, const struct cells_filter *f,
+    struct slice prefix, struct point_read *pr, struct iter *mem_its[2])
+{
+	uint64_t hash = v->file_count > 0 ? bloom_hash(prefix) : 0;
+	int rc;
+
+	if ((rc = point_read_memtable(pr, v->mem, prefix, &mem_its[0])) != 0)
+		return rc;
+	pr->source++;
+	if (v->imm != NULL) {
+		if ((rc = point_read_memtable(pr, v->imm, prefix,
+		    &mem_its[1])) != 0)
+			return rc;
+		pr->source++;
+	}
+	for (size_t i = 0; i < v->file_count; i++) {
+		const struct tablet_file *tf = &v->files[i];
+
+		if (!filter_needs_group(v->schema, f, tf->group))
+			continue;
+		/* Damaged: it may hold any row of the tablet. */
+		if (tf->reader == NULL)
+			return tablet_file_error(tf);
+		if (!sst_reader_may_contain_hash(tf->reader, hash))
+			continue;
+		if ((rc = sst_reader_visit_prefix(tf->reader, prefix,
+		    pr->index_key, pr->data_key, &pr->pins,
+		    point_read_visit_copy, pr)) < 0)
+			return rc;
+		if (pr->too_big)
+			return 1;
+		pr->source++;
+	}
+	return 0;
+}
+
+/*
+ * The row prefix and the SSTable walk's key buffers live in out's
+ * resolution buffers (key, cur_family, cur_qualifier), which the resolver
+ * clears before it uses them: what they grow to here is then reused, not
+ * allocated again.
+ */
+int
+tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
+    int64_t now, const struct cells_filter *filter, struct cells_row *out)
+{
+	struct tablet_version *v = tablet_version_get(t);
+	struct cells_schema cs = { tablet_schema_family_policy, v->schema };
+	struct iter *mem_its[2] = { NULL, NULL };
+	struct point_iter pit = { { &point_iter_ops }, NULL, 0, 0 };
+	struct point_read pr;
+	struct slice prefix;
+	int rc;
+
+	point_read_init(&pr, &out->cur_family, &out->cur_qualifier);
+	buf_clear(&out->key);
+	if ((rc = ikey_append_row_prefix(row, &out->key)) < 0)
+		goto out;
+	prefix = buf_slice(&out->key);
+	if ((rc = read_row_gather(v, filter, prefix, &pr, mem_its)) < 0)
+		goto out;
+	if (rc == 1) {
+		sst_pins_release(&pr.pins);
+		rc = read_row_streaming(v, snapshot, prefix, now, filter,
+		    out);
+		goto out;
+	}
+	point_read_sort(&pr);
+	if (pr.count == 0) {
+		out->count = 0;
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	pit.e = pr.entries;
+	pit.n = pr.count;
+	if ((rc = cells_read_row(&pit.base, snapshot, &cs, now, filter,
+	    out)) < 0)
+		goto out;
+	rc = out->count > 0 ? 0 : BT_NOTFOUND;
+out:
+	iter_free(mem_its[0]);
+	iter_free(mem_its[1]);
+	point_read_release(&pr);
+	tablet_version_unref(v);
+	return rc;
+}
+
+struct tablet_scan {
+	struct tablet_version *v;
+	struct iter *it;
+	struct cells_schema cs;
+	const struct cells_filter *filter;
+	uint64_t snapshot;
+	int64_t now;
+	struct buf start;
+	bool start_exclusive;
+	struct buf end;
+	bool done;
+	/* The family last looked up (cells ask once a row, and rows tend to
+	 * hold the same families): NULL or one of v->schema's. */
+	const struct tablet_family *last_family;
+	size_t last_family_len;
+};
+
+/* The cells_schema callback of a scan: tablet_schema_family_policy() with the
+ * last answer remembered. */
+static bool
+scan_family_policy(void *arg, struct slice family,
+    const struct gc_policy **policy, uint64_t *created_seq)
+{
+	struct tablet_scan *sc = arg;
+	const struct tablet_family *f = sc->last_family;
+
+	if (f == NULL || !slice_equal(slice_make(f->name,
+	    sc->last_family_len), family)) {
+		if ((f = tablet_schema_family(sc->v->schema, family)) == NULL)
+			return false;
+		sc->last_family = f;
+		sc->last_family_len = strlen(f->name);
+	}
+	*policy = f->policy;
+	*created_seq = f->created_seq;
+	return true;
+}
+
+int
+tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
+    bool start_exclusive, struct slice end, int64_t now,
+    const struct cells_filter *filter, struct tablet_scan **out)
+{
+	struct tablet_scan *sc;
+	struct buf prefix;
+	int rc = -ENOMEM;
+
+	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
+		return -ENOMEM;
+	buf_init(&prefix);
+	buf_init(&sc->start);
+	buf_init(&sc->end);
+	sc->v = tablet_version_get(t);
+	sc->cs.family_policy = scan_family_policy;
+	sc->cs.arg = sc;
+	sc->filter = filter;
+	sc->snapshot = snapshot;
+	sc->now = now;
+	sc->start_exclusive = start_exclusive;
+	if (buf_set(&sc->start, start.p, start.n) < 0 ||
+	    buf_set(&sc->end, end.p, end.n) < 0)
+		goto out_free;
+	if ((rc = version_iter(sc->v, filter, slice_make("", 0),
+	    &sc->it)) < 0 || (rc = tablet_range_wrap(t, &sc->it)) < 0)
+		goto out_free;
+	if (start.n > 0) {
+		if ((rc = ikey_append_row_prefix(start, &prefix)) < 0 ||
+		    (rc = iter_seek(sc->it, buf_slice(&prefix))) < 0)
+			goto out_free;
+	} else if ((rc = iter_seek_first(sc->it)) < 0) {
+		goto out_free;
+	}
+	buf_release(&prefix);
+	*out = sc;
+	return 0;
+out_free:
+	buf_release(&prefix);
+	tablet_scan_close(sc);
+	return rc;
+}
+
+int
+tablet_scan_next(struct tablet_scan *sc, struct cells_row *out)
+{
+	int rc;
+
+	while (!sc->done) {
+		rc = cells_read_row(sc->it, sc->snapshot, &sc->cs, sc->now,
+		    sc->filter, out);
+		if (rc == BT_DONE)
+			break;
+		if (rc < 0)
+			return rc;
+		if (sc->end.n > 0 &&
+		    slice_compare(buf_slice(&out->key), buf_slice(&sc->end)) >= 0)
+			break;
+		if (sc->start_exclusive &&
+		    slice_equal(buf_slice(&out->key), buf_slice(&sc->start)))
+			continue;
+		if (out->count > 0)
+			return 0;
+	}
+	sc->done = true;
+	return BT_DONE;
+}
+
+void
+tablet_scan_close(struct tablet_scan *sc)
+{
+	if (sc == NULL)
+		return;
+	iter_free(sc->it);
+	tablet_version_unref(sc->v);
+	buf_release(&sc->start);
+	buf_release(&sc->end);
+	bt_free(sc);
+}
+
