@@ -16,16 +16,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "memtable/memtable.h"
 #include "sstable/sstable.h"
 #include "tablet/ikey.h"
 #include "tablet/merge.h"
 #include "tablet/range_iter.h"
 #include "tablet/tablet.h"
+#include "tablet/tablet_int.h"
 #include "util/alloc.h"
 #include "util/bloom.h"
 #include "util/error.h"
-#include "tablet/tablet_int.h"
 
 /* Count delta bytes more (or fewer) in the frozen memtables of all
  * tablets. */
