@@ -17,6 +17,7 @@
 #include "util/alloc.h"
 #include "util/env.h"
 #include "util/error.h"
+#include "catalog_util.h"
 #include "tap.h"
 
 #define THREADS 4
@@ -25,26 +26,6 @@
 static char dir[64];
 static char db_path[128];
 static struct env *env;		/* the local filesystem */
-
-/*
- * Open a catalog behind its back through the VFS the catalog uses (on the
- * local filesystem), so that the pages it changes keep their checksums:
- * SQLite's own VFS would leave them stale, which the catalog reports as
- * damage.
- */
-static int
-raw_open(const char *path, sqlite3 **db)
-{
-	static struct sqlite_env *vfs;
-
-	if (vfs == NULL && sqlite_env_register(env, &vfs) != 0)
-		tap_bail("sqlite_env_register");
-	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_CREATE, sqlite_env_name(vfs)) != SQLITE_OK)
-		return SQLITE_ERROR;
-	return sqlite3_exec(*db, "PRAGMA locking_mode = EXCLUSIVE", NULL,
-	    NULL, NULL);
-}
 
 static void
 path_in_dir(char *out, size_t size, const char *name)
@@ -301,7 +282,7 @@ set_user_version(int version)
 	sqlite3 *db;
 
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", version);
-	if (raw_open(db_path, &db) != SQLITE_OK ||
+	if (raw_open(env, db_path, &db) != SQLITE_OK ||
 	    sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		tap_bail("cannot change user_version");
 	sqlite3_close(db);

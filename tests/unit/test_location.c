@@ -28,32 +28,13 @@
 #include "util/env.h"
 #include "util/error.h"
 #include "api_util.h"
+#include "catalog_util.h"
 
 #define BIG_SPLITS 5000
 #define BIG_ROWS_PER_META 64
 
 static char dir[128];
 static struct env *env;
-
-/*
- * Open a catalog behind its back through the VFS the catalog uses (on the
- * local filesystem), so that the pages it changes keep their checksums:
- * SQLite's own VFS would leave them stale, which the catalog reports as
- * damage.
- */
-static int
-raw_open(const char *path, sqlite3 **db)
-{
-	static struct sqlite_env *vfs;
-
-	if (vfs == NULL && sqlite_env_register(env, &vfs) != 0)
-		tap_bail("sqlite_env_register");
-	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_CREATE, sqlite_env_name(vfs)) != SQLITE_OK)
-		return SQLITE_ERROR;
-	return sqlite3_exec(*db, "PRAGMA locking_mode = EXCLUSIVE", NULL,
-	    NULL, NULL);
-}
 
 /* ---- Helpers ---- */
 
@@ -1264,7 +1245,7 @@ test_v1_store(void)
 	is_int(bt_store_close(ts.s), 0, "closed");
 	ts.s = NULL;
 	snprintf(path, sizeof(path), "%s/catalog.db", ts.path);
-	if (raw_open(path, &db) != SQLITE_OK)
+	if (raw_open(env, path, &db) != SQLITE_OK)
 		tap_bail("open the store's catalog");
 	sql_or_bail(db, downgrade);
 	sqlite3_close(db);
@@ -1360,7 +1341,7 @@ test_check_detects(void)
 		    9, &id) != 0 || catalog_location_check(c, NULL, NULL) != 0)
 			tap_bail("cannot make a catalog to damage");
 		catalog_close(c);
-		if (raw_open(path, &db) != SQLITE_OK)
+		if (raw_open(env, path, &db) != SQLITE_OK)
 			tap_bail("sqlite3_open");
 		sql_or_bail(db, "DROP TRIGGER tablets_location_insert;"
 		    "DROP TRIGGER tablets_location_update;"
@@ -1418,7 +1399,7 @@ test_raw_sql_changes(void)
 	    &id) != 0)
 		tap_bail("cannot make a catalog");
 	catalog_close(c);
-	if (raw_open(path, &db) != SQLITE_OK)
+	if (raw_open(env, path, &db) != SQLITE_OK)
 		tap_bail("sqlite3_open");
 	src = sqlite3_exec(db, "BEGIN;"
 	    "INSERT INTO tablets (table_id, start_row, end_row, flushed_seq)"
