@@ -679,15 +679,22 @@ out_free:
 	return rc;
 }
 
+/* The scan's next row into sc->row, within its limit: both calls' step. */
+static int
+scan_fetch(struct bt_scan *sc)
+{
+	bt_error_clear();
+	if (sc->limit != 0 && sc->returned >= sc->limit)
+		return BT_DONE;
+	return server_scan_next(sc->scan, &sc->row);
+}
+
 int
 bt_scan_next(struct bt_scan *sc, struct bt_row **out)
 {
 	int rc;
 
-	bt_error_clear();
-	if (sc->limit != 0 && sc->returned >= sc->limit)
-		return BT_DONE;
-	if ((rc = server_scan_next(sc->scan, &sc->row)) != 0)
+	if ((rc = scan_fetch(sc)) != 0)
 		return rc;
 	if ((rc = row_export(&sc->row, out)) < 0)
 		return rc;
@@ -701,10 +708,7 @@ bt_scan_next_borrowed(struct bt_scan *sc, const struct bt_row **out)
 	const struct cells_row *r = &sc->row;
 	int rc;
 
-	bt_error_clear();
-	if (sc->limit != 0 && sc->returned >= sc->limit)
-		return BT_DONE;
-	if ((rc = server_scan_next(sc->scan, &sc->row)) != 0)
+	if ((rc = scan_fetch(sc)) != 0)
 		return rc;
 	if (r->count > sc->lent_cap) {
 		size_t cap = r->count > 2 * sc->lent_cap ? r->count :
