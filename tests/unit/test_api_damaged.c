@@ -668,6 +668,49 @@ test_log_middle(void)
 }
 
 /*
+ * A damaged segment header, in an earlier segment and in the last one:
+ * the store opens with every record replayed (the header is synced when
+ * a segment is created, so its damage is never a power loss's tear),
+ * both segments are kept in lost/ and check names each at offset 0.
+ */
+static void
+test_log_header(void)
+{
+	struct tstore t;
+	uint64_t off = 0, len = 0;
+	char *text;
+	int rc;
+
+	log_setup(&t, &off, &len);
+	must(env_fault_flip_byte(t.env, "/store/log/0000000000000001.log",
+	    3, 0x01));
+	must(env_fault_flip_byte(t.env, "/store/log/0000000000000002.log",
+	    13, 0x20));
+	rc = bt_store_open(t.path, &t.opts, &t.s);
+	is_int(rc, 0, "log header: the store opens with damaged segment "
+	    "headers (%s)", rc ? bt_error_detail() : "");
+	if (rc != 0) {
+		t.s = NULL;
+		tstore_destroy(&t);
+		return;
+	}
+	is_text(rows_present(t.s), "r0 r1 r2 r3 r4 r5 r6 r7 r8 r9 ",
+	    "log header: every record after the damaged headers is replayed");
+	ok(env_path_exists(t.env, "/store/lost/0000000000000001.log") &&
+	    env_path_exists(t.env, "/store/lost/0000000000000002.log"),
+	    "log header: both segments are kept in lost/");
+	rc = run_check(t.s, &text);
+	is_int(rc, BT_ECORRUPT, "log header: check fails while lost/ holds "
+	    "them");
+	is_str(text, "lost/0000000000000001.log: 16 bytes damaged at offset "
+	    "0, skipped at recovery\nlost/0000000000000002.log: 16 bytes "
+	    "damaged at offset 0, skipped at recovery\n", "log header: check "
+	    "names each segment's header");
+	free(text);
+	tstore_destroy(&t);
+}
+
+/*
  * A full disk at recovery keeps the replayed segments in log/ (the store
  * opens with the data in memory): the damaged one must not be deleted
  * with the others once the data is flushed, but moved to lost/.
@@ -765,6 +808,7 @@ main(void)
 		test_damaged_sstable((enum damage)k);
 	test_damaged_group();
 	test_log_middle();
+	test_log_header();
 	test_log_damaged_disk_full();
 	test_log_torn_tail();
 	return tap_done();
