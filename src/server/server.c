@@ -521,10 +521,15 @@ replay_record(struct server *s, struct slice data)
 	if ((rc = tablet_apply(tablet, rec.seq, rec.row, rec.ops,
 	    rec.count)) < 0)
 		goto out;
-	if (!s->opts.read_only &&
+	if (!s->opts.read_only && !s->replay_disk_full &&
 	    tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
 	    (rc = tablet_freeze(tablet)) == 0)
 		rc = tablet_flush(tablet);
+	/* A full disk: the rest replays into memory (server_recover). */
+	if (rc == -ENOSPC || rc == -EDQUOT) {
+		s->replay_disk_full = true;
+		rc = 0;
+	}
 	if (rc > 0)
 		rc = 0;
 out:
@@ -677,6 +682,8 @@ server_recover(struct server *s, uint64_t *next_segment)
 	}
 	if (s->opts.read_only)
 		goto out;
+	if (s->replay_disk_full)
+		goto out_keep;
 	for (size_t i = 0; i < s->table_count; i++)
 		for (size_t j = 0; j < s->tables[i]->map->count; j++) {
 			struct tablet *t = s->tables[i]->map->tablets[j];

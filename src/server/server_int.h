@@ -123,6 +123,7 @@ struct server {
 	 * kept in log/: moved to lost/, not deleted, at close. */
 	struct lost_segment *lost_pending;
 	size_t lost_pending_count;
+	bool replay_disk_full;		/* a flush during replay: ENOSPC */
 	uint64_t applied_bytes;		/* since the last memory check */
 	_Atomic int64_t frozen_bytes;	/* of every tablet (tablet_env) */
 	int broken;			/* an apply failed: refuse writes */
