@@ -87,6 +87,7 @@ struct cells_row {
 	struct buf cur_family;
 	struct buf cur_qualifier;
 	struct buf row_prefix;	/* esc(key) when key holds 0x00 */
+	struct buf seek_key;	/* where a skip within the row seeks to */
 };
 
 void cells_row_init(struct cells_row *r);

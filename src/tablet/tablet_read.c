@@ -326,10 +326,17 @@ static int
 point_iter_seek(struct iter *it, struct slice target)
 {
 	struct point_iter *pi = (struct point_iter *)it;
+	size_t lo = 0, hi = pi->n;
 
-	for (pi->i = 0; pi->i < pi->n &&
-	    slice_compare(pi->e[pi->i].key, target) < 0; pi->i++)
-		;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (slice_compare(pi->e[mid].key, target) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	pi->i = lo;
 	return 0;
 }
 
