@@ -35,6 +35,7 @@ struct resolver {
 	bool spans_shared;		/* last span holds this column's names */
 	bool column_over;		/* the column said COLUMN_DONE once */
 	bool slots_free;		/* the policy ignores version counts */
+	bool point;			/* may stop past the selected columns */
 	uint32_t too_new;		/* versions after max_ts stepped over */
 };
 
@@ -102,6 +103,27 @@ filter_selects(const struct cells_filter *f, struct slice family,
 			return true;
 	}
 	return false;
+}
+
+/*
+ * Whether f selects no column after (family, qualifier), in key order
+ * (the byte order of family names, then of qualifiers).
+ */
+static bool
+filter_passed(const struct cells_filter *f, struct slice family,
+    struct slice qualifier)
+{
+	if (f->columns == NULL)
+		return false;
+	for (size_t i = 0; i < f->column_count; i++) {
+		const struct cells_column *c = &f->columns[i];
+		int fc = slice_compare(family, c->family);
+
+		if (fc < 0 || (fc == 0 && (!c->has_qualifier ||
+		    slice_compare(qualifier, c->qualifier) < 0)))
+			return false;
+	}
+	return true;
 }
 
 /* Enter family (if it is not the current one): reset family state. */
@@ -434,6 +456,10 @@ walk_row(struct iter *it, uint64_t snapshot,
 		 * stepped over, the qualifier buffer serving as scratch until
 		 * enter_column() sets it again for the next column.
 		 */
+		/* A point read is over once no later column is selected. */
+		if (column_done && st->point && filter_passed(filter,
+		    buf_slice(&r->cur_family), buf_slice(&r->cur_qualifier)))
+			break;
 		if (column_done && st->column_over) {
 			st->column_started = false;
 			rc = skip_column(it, r);
@@ -488,6 +514,18 @@ cells_read_row(struct iter *it, uint64_t snapshot,
     const struct cells_filter *filter, struct cells_row *r)
 {
 	struct resolver st = { 0 };
+	struct read_walk w = { it, r, now, filter };
+
+	return walk_row(it, snapshot, schema, filter, r, &st,
+	    read_walk_version, &w);
+}
+
+int
+cells_read_point(struct iter *it, uint64_t snapshot,
+    const struct cells_schema *schema, int64_t now,
+    const struct cells_filter *filter, struct cells_row *r)
+{
+	struct resolver st = { .point = true };
 	struct read_walk w = { it, r, now, filter };
 
 	return walk_row(it, snapshot, schema, filter, r, &st,

@@ -110,6 +110,16 @@ int cells_read_row(struct iter *it, uint64_t snapshot,
     const struct cells_filter *filter, struct cells_row *r);
 
 /*
+ * cells_read_row() for a read of one row alone: the same cells, but it
+ * stops once the filter selects no later column of the row, leaving it
+ * anywhere in the row (a column of many large versions, or a wide row, is
+ * not read past the columns asked for).
+ */
+int cells_read_point(struct iter *it, uint64_t snapshot,
+    const struct cells_schema *schema, int64_t now,
+    const struct cells_filter *filter, struct cells_row *r);
+
+/*
  * The compaction of one row: consume the row's entries as cells_read_row()
  * does (seeing every entry) and call keep(arg, key, value) for those that
  * must survive a compaction that includes every SSTable of the data: the

@@ -118,7 +118,7 @@ read_row_streaming(struct tablet_version *v, uint64_t snapshot,
 		rc = BT_NOTFOUND;
 		goto out;
 	}
-	if ((rc = cells_read_row(it, snapshot, &cs, now, filter, out)) < 0)
+	if ((rc = cells_read_point(it, snapshot, &cs, now, filter, out)) < 0)
 		goto out;
 	rc = out->count > 0 ? 0 : BT_NOTFOUND;
 out:
@@ -491,7 +491,7 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	}
 	pit.e = pr.entries;
 	pit.n = pr.count;
-	if ((rc = cells_read_row(&pit.base, snapshot, &cs, now, filter,
+	if ((rc = cells_read_point(&pit.base, snapshot, &cs, now, filter,
 	    out)) < 0)
 		goto out;
 	rc = out->count > 0 ? 0 : BT_NOTFOUND;
