@@ -242,7 +242,9 @@ emit(struct cells_row *r, struct resolver *st, int64_t ts,
 
 /* What the rules make of one version entry. */
 enum verdict {
-	VERDICT_HIDDEN,		/* masked, shadowed or condemned: gone */
+	VERDICT_HIDDEN,		/* masked or shadowed: gone */
+	VERDICT_CONDEMNED,	/* its slot is condemned by GC: gone, and so
+				 * is every later slot of the column */
 	VERDICT_DELETED,	/* a version delete holding its slot */
 	VERDICT_VERSION,	/* a live version */
 };
@@ -250,6 +252,9 @@ enum verdict {
 /*
  * Judge one version entry (put or version delete) of the current column by
  * the delete and GC rules of cells.h; filters are the caller's business.
+ * Later entries of a column have older timestamps and take deeper slots,
+ * and every GC rule condemns more the older and deeper a version is
+ * (gc_policy.c), so once a slot is condemned every later one is too.
  */
 static enum verdict
 judge_version(struct resolver *st, const struct ikey *k, int64_t now)
@@ -272,7 +277,7 @@ judge_version(struct resolver *st, const struct ikey *k, int64_t now)
 	index = st->slot_index++;
 	if (st->policy != NULL &&
 	    gc_policy_condemns(st->policy, index, k->ts, now))
-		return VERDICT_HIDDEN;
+		return VERDICT_CONDEMNED;
 	return k->kind == IKEY_PUT ? VERDICT_VERSION : VERDICT_DELETED;
 }
 
@@ -289,9 +294,11 @@ judge_version(struct resolver *st, const struct ikey *k, int64_t now)
 /*
  * One version entry of a read: judge it, then apply the filters.  0,
  * COLUMN_DONE when no later entry of the column can be returned (the
- * column is not selected, it has its cells_per_column, or versions are
- * now older than min_ts: later entries have older timestamps, and the
- * markers that could mask them came before), or -ENOMEM.
+ * column is not selected, it has its cells_per_column, its slots are now
+ * condemned, or versions are now older than min_ts: later entries have
+ * older timestamps, and the markers that could mask them came before), or
+ * -ENOMEM.  Without these answers a read of the newest version would
+ * judge every older version of its column, each condemned in turn.
  */
 static int
 read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
@@ -299,17 +306,22 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 {
 	int rc;
 
-	if (!st->column_selected || k->ts < f->min_ts)
+	if (!st->column_selected || k->ts < f->min_ts ||
+	    (f->cells_per_column != 0 && st->emitted >= f->cells_per_column))
 		return COLUMN_DONE;
 	if (f->has_max_ts && k->ts > f->max_ts && st->slots_free &&
 	    !st->have_last_ts)
 		return COLUMN_TOO_NEW;
-	if (judge_version(st, k, now) != VERDICT_VERSION)
+	switch (judge_version(st, k, now)) {
+	case VERDICT_CONDEMNED:
+		return COLUMN_DONE;
+	case VERDICT_VERSION:
+		break;
+	default:
 		return 0;
+	}
 	if (f->has_max_ts && k->ts > f->max_ts)
 		return 0;
-	if (f->cells_per_column != 0 && st->emitted >= f->cells_per_column)
-		return COLUMN_DONE;
 	st->emitted++;
 	/* One growth of the row's bytes for the whole cell (its names, its
 	 * value and a terminator each), not one per part. */
@@ -545,8 +557,13 @@ compact_walk_version(void *arg, struct resolver *st, const struct ikey *k)
 	struct compact_walk *w = arg;
 	int rc;
 
-	if (judge_version(st, k, w->now) == VERDICT_HIDDEN)
+	switch (judge_version(st, k, w->now)) {
+	case VERDICT_HIDDEN:
+	case VERDICT_CONDEMNED:
 		return 0;
+	default:
+		break;
+	}
 	rc = w->keep(w->arg, iter_key(w->it), iter_value(w->it));
 	return rc > 0 ? 0 : rc;	/* a compaction sees every entry */
 }
