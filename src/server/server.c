@@ -809,6 +809,10 @@ server_open(const char *path, const struct server_options *opts,
 	pthread_cond_init(&s->bg_done_cv, NULL);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
 		pthread_mutex_init(&s->row_locks[i], NULL);
+	for (size_t i = 0; i < RMW_ROWS; i++) {
+		atomic_flag_clear(&s->rmw_taken[i]);
+		cells_row_init(&s->rmw_rows[i]);
+	}
 	s->next_seq = 1;
 	server_name(s->name, sizeof(s->name));
 	if ((s->env = opts->env) == NULL) {
@@ -971,6 +975,8 @@ server_close(struct server *s)
 	bt_free(s->tmp_dir);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
 		pthread_mutex_destroy(&s->row_locks[i]);
+	for (size_t i = 0; i < RMW_ROWS; i++)
+		cells_row_release(&s->rmw_rows[i]);
 	pthread_mutex_destroy(&s->tables_mu);
 	pthread_mutex_destroy(&s->seq_mu);
 	write_queue_release(&s->writes);

@@ -15,6 +15,11 @@
 #include "util/cache.h"
 
 #define ROW_LOCKS 256
+/* Resolved rows kept for read-modify-writes (server_write.c): a writer
+ * takes a free slot by its flag, or uses a row of its own when all are
+ * taken; a row that grew past RMW_ROW_KEEP bytes is emptied first. */
+#define RMW_ROWS 4
+#define RMW_ROW_KEEP ((size_t)64 << 10)
 #define DEFAULT_MEMTABLE_SIZE (64ull << 20)
 #define DEFAULT_CACHE_SIZE (64ull << 20)
 #define DEFAULT_MAX_CELL (64ull << 20)
@@ -129,6 +134,8 @@ struct server {
 	int broken;			/* an apply failed: refuse writes */
 
 	pthread_mutex_t row_locks[ROW_LOCKS];
+	atomic_flag rmw_taken[RMW_ROWS];
+	struct cells_row rmw_rows[RMW_ROWS];
 
 	pthread_mutex_t work_mu;	/* held by a flush/compaction round */
 	pthread_t bg_thread;
