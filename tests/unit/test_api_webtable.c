@@ -1044,6 +1044,52 @@ test_increment_append(void)
 	    "f:max@5=9223372036854775807\\x0a\n"
 	    "f:min@5=-9223372036854775808\\x0a\n",
 	    "incr: failed increments wrote nothing");
+	/* The sum is stored as canonical decimal and a newline, at the
+	 * extremes of int64 and at zero too. */
+	{
+		static const struct {
+			const char *q, *stored;
+			int64_t delta;
+			const char *want;
+		} sums[] = {
+			{ "lo", "-9223372036854775807", -1,
+			    "-9223372036854775808\n" },
+			{ "hi", "9223372036854775806\n", 1,
+			    "9223372036854775807\n" },
+			{ "z", "-7\n", 7, "0\n" },
+			{ "absent", NULL, -120, "-120\n" },
+			{ "ten", "9\n", 1, "10\n" },
+		};
+
+		for (size_t i = 0; i < sizeof(sums) / sizeof(sums[0]); i++) {
+			struct bt_column col = { .family = "f",
+			    .has_qualifier = true,
+			    .qualifier = bts(sums[i].q) };
+			struct bt_read_options ro = { .columns = &col,
+			    .column_count = 1, .cells_per_column = 1 };
+
+			if (sums[i].stored != NULL)
+				must(put_str(t.s, "inc", "r", "f", sums[i].q,
+				    5, sums[i].stored));
+			must(bt_increment(t.s, "inc", bts("r"), "f",
+			    bts(sums[i].q), sums[i].delta, NULL, &result,
+			    NULL));
+			r = NULL;
+			if (bt_read_row(t.s, "inc", bts("r"), &ro, &r) == 0 &&
+			    r->cell_count == 1) {
+				ok(r->cells[0].value.size ==
+				    strlen(sums[i].want) &&
+				    memcmp(r->cells[0].value.data,
+				    sums[i].want, strlen(sums[i].want)) == 0,
+				    "incr: column %s %+" PRId64 " is stored "
+				    "as its sum in canonical decimal and a "
+				    "newline", sums[i].q, sums[i].delta);
+			} else {
+				ok(false, "incr: read %s back", sums[i].q);
+			}
+			bt_row_free(r);
+		}
+	}
 	is_int(bt_increment(t.s, "inc", bts("r"), "nosuch", bts("c"), 1,
 	    NULL, &result, NULL), -ENOENT,
 	    "incr: unknown family is -ENOENT");
