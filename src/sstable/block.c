@@ -158,7 +158,7 @@ struct block_entry {
  * entry area.  Lengths below 128 take one byte each (the usual case), so
  * that case is decoded inline.
  */
-static int
+static inline int
 block_entry_parse(const struct block_iter *it, size_t off,
     struct block_entry *e)
 {
@@ -230,10 +230,14 @@ block_iter_decode(struct block_iter *it, size_t off, bool at_restart)
 	return 0;
 }
 
-static size_t
+static inline size_t
 block_iter_restart_offset(const struct block_iter *it, uint32_t i)
 {
-	return get_fixed32(it->restarts + 4 * (size_t)i);
+	const uint8_t *p = it->restarts + 4 * (size_t)i;
+
+	/* get_fixed32(), inline: a seek reads a dozen of these. */
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
 }
 
 /* Decode the entry at restart point i. */
@@ -244,7 +248,7 @@ block_iter_decode_restart(struct block_iter *it, uint32_t i)
 }
 
 /* The whole key stored at restart point i, borrowed from the block. */
-static int
+static inline int
 block_iter_restart_key(const struct block_iter *it, uint32_t i,
     struct slice *key)
 {
@@ -506,6 +510,102 @@ block_iter_reset(struct iter *base, struct slice contents,
 }
 
 /*
+ * Compare key with target from offset from on, below which they are
+ * known to agree: <0, 0 or >0, and the length of their common prefix in
+ * *match.
+ */
+static int
+block_key_compare_from(struct slice key, struct slice target, size_t from,
+    size_t *match)
+{
+	size_t n = key.n < target.n ? key.n : target.n, i = from;
+
+	while (i < n && key.p[i] == target.p[i])
+		i++;
+	*match = i;
+	if (i < n)
+		return key.p[i] < target.p[i] ? -1 : 1;
+	return key.n < target.n ? -1 : key.n > target.n;
+}
+
+/*
+ * block_iter_seek() for a point read: the same binary search, then a
+ * forward scan that knows how much of the current key agrees with target
+ * (match).  The next key keeps the current key's first `shared` bytes, so
+ * when shared > match it is below target for the same reason and is not
+ * compared at all; otherwise only its bytes from `shared` on are.  Scans
+ * and seeks of iterators keep block_iter_seek(), whose targets are
+ * rarely near their keys.
+ */
+static int
+block_iter_seek_point(struct block_iter *it, struct slice target)
+{
+	uint32_t lo = 0, hi = it->restart_count - 1, mid;
+	struct slice key = { NULL, 0 };
+	struct block_entry e;
+	bool lo_below = false;
+	size_t match;
+	int rc, cmp;
+
+	it->valid = false;
+	if (it->entries_end == 0)
+		return 0;
+	while (lo < hi) {
+		mid = lo + (hi - lo + 1) / 2;
+		if ((rc = block_iter_restart_key(it, mid, &key)) < 0)
+			return rc;
+		if (slice_compare(key, target) < 0) {
+			lo = mid;
+			lo_below = true;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	/* As block_iter_seek(): a run of one entry below target. */
+	if (lo_below && lo + 1 < it->restart_count) {
+		if ((rc = block_entry_parse(it,
+		    block_iter_restart_offset(it, lo), &e)) < 0)
+			return rc;
+		if (e.next == block_iter_restart_offset(it, lo + 1))
+			return block_iter_decode_restart(it, lo + 1);
+	}
+	if ((rc = block_iter_decode_restart(it, lo)) < 0)
+		return rc;
+	cmp = block_key_compare_from(buf_slice(&it->key), target, 0, &match);
+	while (cmp < 0) {
+		size_t off = it->next;
+
+		if (off >= it->entries_end) {
+			it->valid = false;
+			return 0;
+		}
+		/* block_iter_seek_step(), keeping the shared count. */
+		it->valid = false;
+		if ((rc = block_entry_parse(it, off, &e)) < 0)
+			return rc;
+		if (e.shared > it->key.n)
+			return bt_error_set(BT_ECORRUPT,
+			    "block entry at %zu: shares %u bytes of a %zu-byte "
+			    "key", off, e.shared, it->key.n);
+		if (e.shared + e.delta.n > it->key.cap) {
+			it->key.n = e.shared;
+			if ((rc = buf_reserve(&it->key, e.delta.n)) < 0)
+				return rc;
+		}
+		if (e.delta.n > 0)
+			memcpy(it->key.p + e.shared, e.delta.p, e.delta.n);
+		it->key.n = e.shared + e.delta.n;
+		it->value = e.value;
+		it->next = e.next;
+		it->valid = true;
+		if (e.shared <= match)
+			cmp = block_key_compare_from(buf_slice(&it->key),
+			    target, e.shared, &match);
+	}
+	return 0;
+}
+
+/*
  * An iterator on the stack that decodes keys into the caller's buffer, so
  * that a point read allocates nothing per block.
  */
@@ -521,7 +621,7 @@ block_visit_from(struct slice contents, struct slice target,
 		return rc;
 	it.key = *key_scratch;
 	it.key.n = 0;
-	for (rc = block_iter_seek(&it.base, target); rc == 0 && it.valid;
+	for (rc = block_iter_seek_point(&it, target); rc == 0 && it.valid;
 	    rc = block_iter_next(&it.base))
 		if ((rc = visit(arg, buf_slice(&it.key), it.value)) != 0)
 			break;

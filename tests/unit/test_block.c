@@ -403,18 +403,38 @@ test_visit_from(uint64_t *rng, int interval)
 	buf_init(&scratch);
 	if (build(&b, kvs, n, &contents) < 0)
 		tap_bail("build");
-	for (size_t i = 0; i < 200; i++) {
+	for (size_t i = 0; i < 1000; i++) {
 		size_t at = tap_rand(rng) % n, want;
 		uint8_t t[32];
 		struct slice target;
 		struct visit_log v = { kvs, 0, 0, 0, 0 };
 		int rc;
 
-		/* A present key, or one just past it (absent). */
+		/* A present key; one just past it; a prefix of it; or it
+		 * with one byte moved up or down (absent, mostly): targets
+		 * that share a prefix of every length with their
+		 * neighbours, for the seek's scan that compares keys only
+		 * from where they can differ. */
 		memcpy(t, kvs[at].k, kvs[at].kn);
 		target = slice_make(t, kvs[at].kn);
-		if (i % 2 == 1)
+		switch (i % 5) {
+		case 1:
 			t[target.n++] = 0;
+			break;
+		case 2:
+			target.n = target.n > 0 ? tap_rand(rng) % target.n : 0;
+			break;
+		case 3:
+		case 4:
+			if (target.n > 0) {
+				size_t j = tap_rand(rng) % target.n;
+
+				t[j] = (uint8_t)(t[j] + (i % 5 == 3 ? 1 : -1));
+				target.n = j + 1 + tap_rand(rng) %
+				    (target.n - j);
+			}
+			break;
+		}
 		want = kvs_lower_bound(kvs, n, target);
 		v.next = want;
 		rc = block_visit_from(contents, target, &scratch, visit_check,
