@@ -264,6 +264,21 @@ memtable_get(struct memtable *m, struct slice key, struct slice *value)
 	return 0;
 }
 
+int
+memtable_visit_prefix(struct memtable *m, struct slice prefix,
+    int (*visit)(void *arg, struct slice key, struct slice value), void *arg)
+{
+	struct mt_node *x;
+	int rc;
+
+	for (x = memtable_find_ge(m, prefix, NULL);
+	    x != NULL && slice_starts_with(node_key(x), prefix);
+	    x = node_next(x, 0))
+		if ((rc = visit(arg, node_key(x), node_value(x))) != 0)
+			return rc;
+	return 0;
+}
+
 size_t
 memtable_memory_usage(const struct memtable *m)
 {

@@ -41,6 +41,17 @@ int memtable_add(struct memtable *m, struct slice key, struct slice value);
  */
 int memtable_get(struct memtable *m, struct slice key, struct slice *value);
 
+/*
+ * Visit, in key order, every entry whose key starts with prefix (a point
+ * read's row) without allocating: visit(arg, key, value) returns 0 for
+ * more or non-zero to stop.  Keys and values are borrowed for the
+ * memtable's lifetime, as an iterator's are.  0, or visit's non-zero
+ * value.
+ */
+int memtable_visit_prefix(struct memtable *m, struct slice prefix,
+    int (*visit)(void *arg, struct slice key, struct slice value),
+    void *arg);
+
 /* Bytes used by keys, values and the index: the flush trigger. */
 size_t memtable_memory_usage(const struct memtable *m);
 /* Number of entries. */

@@ -390,44 +390,38 @@ static const struct iter_ops point_iter_ops = {
 	.free = point_iter_free,
 };
 
-/* Add the entries of one memtable under prefix, borrowed.  0, 1 when
- * there are too many, or a negative error. */
+static int
+point_read_visit_borrow(void *arg, struct slice key, struct slice value)
+{
+	return point_read_add(arg, key, value, false);
+}
+
+/* Add the entries of one memtable under prefix, borrowed (the version
+ * keeps the memtable alive).  0, 1 when there are too many, or a negative
+ * error. */
 static int
 point_read_memtable(struct point_read *pr, struct memtable *m,
-    struct slice prefix, struct iter **itp)
+    struct slice prefix)
 {
-	struct iter *it;
-	int rc;
-
-	if ((rc = memtable_iter_new(m, &it)) < 0)
-		return rc;
-	*itp = it;
-	for (rc = iter_seek(it, prefix); rc == 0 && iter_valid(it) &&
-	    slice_starts_with(iter_key(it), prefix); rc = iter_next(it))
-		if ((rc = point_read_add(pr, iter_key(it), iter_value(it),
-		    false)) != 0)
-			return rc;
-	return rc;
+	return memtable_visit_prefix(m, prefix, point_read_visit_borrow, pr);
 }
 
 /*
  * Gather the row's entries from every source the filter needs.  0, 1 when
- * the row is too large to gather, or a negative error.  The memtable
- * iterators go to mem_its (freed by the caller, after the entries).
+ * the row is too large to gather, or a negative error.
  */
 static int
 read_row_gather(struct tablet_version *v, const struct cells_filter *f,
-    struct slice prefix, struct point_read *pr, struct iter *mem_its[2])
+    struct slice prefix, struct point_read *pr)
 {
 	uint64_t hash = v->file_count > 0 ? bloom_hash(prefix) : 0;
 	int rc;
 
-	if ((rc = point_read_memtable(pr, v->mem, prefix, &mem_its[0])) != 0)
+	if ((rc = point_read_memtable(pr, v->mem, prefix)) != 0)
 		return rc;
 	pr->source++;
 	if (v->imm != NULL) {
-		if ((rc = point_read_memtable(pr, v->imm, prefix,
-		    &mem_its[1])) != 0)
+		if ((rc = point_read_memtable(pr, v->imm, prefix)) != 0)
 			return rc;
 		pr->source++;
 	}
@@ -464,7 +458,6 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 {
 	struct tablet_version *v = tablet_version_get(t);
 	struct cells_schema cs = { tablet_schema_family_policy, v->schema };
-	struct iter *mem_its[2] = { NULL, NULL };
 	struct point_iter pit = { { &point_iter_ops }, NULL, 0, 0 };
 	struct point_read pr;
 	struct slice prefix;
@@ -475,7 +468,7 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	if ((rc = ikey_append_row_prefix(row, &out->key)) < 0)
 		goto out;
 	prefix = buf_slice(&out->key);
-	if ((rc = read_row_gather(v, filter, prefix, &pr, mem_its)) < 0)
+	if ((rc = read_row_gather(v, filter, prefix, &pr)) < 0)
 		goto out;
 	if (rc == 1) {
 		sst_pins_release(&pr.pins);
@@ -496,8 +489,6 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 		goto out;
 	rc = out->count > 0 ? 0 : BT_NOTFOUND;
 out:
-	iter_free(mem_its[0]);
-	iter_free(mem_its[1]);
 	point_read_release(&pr);
 	tablet_version_unref(v);
 	return rc;

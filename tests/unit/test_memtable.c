@@ -163,6 +163,39 @@ model_lower_bound(const struct mkey *model, size_t n, struct slice target)
 	return lo;
 }
 
+/* What memtable_visit_prefix() should show: the model's keys from next
+ * on, in order, each with its first-inserted value. */
+struct prefix_visit {
+	const struct mkey *model;
+	size_t next, seen, stop_after, bad;
+};
+
+static int
+prefix_visit_check(void *arg, struct slice key, struct slice value)
+{
+	struct prefix_visit *pv = arg;
+	const struct mkey *want = &pv->model[pv->next++];
+	char vbuf[64];
+
+	if (!slice_equal(key, mkey_slice(want)) ||
+	    !slice_equal(value, model_value(want->idx, vbuf, sizeof(vbuf))))
+		pv->bad++;
+	pv->seen++;
+	return pv->seen == pv->stop_after ? 7 : 0;
+}
+
+/* Model keys from lb on that start with prefix. */
+static size_t
+model_prefix_count(const struct mkey *model, size_t n, size_t lb,
+    struct slice prefix)
+{
+	size_t i = lb;
+
+	while (i < n && slice_starts_with(mkey_slice(&model[i]), prefix))
+		i++;
+	return i - lb;
+}
+
 static void
 test_model(uint64_t *rs, size_t nkeys)
 {
@@ -174,7 +207,7 @@ test_model(uint64_t *rs, size_t nkeys)
 	char vbuf[64];
 	size_t i, j, nmodel = 0, ndup = 0, bad_add = 0, bad_iter = 0;
 	size_t bad_seek = 0, bad_get = 0, bad_absent = 0, nabsent = 0, lb;
-	size_t npresent_targets = 0;
+	size_t npresent_targets = 0, bad_visit = 0, visited = 0;
 	int rc;
 
 	keys = xmalloc(nkeys * sizeof(*keys));
@@ -267,6 +300,32 @@ test_model(uint64_t *rs, size_t nkeys)
 			break;
 		}
 		lb = model_lower_bound(model, nmodel, mkey_slice(&target));
+		{
+			size_t want_n = model_prefix_count(model, nmodel, lb,
+			    mkey_slice(&target));
+			/* Short targets match most keys: those are walked
+			 * whole only now and then. */
+			struct prefix_visit pv = { model, lb, 0,
+			    want_n > 64 && i % 64 != 0 ? 64 : 0, 0 };
+
+			rc = memtable_visit_prefix(m, mkey_slice(&target),
+			    prefix_visit_check, &pv);
+			if ((pv.bad != 0 || (pv.stop_after != 0 ?
+			    rc != 7 || pv.seen != 64 :
+			    rc != 0 || pv.seen != want_n)) && bad_visit++ == 0)
+				diag("visit_prefix #%zu: rc %d, %zu of %zu "
+				    "entries, %zu wrong", i, rc, pv.seen,
+				    want_n, pv.bad);
+			visited += pv.seen;
+			pv = (struct prefix_visit){ model, lb, 0, 2, 0 };
+			rc = memtable_visit_prefix(m, mkey_slice(&target),
+			    prefix_visit_check, &pv);
+			if ((want_n >= 2 ? rc != 7 || pv.seen != 2 :
+			    rc != 0 || pv.seen != want_n) && bad_visit++ == 0)
+				diag("visit_prefix #%zu: a stop at 2 of %zu "
+				    "returned %d after %zu", i, want_n, rc,
+				    pv.seen);
+		}
 		iter_seek(it, mkey_slice(&target));
 		if (lb == nmodel ? iter_valid(it) : !iter_valid(it) ||
 		    !slice_equal(iter_key(it), mkey_slice(&model[lb]))) {
@@ -291,6 +350,10 @@ test_model(uint64_t *rs, size_t nkeys)
 	is_int(bad_seek, 0, "model: seek lands on the model's lower bound "
 	    "(%zu targets, %zu present)", (size_t)MODEL_SEEKS,
 	    npresent_targets);
+	is_int(bad_visit, 0, "model: visit_prefix shows exactly the keys "
+	    "starting with the target, in order, and stops when told");
+	ok(visited > MODEL_SEEKS, "model: visit_prefix saw %zu entries",
+	    visited);
 	ok(nabsent > MODEL_SEEKS / 4, "model: %zu absent targets exercised",
 	    nabsent);
 	is_int(bad_absent, 0, "model: get of absent keys is BT_NOTFOUND");
