@@ -155,11 +155,10 @@ struct block_entry {
 
 /*
  * Parse the entry at off, checking every length against the end of the
- * entry area.  Lengths below 128 take one byte each (the usual case), so
- * that case is decoded inline.
+ * entry area: any header, and the errors.
  */
-static inline int
-block_entry_parse(const struct block_iter *it, size_t off,
+static int __attribute__((noinline))
+block_entry_parse_slow(const struct block_iter *it, size_t off,
     struct block_entry *e)
 {
 	struct slice in;
@@ -170,24 +169,11 @@ block_entry_parse(const struct block_iter *it, size_t off,
 		    "block entry at %zu: past the entry area (%zu bytes)",
 		    off, it->entries_end);
 	in = slice_make(it->data + off, it->entries_end - off);
-	if (in.n >= 3 && (in.p[0] | in.p[1] | in.p[2]) < 0x80) {
-		e->shared = in.p[0];
-		unshared = in.p[1];
-		value_len = in.p[2];
-		slice_skip(&in, 3);
-	} else if (in.n >= 4 && (in.p[0] | in.p[1] | in.p[3]) < 0x80 &&
-	    in.p[3] != 0) {
-		/* A value of 128 bytes to 16 KiB: its length takes two. */
-		e->shared = in.p[0];
-		unshared = in.p[1];
-		value_len = (uint32_t)(in.p[2] & 0x7f) | (uint32_t)in.p[3] << 7;
-		slice_skip(&in, 4);
-	} else if (get_varint32(&in, &e->shared) < 0 ||
+	if (get_varint32(&in, &e->shared) < 0 ||
 	    get_varint32(&in, &unshared) < 0 ||
-	    get_varint32(&in, &value_len) < 0) {
+	    get_varint32(&in, &value_len) < 0)
 		return bt_error_set(BT_ECORRUPT,
 		    "block entry at %zu: truncated header", off);
-	}
 	if (unshared > in.n || value_len > in.n - unshared)
 		return bt_error_set(BT_ECORRUPT,
 		    "block entry at %zu: lengths %u+%u overrun the block",
@@ -195,6 +181,43 @@ block_entry_parse(const struct block_iter *it, size_t off,
 	e->delta = slice_make(in.p, unshared);
 	e->value = slice_make(in.p + unshared, value_len);
 	e->next = (size_t)(in.p + unshared + value_len - it->data);
+	return 0;
+}
+
+/*
+ * block_entry_parse_slow() with the usual case inline, in registers: the
+ * three lengths take a byte each (or the value's two), and the entry fits.
+ */
+static inline int
+block_entry_parse(const struct block_iter *it, size_t off,
+    struct block_entry *e)
+{
+	const uint8_t *p;
+	uint32_t unshared, value_len;
+	size_t left, hdr;
+
+	if (off >= it->entries_end)
+		return block_entry_parse_slow(it, off, e);
+	p = it->data + off;
+	left = it->entries_end - off;
+	if (left >= 3 && (p[0] | p[1] | p[2]) < 0x80) {
+		unshared = p[1];
+		value_len = p[2];
+		hdr = 3;
+	} else if (left >= 4 && (p[0] | p[1] | p[3]) < 0x80 && p[3] != 0) {
+		/* A value of 128 bytes to 16 KiB: its length takes two. */
+		unshared = p[1];
+		value_len = (uint32_t)(p[2] & 0x7f) | (uint32_t)p[3] << 7;
+		hdr = 4;
+	} else {
+		return block_entry_parse_slow(it, off, e);
+	}
+	if ((size_t)unshared + value_len > left - hdr)
+		return block_entry_parse_slow(it, off, e);
+	e->shared = p[0];
+	e->delta = slice_make(p + hdr, unshared);
+	e->value = slice_make(p + hdr + unshared, value_len);
+	e->next = off + hdr + unshared + value_len;
 	return 0;
 }
 
