@@ -37,6 +37,15 @@ frozen_bytes_add(struct tablet *t, int64_t delta)
 		atomic_fetch_add(t->tenv.frozen_bytes, delta);
 }
 
+/* Count delta bytes more (or fewer) in the active memtables of all
+ * tablets. */
+static void
+active_bytes_add(struct tablet *t, int64_t delta)
+{
+	if (t->tenv.active_bytes != NULL && delta != 0)
+		atomic_fetch_add(t->tenv.active_bytes, delta);
+}
+
 /* ---- Schema ---- */
 
 static void
@@ -560,6 +569,7 @@ tablet_unref(struct tablet *t)
 		return;
 	if (t->current != NULL && t->current->imm != NULL)
 		frozen_bytes_add(t, -(int64_t)t->imm_bytes);
+	active_bytes_add(t, -(int64_t)atomic_load(&t->mem_usage));
 	tablet_version_unref(t->current);
 	pthread_mutex_destroy(&t->mu);
 	buf_release(&t->start);
@@ -648,6 +658,7 @@ int
 tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
     const struct mutation *ops, size_t count)
 {
+	size_t usage;
 	int rc;
 
 	for (size_t i = 0; i < count; i++) {
@@ -671,8 +682,10 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 	}
 	if (atomic_load(&t->mem_first_seq) == UINT64_MAX)
 		atomic_store(&t->mem_first_seq, first_seq);
-	atomic_store(&t->mem_usage, memtable_memory_usage(t->mem) -
-	    t->mem_base);
+	usage = memtable_memory_usage(t->mem) - t->mem_base;
+	active_bytes_add(t, (int64_t)usage -
+	    (int64_t)atomic_load(&t->mem_usage));
+	atomic_store(&t->mem_usage, usage);
 	t->last_applied_seq = first_seq + count - 1;
 	return 0;
 }
@@ -716,6 +729,7 @@ tablet_freeze(struct tablet *t)
 	t->mem = mem;
 	t->imm_bytes = atomic_load(&t->mem_usage);
 	frozen_bytes_add(t, (int64_t)t->imm_bytes);
+	active_bytes_add(t, -(int64_t)t->imm_bytes);
 	t->mem_base = memtable_memory_usage(mem);
 	atomic_store(&t->mem_usage, 0);
 	version_install_locked(t, v);
@@ -1073,7 +1087,7 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	struct compact_out c = { t, &v->schema->groups[g], &out };
 	struct cells_row row;
 	size_t n = 0;
-	uint64_t max_seq = 0;
+	uint64_t max_seq = 0, rows = 0;
 	int rc;
 
 	cells_row_init(&row);
@@ -1102,7 +1116,9 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 		goto out;
 	while ((rc = cells_compact_row(it, &cs, now, &row, compact_keep,
 	    &c)) == 0)
-		;
+		if (++rows % TABLET_COMPACT_POLL_ROWS == 0 &&
+		    t->tenv.compact_poll != NULL)
+			t->tenv.compact_poll(t->tenv.compact_poll_arg);
 	if (rc != BT_DONE)
 		goto out_abandon;
 	for (size_t i = 0; i < v->file_count; i++)
@@ -1137,12 +1153,36 @@ out:
 	return rc;
 }
 
+/*
+ * The files of t's current version, without its memtables: a compaction
+ * holds its version to the end, and a flush in its middle
+ * (tablet_env.compact_poll) must free the memtable it flushed.  NULL on
+ * allocation failure.
+ */
+static struct tablet_version *
+version_files_get(struct tablet *t)
+{
+	struct tablet_version *v;
+
+	pthread_mutex_lock(&t->mu);
+	v = version_copy(t->current, 0);
+	pthread_mutex_unlock(&t->mu);
+	if (v == NULL)
+		return NULL;
+	memtable_unref(v->mem);
+	memtable_unref(v->imm);
+	v->mem = v->imm = NULL;
+	return v;
+}
+
 int
 tablet_compact(struct tablet *t, bool major, int64_t now)
 {
-	struct tablet_version *v = tablet_version_get(t);
+	struct tablet_version *v = version_files_get(t);
 	int rc = 0;
 
+	if (v == NULL)
+		return -ENOMEM;
 	for (size_t g = 0; g < v->schema->group_count && rc == 0; g++) {
 		size_t n = version_group_files(v, g);
 
