@@ -1070,14 +1070,17 @@ compact_keep(void *arg, struct slice key, struct slice value)
 }
 
 /*
- * Merge every SSTable of group g into at most one, keeping only what
- * cells_compact_row() says must survive.  Safe to drop because every
- * SSTable of the group takes part and memtable data is newer than all of
- * it.  The inputs are deleted once the catalog no longer names them.
+ * Merge the first take SSTables of group g (in the version's order) into
+ * at most one.  When every SSTable of the group takes part, keep only
+ * what cells_compact_row() says must survive: safe to drop because
+ * memtable data is newer than all of it.  Otherwise keep every entry
+ * (a merging compaction, as Bigtable's: deletes and what they mask may
+ * still meet data in the files left out).  The inputs are deleted once
+ * the catalog no longer names them.
  */
 static int
 compact_group(struct tablet *t, struct tablet_version *v, size_t g,
-    int64_t now)
+    size_t take, int64_t now)
 {
 	struct cells_schema cs = { tablet_schema_family_policy, v->schema };
 	struct iter **children;
@@ -1086,8 +1089,9 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	struct out_file out = { 0 };
 	struct compact_out c = { t, &v->schema->groups[g], &out };
 	struct cells_row row;
-	size_t n = 0;
+	size_t n = 0, removed_count;
 	uint64_t max_seq = 0, rows = 0;
+	bool whole = take == version_group_files(v, g);
 	int rc;
 
 	cells_row_init(&row);
@@ -1097,7 +1101,7 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < v->file_count; i++) {
+	for (size_t i = 0; i < v->file_count && n < take; i++) {
 		if (v->files[i].group != g)
 			continue;
 		if ((rc = sst_reader_iter_new(v->files[i].reader,
@@ -1108,22 +1112,32 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 			max_seq = v->files[i].meta.max_seq;
 		n++;
 	}
+	removed_count = n;
 	rc = merge_iter_new(children, n, &it);
 	n = 0;		/* the merge owns the children now */
 	if (rc == 0)
 		rc = tablet_range_wrap(t, &it);
 	if (rc < 0 || (rc = iter_seek_first(it)) < 0)
 		goto out;
-	while ((rc = cells_compact_row(it, &cs, now, &row, compact_keep,
-	    &c)) == 0)
+	for (;;) {
+		if (whole) {
+			rc = cells_compact_row(it, &cs, now, &row,
+			    compact_keep, &c);
+		} else if (!iter_valid(it)) {
+			rc = BT_DONE;
+		} else if ((rc = compact_keep(&c, iter_key(it),
+		    iter_value(it))) == 0) {
+			rc = iter_next(it);
+		}
+		if (rc != 0)
+			break;
 		if (++rows % TABLET_COMPACT_POLL_ROWS == 0 &&
 		    t->tenv.compact_poll != NULL)
 			t->tenv.compact_poll(t->tenv.compact_poll_arg);
+	}
 	if (rc != BT_DONE)
 		goto out_abandon;
-	for (size_t i = 0; i < v->file_count; i++)
-		if (v->files[i].group == g)
-			n++;
+	n = removed_count;
 	out.meta.max_seq = max_seq;
 	if (out.builder != NULL) {
 		if ((rc = out_file_finish(t, &out)) < 0)
@@ -1175,6 +1189,33 @@ version_files_get(struct tablet *t)
 	return v;
 }
 
+/*
+ * How many of group g's files (the first, in the version's order: newest
+ * first) a merging compaction takes: the two newest, and each older one
+ * while it is no larger than those taken together.  A file much larger
+ * than everything newer (the last compaction's output, most of the
+ * tablet) is left alone until the newer files add up to it, so that the
+ * bytes rewritten per byte flushed stay logarithmic in the tablet's size
+ * instead of linear, and the blocks of the large file stay cached for
+ * readers.  All of them (a whole compaction) when the sizes say so.
+ */
+static size_t
+compact_pick(const struct tablet_version *v, size_t g)
+{
+	uint64_t taken_bytes = 0;
+	size_t taken = 0;
+
+	for (size_t i = 0; i < v->file_count; i++) {
+		if (v->files[i].group != g)
+			continue;
+		if (taken >= 2 && v->files[i].meta.size > taken_bytes)
+			break;
+		taken_bytes += v->files[i].meta.size;
+		taken++;
+	}
+	return taken;
+}
+
 int
 tablet_compact(struct tablet *t, bool major, int64_t now)
 {
@@ -1186,8 +1227,10 @@ tablet_compact(struct tablet *t, bool major, int64_t now)
 	for (size_t g = 0; g < v->schema->group_count && rc == 0; g++) {
 		size_t n = version_group_files(v, g);
 
-		if ((major && n > 0) || n >= TABLET_MERGE_THRESHOLD)
-			rc = compact_group(t, v, g, now);
+		if (major && n > 0)
+			rc = compact_group(t, v, g, n, now);
+		else if (n >= TABLET_MERGE_THRESHOLD)
+			rc = compact_group(t, v, g, compact_pick(v, g), now);
 	}
 	tablet_version_unref(v);
 	return rc;
