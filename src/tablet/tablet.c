@@ -1192,13 +1192,17 @@ version_files_get(struct tablet *t)
 /*
  * How many of group g's files (the first, in the version's order: newest
  * first) a merging compaction takes: the two newest, and each older one
- * while it is no larger than those taken together.  A file much larger
- * than everything newer (the last compaction's output, most of the
- * tablet) is left alone until the newer files add up to it, so that the
- * bytes rewritten per byte flushed stay logarithmic in the tablet's size
- * instead of linear, and the blocks of the large file stay cached for
- * readers.  All of them (a whole compaction) when the sizes say so.
+ * while it is at most COMPACT_SIZE_RATIO times those taken together.  A
+ * file much larger than everything newer (the last compaction's output,
+ * most of the tablet) is left alone until the newer files add up to a
+ * fraction of it, so that the bytes rewritten per byte flushed stop
+ * growing with the tablet's size, and the blocks of the large file stay
+ * cached for readers.  The ratio is not 1 because the files left out
+ * keep what the merge could not drop (overwritten versions, deletes):
+ * every read of an overwritten row then finds it in two files.  All of
+ * them (a whole compaction) when the sizes say so.
  */
+#define COMPACT_SIZE_RATIO 4
 static size_t
 compact_pick(const struct tablet_version *v, size_t g)
 {
@@ -1208,7 +1212,8 @@ compact_pick(const struct tablet_version *v, size_t g)
 	for (size_t i = 0; i < v->file_count; i++) {
 		if (v->files[i].group != g)
 			continue;
-		if (taken >= 2 && v->files[i].meta.size > taken_bytes)
+		if (taken >= 2 &&
+		    v->files[i].meta.size > COMPACT_SIZE_RATIO * taken_bytes)
 			break;
 		taken_bytes += v->files[i].meta.size;
 		taken++;
