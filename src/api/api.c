@@ -856,6 +856,8 @@ bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 	out->log_syncs = ss.log_syncs;
 	out->log_batches = ss.log_batches;
 	out->write_gathers = ss.write_gathers;
+	out->write_waits = ss.write_waits;
+	out->memtable_peak_bytes = ss.memtable_peak_bytes;
 	out->flushes = ss.flushes;
 	out->compactions = ss.compactions;
 	out->sstables = ss.sstables;

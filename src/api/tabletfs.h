@@ -54,8 +54,10 @@ struct bt_scan;
 
 /* Settings for opening a store; zero means the default. */
 struct bt_options {
-	uint64_t memtable_size;	/* memtables of all tablets together, and
-				   one tablet's flush threshold; 64 MiB */
+	uint64_t memtable_size;	/* active and frozen memtables of all
+				   tablets together (writers wait for
+				   flushes at it; a memtable is frozen
+				   for its flush at half); 64 MiB */
 	uint64_t block_cache_size;	/* 64 MiB */
 	uint64_t max_cell;	/* largest value; BT_DEFAULT_MAX_CELL */
 	bool sync_always;	/* every mutation fdatasyncs the commit log */
@@ -388,6 +390,11 @@ struct bt_stats {
 	/* Group commit: leaders of synced write groups that waited for
 	 * more synced writers to join (bounded by the sync latency). */
 	uint64_t write_gathers;
+	/* Memory: writes that waited for a flush because the memtables
+	 * held the whole memtable budget, and the most that the active and
+	 * frozen memtables held together since the store was opened. */
+	uint64_t write_waits;
+	uint64_t memtable_peak_bytes;
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);
 

@@ -100,9 +100,16 @@ master_assign_tablets(struct server *s)
 
 /* ---- Memory ---- */
 
+size_t
+master_freeze_size(const struct server *s)
+{
+	return s->opts.memtable_size / 2;
+}
+
 void
 master_limit_memory(struct server *s)
 {
+	size_t limit = master_freeze_size(s);
 	struct server_table **tables;
 	struct tablet_map **maps;
 	size_t count;
@@ -117,8 +124,8 @@ master_limit_memory(struct server *s)
 		for (size_t j = 0; j < maps[i]->count; j++)
 			total += tablet_memtable_usage(maps[i]->tablets[j]);
 	}
-	/* Over the budget: freeze the largest memtables, down to half. */
-	while (total > s->opts.memtable_size) {
+	/* Over: freeze the largest memtables, down to half of it. */
+	while (total > limit) {
 		struct tablet *big = NULL;
 		size_t most = 0;
 
@@ -139,7 +146,7 @@ master_limit_memory(struct server *s)
 			most = total;	/* cannot: stop here */
 		pthread_mutex_unlock(&s->apply_mu);
 		total -= most < total ? most : total;
-		if (total <= s->opts.memtable_size / 2)
+		if (total <= limit / 2)
 			break;
 	}
 	for (size_t i = 0; i < count; i++)

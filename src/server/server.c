@@ -332,6 +332,45 @@ segments_collect(struct server *s)
 
 /* ---- Background work ---- */
 
+/*
+ * The tablets' compact_poll: in the middle of a compaction (which holds
+ * work_mu, so no other flush runs), freeze what the memory budget needs
+ * and flush every frozen memtable, then wake the writers waiting for
+ * memory.  Without this a writer that filled the budget would wait for
+ * the end of the compaction, which may rewrite a whole tablet.  A failed
+ * flush is left for the round's own flush to retry and report.
+ */
+static void
+background_poll(void *arg)
+{
+	struct server *s = arg;
+	struct server_table **tables;
+	size_t count;
+	bool flushed = false;
+
+	if (atomic_load(&s->active_bytes) > (int64_t)master_freeze_size(s))
+		master_limit_memory(s);
+	if (atomic_load(&s->frozen_bytes) <= 0)
+		return;
+	if (tables_snapshot(s, &tables, &count) < 0)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		struct tablet_map *m = table_map(tables[i]);
+
+		for (size_t j = 0; j < m->count; j++)
+			if (tablet_has_frozen(m->tablets[j]) &&
+			    tablet_flush(m->tablets[j]) == 0)
+				flushed = true;
+		tablet_map_unref(m);
+	}
+	tables_snapshot_free(tables, count);
+	if (!flushed)
+		return;
+	pthread_mutex_lock(&s->bg_mu);
+	pthread_cond_broadcast(&s->bg_done_cv);
+	pthread_mutex_unlock(&s->bg_mu);
+}
+
 /* Flush every frozen memtable and compact what needs it; one round. */
 static int
 background_round(struct server *s)
@@ -853,6 +892,9 @@ server_open(const char *path, const struct server_options *opts,
 	s->tenv.block_cache = s->cache;
 	s->tenv.catalog = s->catalog;
 	s->tenv.frozen_bytes = &s->frozen_bytes;
+	s->tenv.active_bytes = &s->active_bytes;
+	s->tenv.compact_poll = background_poll;
+	s->tenv.compact_poll_arg = s;
 	if ((rc = catalog_meta_get(s->catalog, "last_seq", 0,
 	    &last_seq)) < 0)
 		goto out_close;

@@ -163,6 +163,10 @@ struct server_stats {
 	uint64_t log_syncs;
 	uint64_t log_batches;
 	uint64_t write_gathers;		/* group commit leaders that waited */
+	/* Writes that waited for a flush (the memtable budget was full),
+	 * and the most the active and frozen memtables held together. */
+	uint64_t write_waits;
+	uint64_t memtable_peak_bytes;
 	uint64_t flushes;
 	uint64_t compactions;
 	uint64_t sstables;

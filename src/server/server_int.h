@@ -131,6 +131,7 @@ struct server {
 	bool replay_disk_full;		/* a flush during replay: ENOSPC */
 	uint64_t applied_bytes;		/* since the last memory check */
 	_Atomic int64_t frozen_bytes;	/* of every tablet (tablet_env) */
+	_Atomic int64_t active_bytes;	/* of every tablet (tablet_env) */
 	int broken;			/* an apply failed: refuse writes */
 
 	pthread_mutex_t row_locks[ROW_LOCKS];
@@ -147,6 +148,8 @@ struct server {
 	bool bg_wanted;
 	int bg_error;			/* first error of the last round */
 	uint64_t bg_rounds;
+	uint64_t write_waits;		/* guarded by bg_mu */
+	uint64_t memtable_peak;		/* guarded by apply_mu */
 
 	atomic_uint_fast64_t mutations;
 	atomic_uint_fast64_t reads;
@@ -209,9 +212,17 @@ int master_split_at(struct server *s, struct server_table *t,
  * does not name (mark and sweep); caller holds work_mu, so no flush or
  * compaction is between writing a file and naming it. */
 int master_collect_files(struct server *s);
-/* Keep the memtables of all tablets together within memtable_size:
- * freeze the largest while they are over it (their flush follows in the
- * same background round). */
+/*
+ * The memtable budget, memtable_size, holds the active and the frozen
+ * memtables of all tablets together: a memtable is frozen once it holds
+ * master_freeze_size() bytes (half the budget), so that it can flush
+ * while the next one fills, and writers wait while active and frozen
+ * memtables together hold the whole budget (server_write.c).
+ */
+size_t master_freeze_size(const struct server *s);
+/* Keep the active memtables of all tablets together within
+ * master_freeze_size(): freeze the largest while they are over it (their
+ * flush follows in the same background round). */
 void master_limit_memory(struct server *s);
 /* Assign every tablet that no server holds to this one (at open). */
 int master_assign_tablets(struct server *s);

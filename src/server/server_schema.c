@@ -416,6 +416,12 @@ server_get_stats(struct server *s, struct server_stats *out)
 	pthread_mutex_lock(&s->writes.mu);
 	out->write_gathers = s->writes.gathers;
 	pthread_mutex_unlock(&s->writes.mu);
+	pthread_mutex_lock(&s->bg_mu);
+	out->write_waits = s->write_waits;
+	pthread_mutex_unlock(&s->bg_mu);
+	pthread_mutex_lock(&s->apply_mu);
+	out->memtable_peak_bytes = s->memtable_peak;
+	pthread_mutex_unlock(&s->apply_mu);
 	cache_get_stats(s->cache, &cs);
 	out->cache_hits = cs.hits;
 	out->cache_misses = cs.misses;

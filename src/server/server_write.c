@@ -115,54 +115,49 @@ mutation_validate(struct server *s, struct server_table *t, struct slice row,
 	return rc;
 }
 
-/* Whether writers must wait for flushes: the tablet's memtable has grown
- * to twice its size with a flush behind, or frozen memtables of any
- * tablets together pass twice the memtable budget (master_limit_memory()
- * keeps the active ones within it).  One frozen memtable of a full
- * budget is the normal state while it flushes, as LevelDB's imm beside
- * its mem: writers go on into the new memtable meanwhile. */
+/* Whether writers must wait for flushes: the active and frozen memtables
+ * of all tablets together hold the whole memtable budget.  A memtable is
+ * frozen at half of it (master_freeze_size()), so one frozen memtable
+ * flushing while the next fills is the normal state, as LevelDB's imm
+ * beside its mem; a writer waits only when the next one has filled too
+ * before the flush ended. */
 static bool
-write_must_wait(struct server *s, struct tablet *t)
+write_must_wait(struct server *s)
 {
-	size_t limit = s->opts.memtable_size;
+	int64_t held = atomic_load(&s->active_bytes) +
+	    atomic_load(&s->frozen_bytes);
 
-	if (atomic_load(&s->frozen_bytes) > 2 * (int64_t)limit)
-		return true;
-	return tablet_has_frozen(t) && tablet_memtable_usage(t) >= 2 * limit;
+	return held >= (int64_t)s->opts.memtable_size;
 }
 
 /*
- * Slow writers down while flushes are behind: a short pause once the
- * tablet's memtable is full with a flush still running, and a wait for
- * flushes when write_must_wait().  Memory never grows without bound: when
- * the flush keeps failing (a full disk), the write fails with the flush's
- * error instead of waiting, and writes resume once flushes do.
+ * Wait while the memtable budget is full (write_must_wait()), waking the
+ * background thread, which freezes and flushes; a flush finished in the
+ * middle of a compaction wakes waiters too (server.c).  Memory never
+ * grows without bound: when a background round ends with an error (a
+ * full disk failing the flush) and the budget is still full, the write
+ * fails with that error instead of waiting, and writes resume once
+ * flushes do.
  */
 static int
-write_throttle(struct server *s, struct tablet *t)
+write_throttle(struct server *s)
 {
-	size_t limit = s->opts.memtable_size;
 	uint64_t rounds;
 	int rc = 0;
 
-	if (!write_must_wait(s, t)) {
-		struct timespec pause = { 0, 1000000 };
-
-		if (tablet_has_frozen(t) && tablet_memtable_usage(t) >= limit)
-			nanosleep(&pause, NULL);
+	if (!write_must_wait(s))
 		return 0;
-	}
 	pthread_mutex_lock(&s->bg_mu);
 	rounds = s->bg_rounds;
-	while (write_must_wait(s, t) && !s->bg_stop) {
-		if (s->bg_rounds > rounds && s->bg_error < 0 &&
-		    tablet_has_frozen(t)) {
-			rc = bt_error_set(s->bg_error, "the memtable is full "
-			    "and its flush fails: %s",
+	while (write_must_wait(s) && !s->bg_stop) {
+		if (s->bg_rounds > rounds && s->bg_error < 0) {
+			rc = bt_error_set(s->bg_error, "the memtables are "
+			    "full and their flush fails: %s",
 			    bt_strerror(s->bg_error));
 			break;
 		}
 		s->bg_wanted = true;
+		s->write_waits++;
 		pthread_cond_signal(&s->bg_cv);
 		pthread_cond_wait(&s->bg_done_cv, &s->bg_mu);
 	}
@@ -401,6 +396,7 @@ group_apply(struct server *s, struct write_waiter *first,
 	struct tablet_map *m;
 	struct tablet *tablet;
 	size_t i = 0;
+	int64_t held;
 	int arc;
 
 	pthread_mutex_lock(&s->apply_mu);
@@ -416,7 +412,7 @@ group_apply(struct server *s, struct write_waiter *first,
 			m = table_map(p->t);
 			tablet = tablet_map_find(m, p->row);
 			if (tablet_memtable_usage(tablet) >=
-			    s->opts.memtable_size && tablet_freeze(tablet) == 0)
+			    master_freeze_size(s) && tablet_freeze(tablet) == 0)
 				background_wake(s);
 			/* Many tablets share one memory budget (master.c). */
 			s->applied_bytes += p->bytes;
@@ -443,6 +439,9 @@ group_apply(struct server *s, struct write_waiter *first,
 		if (p == last)
 			break;
 	}
+	held = atomic_load(&s->active_bytes) + atomic_load(&s->frozen_bytes);
+	if (held > 0 && (uint64_t)held > s->memtable_peak)
+		s->memtable_peak = (uint64_t)held;
 	s->applied_upto = last->first_seq + last->count - 1;
 	atomic_store(&s->visible_seq, s->applied_upto);
 	pthread_cond_broadcast(&s->apply_cv);
@@ -525,15 +524,11 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 {
 	struct write_queue *q = &s->writes;
 	struct write_waiter me;
-	struct tablet_map *m;
 	int rc;
 
 	if (s->log == NULL)
 		return bt_error_set(-EROFS, "store is read-only");
-	m = table_map(t);
-	rc = write_throttle(s, tablet_map_find(m, row));
-	tablet_map_unref(m);
-	if (rc < 0)
+	if ((rc = write_throttle(s)) < 0)
 		return rc;
 
 	/* Field by field: the detail buffer is written only on failure. */

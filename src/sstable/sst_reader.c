@@ -267,12 +267,13 @@ sst_decode_handle(const struct sst_reader *r, struct slice value,
 /*
  * The contents of the data block at (offset, size), through the cache when
  * use_cache and the reader has one (ref then holds it), read through ra
- * when not NULL.
+ * when not NULL.  A block read from the file goes into the cache only
+ * when fill (a compaction's reads would push out what readers use).
  */
 static int
 sst_reader_load_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
-    uint64_t offset, uint64_t size, bool use_cache, struct sst_block_ref *ref,
-    struct slice *contents)
+    uint64_t offset, uint64_t size, bool use_cache, bool fill,
+    struct sst_block_ref *ref, struct slice *contents)
 {
 	uint8_t key[16];
 	struct cache_handle *h;
@@ -300,7 +301,7 @@ sst_reader_load_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
 		sst_block_buf_free(blk);
 		return rc;
 	}
-	if (use_cache) {
+	if (use_cache && fill) {
 		/* Charge what is held.  Blocks are read and uncompressed
 		 * into buffers of their exact size, so only a raw block's
 		 * trailer is spare; more would be shrunk (a copy). */
@@ -329,13 +330,13 @@ sst_reader_load_block(struct sst_reader *r, uint64_t offset, uint64_t size,
     bool use_cache, struct sst_block_ref *ref, struct slice *contents)
 {
 	return sst_reader_load_block_ahead(r, NULL, offset, size, use_cache,
-	    ref, contents);
+	    true, ref, contents);
 }
 
 /* An iterator over the data block that an index entry's value names. */
 static int
 sst_reader_block_iter(struct sst_reader *r, struct slice handle,
-    bool use_cache, struct sst_block_ref *ref, struct iter **out,
+    bool use_cache, bool fill, struct sst_block_ref *ref, struct iter **out,
     uint64_t *offsetp)
 {
 	struct slice contents;
@@ -345,8 +346,8 @@ sst_reader_block_iter(struct sst_reader *r, struct slice handle,
 	if ((rc = sst_decode_handle(r, handle, &offset, &size)) < 0)
 		return rc;
 	*offsetp = offset;
-	if ((rc = sst_reader_load_block(r, offset, size, use_cache, ref,
-	    &contents)) < 0)
+	if ((rc = sst_reader_load_block_ahead(r, NULL, offset, size,
+	    use_cache, fill, ref, &contents)) < 0)
 		return rc;
 	if ((rc = block_iter_new(contents, sst_block_ref_release, ref,
 	    out)) < 0) {
@@ -623,7 +624,8 @@ sst_reader_get(struct sst_reader *r, struct slice key, struct buf *value)
 		rc = BT_NOTFOUND;
 		goto out_index;
 	}
-	if ((rc = sst_reader_block_iter(r, iter_value(index_it), true, &ref,
+	if ((rc = sst_reader_block_iter(r, iter_value(index_it), true, true,
+	    &ref,
 	    &data_it, &offset)) < 0)
 		goto out_index;
 	if ((rc = iter_seek(data_it, key)) < 0)
@@ -784,6 +786,7 @@ struct sst_iter {
 	struct sst_block_ref ref;	/* keeps data_it's block alive */
 	uint64_t block_offset;
 	struct sst_readahead ra;	/* for blocks read in sequence */
+	bool fill_cache;		/* blocks read go into the cache */
 };
 
 static void
@@ -811,12 +814,12 @@ sst_iter_load_block(struct sst_iter *it)
 		if (!iter_valid(it->index_it))
 			return 0;
 		return sst_reader_block_iter(it->r,
-		    iter_value(it->index_it), true, &it->ref, &it->data_it,
-		    &it->block_offset);
+		    iter_value(it->index_it), true, it->fill_cache, &it->ref,
+		    &it->data_it, &it->block_offset);
 	}
 	if ((rc = sst_decode_handle(it->r, iter_value(it->index_it), &offset,
 	    &size)) < 0 || (rc = sst_reader_load_block_ahead(it->r, &it->ra,
-	    offset, size, true, &fresh, &contents)) < 0) {
+	    offset, size, true, it->fill_cache, &fresh, &contents)) < 0) {
 		sst_iter_drop_block(it);
 		return rc;
 	}
@@ -955,8 +958,8 @@ static const struct iter_ops sst_iter_ops = {
 	.free = sst_iter_free,
 };
 
-int
-sst_reader_iter_new(struct sst_reader *r, struct iter **out)
+static int
+sst_iter_open(struct sst_reader *r, bool fill_cache, struct iter **out)
 {
 	struct sst_iter *it;
 	int rc;
@@ -965,6 +968,7 @@ sst_reader_iter_new(struct sst_reader *r, struct iter **out)
 		return -ENOMEM;
 	it->base.ops = &sst_iter_ops;
 	it->r = r;
+	it->fill_cache = fill_cache;
 	sst_readahead_init(&it->ra);
 	if ((rc = sst_reader_index_iter(r, &it->index_it)) < 0) {
 		bt_free(it);
@@ -973,6 +977,18 @@ sst_reader_iter_new(struct sst_reader *r, struct iter **out)
 	sst_reader_ref(r);
 	*out = &it->base;
 	return 0;
+}
+
+int
+sst_reader_iter_new(struct sst_reader *r, struct iter **out)
+{
+	return sst_iter_open(r, true, out);
+}
+
+int
+sst_reader_compaction_iter_new(struct sst_reader *r, struct iter **out)
+{
+	return sst_iter_open(r, false, out);
 }
 
 /*
@@ -990,7 +1006,7 @@ sst_reader_verify_block(struct sst_reader *r, struct slice index_key,
 	uint64_t offset, n = 0;
 	int rc;
 
-	if ((rc = sst_reader_block_iter(r, handle, false, &ref, &it,
+	if ((rc = sst_reader_block_iter(r, handle, false, false, &ref, &it,
 	    &offset)) < 0)
 		return rc;
 	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);

@@ -37,6 +37,15 @@ frozen_bytes_add(struct tablet *t, int64_t delta)
 		atomic_fetch_add(t->tenv.frozen_bytes, delta);
 }
 
+/* Count delta bytes more (or fewer) in the active memtables of all
+ * tablets. */
+static void
+active_bytes_add(struct tablet *t, int64_t delta)
+{
+	if (t->tenv.active_bytes != NULL && delta != 0)
+		atomic_fetch_add(t->tenv.active_bytes, delta);
+}
+
 /* ---- Schema ---- */
 
 static void
@@ -560,6 +569,7 @@ tablet_unref(struct tablet *t)
 		return;
 	if (t->current != NULL && t->current->imm != NULL)
 		frozen_bytes_add(t, -(int64_t)t->imm_bytes);
+	active_bytes_add(t, -(int64_t)atomic_load(&t->mem_usage));
 	tablet_version_unref(t->current);
 	pthread_mutex_destroy(&t->mu);
 	buf_release(&t->start);
@@ -648,6 +658,7 @@ int
 tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
     const struct mutation *ops, size_t count)
 {
+	size_t usage;
 	int rc;
 
 	for (size_t i = 0; i < count; i++) {
@@ -671,8 +682,10 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 	}
 	if (atomic_load(&t->mem_first_seq) == UINT64_MAX)
 		atomic_store(&t->mem_first_seq, first_seq);
-	atomic_store(&t->mem_usage, memtable_memory_usage(t->mem) -
-	    t->mem_base);
+	usage = memtable_memory_usage(t->mem) - t->mem_base;
+	active_bytes_add(t, (int64_t)usage -
+	    (int64_t)atomic_load(&t->mem_usage));
+	atomic_store(&t->mem_usage, usage);
 	t->last_applied_seq = first_seq + count - 1;
 	return 0;
 }
@@ -716,6 +729,7 @@ tablet_freeze(struct tablet *t)
 	t->mem = mem;
 	t->imm_bytes = atomic_load(&t->mem_usage);
 	frozen_bytes_add(t, (int64_t)t->imm_bytes);
+	active_bytes_add(t, -(int64_t)t->imm_bytes);
 	t->mem_base = memtable_memory_usage(mem);
 	atomic_store(&t->mem_usage, 0);
 	version_install_locked(t, v);
@@ -1056,14 +1070,17 @@ compact_keep(void *arg, struct slice key, struct slice value)
 }
 
 /*
- * Merge every SSTable of group g into at most one, keeping only what
- * cells_compact_row() says must survive.  Safe to drop because every
- * SSTable of the group takes part and memtable data is newer than all of
- * it.  The inputs are deleted once the catalog no longer names them.
+ * Merge the first take SSTables of group g (in the version's order) into
+ * at most one.  When every SSTable of the group takes part, keep only
+ * what cells_compact_row() says must survive: safe to drop because
+ * memtable data is newer than all of it.  Otherwise keep every entry
+ * (a merging compaction, as Bigtable's: deletes and what they mask may
+ * still meet data in the files left out).  The inputs are deleted once
+ * the catalog no longer names them.
  */
 static int
 compact_group(struct tablet *t, struct tablet_version *v, size_t g,
-    int64_t now)
+    size_t take, int64_t now)
 {
 	struct cells_schema cs = { tablet_schema_family_policy, v->schema };
 	struct iter **children;
@@ -1072,8 +1089,9 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	struct out_file out = { 0 };
 	struct compact_out c = { t, &v->schema->groups[g], &out };
 	struct cells_row row;
-	size_t n = 0;
-	uint64_t max_seq = 0;
+	size_t n = 0, removed_count;
+	uint64_t max_seq = 0, rows = 0;
+	bool whole = take == version_group_files(v, g);
 	int rc;
 
 	cells_row_init(&row);
@@ -1083,10 +1101,10 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < v->file_count; i++) {
+	for (size_t i = 0; i < v->file_count && n < take; i++) {
 		if (v->files[i].group != g)
 			continue;
-		if ((rc = sst_reader_iter_new(v->files[i].reader,
+		if ((rc = sst_reader_compaction_iter_new(v->files[i].reader,
 		    &children[n])) < 0)
 			goto out_children;
 		removed[n] = v->files[i].meta.number;
@@ -1094,20 +1112,32 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 			max_seq = v->files[i].meta.max_seq;
 		n++;
 	}
+	removed_count = n;
 	rc = merge_iter_new(children, n, &it);
 	n = 0;		/* the merge owns the children now */
 	if (rc == 0)
 		rc = tablet_range_wrap(t, &it);
 	if (rc < 0 || (rc = iter_seek_first(it)) < 0)
 		goto out;
-	while ((rc = cells_compact_row(it, &cs, now, &row, compact_keep,
-	    &c)) == 0)
-		;
+	for (;;) {
+		if (whole) {
+			rc = cells_compact_row(it, &cs, now, &row,
+			    compact_keep, &c);
+		} else if (!iter_valid(it)) {
+			rc = BT_DONE;
+		} else if ((rc = compact_keep(&c, iter_key(it),
+		    iter_value(it))) == 0) {
+			rc = iter_next(it);
+		}
+		if (rc != 0)
+			break;
+		if (++rows % TABLET_COMPACT_POLL_ROWS == 0 &&
+		    t->tenv.compact_poll != NULL)
+			t->tenv.compact_poll(t->tenv.compact_poll_arg);
+	}
 	if (rc != BT_DONE)
 		goto out_abandon;
-	for (size_t i = 0; i < v->file_count; i++)
-		if (v->files[i].group == g)
-			n++;
+	n = removed_count;
 	out.meta.max_seq = max_seq;
 	if (out.builder != NULL) {
 		if ((rc = out_file_finish(t, &out)) < 0)
@@ -1137,17 +1167,75 @@ out:
 	return rc;
 }
 
+/*
+ * The files of t's current version, without its memtables: a compaction
+ * holds its version to the end, and a flush in its middle
+ * (tablet_env.compact_poll) must free the memtable it flushed.  NULL on
+ * allocation failure.
+ */
+static struct tablet_version *
+version_files_get(struct tablet *t)
+{
+	struct tablet_version *v;
+
+	pthread_mutex_lock(&t->mu);
+	v = version_copy(t->current, 0);
+	pthread_mutex_unlock(&t->mu);
+	if (v == NULL)
+		return NULL;
+	memtable_unref(v->mem);
+	memtable_unref(v->imm);
+	v->mem = v->imm = NULL;
+	return v;
+}
+
+/*
+ * How many of group g's files (the first, in the version's order: newest
+ * first) a merging compaction takes: the two newest, and each older one
+ * while it is at most COMPACT_SIZE_RATIO times those taken together.  A
+ * file much larger than everything newer (the last compaction's output,
+ * most of the tablet) is left alone until the newer files add up to a
+ * fraction of it, so that the bytes rewritten per byte flushed stop
+ * growing with the tablet's size, and the blocks of the large file stay
+ * cached for readers.  The ratio is not 1 because the files left out
+ * keep what the merge could not drop (overwritten versions, deletes):
+ * every read of an overwritten row then finds it in two files.  All of
+ * them (a whole compaction) when the sizes say so.
+ */
+#define COMPACT_SIZE_RATIO 4
+static size_t
+compact_pick(const struct tablet_version *v, size_t g)
+{
+	uint64_t taken_bytes = 0;
+	size_t taken = 0;
+
+	for (size_t i = 0; i < v->file_count; i++) {
+		if (v->files[i].group != g)
+			continue;
+		if (taken >= 2 &&
+		    v->files[i].meta.size > COMPACT_SIZE_RATIO * taken_bytes)
+			break;
+		taken_bytes += v->files[i].meta.size;
+		taken++;
+	}
+	return taken;
+}
+
 int
 tablet_compact(struct tablet *t, bool major, int64_t now)
 {
-	struct tablet_version *v = tablet_version_get(t);
+	struct tablet_version *v = version_files_get(t);
 	int rc = 0;
 
+	if (v == NULL)
+		return -ENOMEM;
 	for (size_t g = 0; g < v->schema->group_count && rc == 0; g++) {
 		size_t n = version_group_files(v, g);
 
-		if ((major && n > 0) || n >= TABLET_MERGE_THRESHOLD)
-			rc = compact_group(t, v, g, now);
+		if (major && n > 0)
+			rc = compact_group(t, v, g, n, now);
+		else if (n >= TABLET_MERGE_THRESHOLD)
+			rc = compact_group(t, v, g, compact_pick(v, g), now);
 	}
 	tablet_version_unref(v);
 	return rc;

@@ -20,7 +20,11 @@
  * tmp/, synced, renamed into sst/, the directory synced, and only then named
  * in the catalog; inputs are deleted only after the catalog stops naming
  * them.  The caller runs flushes and compactions of one tablet on one
- * thread at a time.
+ * thread at a time; a flush may run in the middle of a compaction of the
+ * same tablet on that thread (tablet_env.compact_poll): the compaction
+ * replaces only its inputs, and the flushed file stays beside its output
+ * (entries carry their sequence numbers, so the order of files does not
+ * decide which entry is newer).
  */
 #ifndef TABLETFS_TABLET_TABLET_H
 #define TABLETFS_TABLET_TABLET_H
@@ -48,7 +52,19 @@ struct tablet_env {
 	/* Bytes of entries in the frozen memtables of every tablet, waiting
 	 * for their flush; kept by the tablets (NULL: not counted). */
 	_Atomic int64_t *frozen_bytes;
+	/* Bytes of entries in the active memtables of every tablet; kept
+	 * by the tablets (NULL: not counted).  With frozen_bytes, what the
+	 * server holds to its memtable budget. */
+	_Atomic int64_t *active_bytes;
+	/* Called by a compaction every TABLET_COMPACT_POLL_ROWS rows, on
+	 * the compaction's thread (NULL: never), so that the caller can
+	 * flush frozen memtables (of any tablet, this one too) instead of
+	 * leaving writers to wait for the whole compaction. */
+	void (*compact_poll)(void *arg);
+	void *compact_poll_arg;
 };
+
+#define TABLET_COMPACT_POLL_ROWS 256
 
 /* A table's schema as the engine uses it; reference-counted, immutable. */
 struct tablet_schema;

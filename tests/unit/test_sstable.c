@@ -8,6 +8,7 @@
  * 1,000,000) and SST_TEST_QUICK=1 thins the byte-flip sweep, for valgrind.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -541,6 +542,46 @@ test_cache(struct env *env)
 	is_int(cs1.hits - cs0.hits, 2, "both later gets hit the cache");
 	ok(cs1.usage > 0 && cs1.usage <= (64u << 10) + 1024,
 	    "the cache is charged one block (%zu)", cs1.usage);
+	sst_reader_unref(r);
+	cache_free(cache);
+
+	/* A compaction's iterator uses cached blocks but adds none; a
+	 * plain iterator adds every block it reads. */
+	if (cache_new(16u << 20, &cache) < 0 ||
+	    sst_reader_open(env, "cache.sst", cache_new_id(cache), cache,
+	    NULL, &r) < 0)
+		tap_bail("open cache.sst again");
+	is_int(sst_reader_get(r, key_of(2 * 1234, k), &got), 0,
+	    "a get caches one block");
+	cache_get_stats(cache, &cs0);
+	{
+		struct iter *it;
+		long entries = 0;
+		int rc;
+
+		if (sst_reader_compaction_iter_new(r, &it) < 0)
+			tap_bail("sst_reader_compaction_iter_new");
+		for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
+		    rc = iter_next(it))
+			entries++;
+		iter_free(it);
+		cache_get_stats(cache, &cs1);
+		is_int(entries, (long)t.n, "the compaction iterator reads "
+		    "every entry (rc %d)", rc);
+		is_int(cs1.inserts - cs0.inserts, 0, "and puts no block in "
+		    "the cache");
+		ok(cs1.hits > cs0.hits, "but uses the cached one");
+		is_int(cs1.usage, cs0.usage, "the cache holds what it held");
+		if (sst_reader_iter_new(r, &it) < 0)
+			tap_bail("sst_reader_iter_new");
+		for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
+		    rc = iter_next(it))
+			;
+		iter_free(it);
+		cache_get_stats(cache, &cs0);
+		ok(cs0.inserts > cs1.inserts, "a plain iterator fills the "
+		    "cache (%" PRIu64 " blocks)", cs0.inserts - cs1.inserts);
+	}
 	sst_reader_unref(r);
 	cache_free(cache);
 
