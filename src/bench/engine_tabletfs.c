@@ -9,8 +9,11 @@
  * Counters (increment) live in a second family "c" that keeps one version,
  * as a Bigtable user would declare a family of counters.  The commit log
  * is written before a put returns and fdatasynced when it asks for sync
- * (group commit); the block cache and the memtable budget are the
- * config's.
+ * (group commit); the block cache is the config's.  The memtable budget
+ * is twice the config's write buffer: LevelDB and RocksDB keep up to two
+ * memtables of that size (the one filling and the one flushing), and
+ * tabletfs's budget holds both of its own (it freezes one at half), so
+ * each engine may hold the same memtable memory.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,7 +58,7 @@ tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
 	};
 	struct bt_options opts = {
 		.block_cache_size = cfg->cache_bytes,
-		.memtable_size = cfg->memtable_bytes,
+		.memtable_size = 2 * cfg->memtable_bytes,
 	};
 	struct bt_group_spec group = {
 		.name = "default", .block_size = (uint32_t)cfg->block_bytes,
@@ -206,8 +209,9 @@ static void
 tfs_describe(const struct engine_config *cfg, char *buf, size_t size)
 {
 	snprintf(buf, size, "tabletfs: one table, one locality group, %s, "
-	    "Bloom filter on rows, blocks %s, reads verify checksums; sync "
-	    "puts fdatasync the log "
+	    "Bloom filter on rows, blocks %s, reads verify checksums, "
+	    "memtable budget 2 x the write buffer (mem + imm, as the "
+	    "others); sync puts fdatasync the log "
 	    "(group commit)", cfg->compress ? "snappy" : "no compression",
 	    cfg->block_bytes != 0 ? "as set" : "64 KiB");
 }
