@@ -24,8 +24,9 @@
 #define TFS_FAMILY	"f"
 #define TFS_COUNTERS	"c"
 
-/* A scan lends its rows (bt_scan_next_borrowed()), as LevelDB's
- * iterator lends its entries: each is valid until the next call. */
+/* A scan lends its rows and their values (bt_scan_next_borrowed(),
+ * lend_values), as LevelDB's iterator lends its entries: each is valid
+ * until the next call. */
 struct tfs_scan {
 	struct bt_scan *scan;
 };
@@ -132,6 +133,7 @@ tfs_scan_open(void *db, struct bench_bytes start, uint64_t limit,
 		.start = tfs_bytes(start),
 		.limit = limit,
 		.read = tfs_newest,
+		.lend_values = true,
 	};
 	struct tfs_scan *ts;
 	int rc;

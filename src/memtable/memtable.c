@@ -337,6 +337,15 @@ memtable_iter_free(struct iter *it)
 	bt_free(mi);
 }
 
+/* Entries are never moved or freed while the memtable lives, and the
+ * iterator holds a reference on it: every value is pinned already. */
+static int
+memtable_iter_pin(struct iter *it)
+{
+	(void)it;
+	return 0;
+}
+
 static const struct iter_ops memtable_iter_ops = {
 	.seek_first = memtable_iter_seek_first,
 	.seek = memtable_iter_seek,
@@ -345,6 +354,7 @@ static const struct iter_ops memtable_iter_ops = {
 	.key = memtable_iter_key,
 	.value = memtable_iter_value,
 	.free = memtable_iter_free,
+	.pin = memtable_iter_pin,
 };
 
 int

@@ -177,6 +177,24 @@ merge_free(struct iter *it)
 	bt_free(m);
 }
 
+/* The value is the top child's. */
+static int
+merge_pin(struct iter *it)
+{
+	struct merge_iter *m = (struct merge_iter *)it;
+
+	return iter_pin(m->children[m->heap[0]]);
+}
+
+static void
+merge_unpin(struct iter *it)
+{
+	struct merge_iter *m = (struct merge_iter *)it;
+
+	for (size_t i = 0; i < m->n; i++)
+		iter_unpin(m->children[i]);
+}
+
 static const struct iter_ops merge_ops = {
 	.seek_first = merge_seek_first,
 	.seek = merge_seek,
@@ -185,6 +203,8 @@ static const struct iter_ops merge_ops = {
 	.key = merge_key,
 	.value = merge_value,
 	.free = merge_free,
+	.pin = merge_pin,
+	.unpin = merge_unpin,
 };
 
 int

@@ -583,6 +583,11 @@ tablet_scan_next(struct tablet_scan *sc, struct cells_row *out)
 	int rc;
 
 	while (!sc->done) {
+		/* The values the last row lent are no longer needed. */
+		if (out->values_pinned) {
+			iter_unpin(sc->it);
+			out->values_pinned = false;
+		}
 		rc = cells_read_row(sc->it, sc->snapshot, &sc->cs, sc->now,
 		    sc->filter, out);
 		if (rc == BT_DONE)

@@ -9,6 +9,14 @@
  * while valid; the slices they return are borrowed until the next
  * positioning call or iter_free().  An iterator is used by one thread at a
  * time.
+ *
+ * Pinning (optional): iter_pin() asks that the current entry's value stay
+ * valid after the iterator moves on, until iter_unpin() or iter_free(), so
+ * that a reader can lend it instead of copying it.  It returns 0 when the
+ * value is pinned (or needs no pin: it lives as long as the iterator), 1
+ * when this iterator cannot or will not pin it (no support, or a bound on
+ * what it keeps alive was reached: copy the value), or -ENOMEM.
+ * iter_unpin() gives back every pin; the iterator's position is unchanged.
  */
 #ifndef TABLETFS_UTIL_ITER_H
 #define TABLETFS_UTIL_ITER_H
@@ -28,6 +36,8 @@ struct iter_ops {
 	struct slice (*key)(const struct iter *it);
 	struct slice (*value)(const struct iter *it);
 	void (*free)(struct iter *it);
+	int (*pin)(struct iter *it);		/* NULL: cannot pin */
+	void (*unpin)(struct iter *it);		/* NULL: nothing to give back */
 };
 
 /* Implementations embed this as their first member. */
@@ -69,6 +79,19 @@ static inline struct slice
 iter_value(const struct iter *it)
 {
 	return it->ops->value(it);
+}
+
+static inline int
+iter_pin(struct iter *it)
+{
+	return it->ops->pin != NULL ? it->ops->pin(it) : 1;
+}
+
+static inline void
+iter_unpin(struct iter *it)
+{
+	if (it->ops->unpin != NULL)
+		it->ops->unpin(it);
 }
 
 /* Accepts NULL. */
