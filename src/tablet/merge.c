@@ -3,6 +3,7 @@
  * valid children, ties broken by child order.
  */
 #include <errno.h>
+#include <stdint.h>
 
 #include "tablet/merge.h"
 #include "util/alloc.h"
@@ -15,6 +16,11 @@ struct merge_iter {
 	size_t *heap;		/* indexes of valid children */
 	size_t heap_n;
 	struct buf last_key;	/* copy of the key merge_next() leaves */
+	/* Children that pinned a value since the last merge_unpin(), so that
+	 * unpinning does not visit every child for every row. */
+	size_t *pinned;
+	size_t pinned_n;
+	bool *is_pinned;
 };
 
 static bool
@@ -171,8 +177,6 @@ merge_free(struct iter *it)
 
 	for (size_t i = 0; i < m->n; i++)
 		iter_free(m->children[i]);
-	bt_free(m->children);
-	bt_free(m->heap);
 	buf_release(&m->last_key);
 	bt_free(m);
 }
@@ -182,8 +186,14 @@ static int
 merge_pin(struct iter *it)
 {
 	struct merge_iter *m = (struct merge_iter *)it;
+	size_t top = m->heap[0];
+	int rc;
 
-	return iter_pin(m->children[m->heap[0]]);
+	if ((rc = iter_pin(m->children[top])) == 0 && !m->is_pinned[top]) {
+		m->is_pinned[top] = true;
+		m->pinned[m->pinned_n++] = top;
+	}
+	return rc;
 }
 
 static void
@@ -191,8 +201,11 @@ merge_unpin(struct iter *it)
 {
 	struct merge_iter *m = (struct merge_iter *)it;
 
-	for (size_t i = 0; i < m->n; i++)
-		iter_unpin(m->children[i]);
+	for (size_t i = 0; i < m->pinned_n; i++) {
+		iter_unpin(m->children[m->pinned[i]]);
+		m->is_pinned[m->pinned[i]] = false;
+	}
+	m->pinned_n = 0;
 }
 
 static const struct iter_ops merge_ops = {
@@ -207,31 +220,34 @@ static const struct iter_ops merge_ops = {
 	.unpin = merge_unpin,
 };
 
+/* One allocation: the iterator, then its arrays of n each. */
 int
 merge_iter_new(struct iter **children, size_t n, struct iter **out)
 {
+	size_t k = n ? n : 1;
 	struct merge_iter *m;
+	uint8_t *p;
 
-	if ((m = bt_calloc(1, sizeof(*m))) == NULL)
-		goto fail;
+	if ((m = bt_calloc(1, sizeof(*m) + k * (sizeof(*m->children) +
+	    sizeof(*m->heap) + sizeof(*m->pinned) +
+	    sizeof(*m->is_pinned)))) == NULL) {
+		for (size_t i = 0; i < n; i++)
+			iter_free(children[i]);
+		return -ENOMEM;
+	}
+	p = (uint8_t *)(m + 1);
+	m->children = (struct iter **)p;
+	p += k * sizeof(*m->children);
+	m->heap = (size_t *)p;
+	p += k * sizeof(*m->heap);
+	m->pinned = (size_t *)p;
+	p += k * sizeof(*m->pinned);
+	m->is_pinned = (bool *)p;
 	m->base.ops = &merge_ops;
 	buf_init(&m->last_key);
-	m->children = bt_calloc(n ? n : 1, sizeof(*m->children));
-	m->heap = bt_calloc(n ? n : 1, sizeof(*m->heap));
-	if (m->children == NULL || m->heap == NULL)
-		goto fail;
 	for (size_t i = 0; i < n; i++)
 		m->children[i] = children[i];
 	m->n = n;
 	*out = &m->base;
 	return 0;
-fail:
-	for (size_t i = 0; i < n; i++)
-		iter_free(children[i]);
-	if (m != NULL) {
-		bt_free(m->children);
-		bt_free(m->heap);
-		bt_free(m);
-	}
-	return -ENOMEM;
 }
