@@ -283,11 +283,12 @@ struct bt_scan_options {
 	/*
 	 * Let bt_scan_next_borrowed() lend values straight from the store's
 	 * memtables and cached blocks instead of copying them into the row,
-	 * as LevelDB's iterators lend theirs: a lent value is valid for as
-	 * long as the row (until the next call on the scan, whatever
-	 * flushes, compactions or splits happen meanwhile) but is not
-	 * followed by a NUL byte.  Keys, families and qualifiers are as
-	 * without it.  bt_scan_next() is not affected.
+	 * as LevelDB's iterators lend theirs (small values are still
+	 * copied): a value is valid for as long as the row (until the next
+	 * call on the scan, whatever flushes, compactions or splits happen
+	 * meanwhile) but may not be followed by a NUL byte.  Keys, families
+	 * and qualifiers are as without it.  bt_scan_next() is not
+	 * affected.
 	 */
 	bool lend_values;
 };

@@ -340,9 +340,10 @@ memtable_iter_free(struct iter *it)
 /* Entries are never moved or freed while the memtable lives, and the
  * iterator holds a reference on it: every value is pinned already. */
 static int
-memtable_iter_pin(struct iter *it)
+memtable_iter_pin(struct iter *it, uint64_t epoch)
 {
 	(void)it;
+	(void)epoch;
 	return 0;
 }
 

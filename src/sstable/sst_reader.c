@@ -776,10 +776,11 @@ sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
 }
 
 /*
- * A scan that lends values (iter_pin()) keeps the blocks it moved off
- * alive until iter_unpin(), up to this many bytes of blocks; past it,
- * pins are refused and the reader copies.  A first pin always succeeds,
- * however large its block: it holds no more than a copy of the value.
+ * A scan that lends values (iter_pin()) keeps the blocks of one epoch
+ * alive, the ones it moved off included, up to this many bytes of blocks;
+ * past it, pins are refused and the reader copies.  A first pin always
+ * succeeds, however large its block: it holds no more than a copy of the
+ * value.
  */
 #define SST_ITER_PIN_LIMIT	((uint64_t)1 << 20)
 
@@ -797,6 +798,7 @@ struct sst_iter {
 	struct sst_block_ref *kept;	/* pinned blocks moved off */
 	size_t kept_n, kept_cap;
 	uint64_t pinned_bytes;		/* kept's and a pinned ref's */
+	uint64_t pin_epoch;		/* of every pin held */
 };
 
 /* Leaving the current block: a pinned one joins kept (pinning made room)
@@ -968,18 +970,36 @@ sst_iter_value(const struct iter *base)
 	return iter_value(((const struct sst_iter *)base)->data_it);
 }
 
+/* Give back every pin (the current block stays, unpinned). */
+static void
+sst_iter_unpin(struct sst_iter *it)
+{
+	for (size_t i = 0; i < it->kept_n; i++)
+		sst_block_ref_release(&it->kept[i]);
+	it->kept_n = 0;
+	it->block_pinned = false;
+	it->pinned_bytes = 0;
+}
+
 /*
  * Pin the current block: it goes to kept when the iterator moves off it,
- * until sst_iter_unpin().  Room in kept is made here so that moving off
- * cannot fail.
+ * until a pin of a later epoch.  Room in kept is made here so that moving
+ * off cannot fail.
  */
 static int
-sst_iter_pin(struct iter *base)
+sst_iter_pin(struct iter *base, uint64_t epoch)
 {
 	struct sst_iter *it = (struct sst_iter *)base;
 
-	if (it->block_pinned)
+	if (epoch != it->pin_epoch) {
+		if (it->kept_n > 0)
+			sst_iter_unpin(it);
+		it->block_pinned = false;
+		it->pinned_bytes = 0;
+		it->pin_epoch = epoch;
+	} else if (it->block_pinned) {
 		return 0;
+	}
 	if (it->pinned_bytes > 0 &&
 	    it->block_size > SST_ITER_PIN_LIMIT - it->pinned_bytes)
 		return 1;
@@ -999,24 +1019,12 @@ sst_iter_pin(struct iter *base)
 }
 
 static void
-sst_iter_unpin(struct iter *base)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-
-	for (size_t i = 0; i < it->kept_n; i++)
-		sst_block_ref_release(&it->kept[i]);
-	it->kept_n = 0;
-	it->block_pinned = false;
-	it->pinned_bytes = 0;
-}
-
-static void
 sst_iter_free(struct iter *base)
 {
 	struct sst_iter *it = (struct sst_iter *)base;
 
 	sst_iter_drop_block(it);
-	sst_iter_unpin(base);
+	sst_iter_unpin(it);
 	bt_free(it->kept);
 	iter_free(it->index_it);
 	sst_readahead_release(&it->ra);
@@ -1033,7 +1041,6 @@ static const struct iter_ops sst_iter_ops = {
 	.value = sst_iter_value,
 	.free = sst_iter_free,
 	.pin = sst_iter_pin,
-	.unpin = sst_iter_unpin,
 };
 
 int

@@ -77,12 +77,12 @@ struct cell {
  * C strings without copying them.
  *
  * Lending: when the user sets lend_values, cells_read_row() asks the
- * iterator to pin each value it returns (iter_pin()) and, where it does,
- * points the cell at the iterator's bytes instead of copying them (such a
- * value is not followed by 0x00), and sets values_pinned.  The user then
- * keeps the iterator's pins until it is done with the row and gives them
- * back with iter_unpin() (clearing values_pinned) before the iterator's
- * next row.  A value the iterator will not pin is copied as usual.
+ * iterator to pin each value it returns that is not small (iter_pin() with pin_epoch, which
+ * the user sets, new for each row) and, where it does, points the cell at
+ * the iterator's bytes instead of copying them (such a value is not
+ * followed by 0x00).  The values stay valid until the iterator is pinned
+ * with a later epoch or freed.  A value the iterator will not pin is
+ * copied as usual.
  */
 struct cells_row {
 	struct buf key;		/* the row key */
@@ -91,7 +91,7 @@ struct cells_row {
 	size_t count;
 	size_t cap;
 	bool lend_values;	/* the user's choice; false after init */
-	bool values_pinned;	/* a value was lent since it was cleared */
+	uint64_t pin_epoch;	/* the user's, when lend_values */
 	/* Resolution state, reused between calls. */
 	struct buf scratch;
 	struct buf cur_family;

@@ -16,11 +16,6 @@ struct merge_iter {
 	size_t *heap;		/* indexes of valid children */
 	size_t heap_n;
 	struct buf last_key;	/* copy of the key merge_next() leaves */
-	/* Children that pinned a value since the last merge_unpin(), so that
-	 * unpinning does not visit every child for every row. */
-	size_t *pinned;
-	size_t pinned_n;
-	bool *is_pinned;
 };
 
 static bool
@@ -183,29 +178,11 @@ merge_free(struct iter *it)
 
 /* The value is the top child's. */
 static int
-merge_pin(struct iter *it)
-{
-	struct merge_iter *m = (struct merge_iter *)it;
-	size_t top = m->heap[0];
-	int rc;
-
-	if ((rc = iter_pin(m->children[top])) == 0 && !m->is_pinned[top]) {
-		m->is_pinned[top] = true;
-		m->pinned[m->pinned_n++] = top;
-	}
-	return rc;
-}
-
-static void
-merge_unpin(struct iter *it)
+merge_pin(struct iter *it, uint64_t epoch)
 {
 	struct merge_iter *m = (struct merge_iter *)it;
 
-	for (size_t i = 0; i < m->pinned_n; i++) {
-		iter_unpin(m->children[m->pinned[i]]);
-		m->is_pinned[m->pinned[i]] = false;
-	}
-	m->pinned_n = 0;
+	return iter_pin(m->children[m->heap[0]], epoch);
 }
 
 static const struct iter_ops merge_ops = {
@@ -217,7 +194,6 @@ static const struct iter_ops merge_ops = {
 	.value = merge_value,
 	.free = merge_free,
 	.pin = merge_pin,
-	.unpin = merge_unpin,
 };
 
 /* One allocation: the iterator, then its arrays of n each. */
@@ -229,8 +205,7 @@ merge_iter_new(struct iter **children, size_t n, struct iter **out)
 	uint8_t *p;
 
 	if ((m = bt_calloc(1, sizeof(*m) + k * (sizeof(*m->children) +
-	    sizeof(*m->heap) + sizeof(*m->pinned) +
-	    sizeof(*m->is_pinned)))) == NULL) {
+	    sizeof(*m->heap)))) == NULL) {
 		for (size_t i = 0; i < n; i++)
 			iter_free(children[i]);
 		return -ENOMEM;
@@ -239,10 +214,6 @@ merge_iter_new(struct iter **children, size_t n, struct iter **out)
 	m->children = (struct iter **)p;
 	p += k * sizeof(*m->children);
 	m->heap = (size_t *)p;
-	p += k * sizeof(*m->heap);
-	m->pinned = (size_t *)p;
-	p += k * sizeof(*m->pinned);
-	m->is_pinned = (bool *)p;
 	m->base.ops = &merge_ops;
 	buf_init(&m->last_key);
 	for (size_t i = 0; i < n; i++)

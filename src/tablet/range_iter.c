@@ -75,20 +75,14 @@ range_free(struct iter *it)
 }
 
 static int
-range_pin(struct iter *it)
+range_pin(struct iter *it, uint64_t epoch)
 {
-	return iter_pin(((struct range_iter *)it)->child);
-}
-
-static void
-range_unpin(struct iter *it)
-{
-	iter_unpin(((struct range_iter *)it)->child);
+	return iter_pin(((struct range_iter *)it)->child, epoch);
 }
 
 static const struct iter_ops range_iter_ops = {
 	range_seek_first, range_seek, range_next, range_valid, range_key,
-	range_value, range_free, range_pin, range_unpin,
+	range_value, range_free, range_pin,
 };
 
 int

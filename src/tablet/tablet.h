@@ -181,8 +181,8 @@ int tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
  * out->lend_values set, values may point into the scan's memtables and
  * pinned blocks (cells.h) instead of out's bytes: they stay valid until
  * the next tablet_scan_next() or tablet_scan_close() on sc, whatever
- * flushes, compactions or splits happen meanwhile.  A row lent by one scan
- * may be passed to the next call of another (the pins are sc's).
+ * flushes, compactions or splits happen meanwhile (out->pin_epoch is the
+ * scan's to set).
  */
 int tablet_scan_next(struct tablet_scan *sc, struct cells_row *out);
 /* Accepts NULL. */

@@ -95,17 +95,20 @@ row_name(int i, char *buf)
  * of it flushed to SSTables, a third compacted, the rest in the memtable.
  */
 static void
-fill(struct bt_store *s, const char *table)
+fill_values(struct bt_store *s, const char *table, size_t value_len)
 {
 	static const char qual0[] = { 'q', '\0', 'z' };
-	char row[32], val[64];
+	char row[32], val[512];
 
 	for (int pass = 0; pass < 3; pass++) {
 		for (int i = pass; i < 60; i += 3) {
 			struct bt_bytes r = row_name(i, row);
 
 			for (int v = 0; v < 3; v++) {
-				snprintf(val, sizeof(val), "v%d.%d", i, v);
+				snprintf(val, sizeof(val), "v%d.%d%*s", i, v,
+				    (int)value_len, "");
+				memset(val + strlen(val) - value_len, '.',
+				    value_len);
 				must(put_cell(s, table, r, "a", bts("x"),
 				    100 + v, bts(val)));
 				must(put_cell(s, table, r, "b",
@@ -135,6 +138,12 @@ fill(struct bt_store *s, const char *table)
 		else if (pass == 1)
 			must(bt_store_compact(s, table, false));
 	}
+}
+
+static void
+fill(struct bt_store *s, const char *table)
+{
+	fill_values(s, table, 0);
 }
 
 /* Every kind of scan, lent and copied, gives the same text. */
@@ -192,6 +201,12 @@ test_same_rows(void)
 	must(make_table(t.s, "t", fams));
 	fill(t.s, "t");
 	check_all_scans(t.s, "t", "one tablet");
+	tstore_destroy(&t);
+	/* Values long enough to be lent rather than copied. */
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	fill_values(t.s, "t", 400);
+	check_all_scans(t.s, "t", "400-byte values");
 	tstore_destroy(&t);
 }
 
