@@ -15,6 +15,9 @@ struct merge_iter {
 	size_t n;
 	size_t *heap;		/* indexes of valid children */
 	size_t heap_n;
+	/* The top's key is held by no other child: known when the last
+	 * advance left the top in place, smaller than both heap children. */
+	bool top_unique;
 	struct buf last_key;	/* copy of the key merge_next() leaves */
 };
 
@@ -50,6 +53,7 @@ static void
 heap_build(struct merge_iter *m)
 {
 	m->heap_n = 0;
+	m->top_unique = false;
 	for (size_t i = 0; i < m->n; i++)
 		if (iter_valid(m->children[i]))
 			m->heap[m->heap_n++] = i;
@@ -61,6 +65,7 @@ static int
 merge_fail(struct merge_iter *m, int rc)
 {
 	m->heap_n = 0;
+	m->top_unique = false;
 	return rc;
 }
 
@@ -90,6 +95,34 @@ merge_seek(struct iter *it, struct slice target)
 	return 0;
 }
 
+/*
+ * Restore the heap after its top changed.  A scan of ranges that do not
+ * overlap keeps one child on top for long runs: one comparison with each
+ * heap child then shows that the top stays, and whether its key is
+ * unique (strictly smaller than theirs), which spares merge_next() the
+ * search for other children on the same key.
+ */
+static void
+merge_fix_top(struct merge_iter *m)
+{
+	size_t top = m->heap[0];
+	struct slice key = iter_key(m->children[top]);
+	bool unique = true;
+
+	for (size_t i = 1; i < 3 && i < m->heap_n; i++) {
+		int c = slice_compare(key, iter_key(m->children[m->heap[i]]));
+
+		if (c > 0 || (c == 0 && top > m->heap[i])) {
+			m->top_unique = false;
+			heap_sift_down(m, 0);
+			return;
+		}
+		if (c == 0)
+			unique = false;
+	}
+	m->top_unique = unique;
+}
+
 /* Advance the top child, then drop it from the heap if it ran out. */
 static int
 merge_advance_top(struct merge_iter *m)
@@ -102,7 +135,7 @@ merge_advance_top(struct merge_iter *m)
 	if (!iter_valid(top))
 		m->heap[0] = m->heap[--m->heap_n];
 	if (m->heap_n > 0)
-		heap_sift_down(m, 0);
+		merge_fix_top(m);
 	return 0;
 }
 
@@ -128,9 +161,12 @@ static int
 merge_next(struct iter *it)
 {
 	struct merge_iter *m = (struct merge_iter *)it;
-	struct slice key = iter_key(m->children[m->heap[0]]);
+	struct slice key;
 	int rc;
 
+	if (m->top_unique)
+		return merge_advance_top(m);
+	key = iter_key(m->children[m->heap[0]]);
 	if (!merge_top_shared(m, key))
 		return merge_advance_top(m);
 	if ((rc = buf_set(&m->last_key, key.p, key.n)) < 0)
