@@ -161,34 +161,6 @@ read_component_escaped(struct slice *in, struct slice *out,
 }
 
 /*
- * The first 0x00 of p[0..n), or NULL.  Key components are short (a
- * family, an empty qualifier): their first 32 bytes are searched a word
- * at a time, which costs less than a call to memchr, and only the rest of
- * a long one goes to memchr.
- */
-static inline const uint8_t *
-find_zero(const uint8_t *p, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	size_t words = n < 32 ? n : 32, i = 0;
-
-	for (; i + 8 <= words; i += 8) {
-		uint64_t w, t;
-
-		memcpy(&w, p + i, 8);
-		/* The lowest bit set is the first zero byte's (others may
-		 * be false). */
-		t = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
-		if (t != 0)
-			return p + i + (__builtin_ctzll(t) >> 3);
-	}
-	return memchr(p + i, 0, n - i);
-#else
-	return memchr(p, 0, n);
-#endif
-}
-
-/*
  * Read one escaped component from the front of *in.  Returns 1 when the
  * component is a marker (0x00 0x00) instead, 0 when one was read.  A
  * component without 0x00 (the usual case, kept inline) borrows from the
@@ -204,7 +176,7 @@ read_component(struct slice *in, struct slice *out, struct buf *scratch,
 		slice_skip(in, 2);
 		return 1;
 	}
-	z = find_zero(p, in->n);
+	z = memchr(p, 0, in->n);
 	if (z != NULL && z + 1 < p + in->n && z[1] == 0x01) {
 		*out = slice_make(p, (size_t)(z - p));
 		slice_skip(in, (size_t)(z + 2 - p));
