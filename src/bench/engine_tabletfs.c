@@ -39,12 +39,14 @@ tfs_bytes(struct bench_bytes b)
 	return (struct bt_bytes){ .data = b.p, .size = b.n };
 }
 
-/* A row as the harness wrote it: one cell in f with an empty qualifier. */
+/* A row as the harness wrote it: one cell in f with an empty qualifier
+ * (the one-letter name compared in place: a strcmp call a row showed in
+ * the scans' instruction counts). */
 static bool
 tfs_row_ok(const struct bt_row *r)
 {
-	return r->cell_count == 1 && strcmp(r->cells[0].family,
-	    TFS_FAMILY) == 0 && r->cells[0].qualifier.size == 0;
+	return r->cell_count == 1 && r->cells[0].family[0] == TFS_FAMILY[0] &&
+	    r->cells[0].family[1] == '\0' && r->cells[0].qualifier.size == 0;
 }
 
 static int
