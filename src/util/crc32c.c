@@ -1,8 +1,6 @@
 /*
  * crc32c.c - CRC-32C, with the SSE4.2 instruction when the CPU has it and
- * slicing-by-8 tables otherwise.  The instruction's result waits on the one
- * before it, so long buffers run three streams of it side by side, joined
- * by tables that advance a CRC register over a stream's length of zeros.
+ * slicing-by-8 tables otherwise.
  */
 #include <pthread.h>
 #include <string.h>
@@ -12,12 +10,6 @@
 #define CRC32C_POLY 0x82f63b78u	/* reflected Castagnoli polynomial */
 
 static uint32_t crc_table[8][256];
-#if defined(__x86_64__)
-/* Bytes of each of the three streams of one round. */
-#define CRC32C_STREAM 256
-/* crc_shift[j][v]: the register v << 8j after CRC32C_STREAM zero bytes. */
-static uint32_t crc_shift[4][256];
-#endif
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 static uint32_t (*crc_impl)(uint32_t, const uint8_t *, size_t);
 
@@ -50,14 +42,6 @@ crc32c_sw(uint32_t crc, const uint8_t *p, size_t n)
 }
 
 #if defined(__x86_64__)
-/* The register c after CRC32C_STREAM zero bytes (the map is linear). */
-static inline uint32_t
-crc32c_shift(uint32_t c)
-{
-	return crc_shift[0][c & 0xff] ^ crc_shift[1][(c >> 8) & 0xff] ^
-	    crc_shift[2][(c >> 16) & 0xff] ^ crc_shift[3][c >> 24];
-}
-
 __attribute__((target("sse4.2")))
 static uint32_t
 crc32c_hw(uint32_t crc, const uint8_t *p, size_t n)
@@ -67,29 +51,6 @@ crc32c_hw(uint32_t crc, const uint8_t *p, size_t n)
 	while (n > 0 && ((uintptr_t)p & 7) != 0) {
 		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
 		n--;
-	}
-	/*
-	 * Rounds of three streams A B C: c0 runs over A from c, c1 and c2
-	 * over B and C from 0; the register after A B C is then
-	 * shift(shift(c0) ^ c1) ^ c2.
-	 */
-	while (n >= 3 * CRC32C_STREAM) {
-		uint64_t c0 = c, c1 = 0, c2 = 0;
-
-		for (size_t i = 0; i < CRC32C_STREAM; i += 8) {
-			uint64_t w0, w1, w2;
-
-			memcpy(&w0, p + i, 8);
-			memcpy(&w1, p + CRC32C_STREAM + i, 8);
-			memcpy(&w2, p + 2 * CRC32C_STREAM + i, 8);
-			c0 = __builtin_ia32_crc32di(c0, w0);
-			c1 = __builtin_ia32_crc32di(c1, w1);
-			c2 = __builtin_ia32_crc32di(c2, w2);
-		}
-		c = crc32c_shift(crc32c_shift((uint32_t)c0) ^ (uint32_t)c1) ^
-		    (uint32_t)c2;
-		p += 3 * CRC32C_STREAM;
-		n -= 3 * CRC32C_STREAM;
 	}
 	while (n >= 8) {
 		uint64_t w;
@@ -102,21 +63,6 @@ crc32c_hw(uint32_t crc, const uint8_t *p, size_t n)
 	while (n-- > 0)
 		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
 	return (uint32_t)c;
-}
-
-__attribute__((target("sse4.2")))
-static void
-crc32c_hw_setup(void)
-{
-	for (int j = 0; j < 4; j++) {
-		for (uint32_t v = 0; v < 256; v++) {
-			uint64_t c = (uint64_t)v << (8 * j);
-
-			for (size_t i = 0; i < CRC32C_STREAM; i += 8)
-				c = __builtin_ia32_crc32di(c, 0);
-			crc_shift[j][v] = (uint32_t)c;
-		}
-	}
 }
 #endif
 
@@ -137,10 +83,8 @@ crc32c_setup(void)
 	crc_impl = crc32c_sw;
 #if defined(__x86_64__)
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("sse4.2")) {
-		crc32c_hw_setup();
+	if (__builtin_cpu_supports("sse4.2"))
 		crc_impl = crc32c_hw;
-	}
 #endif
 }
 

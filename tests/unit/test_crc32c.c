@@ -3,7 +3,6 @@
  * hardware against the table implementation, and masking.
  */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "tap.h"
@@ -102,42 +101,6 @@ test_hw_vs_portable(uint64_t *rng)
 	    "(lengths 0..300, alignments 0..7)", cases);
 }
 
-/*
- * Buffers long enough for the three-stream rounds of the hardware code
- * (768 bytes each): every length up to 4 rounds and a tail, several
- * alignments and seeds, and a 64 KiB block, against the portable code.
- */
-static void
-test_hw_long_buffers(uint64_t *rng)
-{
-	enum { LONG = 64 << 10 };
-	uint8_t *raw = malloc(LONG + 16);
-	int bad = 0, cases = 0;
-
-	if (raw == NULL)
-		tap_bail("malloc failed");
-	for (size_t i = 0; i < LONG + 16; i++)
-		raw[i] = (uint8_t)tap_rand(rng);
-	for (size_t len = 700; len <= 3200; len++) {
-		size_t off = (size_t)(-(uintptr_t)raw & 7) + len % 5;
-		uint32_t seed = (uint32_t)tap_rand(rng);
-
-		if (crc32c_extend(seed, raw + off, len) !=
-		    crc32c_extend_portable(seed, raw + off, len))
-			bad++;
-		cases++;
-	}
-	if (crc32c_value(raw + 3, LONG) != crc32c_extend_portable(0, raw + 3,
-	    LONG))
-		bad++;
-	is_int(bad, 0, "hardware and portable agree on %d long buffers "
-	    "(700..3200 bytes, and 64 KiB)", cases + 1);
-	memset(raw, 0, LONG);
-	is_int(crc32c_value(raw, 32 * 24), crc32c_extend_portable(0, raw,
-	    32 * 24), "768 zero bytes: one round of zeros");
-	free(raw);
-}
-
 static void
 test_mask(uint64_t *rng)
 {
@@ -172,7 +135,6 @@ main(void)
 	test_vectors();
 	test_extend(&rng);
 	test_hw_vs_portable(&rng);
-	test_hw_long_buffers(&rng);
 	test_mask(&rng);
 	return tap_done();
 }
