@@ -37,7 +37,9 @@
  * earlier one not), none of which was promised to survive, so the
  * segment is torn there and the rest is dropped.  A segment shorter than
  * its header that holds a prefix of the header, or a segment of zeros, is
- * torn whole.
+ * torn whole.  Any other damage to the header (the writer syncs it when it
+ * creates the segment) is damage at offset 0, and the records after it
+ * are read on.
  */
 #ifndef TABLETFS_LOG_FORMAT_H
 #define TABLETFS_LOG_FORMAT_H

@@ -104,7 +104,12 @@ int log_list_segments(struct env *env, const char *dir, uint64_t **segments,
 
 struct log_reader;
 
-/* Read one segment file.  Checks its header. */
+/*
+ * Read one segment file.  Checks its header: a damaged one is reported by
+ * the first log_reader_next as damage at offset 0, which
+ * log_reader_skip_damage skips; a version this code does not read fails
+ * the open with BT_EFORMAT.
+ */
 int log_reader_open(struct env *env, const char *path,
     struct log_reader **out);
 void log_reader_close(struct log_reader *r);

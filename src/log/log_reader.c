@@ -341,9 +341,28 @@ log_reader_next(struct log_reader *r, struct slice *record,
 }
 
 /*
+ * Damage in the segment header, its error rc already set.  The writer
+ * syncs the header when it creates the segment, so this is never a power
+ * loss's tear but damage at offset 0, reported by the first
+ * log_reader_next and skipped by log_reader_skip_damage like any other:
+ * the records after it may be whole.  They are read with the newest
+ * framing, which reads the older versions' as well.
+ */
+static int
+reader_header_damaged(struct log_reader *r, int rc)
+{
+	r->version = LOG_FORMAT_VERSION;
+	r->damaged = true;
+	r->bad_pos = 0;
+	reader_fail(r, rc);
+	return 0;
+}
+
+/*
  * Check the segment header.  A segment shorter than its header that holds
  * a prefix of the header or zeros (a crash while it was being created),
- * and an all-zero segment, are torn: the reader is then at its end.
+ * and an all-zero segment, are torn: the reader is then at its end.  A
+ * version this code does not know, under a good checksum, is an error.
  */
 static int
 reader_check_header(struct log_reader *r)
@@ -371,20 +390,22 @@ reader_check_header(struct log_reader *r)
 			return rc;
 		if (zero)
 			return reader_torn(r, 0);
-		return bt_error_set(BT_EFORMAT, "%s: not a log segment "
-		    "(%zu bytes) at offset 0", r->file->path, n);
+		return reader_header_damaged(r, bt_error_set(BT_ECORRUPT,
+		    "%s: not a log segment (%zu bytes) at offset 0",
+		    r->file->path, n));
 	}
 	if (get_fixed64(p) != LOG_MAGIC) {
 		if ((rc = reader_zero_to_end(r, 0, &zero)) < 0)
 			return rc;
 		if (zero)
 			return reader_torn(r, 0);
-		return bt_error_set(BT_EFORMAT, "%s: bad log magic at offset 0",
-		    r->file->path);
+		return reader_header_damaged(r, bt_error_set(BT_ECORRUPT,
+		    "%s: bad log magic at offset 0", r->file->path));
 	}
 	if (crc32c_unmask(get_fixed32(p + 12)) != crc32c_value(p, 12))
-		return bt_error_set(BT_ECHECKSUM, "%s: segment header checksum "
-		    "mismatch at offset 0", r->file->path);
+		return reader_header_damaged(r, bt_error_set(BT_ECHECKSUM,
+		    "%s: segment header checksum mismatch at offset 0",
+		    r->file->path));
 	version = get_fixed32(p + 8);
 	if (version < LOG_FORMAT_VERSION_MIN || version > LOG_FORMAT_VERSION)
 		return bt_error_set(BT_EFORMAT, "%s: log format version %" PRIu32

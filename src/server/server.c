@@ -521,10 +521,15 @@ replay_record(struct server *s, struct slice data)
 	if ((rc = tablet_apply(tablet, rec.seq, rec.row, rec.ops,
 	    rec.count)) < 0)
 		goto out;
-	if (!s->opts.read_only &&
+	if (!s->opts.read_only && !s->replay_disk_full &&
 	    tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
 	    (rc = tablet_freeze(tablet)) == 0)
 		rc = tablet_flush(tablet);
+	/* A full disk: the rest replays into memory (server_recover). */
+	if (rc == -ENOSPC || rc == -EDQUOT) {
+		s->replay_disk_full = true;
+		rc = 0;
+	}
 	if (rc > 0)
 		rc = 0;
 out:
@@ -539,11 +544,13 @@ out:
  * that no later record shows synced is a power loss's torn tail instead,
  * dropped with what follows (log.h) -- and replay goes on at the next
  * record that checks, one line on stderr names what was skipped, and
- * *damaged is set so that the segment is kept in lost/.  The mutations in
- * the damaged bytes are lost; every other record is replayed.
+ * *damaged is set so that the segment is kept in lost/ (and *torn if
+ * intact records were dropped).  The mutations in the damaged bytes are
+ * lost; every other record is replayed.
  */
 static int
-recover_segment(struct server *s, uint64_t number, bool last, bool *damaged)
+recover_segment(struct server *s, uint64_t number, bool last,
+    bool *damaged, bool *torn)
 {
 	struct log_reader *r;
 	struct slice rec;
@@ -580,6 +587,7 @@ recover_segment(struct server *s, uint64_t number, bool last, bool *damaged)
 			break;
 		}
 		*damaged = true;
+		*torn |= intact > 0;
 		if (intact > 0)
 			fprintf(stderr, "tabletfs: log/%016" PRIu64 ".log: "
 			    "damaged record at offset %" PRIu64 " before %"
@@ -604,12 +612,14 @@ recover_segment(struct server *s, uint64_t number, bool last, bool *damaged)
 
 /*
  * Move a damaged segment into STORE/lost/ (created if absent) under a name
- * no earlier one there has, and sync lost/: nothing is destroyed, and
+ * no earlier one there has, NNN.log or, when recovery dropped records as a
+ * torn tail, NNN.torn.log, and sync lost/: nothing is destroyed, and
  * tabletctl check reports it until the user removes it.
  */
 static int
-recover_keep_lost(struct server *s, uint64_t number)
+recover_keep_lost(struct server *s, struct lost_segment seg)
 {
+	const char *kind = seg.torn ? ".torn" : "";
 	char from[4096], to[4096 + 32];
 	char *store, *lost = NULL;
 	int rc = -ENOMEM;
@@ -620,11 +630,12 @@ recover_keep_lost(struct server *s, uint64_t number)
 	if ((rc = env_dir_create(s->env, lost)) < 0 ||
 	    (rc = env_dir_sync(s->env, store)) < 0)
 		goto out;
-	log_segment_path(from, sizeof(from), s->log_dir, number);
-	snprintf(to, sizeof(to), "%s/%016" PRIu64 ".log", lost, number);
+	log_segment_path(from, sizeof(from), s->log_dir, seg.number);
+	snprintf(to, sizeof(to), "%s/%016" PRIu64 "%s.log", lost, seg.number,
+	    kind);
 	for (unsigned k = 1; env_path_exists(s->env, to); k++)
-		snprintf(to, sizeof(to), "%s/%016" PRIu64 "-%u.log", lost,
-		    number, k);
+		snprintf(to, sizeof(to), "%s/%016" PRIu64 "-%u%s.log", lost,
+		    seg.number, k, kind);
 	if ((rc = env_path_rename(s->env, from, to)) < 0)
 		goto out;
 	rc = env_dir_sync(s->env, lost);
@@ -646,6 +657,7 @@ static int
 server_recover(struct server *s, uint64_t *next_segment)
 {
 	uint64_t *segments = NULL;
+	struct lost_segment *kept = NULL;
 	bool *damaged = NULL;
 	size_t count = 0;
 	int rc;
@@ -655,19 +667,23 @@ server_recover(struct server *s, uint64_t *next_segment)
 	    &count)) < 0)
 		return rc;
 	damaged = bt_calloc(count + 1, sizeof(*damaged));
+	kept = bt_calloc(count + 1, sizeof(*kept));
 	s->lost_pending = bt_calloc(count + 1, sizeof(*s->lost_pending));
-	if (damaged == NULL || s->lost_pending == NULL) {
+	if (damaged == NULL || kept == NULL || s->lost_pending == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < count; i++) {
+		kept[i].number = segments[i];
 		if ((rc = recover_segment(s, segments[i], i + 1 == count,
-		    &damaged[i])) < 0)
+		    &damaged[i], &kept[i].torn)) < 0)
 			goto out;
 		*next_segment = segments[i] + 1;
 	}
 	if (s->opts.read_only)
 		goto out;
+	if (s->replay_disk_full)
+		goto out_keep;
 	for (size_t i = 0; i < s->table_count; i++)
 		for (size_t j = 0; j < s->tables[i]->map->count; j++) {
 			struct tablet *t = s->tables[i]->map->tablets[j];
@@ -685,7 +701,7 @@ server_recover(struct server *s, uint64_t *next_segment)
 
 		log_segment_path(path, sizeof(path), s->log_dir, segments[i]);
 		if (damaged[i])
-			rc = recover_keep_lost(s, segments[i]);
+			rc = recover_keep_lost(s, kept[i]);
 		else
 			rc = env_path_remove(s->env, path);
 		if (rc < 0)
@@ -710,8 +726,9 @@ out_keep:
 	rc = 0;
 	for (size_t i = 0; i < count; i++)
 		if (damaged[i])
-			s->lost_pending[s->lost_pending_count++] = segments[i];
+			s->lost_pending[s->lost_pending_count++] = kept[i];
 out:
+	bt_free(kept);
 	bt_free(damaged);
 	bt_free(segments);
 	return rc;
@@ -922,15 +939,17 @@ server_close(struct server *s)
 		if (log_list_segments(s->env, s->log_dir, &segs, &n) == 0) {
 			for (size_t i = 0; i < n; i++) {
 				char path[4096];
-				bool lost = false;
+				struct lost_segment *lost = NULL;
 
 				for (size_t k = 0; k < s->lost_pending_count;
 				    k++)
-					lost |= s->lost_pending[k] == segs[i];
+					if (s->lost_pending[k].number ==
+					    segs[i])
+						lost = &s->lost_pending[k];
 				log_segment_path(path, sizeof(path),
 				    s->log_dir, segs[i]);
-				if (lost)
-					recover_keep_lost(s, segs[i]);
+				if (lost != NULL)
+					recover_keep_lost(s, *lost);
 				else
 					env_path_remove(s->env, path);
 			}

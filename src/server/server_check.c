@@ -296,8 +296,10 @@ lost_add(void *arg, const char *entry)
 
 /*
  * A segment that recovery kept in lost/: report each damaged range it
- * skipped there (the file is as recovery found it), or the file itself
- * when no damage shows now.  Every file there is at least one problem.
+ * skipped there and, in a NNN.torn.log (the last segment at recovery,
+ * read as recovery read it), the torn tail it dropped with the intact
+ * records after it; or the file itself when no damage shows now.  Every
+ * file there is at least one problem.
  */
 static int
 check_lost(struct check *ck, const char *dir, const char *entry)
@@ -305,7 +307,9 @@ check_lost(struct check *ck, const char *dir, const char *entry)
 	struct log_reader *r;
 	struct slice rec;
 	char path[8192], name[300];
-	uint64_t size = 0, off, n, before = ck->problems;
+	uint64_t size = 0, off, n, intact, before = ck->problems;
+	size_t len = strlen(entry);
+	bool torn = len >= 9 && strcmp(entry + len - 9, ".torn.log") == 0;
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, entry);
@@ -313,9 +317,8 @@ check_lost(struct check *ck, const char *dir, const char *entry)
 	bt_error_clear();
 	if ((rc = env_path_size(ck->s->env, path, &size)) == 0 &&
 	    (rc = log_reader_open(ck->s->env, path, &r)) == 0) {
-		/* Recovery keeps only damage it skipped, which a sealed
-		 * read finds the same way. */
-		log_reader_set_sealed(r);
+		if (!torn)
+			log_reader_set_sealed(r);
 		for (;;) {
 			while ((rc = log_reader_next(r, &rec, NULL)) == 0)
 				;
@@ -326,7 +329,14 @@ check_lost(struct check *ck, const char *dir, const char *entry)
 			check_report(ck, name, "%" PRIu64 " bytes damaged at "
 			    "offset %" PRIu64 ", skipped at recovery", n, off);
 		}
-		if (rc == BT_DONE && (n = log_reader_dropped_bytes(r)) > 0)
+		n = log_reader_dropped_bytes(r);
+		intact = log_reader_dropped_records(r);
+		if (rc == BT_DONE && n > 0 && intact > 0)
+			check_report(ck, name, "damaged record at offset %"
+			    PRIu64 " before %" PRIu64 " intact records, none "
+			    "synced after it: dropped at recovery as torn by "
+			    "a power loss", size - n, intact);
+		else if (rc == BT_DONE && n > 0)
 			check_report(ck, name, "%" PRIu64 " bytes damaged at "
 			    "offset %" PRIu64 ", skipped at recovery", n,
 			    size - n);

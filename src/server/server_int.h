@@ -77,6 +77,17 @@ struct write_queue {
 int write_queue_init(struct write_queue *q);
 void write_queue_release(struct write_queue *q);
 
+/*
+ * A log segment in which recovery found damage, kept in STORE/lost/.
+ * torn: the damage had intact records after it that no sync covered, so
+ * recovery dropped them as a power loss's torn tail (named NNN.torn.log
+ * there); otherwise the damage alone was skipped and replay went on.
+ */
+struct lost_segment {
+	uint64_t number;
+	bool torn;
+};
+
 struct server {
 	struct env *env;
 	struct env *own_env;		/* the env we created, if any */
@@ -110,8 +121,9 @@ struct server {
 	size_t segment_count;
 	/* Segments in which recovery skipped damage but that a full disk
 	 * kept in log/: moved to lost/, not deleted, at close. */
-	uint64_t *lost_pending;
+	struct lost_segment *lost_pending;
 	size_t lost_pending_count;
+	bool replay_disk_full;		/* a flush during replay: ENOSPC */
 	uint64_t applied_bytes;		/* since the last memory check */
 	_Atomic int64_t frozen_bytes;	/* of every tablet (tablet_env) */
 	int broken;			/* an apply failed: refuse writes */

@@ -5,6 +5,7 @@
 #include "tablet/cells.h"
 #include "tablet/ikey.h"
 #include "util/alloc.h"
+#include "util/coding.h"
 #include "util/error.h"
 
 /* Where a cell's parts sit in cells_row.bytes (offsets survive growth). */
@@ -34,6 +35,9 @@ struct resolver {
 	bool column_selected;
 	bool spans_shared;		/* last span holds this column's names */
 	bool column_over;		/* the column said COLUMN_DONE once */
+	bool slots_free;		/* the policy ignores version counts */
+	bool point;			/* may stop past the selected columns */
+	uint32_t too_new;		/* versions after max_ts stepped over */
 };
 
 void
@@ -45,6 +49,7 @@ cells_row_init(struct cells_row *r)
 	buf_init(&r->cur_family);
 	buf_init(&r->cur_qualifier);
 	buf_init(&r->row_prefix);
+	buf_init(&r->seek_key);
 	r->spans = NULL;
 	r->count = 0;
 	r->cap = 0;
@@ -61,6 +66,7 @@ cells_row_release(struct cells_row *r)
 	buf_release(&r->cur_family);
 	buf_release(&r->cur_qualifier);
 	buf_release(&r->row_prefix);
+	buf_release(&r->seek_key);
 	bt_free(r->spans);
 	cells_row_init(r);
 }
@@ -70,7 +76,7 @@ cells_row_memory(const struct cells_row *r)
 {
 	return r->key.cap + r->bytes.cap + r->scratch.cap +
 	    r->cur_family.cap + r->cur_qualifier.cap + r->row_prefix.cap +
-	    r->cap * sizeof(*r->spans);
+	    r->seek_key.cap + r->cap * sizeof(*r->spans);
 }
 
 void
@@ -103,6 +109,27 @@ filter_selects(const struct cells_filter *f, struct slice family,
 	return false;
 }
 
+/*
+ * Whether f selects no column after (family, qualifier), in key order
+ * (the byte order of family names, then of qualifiers).
+ */
+static bool
+filter_passed(const struct cells_filter *f, struct slice family,
+    struct slice qualifier)
+{
+	if (f->columns == NULL)
+		return false;
+	for (size_t i = 0; i < f->column_count; i++) {
+		const struct cells_column *c = &f->columns[i];
+		int fc = slice_compare(family, c->family);
+
+		if (fc < 0 || (fc == 0 && (!c->has_qualifier ||
+		    slice_compare(qualifier, c->qualifier) < 0)))
+			return false;
+	}
+	return true;
+}
+
 /* Enter family (if it is not the current one): reset family state. */
 static int
 enter_family(struct cells_row *r, struct resolver *st,
@@ -123,6 +150,7 @@ enter_family(struct cells_row *r, struct resolver *st,
 	st->family_created_seq = 0;
 	st->family_known = schema->family_policy(schema->arg, family,
 	    &st->policy, &st->family_created_seq);
+	st->slots_free = st->policy == NULL || gc_policy_keeps_all(st->policy);
 	st->column_started = false;
 	return 0;
 }
@@ -147,6 +175,7 @@ enter_column(struct cells_row *r, struct resolver *st,
 	st->have_last_ts = false;
 	st->spans_shared = false;
 	st->column_over = false;
+	st->too_new = 0;
 	st->column_selected = st->family_known &&
 	    filter_selects(f, buf_slice(&r->cur_family), qualifier);
 	return 0;
@@ -269,6 +298,13 @@ judge_version(struct resolver *st, const struct ikey *k, int64_t now)
 
 /* A version_fn's answer: nothing more of this column can be returned. */
 #define COLUMN_DONE 1
+/* Or: every version of the column from here to max_ts can be passed over
+ * undecoded (none is returned and none counts against the policy). */
+#define COLUMN_TOO_NEW 2
+/* Entries a skip steps over before it seeks instead: most columns hold a
+ * few, and a seek costs one per source, but a column of many (or large)
+ * versions is passed in one seek, its blocks unread. */
+#define SKIP_STEPS 4
 
 /*
  * One version entry of a read: judge it, then apply the filters.  0,
@@ -287,6 +323,9 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 
 	if (!st->column_selected || k->ts < f->min_ts)
 		return COLUMN_DONE;
+	if (f->has_max_ts && k->ts > f->max_ts && st->slots_free &&
+	    !st->have_last_ts)
+		return COLUMN_TOO_NEW;
 	if (judge_version(st, k, now) != VERDICT_VERSION)
 		return 0;
 	if (f->has_max_ts && k->ts > f->max_ts)
@@ -311,12 +350,14 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 }
 
 /*
- * Move it past every entry of the column of the entry it is on (a put or
- * a version delete: the column's prefix is all of its key but the
- * timestamp and the trailer), without decoding them.  prefix is scratch.
+ * Move it to the first entry at or after the column of the entry it is on
+ * followed by tail (the column's prefix is all of a put's or a version
+ * delete's key but the timestamp and the trailer, 16 bytes; every key
+ * after the column sorts after the prefix and any tail): step a few
+ * entries, then seek.  target is scratch.
  */
 static int
-skip_column(struct iter *it, struct buf *prefix)
+skip_in_column(struct iter *it, struct buf *target, const uint8_t tail[16])
 {
 	struct slice key = iter_key(it);
 	int rc;
@@ -324,14 +365,41 @@ skip_column(struct iter *it, struct buf *prefix)
 	if (key.n < 16)
 		return bt_error_set(BT_ECORRUPT,
 		    "tablet: internal key too short");
-	if ((rc = buf_set(prefix, key.p, key.n - 16)) < 0)
+	if ((rc = buf_set(target, key.p, key.n - 16)) < 0 ||
+	    (rc = buf_append(target, tail, 16)) < 0)
 		return rc;
-	do {
+	for (int i = 0; i < SKIP_STEPS; i++) {
 		if ((rc = iter_next(it)) < 0)
 			return rc;
-	} while (iter_valid(it) &&
-	    slice_starts_with(iter_key(it), buf_slice(prefix)));
-	return 0;
+		if (!iter_valid(it) ||
+		    slice_compare(iter_key(it), buf_slice(target)) >= 0)
+			return 0;
+	}
+	return iter_seek(it, buf_slice(target));
+}
+
+/* Move it past every entry of the column of the entry it is on (each is
+ * the column's prefix and 16 bytes, below 16 bytes of 0xff). */
+static int
+skip_column(struct iter *it, struct cells_row *r)
+{
+	static const uint8_t past[16] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	};
+
+	return skip_in_column(it, &r->seek_key, past);
+}
+
+/* Move it to the column's first entry at or before max_ts (the tail
+ * be64(~max_ts), then the smallest trailer). */
+static int
+skip_to_max_ts(struct iter *it, struct cells_row *r, int64_t max_ts)
+{
+	uint8_t at[16] = { 0 };
+
+	put_be64(at, ~(uint64_t)max_ts);
+	return skip_in_column(it, &r->seek_key, at);
 }
 
 /*
@@ -349,7 +417,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 {
 	struct slice key;
 	struct ikey k;
-	bool plain, column_done;
+	bool plain, column_done, too_new;
 	int rc;
 
 	r->count = 0;
@@ -372,7 +440,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 	    ikey_row_prefix_length(key))) < 0)
 		return rc;
 	for (;;) {
-		column_done = false;
+		column_done = too_new = false;
 		if (k.seq <= snapshot) {
 			switch (k.kind) {
 			case IKEY_DELETE_ROW:
@@ -404,6 +472,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 				    (rc = version_fn(arg, st, &k)) < 0)
 					return rc;
 				column_done = rc == COLUMN_DONE;
+				too_new = rc == COLUMN_TOO_NEW;
 				break;
 			}
 		}
@@ -415,9 +484,15 @@ walk_row(struct iter *it, uint64_t snapshot,
 		 * stepped over, the qualifier buffer serving as scratch until
 		 * enter_column() sets it again for the next column.
 		 */
+		/* A point read is over once no later column is selected. */
+		if (column_done && st->point && filter_passed(filter,
+		    buf_slice(&r->cur_family), buf_slice(&r->cur_qualifier)))
+			break;
 		if (column_done && st->column_over) {
 			st->column_started = false;
-			rc = skip_column(it, &r->cur_qualifier);
+			rc = skip_column(it, r);
+		} else if (too_new) {
+			rc = skip_to_max_ts(it, r, filter->max_ts);
 		} else {
 			st->column_over = column_done;
 			rc = iter_next(it);
@@ -466,6 +541,18 @@ cells_read_row(struct iter *it, uint64_t snapshot,
     const struct cells_filter *filter, struct cells_row *r)
 {
 	struct resolver st = { 0 };
+	struct read_walk w = { it, r, now, filter };
+
+	return walk_row(it, snapshot, schema, filter, r, &st,
+	    read_walk_version, &w);
+}
+
+int
+cells_read_point(struct iter *it, uint64_t snapshot,
+    const struct cells_schema *schema, int64_t now,
+    const struct cells_filter *filter, struct cells_row *r)
+{
+	struct resolver st = { .point = true };
 	struct read_walk w = { it, r, now, filter };
 
 	return walk_row(it, snapshot, schema, filter, r, &st,

@@ -97,6 +97,7 @@ struct cells_row {
 	struct buf cur_family;
 	struct buf cur_qualifier;
 	struct buf row_prefix;	/* esc(key) when key holds 0x00 */
+	struct buf seek_key;	/* where a skip within the row seeks to */
 };
 
 void cells_row_init(struct cells_row *r);
@@ -115,6 +116,16 @@ void cells_row_get(const struct cells_row *r, size_t i, struct cell *out);
  * (the iterator's, BT_ECORRUPT for a key that does not decode, -ENOMEM).
  */
 int cells_read_row(struct iter *it, uint64_t snapshot,
+    const struct cells_schema *schema, int64_t now,
+    const struct cells_filter *filter, struct cells_row *r);
+
+/*
+ * cells_read_row() for a read of one row alone: the same cells, but it
+ * stops once the filter selects no later column of the row, leaving it
+ * anywhere in the row (a column of many large versions, or a wide row, is
+ * not read past the columns asked for).
+ */
+int cells_read_point(struct iter *it, uint64_t snapshot,
     const struct cells_schema *schema, int64_t now,
     const struct cells_filter *filter, struct cells_row *r);
 

@@ -118,7 +118,7 @@ read_row_streaming(struct tablet_version *v, uint64_t snapshot,
 		rc = BT_NOTFOUND;
 		goto out;
 	}
-	if ((rc = cells_read_row(it, snapshot, &cs, now, filter, out)) < 0)
+	if ((rc = cells_read_point(it, snapshot, &cs, now, filter, out)) < 0)
 		goto out;
 	rc = out->count > 0 ? 0 : BT_NOTFOUND;
 out:
@@ -326,10 +326,17 @@ static int
 point_iter_seek(struct iter *it, struct slice target)
 {
 	struct point_iter *pi = (struct point_iter *)it;
+	size_t lo = 0, hi = pi->n;
 
-	for (pi->i = 0; pi->i < pi->n &&
-	    slice_compare(pi->e[pi->i].key, target) < 0; pi->i++)
-		;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (slice_compare(pi->e[mid].key, target) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	pi->i = lo;
 	return 0;
 }
 
@@ -484,7 +491,7 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	}
 	pit.e = pr.entries;
 	pit.n = pr.count;
-	if ((rc = cells_read_row(&pit.base, snapshot, &cs, now, filter,
+	if ((rc = cells_read_point(&pit.base, snapshot, &cs, now, filter,
 	    out)) < 0)
 		goto out;
 	rc = out->count > 0 ? 0 : BT_NOTFOUND;

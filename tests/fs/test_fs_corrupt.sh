@@ -185,8 +185,15 @@ for k in 3 4 5; do
 	[ ! -e "$M/u/logged/f/q/$k" ] || fail "logged $k survived the tear"
 done
 fs_unmount
-[ -f "$S/lost/$(basename "$seg")" ] || fail "the torn segment is not in lost/"
-rm "$S/lost/$(basename "$seg")"
+# It is kept as NNN.torn.log, and check says what recovery dropped.
+lost=lost/$(basename "$seg" .log).torn.log
+[ -f "$S/$lost" ] || fail "the torn segment is not $lost: $(ls -R "$S")"
+if ctl check >"$T/check" 2>&1; then
+	fail "check passed with $lost"
+fi
+grep -q "^$lost: damaged record at offset [0-9]* before 2 intact records, none synced after it: dropped at recovery as torn by a power loss$" \
+    "$T/check" || fail "check does not say what recovery dropped: $(cat "$T/check")"
+rm "$S/$lost"
 
 # 4. The same with every write synced (-o sync=always): the record after
 # the damaged one shows it synced, so it is damage, skipped at recovery.

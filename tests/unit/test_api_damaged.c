@@ -668,6 +668,108 @@ test_log_middle(void)
 }
 
 /*
+ * A log longer than the memtable budget replays in several flushes; when
+ * the disk is full for one of them, the open goes on with that data in
+ * memory (and its segments kept), as when the last flush fails.  Every
+ * file create of the open is made to fail in turn with ENOSPC: the open
+ * either succeeds with every row, or fails on something it cannot do
+ * without (the catalog, the new log segment), never on an SSTable.
+ */
+static void
+test_replay_disk_full(void)
+{
+	static const char *const fams[] = { "f", NULL };
+	struct bt_options opts = { .sync_always = true,
+	    .memtable_size = 16 << 10 };
+	int opened = 0, sst_failures = 0, bad_rows = 0, n;
+	char row[16], val[120], *got;
+
+	for (n = 1; n <= 24; n++) {
+		struct tstore t;
+		int rc;
+
+		tstore_fault(&t, &opts);
+		must(make_table(t.s, "t", fams));
+		for (int i = 0; i < 400; i++) {
+			snprintf(row, sizeof(row), "r%03d", i);
+			memset(val, 'a' + i % 26, sizeof(val) - 1);
+			val[sizeof(val) - 1] = '\0';
+			must(put_str(t.s, "t", row, "f", "q", 1, val));
+		}
+		crash(&t);
+		env_fault_fail_after(t.env, ENV_FAULT_OPEN, n, -ENOSPC, false);
+		rc = bt_store_open(t.path, &t.opts, &t.s);
+		env_fault_fail_after(t.env, ENV_FAULT_OPEN, 0, 0, false);
+		if (rc != 0) {
+			t.s = NULL;
+			if (strstr(bt_error_detail(), ".sst") != NULL &&
+			    sst_failures++ == 0)
+				diag("create %d: %s", n, bt_error_detail());
+			tstore_destroy(&t);
+			continue;
+		}
+		opened++;
+		for (int i = 0; i < 400; i += 37) {
+			snprintf(row, sizeof(row), "r%03d", i);
+			memset(val, 'a' + i % 26, sizeof(val) - 1);
+			val[sizeof(val) - 1] = '\0';
+			got = read_text_str(t.s, "t", row, NULL);
+			bad_rows += strncmp(got, "f:q@1=", 6) != 0 ||
+			    strncmp(got + 6, val, sizeof(val) - 1) != 0;
+			free(got);
+		}
+		tstore_destroy(&t);
+	}
+	is_int(sst_failures, 0, "replay on a full disk: no open fails "
+	    "because an SSTable cannot be written (%d of 24 opened)", opened);
+	is_int(bad_rows, 0, "replay on a full disk: every open store reads "
+	    "its rows");
+}
+
+/*
+ * A damaged segment header, in an earlier segment and in the last one:
+ * the store opens with every record replayed (the header is synced when
+ * a segment is created, so its damage is never a power loss's tear),
+ * both segments are kept in lost/ and check names each at offset 0.
+ */
+static void
+test_log_header(void)
+{
+	struct tstore t;
+	uint64_t off = 0, len = 0;
+	char *text;
+	int rc;
+
+	log_setup(&t, &off, &len);
+	must(env_fault_flip_byte(t.env, "/store/log/0000000000000001.log",
+	    3, 0x01));
+	must(env_fault_flip_byte(t.env, "/store/log/0000000000000002.log",
+	    13, 0x20));
+	rc = bt_store_open(t.path, &t.opts, &t.s);
+	is_int(rc, 0, "log header: the store opens with damaged segment "
+	    "headers (%s)", rc ? bt_error_detail() : "");
+	if (rc != 0) {
+		t.s = NULL;
+		tstore_destroy(&t);
+		return;
+	}
+	is_text(rows_present(t.s), "r0 r1 r2 r3 r4 r5 r6 r7 r8 r9 ",
+	    "log header: every record after the damaged headers is replayed");
+	ok(env_path_exists(t.env, "/store/lost/0000000000000001.log") &&
+	    env_path_exists(t.env, "/store/lost/0000000000000002.log"),
+	    "log header: both segments are kept in lost/");
+	rc = run_check(t.s, &text);
+	is_int(rc, BT_ECORRUPT, "log header: check fails while lost/ holds "
+	    "them");
+	is_str(text, "lost/0000000000000001.log: 16 bytes damaged at offset "
+	    "0, skipped at recovery\nlost/0000000000000002.log: 16 bytes "
+	    "damaged at offset 0, skipped at recovery\n", "log header: check "
+	    "names each segment's header");
+	free(text);
+	tstore_destroy(&t);
+}
+
+/*
  * A full disk at recovery keeps the replayed segments in log/ (the store
  * opens with the data in memory): the damaged one must not be deleted
  * with the others once the data is flushed, but moved to lost/.
@@ -765,6 +867,8 @@ main(void)
 		test_damaged_sstable((enum damage)k);
 	test_damaged_group();
 	test_log_middle();
+	test_log_header();
+	test_replay_disk_full();
 	test_log_damaged_disk_full();
 	test_log_torn_tail();
 	return tap_done();

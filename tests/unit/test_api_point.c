@@ -394,6 +394,89 @@ test_large_row(void)
 	tstore_destroy(&t);
 }
 
+/* Blocks a read of t/row looks up (cache hits and misses), with its text
+ * into *text (free it). */
+static uint64_t
+read_lookups(struct tstore *t, const char *row,
+    const struct bt_read_options *ro, char **text)
+{
+	struct bt_stats st0, st1;
+
+	bt_store_get_stats(t->s, &st0);
+	*text = read_text_str(t->s, "t", row, ro);
+	bt_store_get_stats(t->s, &st1);
+	return st1.cache_hits + st1.cache_misses - st0.cache_hits -
+	    st0.cache_misses;
+}
+
+/*
+ * A column of many large versions (40 of 200 KiB, a block each) in an
+ * SSTable, a version delete and a column delete among them: a read of the
+ * newest version, or as of an old time, passes the versions it does not
+ * return by a seek instead of reading their blocks, and returns what the
+ * rules say.  Family "a" keeps every version, so versions newer than the
+ * bound count against nothing; in a maxversions family they do.
+ */
+static void
+test_many_versions(void)
+{
+	static const char *const fams[] = { "a", "m=maxversions=3", NULL };
+	struct bt_read_options ro;
+	size_t vlen = 200 << 10;
+	char *val = xmalloc(vlen), *text, want[64];
+	struct tstore t;
+	uint64_t n;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	for (int ts = 1; ts <= 40; ts++) {
+		memset(val, 'a' + ts % 26, vlen);
+		snprintf(val, vlen, "v%d:", ts);
+		must(put_cell(t.s, "t", bts("r"), "a", bts("c"), ts,
+		    btb(val, vlen)));
+		must(put_cell(t.s, "t", bts("r"), "m", bts("c"), ts,
+		    btb(val, vlen)));
+	}
+	must(bt_store_flush(t.s));
+	must(del_str(t.s, "t", "r", BT_DELETE_VERSION, "a", "c", 5));
+
+	ro = (struct bt_read_options){ .cells_per_column = 1, .keys_only =
+	    true, .columns = &(struct bt_column){ .family = "a" },
+	    .column_count = 1 };
+	n = read_lookups(&t, "r", &ro, &text);
+	is_text(text, "a:c@40= size=204800\n", "the newest of 40 large "
+	    "versions");
+	ok(n <= 30, "it looks up %llu blocks, not one per version (80)",
+	    (unsigned long long)n);
+	for (int64_t at = 7; at >= 4; at--) {
+		ro.has_max_ts = true;
+		ro.max_ts = at;
+		n = read_lookups(&t, "r", &ro, &text);
+		snprintf(want, sizeof(want), "a:c@%d= size=204800\n",
+		    at == 5 ? 4 : (int)at);
+		is_text(text, want, "as of %d (5 is deleted)", (int)at);
+		ok(n <= 30, "as of %d it looks up %llu blocks, not one per "
+		    "version (80)", (int)at, (unsigned long long)n);
+	}
+	ro.max_ts = 38;
+	ro.cells_per_column = 3;
+	ro.columns = &(struct bt_column){ .family = "m" };
+	is_text(read_text_str(t.s, "t", "r", &ro), "m:c@38= size=204800\n",
+	    "maxversions=3 as of 38: only 38 is among the 3 newest");
+	must(del_str(t.s, "t", "r", BT_DELETE_COLUMN, "a", "c", 0));
+	must(put_cell(t.s, "t", bts("r"), "a", bts("c"), 2, bts("late")));
+	ro = (struct bt_read_options){ .has_max_ts = true, .max_ts = 30,
+	    .columns = &(struct bt_column){ .family = "a" },
+	    .column_count = 1 };
+	is_text(read_text_str(t.s, "t", "r", &ro), "a:c@2=late\n",
+	    "after a column delete, as of 30: only the later put");
+	ro.has_max_ts = false;
+	is_text(read_text_str(t.s, "t", "r", &ro), "a:c@2=late\n",
+	    "and newest first, the same");
+	free(val);
+	tstore_destroy(&t);
+}
+
 /* The Bloom filter (one hash of the row for every SSTable) keeps a point
  * read out of the SSTables that do not hold its row.  Three SSTables:
  * one fewer than a merging compaction waits for. */
@@ -519,6 +602,7 @@ main(void)
 	test_across_sources();
 	test_column_skip();
 	test_large_row();
+	test_many_versions();
 	test_bloom_skips();
 	test_pool_threads();
 	return tap_done();

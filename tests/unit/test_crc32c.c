@@ -101,6 +101,43 @@ test_hw_vs_portable(uint64_t *rng)
 	    "(lengths 0..300, alignments 0..7)", cases);
 }
 
+/*
+ * Long buffers go through the three interleaved stripes and their join:
+ * every length around each multiple of the three stripes (1536 bytes),
+ * random long ones, and a 1 MiB one, against the table implementation.
+ */
+static void
+test_hw_stripes(uint64_t *rng)
+{
+	static uint8_t raw[(1u << 20) + 8];
+	int bad = 0, cases = 0;
+
+	for (size_t i = 0; i < sizeof(raw); i++)
+		raw[i] = (uint8_t)tap_rand(rng);
+	for (size_t base = 1536; base <= 4 * 1536; base += 1536)
+		for (size_t len = base - 9; len <= base + 9; len++)
+			for (size_t off = 0; off < 8; off++) {
+				uint32_t seed = (uint32_t)tap_rand(rng);
+
+				bad += crc32c_extend(seed, raw + off, len) !=
+				    crc32c_extend_portable(seed, raw + off,
+				    len);
+				cases++;
+			}
+	for (int k = 0; k < 200; k++) {
+		size_t len = (size_t)(tap_rand(rng) % 70000);
+		size_t off = (size_t)(tap_rand(rng) % 8);
+
+		bad += crc32c_extend(0, raw + off, len) !=
+		    crc32c_extend_portable(0, raw + off, len);
+		cases++;
+	}
+	bad += crc32c_extend(0, raw, 1u << 20) !=
+	    crc32c_extend_portable(0, raw, 1u << 20);
+	is_int(bad, 0, "hardware and portable agree on %d long buffers "
+	    "(the striped path and its join)", cases + 1);
+}
+
 static void
 test_mask(uint64_t *rng)
 {
@@ -135,6 +172,7 @@ main(void)
 	test_vectors();
 	test_extend(&rng);
 	test_hw_vs_portable(&rng);
+	test_hw_stripes(&rng);
 	test_mask(&rng);
 	return tap_done();
 }
