@@ -77,12 +77,12 @@ struct cell {
  * C strings without copying them.
  *
  * Lending: when the user sets lend_values, cells_read_row() asks the
- * iterator to pin each value it returns that is not small (iter_pin() with pin_epoch, which
- * the user sets, new for each row) and, where it does, points the cell at
- * the iterator's bytes instead of copying them (such a value is not
- * followed by 0x00).  The values stay valid until the iterator is pinned
- * with a later epoch or freed.  A value the iterator will not pin is
- * copied as usual.
+ * iterator to pin each value it returns that is not small (iter_pin()
+ * with pin_epoch, which the user sets, new for each row) and, where it
+ * does, points the cell at the iterator's bytes instead of copying them
+ * (such a value is not followed by 0x00).  The values stay valid until
+ * the iterator is pinned with a later epoch or freed.  A value the
+ * iterator will not pin is copied as usual.
  */
 struct cells_row {
 	struct buf key;		/* the row key */
