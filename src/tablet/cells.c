@@ -334,7 +334,7 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 		return COLUMN_DONE;
 	st->emitted++;
 	value = iter_value(it);
-	if (r->lend_values && !f->keys_only && value.n >= CELLS_LEND_MIN) {
+	if (value.n >= CELLS_LEND_MIN && r->lend_values && !f->keys_only) {
 		if ((rc = iter_pin(it, r->pin_epoch)) < 0)
 			return rc;
 		lend = rc == 0;

@@ -593,7 +593,8 @@ tablet_scan_next(struct tablet_scan *sc, struct cells_row *out)
 	while (!sc->done) {
 		/* A new epoch: the pins of the last row (whose values are no
 		 * longer needed) go when this one pins. */
-		out->pin_epoch = ++sc->pin_epoch;
+		if (out->lend_values)
+			out->pin_epoch = ++sc->pin_epoch;
 		rc = cells_read_row(sc->it, sc->snapshot, &sc->cs, sc->now,
 		    sc->filter, out);
 		if (rc == BT_DONE)
