@@ -45,6 +45,7 @@ struct bt_scan {
 	struct buf end;		/* computed end for prefix scans */
 	uint64_t limit;
 	uint64_t returned;
+	bool lend_values;	/* bt_scan_options.lend_values */
 	/* The row bt_scan_next_borrowed() lends: its cells point into row. */
 	struct bt_row lent;
 	struct bt_cell *lent_cells;
@@ -653,6 +654,7 @@ bt_scan_open(struct bt_store *s, const char *table,
 	cells_row_init(&sc->row);
 	buf_init(&sc->end);
 	sc->limit = opts->limit;
+	sc->lend_values = opts->lend_values;
 	if ((rc = filter_from(&opts->read, &sc->filter, &sc->columns)) < 0)
 		goto out_free;
 	start = bytes_slice(opts->start);
@@ -679,13 +681,18 @@ out_free:
 	return rc;
 }
 
-/* The scan's next row into sc->row, within its limit: both calls' step. */
+/*
+ * The scan's next row into sc->row, within its limit: both calls' step.
+ * Values are lent (cells.h) when lend: bt_scan_next() copies them into
+ * its row anyway, NUL and all, so it always lends.
+ */
 static int
-scan_fetch(struct bt_scan *sc)
+scan_fetch(struct bt_scan *sc, bool lend)
 {
 	bt_error_clear();
 	if (sc->limit != 0 && sc->returned >= sc->limit)
 		return BT_DONE;
+	sc->row.lend_values = lend;
 	return server_scan_next(sc->scan, &sc->row);
 }
 
@@ -694,7 +701,7 @@ bt_scan_next(struct bt_scan *sc, struct bt_row **out)
 {
 	int rc;
 
-	if ((rc = scan_fetch(sc)) != 0)
+	if ((rc = scan_fetch(sc, true)) != 0)
 		return rc;
 	if ((rc = row_export(&sc->row, out)) < 0)
 		return rc;
@@ -708,7 +715,7 @@ bt_scan_next_borrowed(struct bt_scan *sc, const struct bt_row **out)
 	const struct cells_row *r = &sc->row;
 	int rc;
 
-	if ((rc = scan_fetch(sc)) != 0)
+	if ((rc = scan_fetch(sc, sc->lend_values)) != 0)
 		return rc;
 	if (r->count > sc->lent_cap) {
 		size_t cap = r->count > 2 * sc->lent_cap ? r->count :

@@ -282,6 +282,17 @@ struct bt_scan_options {
 	struct bt_bytes prefix;
 	uint64_t limit;		/* rows; 0: no limit */
 	struct bt_read_options read;
+	/*
+	 * Let bt_scan_next_borrowed() lend values straight from the store's
+	 * memtables and cached blocks instead of copying them into the row,
+	 * as LevelDB's iterators lend theirs (small values are still
+	 * copied): a value is valid for as long as the row (until the next
+	 * call on the scan, whatever flushes, compactions or splits happen
+	 * meanwhile) but may not be followed by a NUL byte.  Keys, families
+	 * and qualifiers are as without it.  bt_scan_next() is not
+	 * affected.
+	 */
+	bool lend_values;
 };
 
 /*
@@ -298,8 +309,9 @@ int bt_scan_next(struct bt_scan *sc, struct bt_row **out);
  * byte it points to are borrowed from the scan until the next call on sc
  * (bt_scan_next, bt_scan_next_borrowed or bt_scan_close); copy what must
  * live longer, and do not free it.  The row is the one bt_scan_next()
- * would have returned (key, families and values NUL-terminated too); the
- * two calls may be mixed on one scan and count against one limit.
+ * would have returned (key, families and values NUL-terminated too, but
+ * values not when the scan was opened with lend_values); the two calls
+ * may be mixed on one scan and count against one limit.
  */
 int bt_scan_next_borrowed(struct bt_scan *sc, const struct bt_row **out);
 /* Accepts NULL. */

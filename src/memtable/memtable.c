@@ -352,6 +352,16 @@ memtable_iter_free(struct iter *it)
 	bt_free(mi);
 }
 
+/* Entries are never moved or freed while the memtable lives, and the
+ * iterator holds a reference on it: every value is pinned already. */
+static int
+memtable_iter_pin(struct iter *it, uint64_t epoch)
+{
+	(void)it;
+	(void)epoch;
+	return 0;
+}
+
 static const struct iter_ops memtable_iter_ops = {
 	.seek_first = memtable_iter_seek_first,
 	.seek = memtable_iter_seek,
@@ -360,6 +370,7 @@ static const struct iter_ops memtable_iter_ops = {
 	.key = memtable_iter_key,
 	.value = memtable_iter_value,
 	.free = memtable_iter_free,
+	.pin = memtable_iter_pin,
 };
 
 int

@@ -129,7 +129,9 @@ int server_read_row(struct server *s, const char *table, uint64_t tablet,
 int server_scan_open(struct server *s, const char *table, struct slice start,
     bool start_exclusive, struct slice end, const struct cells_filter *filter,
     struct server_scan **out);
-/* 0 with the next row, or BT_DONE. */
+/* 0 with the next row, or BT_DONE.  Values that out->lend_values let
+ * it lend (tablet_scan_next()) stay valid until the next call on sc or
+ * server_scan_close(). */
 int server_scan_next(struct server_scan *sc, struct cells_row *out);
 void server_scan_close(struct server_scan *sc);
 

@@ -777,6 +777,15 @@ sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * A scan that lends values (iter_pin()) keeps the blocks of one epoch
+ * alive, the ones it moved off included, up to this many bytes of blocks;
+ * past it, pins are refused and the reader copies.  A first pin always
+ * succeeds, however large its block: it holds no more than a copy of the
+ * value.
+ */
+#define SST_ITER_PIN_LIMIT	((uint64_t)1 << 20)
+
 /* The two-level iterator: index entries name data blocks. */
 struct sst_iter {
 	struct iter base;
@@ -785,13 +794,33 @@ struct sst_iter {
 	struct iter *data_it;		/* NULL when not on a block */
 	struct sst_block_ref ref;	/* keeps data_it's block alive */
 	uint64_t block_offset;
+	size_t block_size;		/* data_it's contents */
 	struct sst_readahead ra;	/* for blocks read in sequence */
 	bool fill_cache;		/* blocks read go into the cache */
+	bool block_pinned;		/* ref goes to kept when left */
+	struct sst_block_ref *kept;	/* pinned blocks moved off */
+	size_t kept_n, kept_cap;
+	uint64_t pinned_bytes;		/* kept's and a pinned ref's */
+	uint64_t pin_epoch;		/* of every pin held */
 };
+
+/* Leaving the current block: a pinned one joins kept (pinning made room)
+ * and ref is emptied, so that the block iterator's release is a no-op. */
+static void
+sst_iter_keep_block(struct sst_iter *it)
+{
+	if (!it->block_pinned)
+		return;
+	it->kept[it->kept_n++] = it->ref;
+	it->ref.handle = NULL;
+	it->ref.owned = NULL;
+	it->block_pinned = false;
+}
 
 static void
 sst_iter_drop_block(struct sst_iter *it)
 {
+	sst_iter_keep_block(it);
 	iter_free(it->data_it);
 	it->data_it = NULL;
 }
@@ -809,14 +838,11 @@ sst_iter_load_block(struct sst_iter *it)
 	uint64_t offset, size;
 	int rc;
 
-	if (it->data_it == NULL || !iter_valid(it->index_it)) {
+	if (!iter_valid(it->index_it)) {
 		sst_iter_drop_block(it);
-		if (!iter_valid(it->index_it))
-			return 0;
-		return sst_reader_block_iter(it->r,
-		    iter_value(it->index_it), true, it->fill_cache, &it->ref,
-		    &it->data_it, &it->block_offset);
+		return 0;
 	}
+	sst_iter_keep_block(it);
 	if ((rc = sst_decode_handle(it->r, iter_value(it->index_it), &offset,
 	    &size)) < 0 || (rc = sst_reader_load_block_ahead(it->r, &it->ra,
 	    offset, size, true, it->fill_cache, &fresh, &contents)) < 0) {
@@ -824,6 +850,17 @@ sst_iter_load_block(struct sst_iter *it)
 		return rc;
 	}
 	it->block_offset = offset;
+	it->block_size = contents.n;
+	if (it->data_it == NULL) {
+		it->ref = fresh;
+		if ((rc = block_iter_new(contents, sst_block_ref_release,
+		    &it->ref, &it->data_it)) < 0) {
+			sst_block_ref_release(&it->ref);
+			return sst_reader_block_error(it->r, "data", offset,
+			    rc);
+		}
+		return 0;
+	}
 	/* The reset gives back the old block (it->ref) before the new one
 	 * takes its place. */
 	if ((rc = block_iter_reset(it->data_it, contents,
@@ -936,12 +973,62 @@ sst_iter_value(const struct iter *base)
 	return iter_value(((const struct sst_iter *)base)->data_it);
 }
 
+/* Give back every pin (the current block stays, unpinned). */
+static void
+sst_iter_unpin(struct sst_iter *it)
+{
+	for (size_t i = 0; i < it->kept_n; i++)
+		sst_block_ref_release(&it->kept[i]);
+	it->kept_n = 0;
+	it->block_pinned = false;
+	it->pinned_bytes = 0;
+}
+
+/*
+ * Pin the current block: it goes to kept when the iterator moves off it,
+ * until a pin of a later epoch.  Room in kept is made here so that moving
+ * off cannot fail.
+ */
+static int
+sst_iter_pin(struct iter *base, uint64_t epoch)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+
+	if (epoch != it->pin_epoch) {
+		if (it->kept_n > 0)
+			sst_iter_unpin(it);
+		it->block_pinned = false;
+		it->pinned_bytes = 0;
+		it->pin_epoch = epoch;
+	} else if (it->block_pinned) {
+		return 0;
+	}
+	if (it->pinned_bytes > 0 &&
+	    it->block_size > SST_ITER_PIN_LIMIT - it->pinned_bytes)
+		return 1;
+	if (it->kept_n == it->kept_cap) {
+		size_t cap = it->kept_cap ? it->kept_cap * 2 : 8;
+		struct sst_block_ref *n = bt_realloc(it->kept,
+		    cap * sizeof(*n));
+
+		if (n == NULL)
+			return -ENOMEM;
+		it->kept = n;
+		it->kept_cap = cap;
+	}
+	it->block_pinned = true;
+	it->pinned_bytes += it->block_size;
+	return 0;
+}
+
 static void
 sst_iter_free(struct iter *base)
 {
 	struct sst_iter *it = (struct sst_iter *)base;
 
 	sst_iter_drop_block(it);
+	sst_iter_unpin(it);
+	bt_free(it->kept);
 	iter_free(it->index_it);
 	sst_readahead_release(&it->ra);
 	sst_reader_unref(it->r);
@@ -956,6 +1043,7 @@ static const struct iter_ops sst_iter_ops = {
 	.key = sst_iter_key,
 	.value = sst_iter_value,
 	.free = sst_iter_free,
+	.pin = sst_iter_pin,
 };
 
 static int

@@ -75,6 +75,14 @@ struct cell {
  * The key, and each cell's family and value, are followed by a 0x00 byte
  * that their lengths do not count, so that a reader can hand them out as
  * C strings without copying them.
+ *
+ * Lending: when the user sets lend_values, cells_read_row() asks the
+ * iterator to pin each value it returns that is not small (iter_pin()
+ * with pin_epoch, which the user sets, new for each row) and, where it
+ * does, points the cell at the iterator's bytes instead of copying them
+ * (such a value is not followed by 0x00).  The values stay valid until
+ * the iterator is pinned with a later epoch or freed.  A value the
+ * iterator will not pin is copied as usual.
  */
 struct cells_row {
 	struct buf key;		/* the row key */
@@ -82,6 +90,8 @@ struct cells_row {
 	struct cell_span *spans;
 	size_t count;
 	size_t cap;
+	bool lend_values;	/* the user's choice; false after init */
+	uint64_t pin_epoch;	/* the user's, when lend_values */
 	/* Resolution state, reused between calls. */
 	struct buf scratch;
 	struct buf cur_family;

@@ -3,6 +3,7 @@
  * valid children, ties broken by child order.
  */
 #include <errno.h>
+#include <stdint.h>
 
 #include "tablet/merge.h"
 #include "util/alloc.h"
@@ -14,6 +15,9 @@ struct merge_iter {
 	size_t n;
 	size_t *heap;		/* indexes of valid children */
 	size_t heap_n;
+	/* The top's key is held by no other child: known when the last
+	 * advance left the top in place, smaller than both heap children. */
+	bool top_unique;
 	struct buf last_key;	/* copy of the key merge_next() leaves */
 };
 
@@ -49,6 +53,7 @@ static void
 heap_build(struct merge_iter *m)
 {
 	m->heap_n = 0;
+	m->top_unique = false;
 	for (size_t i = 0; i < m->n; i++)
 		if (iter_valid(m->children[i]))
 			m->heap[m->heap_n++] = i;
@@ -60,6 +65,7 @@ static int
 merge_fail(struct merge_iter *m, int rc)
 {
 	m->heap_n = 0;
+	m->top_unique = false;
 	return rc;
 }
 
@@ -89,6 +95,34 @@ merge_seek(struct iter *it, struct slice target)
 	return 0;
 }
 
+/*
+ * Restore the heap after its top changed.  A scan of ranges that do not
+ * overlap keeps one child on top for long runs: one comparison with each
+ * heap child then shows that the top stays, and whether its key is
+ * unique (strictly smaller than theirs), which spares merge_next() the
+ * search for other children on the same key.
+ */
+static void
+merge_fix_top(struct merge_iter *m)
+{
+	size_t top = m->heap[0];
+	struct slice key = iter_key(m->children[top]);
+	bool unique = true;
+
+	for (size_t i = 1; i < 3 && i < m->heap_n; i++) {
+		int c = slice_compare(key, iter_key(m->children[m->heap[i]]));
+
+		if (c > 0 || (c == 0 && top > m->heap[i])) {
+			m->top_unique = false;
+			heap_sift_down(m, 0);
+			return;
+		}
+		if (c == 0)
+			unique = false;
+	}
+	m->top_unique = unique;
+}
+
 /* Advance the top child, then drop it from the heap if it ran out. */
 static int
 merge_advance_top(struct merge_iter *m)
@@ -101,7 +135,7 @@ merge_advance_top(struct merge_iter *m)
 	if (!iter_valid(top))
 		m->heap[0] = m->heap[--m->heap_n];
 	if (m->heap_n > 0)
-		heap_sift_down(m, 0);
+		merge_fix_top(m);
 	return 0;
 }
 
@@ -127,9 +161,12 @@ static int
 merge_next(struct iter *it)
 {
 	struct merge_iter *m = (struct merge_iter *)it;
-	struct slice key = iter_key(m->children[m->heap[0]]);
+	struct slice key;
 	int rc;
 
+	if (m->top_unique)
+		return merge_advance_top(m);
+	key = iter_key(m->children[m->heap[0]]);
 	if (!merge_top_shared(m, key))
 		return merge_advance_top(m);
 	if ((rc = buf_set(&m->last_key, key.p, key.n)) < 0)
@@ -171,10 +208,17 @@ merge_free(struct iter *it)
 
 	for (size_t i = 0; i < m->n; i++)
 		iter_free(m->children[i]);
-	bt_free(m->children);
-	bt_free(m->heap);
 	buf_release(&m->last_key);
 	bt_free(m);
+}
+
+/* The value is the top child's. */
+static int
+merge_pin(struct iter *it, uint64_t epoch)
+{
+	struct merge_iter *m = (struct merge_iter *)it;
+
+	return iter_pin(m->children[m->heap[0]], epoch);
 }
 
 static const struct iter_ops merge_ops = {
@@ -185,33 +229,32 @@ static const struct iter_ops merge_ops = {
 	.key = merge_key,
 	.value = merge_value,
 	.free = merge_free,
+	.pin = merge_pin,
 };
 
+/* One allocation: the iterator, then its arrays of n each. */
 int
 merge_iter_new(struct iter **children, size_t n, struct iter **out)
 {
+	size_t k = n ? n : 1;
 	struct merge_iter *m;
+	uint8_t *p;
 
-	if ((m = bt_calloc(1, sizeof(*m))) == NULL)
-		goto fail;
+	if ((m = bt_calloc(1, sizeof(*m) + k * (sizeof(*m->children) +
+	    sizeof(*m->heap)))) == NULL) {
+		for (size_t i = 0; i < n; i++)
+			iter_free(children[i]);
+		return -ENOMEM;
+	}
+	p = (uint8_t *)(m + 1);
+	m->children = (struct iter **)p;
+	p += k * sizeof(*m->children);
+	m->heap = (size_t *)p;
 	m->base.ops = &merge_ops;
 	buf_init(&m->last_key);
-	m->children = bt_calloc(n ? n : 1, sizeof(*m->children));
-	m->heap = bt_calloc(n ? n : 1, sizeof(*m->heap));
-	if (m->children == NULL || m->heap == NULL)
-		goto fail;
 	for (size_t i = 0; i < n; i++)
 		m->children[i] = children[i];
 	m->n = n;
 	*out = &m->base;
 	return 0;
-fail:
-	for (size_t i = 0; i < n; i++)
-		iter_free(children[i]);
-	if (m != NULL) {
-		bt_free(m->children);
-		bt_free(m->heap);
-		bt_free(m);
-	}
-	return -ENOMEM;
 }

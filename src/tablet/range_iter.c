@@ -74,9 +74,15 @@ range_free(struct iter *it)
 	bt_free(r);
 }
 
+static int
+range_pin(struct iter *it, uint64_t epoch)
+{
+	return iter_pin(((struct range_iter *)it)->child, epoch);
+}
+
 static const struct iter_ops range_iter_ops = {
 	range_seek_first, range_seek, range_next, range_valid, range_key,
-	range_value, range_free,
+	range_value, range_free, range_pin,
 };
 
 int

@@ -192,7 +192,14 @@ struct tablet_scan;
 int tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
     bool start_exclusive, struct slice end, int64_t now,
     const struct cells_filter *filter, struct tablet_scan **out);
-/* The next row with a selected cell: 0, or BT_DONE. */
+/*
+ * The next row with a selected cell: 0, or BT_DONE.  With
+ * out->lend_values set, values may point into the scan's memtables and
+ * pinned blocks (cells.h) instead of out's bytes: they stay valid until
+ * the next tablet_scan_next() or tablet_scan_close() on sc, whatever
+ * flushes, compactions or splits happen meanwhile (out->pin_epoch is the
+ * scan's to set).
+ */
 int tablet_scan_next(struct tablet_scan *sc, struct cells_row *out);
 /* Accepts NULL. */
 void tablet_scan_close(struct tablet_scan *sc);

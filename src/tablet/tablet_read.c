@@ -509,6 +509,7 @@ struct tablet_scan {
 	 * hold the same families): NULL or one of v->schema's. */
 	const struct tablet_family *last_family;
 	size_t last_family_len;
+	uint64_t pin_epoch;	/* of the row being read (cells.h) */
 };
 
 /* The cells_schema callback of a scan: tablet_schema_family_policy() with the
@@ -581,6 +582,10 @@ tablet_scan_next(struct tablet_scan *sc, struct cells_row *out)
 	int rc;
 
 	while (!sc->done) {
+		/* A new epoch: the pins of the last row (whose values are no
+		 * longer needed) go when this one pins. */
+		if (out->lend_values)
+			out->pin_epoch = ++sc->pin_epoch;
 		rc = cells_read_row(sc->it, sc->snapshot, &sc->cs, sc->now,
 		    sc->filter, out);
 		if (rc == BT_DONE)

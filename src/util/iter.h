@@ -9,11 +9,22 @@
  * while valid; the slices they return are borrowed until the next
  * positioning call or iter_free().  An iterator is used by one thread at a
  * time.
+ *
+ * Pinning (optional): iter_pin(it, epoch) asks that the current entry's
+ * value stay valid after the iterator moves on, until a pin with a later
+ * epoch or iter_free(), so that a reader can lend it instead of copying
+ * it.  A reader that lends one row at a time passes a new epoch for each
+ * row: the first pin of an epoch gives back what earlier epochs pinned.
+ * Epochs start above 0 and never decrease.  It returns 0 when the value
+ * is pinned (or needs no pin: it lives as long as the iterator), 1 when
+ * this iterator cannot or will not pin it (no support, or a bound on what
+ * it keeps alive was reached: copy the value), or -ENOMEM.
  */
 #ifndef TABLETFS_UTIL_ITER_H
 #define TABLETFS_UTIL_ITER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "util/slice.h"
 
@@ -28,6 +39,7 @@ struct iter_ops {
 	struct slice (*key)(const struct iter *it);
 	struct slice (*value)(const struct iter *it);
 	void (*free)(struct iter *it);
+	int (*pin)(struct iter *it, uint64_t epoch);	/* NULL: cannot */
 };
 
 /* Implementations embed this as their first member. */
@@ -69,6 +81,12 @@ static inline struct slice
 iter_value(const struct iter *it)
 {
 	return it->ops->value(it);
+}
+
+static inline int
+iter_pin(struct iter *it, uint64_t epoch)
+{
+	return it->ops->pin != NULL ? it->ops->pin(it, epoch) : 1;
 }
 
 /* Accepts NULL. */

@@ -9,16 +9,22 @@
  * rows are; a lent row stays intact until the next call on its scan while
  * the store is written and read meanwhile; both calls may be mixed on one
  * scan under one limit; and rows far larger than the first (many cells,
- * large values) are lent whole.
+ * large values) are lent whole.  With lend_values, values come straight
+ * from the store's blocks and memtables: the same rows and cells for
+ * every kind of scan, and each lent value intact until the next call
+ * while flushes, compactions, splits and cache churn happen in between,
+ * rows of more pinned blocks than a scan keeps included.
  */
 #include "api_util.h"
 
 static const char *const fams[] = { "a", "b=maxversions=2", "c", NULL };
 
 /* Render a lent row as scan_text() renders a copied one, and check that its
- * strings are terminated; a missing terminator is rendered. */
+ * strings are terminated (values only unless lent_values); a missing
+ * terminator is rendered. */
 static void
-render_lent(struct sbuf *b, const struct bt_row *r, bool keys_only)
+render_lent_as(struct sbuf *b, const struct bt_row *r, bool keys_only,
+    bool lent_values)
 {
 	sbuf_add(b, "[", 1);
 	sbuf_escaped(b, r->key.data, r->key.size);
@@ -28,10 +34,16 @@ render_lent(struct sbuf *b, const struct bt_row *r, bool keys_only)
 	if (((const char *)r->key.data)[r->key.size] != '\0')
 		sbuf_printf(b, "KEY NOT TERMINATED\n");
 	for (size_t i = 0; i < r->cell_count; i++)
-		if (((const char *)r->cells[i].value.data)
+		if (!lent_values && ((const char *)r->cells[i].value.data)
 		    [r->cells[i].value.size] != '\0')
 			sbuf_printf(b, "VALUE %zu NOT TERMINATED\n", i);
 	render_cells(b, r, keys_only);
+}
+
+static void
+render_lent(struct sbuf *b, const struct bt_row *r, bool keys_only)
+{
+	render_lent_as(b, r, keys_only, false);
 }
 
 /* scan_text() through bt_scan_next_borrowed(). */
@@ -57,7 +69,8 @@ scan_text_lent(struct bt_store *s, const char *table,
 			sbuf_printf(&b, "ERROR(%d %s)", rc, bt_strerror(rc));
 			break;
 		}
-		render_lent(&b, r, so != NULL && so->read.keys_only);
+		render_lent_as(&b, r, so != NULL && so->read.keys_only,
+		    so != NULL && so->lend_values);
 	}
 	bt_scan_close(sc);
 	return sbuf_take(&b);
@@ -82,17 +95,20 @@ row_name(int i, char *buf)
  * of it flushed to SSTables, a third compacted, the rest in the memtable.
  */
 static void
-fill(struct bt_store *s, const char *table)
+fill_values(struct bt_store *s, const char *table, size_t value_len)
 {
 	static const char qual0[] = { 'q', '\0', 'z' };
-	char row[32], val[64];
+	char row[32], val[512];
 
 	for (int pass = 0; pass < 3; pass++) {
 		for (int i = pass; i < 60; i += 3) {
 			struct bt_bytes r = row_name(i, row);
 
 			for (int v = 0; v < 3; v++) {
-				snprintf(val, sizeof(val), "v%d.%d", i, v);
+				snprintf(val, sizeof(val), "v%d.%d%*s", i, v,
+				    (int)value_len, "");
+				memset(val + strlen(val) - value_len, '.',
+				    value_len);
 				must(put_cell(s, table, r, "a", bts("x"),
 				    100 + v, bts(val)));
 				must(put_cell(s, table, r, "b",
@@ -122,6 +138,12 @@ fill(struct bt_store *s, const char *table)
 		else if (pass == 1)
 			must(bt_store_compact(s, table, false));
 	}
+}
+
+static void
+fill(struct bt_store *s, const char *table)
+{
+	fill_values(s, table, 0);
 }
 
 /* Every kind of scan, lent and copied, gives the same text. */
@@ -155,12 +177,18 @@ check_all_scans(struct bt_store *s, const char *table, const char *what)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *want = scan_text(s, table, &cases[i]);
 		char *got = scan_text_lent(s, table, &cases[i]);
+		char *values;
 
 		ok(strlen(want) > 0, "%s: scan %zu has rows", what, i);
 		is_str(got, want, "%s: scan %zu lent as bt_scan_next "
 		    "returns it", what, i);
+		cases[i].lend_values = true;
+		values = scan_text_lent(s, table, &cases[i]);
+		is_str(values, want, "%s: scan %zu with lent values too",
+		    what, i);
 		free(want);
 		free(got);
+		free(values);
 	}
 }
 
@@ -173,6 +201,12 @@ test_same_rows(void)
 	must(make_table(t.s, "t", fams));
 	fill(t.s, "t");
 	check_all_scans(t.s, "t", "one tablet");
+	tstore_destroy(&t);
+	/* Values long enough to be lent rather than copied. */
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	fill_values(t.s, "t", 400);
+	check_all_scans(t.s, "t", "400-byte values");
 	tstore_destroy(&t);
 }
 
@@ -520,9 +554,211 @@ test_long_scans(void)
 	tstore_destroy(&t);
 }
 
+/* The value of version v of column q of row i in test_lent_lifetime():
+ * 300 bytes that differ from any other's in their first 12. */
+static void
+lent_value(int i, int q, int v, char *buf)
+{
+	uint64_t x = (uint64_t)(i * 64 + q * 8 + v) * 0x9e3779b97f4a7c15ull;
+	char head[32];
+	int n = snprintf(head, sizeof(head), "%05d.%02d.%d:", i, q, v);
+
+	memcpy(buf, head, (size_t)n);
+	for (int j = n; j < 300; j++)
+		buf[j] = (char)('a' + tap_rand(&x) % 26);
+}
+
+/* Whether r is row i of test_lent_lifetime() as its scan sees it: the
+ * newest version (2) of columns a:q0..q2 and nothing of family b. */
+static bool
+lent_row_ok(const struct bt_row *r, int i)
+{
+	char name[32], val[300];
+
+	snprintf(name, sizeof(name), "row%05d", i);
+	if (!bytes_eq(r->key, bts(name)) || r->cell_count != 3)
+		return false;
+	for (int q = 0; q < 3; q++) {
+		char qual[8];
+
+		snprintf(qual, sizeof(qual), "q%d", q);
+		lent_value(i, q, 2, val);
+		if (strcmp(r->cells[q].family, "a") != 0 ||
+		    !bytes_eq(r->cells[q].qualifier, bts(qual)) ||
+		    !bytes_eq(r->cells[q].value, btb(val, sizeof(val))) ||
+		    r->cells[q].value_size != sizeof(val))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Lent values outlive what the store does between two calls.  1 KiB
+ * blocks and a block cache of four of them, so that the blocks of a row
+ * are left behind by the time it is returned (the scan has stepped onto
+ * the next row) and would be evicted at once if the scan did not pin
+ * them.  Three versions of each column in three SSTables, every tenth
+ * row's newest in the memtable too; a column deleted, another family
+ * filtered out, the newest version only.
+ * Between calls: a write and a flush, minor and major compactions (the
+ * files the scan reads are replaced and deleted), a split ahead of the
+ * scan, point reads that churn the cache.  Every lent row is checked
+ * after them.
+ */
+static void
+test_lent_lifetime(void)
+{
+	static const char *const two[] = { "a", "b", NULL };
+	static const struct bt_column cols_a[] = { { "a", false, { 0 } } };
+	struct bt_options opts = { .block_cache_size = 4096 };
+	struct bt_group_spec g = { "default", 1024, 0, -1, -1 };
+	struct bt_scan_options so = { .lend_values = true, .read = {
+	    .columns = cols_a, .column_count = 1, .cells_per_column = 1 } };
+	enum { ROWS = 400 };
+	char row[32], val[300], qual[8];
+	struct bt_scan *sc;
+	const struct bt_row *r;
+	struct bt_row *other;
+	int bad = 0, rows = 0, rc;
+	struct tstore t;
+
+	tstore_fault(&t, &opts);
+	must(make_table(t.s, "t", two));
+	must(bt_group_set(t.s, "t", &g));
+	for (int v = 0; v < 3; v++) {
+		for (int i = 0; i < ROWS; i++) {
+			snprintf(row, sizeof(row), "row%05d", i);
+			for (int q = 0; q < 4; q++) {
+				snprintf(qual, sizeof(qual), "q%d", q);
+				lent_value(i, q, v, val);
+				must(put_cell(t.s, "t", bts(row), "a",
+				    bts(qual), 10 + v, btb(val, sizeof(val))));
+			}
+			must(put_str(t.s, "t", row, "b", "x", 10 + v, "bb"));
+			if (v == 2)
+				must(del_cell(t.s, "t", bts(row),
+				    BT_DELETE_COLUMN, "a", bts("q3"), 0));
+		}
+		must(bt_store_flush(t.s));
+	}
+	/* Every tenth row's newest versions in the memtable too (the same
+	 * cells written again: the memtable's replace the files'). */
+	for (int i = 0; i < ROWS; i += 10) {
+		snprintf(row, sizeof(row), "row%05d", i);
+		for (int q = 0; q < 3; q++) {
+			snprintf(qual, sizeof(qual), "q%d", q);
+			lent_value(i, q, 2, val);
+			must(put_cell(t.s, "t", bts(row), "a", bts(qual), 12,
+			    btb(val, sizeof(val))));
+		}
+	}
+	must(bt_scan_open(t.s, "t", &so, &sc));
+	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0) {
+		int i = rows++;
+
+		if (!lent_row_ok(r, i)) {
+			diag("row %d wrong as returned", i);
+			bad++;
+		}
+		switch (i % 50) {
+		case 5:
+			snprintf(row, sizeof(row), "row%05d", i + 1);
+			must(put_str(t.s, "t", row, "a", "q0", 99, "later"));
+			must(bt_store_flush(t.s));
+			break;
+		case 15:
+			must(bt_store_compact(t.s, "t", false));
+			break;
+		case 25:
+			must(bt_store_compact(t.s, "t", true));
+			break;
+		case 35:
+			snprintf(row, sizeof(row), "row%05d", i + 7);
+			must(bt_table_split(t.s, "t", bts(row)));
+			break;
+		case 45:
+			for (int j = 0; j < ROWS; j += 7) {
+				snprintf(row, sizeof(row), "row%05d", j);
+				must(bt_read_row(t.s, "t", bts(row), NULL,
+				    &other));
+				bt_row_free(other);
+			}
+			break;
+		}
+		if (!lent_row_ok(r, i)) {
+			diag("row %d changed before the next call", i);
+			bad++;
+		}
+	}
+	is_int(rc, BT_DONE, "the lent scan ends with BT_DONE");
+	is_int(rows, ROWS, "every row once, as of the scan's snapshot");
+	is_int(bad, 0, "every lent row intact until the next call");
+	bt_scan_close(sc);
+	tstore_destroy(&t);
+}
+
+/*
+ * A row of more blocks than a scan pins (1 MiB of them): 3000 columns of
+ * 1000 bytes in 1 KiB blocks, between two small rows, with a tiny cache.
+ * Past the bound the values are copied, so the row comes back whole and
+ * right, and stays so through a major compaction before the next call.
+ */
+static void
+test_lent_wide_row(void)
+{
+	static const char *const one[] = { "a", NULL };
+	struct bt_options opts = { .block_cache_size = 4096 };
+	struct bt_group_spec g = { "default", 1024, 0, -1, -1 };
+	struct bt_scan_options so = { .lend_values = true };
+	enum { COLS = 3000 };
+	char qual[16], *val = xmalloc(1000);
+	struct bt_scan *sc;
+	const struct bt_row *r;
+	struct tstore t;
+	int wrong = 0;
+
+	tstore_fault(&t, &opts);
+	must(make_table(t.s, "t", one));
+	must(bt_group_set(t.s, "t", &g));
+	must(put_str(t.s, "t", "a-small", "a", "", 1, "s"));
+	for (int q = 0; q < COLS; q++) {
+		snprintf(qual, sizeof(qual), "q%05d", q);
+		memset(val, 'a' + q % 26, 1000);
+		memcpy(val, qual, 6);
+		must(put_cell(t.s, "t", bts("b-wide"), "a", bts(qual), 1,
+		    btb(val, 1000)));
+	}
+	must(put_str(t.s, "t", "c-small", "a", "", 1, "s"));
+	must(bt_store_compact(t.s, "t", true));
+	must(bt_scan_open(t.s, "t", &so, &sc));
+	must(bt_scan_next_borrowed(sc, &r));
+	ok(bytes_eq(r->key, bts("a-small")), "the small row first");
+	must(bt_scan_next_borrowed(sc, &r));
+	is_int((int)r->cell_count, COLS, "the wide row: every column");
+	must(bt_store_compact(t.s, "t", true));
+	for (int q = 0; q < COLS && r->cell_count == COLS; q++) {
+		snprintf(qual, sizeof(qual), "q%05d", q);
+		memset(val, 'a' + q % 26, 1000);
+		memcpy(val, qual, 6);
+		if (!bytes_eq(r->cells[q].qualifier, bts(qual)) ||
+		    !bytes_eq(r->cells[q].value, btb(val, 1000)))
+			wrong++;
+	}
+	is_int(wrong, 0, "every value right, lent or copied, after a major "
+	    "compaction");
+	must(bt_scan_next_borrowed(sc, &r));
+	ok(bytes_eq(r->key, bts("c-small")) && r->cell_count == 1 &&
+	    bytes_eq(r->cells[0].value, bts("s")), "then the last row");
+	is_int(bt_scan_next_borrowed(sc, &r), BT_DONE, "then BT_DONE");
+	bt_scan_close(sc);
+	tstore_destroy(&t);
+	free(val);
+}
+
 int
 main(void)
 {
+
 	test_same_rows();
 	test_across_tablets();
 	test_exact_contents();
@@ -530,5 +766,7 @@ main(void)
 	test_growing_rows();
 	test_prefix_rows();
 	test_long_scans();
+	test_lent_lifetime();
+	test_lent_wide_row();
 	return tap_done();
 }

@@ -101,10 +101,72 @@ test_empty(void)
 	iter_free(it);
 }
 
+/*
+ * Children whose ranges follow one another, with a few keys held by
+ * two or three of them (inside a run, and where runs meet): long runs of
+ * one child on top, where the merge knows the top key is unique without
+ * looking at the others, still return each shared key once, from the
+ * first child holding it.
+ */
+static void
+test_runs(void)
+{
+	static const struct { int child, lo, hi; } spans[] = {
+		{ 0, 0, 1000 }, { 0, 1500, 1501 }, { 0, 1999, 2000 },
+		{ 1, 1000, 2000 }, { 1, 500, 501 }, { 1, 2500, 2501 },
+		{ 2, 999, 1001 }, { 2, 1500, 1501 }, { 2, 2500, 2600 },
+	};
+	struct memtable *mt[3];
+	struct iter *children[3], *it;
+	int owner[2600], bad = 0, count = 0, expected = 0;
+	char buf[16], val[16];
+
+	for (int i = 0; i < 2600; i++)
+		owner[i] = -1;
+	for (int c = 0; c < 3; c++)
+		memtable_new(&mt[c]);
+	for (size_t j = 0; j < sizeof(spans) / sizeof(spans[0]); j++) {
+		for (int i = spans[j].lo; i < spans[j].hi; i++) {
+			key_of((uint32_t)i, buf);
+			snprintf(val, sizeof(val), "%d", spans[j].child);
+			memtable_add(mt[spans[j].child], slice_str(buf),
+			    slice_str(val));
+			if (owner[i] < 0 || owner[i] > spans[j].child)
+				owner[i] = spans[j].child;
+		}
+	}
+	for (int c = 0; c < 3; c++)
+		memtable_iter_new(mt[c], &children[c]);
+	ok(merge_iter_new(children, 3, &it) == 0, "merge of runs created");
+	iter_seek_first(it);
+	for (int i = 0; i < 2600; i++) {
+		if (owner[i] < 0)
+			continue;
+		expected++;
+		key_of((uint32_t)i, buf);
+		snprintf(val, sizeof(val), "%d", owner[i]);
+		if (!iter_valid(it) || !slice_equal(iter_key(it),
+		    slice_str(buf)) || !slice_equal(iter_value(it),
+		    slice_str(val))) {
+			bad++;
+			continue;
+		}
+		count++;
+		iter_next(it);
+	}
+	ok(!iter_valid(it), "runs: iteration ends after the last key");
+	is_int(bad, 0, "runs: every key once, in order, from the first child");
+	is_int(count, expected, "runs: %d distinct keys", expected);
+	iter_free(it);
+	for (int c = 0; c < 3; c++)
+		memtable_unref(mt[c]);
+}
+
 int
 main(void)
 {
 	test_union(tap_seed());
+	test_runs();
 	test_empty();
 	return tap_done();
 }

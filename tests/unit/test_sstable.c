@@ -1,6 +1,7 @@
 /*
  * test_sstable.c - SSTables end to end: build, open, get, iterate, seek,
- * verify; size limits, compression, Bloom filter, block cache; and damage
+ * verify; size limits, compression, Bloom filter, block cache, values
+ * pinned past the iterator (and the bound on them); and damage
  * (every byte flipped in turn, truncation, bad footers) that must be
  * reported as an error and never turn into a wrong value.
  *
@@ -754,6 +755,100 @@ test_visit_prefix(struct env *env)
 	free(l);
 }
 
+/* The value of entry i of pins.sst: 500 bytes that name it. */
+static void
+pin_value(int i, char *buf)
+{
+	memset(buf, 'a' + i % 26, 500);
+	snprintf(buf, 16, "v%06d", i);
+	buf[7] = '.';
+}
+
+/*
+ * iter_pin() on a table iterator: a pinned value stays valid after the
+ * iterator has moved past its block (a cache of 512 bytes, and no cache:
+ * blocks the iterator owns), up to about 1 MiB of blocks in one epoch,
+ * after which pins are refused (1); a new epoch pins again.
+ */
+static void
+test_iter_pins(struct env *env)
+{
+	enum { ENTRIES = 4000 };
+	struct sst_options o;
+	struct sst_builder *b;
+	struct sst_reader *r;
+	struct cache *cache;
+	struct slice *lent = calloc(ENTRIES, sizeof(*lent));
+	char key[32], val[500];
+
+	if (lent == NULL)
+		tap_bail("out of memory");
+	sst_options_default(&o);
+	o.block_size = 1024;
+	o.compress = false;
+	if (sst_builder_new(env, "pins.sst", &o, &b) < 0)
+		tap_bail("builder pins.sst");
+	for (int i = 0; i < ENTRIES; i++) {
+		snprintf(key, sizeof(key), "key%06d", i);
+		pin_value(i, val);
+		if (sst_builder_add(b, slice_str(key), slice_make(val,
+		    sizeof(val))) < 0)
+			tap_bail("sst_builder_add");
+	}
+	if (sst_builder_finish(b, NULL) < 0)
+		tap_bail("sst_builder_finish");
+	sst_builder_free(b);
+	if (cache_new(512, &cache) < 0)
+		tap_bail("cache_new");
+	for (int pass = 0; pass < 2; pass++) {
+		struct cache *c = pass == 0 ? cache : NULL;
+		const char *what = c != NULL ? "cache" : "no cache";
+		struct iter *it;
+		int pinned = 0, wrong = 0, refused_at = -1, rc = 0;
+
+		if (sst_reader_open(env, "pins.sst",
+		    c != NULL ? cache_new_id(c) : 0, c, NULL, &r) < 0 ||
+		    sst_reader_iter_new(r, &it) < 0)
+			tap_bail("open pins.sst");
+		iter_seek_first(it);
+		for (int i = 0; i < ENTRIES && iter_valid(it); i++) {
+			if ((rc = iter_pin(it, 1)) == 0) {
+				lent[pinned++] = iter_value(it);
+			} else if (refused_at < 0) {
+				refused_at = i;
+				break;
+			}
+			iter_next(it);
+		}
+		/* The iterator is blocks past most of them now. */
+		for (int i = 0; i < pinned; i++) {
+			pin_value(i, val);
+			if (!slice_equal(lent[i], slice_make(val, sizeof(val))))
+				wrong++;
+		}
+		ok(pinned > 1500 && refused_at == pinned,
+		    "%s: %d values pinned, then a pin refused (%d)", what,
+		    pinned, rc);
+		/* A block holds two entries of 500 bytes and a few more. */
+		ok((uint64_t)pinned * 500 <= (1u << 20) &&
+		    (uint64_t)pinned * 530 >= (1u << 20) - 2048,
+		    "%s: about 1 MiB of blocks pinned (%d values of 500 bytes)",
+		    what, pinned);
+		is_int(wrong, 0, "%s: every pinned value intact after the "
+		    "iterator moved on", what);
+		is_int(iter_pin(it, 2), 0, "%s: a new epoch pins again", what);
+		iter_next(it);
+		pin_value(refused_at + 1, val);
+		ok(iter_valid(it) && iter_pin(it, 2) == 0 && slice_equal(
+		    iter_value(it), slice_make(val, sizeof(val))),
+		    "%s: and the iterator reads on", what);
+		iter_free(it);
+		sst_reader_unref(r);
+	}
+	cache_free(cache);
+	free(lent);
+}
+
 struct reader_thread {
 	pthread_t tid;
 	struct sst_reader *r;
@@ -1235,6 +1330,8 @@ main(void)
 	lap("cache");
 	test_visit_prefix(env);
 	lap("visit prefix");
+	test_iter_pins(env);
+	lap("iterator pins");
 	test_threads(env, &rng);
 	lap("threads");
 	test_bad_files(env);
