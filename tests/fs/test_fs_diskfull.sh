@@ -53,26 +53,35 @@ echo kept >"$C/before/1"
 
 # fill: write 64 KiB values until one fails, then 4 KiB and 64-byte
 # ones, so that the disk is really full.  Each failure must be ENOSPC.
+# A background compaction may free files meanwhile: when a size no
+# longer fails within 1000 writes, the filling starts over at 64 KiB.
 : >"$T/acked"
 failed= n=0
 fill() {
-	for size in 65536 4096 64; do
-		err=
-		while [ $n -lt 5000 ]; do
-			n=$((n + 1))
-			if cat "$T/value.$size" 2>"$T/err" >"$C/fill/$n"; then
-				echo "$n $size" >>"$T/acked"
-			else
-				err=$(cat "$T/err")
-				break
-			fi
+	rounds=0
+	while :; do
+		rounds=$((rounds + 1))
+		[ $rounds -le 20 ] || fail "the tmpfs never filled"
+		for size in 65536 4096 64; do
+			err= k=0
+			while [ $k -lt 1000 ]; do
+				k=$((k + 1)) n=$((n + 1))
+				if cat "$T/value.$size" 2>"$T/err" \
+				    >"$C/fill/$n"; then
+					echo "$n $size" >>"$T/acked"
+				else
+					err=$(cat "$T/err")
+					break
+				fi
+			done
+			[ -n "$err" ] || continue 2
+			case $err in
+			*"No space left on device"*) ;;
+			*) fail "a write on a full disk failed with: $err" ;;
+			esac
+			failed="$failed $n"
 		done
-		[ -n "$err" ] || fail "the tmpfs never filled"
-		case $err in
-		*"No space left on device"*) ;;
-		*) fail "a write on a full disk failed with: $err" ;;
-		esac
-		failed="$failed $n"
+		break
 	done
 }
 
