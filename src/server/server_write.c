@@ -465,8 +465,8 @@ waiter_sleep(struct write_waiter *p)
 }
 
 /*
- * Lead the group that starts at me (called without q->mu), then pass the
- * lead to whoever queued next.  The members are woken after q->mu is
+ * Lead the group that starts at me (called with q->mu held, returning
+ * without it), then pass the lead to whoever queued next.  The members are woken after q->mu is
  * released; a member's next pointer is read before it is posted, since a
  * posted member returns and its waiter is gone.
  */
@@ -479,7 +479,6 @@ write_lead(struct server *s, struct write_waiter *me)
 	bool sync;
 	int rc;
 
-	pthread_mutex_lock(&q->mu);
 	write_gather(q);
 	bytes = me->bytes;
 	sync = waiter_wants_sync(s, me);
@@ -545,7 +544,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	struct write_queue *q = &s->writes;
 	struct write_waiter me;
 	struct tablet_map *m;
-	bool lead, gathered = false;
+	bool gathered;
 	int rc;
 
 	if (s->log == NULL)
@@ -579,20 +578,24 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	else
 		q->head = &me;
 	q->tail = &me;
-	lead = q->head == &me;
-	if (waiter_wants_sync(s, &me)) {
+	if (waiter_wants_sync(s, &me))
 		q->queued_syncs++;
+	if (q->head == &me) {
+		/* Nobody gathers: a gathering leader is at the head. */
+		write_lead(s, &me);
+	} else {
 		gathered = q->gathering &&
 		    q->queued_syncs >= q->expected_syncs;
-	}
-	pthread_mutex_unlock(&q->mu);
-	/* The leader rechecks the count under q->mu when it wakes. */
-	if (gathered)
-		pthread_cond_signal(&q->gather_cv);
-	if (!lead)
+		pthread_mutex_unlock(&q->mu);
+		/* The leader rechecks the count under q->mu. */
+		if (gathered)
+			pthread_cond_signal(&q->gather_cv);
 		waiter_sleep(&me);
-	if (!me.done)
-		write_lead(s, &me);
+		if (!me.done) {
+			pthread_mutex_lock(&q->mu);
+			write_lead(s, &me);
+		}
+	}
 	sem_destroy(&me.wake);
 	if (me.rc < 0)
 		return bt_error_set(me.rc, "%s", me.detail);
