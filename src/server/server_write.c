@@ -466,9 +466,10 @@ waiter_sleep(struct write_waiter *p)
 
 /*
  * Lead the group that starts at me (called with q->mu held, returning
- * without it), then pass the lead to whoever queued next.  The members are woken after q->mu is
- * released; a member's next pointer is read before it is posted, since a
- * posted member returns and its waiter is gone.
+ * without it), then pass the lead to whoever queued next.  The members
+ * are woken after q->mu is released; a member's next pointer is read
+ * before it is posted, since a posted member returns and its waiter is
+ * gone.
  */
 static void
 write_lead(struct server *s, struct write_waiter *me)
