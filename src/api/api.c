@@ -286,16 +286,23 @@ bt_table_describe(struct bt_store *s, const char *table, char **text)
 
 /* ---- Writing ---- */
 
-/* Convert public mutations; the slices borrow from muts. */
+/* Mutations up to this many are converted into the caller's array
+ * (most calls carry one): no allocation on the common put path. */
+#define MUTATIONS_LOCAL	8
+
+/* Convert public mutations, into local when count <= MUTATIONS_LOCAL,
+ * otherwise into a new array (mutations_free() either); the slices
+ * borrow from muts. */
 static int
 mutations_from(const struct bt_mutation *muts, size_t count,
-    struct mutation **out)
+    struct mutation *local, struct mutation **out)
 {
-	struct mutation *ops;
+	struct mutation *ops = local;
 
 	if (muts == NULL || count == 0)
 		return bt_error_set(-EINVAL, "empty mutation");
-	if ((ops = bt_calloc(count, sizeof(*ops))) == NULL)
+	if (count > MUTATIONS_LOCAL &&
+	    (ops = bt_calloc(count, sizeof(*ops))) == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < count; i++) {
 		const struct bt_mutation *m = &muts[i];
@@ -307,12 +314,20 @@ mutations_from(const struct bt_mutation *muts, size_t count,
 		ops[i].ts = m->ts;
 		ops[i].value = bytes_slice(m->value);
 		if (m->kind != BT_DELETE_ROW && m->family == NULL) {
-			bt_free(ops);
+			if (ops != local)
+				bt_free(ops);
 			return bt_error_set(-EINVAL, "mutation without family");
 		}
 	}
 	*out = ops;
 	return 0;
+}
+
+static void
+mutations_free(struct mutation *ops, struct mutation *local)
+{
+	if (ops != local)
+		bt_free(ops);
 }
 
 /*
@@ -376,15 +391,15 @@ bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
     const struct bt_mutation *muts, size_t count,
     const struct bt_write_options *wopts, int64_t *stamp)
 {
-	struct mutation *ops;
+	struct mutation local[MUTATIONS_LOCAL], *ops;
 	int rc;
 
 	bt_error_clear();
-	if ((rc = mutations_from(muts, count, &ops)) < 0)
+	if ((rc = mutations_from(muts, count, local, &ops)) < 0)
 		return rc;
 	ON_ROW(s, table, row, rc, server_mutate(s->server, table, tablet,
 	    bytes_slice(row), ops, count, want_sync(wopts), stamp));
-	bt_free(ops);
+	mutations_free(ops, local);
 	return rc;
 }
 
@@ -405,14 +420,14 @@ bt_check_version_and_mutate(struct bt_store *s, const char *table,
     const struct bt_mutation *muts, size_t count,
     const struct bt_write_options *wopts, bool *applied)
 {
-	struct mutation *ops;
+	struct mutation local[MUTATIONS_LOCAL], *ops;
 	struct slice exp;
 	int rc;
 
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	if ((rc = mutations_from(muts, count, &ops)) < 0)
+	if ((rc = mutations_from(muts, count, local, &ops)) < 0)
 		return rc;
 	if (expected != NULL)
 		exp = bytes_slice(*expected);
@@ -420,7 +435,7 @@ bt_check_version_and_mutate(struct bt_store *s, const char *table,
 	    tablet, bytes_slice(row), slice_str(family),
 	    bytes_slice(qualifier), expected ? &exp : NULL, expected_ts, ops,
 	    count, want_sync(wopts), applied));
-	bt_free(ops);
+	mutations_free(ops, local);
 	return rc;
 }
 

@@ -1,6 +1,6 @@
 /*
  * log.h - the commit log: CRC-framed records in numbered segment files,
- * written with group commit and read back for replay.  Format: format.h.
+ * written by one appender and read back for replay.  Format: format.h.
  *
  * The log stores opaque payloads; what they mean (row mutations, sequence
  * numbers, tablet tags) is the tablet server's business.  A position
@@ -28,6 +28,13 @@ struct log_options {
 	uint64_t segment_size;
 };
 
+/*
+ * A writer has one appender at a time: append, append_many, sync, rotate
+ * and close must not run concurrently (the tablet server's write queue
+ * serializes them and batches concurrent mutations into one append, which
+ * is its group commit).  log_writer_position() and log_writer_get_stats()
+ * may be called from any thread at any time.
+ */
 struct log_writer;
 
 /*
@@ -38,33 +45,30 @@ struct log_writer;
 int log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
     const struct log_options *opts, struct log_writer **out);
 
-/*
- * Close the writer (syncing first), accepting NULL.  Appends must have
- * finished.  Returns the sync's result.
- */
+/* Close the writer (syncing first), accepting NULL.  Returns the sync's
+ * result. */
 int log_writer_close(struct log_writer *w);
 
 /*
  * Append one record (1..LOG_MAX_RECORD bytes) and return once it is written
- * to the segment, and, when sync is true, made durable (fdatasync).  Thread-
- * safe, with group commit: concurrent appenders are batched by a leader into
- * one write and at most one sync.  On success *pos (if not NULL) receives the
- * record's position.
+ * to the segment, and, when sync is true, made durable (fdatasync).  On
+ * success *pos (if not NULL) receives the record's position.
  *
  * A failed write is rolled back (the segment is truncated to its last good
- * record) and returned to every appender of the batch; the writer remains
- * usable, so writes can resume when, say, disk space is freed.  A failed
- * sync leaves the durability of the segment unknown: the writer is then
- * poisoned and every later call returns BT_ECLOSED until the caller rotates.
+ * record) and returned; the writer remains usable, so writes can resume
+ * when, say, disk space is freed.  A failed sync leaves the durability of
+ * the segment unknown: the writer is then poisoned and every later call
+ * returns BT_ECLOSED until the caller rotates.
  */
 int log_writer_append(struct log_writer *w, struct slice record, bool sync,
     struct log_position *pos);
 
 /*
- * Append count records, in order and contiguous in one segment, as one
- * member of a batch: what log_writer_append() does for one.  positions, if
- * not NULL, has room for count positions and receives each record's.  A
- * failure is the whole call's: none of the records is acknowledged.
+ * Append count records, in order and contiguous in one segment, with one
+ * write and, when sync is true, one fdatasync: what log_writer_append()
+ * does for one.  positions, if not NULL, has room for count positions and
+ * receives each record's.  A failure is the whole call's: none of the
+ * records is acknowledged.
  */
 int log_writer_append_many(struct log_writer *w, const struct slice *records,
     size_t count, bool sync, struct log_position *positions);
@@ -74,17 +78,17 @@ int log_writer_sync(struct log_writer *w);
 
 /*
  * Finish the current segment (synced) and continue in a new one numbered
- * one higher; clears a poisoned state.  Thread-safe with appends.  *next, if
- * not NULL, receives the new segment number.
+ * one higher; clears a poisoned state.  *next, if not NULL, receives the
+ * new segment number.
  */
 int log_writer_rotate(struct log_writer *w, uint64_t *next);
 
 /* The segment being written and the offset its next record will take. */
 struct log_position log_writer_position(struct log_writer *w);
 
-/* Records and batches written and fdatasync calls made for them (the
- * syncs of new segment headers are not counted), for group commit tests
- * and status. */
+/* Records written, the appends (batches) that wrote them, and the
+ * fdatasync calls made for them (the syncs of new segment headers are not
+ * counted), for group commit tests and status. */
 struct log_writer_stats {
 	uint64_t records;
 	uint64_t batches;

@@ -1,19 +1,16 @@
 /*
- * log_writer.c - appending to the commit log, with group commit.
+ * log_writer.c - appending to the commit log.
  *
- * Every call that touches the segment (append, sync, rotate) queues a
- * waiter under the mutex.  The waiter at the front is the leader: it takes
- * the appends and syncs queued behind it (up to LOG_BATCH_MAX bytes, or one
- * bigger record alone), releases the mutex, writes them with one
- * env_file_append() and, if any of them asked for it, one env_file_sync(),
- * then retakes the mutex, hands each member its result and wakes the next
- * leader.  Appenders arriving meanwhile queue up and form the next batch, so
- * under load many records share one fdatasync.  This is LevelDB's
- * DBImpl::Write scheme.
+ * One caller at a time appends, syncs and rotates: the tablet server's
+ * write queue (server_write.c) batches concurrent mutations into one
+ * append_many() and at most one sync, and so is the group commit; a
+ * second queue here would only hand the same batch over again.  Each
+ * append encodes its records into one buffer and writes it with one
+ * env_file_append(), followed, when asked, by one env_file_sync().
  *
- * Only the leader touches the file, and only one waiter leads at a time, so
- * the fields marked "leader" need no lock; the fields that other threads
- * read (position, poison, stats) are changed by the leader under the mutex.
+ * The fields marked "appender" are the calling thread's alone; the
+ * fields that other threads read (position, poison, stats) are changed
+ * under the mutex.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,31 +28,10 @@
 #include "util/error.h"
 
 #define LOG_DEFAULT_SEGMENT_SIZE	(64ull << 20)
+/* A write buffer grown past 4 times this is given back after use. */
 #define LOG_BATCH_MAX			(1u << 20)
 /* Segment paths are the directory plus "/" 16 digits ".log" and a NUL. */
 #define LOG_SEGMENT_NAME_EXTRA		22
-
-enum waiter_kind {
-	WAITER_APPEND,
-	WAITER_SYNC,
-	WAITER_ROTATE,
-};
-
-/* One call waiting in the queue; lives on its caller's stack. */
-struct log_waiter {
-	struct log_waiter *next;
-	pthread_cond_t cv;
-	enum waiter_kind kind;
-	const struct slice *records;	/* an append's, in order */
-	size_t record_count;
-	size_t bytes;			/* they take in the segment */
-	struct log_position *positions;	/* of each record, or NULL */
-	bool sync;
-	bool done;
-	int rc;
-	struct log_position pos;	/* after a rotate, the new segment */
-	char detail[256];		/* the leader's detail, when rc < 0 */
-};
 
 struct log_writer {
 	struct env *env;
@@ -63,15 +39,14 @@ struct log_writer {
 	uint64_t segment_size;
 
 	pthread_mutex_t mu;
-	struct log_waiter *head, *tail;
 
-	/* Read under mu; written by the leader under mu. */
+	/* Read under mu by any thread; written by the appender under mu. */
 	uint64_t segment;
 	uint64_t offset;	/* end of the last good record */
 	bool poisoned;
 	struct log_writer_stats stats;
 
-	/* Leader only. */
+	/* Appender only. */
 	struct env_file *file;
 	uint64_t synced;	/* the segment is durable up to here */
 	uint64_t marked;	/* the last synced field written in it */
@@ -169,26 +144,6 @@ out:
 	return rc;
 }
 
-/* Bytes a waiter adds to a batch. */
-static size_t
-waiter_bytes(const struct log_waiter *p)
-{
-	return p->kind == WAITER_APPEND ? p->bytes : 0;
-}
-
-static bool
-waiter_wants_sync(const struct log_waiter *p)
-{
-	return p->kind == WAITER_SYNC || (p->kind == WAITER_APPEND && p->sync);
-}
-
-static void
-waiter_fail(struct log_waiter *p, int rc)
-{
-	p->rc = rc;
-	snprintf(p->detail, sizeof(p->detail), "%s", bt_error_detail());
-}
-
 /* Mark the segment's durability unknown: only a rotation clears this. */
 static void
 writer_poison(struct log_writer *w)
@@ -215,7 +170,7 @@ writer_sync_file(struct log_writer *w)
 }
 
 /*
- * Finish the current segment and start the next one (leader only).  A
+ * Finish the current segment and start the next one.  A
  * poisoned segment is abandoned without a sync: after a failed fdatasync
  * another one proves nothing.  If the new segment cannot be made, the
  * writer stays where it was.
@@ -272,29 +227,25 @@ record_put(uint8_t *h, struct slice record, uint64_t synced)
 }
 
 /*
- * Encode the appends among first..last into one buffer and write it (the
- * leader, without the mutex).  A failed write is cut off again so that the
+ * Write records as one buffer (bytes: their framed size), fdatasynced
+ * when sync is true.  A failed write is cut off again so that the
  * segment ends at its last good record; if even that fails, the segment
- * holds garbage and the writer is poisoned.  Each member's result is left
- * in its waiter: the write's error for all, the sync's for those that
- * asked for a sync.
+ * holds garbage and the writer is poisoned.
  */
-static void
-writer_write_batch(struct log_writer *w, struct log_waiter *first,
-    struct log_waiter *last, size_t bytes, bool need_sync)
+static int
+writer_write(struct log_writer *w, const struct slice *records,
+    size_t count, size_t bytes, bool sync, struct log_position *positions)
 {
-	struct log_waiter *p;
-	uint64_t records = 0, mark;
 	char saved[256];
-	int rc = 0, sync_rc = 0;
+	uint64_t mark;
+	int rc;
 
 	if (w->poisoned) {
 		rc = bt_error_set(BT_ECLOSED, "%s: log poisoned by a failed "
 		    "sync; rotate to continue", w->path);
 		goto out;
 	}
-	if (bytes > 0 && w->offset >= w->segment_size &&
-	    (rc = writer_rotate(w)) < 0)
+	if (w->offset >= w->segment_size && (rc = writer_rotate(w)) < 0)
 		goto out;
 	buf_clear(&w->batch);
 	/* The first record after a sync says how far it reached. */
@@ -304,143 +255,43 @@ writer_write_batch(struct log_writer *w, struct log_waiter *first,
 		    w->path, bytes);
 		goto out;
 	}
-	for (p = first;; p = p->next) {
-		for (size_t i = 0; p->kind == WAITER_APPEND &&
-		    i < p->record_count; i++) {
-			if (p->positions != NULL) {
-				p->positions[i].segment = w->segment;
-				p->positions[i].offset = w->offset +
-				    w->batch.n;
-			}
-			w->batch.n += record_put(w->batch.p + w->batch.n,
-			    p->records[i], mark);
-			mark = 0;
-			records++;
+	for (size_t i = 0; i < count; i++) {
+		if (positions != NULL) {
+			positions[i].segment = w->segment;
+			positions[i].offset = w->offset + w->batch.n;
 		}
-		if (p == last)
-			break;
+		w->batch.n += record_put(w->batch.p + w->batch.n, records[i],
+		    mark);
+		mark = 0;
 	}
-	if (w->batch.n > 0) {
-		if ((rc = env_file_append(w->file, w->batch.p,
-		    w->batch.n)) < 0) {
-			snprintf(saved, sizeof(saved), "%s",
-			    bt_error_detail());
-			if (env_file_truncate(w->file, w->offset) < 0)
-				writer_poison(w);
-			bt_error_set(rc, "%s", saved);
-			goto out;
-		}
-		if (records > 0 && w->synced > w->marked)
-			w->marked = w->synced;
-		pthread_mutex_lock(&w->mu);
-		w->offset += w->batch.n;
-		w->stats.records += records;
-		w->stats.batches++;
-		pthread_mutex_unlock(&w->mu);
+	if ((rc = env_file_append(w->file, w->batch.p, w->batch.n)) < 0) {
+		snprintf(saved, sizeof(saved), "%s", bt_error_detail());
+		if (env_file_truncate(w->file, w->offset) < 0)
+			writer_poison(w);
+		rc = bt_error_set(rc, "%s", saved);
+		goto out;
 	}
-	if (need_sync && w->synced < w->offset)
-		sync_rc = writer_sync_file(w);
+	if (w->synced > w->marked)
+		w->marked = w->synced;
+	pthread_mutex_lock(&w->mu);
+	w->offset += w->batch.n;
+	w->stats.records += count;
+	w->stats.batches++;
+	pthread_mutex_unlock(&w->mu);
+	if (sync)
+		rc = writer_sync_file(w);
 out:
 	if (w->batch.cap > 4 * LOG_BATCH_MAX)
 		buf_release(&w->batch);
-	for (p = first;; p = p->next) {
-		if (rc < 0)
-			waiter_fail(p, rc);
-		else if (sync_rc < 0 && waiter_wants_sync(p))
-			waiter_fail(p, sync_rc);
-		else
-			p->rc = 0;
-		if (p == last)
-			break;
-	}
-}
-
-/*
- * Lead the batch that starts at me (called and returning with the mutex
- * held), then pass the lead to whoever queued next.
- */
-static void
-writer_lead(struct log_writer *w, struct log_waiter *me)
-{
-	struct log_waiter *last = me, *p, *next;
-	size_t bytes = waiter_bytes(me), add;
-	bool need_sync = waiter_wants_sync(me);
-	int rc;
-
-	if (me->kind != WAITER_ROTATE) {
-		for (p = me->next; p != NULL && p->kind != WAITER_ROTATE;
-		    p = p->next) {
-			add = waiter_bytes(p);
-			if (bytes + add > LOG_BATCH_MAX)
-				break;
-			bytes += add;
-			need_sync = need_sync || waiter_wants_sync(p);
-			last = p;
-		}
-	}
-	pthread_mutex_unlock(&w->mu);
-	if (me->kind == WAITER_ROTATE) {
-		if ((rc = writer_rotate(w)) < 0)
-			waiter_fail(me, rc);
-		else
-			me->rc = 0;
-		me->pos.segment = w->segment;
-		me->pos.offset = w->offset;
-	} else
-		writer_write_batch(w, me, last, bytes, need_sync);
-	pthread_mutex_lock(&w->mu);
-	for (p = me;; p = next) {
-		next = p->next;
-		p->done = true;
-		if (p != me)
-			pthread_cond_signal(&p->cv);
-		if (p == last)
-			break;
-	}
-	w->head = next;
-	if (next == NULL)
-		w->tail = NULL;
-	else
-		pthread_cond_signal(&next->cv);
-}
-
-/* Queue me, wait until a leader has done my work or I lead, and return
- * my result with its detail. */
-static int
-writer_submit(struct log_writer *w, struct log_waiter *me)
-{
-	me->next = NULL;
-	me->done = false;
-	me->rc = 0;
-	me->detail[0] = '\0';
-	pthread_cond_init(&me->cv, NULL);
-	pthread_mutex_lock(&w->mu);
-	if (w->tail != NULL)
-		w->tail->next = me;
-	else
-		w->head = me;
-	w->tail = me;
-	while (!me->done && w->head != me)
-		pthread_cond_wait(&me->cv, &w->mu);
-	if (!me->done)
-		writer_lead(w, me);
-	pthread_mutex_unlock(&w->mu);
-	pthread_cond_destroy(&me->cv);
-	if (me->rc < 0)
-		bt_error_set(me->rc, "%s", me->detail);
-	return me->rc;
+	return rc;
 }
 
 int
 log_writer_append_many(struct log_writer *w, const struct slice *records,
     size_t count, bool sync, struct log_position *positions)
 {
-	struct log_waiter me;
+	size_t bytes = 0;
 
-	/* Field by field: the detail buffer is written only on failure
-	 * (writer_submit() sets the rest). */
-	me.bytes = 0;
-	me.pos.segment = me.pos.offset = 0;
 	if (count == 0)
 		return bt_error_set(-EINVAL, "%s: no log records", w->dir);
 	for (size_t i = 0; i < count; i++) {
@@ -451,17 +302,12 @@ log_writer_append_many(struct log_writer *w, const struct slice *records,
 			return bt_error_set(BT_ETOOBIG, "%s: log record of "
 			    "%zu bytes exceeds %u", w->dir, records[i].n,
 			    LOG_MAX_RECORD);
-		if (me.bytes > SIZE_MAX / 2)
+		if (bytes > SIZE_MAX / 2)
 			return bt_error_set(BT_ETOOBIG, "%s: %zu log records "
 			    "too big together", w->dir, count);
-		me.bytes += LOG_RECORD_HEADER_SIZE + records[i].n;
+		bytes += LOG_RECORD_HEADER_SIZE + records[i].n;
 	}
-	me.kind = WAITER_APPEND;
-	me.records = records;
-	me.record_count = count;
-	me.positions = positions;
-	me.sync = sync;
-	return writer_submit(w, &me);
+	return writer_write(w, records, count, bytes, sync, positions);
 }
 
 int
@@ -474,23 +320,21 @@ log_writer_append(struct log_writer *w, struct slice record, bool sync,
 int
 log_writer_sync(struct log_writer *w)
 {
-	struct log_waiter me;
-
-	memset(&me, 0, sizeof(me));
-	me.kind = WAITER_SYNC;
-	return writer_submit(w, &me);
+	if (w->poisoned)
+		return bt_error_set(BT_ECLOSED, "%s: log poisoned by a failed "
+		    "sync; rotate to continue", w->path);
+	if (w->synced >= w->offset)
+		return 0;
+	return writer_sync_file(w);
 }
 
 int
 log_writer_rotate(struct log_writer *w, uint64_t *next)
 {
-	struct log_waiter me;
 	int rc;
 
-	memset(&me, 0, sizeof(me));
-	me.kind = WAITER_ROTATE;
-	if ((rc = writer_submit(w, &me)) == 0 && next != NULL)
-		*next = me.pos.segment;
+	if ((rc = writer_rotate(w)) == 0 && next != NULL)
+		*next = w->segment;
 	return rc;
 }
 

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,10 @@ write_throttle(struct server *s)
  * and passes the lead on.  A follower sleeps once and wakes acknowledged:
  * there is no second turn to wait for, and nothing is acknowledged before
  * the log append (and the sync, when asked) covering it has returned.
+ * Each waiter sleeps on a semaphore of its own, outside the queue's
+ * mutex, and the leader posts it after releasing the mutex: one futex
+ * wake per follower, and a woken follower returns at once instead of
+ * waking only to sleep again on the mutex that its waker holds.
  *
  * A leader whose group needs a sync first gathers: the writers its
  * predecessor acknowledged, and those that queued meanwhile, are likely to
@@ -191,10 +196,12 @@ write_throttle(struct server *s)
 #define WRITE_GROUP_BYTES	(1u << 20)
 #define WRITE_GATHER_MAX_US	2000
 
-/* One mutation in the write queue; lives on its caller's stack. */
+/* One mutation in the write queue; lives on its caller's stack.  The
+ * leader fills in the results and then posts wake, which orders them
+ * before the waiter reads them. */
 struct write_waiter {
 	struct write_waiter *next;
-	pthread_cond_t cv;
+	sem_t wake;		/* posted when done, or when it is to lead */
 	struct server_table *t;
 	struct slice row;
 	struct mutation *ops;
@@ -367,7 +374,7 @@ group_log(struct server *s, struct write_waiter *first,
 		if (p == last)
 			break;
 	}
-	t0 = monotonic_ns();
+	t0 = sync ? monotonic_ns() : 0;	/* a clock read costs */
 	rc = log_writer_append_many(s->log, q->slices, n, sync, q->positions);
 	if (rc == 0 && sync) {
 		uint64_t ns = monotonic_ns() - t0;
@@ -448,15 +455,26 @@ group_apply(struct server *s, struct write_waiter *first,
 	pthread_mutex_unlock(&s->apply_mu);
 }
 
+/* Sleep until a leader posts p->wake. */
+static void
+waiter_sleep(struct write_waiter *p)
+{
+	while (sem_wait(&p->wake) != 0)
+		;	/* EINTR */
+}
+
 /*
- * Lead the group that starts at me (called and returning with q->mu
- * held), then pass the lead to whoever queued next.
+ * Lead the group that starts at me (called with q->mu held, returning
+ * without it), then pass the lead to whoever queued next.  The members
+ * are woken after q->mu is released; a member's next pointer is read
+ * before it is posted, since a posted member returns and its waiter is
+ * gone.
  */
 static void
 write_lead(struct server *s, struct write_waiter *me)
 {
 	struct write_queue *q = &s->writes;
-	struct write_waiter *last = me, *p, *next;
+	struct write_waiter *last = me, *p, *follow, *next;
 	size_t bytes, n = 1, taken_syncs;
 	bool sync;
 	int rc;
@@ -486,19 +504,20 @@ write_lead(struct server *s, struct write_waiter *me)
 	 * are waiting: the next synced group expects them all. */
 	if (sync)
 		q->expected_syncs = taken_syncs + q->queued_syncs;
-	for (p = me;; p = next) {
-		next = p->next;
-		p->done = true;
-		if (p != me)
-			pthread_cond_signal(&p->cv);
-		if (p == last)
-			break;
-	}
+	next = last->next;
 	q->head = next;
 	if (next == NULL)
 		q->tail = NULL;
-	else
-		pthread_cond_signal(&next->cv);
+	pthread_mutex_unlock(&q->mu);
+
+	me->done = true;
+	for (p = me == last ? NULL : me->next; p != NULL; p = follow) {
+		follow = p == last ? NULL : p->next;
+		p->done = true;
+		sem_post(&p->wake);
+	}
+	if (next != NULL)
+		sem_post(&next->wake);
 }
 
 /* A rough size of a mutation's log record, for the group limit and the
@@ -524,6 +543,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 {
 	struct write_queue *q = &s->writes;
 	struct write_waiter me;
+	bool gathered;
 	int rc;
 
 	if (s->log == NULL)
@@ -545,24 +565,34 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	me.first_seq = 0;
 	me.record_end = 0;
 	me.detail[0] = '\0';
-	pthread_cond_init(&me.cv, NULL);
+	if (sem_init(&me.wake, 0, 0) != 0)
+		return bt_error_set(-errno, "write queue: sem_init: %s",
+		    strerror(errno));
 	pthread_mutex_lock(&q->mu);
 	if (q->tail != NULL)
 		q->tail->next = &me;
 	else
 		q->head = &me;
 	q->tail = &me;
-	if (waiter_wants_sync(s, &me)) {
+	if (waiter_wants_sync(s, &me))
 		q->queued_syncs++;
-		if (q->gathering && q->queued_syncs >= q->expected_syncs)
-			pthread_cond_signal(&q->gather_cv);
-	}
-	while (!me.done && q->head != &me)
-		pthread_cond_wait(&me.cv, &q->mu);
-	if (!me.done)
+	if (q->head == &me) {
+		/* Nobody gathers: a gathering leader is at the head. */
 		write_lead(s, &me);
-	pthread_mutex_unlock(&q->mu);
-	pthread_cond_destroy(&me.cv);
+	} else {
+		gathered = q->gathering &&
+		    q->queued_syncs >= q->expected_syncs;
+		pthread_mutex_unlock(&q->mu);
+		/* The leader rechecks the count under q->mu. */
+		if (gathered)
+			pthread_cond_signal(&q->gather_cv);
+		waiter_sleep(&me);
+		if (!me.done) {
+			pthread_mutex_lock(&q->mu);
+			write_lead(s, &me);
+		}
+	}
+	sem_destroy(&me.wake);
 	if (me.rc < 0)
 		return bt_error_set(me.rc, "%s", me.detail);
 	atomic_fetch_add(&s->mutations, 1);

@@ -1135,6 +1135,60 @@ test_increment_append(void)
 	tstore_destroy(&t);
 }
 
+/*
+ * Row mutations of 1, 8 (the most bt_mutate_row() converts without an
+ * allocation), 9 and 40 puts each apply whole, with every value right;
+ * one whose last op has no family is EINVAL and applies nothing.
+ */
+static void
+test_mutation_sizes(void)
+{
+	static const char *const fams[] = { "f", NULL };
+	static const size_t sizes[] = { 1, 8, 9, 40 };
+	struct bt_mutation m[40];
+	char quals[40][24], vals[40][48];
+	struct bt_row *r;
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "T", fams));
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k], right = 0;
+		char row[32];
+
+		snprintf(row, sizeof(row), "row%zu", n);
+		for (size_t i = 0; i < n; i++) {
+			snprintf(quals[i], sizeof(quals[i]), "q%02zu", i);
+			snprintf(vals[i], sizeof(vals[i]), "v%zu.%zu", n, i);
+			m[i] = (struct bt_mutation){ .kind = BT_PUT,
+			    .family = "f", .qualifier = bts(quals[i]),
+			    .ts = 7, .value = bts(vals[i]) };
+		}
+		is_int(bt_mutate_row(t.s, "T", bts(row), m, n, NULL, NULL), 0,
+		    "sizes: a row mutation of %zu puts", n);
+		if (bt_read_row(t.s, "T", bts(row), NULL, &r) == 0) {
+			for (size_t i = 0; i < r->cell_count && i < n; i++)
+				if (bytes_eq(r->cells[i].qualifier,
+				    bts(quals[i])) &&
+				    bytes_eq(r->cells[i].value, bts(vals[i])))
+					right++;
+			if (r->cell_count != n)
+				right = 0;
+			bt_row_free(r);
+		}
+		is_int(right, n, "sizes: all %zu cells read back", n);
+
+		snprintf(row, sizeof(row), "bad%zu", n);
+		m[n - 1].family = NULL;
+		is_int(bt_mutate_row(t.s, "T", bts(row), m, n, NULL, NULL),
+		    -EINVAL, "sizes: %zu puts, the last without a family: "
+		    "EINVAL", n);
+		is_int(bt_read_row(t.s, "T", bts(row), NULL, &r), BT_NOTFOUND,
+		    "sizes: and none of them applies");
+	}
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -1148,5 +1202,6 @@ main(void)
 	test_schema();
 	test_check_and_mutate();
 	test_increment_append();
+	test_mutation_sizes();
 	return tap_done();
 }

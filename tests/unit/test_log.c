@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -645,83 +644,66 @@ test_flip_every_byte(uint64_t *rng)
 	env_free(env);
 }
 
-#define GC_THREADS 4
-
-struct gc_arg {
-	struct log_writer *w;
-	int thread;
-	int count;
-	int failures;
-};
-
-/* Append count records (thread, i) with sync. */
-static void *
-gc_thread(void *p)
+/* Record i of test_sync_counts(): its number, then 8 + i % 50 bytes. */
+static struct slice
+sc_record(uint8_t *buf, uint32_t i)
 {
-	struct gc_arg *a = p;
-	uint8_t buf[64];
-	uint32_t i;
-
-	for (i = 0; i < (uint32_t)a->count; i++) {
-		memset(buf, 0, sizeof(buf));
-		memcpy(buf, &a->thread, sizeof(a->thread));
-		memcpy(buf + 4, &i, sizeof(i));
-		if (log_writer_append(a->w, slice_make(buf, 8 + i % 50), true,
-		    NULL) < 0)
-			a->failures++;
-	}
-	return NULL;
+	memset(buf, 0, 64);
+	memcpy(buf, &i, sizeof(i));
+	return slice_make(buf, 8 + i % 50);
 }
 
 /*
- * Threads appending with sync=true concurrently: every record is in the
- * log exactly once, each thread's in its order, and the records shared
- * writes and syncs.
+ * The writer has one appender (the server's write queue batches for it):
+ * one append_many() is one write and at most one sync whatever its record
+ * count, unsynced appends cost no sync, log_writer_sync() syncs once and
+ * only when something is unsynced, and replay has every record once, in
+ * order.
  */
 static void
-test_group_commit(struct env *env, const char *dir, const char *label,
-    int per_thread)
+test_sync_counts(struct env *env, const char *dir, const char *label,
+    uint32_t n)
 {
-	struct gc_arg args[GC_THREADS];
-	pthread_t tids[GC_THREADS];
 	struct log_writer_stats st;
 	struct log_writer *w;
 	struct log_reader *r;
-	struct slice s;
-	uint32_t *next, t, i;
+	struct slice *recs, s;
+	uint8_t (*bufs)[64];
+	uint32_t i, next = 0, got;
 	uint64_t *segs;
-	size_t count, j, total = 0, failures = 0;
-	int bad = 0, rc, failed = 0;
+	size_t count;
+	int bad = 0, rc;
 	char path[512];
 
+	if ((recs = calloc(n, sizeof(*recs))) == NULL ||
+	    (bufs = calloc(n, sizeof(*bufs))) == NULL)
+		tap_bail("calloc");
 	if (log_writer_open(env, dir, 1, NULL, &w) < 0)
 		tap_bail("log_writer_open");
-	for (j = 0; j < GC_THREADS; j++) {
-		args[j].w = w;
-		args[j].thread = (int)j;
-		args[j].count = per_thread;
-		args[j].failures = 0;
-		if (pthread_create(&tids[j], NULL, gc_thread, &args[j]) != 0)
-			tap_bail("pthread_create");
-	}
-	for (j = 0; j < GC_THREADS; j++) {
-		pthread_join(tids[j], NULL);
-		failures += (size_t)args[j].failures;
-	}
-	is_int(failures, 0, "%s: %d threads x %d synced appends succeed",
-	    label, GC_THREADS, per_thread);
+	for (i = 0; i < n; i++)
+		recs[i] = sc_record(bufs[i], i);
+	is_int(log_writer_append_many(w, recs, n, true, NULL), 0,
+	    "%s: %u synced records in one append", label, n);
 	log_writer_get_stats(w, &st);
-	diag("%s: %" PRIu64 " records in %" PRIu64 " batches, %" PRIu64
-	    " syncs", label, st.records, st.batches, st.syncs);
-	is_int(st.records, GC_THREADS * per_thread, "%s: stats count every "
-	    "record", label);
-	ok(st.batches < st.records, "%s: records shared batches", label);
-	ok(st.syncs < st.records, "%s: records shared syncs", label);
-	ok(st.syncs <= st.batches, "%s: at most one sync per batch", label);
+	ok(st.records == n && st.batches == 1 && st.syncs == 1,
+	    "%s: they take one write and one sync (%" PRIu64 " records, %"
+	    PRIu64 " batches, %" PRIu64 " syncs)", label, st.records,
+	    st.batches, st.syncs);
+	for (i = 0; i < n; i++)
+		if (log_writer_append(w, sc_record(bufs[0], n + i), false,
+		    NULL) < 0)
+			bad++;
+	log_writer_get_stats(w, &st);
+	ok(bad == 0 && st.batches == 1 + n && st.syncs == 1,
+	    "%s: %u unsynced appends: a write each, no sync (%" PRIu64
+	    " syncs)", label, n, st.syncs);
+	is_int(log_writer_sync(w), 0, "%s: sync", label);
+	is_int(log_writer_sync(w), 0, "%s: sync with nothing new", label);
+	log_writer_get_stats(w, &st);
+	is_int(st.syncs, 2, "%s: one sync for the unsynced appends, none when "
+	    "nothing is new", label);
 	is_int(log_writer_close(w), 0, "%s: close", label);
 
-	if ((next = calloc(GC_THREADS, sizeof(*next))) == NULL)
-		tap_bail("calloc");
 	if (log_list_segments(env, dir, &segs, &count) < 0 || count != 1)
 		tap_bail("list");
 	log_segment_path(path, sizeof(path), dir, segs[0]);
@@ -729,24 +711,17 @@ test_group_commit(struct env *env, const char *dir, const char *label,
 	if (log_reader_open(env, path, &r) < 0)
 		tap_bail("log_reader_open");
 	while ((rc = log_reader_next(r, &s, NULL)) == 0) {
-		total++;
-		memcpy(&t, s.p, 4);
-		memcpy(&i, s.p + 4, 4);
-		if (t >= GC_THREADS || i != next[t] || s.n != 8 + i % 50)
+		memcpy(&got, s.p, 4);
+		if (got != next || s.n != 8 + got % 50)
 			bad++;
-		else
-			next[t]++;
+		next++;
 	}
-	if (rc != BT_DONE || log_reader_dropped_bytes(r) != 0)
-		failed = 1;
+	ok(rc == BT_DONE && log_reader_dropped_bytes(r) == 0 && bad == 0 &&
+	    next == 2 * n, "%s: replay has every record once, in order (%u "
+	    "records, %d bad)", label, next, bad);
 	log_reader_close(r);
-	for (t = 0; t < GC_THREADS; t++)
-		if (next[t] != (uint32_t)per_thread)
-			bad++;
-	ok(!failed && bad == 0 && total == (size_t)GC_THREADS * per_thread,
-	    "%s: replay has every record exactly once, in each thread's order "
-	    "(%zu records, %d bad)", label, total, bad);
-	free(next);
+	free(bufs);
+	free(recs);
 }
 
 /*
@@ -1105,7 +1080,7 @@ main(void)
 	snprintf(dir, sizeof(dir), "%s/gc", tmp);
 	if (env_dir_create(env, dir) < 0)
 		tap_bail("mkdir");
-	test_group_commit(env, dir, "posix group commit", small ? 50 : 250);
+	test_sync_counts(env, dir, "posix", small ? 50 : 250);
 	env_free(env);
 	nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 
@@ -1118,9 +1093,7 @@ main(void)
 
 	if (env_fault_new(&env) < 0 || env_dir_create(env, "/g") < 0)
 		tap_bail("env_fault_new");
-	env_fault_set_sync_delay(env, 50);
-	test_group_commit(env, "/g", "fault group commit",
-	    small ? 300 : 2000);
+	test_sync_counts(env, "/g", "fault", small ? 300 : 2000);
 	env_free(env);
 
 	test_write_failure(&rng);
