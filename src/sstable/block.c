@@ -343,22 +343,23 @@ block_iter_seek_step(struct block_iter *it)
 }
 
 /*
- * Binary search for the last restart whose key is below target, then scan
- * forward to the first key >= target.
+ * Decode the restart a seek for target scans from: the last one whose key
+ * is below target (or the first).  Every restart after it holds a key >=
+ * target, so when it is its run's only entry (an index block has a
+ * restart at every entry) the answer is the next restart, decoded instead
+ * and *found set.  The block is not empty.
  */
 static int
-block_iter_seek(struct iter *base, struct slice target)
+block_iter_seek_restart(struct block_iter *it, struct slice target,
+    bool *found)
 {
-	struct block_iter *it = (struct block_iter *)base;
 	uint32_t lo = 0, hi = it->restart_count - 1, mid;
 	struct slice key = { NULL, 0 };
 	struct block_entry e;
 	bool lo_below = false;
 	int rc;
 
-	it->valid = false;
-	if (it->entries_end == 0)
-		return 0;
+	*found = false;
 	while (lo < hi) {
 		mid = lo + (hi - lo + 1) / 2;
 		if ((rc = block_iter_restart_key(it, mid, &key)) < 0)
@@ -370,18 +371,33 @@ block_iter_seek(struct iter *base, struct slice target)
 			hi = mid - 1;
 		}
 	}
-	/* Every restart after lo holds a key >= target.  When restart lo
-	 * is below target and is its run's only entry (an index block has
-	 * a restart at every entry), the answer is restart lo + 1: decode
-	 * only that one. */
 	if (lo_below && lo + 1 < it->restart_count) {
 		if ((rc = block_entry_parse(it,
 		    block_iter_restart_offset(it, lo), &e)) < 0)
 			return rc;
-		if (e.next == block_iter_restart_offset(it, lo + 1))
+		if (e.next == block_iter_restart_offset(it, lo + 1)) {
+			*found = true;
 			return block_iter_decode_restart(it, lo + 1);
+		}
 	}
-	if ((rc = block_iter_decode_restart(it, lo)) < 0)
+	return block_iter_decode_restart(it, lo);
+}
+
+/*
+ * Binary search for the last restart whose key is below target, then scan
+ * forward to the first key >= target.
+ */
+static int
+block_iter_seek(struct iter *base, struct slice target)
+{
+	struct block_iter *it = (struct block_iter *)base;
+	bool found;
+	int rc;
+
+	it->valid = false;
+	if (it->entries_end == 0)
+		return 0;
+	if ((rc = block_iter_seek_restart(it, target, &found)) < 0 || found)
 		return rc;
 	while (slice_compare(buf_slice(&it->key), target) < 0) {
 		if (it->next >= it->entries_end) {
@@ -563,36 +579,15 @@ block_key_compare_from(struct slice key, struct slice target, size_t from,
 static int
 block_iter_seek_point(struct block_iter *it, struct slice target)
 {
-	uint32_t lo = 0, hi = it->restart_count - 1, mid;
-	struct slice key = { NULL, 0 };
 	struct block_entry e;
-	bool lo_below = false;
 	size_t match;
+	bool found;
 	int rc, cmp;
 
 	it->valid = false;
 	if (it->entries_end == 0)
 		return 0;
-	while (lo < hi) {
-		mid = lo + (hi - lo + 1) / 2;
-		if ((rc = block_iter_restart_key(it, mid, &key)) < 0)
-			return rc;
-		if (slice_compare(key, target) < 0) {
-			lo = mid;
-			lo_below = true;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	/* As block_iter_seek(): a run of one entry below target. */
-	if (lo_below && lo + 1 < it->restart_count) {
-		if ((rc = block_entry_parse(it,
-		    block_iter_restart_offset(it, lo), &e)) < 0)
-			return rc;
-		if (e.next == block_iter_restart_offset(it, lo + 1))
-			return block_iter_decode_restart(it, lo + 1);
-	}
-	if ((rc = block_iter_decode_restart(it, lo)) < 0)
+	if ((rc = block_iter_seek_restart(it, target, &found)) < 0 || found)
 		return rc;
 	cmp = block_key_compare_from(buf_slice(&it->key), target, 0, &match);
 	while (cmp < 0) {
