@@ -116,8 +116,8 @@ static const char *const loc_sql[LOC_STMT_COUNT] = {
 	    " FROM locations l LEFT JOIN tablets t ON t.id = l.tablet_id"
 	    " ORDER BY l.table_id, l.is_last, l.end_row",
 	[LOC_CHECK_BARE] =
-	    "SELECT id FROM tables WHERE NOT EXISTS"
-	    " (SELECT 1 FROM tablets WHERE table_id = tables.id) ORDER BY id",
+	    ("SELECT id FROM tables WHERE NOT EXISTS"
+	    " (SELECT 1 FROM tablets WHERE table_id = tables.id) ORDER BY id"),
 };
 
 int
