@@ -312,10 +312,11 @@ block_iter_seek_first(struct iter *base)
 /*
  * Decode the entry at it->next as block_iter_decode() does, for the
  * forward scan of a seek: the key is extended in place, with no call, when
- * it has room.
+ * it has room.  *shared (may be NULL) receives how many bytes of the
+ * previous key the new one kept.
  */
-static int
-block_iter_seek_step(struct block_iter *it)
+static inline int
+block_iter_seek_step(struct block_iter *it, uint32_t *shared)
 {
 	struct block_entry e;
 	size_t off = it->next;
@@ -339,6 +340,8 @@ block_iter_seek_step(struct block_iter *it)
 	it->value = e.value;
 	it->next = e.next;
 	it->valid = true;
+	if (shared != NULL)
+		*shared = e.shared;
 	return 0;
 }
 
@@ -404,7 +407,7 @@ block_iter_seek(struct iter *base, struct slice target)
 			it->valid = false;
 			return 0;
 		}
-		if ((rc = block_iter_seek_step(it)) < 0)
+		if ((rc = block_iter_seek_step(it, NULL)) < 0)
 			return rc;
 	}
 	return 0;
@@ -579,7 +582,7 @@ block_key_compare_from(struct slice key, struct slice target, size_t from,
 static int
 block_iter_seek_point(struct block_iter *it, struct slice target)
 {
-	struct block_entry e;
+	uint32_t shared = 0;
 	size_t match;
 	bool found;
 	int rc, cmp;
@@ -591,34 +594,15 @@ block_iter_seek_point(struct block_iter *it, struct slice target)
 		return rc;
 	cmp = block_key_compare_from(buf_slice(&it->key), target, 0, &match);
 	while (cmp < 0) {
-		size_t off = it->next;
-
-		if (off >= it->entries_end) {
+		if (it->next >= it->entries_end) {
 			it->valid = false;
 			return 0;
 		}
-		/* block_iter_seek_step(), keeping the shared count. */
-		it->valid = false;
-		if ((rc = block_entry_parse(it, off, &e)) < 0)
+		if ((rc = block_iter_seek_step(it, &shared)) < 0)
 			return rc;
-		if (e.shared > it->key.n)
-			return bt_error_set(BT_ECORRUPT,
-			    "block entry at %zu: shares %u bytes of a %zu-byte "
-			    "key", off, e.shared, it->key.n);
-		if (e.shared + e.delta.n > it->key.cap) {
-			it->key.n = e.shared;
-			if ((rc = buf_reserve(&it->key, e.delta.n)) < 0)
-				return rc;
-		}
-		if (e.delta.n > 0)
-			memcpy(it->key.p + e.shared, e.delta.p, e.delta.n);
-		it->key.n = e.shared + e.delta.n;
-		it->value = e.value;
-		it->next = e.next;
-		it->valid = true;
-		if (e.shared <= match)
+		if (shared <= match)
 			cmp = block_key_compare_from(buf_slice(&it->key),
-			    target, e.shared, &match);
+			    target, shared, &match);
 	}
 	return 0;
 }
