@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include "catalog/catalog.h"
 #include "catalog/sqlite_env.h"
 #include "util/env.h"
 #include "tap.h"
@@ -27,6 +28,23 @@ raw_open(struct env *env, const char *path, sqlite3 **db)
 		return SQLITE_ERROR;
 	return sqlite3_exec(*db, "PRAGMA locking_mode = EXCLUSIVE", NULL,
 	    NULL, NULL);
+}
+
+/*
+ * The process dies with c open: nothing more reaches the disk (appends
+ * and syncs fail while it closes), then the power goes and what was not
+ * synced is lost.  The faults are disarmed afterwards.
+ */
+static inline void
+catalog_crash(struct env *env, struct catalog *c)
+{
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 1, -EIO, true);
+	env_fault_fail_after(env, ENV_FAULT_SYNC, 1, -EIO, true);
+	catalog_close(c);
+	env_fault_drop_unsynced(env);
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 0, 0, false);
+	env_fault_fail_after(env, ENV_FAULT_SYNC, 0, 0, false);
+	env_fault_fail_after(env, ENV_FAULT_RENAME, 0, 0, false);
 }
 
 #endif

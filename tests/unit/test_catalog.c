@@ -1607,17 +1607,7 @@ test_upgrade_reserve(void)
 			env_fault_fail_after(fenv, ops[o], k, -EIO, true);
 			c = NULL;
 			rc = catalog_open(fenv, fpath, &c);
-			env_fault_fail_after(fenv, ENV_FAULT_APPEND, 1, -EIO,
-			    true);
-			env_fault_fail_after(fenv, ENV_FAULT_SYNC, 1, -EIO,
-			    true);
-			catalog_close(c);
-			env_fault_drop_unsynced(fenv);
-			env_fault_fail_after(fenv, ENV_FAULT_APPEND, 0, 0,
-			    false);
-			env_fault_fail_after(fenv, ENV_FAULT_SYNC, 0, 0, false);
-			env_fault_fail_after(fenv, ENV_FAULT_RENAME, 0, 0,
-			    false);
+			catalog_crash(fenv, c);
 			crashes++;
 			header_of(fenv, fpath, &reserve, &version);
 			if (reserve == 0 && version == 2)

@@ -989,15 +989,7 @@ test_crash(const char *what, int (*op)(struct catalog *))
 			env_fault_fail_after(fenv, ops[o], k, -EIO, true);
 			rc = op(c);
 			/* The process dies here: nothing more reaches disk. */
-			env_fault_fail_after(fenv, ENV_FAULT_APPEND, 1, -EIO,
-			    true);
-			env_fault_fail_after(fenv, ENV_FAULT_SYNC, 1, -EIO,
-			    true);
-			catalog_close(c);
-			env_fault_drop_unsynced(fenv);
-			env_fault_fail_after(fenv, ENV_FAULT_APPEND, 0, 0,
-			    false);
-			env_fault_fail_after(fenv, ENV_FAULT_SYNC, 0, 0, false);
+			catalog_crash(fenv, c);
 			c = open_or_bail(fenv, fault_path);
 			got = render(c);
 			crashes++;
@@ -1175,15 +1167,7 @@ test_upgrade_crash(void)
 			env_fault_fail_after(fenv, ops[o], k, -EIO, true);
 			c = NULL;
 			rc = catalog_open(fenv, fault_path, &c);
-			env_fault_fail_after(fenv, ENV_FAULT_APPEND, 1, -EIO,
-			    true);
-			env_fault_fail_after(fenv, ENV_FAULT_SYNC, 1, -EIO,
-			    true);
-			catalog_close(c);
-			env_fault_drop_unsynced(fenv);
-			env_fault_fail_after(fenv, ENV_FAULT_APPEND, 0, 0,
-			    false);
-			env_fault_fail_after(fenv, ENV_FAULT_SYNC, 0, 0, false);
+			catalog_crash(fenv, c);
 			crashes++;
 			failed += rc != 0;
 			c = open_or_bail(fenv, fault_path);

@@ -571,6 +571,21 @@ test_torn_every_offset(uint64_t *rng)
 	env_free(env);
 }
 
+/* A new fault env holding /x, and in it a one-segment log of n records
+ * of 1 to 40 random bytes, read back into *content. */
+static size_t
+small_segment(struct env **envp, uint64_t *rng, struct rec *recs, size_t n,
+    uint8_t **content)
+{
+	if (env_fault_new(envp) < 0 || env_dir_create(*envp, "/x") < 0)
+		tap_bail("env");
+	for (size_t k = 0; k < n; k++) {
+		recs[k].n = 1 + tap_rand(rng) % 40;
+		recs[k].seed = tap_rand(rng);
+	}
+	return make_segment(*envp, "/x", recs, n, SIZE_MAX, content);
+}
+
 /*
  * Flip every byte of a small log, one at a time: a damaged record is never
  * returned; damage before the last record is an error naming the file and
@@ -588,13 +603,7 @@ test_flip_every_byte(uint64_t *rng)
 	const char *path = "/x/flip.log";
 	char want[64];
 
-	if (env_fault_new(&env) < 0 || env_dir_create(env, "/x") < 0)
-		tap_bail("env");
-	for (k = 0; k < n; k++) {
-		recs[k].n = 1 + tap_rand(rng) % 40;
-		recs[k].seed = tap_rand(rng);
-	}
-	size = make_segment(env, "/x", recs, n, SIZE_MAX, &content);
+	size = small_segment(&env, rng, recs, n, &content);
 	for (o = 0; o < size; o++) {
 		for (m = 0; m < (small ? 1u : 3u); m++) {
 			mask = m == 0 ? 0x01 : m == 1 ? 0x80 :
@@ -990,13 +999,7 @@ test_skip_damage(uint64_t *rng)
 	const char *path = "/x/skip.log";
 	int rc;
 
-	if (env_fault_new(&env) < 0 || env_dir_create(env, "/x") < 0)
-		tap_bail("env");
-	for (k = 0; k < n; k++) {
-		recs[k].n = 1 + tap_rand(rng) % 40;
-		recs[k].seed = tap_rand(rng);
-	}
-	size = make_segment(env, "/x", recs, n, SIZE_MAX, &content);
+	size = small_segment(&env, rng, recs, n, &content);
 	for (o = 0; o < recs[n - 1].pos.offset; o++) {
 		struct log_reader *r;
 		struct slice s;
