@@ -21,7 +21,14 @@
  *
  * The writer puts the synced field on the first record it writes after
  * each sync, so a record proves how far its segment had been synced.
- * Version 1 segments (no synced fields) are still read.
+ *
+ * Version 3 adds reserved space: the writer reserves a segment's space
+ * ahead of its records (the file grows in zeros a chunk at a time, so a
+ * sync need not journal a new size), and cuts the zeros off when it
+ * finishes the segment.  In a version 3 segment, zeros from a record
+ * boundary to the end of the file (a whole zero record header and nothing
+ * but zeros after it) are the end of the segment, as clean as the end of
+ * the file.  Versions 1 (no synced fields) and 2 are still read.
  *
  * All fixed integers are little-endian.  A record is never split across
  * segments.  On replay, a record that runs past the end of its segment, or
@@ -45,7 +52,7 @@
 #define TABLETFS_LOG_FORMAT_H
 
 #define LOG_MAGIC		0x676f6c2e73667462ull	/* "btfs.log" */
-#define LOG_FORMAT_VERSION	2u
+#define LOG_FORMAT_VERSION	3u
 #define LOG_FORMAT_VERSION_MIN	1u	/* the oldest version read */
 #define LOG_SEGMENT_HEADER_SIZE	16
 #define LOG_RECORD_HEADER_SIZE	8

@@ -5,6 +5,9 @@
  * (or one whole record, if bigger), so a 64 MiB segment is never read
  * into memory at once.
  *
+ * A version 3 segment may end in zeros where the writer had reserved
+ * space; that is its end, not a tear.
+ *
  * Damage is classified as format.h says: a record that runs past the end
  * of the file, or whose check fails while only zero bytes follow it (or
  * nothing: it ends exactly at the end), is a torn tail and is dropped.
@@ -89,13 +92,22 @@ reader_fill(struct log_reader *r, uint64_t off, size_t n, const uint8_t **out)
 	return 0;
 }
 
+static bool
+bytes_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
+
 /* Whether every byte of [from, size) is zero. */
 static int
 reader_zero_to_end(struct log_reader *r, uint64_t from, bool *zero)
 {
 	const uint8_t *p;
 	uint64_t off;
-	size_t n, i;
+	size_t n;
 	int rc;
 
 	for (off = from; off < r->size; off += n) {
@@ -103,11 +115,9 @@ reader_zero_to_end(struct log_reader *r, uint64_t from, bool *zero)
 		    (size_t)(r->size - off) : READER_CHUNK;
 		if ((rc = reader_fill(r, off, n, &p)) < 0)
 			return rc;
-		for (i = 0; i < n; i++) {
-			if (p[i] != 0) {
-				*zero = false;
-				return 0;
-			}
+		if (!bytes_zero(p, n)) {
+			*zero = false;
+			return 0;
 		}
 	}
 	*zero = true;
@@ -286,6 +296,7 @@ log_reader_next(struct log_reader *r, struct slice *record,
 	uint64_t pos = r->pos, left = r->size - r->pos;
 	struct frame f;
 	uint32_t field;
+	size_t head;
 	bool zero, valid;
 	int rc;
 
@@ -298,10 +309,21 @@ log_reader_next(struct log_reader *r, struct slice *record,
 		r->state = BT_DONE;
 		return BT_DONE;
 	}
-	if (left < LOG_RECORD_HEADER_SIZE)
-		return reader_torn(r, pos);
-	if ((rc = reader_fill(r, pos, LOG_RECORD_HEADER_SIZE, &p)) < 0)
+	head = left < LOG_RECORD_HEADER_SIZE ? (size_t)left :
+	    LOG_RECORD_HEADER_SIZE;
+	if ((rc = reader_fill(r, pos, head, &p)) < 0)
 		return reader_fail(r, rc);
+	if (r->version >= 3 && bytes_zero(p, head)) {
+		if ((rc = reader_zero_to_end(r, pos + head, &zero)) < 0)
+			return reader_fail(r, rc);
+		if (zero) {
+			/* The space reserved past the last record. */
+			r->state = BT_DONE;
+			return BT_DONE;
+		}
+	}
+	if (head < LOG_RECORD_HEADER_SIZE)
+		return reader_torn(r, pos);
 	field = get_fixed32(p + 4);
 	if (field == 0) {
 		if ((rc = reader_zero_to_end(r, pos + LOG_RECORD_HEADER_SIZE,

@@ -5,8 +5,15 @@
  * write queue (server_write.c) batches concurrent mutations into one
  * append_many() and at most one sync, and so is the group commit; a
  * second queue here would only hand the same batch over again.  Each
- * append encodes its records into one buffer and writes it with one
- * env_file_append(), followed, when asked, by one env_file_sync().
+ * append encodes its records into one buffer and writes it in place with
+ * one env_file_write_at(), followed, when asked, by one env_file_sync().
+ *
+ * A segment's space is reserved a chunk ahead of its records
+ * (env_file_allocate), so that on filesystems that journal a file's size
+ * (ext4, xfs) the fdatasync of a group commit writes the data alone, not
+ * a new size as well.  The reserved bytes read as zeros, which the format
+ * takes as the segment's end; a closed or rotated segment is cut back to
+ * its records.
  *
  * The fields marked "appender" are the calling thread's alone; the
  * fields that other threads read (position, poison, stats) are changed
@@ -32,6 +39,8 @@
 #define LOG_BATCH_MAX			(1u << 20)
 /* Segment paths are the directory plus "/" 16 digits ".log" and a NUL. */
 #define LOG_SEGMENT_NAME_EXTRA		22
+/* Space is reserved this much at a time (never past the segment size). */
+#define LOG_RESERVE_CHUNK		(1ull << 20)
 
 struct log_writer {
 	struct env *env;
@@ -50,6 +59,8 @@ struct log_writer {
 	struct env_file *file;
 	uint64_t synced;	/* the segment is durable up to here */
 	uint64_t marked;	/* the last synced field written in it */
+	uint64_t reserved;	/* space is reserved (or was tried) to here */
+	uint64_t file_end;	/* the file may be this long (reserved) */
 	char *path;		/* the current segment */
 	char *next_path;	/* scratch for the next one */
 	size_t path_size;
@@ -71,23 +82,75 @@ segment_header_encode(uint8_t *dst)
 }
 
 /*
- * Create segment file path, write its header and make both the file and
- * its directory entry durable.  On failure nothing is left behind (the
- * file is removed if it was created).
+ * How far to reserve a segment whose records will reach end: a chunk past
+ * offset, but not past the segment's size unless end already is.
+ */
+static uint64_t
+reserve_target(uint64_t segment_size, uint64_t offset, uint64_t end)
+{
+	uint64_t target = offset + LOG_RESERVE_CHUNK;
+
+	if (target > segment_size)
+		target = segment_size;
+	return target > end ? target : end;
+}
+
+/*
+ * Reserve space for the segment's records up to end, a chunk at a time.
+ * The reservation is advisory: where the filesystem cannot make it (no
+ * support, no space), records are written past it all the same, and it
+ * is tried again a chunk later.
+ */
+static void
+writer_reserve(struct log_writer *w, uint64_t end)
+{
+	uint64_t target;
+
+	if (end <= w->reserved)
+		return;
+	target = reserve_target(w->segment_size, w->offset, end);
+	if (env_file_allocate(w->file, w->offset, target - w->offset) == 0 &&
+	    target > w->file_end)
+		w->file_end = target;
+	w->reserved = target;
+}
+
+/*
+ * Cut a segment's reserved tail back to its records, best effort: the
+ * zeros a failed cut leaves read as the segment's end all the same.
+ */
+static void
+segment_trim(struct env_file *f, uint64_t offset, uint64_t file_end)
+{
+	if (file_end > offset)
+		(void)env_file_truncate(f, offset);
+}
+
+/*
+ * Create segment file path, write its header, reserve its first chunk
+ * (*reserved: how far; advisory, as in writer_reserve) and make the file
+ * and its directory entry durable, so that the first record's sync
+ * journals no new size.  On failure nothing is left behind (the file is
+ * removed if it was created).
  */
 static int
 segment_create(struct env *env, const char *dir, const char *path,
-    struct env_file **out)
+    uint64_t segment_size, struct env_file **out, uint64_t *reserved)
 {
 	uint8_t header[LOG_SEGMENT_HEADER_SIZE];
+	uint64_t target;
 	struct env_file *f;
 	int rc;
 
 	segment_header_encode(header);
+	target = reserve_target(segment_size, sizeof(header), sizeof(header));
 	if ((rc = env_file_open(env, path, ENV_CREATE, &f)) < 0)
 		goto out;
-	if ((rc = env_file_append(f, header, sizeof(header))) < 0 ||
-	    (rc = env_file_sync(f)) < 0 ||
+	if ((rc = env_file_write_at(f, 0, header, sizeof(header))) < 0)
+		goto out_remove;
+	*reserved = env_file_allocate(f, sizeof(header),
+	    target - sizeof(header)) == 0 ? target : sizeof(header);
+	if ((rc = env_file_sync(f)) < 0 ||
 	    (rc = env_dir_sync(env, dir)) < 0)
 		goto out_remove;
 	*out = f;
@@ -122,12 +185,14 @@ log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
 	if ((rc = -pthread_mutex_init(&w->mu, NULL)) < 0)
 		goto out_next_path;
 	log_segment_path(w->path, w->path_size, dir, first_segment);
-	if ((rc = segment_create(env, dir, w->path, &w->file)) < 0)
+	if ((rc = segment_create(env, dir, w->path, w->segment_size,
+	    &w->file, &w->file_end)) < 0)
 		goto out_mutex;
 	w->segment = first_segment;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
 	w->synced = LOG_SEGMENT_HEADER_SIZE;
 	w->marked = LOG_SEGMENT_HEADER_SIZE;
+	w->reserved = w->file_end;
 	*out = w;
 	return 0;
 out_mutex:
@@ -179,7 +244,7 @@ static int
 writer_rotate(struct log_writer *w)
 {
 	struct env_file *f;
-	uint64_t next = w->segment + 1;
+	uint64_t next = w->segment + 1, reserved;
 	char *tmp;
 	int rc;
 
@@ -187,8 +252,10 @@ writer_rotate(struct log_writer *w)
 	    (rc = writer_sync_file(w)) < 0)
 		return rc;
 	log_segment_path(w->next_path, w->path_size, w->dir, next);
-	if ((rc = segment_create(w->env, w->dir, w->next_path, &f)) < 0)
+	if ((rc = segment_create(w->env, w->dir, w->next_path,
+	    w->segment_size, &f, &reserved)) < 0)
 		return rc;
+	segment_trim(w->file, w->offset, w->file_end);
 	env_file_close(w->file);
 	w->file = f;
 	tmp = w->path;
@@ -196,6 +263,8 @@ writer_rotate(struct log_writer *w)
 	w->next_path = tmp;
 	w->synced = LOG_SEGMENT_HEADER_SIZE;
 	w->marked = LOG_SEGMENT_HEADER_SIZE;
+	w->reserved = reserved;
+	w->file_end = reserved;
 	pthread_mutex_lock(&w->mu);
 	w->segment = next;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
@@ -264,10 +333,13 @@ writer_write(struct log_writer *w, const struct slice *records,
 		    mark);
 		mark = 0;
 	}
-	if ((rc = env_file_append(w->file, w->batch.p, w->batch.n)) < 0) {
+	writer_reserve(w, w->offset + w->batch.n);
+	if ((rc = env_file_write_at(w->file, w->offset, w->batch.p,
+	    w->batch.n)) < 0) {
 		snprintf(saved, sizeof(saved), "%s", bt_error_detail());
 		if (env_file_truncate(w->file, w->offset) < 0)
 			writer_poison(w);
+		w->reserved = w->file_end = w->offset;
 		rc = bt_error_set(rc, "%s", saved);
 		goto out;
 	}
@@ -346,6 +418,7 @@ log_writer_close(struct log_writer *w)
 	if (w == NULL)
 		return 0;
 	rc = log_writer_sync(w);
+	segment_trim(w->file, w->offset, w->file_end);
 	if ((crc = env_file_close(w->file)) < 0 && rc == 0)
 		rc = crc;
 	buf_release(&w->batch);

@@ -83,6 +83,12 @@ env_file_truncate(struct env_file *f, uint64_t size)
 }
 
 int
+env_file_allocate(struct env_file *f, uint64_t offset, uint64_t len)
+{
+	return f->env->ops->file_allocate(f, offset, len);
+}
+
+int
 env_file_size(struct env_file *f, uint64_t *size)
 {
 	return f->env->ops->file_size(f, size);

@@ -44,6 +44,8 @@ struct env_ops {
 	    const void *p, size_t n);
 	int (*file_sync)(struct env_file *f);
 	int (*file_truncate)(struct env_file *f, uint64_t size);
+	int (*file_allocate)(struct env_file *f, uint64_t offset,
+	    uint64_t len);
 	int (*file_size)(struct env_file *f, uint64_t *size);
 	int (*file_close)(struct env_file *f);
 
@@ -121,6 +123,16 @@ int env_file_sync(struct env_file *f);
 
 /* Cut or extend the file to size bytes. */
 int env_file_truncate(struct env_file *f, uint64_t size);
+
+/*
+ * Reserve disk space for bytes [offset, offset + len) of a file written in
+ * place, so that writing them later allocates nothing and a sync of them
+ * need not record a new file size (the commit log reserves its segments
+ * ahead this way).  The file may grow to offset + len, the new bytes
+ * reading as zeros, or keep its size (the in-memory env, which has no
+ * space to reserve).  -EOPNOTSUPP where the filesystem cannot, -ENOSPC.
+ */
+int env_file_allocate(struct env_file *f, uint64_t offset, uint64_t len);
 
 int env_file_size(struct env_file *f, uint64_t *size);
 

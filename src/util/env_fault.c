@@ -499,6 +499,23 @@ out:
 	return rc;
 }
 
+/*
+ * Memory needs no reserving, so the file keeps its size: what it holds is
+ * exactly what was written, and power loss tears appended bytes as it
+ * always does.
+ */
+static int
+fault_file_allocate(struct env_file *base, uint64_t offset, uint64_t len)
+{
+	struct fault_file *f = (struct fault_file *)base;
+
+	if (!f->writable)
+		return fault_error(-EBADF, base->path, "allocate");
+	if (offset > FAULT_MAX_FILE || len > FAULT_MAX_FILE - offset)
+		return fault_error(-EFBIG, base->path, "allocate");
+	return 0;
+}
+
 /* The delay is slept outside the mutex, as a disk lets others work. */
 static int
 fault_file_sync(struct env_file *base)
@@ -901,6 +918,7 @@ static const struct env_ops fault_ops = {
 	.file_write_at = fault_file_write_at,
 	.file_sync = fault_file_sync,
 	.file_truncate = fault_file_truncate,
+	.file_allocate = fault_file_allocate,
 	.file_size = fault_file_size,
 	.file_close = fault_file_close,
 	.path_size = fault_path_size,

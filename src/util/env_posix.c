@@ -220,6 +220,24 @@ posix_file_truncate(struct env_file *base, uint64_t size)
 }
 
 static int
+posix_file_allocate(struct env_file *base, uint64_t offset, uint64_t len)
+{
+	struct posix_file *f = (struct posix_file *)base;
+	int rc;
+
+	if (!f->writable)
+		return posix_error(EBADF, base->path, "allocate");
+	do {
+		rc = fallocate(f->fd, 0, (off_t)offset, (off_t)len);
+	} while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return bt_error_set(-errno, "%s: allocate %" PRIu64 " bytes at "
+		    "offset %" PRIu64 ": %s", base->path, len, offset,
+		    strerror(errno));
+	return 0;
+}
+
+static int
 posix_file_size(struct env_file *base, uint64_t *size)
 {
 	struct posix_file *f = (struct posix_file *)base;
@@ -437,6 +455,7 @@ static const struct env_ops posix_ops = {
 	.file_write_at = posix_file_write_at,
 	.file_sync = posix_file_sync,
 	.file_truncate = posix_file_truncate,
+	.file_allocate = posix_file_allocate,
 	.file_size = posix_file_size,
 	.file_close = posix_file_close,
 	.path_size = posix_path_size,

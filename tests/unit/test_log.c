@@ -18,6 +18,8 @@
 #include "log/log.h"
 #include "tap.h"
 #include "util/alloc.h"
+#include "util/coding.h"
+#include "util/crc32c.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -216,6 +218,58 @@ test_round_trip(struct env *env, const char *dir, const char *label,
 	    label);
 	free(scratch);
 	free(recs);
+}
+
+/*
+ * On the local filesystem the writer reserves a segment's space ahead of
+ * its records: while it writes, the segment file is longer than its
+ * records and replay reads them all with nothing dropped (as after a
+ * kill -9); a rotated or closed segment is cut back to its records.
+ */
+static void
+test_reserved_space(struct env *env, const char *dir)
+{
+	struct log_options opts = { .segment_size = 4 * MIB };
+	struct log_position end;
+	struct log_writer *w;
+	struct replay rp;
+	struct rec recs[200];
+	uint8_t scratch[2000];
+	uint64_t size1 = 0, size2 = 0;
+	char path[512];
+	size_t i, n = 200;
+
+	if (log_writer_open(env, dir, 1, &opts, &w) < 0)
+		tap_bail("log_writer_open");
+	for (i = 0; i < n; i++) {
+		recs[i].n = 100 + i * 7;
+		recs[i].seed = i;
+		if (append_rec(w, &recs[i], i % 4 == 0, scratch) < 0)
+			tap_bail("append");
+	}
+	end = log_writer_position(w);
+	log_segment_path(path, sizeof(path), dir, 1);
+	env_path_size(env, path, &size1);
+	ok(size1 >= end.offset + 512 * 1024, "reserved: the segment being "
+	    "written is reserved ahead (%" PRIu64 " bytes for records to %"
+	    PRIu64 ")", size1, end.offset);
+	replay_dir(env, dir, recs, n, true, &rp);
+	ok(rp.rc == 0 && !rp.wrong && rp.matched == n && rp.dropped_last == 0,
+	    "reserved: replay of the open segment reads all %zu records and "
+	    "drops nothing (%zu, rc %d, dropped %" PRIu64 ")", n, rp.matched,
+	    rp.rc, rp.dropped_last);
+	if (log_writer_rotate(w, NULL) < 0 || append_rec(w, &recs[0], true,
+	    scratch) < 0)
+		tap_bail("rotate");
+	env_path_size(env, path, &size2);
+	is_int(size2, end.offset, "reserved: a rotated segment is cut back "
+	    "to its records");
+	end = log_writer_position(w);
+	is_int(log_writer_close(w), 0, "reserved: close");
+	log_segment_path(path, sizeof(path), dir, 2);
+	env_path_size(env, path, &size2);
+	is_int(size2, end.offset, "reserved: a closed segment is cut back to "
+	    "its records");
 }
 
 static int
@@ -476,6 +530,14 @@ test_damage_in_last_segment(uint64_t *rng)
 	env_free(env);
 }
 
+/* Rewrite a segment header's version (and its crc). */
+static void
+set_version(uint8_t *header, uint32_t version)
+{
+	put_fixed32(header + 8, version);
+	put_fixed32(header + 12, crc32c_mask(crc32c_value(header, 12)));
+}
+
 /* A segment of a few records, cut at every byte offset: replay returns
  * exactly the records wholly before the cut. */
 static void
@@ -534,10 +596,24 @@ test_torn_every_offset(uint64_t *rng)
 			put_file(env, path, buf, size + zeros[i]);
 			read_segment(env, path, recs, n, &sr);
 			if (sr.rc != BT_DONE || sr.wrong || sr.records != n ||
+			    sr.dropped != 0)
+				bad++;
+		}
+		is_int(bad, 0, "zero tail of a version 3 segment: all records, "
+		    "the zeros its reserved end (nothing dropped)");
+		bad = 0;
+		for (i = 0; i < sizeof(zeros) / sizeof(zeros[0]); i++) {
+			memcpy(buf, content, size);
+			set_version(buf, 2);
+			memset(buf + size, 0, zeros[i]);
+			put_file(env, path, buf, size + zeros[i]);
+			read_segment(env, path, recs, n, &sr);
+			if (sr.rc != BT_DONE || sr.wrong || sr.records != n ||
 			    sr.dropped != zeros[i])
 				bad++;
 		}
-		is_int(bad, 0, "zero tail: all records, the zeros dropped");
+		is_int(bad, 0, "zero tail of a version 2 segment: all records, "
+		    "the zeros dropped as a torn tail");
 		mid = last + LOG_RECORD_HEADER_SIZE + recs[n - 1].n / 2;
 		memset(buf + mid, 0, size + 50 - mid);
 		put_file(env, path, buf, size + 50);
@@ -809,12 +885,13 @@ static const struct env_ops *partial_base;
 static bool partial_armed;
 
 static int
-partial_append(struct env_file *f, const void *p, size_t n)
+partial_write_at(struct env_file *f, uint64_t offset, const void *p,
+    size_t n)
 {
 	if (!partial_armed)
-		return partial_base->file_append(f, p, n);
+		return partial_base->file_write_at(f, offset, p, n);
 	partial_armed = false;
-	partial_base->file_append(f, p, n / 2);
+	partial_base->file_write_at(f, offset, p, n / 2);
 	return bt_error_set(-ENOSPC, "%s: partial write", f->path);
 }
 
@@ -835,7 +912,7 @@ test_partial_write(uint64_t *rng)
 		tap_bail("env");
 	partial_base = env->ops;
 	ops = *env->ops;
-	ops.file_append = partial_append;
+	ops.file_write_at = partial_write_at;
 	env->ops = &ops;
 	if (log_writer_open(env, "/p", 1, NULL, &w) < 0)
 		tap_bail("log_writer_open");
@@ -1084,6 +1161,10 @@ main(void)
 	if (env_dir_create(env, dir) < 0)
 		tap_bail("mkdir");
 	test_sync_counts(env, dir, "posix", small ? 50 : 250);
+	snprintf(dir, sizeof(dir), "%s/rs", tmp);
+	if (env_dir_create(env, dir) < 0)
+		tap_bail("mkdir");
+	test_reserved_space(env, dir);
 	env_free(env);
 	nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 
