@@ -63,13 +63,13 @@ struct write_queue {
 	pthread_mutex_t mu;
 	struct write_waiter *head, *tail;
 	/* Gathering (see server_write.c): synced mutations queued and not
-	 * yet in a group; how many the next synced group expects; whether
-	 * its leader waits on gather_cv for them; the recent latency of a
-	 * synced group's log append, in nanoseconds. */
+	 * yet in a group; how many the next synced group expects; the
+	 * leader waiting on gather_cv for them, if one is; the recent
+	 * latency of a synced group's log append, in nanoseconds. */
 	pthread_cond_t gather_cv;
 	size_t queued_syncs;
 	size_t expected_syncs;
-	bool gathering;
+	struct write_waiter *gatherer;
 	uint64_t sync_ns;
 	uint64_t gathers;		/* waits, for the statistics */
 	/* The leader's scratch. */

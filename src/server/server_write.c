@@ -191,7 +191,10 @@ write_throttle(struct server *s)
  * until that many synced mutations are queued.  Without this, N writers
  * that each wait for their sync settle into two alternating groups of N/2
  * and pay two syncs per round; with it they share one.  A writer alone
- * never waits: it expects only itself.
+ * never waits: it expects only itself.  The writer whose arrival completes
+ * the count takes the lead over and runs the group, the waiting leader
+ * first in it: the group starts at once, on a thread already running,
+ * rather than after the waiting leader has been woken and scheduled.
  */
 #define WRITE_GROUP_BYTES	(1u << 20)
 #define WRITE_GATHER_MAX_US	2000
@@ -270,30 +273,49 @@ waiter_fail(struct write_waiter *p, int rc)
 	snprintf(p->detail, sizeof(p->detail), "%s", bt_error_detail());
 }
 
-/* Wait (a bounded time, releasing q->mu) until the synced mutations the
- * last synced group suggests will come are queued. */
+/* Sleep until a leader posts p->wake. */
 static void
-write_gather(struct write_queue *q)
+waiter_sleep(struct write_waiter *p)
+{
+	while (sem_wait(&p->wake) != 0)
+		;	/* EINTR */
+}
+
+/*
+ * The leader me, at the head of the queue, waits (a bounded time,
+ * releasing q->mu) until the synced mutations the last synced group
+ * suggests will come are queued.  True, with q->mu held, when me is to
+ * lead now; false, without it, when the writer that completed the count
+ * took the lead over and ran the group, me in it: me is then done.
+ */
+static bool
+write_gather(struct write_queue *q, struct write_waiter *me)
 {
 	struct timespec deadline;
 	uint64_t wait_ns, end;
 
 	if (q->queued_syncs == 0 || q->queued_syncs >= q->expected_syncs)
-		return;
+		return true;
 	wait_ns = q->sync_ns / 2;
 	if (wait_ns > WRITE_GATHER_MAX_US * 1000ull)
 		wait_ns = WRITE_GATHER_MAX_US * 1000ull;
 	if (wait_ns == 0)
-		return;
+		return true;
 	end = monotonic_ns() + wait_ns;
 	deadline.tv_sec = (time_t)(end / 1000000000u);
 	deadline.tv_nsec = (long)(end % 1000000000u);
-	q->gathering = true;
-	while (q->queued_syncs < q->expected_syncs &&
+	q->gatherer = me;
+	q->gathers++;
+	while (q->gatherer == me &&
 	    pthread_cond_timedwait(&q->gather_cv, &q->mu, &deadline) == 0)
 		;
-	q->gathering = false;
-	q->gathers++;
+	if (q->gatherer == me) {
+		q->gatherer = NULL;	/* the time is up: lead what came */
+		return true;
+	}
+	pthread_mutex_unlock(&q->mu);
+	waiter_sleep(me);
+	return false;
 }
 
 /* Room in the leader's scratch for n records. */
@@ -455,49 +477,50 @@ group_apply(struct server *s, struct write_waiter *first,
 	pthread_mutex_unlock(&s->apply_mu);
 }
 
-/* Sleep until a leader posts p->wake. */
-static void
-waiter_sleep(struct write_waiter *p)
-{
-	while (sem_wait(&p->wake) != 0)
-		;	/* EINTR */
-}
-
 /*
- * Lead the group that starts at me (called with q->mu held, returning
- * without it), then pass the lead to whoever queued next.  The members
- * are woken after q->mu is released; a member's next pointer is read
- * before it is posted, since a posted member returns and its waiter is
- * gone.
+ * Lead the group that starts at the head of the queue for self (called
+ * with q->mu held, returning without it): self is the head, or the writer
+ * that took the lead over from a gathering head.  Then pass the lead to
+ * whoever queued after the group.  True when self is done; false when it
+ * is to sleep until posted.  The members are woken after q->mu is
+ * released; a member's next pointer is read before it is posted, since a
+ * posted member returns and its waiter is gone.
  */
-static void
-write_lead(struct server *s, struct write_waiter *me)
+static bool
+write_lead(struct server *s, struct write_waiter *self)
 {
 	struct write_queue *q = &s->writes;
-	struct write_waiter *last = me, *p, *follow, *next;
-	size_t bytes, n = 1, taken_syncs;
-	bool sync;
+	struct write_waiter *first, *last, *p, *follow, *next;
+	size_t bytes, n, taken_syncs;
+	bool sync, self_in;
 	int rc;
 
-	write_gather(q);
-	bytes = me->bytes;
-	sync = waiter_wants_sync(s, me);
+again:
+	first = q->head;
+	if (first == self && !write_gather(q, self))
+		return true;
+	last = first;
+	bytes = first->bytes;
+	sync = waiter_wants_sync(s, first);
 	taken_syncs = sync ? 1 : 0;
-	for (p = me->next; p != NULL && bytes + p->bytes <= WRITE_GROUP_BYTES;
-	    p = p->next) {
+	self_in = first == self;
+	n = 1;
+	for (p = first->next; p != NULL &&
+	    bytes + p->bytes <= WRITE_GROUP_BYTES; p = p->next) {
 		bytes += p->bytes;
 		if (waiter_wants_sync(s, p)) {
 			sync = true;
 			taken_syncs++;
 		}
+		self_in |= p == self;
 		last = p;
 		n++;
 	}
 	q->queued_syncs -= taken_syncs;
 	pthread_mutex_unlock(&q->mu);
 
-	rc = group_log(s, me, last, n, sync);
-	group_apply(s, me, last, rc);
+	rc = group_log(s, first, last, n, sync);
+	group_apply(s, first, last, rc);
 
 	pthread_mutex_lock(&q->mu);
 	/* Those just acknowledged may come back, and those queued meanwhile
@@ -508,16 +531,19 @@ write_lead(struct server *s, struct write_waiter *me)
 	q->head = next;
 	if (next == NULL)
 		q->tail = NULL;
+	if (next == self)
+		goto again;	/* the group ended just before self */
 	pthread_mutex_unlock(&q->mu);
 
-	me->done = true;
-	for (p = me == last ? NULL : me->next; p != NULL; p = follow) {
+	for (p = first; p != NULL; p = follow) {
 		follow = p == last ? NULL : p->next;
 		p->done = true;
-		sem_post(&p->wake);
+		if (p != self)
+			sem_post(&p->wake);
 	}
 	if (next != NULL)
 		sem_post(&next->wake);
+	return self_in;
 }
 
 /* A rough size of a mutation's log record, for the group limit and the
@@ -543,7 +569,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 {
 	struct write_queue *q = &s->writes;
 	struct write_waiter me;
-	bool gathered;
+	bool lead;
 	int rc;
 
 	if (s->log == NULL)
@@ -576,21 +602,25 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	q->tail = &me;
 	if (waiter_wants_sync(s, &me))
 		q->queued_syncs++;
-	if (q->head == &me) {
-		/* Nobody gathers: a gathering leader is at the head. */
-		write_lead(s, &me);
-	} else {
-		gathered = q->gathering &&
-		    q->queued_syncs >= q->expected_syncs;
+	lead = q->head == &me;
+	if (!lead && q->gatherer != NULL &&
+	    q->queued_syncs >= q->expected_syncs) {
+		/* The count is complete: take the lead over.  The gatherer
+		 * wakes only to sleep until its group is done. */
+		q->gatherer = NULL;
+		pthread_cond_signal(&q->gather_cv);
+		lead = true;
+	}
+	if (!lead)
 		pthread_mutex_unlock(&q->mu);
-		/* The leader rechecks the count under q->mu. */
-		if (gathered)
-			pthread_cond_signal(&q->gather_cv);
+	for (;;) {
+		if (lead && write_lead(s, &me))
+			break;
 		waiter_sleep(&me);
-		if (!me.done) {
-			pthread_mutex_lock(&q->mu);
-			write_lead(s, &me);
-		}
+		if (me.done)
+			break;
+		pthread_mutex_lock(&q->mu);	/* posted to lead */
+		lead = true;
 	}
 	sem_destroy(&me.wake);
 	if (me.rc < 0)
