@@ -109,8 +109,9 @@ writer_reserve(struct log_writer *w, uint64_t end)
 	if (end <= w->reserved)
 		return;
 	target = reserve_target(w->segment_size, w->offset, end);
-	if (env_file_allocate(w->file, w->offset, target - w->offset) == 0 &&
-	    target > w->file_end)
+	(void)env_file_allocate(w->file, w->offset, target - w->offset);
+	/* Even a failed reservation may have grown the file part way. */
+	if (target > w->file_end)
 		w->file_end = target;
 	w->reserved = target;
 }
@@ -128,17 +129,19 @@ segment_trim(struct env_file *f, uint64_t offset, uint64_t file_end)
 
 /*
  * Create segment file path, write its header, reserve its first chunk
- * (*reserved: how far; advisory, as in writer_reserve) and make the file
- * and its directory entry durable, so that the first record's sync
- * journals no new size.  On failure nothing is left behind (the file is
- * removed if it was created).
+ * and make the file and its directory entry durable, so that the first
+ * record's sync journals no new size.  *reserved receives how far the
+ * reservation reaches (the header's end if it failed: it is advisory, as
+ * in writer_reserve), *file_end how long the file may have grown.  On
+ * failure nothing is left behind (the file is removed if it was created).
  */
 static int
 segment_create(struct env *env, const char *dir, const char *path,
-    uint64_t segment_size, struct env_file **out, uint64_t *reserved)
+    uint64_t segment_size, struct env_file **out, uint64_t *reserved,
+    uint64_t *file_end)
 {
 	uint8_t header[LOG_SEGMENT_HEADER_SIZE];
-	uint64_t target;
+	uint64_t target, got;
 	struct env_file *f;
 	int rc;
 
@@ -148,12 +151,14 @@ segment_create(struct env *env, const char *dir, const char *path,
 		goto out;
 	if ((rc = env_file_write_at(f, 0, header, sizeof(header))) < 0)
 		goto out_remove;
-	*reserved = env_file_allocate(f, sizeof(header),
+	got = env_file_allocate(f, sizeof(header),
 	    target - sizeof(header)) == 0 ? target : sizeof(header);
 	if ((rc = env_file_sync(f)) < 0 ||
 	    (rc = env_dir_sync(env, dir)) < 0)
 		goto out_remove;
 	*out = f;
+	*reserved = got;
+	*file_end = target;
 	return 0;
 out_remove:
 	env_file_close(f);
@@ -186,13 +191,12 @@ log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
 		goto out_next_path;
 	log_segment_path(w->path, w->path_size, dir, first_segment);
 	if ((rc = segment_create(env, dir, w->path, w->segment_size,
-	    &w->file, &w->file_end)) < 0)
+	    &w->file, &w->reserved, &w->file_end)) < 0)
 		goto out_mutex;
 	w->segment = first_segment;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
 	w->synced = LOG_SEGMENT_HEADER_SIZE;
 	w->marked = LOG_SEGMENT_HEADER_SIZE;
-	w->reserved = w->file_end;
 	*out = w;
 	return 0;
 out_mutex:
@@ -244,7 +248,7 @@ static int
 writer_rotate(struct log_writer *w)
 {
 	struct env_file *f;
-	uint64_t next = w->segment + 1, reserved;
+	uint64_t next = w->segment + 1, reserved, file_end;
 	char *tmp;
 	int rc;
 
@@ -253,7 +257,7 @@ writer_rotate(struct log_writer *w)
 		return rc;
 	log_segment_path(w->next_path, w->path_size, w->dir, next);
 	if ((rc = segment_create(w->env, w->dir, w->next_path,
-	    w->segment_size, &f, &reserved)) < 0)
+	    w->segment_size, &f, &reserved, &file_end)) < 0)
 		return rc;
 	segment_trim(w->file, w->offset, w->file_end);
 	env_file_close(w->file);
@@ -264,7 +268,7 @@ writer_rotate(struct log_writer *w)
 	w->synced = LOG_SEGMENT_HEADER_SIZE;
 	w->marked = LOG_SEGMENT_HEADER_SIZE;
 	w->reserved = reserved;
-	w->file_end = reserved;
+	w->file_end = file_end;
 	pthread_mutex_lock(&w->mu);
 	w->segment = next;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
