@@ -70,6 +70,8 @@ server_options_from(const struct bt_options *opts, struct server_options *so)
 	so->sync_always = opts->sync_always;
 	so->read_only = opts->read_only;
 	so->env = opts->env;
+	so->notice = opts->notice;
+	so->notice_arg = opts->notice_arg;
 }
 
 int

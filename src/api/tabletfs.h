@@ -69,6 +69,15 @@ struct bt_options {
 	 * not take ownership.
 	 */
 	struct env *env;
+	/*
+	 * Called with one line (no newline) for each thing the store did on
+	 * its own that its user should hear of: damage that recovery skipped
+	 * or dropped from the commit log, naming the segment and offset.
+	 * NULL: the line goes to stderr after "tabletfs: ".  Called from the
+	 * opening thread, before bt_store_open() returns.
+	 */
+	void (*notice)(void *arg, const char *line);
+	void *notice_arg;
 };
 
 /*

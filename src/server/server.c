@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -576,13 +577,29 @@ out:
 	return rc;
 }
 
+/* Tell the store's user one line (server_options.notice; stderr). */
+static void
+server_notice(struct server *s, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (s->opts.notice != NULL)
+		s->opts.notice(s->opts.notice_arg, line);
+	else
+		fprintf(stderr, "tabletfs: %s\n", line);
+}
+
 /*
  * Replay one segment.  Damage that is not a torn tail (a record whose
  * check fails with a valid record after it, or a torn-looking tail in a
  * segment that is not the last) is skipped -- in the last segment, damage
  * that no later record shows synced is a power loss's torn tail instead,
  * dropped with what follows (log.h) -- and replay goes on at the next
- * record that checks, one line on stderr names what was skipped, and
+ * record that checks, one notice names what was skipped, and
  * *damaged is set so that the segment is kept in lost/ (and *torn if
  * intact records were dropped).  The mutations in the damaged bytes are
  * lost; every other record is replayed.
@@ -594,6 +611,7 @@ recover_segment(struct server *s, uint64_t number, bool last,
 	struct log_reader *r;
 	struct slice rec;
 	uint64_t off, n, size, intact;
+	const char *kept;
 	char path[4096];
 	int rc;
 
@@ -627,21 +645,19 @@ recover_segment(struct server *s, uint64_t number, bool last,
 		}
 		*damaged = true;
 		*torn |= intact > 0;
+		kept = s->opts.read_only ?
+		    "read-only: the segment stays in log/" :
+		    "the segment is kept in lost/";
 		if (intact > 0)
-			fprintf(stderr, "tabletfs: log/%016" PRIu64 ".log: "
-			    "damaged record at offset %" PRIu64 " before %"
-			    PRIu64 " intact records, none synced after it: "
-			    "dropped as torn by a power loss (%s)\n", number,
-			    off, intact, s->opts.read_only ?
-			    "read-only: the segment stays in log/" :
-			    "the segment is kept in lost/");
+			server_notice(s, "log/%016" PRIu64 ".log: damaged "
+			    "record at offset %" PRIu64 " before %" PRIu64
+			    " intact records, none synced after it: dropped "
+			    "as torn by a power loss (%s)", number, off,
+			    intact, kept);
 		else
-			fprintf(stderr, "tabletfs: log/%016" PRIu64 ".log: %"
-			    PRIu64 " damaged bytes at offset %" PRIu64
-			    " skipped at recovery (%s)\n", number, n, off,
-			    s->opts.read_only ?
-			    "read-only: the segment stays in log/" :
-			    "the segment is kept in lost/");
+			server_notice(s, "log/%016" PRIu64 ".log: %" PRIu64
+			    " damaged bytes at offset %" PRIu64 " skipped at "
+			    "recovery (%s)", number, n, off, kept);
 		if (rc == BT_DONE)
 			break;
 	}

@@ -39,6 +39,10 @@ struct server_options {
 	bool sync_always;
 	bool read_only;
 	struct env *env;		/* NULL: the local filesystem */
+	/* One line for each damage recovery skips (bt_options.notice);
+	 * NULL: stderr. */
+	void (*notice)(void *arg, const char *line);
+	void *notice_arg;
 };
 
 struct server;

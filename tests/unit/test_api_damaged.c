@@ -593,10 +593,18 @@ rows_present(struct bt_store *s)
 	return sbuf_take(&b);
 }
 
+/* bt_options.notice: keeps the lines, one per line. */
+static void
+notice_keep(void *arg, const char *line)
+{
+	sbuf_printf(arg, "%s\n", line);
+}
+
 static void
 test_log_middle(void)
 {
 	struct tstore t;
+	struct sbuf notices = { 0 };
 	uint64_t off = 0, len = 0;
 	char want[256], *text;
 	int rc;
@@ -628,7 +636,10 @@ test_log_middle(void)
 	    "log: read-only, the segment is still in log/");
 
 	t.opts.read_only = false;
+	t.opts.notice = notice_keep;
+	t.opts.notice_arg = &notices;
 	rc = bt_store_open(t.path, &t.opts, &t.s);
+	t.opts.notice = NULL;
 	is_int(rc, 0, "log: the store opens with a damaged record in the "
 	    "middle of the log (%s)", rc ? bt_error_detail() : "");
 	if (rc != 0) {
@@ -636,6 +647,13 @@ test_log_middle(void)
 		tstore_destroy(&t);
 		return;
 	}
+	snprintf(want, sizeof(want), "log/0000000000000001.log: %" PRIu64
+	    " damaged bytes at offset %" PRIu64 " skipped at recovery (the "
+	    "segment is kept in lost/)\n", len, off);
+	text = sbuf_take(&notices);
+	is_str(text, want, "log: the store's notice callback gets one line "
+	    "naming the segment, the bytes and the offset");
+	free(text);
 	is_text(rows_present(t.s), "r0 r1 r3 r4 r5 r6 r7 r8 r9 ",
 	    "log: every other record's mutation is there, the damaged one's "
 	    "is not");
