@@ -7,7 +7,8 @@
  *
  * The first input byte is a flag: when odd, a valid segment header is put
  * before the rest and each record's CRC is recomputed along the chain of
- * lengths, so that the fuzzer reaches the payloads.
+ * lengths, so that the fuzzer reaches the payloads; its next bits choose
+ * the header's format version, each one the reader knows.
  */
 #include <errno.h>
 #include <string.h>
@@ -24,13 +25,13 @@
 #define PATH "/0000000000000001.log"
 
 static void
-fix_records(uint8_t *p, size_t n)
+fix_records(uint8_t *p, size_t n, uint32_t version)
 {
 	size_t pos = LOG_SEGMENT_HEADER_SIZE;
 	uint32_t len, crc;
 
 	put_fixed64(p, LOG_MAGIC);
-	put_fixed32(p + 8, LOG_FORMAT_VERSION);
+	put_fixed32(p + 8, version);
 	put_fixed32(p + 12, crc32c_mask(crc32c_value(p, 12)));
 	while (n - pos >= LOG_RECORD_HEADER_SIZE) {
 		len = get_fixed32(p + pos + 4);
@@ -64,7 +65,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK((copy = calloc(1, n + 1)) != NULL);
 	memcpy(copy + (n - (size - 1)), data + 1, size - 1);
 	if (data[0] & 1)
-		fix_records(copy, n);
+		fix_records(copy, n, LOG_FORMAT_VERSION_MIN + (uint32_t)(data[0]
+		    >> 1) % (LOG_FORMAT_VERSION - LOG_FORMAT_VERSION_MIN + 1));
 	FUZZ_CHECK(env_fault_new(&env) == 0);
 	FUZZ_CHECK(env_file_open(env, PATH, ENV_CREATE, &f) == 0);
 	FUZZ_CHECK(env_file_append(f, copy, n) == 0);
