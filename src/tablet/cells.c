@@ -130,28 +130,114 @@ filter_passed(const struct cells_filter *f, struct slice family,
 	return true;
 }
 
+/* slice_equal() for the short names of families and qualifiers, without
+ * a call for the usual few bytes. */
+static inline bool
+names_equal(struct slice a, struct slice b)
+{
+	if (a.n != b.n)
+		return false;
+	if (a.n > 16)
+		return memcmp(a.p, b.p, a.n) == 0;
+	for (size_t i = 0; i < a.n; i++)
+		if (a.p[i] != b.p[i])
+			return false;
+	return true;
+}
+
+/* The first 0x00 in [p, end), or NULL; short runs without a call. */
+static inline const uint8_t *
+find_zero(const uint8_t *p, const uint8_t *end)
+{
+	for (int i = 0; i < 16 && p < end; i++, p++)
+		if (*p == 0x00)
+			return p;
+	return p < end ? memchr(p, 0, (size_t)(end - p)) : NULL;
+}
+
+/*
+ * ikey_decode() with the usual key read inline: a put or a version delete
+ * whose row, family and qualifier hold no 0x00 (so each borrows from key).
+ * Any other key, a marker, an escaped 0x00 or a flaw, goes to
+ * ikey_decode(), which gives the same answer for these.
+ */
+static inline int
+decode_key(struct slice key, struct ikey *k, struct buf *scratch)
+{
+	const uint8_t *p = key.p, *end = key.p + key.n, *z;
+	const uint8_t *row, *family, *qualifier;
+	uint64_t tsbits, trailer;
+	unsigned kind;
+
+	row = p;
+	if ((z = memchr(p, 0, key.n)) == NULL || end - z < 2 || z[1] != 0x01)
+		goto slow;
+	k->row = slice_make(row, (size_t)(z - row));
+	family = z + 2;
+	if ((z = find_zero(family, end)) == NULL || end - z < 2 ||
+	    z[1] != 0x01)
+		goto slow;
+	k->family = slice_make(family, (size_t)(z - family));
+	qualifier = z + 2;
+	if ((z = find_zero(qualifier, end)) == NULL || end - z != 18 ||
+	    z[1] != 0x01)
+		goto slow;
+	k->qualifier = slice_make(qualifier, (size_t)(z - qualifier));
+	tsbits = get_be64(z + 2);
+	trailer = ~get_be64(z + 10);
+	kind = (unsigned)(trailer & 0xff);
+	if ((tsbits >> 63) == 0 ||
+	    (kind != IKEY_PUT && kind != IKEY_DELETE_VERSION))
+		goto slow;
+	k->ts = (int64_t)~tsbits;
+	k->seq = trailer >> 8;
+	k->kind = (enum ikey_kind)kind;
+	return 0;
+slow:
+	return ikey_decode(key, k, scratch);
+}
+
 /* Enter family (if it is not the current one): reset family state. */
 static int
 enter_family(struct cells_row *r, struct resolver *st,
     const struct cells_schema *schema, struct slice family)
 {
+	struct cells_family_memo *memo = schema->memo;
+
+	bool same = names_equal(buf_slice(&r->cur_family), family);
 	int rc;
 
-	if (st->family_entered &&
-	    slice_equal(buf_slice(&r->cur_family), family))
+	if (st->family_entered && same)
 		return 0;
 	/* cur_family outlives rows: the next row often has the same. */
-	if (!slice_equal(buf_slice(&r->cur_family), family) &&
-	    (rc = buf_set(&r->cur_family, family.p, family.n)) < 0)
+	if (!same && (rc = buf_set(&r->cur_family, family.p, family.n)) < 0)
 		return rc;
 	st->family_entered = true;
 	st->family_delete_seq = 0;
+	st->column_started = false;
+	if (memo != NULL && memo->valid && memo->family_len == family.n &&
+	    memcmp(memo->family, family.p, family.n) == 0) {
+		st->family_known = memo->known;
+		st->policy = memo->policy;
+		st->family_created_seq = memo->created_seq;
+		st->slots_free = memo->slots_free;
+		return 0;
+	}
 	st->policy = NULL;
 	st->family_created_seq = 0;
 	st->family_known = schema->family_policy(schema->arg, family,
 	    &st->policy, &st->family_created_seq);
 	st->slots_free = st->policy == NULL || gc_policy_keeps_all(st->policy);
-	st->column_started = false;
+	if (memo != NULL && family.n <= CELLS_MEMO_FAMILY_MAX) {
+		memo->valid = true;
+		memo->known = st->family_known;
+		memo->policy = st->policy;
+		memo->created_seq = st->family_created_seq;
+		memo->slots_free = st->slots_free;
+		memo->family_len = (uint8_t)family.n;
+		if (family.n > 0)
+			memcpy(memo->family, family.p, family.n);
+	}
 	return 0;
 }
 
@@ -160,12 +246,12 @@ static int
 enter_column(struct cells_row *r, struct resolver *st,
     const struct cells_filter *f, struct slice qualifier)
 {
+	bool same = names_equal(buf_slice(&r->cur_qualifier), qualifier);
 	int rc;
 
-	if (st->column_started &&
-	    slice_equal(buf_slice(&r->cur_qualifier), qualifier))
+	if (st->column_started && same)
 		return 0;
-	if (!slice_equal(buf_slice(&r->cur_qualifier), qualifier) &&
+	if (!same &&
 	    (rc = buf_set(&r->cur_qualifier, qualifier.p, qualifier.n)) < 0)
 		return rc;
 	st->column_started = true;
@@ -437,7 +523,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 	if (!iter_valid(it))
 		return BT_DONE;
 	key = iter_key(it);
-	if ((rc = ikey_decode(key, &k, &r->scratch)) < 0)
+	if ((rc = decode_key(key, &k, &r->scratch)) < 0)
 		goto corrupt;
 	r->key.n = 0;
 	if ((rc = room_for(&r->key, k.row.n + 1)) < 0)
@@ -522,7 +608,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 		    key.p[r->key.n] == 0x00 && key.p[r->key.n + 1] == 0x01 :
 		    slice_starts_with(key, buf_slice(&r->row_prefix))))
 			break;
-		if ((rc = ikey_decode(key, &k, &r->scratch)) < 0)
+		if ((rc = decode_key(key, &k, &r->scratch)) < 0)
 			goto corrupt;
 	}
 	return 0;

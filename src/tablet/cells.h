@@ -38,10 +38,29 @@
  * first sequence number of its life (entries below it belong to a dropped
  * family of the same name).  Returns false for a family not in the schema.
  */
+struct cells_family_memo;
+
 struct cells_schema {
 	bool (*family_policy)(void *arg, struct slice family,
 	    const struct gc_policy **policy, uint64_t *created_seq);
 	void *arg;
+	/* NULL, or where the resolver remembers its last answer from
+	 * family_policy across calls: for a user whose answers never change
+	 * while the memo lives (one scan over one schema), and that zeroes
+	 * the memo before first use. */
+	struct cells_family_memo *memo;
+};
+
+/* The last family the resolver looked up, and the answer. */
+#define CELLS_MEMO_FAMILY_MAX	64
+struct cells_family_memo {
+	bool valid;
+	bool known;
+	bool slots_free;		/* the policy condemns nothing */
+	uint8_t family_len;
+	const struct gc_policy *policy;
+	uint64_t created_seq;
+	uint8_t family[CELLS_MEMO_FAMILY_MAX];
 };
 
 /* One column filter: a family, or one column of it. */

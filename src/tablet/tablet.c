@@ -1082,7 +1082,8 @@ static int
 compact_group(struct tablet *t, struct tablet_version *v, size_t g,
     size_t take, int64_t now)
 {
-	struct cells_schema cs = { tablet_schema_family_policy, v->schema };
+	struct cells_schema cs = { tablet_schema_family_policy, v->schema,
+	    NULL };
 	struct iter **children;
 	struct iter *it = NULL;
 	uint64_t *removed;

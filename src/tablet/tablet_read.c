@@ -106,7 +106,8 @@ read_row_streaming(struct tablet_version *v, uint64_t snapshot,
     struct slice prefix, int64_t now, const struct cells_filter *filter,
     struct cells_row *out)
 {
-	struct cells_schema cs = { tablet_schema_family_policy, v->schema };
+	struct cells_schema cs = { tablet_schema_family_policy, v->schema,
+	    NULL };
 	struct iter *it = NULL;
 	int rc;
 
@@ -457,7 +458,8 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
     int64_t now, const struct cells_filter *filter, struct cells_row *out)
 {
 	struct tablet_version *v = tablet_version_get(t);
-	struct cells_schema cs = { tablet_schema_family_policy, v->schema };
+	struct cells_schema cs = { tablet_schema_family_policy, v->schema,
+	    NULL };
 	struct point_iter pit = { { &point_iter_ops }, NULL, 0, 0 };
 	struct point_read pr;
 	struct slice prefix;
@@ -510,6 +512,7 @@ struct tablet_scan {
 	const struct tablet_family *last_family;
 	size_t last_family_len;
 	uint64_t pin_epoch;	/* of the row being read (cells.h) */
+	struct cells_family_memo memo;	/* cs's: sc->v->schema's answers */
 };
 
 /* The cells_schema callback of a scan: tablet_schema_family_policy() with the
@@ -550,6 +553,7 @@ tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
 	sc->v = tablet_version_get(t);
 	sc->cs.family_policy = scan_family_policy;
 	sc->cs.arg = sc;
+	sc->cs.memo = &sc->memo;	/* zeroed with sc */
 	sc->filter = filter;
 	sc->snapshot = snapshot;
 	sc->now = now;
