@@ -18,6 +18,13 @@ struct merge_iter {
 	/* The top's key is held by no other child: known when the last
 	 * advance left the top in place, smaller than both heap children. */
 	bool top_unique;
+	/* The smaller of the top's heap children (child order on a tie),
+	 * when bound_valid: they stay put while the top stays on top, so
+	 * one comparison with it shows whether the top still does. */
+	size_t bound;
+	bool bound_valid;
+	struct slice bound_key;	/* the bound's key, while bound_valid */
+	struct slice top_key;	/* the top's key, while heap_n > 0 */
 	struct buf last_key;	/* copy of the key merge_next() leaves */
 };
 
@@ -42,6 +49,7 @@ heap_sift_down(struct merge_iter *m, size_t i)
 			min = r;
 		if (min == i)
 			return;
+		m->bound_valid = false;
 		tmp = m->heap[i];
 		m->heap[i] = m->heap[min];
 		m->heap[min] = tmp;
@@ -54,11 +62,14 @@ heap_build(struct merge_iter *m)
 {
 	m->heap_n = 0;
 	m->top_unique = false;
+	m->bound_valid = false;
 	for (size_t i = 0; i < m->n; i++)
 		if (iter_valid(m->children[i]))
 			m->heap[m->heap_n++] = i;
 	for (size_t i = m->heap_n / 2; i-- > 0;)
 		heap_sift_down(m, i);
+	if (m->heap_n > 0)
+		m->top_key = iter_key(m->children[m->heap[0]]);
 }
 
 static int
@@ -66,6 +77,7 @@ merge_fail(struct merge_iter *m, int rc)
 {
 	m->heap_n = 0;
 	m->top_unique = false;
+	m->bound_valid = false;
 	return rc;
 }
 
@@ -107,20 +119,29 @@ merge_fix_top(struct merge_iter *m)
 {
 	size_t top = m->heap[0];
 	struct slice key = iter_key(m->children[top]);
-	bool unique = true;
+	int c;
 
-	for (size_t i = 1; i < 3 && i < m->heap_n; i++) {
-		int c = slice_compare(key, iter_key(m->children[m->heap[i]]));
-
-		if (c > 0 || (c == 0 && top > m->heap[i])) {
-			m->top_unique = false;
-			heap_sift_down(m, 0);
-			return;
-		}
-		if (c == 0)
-			unique = false;
+	if (m->heap_n < 2) {
+		m->top_unique = true;
+		m->top_key = key;
+		return;
 	}
-	m->top_unique = unique;
+	if (!m->bound_valid) {
+		m->bound = m->heap[1];
+		if (m->heap_n > 2 && child_less(m, m->heap[2], m->heap[1]))
+			m->bound = m->heap[2];
+		m->bound_key = iter_key(m->children[m->bound]);
+		m->bound_valid = true;
+	}
+	c = slice_compare(key, m->bound_key);
+	if (c > 0 || (c == 0 && top > m->bound)) {
+		m->top_unique = false;
+		heap_sift_down(m, 0);
+		m->top_key = iter_key(m->children[m->heap[0]]);
+		return;
+	}
+	m->top_unique = c < 0;
+	m->top_key = key;
 }
 
 /* Advance the top child, then drop it from the heap if it ran out. */
@@ -132,8 +153,10 @@ merge_advance_top(struct merge_iter *m)
 
 	if ((rc = iter_next(top)) < 0)
 		return merge_fail(m, rc);
-	if (!iter_valid(top))
+	if (!iter_valid(top)) {
 		m->heap[0] = m->heap[--m->heap_n];
+		m->bound_valid = false;
+	}
 	if (m->heap_n > 0)
 		merge_fix_top(m);
 	return 0;
@@ -166,7 +189,7 @@ merge_next(struct iter *it)
 
 	if (m->top_unique)
 		return merge_advance_top(m);
-	key = iter_key(m->children[m->heap[0]]);
+	key = m->top_key;
 	if (!merge_top_shared(m, key))
 		return merge_advance_top(m);
 	if ((rc = buf_set(&m->last_key, key.p, key.n)) < 0)
@@ -174,7 +197,7 @@ merge_next(struct iter *it)
 	do {
 		if ((rc = merge_advance_top(m)) < 0)
 			return rc;
-	} while (m->heap_n > 0 && slice_equal(iter_key(m->children[m->heap[0]]),
+	} while (m->heap_n > 0 && slice_equal(m->top_key,
 	    buf_slice(&m->last_key)));
 	return 0;
 }
@@ -190,7 +213,7 @@ merge_key(const struct iter *it)
 {
 	const struct merge_iter *m = (const struct merge_iter *)it;
 
-	return iter_key(m->children[m->heap[0]]);
+	return m->top_key;
 }
 
 static struct slice
