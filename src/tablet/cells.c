@@ -145,6 +145,19 @@ names_equal(struct slice a, struct slice b)
 	return true;
 }
 
+/* get_be64() inline: two of these a key. */
+static inline uint64_t
+load_be64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
 /* The first 0x00 in [p, end), or NULL; short runs without a call. */
 static inline const uint8_t *
 find_zero(const uint8_t *p, const uint8_t *end)
@@ -183,8 +196,8 @@ decode_key(struct slice key, struct ikey *k, struct buf *scratch)
 	    z[1] != 0x01)
 		goto slow;
 	k->qualifier = slice_make(qualifier, (size_t)(z - qualifier));
-	tsbits = get_be64(z + 2);
-	trailer = ~get_be64(z + 10);
+	tsbits = load_be64(z + 2);
+	trailer = ~load_be64(z + 10);
 	kind = (unsigned)(trailer & 0xff);
 	if ((tsbits >> 63) == 0 ||
 	    (kind != IKEY_PUT && kind != IKEY_DELETE_VERSION))
@@ -505,8 +518,9 @@ skip_to_max_ts(struct iter *it, struct cells_row *r, int64_t max_ts)
  * version_fn for each version entry visible at snapshot.  Shared by reads
  * and compactions so that both follow one set of rules.  When version_fn
  * returns COLUMN_DONE the rest of the column is stepped over undecoded.
+ * Inlined into each caller, so that version_fn is a direct call there.
  */
-static int
+static inline __attribute__((always_inline)) int
 walk_row(struct iter *it, uint64_t snapshot,
     const struct cells_schema *schema, const struct cells_filter *filter,
     struct cells_row *r, struct resolver *st,
