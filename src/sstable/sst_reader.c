@@ -76,6 +76,26 @@ sst_block_buf_free(struct buf *b)
 	bt_free(b);
 }
 
+/*
+ * A readahead window, shared by the readahead that read it and by the
+ * blocks that a scan takes from it in place (raw blocks: no copy, and not
+ * cached, as a block read through mmap is not).  Only the scan's thread
+ * touches it: the count is plain.
+ */
+struct sst_window {
+	size_t refs;
+	struct buf bytes;
+};
+
+static void
+sst_window_unref(struct sst_window *w)
+{
+	if (w == NULL || --w->refs > 0)
+		return;
+	buf_release(&w->bytes);
+	bt_free(w);
+}
+
 static void
 sst_block_ref_release(void *arg)
 {
@@ -84,8 +104,10 @@ sst_block_ref_release(void *arg)
 	if (ref->handle != NULL)
 		cache_release(ref->r->cache, ref->handle);
 	sst_block_buf_free(ref->owned);
+	sst_window_unref(ref->window);
 	ref->handle = NULL;
 	ref->owned = NULL;
+	ref->window = NULL;
 }
 
 static void
@@ -108,7 +130,7 @@ sst_block_cache_deleter(struct slice key, void *value)
 #define SST_READAHEAD_MAX	(256u << 10)
 
 struct sst_readahead {
-	struct buf window;	/* file bytes from offset on */
+	struct sst_window *window;	/* NULL, or file bytes from offset on */
 	uint64_t offset;
 	uint64_t next;		/* where the block after the last one starts */
 	unsigned sequential;	/* blocks read back to back so far */
@@ -118,7 +140,7 @@ struct sst_readahead {
 static void
 sst_readahead_init(struct sst_readahead *ra)
 {
-	buf_init(&ra->window);
+	ra->window = NULL;
 	ra->offset = ra->next = 0;
 	ra->sequential = 0;
 	ra->size = 0;
@@ -127,29 +149,53 @@ sst_readahead_init(struct sst_readahead *ra)
 static void
 sst_readahead_release(struct sst_readahead *ra)
 {
-	buf_release(&ra->window);
+	sst_window_unref(ra->window);
 	sst_readahead_init(ra);
 }
 
 /*
- * Read the n bytes at offset into dst, through ra when not NULL; the
- * window never reaches past limit (the end of the region the block lies
- * in, already checked to hold it).
+ * A window of size bytes that ra alone holds: the last one when no block
+ * holds it any more, else a new one (blocks keep the old).
  */
 static int
-sst_reader_fetch(struct sst_reader *r, struct sst_readahead *ra,
-    uint64_t offset, size_t n, uint64_t limit, uint8_t *dst)
+sst_readahead_fresh(struct sst_readahead *ra, size_t size)
 {
+	struct sst_window *w = ra->window;
+
+	if (w == NULL || w->refs > 1) {
+		if ((w = bt_malloc(sizeof(*w))) == NULL)
+			return -ENOMEM;
+		w->refs = 1;
+		buf_init(&w->bytes);
+		sst_window_unref(ra->window);
+		ra->window = w;
+	}
+	w->bytes.n = 0;
+	ra->offset = 0;
+	return buf_reserve(&w->bytes, size);
+}
+
+/*
+ * The n bytes at offset through the readahead ra: 1 with *bytes pointing
+ * into ra's window (read now if need be), 0 when the caller is to read
+ * them itself (no readahead yet: the blocks were not back to back), or a
+ * negative error.  The window never reaches past limit (the end of the
+ * region the block lies in, already checked to hold it).
+ */
+static int
+sst_readahead_get(struct sst_reader *r, struct sst_readahead *ra,
+    uint64_t offset, size_t n, uint64_t limit, const uint8_t **bytes)
+{
+	struct sst_window *w = ra->window;
 	size_t size;
 	int rc;
 
-	if (ra == NULL)
-		return env_file_read_exact(r->file, offset, dst, n);
-	if (offset >= ra->offset && offset - ra->offset <= ra->window.n &&
-	    n <= ra->window.n - (offset - ra->offset)) {
-		memcpy(dst, ra->window.p + (offset - ra->offset), n);
+	if (w != NULL && offset >= ra->offset &&
+	    offset - ra->offset <= w->bytes.n &&
+	    n <= w->bytes.n - (offset - ra->offset)) {
+		*bytes = w->bytes.p + (offset - ra->offset);
 		ra->next = offset + n;
-		return 0;
+		return 1;
 	}
 	if (offset == ra->next && ra->next != 0) {
 		ra->sequential++;
@@ -159,7 +205,7 @@ sst_reader_fetch(struct sst_reader *r, struct sst_readahead *ra,
 	}
 	ra->next = offset + n;
 	if (ra->sequential < SST_READAHEAD_AFTER)
-		return env_file_read_exact(r->file, offset, dst, n);
+		return 0;
 	ra->size = ra->size == 0 ? SST_READAHEAD_MIN :
 	    ra->size < SST_READAHEAD_MAX ? ra->size * 2 : ra->size;
 	size = ra->size;
@@ -167,33 +213,36 @@ sst_reader_fetch(struct sst_reader *r, struct sst_readahead *ra,
 		size = n;
 	if (size > limit - offset)
 		size = (size_t)(limit - offset);
-	ra->window.n = 0;
-	ra->offset = 0;
-	if ((rc = buf_reserve(&ra->window, size)) < 0 ||
-	    (rc = env_file_read_exact(r->file, offset, ra->window.p,
+	if ((rc = sst_readahead_fresh(ra, size)) < 0)
+		return rc;
+	w = ra->window;
+	if ((rc = env_file_read_exact(r->file, offset, w->bytes.p,
 	    size)) < 0)
 		return rc;
-	ra->window.n = size;
+	w->bytes.n = size;
 	ra->offset = offset;
-	memcpy(dst, ra->window.p, n);
-	return 0;
+	*bytes = w->bytes.p;
+	return 1;
 }
 
 /*
  * Read the block stored at (offset, size) into out, through ra when not
  * NULL: check that it lies inside limit, check its CRC, and uncompress it.
- * out holds the contents.
+ * out holds the contents, except for a raw block in ra's window when
+ * windowp is not NULL: then *windowp holds a reference to the window,
+ * *lent the contents in it, and out is empty.
  */
 static int
 sst_reader_read_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
     const char *what, uint64_t offset, uint64_t size, uint64_t limit,
-    struct buf *out)
+    struct buf *out, struct sst_window **windowp, struct slice *lent)
 {
 	const char *path = r->file->path;
+	const uint8_t *bytes = NULL;
 	struct buf raw;
 	uint32_t stored_crc, crc;
 	uint8_t type;
-	int rc;
+	int rc, windowed = 0;
 
 	if (offset > limit || size > limit - offset ||
 	    SST_BLOCK_TRAILER_SIZE > limit - offset - size ||
@@ -203,27 +252,44 @@ sst_reader_read_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
 		    "(%llu bytes)", path, what, (unsigned long long)offset,
 		    (unsigned long long)size, (unsigned long long)limit);
 	buf_clear(out);
-	if ((rc = buf_reserve_exact(out, (size_t)size +
-	    SST_BLOCK_TRAILER_SIZE)) < 0)
-		return rc;
-	if ((rc = sst_reader_fetch(r, ra, offset, (size_t)size +
-	    SST_BLOCK_TRAILER_SIZE, limit, out->p)) < 0)
-		return rc;
+	if (ra != NULL && (windowed = sst_readahead_get(r, ra, offset,
+	    (size_t)size + SST_BLOCK_TRAILER_SIZE, limit, &bytes)) < 0)
+		return windowed;
+	if (!windowed) {
+		if ((rc = buf_reserve_exact(out, (size_t)size +
+		    SST_BLOCK_TRAILER_SIZE)) < 0)
+			return rc;
+		if ((rc = env_file_read_exact(r->file, offset, out->p,
+		    (size_t)size + SST_BLOCK_TRAILER_SIZE)) < 0)
+			return rc;
+		bytes = out->p;
+	}
 	atomic_fetch_add_explicit(&r->block_reads, 1, memory_order_relaxed);
-	type = out->p[size];
-	stored_crc = crc32c_unmask(get_fixed32(out->p + size + 1));
-	crc = crc32c_extend(crc32c_value(out->p, (size_t)size), &type, 1);
+	type = bytes[size];
+	stored_crc = crc32c_unmask(get_fixed32(bytes + size + 1));
+	crc = crc32c_extend(crc32c_value(bytes, (size_t)size), &type, 1);
 	if (crc != stored_crc)
 		return bt_error_set(BT_ECHECKSUM,
 		    "%s: %s block checksum mismatch at offset %llu", path,
 		    what, (unsigned long long)offset);
 	switch (type) {
 	case SST_BLOCK_RAW:
+		if (windowed && windowp != NULL) {
+			ra->window->refs++;
+			*windowp = ra->window;
+			*lent = slice_make(bytes, (size_t)size);
+			return 0;
+		}
+		if (windowed) {
+			if ((rc = buf_reserve_exact(out, (size_t)size)) < 0)
+				return rc;
+			memcpy(out->p, bytes, (size_t)size);
+		}
 		out->n = (size_t)size;
 		return 0;
 	case SST_BLOCK_SNAPPY:
 		buf_init(&raw);
-		rc = uncompress_snappy(slice_make(out->p, (size_t)size),
+		rc = uncompress_snappy(slice_make(bytes, (size_t)size),
 		    SST_MAX_BLOCK_CONTENTS, &raw);
 		if (rc < 0) {
 			buf_release(&raw);
@@ -247,7 +313,7 @@ sst_reader_read_block(struct sst_reader *r, const char *what,
     uint64_t offset, uint64_t size, uint64_t limit, struct buf *out)
 {
 	return sst_reader_read_block_ahead(r, NULL, what, offset, size, limit,
-	    out);
+	    out, NULL, NULL);
 }
 
 /* Decode an index entry's value: varint64 offset, varint64 size, nothing
@@ -268,7 +334,11 @@ sst_decode_handle(const struct sst_reader *r, struct slice value,
  * The contents of the data block at (offset, size), through the cache when
  * use_cache and the reader has one (ref then holds it), read through ra
  * when not NULL.  A block read from the file goes into the cache only
- * when fill (a compaction's reads would push out what readers use).
+ * when fill (a compaction's reads would push out what readers use), and
+ * never a raw block that a long scan reads in place from its readahead
+ * window (ref then holds the window): a scan of more blocks than the
+ * cache holds would only push out what readers use, and LevelDB's
+ * mmap-read blocks are not cached either.
  */
 static int
 sst_reader_load_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
@@ -277,12 +347,13 @@ sst_reader_load_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
 {
 	uint8_t key[16];
 	struct cache_handle *h;
-	struct buf *blk;
+	struct buf *blk, tmp;
 	int rc;
 
 	ref->r = r;
 	ref->handle = NULL;
 	ref->owned = NULL;
+	ref->window = NULL;
 	use_cache = use_cache && r->cache != NULL;
 	if (use_cache) {
 		put_fixed64(key, r->file_id);
@@ -293,14 +364,20 @@ sst_reader_load_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
 			return 0;
 		}
 	}
-	if ((blk = bt_malloc(sizeof(*blk))) == NULL)
-		return -ENOMEM;
-	buf_init(blk);
+	buf_init(&tmp);
 	if ((rc = sst_reader_read_block_ahead(r, ra, "data", offset, size,
-	    r->info.data_size, blk)) < 0) {
-		sst_block_buf_free(blk);
+	    r->info.data_size, &tmp, ra != NULL ? &ref->window : NULL,
+	    contents)) < 0) {
+		buf_release(&tmp);
 		return rc;
 	}
+	if (ref->window != NULL)
+		return 0;
+	if ((blk = bt_malloc(sizeof(*blk))) == NULL) {
+		buf_release(&tmp);
+		return -ENOMEM;
+	}
+	*blk = tmp;
 	if (use_cache && fill) {
 		/* Charge what is held.  Blocks are read and uncompressed
 		 * into buffers of their exact size, so only a raw block's
@@ -814,6 +891,7 @@ sst_iter_keep_block(struct sst_iter *it)
 	it->kept[it->kept_n++] = it->ref;
 	it->ref.handle = NULL;
 	it->ref.owned = NULL;
+	it->ref.window = NULL;
 	it->block_pinned = false;
 }
 
@@ -842,7 +920,11 @@ sst_iter_load_block(struct sst_iter *it)
 		sst_iter_drop_block(it);
 		return 0;
 	}
+	/* The block left is given back first (its iterator is reset or
+	 * freed below, before it reads again), so that a readahead window
+	 * no block holds any more is read into again, not made anew. */
 	sst_iter_keep_block(it);
+	sst_block_ref_release(&it->ref);
 	if ((rc = sst_decode_handle(it->r, iter_value(it->index_it), &offset,
 	    &size)) < 0 || (rc = sst_reader_load_block_ahead(it->r, &it->ra,
 	    offset, size, true, it->fill_cache, &fresh, &contents)) < 0) {

@@ -111,13 +111,16 @@ bool sst_reader_may_contain_hash(const struct sst_reader *r, uint64_t hash);
 int sst_reader_get(struct sst_reader *r, struct slice key, struct buf *value);
 
 /*
- * What keeps a data block's contents alive: a cache handle or a buffer of
- * its own.  Embedded in struct sst_pins; its fields are the reader's.
+ * What keeps a data block's contents alive: a cache handle, a buffer of
+ * its own, or the readahead window of the scan that read it.  Embedded in
+ * struct sst_pins; its fields are the reader's.
  */
+struct sst_window;
 struct sst_block_ref {
 	struct sst_reader *r;
 	struct cache_handle *handle;
 	struct buf *owned;
+	struct sst_window *window;
 };
 
 /*
