@@ -170,9 +170,9 @@ find_zero(const uint8_t *p, const uint8_t *end)
 
 /*
  * ikey_decode() with the usual key read inline: a put or a version delete
- * whose row, family and qualifier hold no 0x00 (so each borrows from key).
- * Any other key, a marker, an escaped 0x00 or a flaw, goes to
- * ikey_decode(), which gives the same answer for these.
+ * whose row, family and qualifier hold no 0x00 (each borrows from key, as
+ * ikey_decode() would have it).  Every other key (a marker, an escaped
+ * 0x00, a flaw) is left to ikey_decode().
  */
 static inline int
 decode_key(struct slice key, struct ikey *k, struct buf *scratch)
@@ -216,7 +216,6 @@ enter_family(struct cells_row *r, struct resolver *st,
     const struct cells_schema *schema, struct slice family)
 {
 	struct cells_family_memo *memo = schema->memo;
-
 	bool same = names_equal(buf_slice(&r->cur_family), family);
 	int rc;
 
@@ -228,8 +227,8 @@ enter_family(struct cells_row *r, struct resolver *st,
 	st->family_entered = true;
 	st->family_delete_seq = 0;
 	st->column_started = false;
-	if (memo != NULL && memo->valid && memo->family_len == family.n &&
-	    memcmp(memo->family, family.p, family.n) == 0) {
+	if (memo != NULL && memo->valid && names_equal(slice_make(
+	    memo->family, memo->family_len), family)) {
 		st->family_known = memo->known;
 		st->policy = memo->policy;
 		st->family_created_seq = memo->created_seq;

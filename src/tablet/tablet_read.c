@@ -512,7 +512,8 @@ struct tablet_scan {
 	const struct tablet_family *last_family;
 	size_t last_family_len;
 	uint64_t pin_epoch;	/* of the row being read (cells.h) */
-	struct cells_family_memo memo;	/* cs's: sc->v->schema's answers */
+	/* cs's memo: answers of sc->v->schema, which never change */
+	struct cells_family_memo memo;
 };
 
 /* The cells_schema callback of a scan: tablet_schema_family_policy() with the
