@@ -174,7 +174,7 @@ find_zero(const uint8_t *p, const uint8_t *end)
  * ikey_decode() would have it).  Every other key (a marker, an escaped
  * 0x00, a flaw) is left to ikey_decode().
  */
-static inline int
+static inline __attribute__((always_inline)) int
 decode_key(struct slice key, struct ikey *k, struct buf *scratch)
 {
 	const uint8_t *p = key.p, *end = key.p + key.n, *z;
