@@ -859,7 +859,9 @@ sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
  * alive, the ones it moved off included, up to this many bytes of blocks;
  * past it, pins are refused and the reader copies.  A first pin always
  * succeeds, however large its block: it holds no more than a copy of the
- * value.
+ * value.  A block read in place from a readahead window keeps the window
+ * (at most SST_READAHEAD_MAX, or the block) alive; the blocks of one epoch
+ * are consecutive, so they hold only the few windows they span.
  */
 #define SST_ITER_PIN_LIMIT	((uint64_t)1 << 20)
 
