@@ -40,7 +40,7 @@ struct location_cache {
 	struct lc_table *tables;	/* sorted by table_id */
 	size_t table_count, table_cap;
 	size_t hand_table, hand_entry;	/* the clock hand */
-	atomic_uint_fast64_t lookups, hits, misses;
+	atomic_uint_fast64_t hits, misses;	/* lookups: their sum */
 	atomic_uint_fast64_t inserts, invalidations, evictions, levels;
 };
 
@@ -149,7 +149,6 @@ location_cache_lookup(struct location_cache *lc, uint64_t table_id,
 	size_t ti;
 	bool found;
 
-	atomic_fetch_add_explicit(&lc->lookups, 1, memory_order_relaxed);
 	pthread_rwlock_rdlock(&lc->lock);
 	ti = table_index(lc, table_id, &found);
 	if (found && (e = entry_for(&lc->tables[ti], row)) != NULL) {
@@ -415,9 +414,9 @@ location_cache_get_stats(struct location_cache *lc,
     struct location_cache_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->lookups = atomic_load(&lc->lookups);
 	out->hits = atomic_load(&lc->hits);
 	out->misses = atomic_load(&lc->misses);
+	out->lookups = out->hits + out->misses;
 	out->inserts = atomic_load(&lc->inserts);
 	out->invalidations = atomic_load(&lc->invalidations);
 	out->evictions = atomic_load(&lc->evictions);

@@ -26,12 +26,7 @@ server_now(struct server *s)
 uint64_t
 server_next_seq(struct server *s)
 {
-	uint64_t seq;
-
-	pthread_mutex_lock(&s->seq_mu);
-	seq = s->next_seq;
-	pthread_mutex_unlock(&s->seq_mu);
-	return seq;
+	return atomic_load_explicit(&s->next_seq, memory_order_relaxed);
 }
 
 static char *
@@ -105,6 +100,23 @@ table_map(struct server_table *t)
 	return m;
 }
 
+bool
+table_serves_row(struct server_table *t, uint64_t tablet, struct slice row)
+{
+	bool serves;
+
+	pthread_mutex_lock(&t->map_mu);
+	serves = tablet_id(tablet_map_find(t->map, row)) == tablet;
+	pthread_mutex_unlock(&t->map_mu);
+	return serves;
+}
+
+struct tablet_map *
+table_map_locked(struct server_table *t)
+{
+	return t->map;
+}
+
 void
 table_map_install(struct server_table *t, struct tablet_map *m)
 {
@@ -128,25 +140,60 @@ table_unref(struct server_table *t)
 	bt_free(t);
 }
 
+/* The table named name, or NULL; caller holds tables_mu. */
+static struct server_table *
+table_find_locked(struct server *s, const char *name)
+{
+	for (size_t i = 0; i < s->table_count; i++)
+		if (strcmp(s->tables[i]->name, name) == 0)
+			return s->tables[i];
+	return NULL;
+}
+
 /* Find a table by name and take a reference; -ENOENT if absent. */
 int
 table_get(struct server *s, const char *name, struct server_table **out)
 {
-	int rc = -ENOENT;
+	return table_get_schema(s, name, out, NULL);
+}
+
+/* table_get(), and when schema is not NULL the table's schema,
+ * referenced, under the same hold of tables_mu: a write asks for both. */
+int
+table_get_schema(struct server *s, const char *name,
+    struct server_table **out, struct tablet_schema **schema)
+{
+	struct server_table *t;
 
 	pthread_mutex_lock(&s->tables_mu);
-	for (size_t i = 0; i < s->table_count; i++) {
-		if (strcmp(s->tables[i]->name, name) == 0) {
-			*out = s->tables[i];
-			atomic_fetch_add(&(*out)->refs, 1);
-			rc = 0;
-			break;
-		}
+	if ((t = table_find_locked(s, name)) == NULL) {
+		pthread_mutex_unlock(&s->tables_mu);
+		return bt_error_set(-ENOENT, "table %s: no such table", name);
+	}
+	atomic_fetch_add(&t->refs, 1);
+	if (schema != NULL) {
+		*schema = t->schema;
+		tablet_schema_ref(*schema);
 	}
 	pthread_mutex_unlock(&s->tables_mu);
-	if (rc < 0)
-		bt_error_set(rc, "table %s: no such table", name);
-	return rc;
+	*out = t;
+	return 0;
+}
+
+/* The id of the table named name, without taking a reference: an id is
+ * only a key to its holder; -ENOENT if absent. */
+int
+table_id_get(struct server *s, const char *name, uint64_t *id)
+{
+	struct server_table *t;
+
+	pthread_mutex_lock(&s->tables_mu);
+	if ((t = table_find_locked(s, name)) != NULL)
+		*id = t->id;
+	pthread_mutex_unlock(&s->tables_mu);
+	if (t == NULL)
+		return bt_error_set(-ENOENT, "table %s: no such table", name);
+	return 0;
 }
 
 struct server_table *
@@ -849,9 +896,7 @@ server_open(const char *path, const struct server_options *opts,
 	if (s->opts.max_cell == 0)
 		s->opts.max_cell = DEFAULT_MAX_CELL;
 	pthread_mutex_init(&s->tables_mu, NULL);
-	pthread_mutex_init(&s->seq_mu, NULL);
 	if ((rc = write_queue_init(&s->writes)) < 0) {
-		pthread_mutex_destroy(&s->seq_mu);
 		pthread_mutex_destroy(&s->tables_mu);
 		bt_free(s);
 		return rc;
@@ -1036,7 +1081,6 @@ server_close(struct server *s)
 	for (size_t i = 0; i < RMW_ROWS; i++)
 		cells_row_release(&s->rmw_rows[i]);
 	pthread_mutex_destroy(&s->tables_mu);
-	pthread_mutex_destroy(&s->seq_mu);
 	write_queue_release(&s->writes);
 	pthread_mutex_destroy(&s->apply_mu);
 	pthread_cond_destroy(&s->apply_cv);

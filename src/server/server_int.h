@@ -112,8 +112,10 @@ struct server {
 
 	struct log_writer *log;		/* NULL when read-only */
 
-	pthread_mutex_t seq_mu;		/* sequence numbers and stamps */
-	uint64_t next_seq;
+	/* Sequence numbers and stamps: written by the write leader alone
+	 * (the lead passes under writes.mu), and at open and close;
+	 * next_seq is read by schema changes too. */
+	_Atomic uint64_t next_seq;
 	int64_t last_stamp;
 
 	struct write_queue writes;
@@ -165,10 +167,24 @@ uint64_t server_next_seq(struct server *s);
 void table_unref(struct server_table *t);
 /* A referenced table by name; -ENOENT if there is none. */
 int table_get(struct server *s, const char *name, struct server_table **out);
+/* table_get() and, when schema is not NULL, the table's schema
+ * (referenced) under one hold of tables_mu. */
+int table_get_schema(struct server *s, const char *name,
+    struct server_table **out, struct tablet_schema **schema);
+/* The id of the table named name (no reference); -ENOENT if none. */
+int table_id_get(struct server *s, const char *name, uint64_t *id);
 /* The table with this catalog id, or NULL; caller holds tables_mu. */
 struct server_table *table_find_id_locked(struct server *s, uint64_t id);
 /* The table's current tablets, referenced. */
 struct tablet_map *table_map(struct server_table *t);
+/* Whether the tablet with id tablet serves row in the current map (a
+ * look under map_mu, without a reference to the map). */
+bool table_serves_row(struct server_table *t, uint64_t tablet,
+    struct slice row);
+/* The table's current tablets, borrowed: the caller holds apply_mu, and
+ * splits and merges install maps only in the apply turn (master.c), so
+ * the map stays current and alive until apply_mu is released. */
+struct tablet_map *table_map_locked(struct server_table *t);
 /* Install m (taking the caller's reference) in place of the current map,
  * which is unreferenced. */
 void table_map_install(struct server_table *t, struct tablet_map *m);

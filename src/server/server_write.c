@@ -20,14 +20,7 @@
 int
 server_table_id(struct server *s, const char *table, uint64_t *id)
 {
-	struct server_table *t;
-	int rc;
-
-	if ((rc = table_get(s, table, &t)) < 0)
-		return rc;
-	*id = t->id;
-	table_unref(t);
-	return 0;
+	return table_id_get(s, table, id);
 }
 
 int
@@ -51,16 +44,9 @@ server_locate(struct server *s, const char *table, struct slice row,
 static int
 tablet_check_serves(struct server_table *t, uint64_t tablet, struct slice row)
 {
-	struct tablet_map *m;
-	int rc = 0;
-
-	if (tablet == 0)
+	if (tablet == 0 || table_serves_row(t, tablet, row))
 		return 0;
-	m = table_map(t);
-	if (tablet_id(tablet_map_find(m, row)) != tablet)
-		rc = BT_STALE;
-	tablet_map_unref(m);
-	return rc;
+	return BT_STALE;
 }
 
 /* ---- Writes ---- */
@@ -73,10 +59,10 @@ row_lock(struct server *s, uint64_t table_id, struct slice row)
 
 /* Check a mutation against the limits and the schema. */
 static int
-mutation_validate(struct server *s, struct server_table *t, struct slice row,
+mutation_validate(struct server *s, struct server_table *t,
+    const struct tablet_schema *schema, struct slice row,
     const struct mutation *ops, size_t count)
 {
-	struct tablet_schema *schema;
 	int rc = 0;
 
 	if (row.n == 0 || row.n > SERVER_MAX_ROW)
@@ -84,7 +70,6 @@ mutation_validate(struct server *s, struct server_table *t, struct slice row,
 		    "allowed)", row.n, SERVER_MAX_ROW);
 	if (count == 0)
 		return bt_error_set(-EINVAL, "empty mutation");
-	schema = table_schema(s, t);
 	for (size_t i = 0; i < count && rc == 0; i++) {
 		const struct mutation *m = &ops[i];
 
@@ -112,7 +97,6 @@ mutation_validate(struct server *s, struct server_table *t, struct slice row,
 			    " out of range", m->ts);
 		}
 	}
-	tablet_schema_unref(schema);
 	return rc;
 }
 
@@ -349,10 +333,11 @@ group_log(struct server *s, struct write_waiter *first,
 	struct write_queue *q = &s->writes;
 	struct write_waiter *p;
 	size_t i = 0, from = 0;
-	uint64_t t0;
+	uint64_t t0, seq;
 	int rc;
 
-	pthread_mutex_lock(&s->seq_mu);
+	/* The leader alone writes next_seq and last_stamp: no lock. */
+	seq = atomic_load_explicit(&s->next_seq, memory_order_relaxed);
 	for (p = first;; p = p->next) {
 		int64_t now = server_now(s);
 
@@ -360,12 +345,12 @@ group_log(struct server *s, struct write_waiter *first,
 			now = s->last_stamp + 1;
 		s->last_stamp = now;
 		p->stamp = now;
-		p->first_seq = s->next_seq;
-		s->next_seq += p->count;
+		p->first_seq = seq;
+		seq += p->count;
 		if (p == last)
 			break;
 	}
-	pthread_mutex_unlock(&s->seq_mu);
+	atomic_store_explicit(&s->next_seq, seq, memory_order_relaxed);
 
 	if ((rc = write_queue_reserve(q, n)) < 0)
 		return bt_error_set(rc, "no memory for a write group of %zu",
@@ -422,9 +407,9 @@ group_apply(struct server *s, struct write_waiter *first,
     struct write_waiter *last, int log_rc)
 {
 	struct write_waiter *p;
-	struct tablet_map *m;
 	struct tablet *tablet;
 	size_t i = 0;
+	uint64_t applied = 0;
 	int64_t held;
 	int arc;
 
@@ -438,8 +423,8 @@ group_apply(struct server *s, struct write_waiter *first,
 			waiter_fail(p, bt_error_set(s->broken, "tablet apply "
 			    "failed; reopen the store"));
 		} else {
-			m = table_map(p->t);
-			tablet = tablet_map_find(m, p->row);
+			tablet = tablet_map_find(table_map_locked(p->t),
+			    p->row);
 			if (tablet_memtable_usage(tablet) >=
 			    master_freeze_size(s) && tablet_freeze(tablet) == 0)
 				background_wake(s);
@@ -459,10 +444,10 @@ group_apply(struct server *s, struct write_waiter *first,
 				waiter_fail(p, arc);
 			} else {
 				p->rc = 0;
+				applied++;
 			}
 			segment_note_locked(s, s->writes.positions[i].segment,
 			    p->first_seq + p->count - 1);
-			tablet_map_unref(m);
 		}
 		i++;
 		if (p == last)
@@ -472,7 +457,14 @@ group_apply(struct server *s, struct write_waiter *first,
 	if (held > 0 && (uint64_t)held > s->memtable_peak)
 		s->memtable_peak = (uint64_t)held;
 	s->applied_upto = last->first_seq + last->count - 1;
-	atomic_store(&s->visible_seq, s->applied_upto);
+	/* Counted in the apply turn, which is their only writer: plain
+	 * stores, not read-modify-writes.  Release: a reader that sees the
+	 * new visible_seq sees the memtable entries it covers. */
+	atomic_store_explicit(&s->mutations, atomic_load_explicit(
+	    &s->mutations, memory_order_relaxed) + applied,
+	    memory_order_relaxed);
+	atomic_store_explicit(&s->visible_seq, s->applied_upto,
+	    memory_order_release);
 	pthread_cond_broadcast(&s->apply_cv);
 	pthread_mutex_unlock(&s->apply_mu);
 }
@@ -625,7 +617,6 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	sem_destroy(&me.wake);
 	if (me.rc < 0)
 		return bt_error_set(me.rc, "%s", me.detail);
-	atomic_fetch_add(&s->mutations, 1);
 	if (stamp != NULL)
 		*stamp = me.stamp;
 	return 0;
@@ -637,19 +628,21 @@ server_mutate(struct server *s, const char *table, uint64_t tablet,
     int64_t *stamp)
 {
 	struct server_table *t;
+	struct tablet_schema *schema;
 	pthread_mutex_t *lock;
 	int rc;
 
-	if ((rc = table_get(s, table, &t)) < 0)
+	if ((rc = table_get_schema(s, table, &t, &schema)) < 0)
 		return rc;
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
-	    (rc = mutation_validate(s, t, row, ops, count)) < 0)
+	    (rc = mutation_validate(s, t, schema, row, ops, count)) < 0)
 		goto out;
 	lock = row_lock(s, t->id, row);
 	pthread_mutex_lock(lock);
 	rc = mutation_commit(s, t, row, ops, count, sync, stamp);
 	pthread_mutex_unlock(lock);
 out:
+	tablet_schema_unref(schema);
 	table_unref(t);
 	return rc;
 }
@@ -731,6 +724,7 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
     struct mutation **ops, size_t *count), void *arg, int64_t *stamp)
 {
 	struct server_table *t;
+	struct tablet_schema *schema;
 	struct mutation probe = { .kind = MUTATION_PUT, .family = family,
 	    .qualifier = qualifier, .ts = MUTATION_TS_SERVER };
 	struct mutation *ops;
@@ -740,10 +734,10 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 	size_t count;
 	int rc, found;
 
-	if ((rc = table_get(s, table, &t)) < 0)
+	if ((rc = table_get_schema(s, table, &t, &schema)) < 0)
 		return rc;
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
-	    (rc = mutation_validate(s, t, row, &probe, 1)) < 0)
+	    (rc = mutation_validate(s, t, schema, row, &probe, 1)) < 0)
 		goto out;
 	r = rmw_row_take(s, &own);
 	lock = row_lock(s, t->id, row);
@@ -753,7 +747,8 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 		rc = found;
 	} else if ((rc = decide(arg, found == 0, found == 0 ? c.value :
 	    slice_make(NULL, 0), c.ts, &ops, &count)) == 0) {
-		if ((rc = mutation_validate(s, t, row, ops, count)) == 0)
+		if ((rc = mutation_validate(s, t, schema, row, ops,
+		    count)) == 0)
 			rc = mutation_commit(s, t, row, ops, count, sync,
 			    stamp);
 	} else if (rc == 1) {
@@ -762,6 +757,7 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 	pthread_mutex_unlock(lock);
 	rmw_row_give(s, r, &own);
 out:
+	tablet_schema_unref(schema);
 	table_unref(t);
 	return rc;
 }

@@ -685,7 +685,9 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 	usage = memtable_memory_usage(t->mem) - t->mem_base;
 	active_bytes_add(t, (int64_t)usage -
 	    (int64_t)atomic_load(&t->mem_usage));
-	atomic_store(&t->mem_usage, usage);
+	/* A plain store (applies are serialized): a seq_cst one is an xchg
+	 * on every mutation. */
+	atomic_store_explicit(&t->mem_usage, usage, memory_order_release);
 	t->last_applied_seq = first_seq + count - 1;
 	return 0;
 }
