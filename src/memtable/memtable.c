@@ -46,6 +46,12 @@ struct memtable {
 	_Atomic uint64_t count;
 	atomic_uint refs;
 	uint64_t rand_state;		/* the writer's PRNG */
+	/* The writer's own, never read by readers: the node it added last
+	 * (NULL before the first), and at each level the last node before
+	 * or at it (the head when none): where the next key goes when keys
+	 * come in ascending order. */
+	struct mt_node *last;
+	struct mt_node *splice[MEMTABLE_MAX_HEIGHT];
 };
 
 struct memtable_iter {
@@ -70,6 +76,37 @@ static struct slice
 node_value(const struct mt_node *x)
 {
 	return slice_make(node_data(x) + x->key_len, x->value_len);
+}
+
+/*
+ * Whether a sorts before b in slice_compare() order.  Inline, eight bytes
+ * at a time (read as big-endian words, so that their order is the bytes'
+ * order): the tablet's keys are tens of bytes that share long prefixes
+ * (a row's keys share the row), and a library memcmp call per node
+ * visited cost more than the comparison.
+ */
+static inline bool
+key_less(struct slice a, struct slice b)
+{
+	size_t n = a.n < b.n ? a.n : b.n, i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x, y;
+
+		memcpy(&x, a.p + i, 8);
+		memcpy(&y, b.p + i, 8);
+		if (x != y) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			x = __builtin_bswap64(x);
+			y = __builtin_bswap64(y);
+#endif
+			return x < y;
+		}
+	}
+	for (; i < n; i++)
+		if (a.p[i] != b.p[i])
+			return a.p[i] < b.p[i];
+	return a.n < b.n;
 }
 
 static struct mt_node *
@@ -147,7 +184,7 @@ memtable_find_ge(struct memtable *m, struct slice key,
 	level = atomic_load_explicit(&m->height, memory_order_acquire) - 1;
 	for (;;) {
 		next = node_next(x, level);
-		if (next != NULL && slice_compare(node_key(next), key) < 0) {
+		if (next != NULL && key_less(node_key(next), key)) {
 			x = next;
 			continue;
 		}
@@ -157,6 +194,35 @@ memtable_find_ge(struct memtable *m, struct slice key,
 			return next;
 		level--;
 	}
+}
+
+/*
+ * The places where key would be linked, found from the last insertion
+ * when key comes right after it at every level in use: true with prev
+ * filled in as memtable_find_ge() would, or false (nothing is known).
+ * Ascending keys (a sequential load, a row's cells) cost a compare or
+ * two instead of a search from the head; any other key costs one or two
+ * compares more.  Correct for any such key: each splice node sorts before
+ * key, and its successor at its level is past key or absent, so it is the
+ * last node before key there.
+ */
+static bool
+memtable_find_after_last(struct memtable *m, struct slice key,
+    struct mt_node **prev)
+{
+	struct mt_node *next;
+	int level, height;
+
+	if (m->last == NULL || !key_less(node_key(m->last), key))
+		return false;
+	height = atomic_load_explicit(&m->height, memory_order_relaxed);
+	for (level = 0; level < height; level++) {
+		next = node_next(m->splice[level], level);
+		if (next != NULL && key_less(node_key(next), key))
+			return false;
+		prev[level] = m->splice[level];
+	}
+	return true;
 }
 
 int
@@ -183,6 +249,9 @@ memtable_new(struct memtable **out)
 	atomic_init(&m->count, 0);
 	atomic_init(&m->refs, 1);
 	m->rand_state = 0x9e3779b97f4a7c15ull;
+	m->last = NULL;
+	for (int i = 0; i < MEMTABLE_MAX_HEIGHT; i++)
+		m->splice[i] = head;
 	*out = m;
 	return 0;
 out_arena:
@@ -228,7 +297,10 @@ memtable_add(struct memtable *m, struct slice key, struct slice value)
 	int height, cur, i;
 	uint64_t count;
 
-	x = memtable_find_ge(m, key, prev);
+	if (memtable_find_after_last(m, key, prev))
+		x = node_next(prev[0], 0);
+	else
+		x = memtable_find_ge(m, key, prev);
 	if (x != NULL && slice_equal(node_key(x), key))
 		return -EEXIST;
 	height = memtable_random_height(m);
@@ -246,7 +318,12 @@ memtable_add(struct memtable *m, struct slice key, struct slice value)
 		atomic_store_explicit(&x->next[i], succ, memory_order_relaxed);
 		atomic_store_explicit(&prev[i]->next[i], x,
 		    memory_order_release);
+		m->splice[i] = x;
 	}
+	cur = atomic_load_explicit(&m->height, memory_order_relaxed);
+	for (; i < cur; i++)
+		m->splice[i] = prev[i];
+	m->last = x;
 	count = atomic_load_explicit(&m->count, memory_order_relaxed);
 	atomic_store_explicit(&m->count, count + 1, memory_order_release);
 	return 0;

@@ -377,6 +377,153 @@ test_model(uint64_t *rs, size_t nkeys)
 	free(keys);
 }
 
+/*
+ * Keys that share long prefixes and differ at any byte, or only in
+ * length: the memtable compares keys a word at a time, so every offset
+ * within and across words, and every tail length, must order as
+ * slice_compare() does.  Iteration and seeks are checked against the
+ * sorted keys.
+ */
+#define SHARED_KEYS	4000
+
+static void
+test_shared_prefix(uint64_t *rs)
+{
+	struct memtable *m = xmemtable();
+	struct mkey *keys = xmalloc(SHARED_KEYS * sizeof(*keys));
+	uint8_t base[MAX_KEY];
+	struct iter *it;
+	size_t i, j, n = 0, bad_iter = 0, bad_seek = 0, lb;
+	int rc;
+
+	for (i = 0; i < MAX_KEY; i++)
+		base[i] = edge_byte(rs);
+	for (i = 0; i < SHARED_KEYS; i++) {
+		struct mkey *k = &keys[n];
+
+		k->n = tap_rand(rs) % (MAX_KEY + 1);
+		memcpy(k->p, base, k->n);
+		if (k->n > 0 && (tap_rand(rs) & 3) != 0)
+			k->p[tap_rand(rs) % k->n] = edge_byte(rs);
+		k->idx = n;
+		rc = memtable_add(m, mkey_slice(k), slice_str("v"));
+		if (rc == 0)
+			n++;
+		else if (rc != -EEXIST)
+			diag("add #%zu: rc %d", i, rc);
+	}
+	qsort(keys, n, sizeof(*keys), mkey_cmp);
+	it = xiter(m);
+	iter_seek_first(it);
+	for (j = 0; iter_valid(it); j++, iter_next(it))
+		if ((j >= n || !slice_equal(iter_key(it),
+		    mkey_slice(&keys[j]))) && bad_iter++ == 0)
+			diag("shared prefix: iteration differs at %zu", j);
+	ok(j == n && bad_iter == 0 && n > SHARED_KEYS / 4,
+	    "shared prefix: iterating %zu keys that share long prefixes "
+	    "yields them in slice_compare order", n);
+	for (i = 0; i < SHARED_KEYS; i++) {
+		struct mkey target;
+
+		target.n = tap_rand(rs) % (MAX_KEY + 1);
+		memcpy(target.p, base, target.n);
+		if (target.n > 0 && (tap_rand(rs) & 1) != 0)
+			target.p[tap_rand(rs) % target.n] = edge_byte(rs);
+		lb = model_lower_bound(keys, n, mkey_slice(&target));
+		iter_seek(it, mkey_slice(&target));
+		if ((lb == n ? iter_valid(it) : !iter_valid(it) ||
+		    !slice_equal(iter_key(it), mkey_slice(&keys[lb]))) &&
+		    bad_seek++ == 0)
+			diag("shared prefix: seek #%zu misses the lower bound",
+			    i);
+	}
+	is_int(bad_seek, 0, "shared prefix: every seek lands on the lower "
+	    "bound");
+	iter_free(it);
+	free(keys);
+	memtable_unref(m);
+}
+
+/*
+ * Ascending runs, as a sequential load writes them, both at the end of
+ * the list and inside the gaps of keys added before: an add after the
+ * last one links it where the last insertion left off instead of
+ * searching from the head.  The list must come out as a search-built one
+ * would: every key found by memtable_get() (a search from the top level
+ * down), iteration in order, duplicates refused.
+ */
+#define ASC_GAPS	3000
+#define ASC_STEP	8
+
+static struct slice
+asc_key(uint64_t n, uint8_t *p)
+{
+	/* A long shared prefix, then n big-endian: byte order is n's. */
+	memset(p, 'k', 16);
+	for (int i = 0; i < 8; i++)
+		p[16 + i] = (uint8_t)(n >> (56 - 8 * i));
+	return slice_make(p, 24);
+}
+
+static void
+test_ascending(uint64_t *rs)
+{
+	struct memtable *m = xmemtable();
+	uint8_t kb[24];
+	struct slice v;
+	struct iter *it;
+	size_t bad_add = 0, bad_dup = 0, bad_get = 0, bad_iter = 0, n = 0;
+	uint64_t want;
+	int rc;
+
+	/* The end of the list: 0, 8, 16, ... */
+	for (uint64_t g = 0; g < ASC_GAPS; g++)
+		if (memtable_add(m, asc_key(g * ASC_STEP, kb),
+		    slice_str("v")) != 0)
+			bad_add++;
+	/* Each gap filled by an ascending run, the gaps in random order. */
+	for (uint64_t r = 0; r < ASC_GAPS; r++) {
+		uint64_t g = tap_rand(rs) % ASC_GAPS;
+
+		for (uint64_t j = 1; j < ASC_STEP; j++) {
+			rc = memtable_add(m, asc_key(g * ASC_STEP + j, kb),
+			    slice_str("v"));
+			if (rc != 0 && rc != -EEXIST)
+				bad_add++;
+		}
+		/* Again, ascending: every one refused. */
+		for (uint64_t j = 0; j < ASC_STEP; j++)
+			if (memtable_add(m, asc_key(g * ASC_STEP + j, kb),
+			    slice_str("w")) != -EEXIST)
+				bad_dup++;
+	}
+	is_int(bad_add, 0, "ascending: adds at the end and in gaps succeed");
+	is_int(bad_dup, 0, "ascending: an ascending run of present keys is "
+	    "refused with -EEXIST");
+	it = xiter(m);
+	iter_seek_first(it);
+	for (want = 0; iter_valid(it); iter_next(it)) {
+		struct slice k = iter_key(it);
+		uint64_t got = 0;
+
+		for (int i = 0; i < 8 && k.n == 24; i++)
+			got = got << 8 | k.p[16 + i];
+		/* Keys ascend; unfilled gap keys are absent. */
+		if ((k.n != 24 || got < want) && bad_iter++ == 0)
+			diag("ascending: entry %zu out of order", n);
+		want = got + 1;
+		if (memtable_get(m, k, &v) != 0 && bad_get++ == 0)
+			diag("ascending: entry %zu not found by get", n);
+		n++;
+	}
+	iter_free(it);
+	ok(bad_iter == 0 && n == memtable_count(m) && n > ASC_GAPS * 4,
+	    "ascending: iteration yields all %zu keys in order", n);
+	is_int(bad_get, 0, "ascending: get finds every key from the top "
+	    "level down");
+	memtable_unref(m);
+}
+
 static void
 test_memory(void)
 {
@@ -765,6 +912,8 @@ main(void)
 
 	test_empty();
 	test_model(&rs, MODEL_KEYS / (size_t)div);
+	test_shared_prefix(&rs);
+	test_ascending(&rs);
 	test_memory();
 	test_nomem();
 	test_iter_live();
