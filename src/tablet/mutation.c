@@ -1,5 +1,7 @@
 /* mutation.c - the commit-log record of a row mutation (mutation.h). */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "tablet/mutation.h"
@@ -7,11 +9,14 @@
 #include "util/coding.h"
 #include "util/error.h"
 
-/* Bytes a length-prefixed s takes. */
-static size_t
-lenprefixed_size(struct slice s)
+/* At most the bytes a length-prefixed s takes; false on overflow. */
+static bool
+lenprefixed_add(size_t *size, struct slice s)
 {
-	return (size_t)varint_length(s.n) + s.n;
+	if (s.n > SIZE_MAX - VARINT64_MAX_BYTES - *size)
+		return false;
+	*size += VARINT64_MAX_BYTES + s.n;
+	return true;
 }
 
 static uint8_t *
@@ -24,31 +29,34 @@ put_lenprefixed(uint8_t *dst, struct slice s)
 }
 
 /*
- * The record is sized first and written in place with one reservation:
- * this runs once per mutation on the write path.
+ * The record is bounded first (every varint at its longest) and written
+ * in place with one reservation: this runs once per mutation on the
+ * write path, and exact varint lengths cost more than the slack.
  */
 int
 mutation_record_encode(uint64_t seq, uint64_t table_id, struct slice row,
     const struct mutation *ops, size_t count, struct buf *out)
 {
-	size_t size;
+	size_t size = 1 + 3 * VARINT64_MAX_BYTES;
 	uint8_t *p;
 	int rc;
 
 	if (count == 0 || count > UINT32_MAX)
 		return -EINVAL;
-	size = 1 + (size_t)varint_length(seq) +
-	    (size_t)varint_length(table_id) + lenprefixed_size(row) +
-	    (size_t)varint_length(count);
+	if (!lenprefixed_add(&size, row))
+		return -ENOMEM;
 	for (size_t i = 0; i < count; i++) {
 		const struct mutation *m = &ops[i];
 
 		if (m->ts < 0)
 			return -EINVAL;
-		size += 1 + lenprefixed_size(m->family) +
-		    lenprefixed_size(m->qualifier) +
-		    (size_t)varint_length((uint64_t)m->ts) +
-		    lenprefixed_size(m->value);
+		if (size > SIZE_MAX - 1 - VARINT64_MAX_BYTES)
+			return -ENOMEM;
+		size += 1 + VARINT64_MAX_BYTES;	/* kind, timestamp */
+		if (!lenprefixed_add(&size, m->family) ||
+		    !lenprefixed_add(&size, m->qualifier) ||
+		    !lenprefixed_add(&size, m->value))
+			return -ENOMEM;
 	}
 	if ((rc = buf_reserve(out, size)) < 0)
 		return rc;
@@ -67,7 +75,7 @@ mutation_record_encode(uint64_t seq, uint64_t table_id, struct slice row,
 		p = encode_varint64(p, (uint64_t)m->ts);
 		p = put_lenprefixed(p, m->value);
 	}
-	out->n += size;
+	out->n = (size_t)(p - out->p);
 	return 0;
 }
 
