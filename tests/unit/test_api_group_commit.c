@@ -161,7 +161,7 @@ test_power_loss_after_ack(uint64_t *rng)
 		struct bt_stats s0, s1;
 		_Atomic int total = 0;
 		atomic_bool crashed = false;
-		int synced_acks = 0, early = 0;
+		int synced_acks = 0, all_acks = 0, early = 0;
 		/* The last round runs to the end and crashes after it. */
 		int crash_at = round + 1 == ROUNDS ? -1 :
 		    1 + (int)(tap_rand(rng) % (SYNC_THREADS * PER_THREAD));
@@ -180,6 +180,7 @@ test_power_loss_after_ack(uint64_t *rng)
 		for (int k = 0; k < THREADS; k++) {
 			pthread_join(tids[k], NULL);
 			early += ws[k].failed_early;
+			all_acks += ws[k].acked;
 			if (ws[k].sync)
 				synced_acks += ws[k].acked;
 		}
@@ -199,6 +200,10 @@ test_power_loss_after_ack(uint64_t *rng)
 			    (uint64_t)synced_acks, "round %d: synced puts "
 			    "share syncs (%" PRIu64 " syncs for %d puts)",
 			    round, s1.log_syncs - s0.log_syncs, synced_acks);
+			/* Each leader counts its whole group's. */
+			is_int(s1.mutations - s0.mutations, all_acks,
+			    "round %d: the store counts each of the %d "
+			    "acknowledged mutations once", round, all_acks);
 			power_off(t.env);
 		}
 		rc = bt_store_close(t.s);
