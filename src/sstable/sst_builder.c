@@ -5,7 +5,9 @@
  * size; the block is then compressed (kept only when that saves 12.5 %),
  * written with its trailer, and indexed by its last key.  The Bloom filter
  * is built at the end from the hashes of every distinct consecutive filter
- * prefix, so memory grows by 8 bytes per entry at most.
+ * prefix, so memory grows by 8 bytes per entry at most.  What is written
+ * goes out in appends of SST_WRITE_BUFFER_SIZE, not two per block (a
+ * write call each was a tenth of a flush's CPU at 4 KiB blocks).
  */
 #include <errno.h>
 #include <string.h>
@@ -24,6 +26,8 @@
 #define SST_MAX_ENTRY_SIZE	(1ull << 30)
 #define SST_MAX_BLOCK_SIZE	(1ull << 30)
 #define SST_MAX_BLOOM_BITS	30
+/* Bytes gathered before one append to the file. */
+#define SST_WRITE_BUFFER_SIZE	(64u << 10)
 
 struct sst_builder {
 	struct env_file *file;
@@ -34,7 +38,8 @@ struct sst_builder {
 	struct buf compressed;		/* scratch for Snappy output */
 	struct buf hashes;		/* uint64_t Bloom hashes */
 	struct buf last_prefix;		/* the filter prefix hashed last */
-	uint64_t offset;		/* bytes written */
+	struct buf pending;		/* written, not yet appended */
+	uint64_t offset;		/* bytes written (pending too) */
 	uint64_t entry_count;
 	uint64_t block_count;
 	int status;			/* < 0: failed, only free remains */
@@ -77,6 +82,7 @@ sst_builder_new(struct env *env, const char *path,
 	buf_init(&b->compressed);
 	buf_init(&b->hashes);
 	buf_init(&b->last_prefix);
+	buf_init(&b->pending);
 	if ((rc = env_file_open(env, path, ENV_CREATE, &b->file)) < 0)
 		goto out_free;
 	*out = b;
@@ -85,6 +91,38 @@ out_free:
 	sst_builder_free(b);
 out:
 	return rc;
+}
+
+/* Append what is pending to the file. */
+static int
+sst_builder_drain(struct sst_builder *b)
+{
+	int rc;
+
+	if (b->pending.n == 0)
+		return 0;
+	rc = env_file_append(b->file, b->pending.p, b->pending.n);
+	buf_clear(&b->pending);
+	return rc;
+}
+
+/*
+ * Write n bytes after what is written: into the pending buffer, which is
+ * appended to the file once it holds SST_WRITE_BUFFER_SIZE.  A large
+ * piece with nothing pending goes to the file without a copy.
+ */
+static int
+sst_builder_write(struct sst_builder *b, const void *p, size_t n)
+{
+	int rc;
+
+	if (b->pending.n == 0 && n >= SST_WRITE_BUFFER_SIZE)
+		return env_file_append(b->file, p, n);
+	if ((rc = buf_append(&b->pending, p, n)) < 0)
+		return rc;
+	if (b->pending.n >= SST_WRITE_BUFFER_SIZE)
+		return sst_builder_drain(b);
+	return 0;
 }
 
 /*
@@ -113,9 +151,9 @@ sst_builder_write_block(struct sst_builder *b, struct slice contents,
 	trailer[0] = type;
 	crc = crc32c_extend(crc32c_value(stored.p, stored.n), &type, 1);
 	put_fixed32(trailer + 1, crc32c_mask(crc));
-	if ((rc = env_file_append(b->file, stored.p, stored.n)) < 0)
+	if ((rc = sst_builder_write(b, stored.p, stored.n)) < 0)
 		return rc;
-	if ((rc = env_file_append(b->file, trailer, sizeof(trailer))) < 0)
+	if ((rc = sst_builder_write(b, trailer, sizeof(trailer))) < 0)
 		return rc;
 	*offset = b->offset;
 	*size = stored.n;
@@ -261,7 +299,8 @@ sst_builder_finish(struct sst_builder *b, struct sst_info *info)
 	put_fixed32(footer + 48, SST_FORMAT_VERSION);
 	put_fixed32(footer + 52, crc32c_mask(crc32c_value(footer, 52)));
 	put_fixed64(footer + 56, SST_MAGIC);
-	if ((rc = env_file_append(b->file, footer, sizeof(footer))) < 0)
+	if ((rc = sst_builder_write(b, footer, sizeof(footer))) < 0 ||
+	    (rc = sst_builder_drain(b)) < 0)
 		goto out_fail;
 	b->offset += sizeof(footer);
 	if ((rc = env_file_sync(b->file)) < 0)
@@ -298,5 +337,6 @@ sst_builder_free(struct sst_builder *b)
 	buf_release(&b->compressed);
 	buf_release(&b->hashes);
 	buf_release(&b->last_prefix);
+	buf_release(&b->pending);
 	bt_free(b);
 }

@@ -1210,6 +1210,16 @@ test_builder_errors(struct env *env)
 	    "and refuses to finish");
 	sst_builder_free(b);
 
+	/* A small table is written by finish: its failure shows there. */
+	is_int(sst_builder_new(env, "ioerr2.sst", &o, &b), 0, "builder 4");
+	is_int(sst_builder_add(b, slice_str("k"), slice_str("v")), 0,
+	    "add to a table that fits in the write buffer");
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 1, -EIO, false);
+	is_int(sst_builder_finish(b, NULL), -EIO,
+	    "a failed append at finish fails finish");
+	sst_builder_free(b);
+	env_fault_fail_after(env, ENV_FAULT_APPEND, 0, 0, false);
+
 	is_int(sst_builder_new(env, "syncerr.sst", &o, &b), 0, "builder 3");
 	sst_builder_add(b, slice_str("k"), slice_str("v"));
 	env_fault_fail_after(env, ENV_FAULT_SYNC, 1, -EIO, false);
@@ -1217,6 +1227,37 @@ test_builder_errors(struct env *env)
 	sst_builder_free(b);
 	env_fault_fail_after(env, ENV_FAULT_SYNC, 0, 0, false);
 	buf_release(&got);
+}
+
+/*
+ * The builder gathers blocks into large appends: a table of hundreds of
+ * 4 KiB blocks takes one append per 64 KiB or so, not two per block, and
+ * reads back whole.
+ */
+static void
+test_builder_appends(struct env *env, uint64_t *rng)
+{
+	struct table_spec t = { .n = 20000, .vlen = 100, .kind = V_MIXED,
+	    .salt = 7 };
+	struct env_fault_stats before, after;
+	struct sst_options o;
+	struct sst_info info;
+	uint64_t appends;
+
+	sst_options_default(&o);
+	o.block_size = 4096;
+	env_fault_get_stats(env, &before);
+	is_int(build_table(env, "appends.sst", &o, &t, &info), 0,
+	    "build a table of 4 KiB blocks");
+	env_fault_get_stats(env, &after);
+	appends = after.appends - before.appends;
+	ok(info.block_count >= 300, "it has %llu blocks",
+	    (unsigned long long)info.block_count);
+	ok(appends <= info.file_size / (60u << 10) + 2,
+	    "written in %llu appends for %llu bytes (batched, not per block)",
+	    (unsigned long long)appends, (unsigned long long)info.file_size);
+	check_table(env, "appends.sst", &t, NULL, false, rng,
+	    "batched appends");
 }
 
 /* Every allocation failure in open, get and iteration is a clean -ENOMEM. */
@@ -1320,6 +1361,8 @@ main(void)
 
 	test_builder_errors(env);
 	lap("builder errors");
+	test_builder_appends(env, &rng);
+	lap("builder appends");
 	test_limits(env);
 	lap("limits");
 	test_compression(env, &rng);
