@@ -68,7 +68,7 @@ block_builder_add(struct block_builder *b, struct slice key,
     struct slice value)
 {
 	size_t shared = 0, unshared, limit;
-	uint8_t hdr[BLOCK_ENTRY_HEADER_MAX], *p;
+	uint8_t *p;
 	bool restart;
 	int rc;
 
@@ -101,14 +101,19 @@ block_builder_add(struct block_builder *b, struct slice key,
 		(void)buf_put_fixed32(&b->restarts, (uint32_t)b->data.n);
 		b->since_restart = 0;
 	}
-	p = encode_varint32(hdr, (uint32_t)shared);
+	/* The room is reserved: write in place, not a call per piece. */
+	p = b->data.p + b->data.n;
+	p = encode_varint32(p, (uint32_t)shared);
 	p = encode_varint32(p, (uint32_t)unshared);
 	p = encode_varint32(p, (uint32_t)value.n);
-	(void)buf_append(&b->data, hdr, (size_t)(p - hdr));
-	(void)buf_append(&b->data, key.p + shared, unshared);
-	(void)buf_append(&b->data, value.p, value.n);
-	b->last_key.n = shared;
-	(void)buf_append(&b->last_key, key.p + shared, unshared);
+	if (unshared > 0) {
+		memcpy(p, key.p + shared, unshared);
+		memcpy(b->last_key.p + shared, key.p + shared, unshared);
+	}
+	if (value.n > 0)
+		memcpy(p + unshared, value.p, value.n);
+	b->data.n = (size_t)(p + unshared + value.n - b->data.p);
+	b->last_key.n = key.n;
 	b->since_restart++;
 	b->count++;
 	return 0;

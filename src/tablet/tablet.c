@@ -908,8 +908,9 @@ tablet_flush(struct tablet *t)
 	struct tablet_schema *s = v->schema;
 	struct out_file *outs = NULL;
 	struct iter *it = NULL;
+	const struct tablet_family *last = NULL;	/* looked up last */
 	struct buf scratch;
-	size_t out_count = 0;
+	size_t out_count = 0, last_len = 0;
 	int rc;
 
 	buf_init(&scratch);
@@ -941,8 +942,15 @@ tablet_flush(struct tablet *t)
 			frc = k.kind == IKEY_DELETE_ROW;
 			family = k.family;
 		}
-		if (frc == 0 && (f = tablet_schema_family(s, family)) == NULL)
-			continue;
+		/* Runs of one family are the rule: look up a new one only. */
+		if (frc == 0 && (last == NULL || family.n != last_len ||
+		    memcmp(family.p, last->name, last_len) != 0)) {
+			if ((last = tablet_schema_family(s, family)) == NULL)
+				continue;
+			last_len = strlen(last->name);
+		}
+		if (frc == 0)
+			f = last;
 		for (size_t g = 0; g < s->group_count; g++) {
 			if (f != NULL && f->group != g)
 				continue;
