@@ -80,7 +80,19 @@ struct env_lock {
 	struct env *env;
 };
 
-/* The local filesystem.  0 or -ENOMEM. */
+/*
+ * The local filesystem.  0 or -ENOMEM.  A file opened ENV_READ is read
+ * through a read-only mapping (a copy, no system call) while the env's
+ * mapped files total at most 48 MiB, by pread past that; bytes appended
+ * after the open are read by pread.  If another process cuts a mapped file
+ * short while it is open, a read of the bytes cut off returns fewer bytes,
+ * as at the end of the file, or zeros up to the end of the page where the
+ * file now ends (the engine's readers check every block's CRC, so either
+ * is found as damage); it never raises SIGBUS.  For that the first mapping
+ * installs a process-wide SIGBUS handler, which passes every SIGBUS that
+ * is not a mapped read's to the handler that was there before (or to the
+ * default action, which kills).
+ */
 int env_posix_new(struct env **out);
 
 /* Release an env; accepts NULL.  Every file must be closed first. */

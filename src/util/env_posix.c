@@ -15,10 +15,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,12 +32,146 @@
 #include "util/env.h"
 #include "util/error.h"
 
+/*
+ * Reads through a mapping.  A file opened ENV_READ is mapped read-only and
+ * shared, as long as it was when opened, while the env's mapped files stay
+ * within POSIX_MAP_LIMIT bytes (mapped pages count in the resident set, so
+ * the budget bounds what mapping adds to it; past it files are read by
+ * pread).  A read copies what the mapping covers and preads the rest, so
+ * a file that grew reads as it does unmapped.
+ *
+ * A file cut short under its mapping makes the copy fault with SIGBUS
+ * where pread would return fewer bytes.  A SIGBUS handler, installed once
+ * per process when the first file is mapped, jumps back out of a copy that
+ * a thread of ours has under way (posix_map_guard); that read and every
+ * later one of the file then go to pread, which reports what the file now
+ * holds, so a shrunk file reads exactly as it would unmapped (a short
+ * read, which the engine's readers report as damage).  A SIGBUS anywhere
+ * else goes to the handler that was there before, or kills the process
+ * as it would have.  If the handler cannot be installed nothing is mapped.
+ */
+#define POSIX_MAP_LIMIT		((uint64_t)48 << 20)
+
+struct posix_env {
+	struct env base;
+	atomic_uint_fast64_t mapped;	/* bytes of the files mapped now */
+};
+
 struct posix_file {
 	struct env_file base;
 	int fd;
 	bool writable;
 	bool positional;	/* O_APPEND cleared by a write at an offset */
+	const uint8_t *map;	/* NULL when not mapped */
+	size_t map_len;		/* the file's size when it was opened */
+	atomic_bool map_faulted;	/* a copy faulted: read by pread */
 };
+
+/* The copy under way on this thread, or NULL.  Initial-exec: the handler
+ * must not make the thread allocate its TLS block. */
+static __thread sigjmp_buf *volatile posix_map_guard
+    __attribute__((tls_model("initial-exec")));
+static struct sigaction posix_sigbus_prev;
+static pthread_once_t posix_sigbus_once = PTHREAD_ONCE_INIT;
+static bool posix_sigbus_installed;
+
+static void
+posix_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+	sigjmp_buf *guard = posix_map_guard;
+	struct sigaction dfl;
+
+	if (guard != NULL) {
+		posix_map_guard = NULL;
+		siglongjmp(*guard, 1);
+	}
+	if ((posix_sigbus_prev.sa_flags & SA_SIGINFO) &&
+	    posix_sigbus_prev.sa_sigaction != NULL) {
+		posix_sigbus_prev.sa_sigaction(sig, info, ctx);
+	} else if (posix_sigbus_prev.sa_handler == SIG_IGN) {
+		if (info == NULL || info->si_code <= 0)
+			return;		/* sent, and ignored as before */
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		sigaction(SIGBUS, &dfl, NULL);
+	} else if (posix_sigbus_prev.sa_handler != SIG_DFL) {
+		posix_sigbus_prev.sa_handler(sig);
+	} else {
+		/* Returning retries the faulting access under the default
+		 * action (a SIGBUS that raise() sent is not retried). */
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		sigaction(SIGBUS, &dfl, NULL);
+		if (info == NULL || info->si_code <= 0)
+			raise(SIGBUS);
+	}
+}
+
+/* SA_NODEFER: the jump out skips the return that would unblock SIGBUS. */
+static void
+posix_sigbus_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = posix_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	posix_sigbus_installed = sigaction(SIGBUS, &sa,
+	    &posix_sigbus_prev) == 0;
+}
+
+/* Copy n bytes of a mapping; -EFAULT if the copy faulted (SIGBUS). */
+static int
+posix_map_copy(void *dst, const uint8_t *src, size_t n)
+{
+	sigjmp_buf jump;
+
+	if (sigsetjmp(jump, 0) != 0)
+		return -EFAULT;
+	posix_map_guard = &jump;
+	atomic_signal_fence(memory_order_seq_cst);
+	memcpy(dst, src, n);
+	atomic_signal_fence(memory_order_seq_cst);
+	posix_map_guard = NULL;
+	return 0;
+}
+
+/* Map f (size bytes) if the budget allows; unmapped is not an error. */
+static void
+posix_map_open(struct posix_env *env, struct posix_file *f, uint64_t size)
+{
+	void *p;
+
+	if (size == 0 || size > SIZE_MAX)
+		return;
+	if (pthread_once(&posix_sigbus_once, posix_sigbus_install) != 0 ||
+	    !posix_sigbus_installed)
+		return;
+	if (atomic_fetch_add(&env->mapped, size) + size > POSIX_MAP_LIMIT) {
+		atomic_fetch_sub(&env->mapped, size);
+		return;
+	}
+	p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, f->fd, 0);
+	if (p == MAP_FAILED) {
+		atomic_fetch_sub(&env->mapped, size);
+		return;
+	}
+	f->map = p;
+	f->map_len = (size_t)size;
+}
+
+static void
+posix_map_close(struct posix_env *env, struct posix_file *f)
+{
+	if (f->map == NULL)
+		return;
+	munmap((void *)f->map, f->map_len);
+	atomic_fetch_sub(&env->mapped, f->map_len);
+	f->map = NULL;
+}
 
 struct posix_lock {
 	struct env_lock base;
@@ -78,6 +217,7 @@ posix_file_open(struct env *env, const char *path, enum env_open_mode mode,
 	}
 	f->base.env = env;
 	f->writable = mode != ENV_READ;
+	atomic_init(&f->map_faulted, false);
 	do {
 		f->fd = open(path, flags | O_CLOEXEC, 0644);
 	} while (f->fd < 0 && errno == EINTR);
@@ -93,6 +233,8 @@ posix_file_open(struct env *env, const char *path, enum env_open_mode mode,
 		rc = posix_error(EISDIR, path, "open");
 		goto out_fd;
 	}
+	if (mode == ENV_READ && S_ISREG(st.st_mode))
+		posix_map_open((struct posix_env *)env, f, (uint64_t)st.st_size);
 	*out = &f->base;
 	return 0;
 out_fd:
@@ -114,6 +256,18 @@ posix_file_read_at(struct env_file *base, uint64_t offset, void *dst,
 	size_t done = 0;
 	ssize_t r;
 
+	if (f->map != NULL && offset < f->map_len && !atomic_load_explicit(
+	    &f->map_faulted, memory_order_relaxed)) {
+		done = n < f->map_len - offset ? n :
+		    f->map_len - (size_t)offset;
+		if (posix_map_copy(p, f->map + offset, done) < 0) {
+			atomic_store(&f->map_faulted, true);
+			done = 0;
+		} else if (done == n) {
+			*got = n;
+			return 0;
+		}
+	}
 	while (done < n) {
 		r = pread(f->fd, p + done, n - done, (off_t)(offset + done));
 		if (r < 0) {
@@ -256,6 +410,7 @@ posix_file_close(struct env_file *base)
 	struct posix_file *f = (struct posix_file *)base;
 	int rc = 0;
 
+	posix_map_close((struct posix_env *)base->env, f);
 	if (close(f->fd) < 0 && errno != EINTR)
 		rc = posix_error(errno, base->path, "close");
 	bt_free(base->path);
@@ -473,11 +628,12 @@ static const struct env_ops posix_ops = {
 int
 env_posix_new(struct env **out)
 {
-	struct env *env;
+	struct posix_env *env;
 
 	if ((env = bt_calloc(1, sizeof(*env))) == NULL)
 		return -ENOMEM;
-	env->ops = &posix_ops;
-	*out = env;
+	env->base.ops = &posix_ops;
+	atomic_init(&env->mapped, 0);
+	*out = &env->base;
 	return 0;
 }

@@ -3,13 +3,21 @@
  * operations against the local filesystem (in a temporary directory) and
  * the in-memory fault env, locks (also from another process), and the
  * fault env's power loss, injected failures, byte flips and clock.
+ * The local filesystem's mapped reads: a file opened for reading is mapped
+ * (within the env's budget) and reads as it would by pread, also once it
+ * grew or was cut short under the mapping, and a SIGBUS that is not a
+ * mapped read's still reaches the handler that was there before, or kills.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -744,6 +752,269 @@ test_fault_flip_and_clock(void)
 	env_free(env);
 }
 
+/* ---- Mapped reads (the local filesystem) ---- */
+
+/* Whether this process maps path (a line of /proc/self/maps names it). */
+static bool
+is_mapped(const char *path)
+{
+	char line[PATH_SIZE + 128];
+	size_t n = strlen(path);
+	bool found = false;
+	FILE *maps;
+
+	if ((maps = fopen("/proc/self/maps", "r")) == NULL)
+		tap_bail("/proc/self/maps");
+	while (!found && fgets(line, sizeof(line), maps) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		found = strlen(line) >= n &&
+		    strcmp(line + strlen(line) - n, path) == 0;
+	}
+	fclose(maps);
+	return found;
+}
+
+/* A file of size bytes, byte i being (i * 7) & 0xff. */
+static void
+pattern_file(const char *path, size_t size)
+{
+	uint8_t *p = malloc(size);
+	FILE *f;
+
+	if (p == NULL || (f = fopen(path, "w")) == NULL)
+		tap_bail("pattern file");
+	for (size_t i = 0; i < size; i++)
+		p[i] = (uint8_t)(i * 7);
+	if (fwrite(p, 1, size, f) != size || fclose(f) != 0)
+		tap_bail("pattern file write");
+	free(p);
+}
+
+static bool
+pattern_at(const uint8_t *p, uint64_t offset, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (uint8_t)((offset + i) * 7))
+			return false;
+	return true;
+}
+
+/*
+ * Reads of a mapped file: exact bytes at any offset, short at the end;
+ * bytes appended after the open (past the mapping) read too; cut short
+ * under the mapping, a read returns what is left, exactly as pread would,
+ * instead of dying of SIGBUS, and read_exact reports the file as corrupt.
+ */
+static void
+test_map_reads(const char *root)
+{
+	enum { SIZE = 5 * 4096 + 123 };
+	char path[PATH_SIZE];
+	static uint8_t buf[SIZE + 4096];
+	struct env *env;
+	struct env_file *f, *w;
+	size_t got;
+	FILE *a;
+	int rc;
+
+	join(path, root, "mapped");
+	pattern_file(path, SIZE);
+	if (env_posix_new(&env) < 0)
+		tap_bail("env_posix_new");
+	is_int(env_file_open(env, path, ENV_READ, &f), 0, "map: open");
+	ok(is_mapped(path), "map: a file opened for reading is mapped");
+	rc = env_file_read_at(f, 4000, buf, 5000, &got);
+	ok(rc == 0 && got == 5000 && pattern_at(buf, 4000, 5000),
+	    "map: a read across pages returns the file's bytes");
+	rc = env_file_read_at(f, SIZE - 100, buf, 1000, &got);
+	ok(rc == 0 && got == 100 && pattern_at(buf, SIZE - 100, 100),
+	    "map: a read past the end is short (%zu)", got);
+	rc = env_file_read_at(f, SIZE + 10, buf, 10, &got);
+	ok(rc == 0 && got == 0, "map: a read beyond the end returns nothing");
+
+	if ((a = fopen(path, "a")) == NULL || fputs("tail!", a) < 0 ||
+	    fclose(a) != 0)
+		tap_bail("append");
+	rc = env_file_read_at(f, SIZE - 3, buf, 100, &got);
+	ok(rc == 0 && got == 8 && pattern_at(buf, SIZE - 3, 3) &&
+	    memcmp(buf + 3, "tail!", 5) == 0,
+	    "map: bytes appended after the open read on from the mapping");
+
+	is_int(env_file_open(env, path, ENV_APPEND, &w), 0,
+	    "map: open to cut");
+	is_int(env_file_truncate(w, 4096 + 10), 0,
+	    "map: cut the file to 4106 bytes under the mapping");
+	env_file_close(w);
+	rc = env_file_read_at(f, 3 * 4096, buf, 4096, &got);
+	ok(rc == 0 && got == 0,
+	    "map: a read of a page cut off returns nothing, no SIGBUS");
+	/* The page holding the new end maps zeros past it (env.h). */
+	memset(buf, 0xee, 4096);
+	rc = env_file_read_at(f, 4000, buf, 4096, &got);
+	ok(rc == 0 && pattern_at(buf, 4000, 106) && (got == 106 ||
+	    (got == 4096 && buf[106] == 0 && buf[4095] == 0)),
+	    "map: a read across the new end returns what is left, or zeros "
+	    "past it in its page (%zu)", got);
+	rc = env_file_read_at(f, 4000, buf, 2 * 4096, &got);
+	ok(rc == 0 && got == 106 && pattern_at(buf, 4000, 106),
+	    "map: a read reaching a page cut off returns what is left (%zu)",
+	    got);
+	rc = env_file_read_exact(f, 2 * 4096, buf, 100);
+	is_int(rc, BT_ECORRUPT, "map: read_exact past the new end: corrupt");
+	rc = env_file_read_at(f, 0, buf, 4096, &got);
+	ok(rc == 0 && got == 4096 && pattern_at(buf, 0, 4096),
+	    "map: the bytes before the cut still read");
+	is_int(env_file_close(f), 0, "map: close");
+	ok(!is_mapped(path), "map: closing unmaps");
+	env_path_remove(env, path);
+	env_free(env);
+}
+
+/*
+ * The env maps files while they total at most 48 MiB (sparse files here):
+ * past it a file is read by pread, and closing a mapped file makes room.
+ */
+static void
+test_map_budget(const char *root)
+{
+	char paths[3][PATH_SIZE], name[8];
+	struct env_file *f[3], *g;
+	struct env *env;
+	uint8_t b[4];
+	size_t got;
+	FILE *h;
+	int rc;
+
+	if (env_posix_new(&env) < 0)
+		tap_bail("env_posix_new");
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		join(paths[i], root, name);
+		if ((h = fopen(paths[i], "w")) == NULL ||
+		    ftruncate(fileno(h), (off_t)20 << 20) < 0 ||
+		    fclose(h) != 0)
+			tap_bail("sparse file");
+		if (env_file_open(env, paths[i], ENV_READ, &f[i]) < 0)
+			tap_bail("open sparse file");
+	}
+	ok(is_mapped(paths[0]) && is_mapped(paths[1]),
+	    "map budget: two files of 20 MiB are mapped");
+	ok(!is_mapped(paths[2]), "map budget: a third is not (60 > 48 MiB)");
+	rc = env_file_read_at(f[2], ((uint64_t)20 << 20) - 2, b, 4, &got);
+	ok(rc == 0 && got == 2 && b[0] == 0 && b[1] == 0,
+	    "map budget: the unmapped file reads by pread");
+	env_file_close(f[0]);
+	is_int(env_file_open(env, paths[0], ENV_READ, &g), 0,
+	    "map budget: reopen the first");
+	ok(is_mapped(paths[0]), "map budget: closing one made room for it");
+	env_file_close(g);
+	env_file_close(f[1]);
+	env_file_close(f[2]);
+	for (int i = 0; i < 3; i++)
+		env_path_remove(env, paths[i]);
+	env_free(env);
+}
+
+static volatile sig_atomic_t sigbus_seen;
+
+static void
+on_sigbus(int sig)
+{
+	(void)sig;
+	sigbus_seen = 1;
+}
+
+/* Read one byte of path through a posix env (maps it, and so installs
+ * the env's SIGBUS handler); 0 or -1. */
+static int
+map_one_read(const char *path)
+{
+	struct env *env;
+	struct env_file *f;
+	uint8_t c;
+	size_t got;
+	int rc = -1;
+
+	if (env_posix_new(&env) < 0)
+		return -1;
+	if (env_file_open(env, path, ENV_READ, &f) == 0) {
+		if (env_file_read_at(f, 0, &c, 1, &got) == 0 && got == 1)
+			rc = 0;
+		env_file_close(f);
+	}
+	env_free(env);
+	return rc;
+}
+
+/*
+ * The env's SIGBUS handler passes on what is not its own, each case in a
+ * fresh child (the handler is installed once per process): a SIGBUS sent
+ * to a process that had a handler reaches that handler; one sent to a
+ * process without one kills it; and so does a real fault on a mapping of
+ * the program's own (a page past the end of a file cut short).
+ */
+static void
+test_map_sigbus(const char *root)
+{
+	char path[PATH_SIZE];
+	int status;
+	pid_t pid;
+
+	join(path, root, "bus");
+	pattern_file(path, 3 * 4096);
+
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		tap_bail("fork");
+	if (pid == 0) {
+		signal(SIGBUS, on_sigbus);
+		if (map_one_read(path) < 0)
+			_exit(2);
+		raise(SIGBUS);
+		_exit(sigbus_seen ? 0 : 1);
+	}
+	ok(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0,
+	    "sigbus: a handler installed before the env's still gets a SIGBUS "
+	    "(status %#x)", status);
+
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		tap_bail("fork");
+	if (pid == 0) {
+		if (map_one_read(path) < 0)
+			_exit(2);
+		raise(SIGBUS);
+		_exit(0);
+	}
+	ok(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) &&
+	    WTERMSIG(status) == SIGBUS,
+	    "sigbus: without a handler a SIGBUS sent still kills (status %#x)",
+	    status);
+
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		tap_bail("fork");
+	if (pid == 0) {
+		volatile uint8_t *m;
+		int fd;
+
+		if (map_one_read(path) < 0 ||
+		    (fd = open(path, O_RDWR)) < 0)
+			_exit(2);
+		m = mmap(NULL, 3 * 4096, PROT_READ, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED || ftruncate(fd, 10) < 0)
+			_exit(3);
+		(void)m[2 * 4096];
+		_exit(0);
+	}
+	ok(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) &&
+	    WTERMSIG(status) == SIGBUS,
+	    "sigbus: a fault on a mapping of the program's own still kills "
+	    "(status %#x)", status);
+	unlink(path);
+}
+
 static int
 remove_one(const char *path, const struct stat *st, int flag,
     struct FTW *ftw)
@@ -759,6 +1030,10 @@ main(void)
 
 	if (mkdtemp(tmp) == NULL)
 		tap_bail("mkdtemp");
+	/* First: its children need a process that has not mapped yet. */
+	test_map_sigbus(tmp);
+	test_map_reads(tmp);
+	test_map_budget(tmp);
 	if (env_posix_new(&env) < 0)
 		tap_bail("env_posix_new");
 	test_file_ops(env, tmp, "posix");
