@@ -612,6 +612,31 @@ block_iter_seek_point(struct block_iter *it, struct slice target)
 	return 0;
 }
 
+int
+block_restart_entry(struct slice contents, uint32_t i, struct slice *key,
+    struct slice *value)
+{
+	struct block_iter it;
+	struct block_entry e;
+	size_t off;
+	int rc;
+
+	if ((rc = block_iter_setup(&it, contents)) < 0)
+		return rc;
+	if (i >= it.restart_count || it.entries_end == 0)
+		return BT_NOTFOUND;
+	off = block_iter_restart_offset(&it, i);
+	if ((rc = block_entry_parse(&it, off, &e)) < 0)
+		return rc;
+	if (e.shared != 0)
+		return bt_error_set(BT_ECORRUPT,
+		    "block entry at %zu: restart point shares %u bytes",
+		    off, e.shared);
+	*key = e.delta;
+	*value = e.value;
+	return 0;
+}
+
 /*
  * An iterator on the stack that decodes keys into the caller's buffer, so
  * that a point read allocates nothing per block.

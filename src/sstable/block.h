@@ -66,6 +66,15 @@ int block_iter_reset(struct iter *it, struct slice contents,
     void (*release)(void *arg), void *arg);
 
 /*
+ * The entry at restart point i of a block (an index block has one at every
+ * entry): its key, stored whole there, and its value, both borrowed from
+ * contents.  0, BT_NOTFOUND when the block has no entry at restart i, or
+ * BT_ECORRUPT.
+ */
+int block_restart_entry(struct slice contents, uint32_t i, struct slice *key,
+    struct slice *value);
+
+/*
  * Visit the block's entries in order from the first key >= target, with no
  * allocation but key_scratch's growth: visit(arg, key, value) returns 0
  * for the next entry, a positive value to stop, or a negative error; key

@@ -7,7 +7,9 @@
  * blocks are read on demand with env_file_read_at() (safe from many
  * threads), checked against their CRC, uncompressed, and shared through the
  * block cache when there is one; an iterator that reads blocks back to back
- * reads ahead (struct sst_readahead).  Every byte off disk is untrusted: a flaw
+ * reads ahead (struct sst_readahead).  A point read finds its index entry
+ * through the index fences (sst_index_seek).  Every byte off disk is
+ * untrusted: a flaw
  * is BT_ECHECKSUM, BT_ECORRUPT or BT_EFORMAT with a detail naming the path
  * and offset, never a crash and never wrong data.
  */
@@ -40,6 +42,12 @@ struct sst_reader {
 	uint64_t index_offset;
 	struct buf index;		/* uncompressed index block contents */
 	struct buf filter;		/* Bloom filter; empty when none */
+	/* The index fences (sst_index_seek), one per index entry, or NULL
+	 * when the index block is empty or lacks a restart at every entry;
+	 * fence_common, borrowed from the index, starts every index key. */
+	uint64_t *fence;
+	size_t fence_n;
+	struct slice fence_common;
 	atomic_uint_fast64_t filter_negatives;
 	atomic_uint_fast64_t block_reads;
 };
@@ -504,9 +512,105 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 }
 
 /*
+ * Index fences: a point read's binary search over the index block decodes
+ * a dozen keys scattered over a block of hundreds of KiB, a cache miss or
+ * two each.  Every index key starts with the bytes that the first and the
+ * last share (fence_common, keys being sorted); the 8 bytes after those,
+ * zero-padded and read big-endian, are the key's fence, kept in a dense
+ * array.  Fences are ordered as their keys are (not strictly): a fence
+ * below the target's means a key below the target, one above it a key
+ * above.  So the search runs over the array, and only the entries whose
+ * fence equals the target's are compared whole, through the index block's
+ * restart points (one per entry; sst_reader_check_index made sure).
+ */
+static uint64_t
+sst_fence_of(struct slice key, size_t skip)
+{
+	uint8_t b[8] = { 0 };
+	size_t n = key.n > skip ? key.n - skip : 0;
+
+	memcpy(b, key.p + skip, n < 8 ? n : 8);
+	return get_be64(b);
+}
+
+/* Build the fences of the n index entries (restart i holding entry i). */
+static int
+sst_reader_fence_build(struct sst_reader *r, size_t n)
+{
+	struct slice first, last, key, value;
+	size_t common = 0;
+	int rc;
+
+	if ((rc = block_restart_entry(buf_slice(&r->index), 0, &first,
+	    &value)) < 0 ||
+	    (rc = block_restart_entry(buf_slice(&r->index), (uint32_t)(n - 1),
+	    &last, &value)) < 0)
+		return rc;
+	while (common < first.n && common < last.n &&
+	    first.p[common] == last.p[common])
+		common++;
+	if ((r->fence = bt_malloc(n * sizeof(*r->fence))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = block_restart_entry(buf_slice(&r->index),
+		    (uint32_t)i, &key, &value)) < 0) {
+			bt_free(r->fence);
+			r->fence = NULL;
+			return rc;
+		}
+		r->fence[i] = sst_fence_of(key, common);
+	}
+	r->fence_n = n;
+	r->fence_common = slice_make(first.p, common);
+	return 0;
+}
+
+/*
+ * The first index entry whose key is >= target (fence_n if none), as a
+ * seek of the index block finds it, through the fences.  0 or BT_ECORRUPT.
+ */
+static int
+sst_index_seek(const struct sst_reader *r, struct slice target, size_t *out)
+{
+	struct slice common = r->fence_common, key, value;
+	size_t m = target.n < common.n ? target.n : common.n;
+	size_t lo = 0, hi = r->fence_n, mid;
+	uint64_t t;
+	int c, rc;
+
+	c = m > 0 ? memcmp(target.p, common.p, m) : 0;
+	if (c < 0 || (c == 0 && target.n < common.n)) {
+		*out = 0;		/* below every key */
+		return 0;
+	}
+	if (c > 0) {
+		*out = r->fence_n;	/* above every key */
+		return 0;
+	}
+	t = sst_fence_of(target, common.n);
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (r->fence[mid] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < r->fence_n && r->fence[lo] == t; lo++) {
+		if ((rc = block_restart_entry(buf_slice(&r->index),
+		    (uint32_t)lo, &key, &value)) < 0)
+			return rc;
+		if (slice_compare(key, target) >= 0)
+			break;
+	}
+	*out = lo;
+	return 0;
+}
+
+/*
  * Walk the index once: every handle must decode, data blocks must follow
  * each other from offset 0 to data_size, and keys must increase.  Counts
- * the blocks.
+ * the blocks.  If every entry is also at its own restart point (the
+ * format's restart interval 1 for the index), builds the fences.
  */
 static int
 sst_reader_check_index(struct sst_reader *r)
@@ -514,7 +618,9 @@ sst_reader_check_index(struct sst_reader *r)
 	const char *path = r->file->path;
 	struct iter *it;
 	struct buf prev;
+	struct slice rkey, rvalue;
 	uint64_t expect = 0, offset, size, blocks = 0;
+	bool restart_each = true;
 	int rc;
 
 	buf_init(&prev);
@@ -547,6 +653,12 @@ sst_reader_check_index(struct sst_reader *r)
 		}
 		if ((rc = buf_set(&prev, iter_key(it).p, iter_key(it).n)) < 0)
 			goto out_iter;
+		if (restart_each && (blocks >= UINT32_MAX ||
+		    block_restart_entry(buf_slice(&r->index),
+		    (uint32_t)blocks, &rkey, &rvalue) != 0 ||
+		    !slice_equal(rkey, iter_key(it)) ||
+		    !slice_equal(rvalue, iter_value(it))))
+			restart_each = false;
 		expect = offset + size + SST_BLOCK_TRAILER_SIZE;
 		blocks++;
 	}
@@ -567,6 +679,12 @@ sst_reader_check_index(struct sst_reader *r)
 	}
 	r->info.block_count = blocks;
 	rc = 0;
+	if (restart_each && blocks > 0 && blocks < UINT32_MAX &&
+	    block_restart_entry(buf_slice(&r->index), (uint32_t)blocks,
+	    &rkey, &rvalue) == BT_NOTFOUND)
+		rc = sst_reader_fence_build(r, (size_t)blocks);
+	if (rc < 0)
+		rc = sst_reader_block_error(r, "index", r->index_offset, rc);
 out_iter:
 	iter_free(it);
 out:
@@ -618,6 +736,7 @@ sst_reader_open(struct env *env, const char *path, uint64_t file_id,
 out_close:
 	(void)env_file_close(r->file);
 out_free:
+	bt_free(r->fence);
 	buf_release(&r->index);
 	buf_release(&r->filter);
 	bt_free(r);
@@ -638,6 +757,7 @@ sst_reader_unref(struct sst_reader *r)
 	    atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	(void)env_file_close(r->file);
+	bt_free(r->fence);
 	buf_release(&r->index);
 	buf_release(&r->filter);
 	bt_free(r);
@@ -843,10 +963,20 @@ sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
 {
 	struct sst_prefix_walk w = { r, prefix, data_key, visit, arg, 0,
 	    pins, false, 0, false, false };
+	struct slice key, handle;
+	size_t i;
 	int rc;
 
-	rc = block_visit_from(buf_slice(&r->index), prefix, index_key,
-	    sst_prefix_index_entry, &w);
+	if (r->fence == NULL) {
+		rc = block_visit_from(buf_slice(&r->index), prefix, index_key,
+		    sst_prefix_index_entry, &w);
+	} else if ((rc = sst_index_seek(r, prefix, &i)) == 0) {
+		for (; i < r->fence_n; i++)
+			if ((rc = block_restart_entry(buf_slice(&r->index),
+			    (uint32_t)i, &key, &handle)) != 0 ||
+			    (rc = sst_prefix_index_entry(&w, key, handle)) != 0)
+				break;
+	}
 	if (w.stopped)
 		return w.visit_rc < 0 ? w.visit_rc : 0;
 	if (rc < 0 && !w.failed)

@@ -212,6 +212,28 @@ test_roundtrip(uint64_t *rng, int interval, size_t want_n, bool long_keys)
 	is_int(bad, 0, "interval %d: seeks between keys land on the next key",
 	    interval);
 
+	/* Restart point r holds entry r * interval, whole. */
+	bad = 0;
+	for (i = 0; i * (size_t)interval < n; i++) {
+		struct slice k, v;
+		size_t e = i * (size_t)interval;
+
+		if (block_restart_entry(slice_make(copy, contents.n),
+		    (uint32_t)i, &k, &v) != 0 ||
+		    !slice_equal(k, slice_make(kvs[e].k, kvs[e].kn)) ||
+		    !slice_equal(v, slice_make(kvs[e].v, kvs[e].vn)))
+			bad++;
+	}
+	is_int(bad, 0, "interval %d: each restart entry is its entry",
+	    interval);
+	{
+		struct slice k, v;
+
+		is_int(block_restart_entry(slice_make(copy, contents.n),
+		    (uint32_t)i, &k, &v), BT_NOTFOUND,
+		    "interval %d: no restart entry past the last", interval);
+	}
+
 	rc = iter_seek(it, slice_str(""));
 	ok(rc == 0 && iter_at(it, kvs, n, 0), "seek to the empty key: first");
 	rc = iter_seek(it, slice_str("zzzz"));
@@ -234,6 +256,12 @@ test_empty_block(void)
 	block_builder_init(&b, 16);
 	is_int(block_builder_finish(&b, &contents), 0, "empty block finishes");
 	is_int(contents.n, 8, "empty block: one restart and the count");
+	{
+		struct slice k, v;
+
+		is_int(block_restart_entry(contents, 0, &k, &v), BT_NOTFOUND,
+		    "empty block: no entry at its one restart");
+	}
 	rc = block_iter_new(contents, NULL, NULL, &it);
 	is_int(rc, 0, "empty block opens");
 	if (rc == 0) {

@@ -755,6 +755,211 @@ test_visit_prefix(struct env *env)
 	free(l);
 }
 
+/* ---- The index fences of a point read ---- */
+
+#define FENCE_KEYS	3000
+#define FENCE_KEY_MAX	40
+
+struct fence_key {
+	uint8_t p[FENCE_KEY_MAX];
+	size_t n;
+};
+
+static int
+fence_key_cmp(const void *a, const void *b)
+{
+	const struct fence_key *x = a, *y = b;
+
+	return slice_compare(slice_make(x->p, x->n), slice_make(y->p, y->n));
+}
+
+/* The walk's check against the model: the visited keys are model[next..]
+ * in order. */
+struct fence_walk {
+	const struct fence_key *model;
+	size_t next, n, end;
+	bool wrong;
+};
+
+static int
+fence_collect(void *arg, struct slice key, struct slice value)
+{
+	struct fence_walk *w = arg;
+
+	(void)value;
+	if (w->next >= w->end || !slice_equal(key,
+	    slice_make(w->model[w->next].p, w->model[w->next].n)))
+		w->wrong = true;
+	w->next++;
+	w->n++;
+	return 0;
+}
+
+/* Whether visit_prefix(target) visits exactly the model's keys that start
+ * with target. */
+static bool
+fence_target_ok(struct sst_reader *r, const struct fence_key *model,
+    size_t count, struct slice target, struct buf *ik, struct buf *dk)
+{
+	struct fence_walk w = { model, 0, 0, 0, false };
+	struct sst_reader_stats st0, st1;
+	size_t lo = 0, hi = count, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (slice_compare(slice_make(model[mid].p, model[mid].n),
+		    target) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	w.next = lo;
+	for (w.end = lo; w.end < count && slice_starts_with(
+	    slice_make(model[w.end].p, model[w.end].n), target); w.end++)
+		;
+	sst_reader_get_stats(r, &st0);
+	if (sst_reader_visit_prefix(r, target, ik, dk, NULL, fence_collect,
+	    &w) != 0)
+		return false;
+	sst_reader_get_stats(r, &st1);
+	/* The blocks holding the keys, and at most the one after them. */
+	return !w.wrong && w.n == w.end - lo &&
+	    st1.block_reads - st0.block_reads <= w.n + 1;
+}
+
+/*
+ * sst_reader_visit_prefix finds the first index entry through the fences:
+ * keys sharing a long common prefix, then bytes from a small alphabet with
+ * 0x00 and 0xff, of lengths from 0 (the common prefix alone) up, three in
+ * four of them after one of three 8-byte middles, so that many index keys
+ * have equal fences and some are shorter than their fence's 8 bytes; tiny
+ * blocks give an index entry every key or two.  Every target visits
+ * exactly the model's keys with that prefix, reading no more than the
+ * blocks that hold them and the one after: each key,
+ * each of its prefixes (down to below the common part), each key plus a
+ * 0x00, each key with its last byte bumped up or down, random strings,
+ * the empty target, targets before and after every key.  Also a table
+ * without a common prefix and one of one block.
+ */
+static void
+test_visit_prefix_fences(struct env *env, uint64_t *rng)
+{
+	static const uint8_t alphabet[] = { 0x00, 0x01, 'a', 'b', 0xff };
+	static const uint8_t middles[3][8] = {
+		{ 'a', 'b', 0x00, 'a', 'b', 0xff, 0x01, 'a' },
+		{ 'a', 'b', 0x00, 'a', 'b', 0xff, 0x01, 'b' },
+		{ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
+	};
+	static const char *const commons[] = { "tabletfs-common-", "" };
+	struct fence_key *keys = calloc(FENCE_KEYS, sizeof(*keys));
+	struct sst_options o;
+	struct sst_builder *b;
+	struct sst_reader *r;
+	struct buf ik, dk;
+	uint8_t t[FENCE_KEY_MAX + 1];
+	size_t count, bad, targets;
+
+	if (keys == NULL)
+		tap_bail("out of memory");
+	buf_init(&ik);
+	buf_init(&dk);
+	for (int round = 0; round < 3; round++) {
+		const char *common = commons[round == 1];
+		size_t cn = strlen(common), want = round == 2 ? 3 : FENCE_KEYS;
+
+		for (size_t i = 0; i < want; i++) {
+			size_t len = (size_t)(tap_rand(rng) % 15), j = 0;
+			unsigned kind = (unsigned)(tap_rand(rng) % 4);
+
+			memcpy(keys[i].p, common, cn);
+			if (round == 1)	/* no common first byte */
+				keys[i].p[j++] = (uint8_t)tap_rand(rng);
+			if (kind < 3) {	/* a shared middle: equal fences */
+				memcpy(keys[i].p + cn + j, middles[kind], 8);
+				j += 8;
+				len = j + (size_t)(tap_rand(rng) % 7);
+			}
+			for (; j < len; j++)
+				keys[i].p[cn + j] = alphabet[tap_rand(rng) % 5];
+			keys[i].n = cn + (len > j ? len : j);
+			if (keys[i].n == 0)
+				keys[i].n = 1;
+		}
+		qsort(keys, want, sizeof(*keys), fence_key_cmp);
+		count = 0;
+		for (size_t i = 0; i < want; i++)
+			if (count == 0 || fence_key_cmp(&keys[count - 1],
+			    &keys[i]) != 0)
+				keys[count++] = keys[i];
+		sst_options_default(&o);
+		o.block_size = round == 2 ? 4096 : 48;
+		o.compress = false;
+		if (sst_builder_new(env, "fence.sst", &o, &b) < 0)
+			tap_bail("builder fence.sst");
+		for (size_t i = 0; i < count; i++)
+			if (sst_builder_add(b, slice_make(keys[i].p, keys[i].n),
+			    slice_str("v")) < 0)
+				tap_bail("sst_builder_add fence.sst");
+		if (sst_builder_finish(b, NULL) < 0)
+			tap_bail("sst_builder_finish fence.sst");
+		sst_builder_free(b);
+		if (sst_reader_open(env, "fence.sst", 0, NULL, NULL, &r) < 0)
+			tap_bail("open fence.sst");
+
+		bad = targets = 0;
+#define FENCE_TRY(p_, n_) do {						\
+		targets++;						\
+		if (!fence_target_ok(r, keys, count, slice_make((p_),	\
+		    (n_)), &ik, &dk)) {					\
+			if (bad++ < 5)					\
+				diag("target of %zu bytes fails", (size_t)(n_)); \
+		}							\
+	} while (0)
+		for (size_t i = 0; i < count; i++) {
+			struct fence_key *k = &keys[i];
+
+			/* Below the common part every key matches: once. */
+			for (size_t n = i == 0 || i == count - 1 ? 0 :
+			    cn > 0 ? cn : 1; n <= k->n; n++)
+				FENCE_TRY(k->p, n);
+			memcpy(t, k->p, k->n);
+			t[k->n] = 0x00;
+			FENCE_TRY(t, k->n + 1);
+			if (k->n > 0) {
+				t[k->n - 1] = (uint8_t)(k->p[k->n - 1] + 1);
+				FENCE_TRY(t, k->n);
+				t[k->n - 1] = (uint8_t)(k->p[k->n - 1] - 1);
+				FENCE_TRY(t, k->n);
+			}
+		}
+		for (int i = 0; i < 2000; i++) {
+			size_t n = (size_t)(tap_rand(rng) % (FENCE_KEY_MAX / 2));
+
+			memcpy(t, common, cn);
+			for (size_t j = 0; j < n; j++)
+				t[cn + j] = alphabet[tap_rand(rng) % 5];
+			FENCE_TRY(t, cn + n);
+		}
+		FENCE_TRY((const uint8_t *)"", 0);
+		FENCE_TRY((const uint8_t *)"\xff\xff\xff\xff\xff\xff\xff"
+		    "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 20);
+		FENCE_TRY((const uint8_t *)"\x00", 1);
+		FENCE_TRY((const uint8_t *)"tabletfs-common", 15);
+		FENCE_TRY((const uint8_t *)"tabletfs-common.", 16);
+		FENCE_TRY((const uint8_t *)"tabletfs-common.\xff", 17);
+#undef FENCE_TRY
+		is_int(bad, 0, "fences (%s, %zu keys): %zu targets visit "
+		    "exactly their keys", round == 0 ? "common prefix" :
+		    round == 1 ? "no common prefix" : "one block", count,
+		    targets);
+		sst_reader_unref(r);
+		env_path_remove(env, "fence.sst");
+	}
+	buf_release(&ik);
+	buf_release(&dk);
+	free(keys);
+}
+
 /* The value of entry i of pins.sst: 500 bytes that name it. */
 static void
 pin_value(int i, char *buf)
@@ -1373,6 +1578,8 @@ main(void)
 	lap("cache");
 	test_visit_prefix(env);
 	lap("visit prefix");
+	test_visit_prefix_fences(env, &rng);
+	lap("visit prefix fences");
 	test_iter_pins(env);
 	lap("iterator pins");
 	test_threads(env, &rng);
