@@ -9,9 +9,8 @@
  * block cache when there is one; an iterator that reads blocks back to back
  * reads ahead (struct sst_readahead).  A point read finds its index entry
  * through the index fences (sst_index_seek).  Every byte off disk is
- * untrusted: a flaw
- * is BT_ECHECKSUM, BT_ECORRUPT or BT_EFORMAT with a detail naming the path
- * and offset, never a crash and never wrong data.
+ * untrusted: a flaw is BT_ECHECKSUM, BT_ECORRUPT or BT_EFORMAT with a
+ * detail naming the path and offset, never a crash and never wrong data.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -523,6 +522,8 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
  * fence equals the target's are compared whole, through the index block's
  * restart points (one per entry; sst_reader_check_index made sure).
  */
+#define SST_FENCE_SCAN	4	/* equal fences looked at before a search */
+
 static uint64_t
 sst_fence_of(struct slice key, size_t skip)
 {
@@ -595,12 +596,33 @@ sst_index_seek(const struct sst_reader *r, struct slice target, size_t *out)
 		else
 			hi = mid;
 	}
-	for (; lo < r->fence_n && r->fence[lo] == t; lo++) {
+	/* [lo, hi): the fences equal to t, usually one or none; whole keys
+	 * decide among them (a binary search again: many keys may share
+	 * their 8 bytes after the common part). */
+	for (hi = lo; hi < r->fence_n && r->fence[hi] == t &&
+	    hi - lo < SST_FENCE_SCAN; hi++)
+		;
+	if (hi - lo == SST_FENCE_SCAN) {
+		size_t a = hi, b = r->fence_n;
+
+		while (a < b) {
+			mid = a + (b - a) / 2;
+			if (r->fence[mid] == t)
+				a = mid + 1;
+			else
+				b = mid;
+		}
+		hi = a;
+	}
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
 		if ((rc = block_restart_entry(buf_slice(&r->index),
-		    (uint32_t)lo, &key, &value)) < 0)
+		    (uint32_t)mid, &key, &value)) < 0)
 			return rc;
-		if (slice_compare(key, target) >= 0)
-			break;
+		if (slice_compare(key, target) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
 	*out = lo;
 	return 0;
