@@ -109,7 +109,8 @@ posix_sigbus(int sig, siginfo_t *info, void *ctx)
 	}
 }
 
-/* SA_NODEFER: the jump out skips the return that would unblock SIGBUS. */
+/* SA_NODEFER: the jump out skips the return that would unblock SIGBUS
+ * (posix_map_copy). */
 static void
 posix_sigbus_install(void)
 {
@@ -123,14 +124,25 @@ posix_sigbus_install(void)
 	    &posix_sigbus_prev) == 0;
 }
 
-/* Copy n bytes of a mapping; -EFAULT if the copy faulted (SIGBUS). */
+/*
+ * Copy n bytes of a mapping; -EFAULT if the copy faulted (SIGBUS).  The
+ * jump skips the handler's return, which would unblock SIGBUS: SA_NODEFER
+ * keeps it unblocked, but a runtime that wraps handlers (TSan) may not
+ * pass that flag on, so the rare faulted copy unblocks it itself (or the
+ * thread's next SIGBUS, and those of threads it creates, would kill).
+ */
 static int
 posix_map_copy(void *dst, const uint8_t *src, size_t n)
 {
 	sigjmp_buf jump;
+	sigset_t bus;
 
-	if (sigsetjmp(jump, 0) != 0)
+	if (sigsetjmp(jump, 0) != 0) {
+		sigemptyset(&bus);
+		sigaddset(&bus, SIGBUS);
+		pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
 		return -EFAULT;
+	}
 	posix_map_guard = &jump;
 	atomic_signal_fence(memory_order_seq_cst);
 	memcpy(dst, src, n);
