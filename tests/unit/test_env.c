@@ -12,7 +12,10 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -870,6 +873,108 @@ test_map_reads(const char *root)
 	env_free(env);
 }
 
+/* Readers of one mapped file, racing with a cut. */
+#define RACE_SIZE	(64 * 4096)
+#define RACE_READERS	4
+#define RACE_READS	4000
+
+struct race {
+	struct env_file *f;
+	atomic_bool cut;		/* the file has been cut to 4096 */
+	atomic_int started;
+	uint64_t seed;
+	int bad;
+};
+
+static void *
+race_reader(void *arg)
+{
+	struct race *r = arg;
+	uint64_t rng = r->seed;
+	uint8_t buf[8192];
+	size_t got;
+
+	atomic_fetch_add(&r->started, 1);
+	/* Until the cut, then as many reads again after it. */
+	for (int i = 0; i < RACE_READS; i += atomic_load(&r->cut)) {
+		uint64_t off = tap_rand(&rng) % RACE_SIZE;
+		size_t n = 1 + (size_t)(tap_rand(&rng) % sizeof(buf));
+		bool cut;
+
+		if (env_file_read_at(r->f, off, buf, n, &got) != 0 ||
+		    got > n || off + got > RACE_SIZE) {
+			r->bad++;
+			continue;
+		}
+		/* Not cut yet when the read had ended: all of it.  Any
+		 * time: the file's bytes, or zeros past 4096 once cut. */
+		cut = atomic_load(&r->cut);
+		if (!cut && got != (off + n > RACE_SIZE ?
+		    RACE_SIZE - off : n))
+			r->bad++;
+		for (size_t j = 0; j < got; j++)
+			if (buf[j] != (uint8_t)((off + j) * 7) &&
+			    !(off + j >= 4096 && buf[j] == 0)) {
+				r->bad++;
+				break;
+			}
+	}
+	return NULL;
+}
+
+/*
+ * Four threads read a mapped file at random while it is cut short under
+ * them: no SIGBUS on any thread, and every read returns the file's bytes
+ * (or, past the cut, fewer of them, or zeros in the last page).
+ */
+static void
+test_map_race(const char *root)
+{
+	char path[PATH_SIZE];
+	struct race r[RACE_READERS];
+	pthread_t th[RACE_READERS];
+	struct env *env;
+	struct env_file *f, *w;
+	atomic_int *started;
+	int bad = 0;
+
+	join(path, root, "race");
+	pattern_file(path, RACE_SIZE);
+	if (env_posix_new(&env) < 0 ||
+	    env_file_open(env, path, ENV_READ, &f) < 0)
+		tap_bail("open race file");
+	for (int i = 0; i < RACE_READERS; i++) {
+		r[i].f = f;
+		atomic_init(&r[i].cut, false);
+		atomic_init(&r[i].started, 0);
+		r[i].seed = 0x5eed + (uint64_t)i;
+		r[i].bad = 0;
+		if (pthread_create(&th[i], NULL, race_reader, &r[i]) != 0)
+			tap_bail("pthread_create");
+	}
+	for (int i = 0; i < RACE_READERS; i++) {
+		started = &r[i].started;
+		while (atomic_load(started) == 0)
+			sched_yield();
+	}
+	if (env_file_open(env, path, ENV_APPEND, &w) < 0)
+		tap_bail("open race file to cut");
+	for (int i = 0; i < RACE_READERS; i++)
+		atomic_store(&r[i].cut, true);
+	if (env_file_truncate(w, 4096) < 0)
+		tap_bail("cut race file");
+	env_file_close(w);
+	for (int i = 0; i < RACE_READERS; i++) {
+		pthread_join(th[i], NULL);
+		bad += r[i].bad;
+	}
+	is_int(bad, 0, "map race: %d threads read a file cut under them: "
+	    "no SIGBUS, no wrong bytes", RACE_READERS);
+	env_file_close(f);
+	env_path_remove(env, path);
+	env_free(env);
+}
+
 /*
  * The env maps files while they total at most 48 MiB (sparse files here):
  * past it a file is read by pread, and closing a mapped file makes room.
@@ -1050,6 +1155,7 @@ main(void)
 	/* First: its children need a process that has not mapped yet. */
 	test_map_sigbus(tmp);
 	test_map_reads(tmp);
+	test_map_race(tmp);
 	test_map_budget(tmp);
 	if (env_posix_new(&env) < 0)
 		tap_bail("env_posix_new");
