@@ -91,6 +91,14 @@ int bt_store_create(const char *path, const struct bt_options *opts);
  * Open a store: lock it (-EWOULDBLOCK, detail naming the holder's pid, if
  * another process or handle has it), read the catalog, replay the commit
  * log, and start the background compaction thread.
+ *
+ * On the local filesystem (opts->env NULL) SSTables are read through
+ * read-only mappings, and the first mapping installs a process-wide
+ * SIGBUS handler so that a file cut short under a mapping reads as
+ * damage instead of killing the process; every SIGBUS that is not such a
+ * read goes on to the handler installed before it.  A program that
+ * installs a SIGBUS handler of its own after opening a store should pass
+ * on the signals it does not handle in the same way.
  */
 int bt_store_open(const char *path, const struct bt_options *opts,
     struct bt_store **out);
