@@ -37,8 +37,10 @@
  * shared, as long as it was when opened, while the env's mapped files stay
  * within POSIX_MAP_LIMIT bytes (mapped pages count in the resident set, so
  * the budget bounds what mapping adds to it; past it files are read by
- * pread).  A read copies what the mapping covers and preads the rest, so
- * a file that grew reads as it does unmapped.
+ * pread, and mapped at a later read once closed files have made room:
+ * a compaction's output is opened before the files it replaces close).
+ * A read copies what the mapping covers and preads the rest, so a file
+ * that grew reads as it does unmapped.
  *
  * A file cut short under its mapping makes the copy fault with SIGBUS
  * where pread would return fewer bytes.  A SIGBUS handler, installed once
@@ -62,7 +64,8 @@ struct posix_file {
 	int fd;
 	bool writable;
 	bool positional;	/* O_APPEND cleared by a write at an offset */
-	const uint8_t *map;	/* NULL when not mapped */
+	/* NULL when not mapped; set once, by the open or by a read. */
+	_Atomic(const uint8_t *) map;
 	size_t map_len;		/* the file's size when it was opened */
 	atomic_bool map_faulted;	/* a copy faulted: read by pread */
 };
@@ -151,13 +154,20 @@ posix_map_copy(void *dst, const uint8_t *src, size_t n)
 	return 0;
 }
 
-/* Map f (size bytes) if the budget allows; unmapped is not an error. */
+/*
+ * Map f (map_len bytes) if the budget allows; unmapped is not an error.
+ * Readers may race to map a file: one mapping wins, the others undo
+ * theirs.
+ */
 static void
-posix_map_open(struct posix_env *env, struct posix_file *f, uint64_t size)
+posix_map_try(struct posix_env *env, struct posix_file *f)
 {
+	const uint8_t *none = NULL;
+	uint64_t size = f->map_len;
 	void *p;
 
-	if (size == 0 || size > SIZE_MAX)
+	if (atomic_load_explicit(&env->mapped, memory_order_relaxed) + size >
+	    POSIX_MAP_LIMIT)
 		return;
 	if (pthread_once(&posix_sigbus_once, posix_sigbus_install) != 0 ||
 	    !posix_sigbus_installed)
@@ -171,18 +181,22 @@ posix_map_open(struct posix_env *env, struct posix_file *f, uint64_t size)
 		atomic_fetch_sub(&env->mapped, size);
 		return;
 	}
-	f->map = p;
-	f->map_len = (size_t)size;
+	if (!atomic_compare_exchange_strong(&f->map, &none, p)) {
+		munmap(p, (size_t)size);
+		atomic_fetch_sub(&env->mapped, size);
+	}
 }
 
 static void
 posix_map_close(struct posix_env *env, struct posix_file *f)
 {
-	if (f->map == NULL)
+	const uint8_t *map = atomic_load(&f->map);
+
+	if (map == NULL)
 		return;
-	munmap((void *)f->map, f->map_len);
+	munmap((void *)map, f->map_len);
 	atomic_fetch_sub(&env->mapped, f->map_len);
-	f->map = NULL;
+	atomic_store(&f->map, NULL);
 }
 
 struct posix_lock {
@@ -245,8 +259,12 @@ posix_file_open(struct env *env, const char *path, enum env_open_mode mode,
 		rc = posix_error(EISDIR, path, "open");
 		goto out_fd;
 	}
-	if (mode == ENV_READ && S_ISREG(st.st_mode))
-		posix_map_open((struct posix_env *)env, f, (uint64_t)st.st_size);
+	atomic_init(&f->map, NULL);
+	if (mode == ENV_READ && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= SIZE_MAX) {
+		f->map_len = (size_t)st.st_size;
+		posix_map_try((struct posix_env *)env, f);
+	}
 	*out = &f->base;
 	return 0;
 out_fd:
@@ -264,15 +282,22 @@ posix_file_read_at(struct env_file *base, uint64_t offset, void *dst,
     size_t n, size_t *got)
 {
 	struct posix_file *f = (struct posix_file *)base;
+	const uint8_t *map;
 	uint8_t *p = dst;
 	size_t done = 0;
 	ssize_t r;
 
-	if (f->map != NULL && offset < f->map_len && !atomic_load_explicit(
+	map = atomic_load_explicit(&f->map, memory_order_acquire);
+	if (map == NULL && f->map_len > 0 && !atomic_load_explicit(
+	    &f->map_faulted, memory_order_relaxed)) {
+		posix_map_try((struct posix_env *)base->env, f);
+		map = atomic_load_explicit(&f->map, memory_order_acquire);
+	}
+	if (map != NULL && offset < f->map_len && !atomic_load_explicit(
 	    &f->map_faulted, memory_order_relaxed)) {
 		done = n < f->map_len - offset ? n :
 		    f->map_len - (size_t)offset;
-		if (posix_map_copy(p, f->map + offset, done) < 0) {
+		if (posix_map_copy(p, map + offset, done) < 0) {
 			atomic_store(&f->map_faulted, true);
 			done = 0;
 		} else if (done == n) {

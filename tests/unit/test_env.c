@@ -977,7 +977,8 @@ test_map_race(const char *root)
 
 /*
  * The env maps files while they total at most 48 MiB (sparse files here):
- * past it a file is read by pread, and closing a mapped file makes room.
+ * past it a file is read by pread, and closing a mapped file makes room,
+ * for a file opened later or for the next read of one opened meanwhile.
  */
 static void
 test_map_budget(const char *root)
@@ -1014,6 +1015,11 @@ test_map_budget(const char *root)
 	ok(is_mapped(paths[0]), "map budget: closing one made room for it");
 	env_file_close(g);
 	env_file_close(f[1]);
+	ok(!is_mapped(paths[2]), "map budget: the file opened past the budget "
+	    "is still unmapped");
+	rc = env_file_read_at(f[2], ((uint64_t)20 << 20) - 2, b, 4, &got);
+	ok(rc == 0 && got == 2 && is_mapped(paths[2]), "map budget: once "
+	    "others closed, its next read maps it");
 	env_file_close(f[2]);
 	for (int i = 0; i < 3; i++)
 		env_path_remove(env, paths[i]);
