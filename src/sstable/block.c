@@ -275,6 +275,23 @@ block_iter_decode_restart(struct block_iter *it, uint32_t i)
 	return block_iter_decode(it, block_iter_restart_offset(it, i), true);
 }
 
+/* Parse the entry at offset off of a restart point, which shares no
+ * bytes with a key before it. */
+static int
+block_restart_entry_parse(const struct block_iter *it, size_t off,
+    struct block_entry *e)
+{
+	int rc;
+
+	if ((rc = block_entry_parse(it, off, e)) < 0)
+		return rc;
+	if (e->shared != 0)
+		return bt_error_set(BT_ECORRUPT,
+		    "block entry at %zu: restart point shares %u bytes",
+		    off, e->shared);
+	return 0;
+}
+
 /* The whole key stored at restart point i, borrowed from the block. */
 static inline int
 block_iter_restart_key(const struct block_iter *it, uint32_t i,
@@ -293,12 +310,8 @@ block_iter_restart_key(const struct block_iter *it, uint32_t i,
 		*key = slice_make(p + 3, p[1]);
 		return 0;
 	}
-	if ((rc = block_entry_parse(it, off, &e)) < 0)
+	if ((rc = block_restart_entry_parse(it, off, &e)) < 0)
 		return rc;
-	if (e.shared != 0)
-		return bt_error_set(BT_ECORRUPT,
-		    "block entry at %zu: restart point shares %u bytes",
-		    off, e.shared);
 	*key = e.delta;
 	return 0;
 }
@@ -626,12 +639,8 @@ block_restart_entry(struct slice contents, uint32_t i, struct slice *key,
 	if (i >= it.restart_count || it.entries_end == 0)
 		return BT_NOTFOUND;
 	off = block_iter_restart_offset(&it, i);
-	if ((rc = block_entry_parse(&it, off, &e)) < 0)
+	if ((rc = block_restart_entry_parse(&it, off, &e)) < 0)
 		return rc;
-	if (e.shared != 0)
-		return bt_error_set(BT_ECORRUPT,
-		    "block entry at %zu: restart point shares %u bytes",
-		    off, e.shared);
 	*key = e.delta;
 	*value = e.value;
 	return 0;
