@@ -523,8 +523,6 @@ again:
 	q->head = next;
 	if (next == NULL)
 		q->tail = NULL;
-	if (next == self)
-		goto again;	/* the group ended just before self */
 	pthread_mutex_unlock(&q->mu);
 
 	for (p = first; p != NULL; p = follow) {
@@ -532,6 +530,11 @@ again:
 		p->done = true;
 		if (p != self)
 			sem_post(&p->wake);
+	}
+	if (next == self) {
+		/* The group ended just before self, now the head. */
+		pthread_mutex_lock(&q->mu);
+		goto again;
 	}
 	if (next != NULL)
 		sem_post(&next->wake);

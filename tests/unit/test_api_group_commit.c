@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/tabletfs.h"
 #include "util/env.h"
@@ -293,6 +295,108 @@ test_single_writer_not_delayed(void)
 	tstore_destroy(&t);
 }
 
+#define BIG_THREADS	2	/* the taker is then right after the group */
+#define BIG_PUTS	8
+#define BIG_VALUE	(700u << 10)	/* two never share a write group */
+
+struct big_writer {
+	struct tstore *t;
+	int thread;
+	int failures;
+};
+
+static void *
+big_writer_main(void *arg)
+{
+	struct big_writer *w = arg;
+	struct bt_write_options opts = { .sync = true };
+	struct bt_mutation m = { .kind = BT_PUT, .family = "f",
+	    .ts = BT_TS_SERVER };
+	char row[32];
+	uint8_t *val;
+
+	if ((val = malloc(BIG_VALUE)) == NULL)
+		tap_bail("malloc");
+	for (int i = 0; i < BIG_PUTS; i++) {
+		snprintf(row, sizeof(row), "big-t%d-%d", w->thread, i);
+		memset(val, 'a' + (w->thread * BIG_PUTS + i) % 26, BIG_VALUE);
+		m.value = (struct bt_bytes){ val, BIG_VALUE };
+		if (bt_mutate_row(w->t->s, "t", bts(row), &m, 1, &opts,
+		    NULL) != 0)
+			w->failures++;
+	}
+	free(val);
+	return NULL;
+}
+
+static void
+on_alarm(int sig)
+{
+	static const char msg[] = "Bail out! large synced writes did not "
+	    "finish: a writer was never woken\n";
+
+	(void)sig;
+	(void)!write(1, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/*
+ * Synced writes too big to share a group: a writer that completes a
+ * gathering leader's count and takes the lead over may find the group
+ * ending before itself; everyone must still be acknowledged, and every
+ * value read back whole.  A hang is caught by an alarm.
+ */
+static void
+test_large_groups(void)
+{
+	static const struct bt_family_spec fam = { .name = "f" };
+	struct big_writer ws[BIG_THREADS];
+	pthread_t tids[BIG_THREADS];
+	int failures = 0, wrong = 0;
+	struct tstore t;
+	char row[32];
+
+	tstore_fault(&t, NULL);
+	if (bt_table_create(t.s, "t", &fam, 1, NULL, 0, 0) != 0)
+		tap_bail("bt_table_create");
+	env_fault_set_sync_delay(t.env, SYNC_DELAY_US);
+	signal(SIGALRM, on_alarm);
+	alarm(120);
+	for (int k = 0; k < BIG_THREADS; k++) {
+		ws[k] = (struct big_writer){ .t = &t, .thread = k };
+		if (pthread_create(&tids[k], NULL, big_writer_main,
+		    &ws[k]) != 0)
+			tap_bail("pthread_create");
+	}
+	for (int k = 0; k < BIG_THREADS; k++) {
+		pthread_join(tids[k], NULL);
+		failures += ws[k].failures;
+	}
+	alarm(0);
+	is_int(failures, 0, "large groups: %d synced puts of %u KiB from %d "
+	    "threads all acknowledged", BIG_THREADS * BIG_PUTS,
+	    BIG_VALUE >> 10, BIG_THREADS);
+	for (int k = 0; k < BIG_THREADS; k++) {
+		for (int i = 0; i < BIG_PUTS; i++) {
+			struct bt_row *r = NULL;
+			uint8_t want = (uint8_t)('a' + (k * BIG_PUTS + i) % 26);
+
+			snprintf(row, sizeof(row), "big-t%d-%d", k, i);
+			if (bt_read_row(t.s, "t", bts(row), NULL, &r) != 0 ||
+			    r->cell_count != 1 ||
+			    r->cells[0].value.size != BIG_VALUE ||
+			    ((const uint8_t *)r->cells[0].value.data)[0] !=
+			    want ||
+			    ((const uint8_t *)r->cells[0].value.data)[
+			    BIG_VALUE - 1] != want)
+				wrong++;
+			bt_row_free(r);
+		}
+	}
+	is_int(wrong, 0, "large groups: every value reads back whole");
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -300,5 +404,6 @@ main(void)
 
 	test_power_loss_after_ack(&rng);
 	test_single_writer_not_delayed();
+	test_large_groups();
 	return tap_done();
 }
