@@ -145,71 +145,6 @@ names_equal(struct slice a, struct slice b)
 	return true;
 }
 
-/* get_be64() inline: two of these a key. */
-static inline uint64_t
-load_be64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
-/* The first 0x00 in [p, end), or NULL; short runs without a call. */
-static inline const uint8_t *
-find_zero(const uint8_t *p, const uint8_t *end)
-{
-	for (int i = 0; i < 16 && p < end; i++, p++)
-		if (*p == 0x00)
-			return p;
-	return p < end ? memchr(p, 0, (size_t)(end - p)) : NULL;
-}
-
-/*
- * ikey_decode() with the usual key read inline: a put or a version delete
- * whose row, family and qualifier hold no 0x00 (each borrows from key, as
- * ikey_decode() would have it).  Every other key (a marker, an escaped
- * 0x00, a flaw) is left to ikey_decode().
- */
-static inline __attribute__((always_inline)) int
-decode_key(struct slice key, struct ikey *k, struct buf *scratch)
-{
-	const uint8_t *p = key.p, *end = key.p + key.n, *z;
-	const uint8_t *row, *family, *qualifier;
-	uint64_t tsbits, trailer;
-	unsigned kind;
-
-	row = p;
-	if ((z = memchr(p, 0, key.n)) == NULL || end - z < 2 || z[1] != 0x01)
-		goto slow;
-	k->row = slice_make(row, (size_t)(z - row));
-	family = z + 2;
-	if ((z = find_zero(family, end)) == NULL || end - z < 2 ||
-	    z[1] != 0x01)
-		goto slow;
-	k->family = slice_make(family, (size_t)(z - family));
-	qualifier = z + 2;
-	if ((z = find_zero(qualifier, end)) == NULL || end - z != 18 ||
-	    z[1] != 0x01)
-		goto slow;
-	k->qualifier = slice_make(qualifier, (size_t)(z - qualifier));
-	tsbits = load_be64(z + 2);
-	trailer = ~load_be64(z + 10);
-	kind = (unsigned)(trailer & 0xff);
-	if ((tsbits >> 63) == 0 ||
-	    (kind != IKEY_PUT && kind != IKEY_DELETE_VERSION))
-		goto slow;
-	k->ts = (int64_t)~tsbits;
-	k->seq = trailer >> 8;
-	k->kind = (enum ikey_kind)kind;
-	return 0;
-slow:
-	return ikey_decode(key, k, scratch);
-}
-
 /* Enter family (if it is not the current one): reset family state. */
 static int
 enter_family(struct cells_row *r, struct resolver *st,
@@ -536,7 +471,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 	if (!iter_valid(it))
 		return BT_DONE;
 	key = iter_key(it);
-	if ((rc = decode_key(key, &k, &r->scratch)) < 0)
+	if ((rc = ikey_decode_inline(key, &k, &r->scratch)) < 0)
 		goto corrupt;
 	r->key.n = 0;
 	if ((rc = room_for(&r->key, k.row.n + 1)) < 0)
@@ -621,7 +556,7 @@ walk_row(struct iter *it, uint64_t snapshot,
 		    key.p[r->key.n] == 0x00 && key.p[r->key.n + 1] == 0x01 :
 		    slice_starts_with(key, buf_slice(&r->row_prefix))))
 			break;
-		if ((rc = decode_key(key, &k, &r->scratch)) < 0)
+		if ((rc = ikey_decode_inline(key, &k, &r->scratch)) < 0)
 			goto corrupt;
 	}
 	return 0;

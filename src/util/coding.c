@@ -46,15 +46,6 @@ put_be64(uint8_t *dst, uint64_t v)
 	dst[7] = (uint8_t)v;
 }
 
-uint64_t
-get_be64(const uint8_t *src)
-{
-	return (uint64_t)src[0] << 56 | (uint64_t)src[1] << 48 |
-	    (uint64_t)src[2] << 40 | (uint64_t)src[3] << 32 |
-	    (uint64_t)src[4] << 24 | (uint64_t)src[5] << 16 |
-	    (uint64_t)src[6] << 8 | (uint64_t)src[7];
-}
-
 uint8_t *
 encode_varint32(uint8_t *dst, uint32_t v)
 {
