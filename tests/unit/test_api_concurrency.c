@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/tabletfs.h"
 #include "util/env.h"
@@ -41,6 +42,12 @@
 #define SPLIT_WRITERS	2	/* threads writing 4-cell rows */
 #define SPLIT_MUTS	1500
 #define SPLIT_ROWS	400
+/* The maintainer and the reader pace themselves by the workers' progress,
+ * so that their work is bounded by the load whatever the scheduler
+ * (valgrind runs one thread at a time, and a free-running reader or
+ * maintainer there took most of it from the workers). */
+#define SPLIT_MAINT_EVERY 100	/* worker operations per maintenance op */
+#define SPLIT_SCAN_EVERY 25	/* worker operations per full scan */
 
 static int
 cmp_i64(const void *a, const void *b)
@@ -605,6 +612,7 @@ struct split_test {
 	atomic_long scans;
 	atomic_long forced;		/* splits asked for that happened */
 	atomic_long maint;
+	atomic_long progress;		/* worker operations done */
 	int64_t results[SPLIT_INCRS][SPLIT_INCR_EACH];
 };
 
@@ -634,6 +642,7 @@ split_incr_thread(void *p)
 		if (bt_increment(st->s, "s", bts(row), "f", bts("n"), 1,
 		    NULL, &st->results[a->id][i], NULL) != 0)
 			atomic_fetch_add(&st->errors, 1);
+		atomic_fetch_add(&st->progress, 1);
 	}
 	atomic_fetch_sub(&st->workers_left, 1);
 	return NULL;
@@ -661,6 +670,7 @@ split_row_writer(void *p)
 		if (bt_mutate_row(st->s, "s", bts(row), m, 4, NULL,
 		    NULL) != 0)
 			atomic_fetch_add(&st->errors, 1);
+		atomic_fetch_add(&st->progress, 1);
 	}
 	atomic_fetch_sub(&st->workers_left, 1);
 	return NULL;
@@ -690,6 +700,7 @@ split_reader(void *p)
 	struct split_test *st = a->st;
 	uint64_t rng = 0xfeedull + (uint64_t)a->id;
 	struct bt_read_options newest = { .cells_per_column = 1 };
+	long scanned_at = -SPLIT_SCAN_EVERY, read_at = -1;
 
 	while (atomic_load(&st->workers_left) > 0) {
 		struct bt_scan_options so = { .read = newest };
@@ -698,7 +709,15 @@ split_reader(void *p)
 		char row[16], last[16] = "";
 		int rc;
 
-		if (tap_rand(&rng) % 4 != 0) {
+		/* At most one read per worker operation. */
+		if (atomic_load(&st->progress) == read_at) {
+			sched_yield();
+			continue;
+		}
+		read_at = atomic_load(&st->progress);
+
+		if (tap_rand(&rng) % 4 != 0 || atomic_load(&st->progress) <
+		    scanned_at + SPLIT_SCAN_EVERY) {
 			snprintf(row, sizeof(row), "r%04d",
 			    (int)(tap_rand(&rng) % SPLIT_ROWS));
 			r = NULL;
@@ -710,6 +729,7 @@ split_reader(void *p)
 			bt_row_free(r);
 			continue;
 		}
+		scanned_at = atomic_load(&st->progress);
 		if (bt_scan_open(st->s, "s", &so, &sc) != 0) {
 			atomic_fetch_add(&st->errors, 1);
 			continue;
@@ -741,8 +761,10 @@ split_maintainer(void *p)
 	uint64_t rng = 0x511full;
 	char row[16];
 	int k = 0, rc;
+	long done_at;
 
 	while (atomic_load(&st->workers_left) > 0 || k < 3) {
+		done_at = atomic_load(&st->progress);
 		switch (k++ % 3) {
 		case 0:
 			snprintf(row, sizeof(row), "r%04d",
@@ -764,6 +786,9 @@ split_maintainer(void *p)
 			diag("splits: maintenance %d: %s (%s)", k,
 			    bt_strerror(rc), bt_error_detail());
 		atomic_fetch_add(&st->maint, 1);
+		while (atomic_load(&st->workers_left) > 0 &&
+		    atomic_load(&st->progress) < done_at + SPLIT_MAINT_EVERY)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	}
 	return NULL;
 }
