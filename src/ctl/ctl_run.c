@@ -9,9 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+
+/* How long a verb waits for another process to release the store. */
+#define LOCK_WAIT_MS	5000
+#define LOCK_POLL_MS	50
 
 static int cmd_help(struct ctl *c, int argc, char **argv);
 
@@ -231,7 +236,7 @@ store_open(struct ctl *c)
 {
 	struct bt_options opts;
 	char catalog[4096];
-	int rc;
+	int rc, waited;
 
 	/* Say plainly that there is no store, and leave no LOCK behind. */
 	snprintf(catalog, sizeof(catalog), "%s/catalog.db", c->store_path);
@@ -240,8 +245,20 @@ store_open(struct ctl *c)
 		    "makes one)", c->store_path);
 	memset(&opts, 0, sizeof(opts));
 	opts.read_only = c->verb->mode == CTL_STORE_READ;
-	bt_error_clear();
-	if ((rc = bt_store_open(c->store_path, &opts, &c->store)) < 0)
+	/*
+	 * A daemon that was just unmounted stops answering its socket before
+	 * it has flushed and released the lock: give a holder a few seconds
+	 * to let go, as a command typed right after fusermount3 -u expects.
+	 */
+	for (waited = 0;; waited += LOCK_POLL_MS) {
+		bt_error_clear();
+		rc = bt_store_open(c->store_path, &opts, &c->store);
+		if (rc != -EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+			break;
+		nanosleep(&(struct timespec){ 0, LOCK_POLL_MS * 1000000L },
+		    NULL);
+	}
+	if (rc < 0)
 		return ctl_fail(c, rc, NULL);
 	return CTL_OK;
 }
