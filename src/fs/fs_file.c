@@ -387,6 +387,8 @@ fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uintptr_t)fh;
 	fi->direct_io = 1;	/* values change under the same inode */
 	fi->keep_cache = 0;
+	/* A reader's close has nothing to commit: spare it the FLUSH. */
+	fi->noflush = !fh->writer;
 	if (fuse_reply_open(req, fi) != 0)
 		fileh_free(fs, fh);
 }

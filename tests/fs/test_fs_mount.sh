@@ -3,8 +3,9 @@
 # with one line; a second mount of a locked store fails naming the
 # holder; data written survives fusermount3 -u and SIGTERM (both unmount
 # cleanly) and a remount; -o ro refuses every change with EROFS;
-# fstab-style options are accepted; -f stays in the foreground; mount(8)
-# with type fuse.tabletfs works.
+# fstab-style options are accepted; -f stays in the foreground; -d logs
+# requests, and a reader's close sends no FLUSH; mount(8) with type
+# fuse.tabletfs works.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -63,6 +64,21 @@ fs_wait_mounted "$M" || fail "-f did not mount: $(cat "$T/fg.err")"
 check_eq "-f read" "$(cat "$R/anchor/a/42")" "kept"
 fusermount3 -u "$M"
 wait "$fg" || fail "-f exited $?"
+
+# -d logs each request: a reader's close sends no FLUSH (it has nothing to
+# commit), a writer's close does.
+"$TABLETFS" -d "$S" "$M" 2>"$T/debug.log" &
+fg=$!
+fs_wait_mounted "$M" || fail "-d did not mount: $(cat "$T/debug.log")"
+cat "$R/anchor/a/42" >/dev/null
+sleep 0.2
+grep -q "opcode: OPEN" "$T/debug.log" || fail "-d logged no OPEN"
+! grep -q "opcode: FLUSH" "$T/debug.log" || fail "a reader's close flushed"
+echo more > "$R/anchor/a/43"
+check_eq "-d read back" "$(cat "$R/anchor/a/43")" "more"
+grep -q "opcode: FLUSH" "$T/debug.log" || fail "a writer's close did not flush"
+fusermount3 -u "$M"
+wait "$fg" || fail "-d exited $?"
 
 # Through mount(8) and mount.fuse3, as from /etc/fstab.  (Type
 # fuse.tabletfs needs tabletfs on mount's own PATH, i.e. installed; the
