@@ -153,8 +153,7 @@ check_open(struct ctl *c, struct check_job *job)
 		    "makes one)", c->store_path);
 	memset(&opts, 0, sizeof(opts));
 	opts.read_only = true;
-	bt_error_clear();
-	if ((rc = bt_store_open(c->store_path, &opts, &c->store)) == 0)
+	if ((rc = ctl_store_open(c, &opts)) == 0)
 		return CTL_OK;
 	/* The file at fault, named inside the store. */
 	d = bt_error_detail();

@@ -100,7 +100,14 @@ int cmd_tablets(struct ctl *c, int argc, char **argv);	/* cmd_admin.c */
 int cmd_split(struct ctl *c, int argc, char **argv);
 int cmd_check(struct ctl *c, int argc, char **argv);
 
-/* ---- Reporting (ctl_run.c) ---- */
+/* ---- Opening and reporting (ctl_run.c) ---- */
+
+/*
+ * bt_store_open of c->store_path into c->store, waiting up to 5 s while
+ * another process holds the store's lock.  0 or a negative error, with
+ * bt_error_detail() set by the last attempt.
+ */
+int ctl_store_open(struct ctl *c, const struct bt_options *opts);
 
 /*
  * "tabletctl: VERB: [CONTEXT: ]DETAIL (STRERROR)" on c->err, or without

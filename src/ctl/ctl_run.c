@@ -230,13 +230,33 @@ cmd_help(struct ctl *c, int argc, char **argv)
 	return CTL_OK;
 }
 
+/*
+ * A daemon that was just unmounted stops answering its socket before it
+ * has flushed and released the lock: give a holder a few seconds to let
+ * go, as a command typed right after fusermount3 -u expects.
+ */
+int
+ctl_store_open(struct ctl *c, const struct bt_options *opts)
+{
+	int rc, waited;
+
+	for (waited = 0;; waited += LOCK_POLL_MS) {
+		bt_error_clear();
+		rc = bt_store_open(c->store_path, opts, &c->store);
+		if (rc != -EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+			return rc;
+		nanosleep(&(struct timespec){ 0, LOCK_POLL_MS * 1000000L },
+		    NULL);
+	}
+}
+
 /* Open the store as the verb needs; a reported exit status. */
 static int
 store_open(struct ctl *c)
 {
 	struct bt_options opts;
 	char catalog[4096];
-	int rc, waited;
+	int rc;
 
 	/* Say plainly that there is no store, and leave no LOCK behind. */
 	snprintf(catalog, sizeof(catalog), "%s/catalog.db", c->store_path);
@@ -245,20 +265,7 @@ store_open(struct ctl *c)
 		    "makes one)", c->store_path);
 	memset(&opts, 0, sizeof(opts));
 	opts.read_only = c->verb->mode == CTL_STORE_READ;
-	/*
-	 * A daemon that was just unmounted stops answering its socket before
-	 * it has flushed and released the lock: give a holder a few seconds
-	 * to let go, as a command typed right after fusermount3 -u expects.
-	 */
-	for (waited = 0;; waited += LOCK_POLL_MS) {
-		bt_error_clear();
-		rc = bt_store_open(c->store_path, &opts, &c->store);
-		if (rc != -EWOULDBLOCK || waited >= LOCK_WAIT_MS)
-			break;
-		nanosleep(&(struct timespec){ 0, LOCK_POLL_MS * 1000000L },
-		    NULL);
-	}
-	if (rc < 0)
+	if ((rc = ctl_store_open(c, &opts)) < 0)
 		return ctl_fail(c, rc, NULL);
 	return CTL_OK;
 }

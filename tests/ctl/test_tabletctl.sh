@@ -476,6 +476,11 @@ hold_store
 (sleep 1; : >"$tmp/fifo") &
 check "a verb waits for a holder that lets go" 0 "copy${nl}webtable" '' tc ls
 wait "$holder"
+want=$(tc check)
+hold_store
+(sleep 1; : >"$tmp/fifo") &
+check "check waits for a holder that lets go" 0 "$want" '' tc check
+wait "$holder"
 holder=
 
 echo "$checks checks, $failures failed"
