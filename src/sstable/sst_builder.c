@@ -7,7 +7,10 @@
  * is built at the end from the hashes of every distinct consecutive filter
  * prefix, so memory grows by 8 bytes per entry at most.  What is written
  * goes out in appends of SST_WRITE_BUFFER_SIZE, not two per block (a
- * write call each was a tenth of a flush's CPU at 4 KiB blocks).
+ * write call each was a tenth of a flush's CPU at 4 KiB blocks).  Every
+ * SST_WRITEBACK_SIZE appended, the disk is asked to start writing them
+ * (env_file_start_writeback), so that the sync at the end waits for the
+ * last stretch only, not for the whole file.
  */
 #include <errno.h>
 #include <string.h>
@@ -28,6 +31,8 @@
 #define SST_MAX_BLOOM_BITS	30
 /* Bytes gathered before one append to the file. */
 #define SST_WRITE_BUFFER_SIZE	(64u << 10)
+/* Bytes appended between two writeback hints. */
+#define SST_WRITEBACK_SIZE	(1u << 20)
 
 struct sst_builder {
 	struct env_file *file;
@@ -40,6 +45,8 @@ struct sst_builder {
 	struct buf last_prefix;		/* the filter prefix hashed last */
 	struct buf pending;		/* written, not yet appended */
 	uint64_t offset;		/* bytes written (pending too) */
+	uint64_t appended;		/* bytes appended to the file */
+	uint64_t written_back;		/* appended bytes hinted for writeback */
 	uint64_t entry_count;
 	uint64_t block_count;
 	int status;			/* < 0: failed, only free remains */
@@ -93,6 +100,26 @@ out:
 	return rc;
 }
 
+/*
+ * Append n bytes to the file, and start the writeback of what was
+ * appended since the last hint once that reaches SST_WRITEBACK_SIZE.
+ */
+static int
+sst_builder_append(struct sst_builder *b, const void *p, size_t n)
+{
+	int rc;
+
+	if ((rc = env_file_append(b->file, p, n)) < 0)
+		return rc;
+	b->appended += n;
+	if (b->appended - b->written_back < SST_WRITEBACK_SIZE)
+		return 0;
+	rc = env_file_start_writeback(b->file, b->written_back,
+	    b->appended - b->written_back);
+	b->written_back = b->appended;
+	return rc;
+}
+
 /* Append what is pending to the file. */
 static int
 sst_builder_drain(struct sst_builder *b)
@@ -101,7 +128,7 @@ sst_builder_drain(struct sst_builder *b)
 
 	if (b->pending.n == 0)
 		return 0;
-	rc = env_file_append(b->file, b->pending.p, b->pending.n);
+	rc = sst_builder_append(b, b->pending.p, b->pending.n);
 	buf_clear(&b->pending);
 	return rc;
 }
@@ -117,7 +144,7 @@ sst_builder_write(struct sst_builder *b, const void *p, size_t n)
 	int rc;
 
 	if (b->pending.n == 0 && n >= SST_WRITE_BUFFER_SIZE)
-		return env_file_append(b->file, p, n);
+		return sst_builder_append(b, p, n);
 	if ((rc = buf_append(&b->pending, p, n)) < 0)
 		return rc;
 	if (b->pending.n >= SST_WRITE_BUFFER_SIZE)

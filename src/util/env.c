@@ -77,6 +77,12 @@ env_file_sync(struct env_file *f)
 }
 
 int
+env_file_start_writeback(struct env_file *f, uint64_t offset, uint64_t len)
+{
+	return f->env->ops->file_start_writeback(f, offset, len);
+}
+
+int
 env_file_truncate(struct env_file *f, uint64_t size)
 {
 	return f->env->ops->file_truncate(f, size);

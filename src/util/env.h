@@ -43,6 +43,8 @@ struct env_ops {
 	int (*file_write_at)(struct env_file *f, uint64_t offset,
 	    const void *p, size_t n);
 	int (*file_sync)(struct env_file *f);
+	int (*file_start_writeback)(struct env_file *f, uint64_t offset,
+	    uint64_t len);
 	int (*file_truncate)(struct env_file *f, uint64_t size);
 	int (*file_allocate)(struct env_file *f, uint64_t offset,
 	    uint64_t len);
@@ -132,6 +134,20 @@ int env_file_write_at(struct env_file *f, uint64_t offset, const void *p,
 
 /* Make the file's data durable (fdatasync). */
 int env_file_sync(struct env_file *f);
+
+/*
+ * Start writing bytes [offset, offset + len) of a file being written out
+ * to the disk, without waiting for it (sync_file_range with
+ * SYNC_FILE_RANGE_WRITE), so that a later env_file_sync() has less left
+ * to wait for; a file written in one stream and synced at its end (an
+ * SSTable) then reaches the disk while it is written rather than all at
+ * the sync.  A hint only: it makes nothing durable and promises no order,
+ * and env_file_sync() is still what makes the bytes durable.  0 also where
+ * the filesystem has no such operation (the in-memory env, which counts
+ * the calls); an error only for a file not opened for writing.
+ */
+int env_file_start_writeback(struct env_file *f, uint64_t offset,
+    uint64_t len);
 
 /* Cut or extend the file to size bytes. */
 int env_file_truncate(struct env_file *f, uint64_t size);
@@ -261,6 +277,7 @@ void env_fault_set_sync_delay(struct env *env, uint64_t micros);
 struct env_fault_stats {
 	uint64_t appends;	/* and writes at an offset */
 	uint64_t file_syncs;
+	uint64_t writebacks;	/* env_file_start_writeback() calls */
 	uint64_t dir_syncs;
 	uint64_t renames;
 };

@@ -516,6 +516,24 @@ fault_file_allocate(struct env_file *base, uint64_t offset, uint64_t len)
 	return 0;
 }
 
+/* A hint without durability meaning: counted, nothing more. */
+static int
+fault_file_start_writeback(struct env_file *base, uint64_t offset,
+    uint64_t len)
+{
+	struct fault_env *e = (struct fault_env *)base->env;
+	struct fault_file *f = (struct fault_file *)base;
+
+	(void)offset;
+	(void)len;
+	if (!f->writable)
+		return fault_error(-EBADF, base->path, "start writeback");
+	pthread_mutex_lock(&e->mu);
+	e->stats.writebacks++;
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
 /* The delay is slept outside the mutex, as a disk lets others work. */
 static int
 fault_file_sync(struct env_file *base)
@@ -917,6 +935,7 @@ static const struct env_ops fault_ops = {
 	.file_append = fault_file_append,
 	.file_write_at = fault_file_write_at,
 	.file_sync = fault_file_sync,
+	.file_start_writeback = fault_file_start_writeback,
 	.file_truncate = fault_file_truncate,
 	.file_allocate = fault_file_allocate,
 	.file_size = fault_file_size,

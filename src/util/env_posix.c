@@ -6,7 +6,8 @@
  * for syncs.  A write at an offset is a pwrite; as Linux's pwrite ignores
  * the offset under O_APPEND, the first one clears O_APPEND on that
  * descriptor, and its appends seek to the end from then on.  A directory
- * is synced by fsync of an O_DIRECTORY descriptor.
+ * is synced by fsync of an O_DIRECTORY descriptor.  Writeback is started
+ * ahead of a sync by sync_file_range(SYNC_FILE_RANGE_WRITE).
  * Locks are flock(2) locks, which belong to an open file description, so
  * that a second env_lock() on the same file conflicts whether it comes from
  * another process or from this one.
@@ -393,6 +394,31 @@ posix_file_sync(struct env_file *base)
 	return 0;
 }
 
+/*
+ * sync_file_range() is Linux's.  Its failures are dropped, as the hint's
+ * contract says: where the filesystem refuses it (EINVAL on some) the sync
+ * at the end writes everything anyway, and a disk error (EIO, ENOSPC)
+ * comes back from that sync, which is where the caller checks for it.
+ */
+static int
+posix_file_start_writeback(struct env_file *base, uint64_t offset,
+    uint64_t len)
+{
+	struct posix_file *f = (struct posix_file *)base;
+
+	if (!f->writable)
+		return posix_error(EBADF, base->path, "start writeback");
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (len > 0)
+		(void)sync_file_range(f->fd, (off_t)offset, (off_t)len,
+		    SYNC_FILE_RANGE_WRITE);
+#else
+	(void)offset;
+	(void)len;
+#endif
+	return 0;
+}
+
 static int
 posix_file_truncate(struct env_file *base, uint64_t size)
 {
@@ -646,6 +672,7 @@ static const struct env_ops posix_ops = {
 	.file_append = posix_file_append,
 	.file_write_at = posix_file_write_at,
 	.file_sync = posix_file_sync,
+	.file_start_writeback = posix_file_start_writeback,
 	.file_truncate = posix_file_truncate,
 	.file_allocate = posix_file_allocate,
 	.file_size = posix_file_size,

@@ -305,6 +305,41 @@ test_write_at(struct env *env, const char *root, const char *label)
 	is_int(env_path_remove(env, path), 0, "%s: clean up", label);
 }
 
+/* Starting writeback is a hint: it changes no byte, and a sync still
+ * follows it; a file opened for reading refuses it. */
+static void
+test_writeback(struct env *env, const char *root, const char *label)
+{
+	char path[PATH_SIZE], text[64];
+	struct env_file *f, *r;
+	size_t got;
+
+	join(path, root, "written-back");
+	is_int(env_file_open(env, path, ENV_CREATE, &f), 0,
+	    "%s: writeback: create", label);
+	is_int(env_file_append(f, "0123456789", 10), 0,
+	    "%s: writeback: append", label);
+	is_int(env_file_start_writeback(f, 0, 10), 0,
+	    "%s: start writeback of what was appended", label);
+	is_int(env_file_start_writeback(f, 4, 0), 0,
+	    "%s: start writeback of nothing", label);
+	is_int(env_file_append(f, "abc", 3), 0,
+	    "%s: append after the writeback", label);
+	is_int(env_file_start_writeback(f, 8, 100), 0,
+	    "%s: start writeback of a range past the end", label);
+	is_int(env_file_sync(f), 0, "%s: then sync", label);
+	got = slurp_file(f, text, sizeof(text));
+	ok(got == 13 && memcmp(text, "0123456789abc", 13) == 0,
+	    "%s: the writeback changed no byte", label);
+	is_int(env_file_close(f), 0, "%s: close", label);
+	is_int(env_file_open(env, path, ENV_READ, &r), 0,
+	    "%s: open for reading", label);
+	is_int(env_file_start_writeback(r, 0, 13), -EBADF,
+	    "%s: a file opened for reading refuses a writeback", label);
+	env_file_close(r);
+	is_int(env_path_remove(env, path), 0, "%s: clean up", label);
+}
+
 /* A lock excludes a second one in this process and names the holder. */
 static void
 test_lock(struct env *env, const char *root, const char *label)
@@ -501,6 +536,9 @@ test_fault_drop_unsynced(void)
 	is_int(env_file_append(g, "data", 4), 0, "fault: append");
 	is_int(env_file_sync(g), 0, "fault: sync its data");
 	env_file_close(g);
+	/* A writeback started is no sync: its bytes are lost too. */
+	is_int(env_file_start_writeback(f, 7, 4), 0,
+	    "fault: start writeback of the unsynced bytes");
 	/* A file written but never synced becomes empty. */
 	is_int(env_file_open(env, "/d/empty", ENV_CREATE, &g), 0,
 	    "fault: create another");
@@ -557,6 +595,7 @@ test_fault_drop_unsynced(void)
 	    "fault: stats count appends, renames and dir syncs "
 	    "(%llu, %llu, %llu)", (unsigned long long)st.appends,
 	    (unsigned long long)st.renames, (unsigned long long)st.dir_syncs);
+	is_int(st.writebacks, 1, "fault: stats count writebacks started");
 	env_free(env);
 }
 
@@ -1168,6 +1207,7 @@ main(void)
 	test_file_ops(env, tmp, "posix");
 	test_lock(env, tmp, "posix");
 	test_write_at(env, tmp, "posix");
+	test_writeback(env, tmp, "posix");
 	env_free(env);
 	test_lock_fork(tmp);
 	nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -1178,6 +1218,7 @@ main(void)
 	test_file_ops(env, "/t", "fault");
 	test_lock(env, "/t", "fault");
 	test_write_at(env, "/t", "fault");
+	test_writeback(env, "/t", "fault");
 	env_free(env);
 
 	test_fault_drop_unsynced();

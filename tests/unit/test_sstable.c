@@ -1465,6 +1465,47 @@ test_builder_appends(struct env *env, uint64_t *rng)
 	    "batched appends");
 }
 
+/*
+ * A table is handed to the disk while it is written: a writeback hint for
+ * each MiB appended (so the sync at the end waits for the last one only),
+ * none for a table under a MiB, and the table reads the same.
+ */
+static void
+test_builder_writeback(struct env *env, uint64_t *rng)
+{
+	struct table_spec big = { .n = 3000, .vlen = 1000, .kind = V_RANDOM,
+	    .salt = 8 };
+	struct table_spec small = { .n = 500, .vlen = 1000,
+	    .kind = V_RANDOM, .salt = 9 };
+	struct env_fault_stats before, after;
+	struct sst_options o;
+	struct sst_info info;
+	uint64_t hints, mib;
+
+	sst_options_default(&o);
+	o.block_size = 4096;
+	env_fault_get_stats(env, &before);
+	is_int(build_table(env, "writeback.sst", &o, &big, &info), 0,
+	    "build a table of 3000 1000-byte values");
+	env_fault_get_stats(env, &after);
+	hints = after.writebacks - before.writebacks;
+	mib = info.file_size >> 20;
+	ok(mib >= 2 && hints >= mib - 1 && hints <= mib,
+	    "%llu writebacks started for %llu bytes (one a MiB)",
+	    (unsigned long long)hints, (unsigned long long)info.file_size);
+	ok(after.file_syncs == before.file_syncs + 1,
+	    "and still one sync at the end");
+	check_table(env, "writeback.sst", &big, NULL, false, rng,
+	    "written back");
+	env_fault_get_stats(env, &before);
+	is_int(build_table(env, "small.sst", &o, &small, &info), 0,
+	    "build a table under a MiB");
+	env_fault_get_stats(env, &after);
+	ok(info.file_size < (1u << 20) &&
+	    after.writebacks == before.writebacks,
+	    "no writeback for %llu bytes", (unsigned long long)info.file_size);
+}
+
 /* Every allocation failure in open, get and iteration is a clean -ENOMEM. */
 static void
 test_enomem(struct env *env)
@@ -1568,6 +1609,8 @@ main(void)
 	lap("builder errors");
 	test_builder_appends(env, &rng);
 	lap("builder appends");
+	test_builder_writeback(env, &rng);
+	lap("builder writeback");
 	test_limits(env);
 	lap("limits");
 	test_compression(env, &rng);
