@@ -882,6 +882,7 @@ bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 	out->write_gathers = ss.write_gathers;
 	out->write_waits = ss.write_waits;
 	out->memtable_peak_bytes = ss.memtable_peak_bytes;
+	out->memory_trims = ss.memory_trims;
 	out->flushes = ss.flushes;
 	out->compactions = ss.compactions;
 	out->sstables = ss.sstables;

@@ -424,6 +424,11 @@ struct bt_stats {
 	 * frozen memtables held together since the store was opened. */
 	uint64_t write_waits;
 	uint64_t memtable_peak_bytes;
+	/* Background rounds that handed memory freed by flushes and
+	 * compactions back to the system: when writes had paused for a
+	 * second, or when a flush was waited for (bt_store_flush), not
+	 * while writers are about to take that memory again. */
+	uint64_t memory_trims;
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);
 

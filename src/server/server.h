@@ -173,6 +173,8 @@ struct server_stats {
 	 * and the most the active and frozen memtables held together. */
 	uint64_t write_waits;
 	uint64_t memtable_peak_bytes;
+	/* Rounds that handed freed memory back to the system. */
+	uint64_t memory_trims;
 	uint64_t flushes;
 	uint64_t compactions;
 	uint64_t sstables;

@@ -151,6 +151,9 @@ struct server {
 	int bg_error;			/* first error of the last round */
 	uint64_t bg_rounds;
 	uint64_t write_waits;		/* guarded by bg_mu */
+	bool bg_trim_wanted;		/* a round was waited for; bg_mu */
+	bool bg_trim_pending;		/* freed, not handed back; bg thread */
+	uint64_t memory_trims;		/* guarded by bg_mu */
 	uint64_t memtable_peak;		/* guarded by apply_mu */
 
 	atomic_uint_fast64_t mutations;

@@ -418,6 +418,7 @@ server_get_stats(struct server *s, struct server_stats *out)
 	pthread_mutex_unlock(&s->writes.mu);
 	pthread_mutex_lock(&s->bg_mu);
 	out->write_waits = s->write_waits;
+	out->memory_trims = s->memory_trims;
 	pthread_mutex_unlock(&s->bg_mu);
 	pthread_mutex_lock(&s->apply_mu);
 	out->memtable_peak_bytes = s->memtable_peak;

@@ -10,7 +10,9 @@
  * writes resume, losing nothing acknowledged, once the disk has room; rows
  * written during a long major compaction, whose memtables are flushed in
  * its middle so that writers need not wait for its end, are all there
- * after it and after a reopen.
+ * after it and after a reopen.  Memory that flushes free is handed back
+ * to the system when a flush is waited for, not after every flush while
+ * writers are about to take it again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -131,6 +133,30 @@ rows_acked(const struct writer *ws, int n)
 }
 
 /*
+ * The writers kept the background busy, so the memory each flush freed
+ * was left to their next memtable; a flush waited for hands it back.
+ */
+static void
+test_trims(struct tstore *t, const struct bt_stats *during)
+{
+	struct writer one = { .s = t->s, .thread = WRITERS, .count = 1 };
+	struct bt_stats st;
+
+	/* At most one: a writer descheduled for a second lets the timer
+	 * start a round. */
+	ok(during->flushes >= 8 && during->memory_trims <= 1,
+	    "while writers wrote, freed memory was not handed back after "
+	    "the flushes (%" PRIu64 " trims, %" PRIu64 " flushes)",
+	    during->memory_trims, during->flushes);
+	writer_main(&one);
+	is_int(one.rc, 0, "one more row, for the flush to write");
+	is_int(bt_store_flush(t->s), 0, "flush once the writers are done");
+	bt_store_get_stats(t->s, &st);
+	ok(st.memory_trims > during->memory_trims, "the flush waited for "
+	    "handed memory back (%" PRIu64 " trims)", st.memory_trims);
+}
+
+/*
  * Writers outrun a disk whose every sync takes 3 ms: the memtables stay
  * within the budget, plus one mutation per writer (each may pass the
  * check before the others' writes land) and an arena block; the writers
@@ -179,6 +205,7 @@ test_budget_holds(void)
 	    PRIu64 ")", st.memtable_peak_bytes, BUDGET + slack);
 	is_int(rows_checking(t.s, ws, WRITERS), WRITERS * PER_WRITER,
 	    "every acknowledged row reads back exactly");
+	test_trims(&t, &st);
 	tstore_destroy(&t);
 }
 
