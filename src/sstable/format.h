@@ -29,6 +29,22 @@
  * filter key is the whole key unless the builder's options name a prefix
  * extractor (the tablet uses the row).
  *
+ * Bounds block (version 2 only): what every entry of the table lies
+ * within, as the builder's key_column option describes a key (the tablet:
+ * a put's column and timestamp), so that a read can tell that the table
+ * cannot change its answer.  Stored raw with a trailer, between the filter
+ * and the index; its handle is implied: it starts where the filter (with
+ * its trailer) ends, or at data_size when there is no filter, and ends
+ * SST_BLOCK_TRAILER_SIZE bytes before index_offset.  Contents:
+ *     flags     varint32  SST_BOUNDS_COMPLETE: the rest describes every
+ *                         entry; otherwise nothing follows and nothing is
+ *                         known (a key key_column did not describe, or more
+ *                         than SST_BOUNDS_MAX_COLUMNS columns)
+ *     max_time  varint64  the largest time of any entry
+ *     count     varint32  distinct columns, at most SST_BOUNDS_MAX_COLUMNS
+ *     column*   varint32 length, then the column's bytes; in no order
+ * Version 1 tables have no bounds block (the index follows the filter).
+ *
  * Index block: a block (format above, restart interval 1) with one entry per
  * data block: key = the last key of that block, value = its handle as
  * varint64 offset, varint64 size.
@@ -48,7 +64,10 @@
 #define TABLETFS_SSTABLE_FORMAT_H
 
 #define SST_MAGIC		0x7473732e73667462ull	/* "btfs.sst" */
-#define SST_FORMAT_VERSION	1u
+#define SST_FORMAT_VERSION	2u	/* written when bounds are kept */
+#define SST_FORMAT_VERSION_1	1u	/* no bounds block; still read and written */
+#define SST_BOUNDS_COMPLETE	1u
+#define SST_BOUNDS_MAX_COLUMNS	16
 #define SST_FOOTER_SIZE		64
 #define SST_BLOCK_TRAILER_SIZE	5
 #define SST_BLOCK_RAW		0

@@ -44,6 +44,14 @@ struct sst_builder {
 	struct buf hashes;		/* uint64_t Bloom hashes */
 	struct buf last_prefix;		/* the filter prefix hashed last */
 	struct buf pending;		/* written, not yet appended */
+	/* The bounds (opts.key_column): distinct columns, each as varint32
+	 * length and bytes (the block's own layout), their count, the last
+	 * one met (at its offset in columns), the largest time. */
+	struct buf columns;
+	size_t column_count;
+	size_t last_column_off, last_column_n;
+	uint64_t max_time;
+	bool bounds_lost;		/* a key the bounds cannot describe */
 	uint64_t offset;		/* bytes written (pending too) */
 	uint64_t appended;		/* bytes appended to the file */
 	uint64_t written_back;		/* appended bytes hinted for writeback */
@@ -90,6 +98,7 @@ sst_builder_new(struct env *env, const char *path,
 	buf_init(&b->hashes);
 	buf_init(&b->last_prefix);
 	buf_init(&b->pending);
+	buf_init(&b->columns);
 	if ((rc = env_file_open(env, path, ENV_CREATE, &b->file)) < 0)
 		goto out_free;
 	*out = b;
@@ -239,6 +248,78 @@ sst_builder_add_filter_key(struct sst_builder *b, struct slice key)
 	return 0;
 }
 
+/*
+ * Widen the bounds to key.  Keys come sorted, so a column usually repeats
+ * the last one; the others are searched in the (short) list.
+ */
+static int
+sst_builder_add_bounds(struct sst_builder *b, struct slice key)
+{
+	uint8_t len[VARINT32_MAX_BYTES];
+	struct slice column, list;
+	uint64_t time;
+	size_t lenn;
+	int rc;
+
+	if (b->bounds_lost)
+		return 0;
+	if (!b->opts.key_column(key, &column, &time)) {
+		b->bounds_lost = true;
+		return 0;
+	}
+	if (time > b->max_time)
+		b->max_time = time;
+	if (b->column_count > 0 && slice_equal(column,
+	    slice_make(b->columns.p + b->last_column_off, b->last_column_n)))
+		return 0;
+	list = buf_slice(&b->columns);
+	while (list.n > 0) {
+		uint32_t n;
+		struct slice c;
+
+		(void)get_varint32(&list, &n);	/* our own bytes */
+		c = slice_make(list.p, n);
+		if (slice_equal(c, column)) {
+			b->last_column_off = (size_t)(c.p - b->columns.p);
+			b->last_column_n = n;
+			return 0;
+		}
+		list.p += n;
+		list.n -= n;
+	}
+	if (b->column_count == SST_BOUNDS_MAX_COLUMNS ||
+	    column.n > UINT32_MAX) {
+		b->bounds_lost = true;
+		return 0;
+	}
+	lenn = (size_t)(encode_varint32(len, (uint32_t)column.n) - len);
+	if ((rc = buf_append(&b->columns, len, lenn)) < 0 ||
+	    (rc = buf_append(&b->columns, column.p, column.n)) < 0)
+		return rc;
+	b->last_column_off = b->columns.n - column.n;
+	b->last_column_n = column.n;
+	b->column_count++;
+	return 0;
+}
+
+/* The bounds block's contents (format.h) into out. */
+static int
+sst_builder_bounds_block(const struct sst_builder *b, struct buf *out)
+{
+	uint8_t head[VARINT32_MAX_BYTES * 2 + VARINT64_MAX_BYTES], *p = head;
+	bool complete = !b->bounds_lost;
+
+	p = encode_varint32(p, complete ? SST_BOUNDS_COMPLETE : 0);
+	if (complete) {
+		p = encode_varint64(p, b->max_time);
+		p = encode_varint32(p, (uint32_t)b->column_count);
+	}
+	if (buf_append(out, head, (size_t)(p - head)) < 0 ||
+	    (complete && buf_append(out, b->columns.p, b->columns.n) < 0))
+		return -ENOMEM;
+	return 0;
+}
+
 int
 sst_builder_add(struct sst_builder *b, struct slice key, struct slice value)
 {
@@ -258,6 +339,9 @@ sst_builder_add(struct sst_builder *b, struct slice key, struct slice value)
 
 	if (b->opts.bloom_bits_per_key > 0 &&
 	    (rc = sst_builder_add_filter_key(b, key)) < 0)
+		goto fail;
+	if (b->opts.key_column != NULL &&
+	    (rc = sst_builder_add_bounds(b, key)) < 0)
 		goto fail;
 	if ((rc = block_builder_add(&b->data_block, key, value)) < 0)
 		goto fail;
@@ -311,6 +395,15 @@ sst_builder_finish(struct sst_builder *b, struct sst_info *info)
 		    &filter_offset, &filter_size)) < 0)
 			goto out_fail;
 	}
+	if (b->opts.key_column != NULL) {
+		uint64_t bounds_offset, bounds_size;
+
+		buf_clear(&filter);
+		if ((rc = sst_builder_bounds_block(b, &filter)) < 0 ||
+		    (rc = sst_builder_write_block(b, buf_slice(&filter),
+		    false, &bounds_offset, &bounds_size)) < 0)
+			goto out_fail;
+	}
 	if ((rc = block_builder_finish(&b->index_block, &index)) < 0)
 		goto out_fail;
 	if ((rc = sst_builder_write_block(b, index, true, &index_offset,
@@ -323,7 +416,8 @@ sst_builder_finish(struct sst_builder *b, struct sst_info *info)
 	put_fixed64(footer + 24, filter_size);
 	put_fixed64(footer + 32, b->entry_count);
 	put_fixed64(footer + 40, data_size);
-	put_fixed32(footer + 48, SST_FORMAT_VERSION);
+	put_fixed32(footer + 48, b->opts.key_column != NULL ?
+	    SST_FORMAT_VERSION : SST_FORMAT_VERSION_1);
 	put_fixed32(footer + 52, crc32c_mask(crc32c_value(footer, 52)));
 	put_fixed64(footer + 56, SST_MAGIC);
 	if ((rc = sst_builder_write(b, footer, sizeof(footer))) < 0 ||
@@ -365,5 +459,6 @@ sst_builder_free(struct sst_builder *b)
 	buf_release(&b->hashes);
 	buf_release(&b->last_prefix);
 	buf_release(&b->pending);
+	buf_release(&b->columns);
 	bt_free(b);
 }

@@ -1,9 +1,10 @@
 /*
  * sst_reader.c - serving lookups and scans from an SSTable (format.h).
  *
- * Opening reads the footer, then the index and filter blocks into memory,
- * and checks that the block handles tile the file exactly: data blocks back
- * to back from offset 0, then the filter, the index and the footer.  Data
+ * Opening reads the footer, then the index, filter and bounds blocks into
+ * memory, and checks that the block handles tile the file exactly: data
+ * blocks back to back from offset 0, then the filter, the bounds block
+ * (version 2), the index and the footer.  Data
  * blocks are read on demand with env_file_read_at() (safe from many
  * threads), checked against their CRC, uncompressed, and shared through the
  * block cache when there is one; an iterator that reads blocks back to back
@@ -47,6 +48,14 @@ struct sst_reader {
 	uint64_t *fence;
 	size_t fence_n;
 	struct slice fence_common;
+	/* The bounds block (format version 2): whether it is complete, and
+	 * then the largest time and the columns, each a slice into
+	 * bounds_bytes. */
+	bool has_bounds;
+	uint64_t bounds_max_time;
+	size_t bounds_count;
+	struct slice bounds_columns[SST_BOUNDS_MAX_COLUMNS];
+	struct buf bounds_bytes;
 	atomic_uint_fast64_t filter_negatives;
 	atomic_uint_fast64_t block_reads;
 };
@@ -457,11 +466,12 @@ sst_reader_index_iter(const struct sst_reader *r, struct iter **out)
  */
 static int
 sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
-    uint64_t *filter_size, uint64_t *index_size)
+    uint64_t *filter_size, uint64_t *index_size, uint64_t *bounds_offset,
+    uint64_t *bounds_size)
 {
 	const char *path = r->file->path;
 	uint8_t f[SST_FOOTER_SIZE];
-	uint64_t footer_off, index_off, filter_end;
+	uint64_t footer_off, index_off, filter_end, bounds_end;
 	uint32_t version;
 	int rc;
 
@@ -480,7 +490,8 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 		return bt_error_set(BT_ECHECKSUM,
 		    "%s: footer checksum mismatch at offset %llu", path,
 		    (unsigned long long)footer_off);
-	if ((version = get_fixed32(f + 48)) != SST_FORMAT_VERSION)
+	if ((version = get_fixed32(f + 48)) != SST_FORMAT_VERSION &&
+	    version != SST_FORMAT_VERSION_1)
 		return bt_error_set(BT_EFORMAT,
 		    "%s: unknown SSTable format version %u at offset %llu",
 		    path, version, (unsigned long long)(footer_off + 48));
@@ -500,7 +511,17 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 		    *filter_size > footer_off - *filter_offset ?
 		    UINT64_MAX : *filter_offset + *filter_size +
 		    SST_BLOCK_TRAILER_SIZE;
-	if (*filter_offset != r->info.data_size || index_off != filter_end ||
+	/* Version 2: the bounds block fills what lies between the filter
+	 * and the index, with its trailer (at least one byte of contents). */
+	*bounds_offset = filter_end;
+	*bounds_size = 0;
+	bounds_end = filter_end;
+	if (version != SST_FORMAT_VERSION_1 && filter_end <= index_off &&
+	    index_off - filter_end > SST_BLOCK_TRAILER_SIZE) {
+		*bounds_size = index_off - filter_end - SST_BLOCK_TRAILER_SIZE;
+		bounds_end = index_off;
+	}
+	if (*filter_offset != r->info.data_size || index_off != bounds_end ||
 	    index_off > footer_off ||
 	    *index_size > footer_off - index_off ||
 	    footer_off - index_off - *index_size != SST_BLOCK_TRAILER_SIZE)
@@ -508,6 +529,42 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 		    "%s: footer at %llu: block handles do not tile the file",
 		    path, (unsigned long long)footer_off);
 	return 0;
+}
+
+/*
+ * Decode the bounds block's contents (format.h) into r; a block that is
+ * not complete leaves r without bounds.  0 or BT_ECORRUPT.
+ */
+static int
+sst_reader_parse_bounds(struct sst_reader *r, uint64_t offset)
+{
+	struct slice in = buf_slice(&r->bounds_bytes);
+	uint32_t flags, count, n;
+	uint64_t max_time;
+
+	if (get_varint32(&in, &flags) < 0)
+		goto corrupt;
+	if ((flags & SST_BOUNDS_COMPLETE) == 0)
+		return 0;
+	if (get_varint64(&in, &max_time) < 0 ||
+	    get_varint32(&in, &count) < 0 || count > SST_BOUNDS_MAX_COLUMNS)
+		goto corrupt;
+	for (uint32_t i = 0; i < count; i++) {
+		if (get_varint32(&in, &n) < 0 || n > in.n)
+			goto corrupt;
+		r->bounds_columns[i] = slice_make(in.p, n);
+		in.p += n;
+		in.n -= n;
+	}
+	if (in.n != 0)
+		goto corrupt;
+	r->has_bounds = true;
+	r->bounds_max_time = max_time;
+	r->bounds_count = count;
+	return 0;
+corrupt:
+	return bt_error_set(BT_ECORRUPT, "%s: bad bounds block at %llu",
+	    r->file->path, (unsigned long long)offset);
 }
 
 /*
@@ -721,6 +778,7 @@ sst_reader_open(struct env *env, const char *path, uint64_t file_id,
 {
 	struct sst_reader *r;
 	uint64_t filter_offset = 0, filter_size = 0, index_size = 0;
+	uint64_t bounds_offset = 0, bounds_size = 0;
 	uint64_t footer_off;
 	int rc;
 
@@ -736,12 +794,18 @@ sst_reader_open(struct env *env, const char *path, uint64_t file_id,
 	r->filter_prefix = filter_prefix;
 	buf_init(&r->index);
 	buf_init(&r->filter);
+	buf_init(&r->bounds_bytes);
 	if ((rc = env_file_open(env, path, ENV_READ, &r->file)) < 0)
 		goto out_free;
 	if ((rc = env_file_size(r->file, &r->file_size)) < 0)
 		goto out_close;
 	if ((rc = sst_reader_read_footer(r, &filter_offset, &filter_size,
-	    &index_size)) < 0)
+	    &index_size, &bounds_offset, &bounds_size)) < 0)
+		goto out_close;
+	if (bounds_size > 0 && ((rc = sst_reader_read_block(r, "bounds",
+	    bounds_offset, bounds_size, r->index_offset,
+	    &r->bounds_bytes)) < 0 ||
+	    (rc = sst_reader_parse_bounds(r, bounds_offset)) < 0))
 		goto out_close;
 	footer_off = r->file_size - SST_FOOTER_SIZE;
 	if ((rc = sst_reader_read_block(r, "index", r->index_offset,
@@ -761,6 +825,7 @@ out_free:
 	bt_free(r->fence);
 	buf_release(&r->index);
 	buf_release(&r->filter);
+	buf_release(&r->bounds_bytes);
 	bt_free(r);
 out:
 	return rc;
@@ -782,6 +847,7 @@ sst_reader_unref(struct sst_reader *r)
 	bt_free(r->fence);
 	buf_release(&r->index);
 	buf_release(&r->filter);
+	buf_release(&r->bounds_bytes);
 	bt_free(r);
 }
 
@@ -789,6 +855,23 @@ void
 sst_reader_get_info(const struct sst_reader *r, struct sst_info *info)
 {
 	*info = r->info;
+}
+
+bool
+sst_reader_bounds(const struct sst_reader *r, size_t *column_count,
+    uint64_t *max_time)
+{
+	if (!r->has_bounds)
+		return false;
+	*column_count = r->bounds_count;
+	*max_time = r->bounds_max_time;
+	return true;
+}
+
+struct slice
+sst_reader_bounds_column(const struct sst_reader *r, size_t i)
+{
+	return r->bounds_columns[i];
 }
 
 bool

@@ -26,6 +26,14 @@ struct sst_options {
 	 * the same function.
 	 */
 	size_t (*filter_prefix)(struct slice key);
+	/*
+	 * For the bounds block (format.h): set *column (a part of key) and
+	 * *time for a key the bounds can describe and return true, or
+	 * return false (the table then records that nothing is known).
+	 * NULL: no bounds block, a version 1 table.
+	 */
+	bool (*key_column)(struct slice key, struct slice *column,
+	    uint64_t *time);
 };
 
 /* The defaults: 64 KiB blocks, Snappy on, 10 Bloom bits, whole keys. */
@@ -171,6 +179,17 @@ int sst_reader_compaction_iter_new(struct sst_reader *r, struct iter **out);
  * tabletctl check.  0 or the first error, with a detail naming the block.
  */
 int sst_reader_verify(struct sst_reader *r);
+
+/*
+ * The table's bounds (format.h): true when its builder's key_column
+ * described every entry, with the number of distinct columns in
+ * *column_count and the largest time in *max_time; false when nothing is
+ * known (a version 1 table, or one the bounds could not describe).
+ */
+bool sst_reader_bounds(const struct sst_reader *r, size_t *column_count,
+    uint64_t *max_time);
+/* The i-th column (i < column_count), borrowed from r. */
+struct slice sst_reader_bounds_column(const struct sst_reader *r, size_t i);
 
 /* Lookups that the Bloom filter answered "absent", and blocks read from the
  * file (cache misses), for status counters. */

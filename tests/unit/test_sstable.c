@@ -1361,6 +1361,167 @@ test_bad_files(struct env *env)
 	free(img);
 }
 
+/* A key_column for the bounds tests: the column is the key's first byte,
+ * the time its last digit; a key starting with 'x' is not described. */
+static bool
+first_byte_column(struct slice key, struct slice *column, uint64_t *time)
+{
+	if (key.n < 2 || key.p[0] == 'x')
+		return false;
+	*column = slice_make(key.p, 1);
+	*time = (uint64_t)(key.p[key.n - 1] - '0');
+	return true;
+}
+
+/* Build path from the NUL-separated keys (each with value "v") with
+ * key_column set as given; info filled. */
+static void
+build_bounds_table(struct env *env, const char *path,
+    bool (*key_column)(struct slice, struct slice *, uint64_t *),
+    const char *const *keys, struct sst_info *info)
+{
+	struct sst_options o;
+	struct sst_builder *b;
+
+	sst_options_default(&o);
+	o.key_column = key_column;
+	env_path_remove(env, path);
+	if (sst_builder_new(env, path, &o, &b) < 0)
+		tap_bail("sst_builder_new");
+	for (size_t i = 0; keys[i] != NULL; i++)
+		if (sst_builder_add(b, slice_make(keys[i], strlen(keys[i])),
+		    slice_make("v", 1)) < 0)
+			tap_bail("sst_builder_add");
+	if (sst_builder_finish(b, info) < 0)
+		tap_bail("sst_builder_finish");
+	sst_builder_free(b);
+}
+
+static uint32_t
+file_version(struct env *env, const char *path, uint64_t size)
+{
+	struct env_file *f;
+	uint8_t v[4];
+
+	if (env_file_open(env, path, ENV_READ, &f) < 0 ||
+	    env_file_read_exact(f, size - 16, v, 4) < 0)
+		tap_bail("cannot read a footer");
+	env_file_close(f);
+	return get_fixed32(v);
+}
+
+/*
+ * The bounds block (format version 2): written only with key_column, its
+ * columns and largest time read back; nothing known when a key is not
+ * described or there are too many columns; version 1 tables (no
+ * key_column) still written and read; a damaged bounds block fails the
+ * open.
+ */
+static void
+test_bounds(struct env *env)
+{
+	static const char *const plain[] = { "a1", "a7", "b3", "c2", NULL };
+	static const char *const lost[] = { "a1", "b3", "x9", NULL };
+	static const char *many[SST_BOUNDS_MAX_COLUMNS + 2];
+	static char many_keys[SST_BOUNDS_MAX_COLUMNS + 1][3];
+	struct sst_info info;
+	struct sst_reader *r;
+	struct buf v;
+	size_t count = 0;
+	uint64_t max_time = 0;
+	bool seen[3] = { false, false, false };
+	int rc;
+
+	buf_init(&v);
+	build_bounds_table(env, "b1.sst", NULL, plain, &info);
+	is_int(file_version(env, "b1.sst", info.file_size),
+	    SST_FORMAT_VERSION_1, "without key_column: a version 1 table");
+	if (sst_reader_open(env, "b1.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open b1.sst");
+	ok(!sst_reader_bounds(r, &count, &max_time),
+	    "a version 1 table has no bounds");
+	ok(sst_reader_get(r, slice_make("b3", 2), &v) == 0 && v.n == 1,
+	    "a version 1 table reads");
+	sst_reader_unref(r);
+
+	build_bounds_table(env, "b2.sst", first_byte_column, plain, &info);
+	is_int(file_version(env, "b2.sst", info.file_size),
+	    SST_FORMAT_VERSION, "with key_column: a version 2 table");
+	if (sst_reader_open(env, "b2.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open b2.sst");
+	rc = sst_reader_bounds(r, &count, &max_time);
+	ok(rc && count == 3 && max_time == 7, "bounds: 3 columns, largest "
+	    "time 7 (got %zu, %llu)", count, (unsigned long long)max_time);
+	for (size_t i = 0; i < count && i < 3; i++) {
+		struct slice c = sst_reader_bounds_column(r, i);
+
+		if (c.n == 1 && c.p[0] >= 'a' && c.p[0] <= 'c')
+			seen[c.p[0] - 'a'] = true;
+	}
+	ok(seen[0] && seen[1] && seen[2], "the columns are a, b and c");
+	ok(sst_reader_get(r, slice_make("c2", 2), &v) == 0 && v.n == 1,
+	    "a version 2 table reads");
+	sst_reader_unref(r);
+
+	build_bounds_table(env, "b3.sst", first_byte_column, lost, &info);
+	if (sst_reader_open(env, "b3.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open b3.sst");
+	ok(!sst_reader_bounds(r, &count, &max_time),
+	    "a key key_column does not describe: no bounds");
+	ok(sst_reader_get(r, slice_make("x9", 2), &v) == 0,
+	    "and the table reads");
+	sst_reader_unref(r);
+
+	for (int i = 0; i <= SST_BOUNDS_MAX_COLUMNS; i++) {
+		snprintf(many_keys[i], sizeof(many_keys[i]), "%c1", 'A' + i);
+		many[i] = many_keys[i];
+	}
+	many[SST_BOUNDS_MAX_COLUMNS + 1] = NULL;
+	build_bounds_table(env, "b4.sst", first_byte_column, many, &info);
+	if (sst_reader_open(env, "b4.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open b4.sst");
+	ok(!sst_reader_bounds(r, &count, &max_time),
+	    "%d columns, one more than a bounds block holds: no bounds",
+	    SST_BOUNDS_MAX_COLUMNS + 1);
+	sst_reader_unref(r);
+	many[SST_BOUNDS_MAX_COLUMNS] = NULL;
+	build_bounds_table(env, "b5.sst", first_byte_column, many, &info);
+	if (sst_reader_open(env, "b5.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open b5.sst");
+	ok(sst_reader_bounds(r, &count, &max_time) &&
+	    count == SST_BOUNDS_MAX_COLUMNS, "%d columns: bounds kept",
+	    SST_BOUNDS_MAX_COLUMNS);
+	sst_reader_unref(r);
+
+	/* The bounds block's first byte (its flags) follows the filter. */
+	{
+		uint64_t filter_off, filter_size;
+		struct env_file *f;
+		uint8_t foot[SST_FOOTER_SIZE];
+
+		if (env_file_open(env, "b2.sst", ENV_READ, &f) < 0 ||
+		    env_file_size(f, &filter_off) < 0 ||
+		    env_file_read_exact(f, filter_off - SST_FOOTER_SIZE, foot,
+		    sizeof(foot)) < 0)
+			tap_bail("read b2.sst footer");
+		env_file_close(f);
+		filter_off = get_fixed64(foot + 16);
+		filter_size = get_fixed64(foot + 24);
+		if (env_fault_flip_byte(env, "b2.sst", filter_off +
+		    filter_size + SST_BLOCK_TRAILER_SIZE, 0x01) < 0)
+			tap_bail("flip b2.sst");
+		rc = sst_reader_open(env, "b2.sst", 0, NULL, NULL, &r);
+		is_int(rc, BT_ECHECKSUM, "a flipped bounds byte fails the "
+		    "open: BT_ECHECKSUM");
+		ok(strstr(bt_error_detail(), "bounds") != NULL,
+		    "the detail names the bounds block: %s",
+		    bt_error_detail());
+		if (rc == 0)
+			sst_reader_unref(r);
+	}
+	buf_release(&v);
+}
+
 static void
 test_builder_errors(struct env *env)
 {
@@ -1629,6 +1790,8 @@ main(void)
 	lap("threads");
 	test_bad_files(env);
 	lap("bad files");
+	test_bounds(env);
+	lap("bounds");
 	test_flip_every_byte(env, &rng, quick);
 	lap("flip");
 	test_enomem(env);
