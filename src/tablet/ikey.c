@@ -258,6 +258,23 @@ ikey_row_prefix_length(struct slice key)
 	return 0;
 }
 
+bool
+ikey_put_column(struct slice key, struct slice *column, uint64_t *ts)
+{
+	size_t row = ikey_row_prefix_length(key);
+	uint64_t tsbits;
+
+	if (row == 0 || key.n - row < 16 ||
+	    ((~get_be64(key.p + key.n - 8)) & 0xff) != IKEY_PUT)
+		return false;
+	tsbits = get_be64(key.p + key.n - 16);
+	if ((tsbits >> 63) == 0)
+		return false;
+	*column = slice_make(key.p + row, key.n - row - 16);
+	*ts = ~tsbits;
+	return true;
+}
+
 int
 ikey_family(struct slice key, struct slice *family)
 {

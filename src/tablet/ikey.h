@@ -30,6 +30,7 @@
 #ifndef TABLETFS_TABLET_IKEY_H
 #define TABLETFS_TABLET_IKEY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -146,5 +147,13 @@ int ikey_family(struct slice key, struct slice *family);
  * key has none.  This is the SSTable filter prefix: Bloom filters hold rows.
  */
 size_t ikey_row_prefix_length(struct slice key);
+
+/*
+ * A put's column and timestamp, for an SSTable's bounds (sst_options
+ * key_column): true with *column = esc(family) esc(qualifier) borrowed
+ * from key and *ts its timestamp; false for every other key (a delete
+ * marker, or bytes that are not a put's key).
+ */
+bool ikey_put_column(struct slice key, struct slice *column, uint64_t *ts);
 
 #endif

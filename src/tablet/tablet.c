@@ -95,6 +95,7 @@ tablet_schema_new(const struct catalog_table *ct, struct tablet_schema **out)
 		tg->opts.compress = g->compress;
 		tg->opts.bloom_bits_per_key = g->bloom ? 10 : 0;
 		tg->opts.filter_prefix = ikey_row_prefix_length;
+		tg->opts.key_column = ikey_put_column;	/* read skips */
 		tg->in_memory = g->in_memory;
 	}
 	for (size_t i = 0; i < ct->family_count; i++) {
