@@ -10,7 +10,8 @@
  * answers: a newer delete in the memtable masks older data in SSTables, a
  * later put with an older timestamp is visible, maxversions and as-of
  * across sources, the step over the rest of a column, and rows too large
- * to gather (read by streaming).  Last, more reader threads than the store
+ * to gather (read by streaming), and the SSTables that a newest-version
+ * read leaves out because the memtable settles them.  Last, more reader threads than the store
  * keeps resolved rows for (bt_read_row reuses them) each check the rows
  * they read, some of them large enough that their buffers are freed.
  */
@@ -514,6 +515,81 @@ test_bloom_skips(void)
 	tstore_destroy(&t);
 }
 
+/* Block lookups (cache hits and misses) made by reading row with ro. */
+static uint64_t
+lookups_of_read(struct tstore *t, const char *row,
+    const struct bt_read_options *ro, const char *want)
+{
+	struct bt_stats st0, st1;
+
+	bt_store_get_stats(t->s, &st0);
+	is_text(read_text_str(t->s, "t", row, ro), want, "row %s", row);
+	bt_store_get_stats(t->s, &st1);
+	return st1.cache_hits + st1.cache_misses - st0.cache_hits -
+	    st0.cache_misses;
+}
+
+/*
+ * An SSTable whose bounds (its columns and largest timestamp) the
+ * memtables settle is not read by a newest-version read: a row rewritten
+ * since its flush is read without a block lookup.  Every other read still
+ * reads the file: all versions, a column the memtable lacks, an older
+ * client timestamp in the memtable, a version delete in the memtable, an
+ * as-of time before the memtable's put.
+ */
+static const struct bt_read_options newest = { .cells_per_column = 1 };
+
+static void
+test_memtable_settles(void)
+{
+	const struct bt_read_options all = { 0 };
+	const struct bt_read_options asof = { .cells_per_column = 1,
+	    .has_max_ts = true, .max_ts = 150 };
+	const struct bt_mutation del = { .kind = BT_DELETE_VERSION,
+	    .family = "a", .qualifier = { "", 0 }, .ts = 200 };
+	struct tstore t;
+	uint64_t n;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", families));
+	/* Bounds are the file's: the row with two columns has its own. */
+	must(put_str(t.s, "t", "s3", "a", "", 100, "file"));
+	must(put_str(t.s, "t", "s3", "a", "q", 100, "fileq"));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "s1", "a", "", 100, "file"));
+	must(put_str(t.s, "t", "s2", "a", "", 100, "file"));
+	must(put_str(t.s, "t", "s4", "a", "", 100, "file"));
+	must(put_str(t.s, "t", "s5", "a", "", 100, "file"));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "s1", "a", "", 200, "mem"));
+	must(put_str(t.s, "t", "s2", "a", "", 50, "mem"));
+	must(put_str(t.s, "t", "s3", "a", "", 200, "mem"));
+	must(put_str(t.s, "t", "s4", "a", "", 200, "mem"));
+	must(bt_mutate_row(t.s, "t", bts("s4"), &del, 1, NULL, NULL));
+	must(put_str(t.s, "t", "s5", "a", "", 200, "mem"));
+
+	n = lookups_of_read(&t, "s1", &newest, "a:@200=mem\n");
+	is_int((long long)n, 0, "newest version settled by the memtable: no "
+	    "block lookup");
+	n = lookups_of_read(&t, "s1", &all, "a:@200=mem\na:@100=file\n");
+	ok(n >= 1, "all versions: the SSTable is read (%llu lookups)",
+	    (unsigned long long)n);
+	n = lookups_of_read(&t, "s2", &newest, "a:@100=file\n");
+	ok(n >= 1, "an older client timestamp in the memtable: the SSTable "
+	    "is read (%llu lookups)", (unsigned long long)n);
+	n = lookups_of_read(&t, "s3", &newest,
+	    "a:@200=mem\na:q@100=fileq\n");
+	ok(n >= 1, "the SSTable has a column the memtable lacks: it is read "
+	    "(%llu lookups)", (unsigned long long)n);
+	n = lookups_of_read(&t, "s4", &newest, "a:@100=file\n");
+	ok(n >= 1, "a version delete in the memtable: the SSTable is read "
+	    "(%llu lookups)", (unsigned long long)n);
+	n = lookups_of_read(&t, "s5", &asof, "a:@100=file\n");
+	ok(n >= 1, "as of a time before the memtable's put: the SSTable is "
+	    "read (%llu lookups)", (unsigned long long)n);
+	tstore_destroy(&t);
+}
+
 #define POOL_THREADS	8
 #define POOL_ROWS	24
 
@@ -604,6 +680,7 @@ main(void)
 	test_large_row();
 	test_many_versions();
 	test_bloom_skips();
+	test_memtable_settles();
 	test_pool_threads();
 	return tap_done();
 }
