@@ -73,18 +73,30 @@ env_slurp(struct env *env, const char *path, struct buf *out)
 	env_file_close(f);
 }
 
+/* The bounds of a seed table's keys "rowNNNN": column "row", time NNNN. */
+static bool
+seed_key_column(struct slice key, struct slice *column, uint64_t *time)
+{
+	if (key.n < 4)
+		return false;
+	*column = slice_make(key.p, 3);
+	*time = strtoull((const char *)key.p + 3, NULL, 10);
+	return true;
+}
+
 static void
 seeds_sstable(struct env *env)
 {
 	static const struct {
 		const char *name;
-		int n, vlen, block, bloom, compress;
+		int n, vlen, block, bloom, compress, bounds;
 	} specs[] = {
-		{ "empty", 0, 0, 4096, 10, 1 },
-		{ "one", 1, 5, 4096, 10, 0 },
-		{ "blocks", 40, 30, 256, 10, 0 },
-		{ "snappy", 40, 60, 512, 0, 1 },
-		{ "nofilter", 10, 3, 128, 0, 0 },
+		{ "empty", 0, 0, 4096, 10, 1, 0 },
+		{ "one", 1, 5, 4096, 10, 0, 0 },
+		{ "blocks", 40, 30, 256, 10, 0, 0 },
+		{ "snappy", 40, 60, 512, 0, 1, 0 },
+		{ "nofilter", 10, 3, 128, 0, 0, 0 },
+		{ "bounds", 20, 8, 256, 10, 0, 1 },	/* format version 2 */
 	};
 	struct sst_options o;
 	struct sst_builder *b;
@@ -98,6 +110,8 @@ seeds_sstable(struct env *env)
 		o.block_size = (size_t)specs[s].block;
 		o.bloom_bits_per_key = specs[s].bloom;
 		o.compress = specs[s].compress != 0;
+		if (specs[s].bounds)
+			o.key_column = seed_key_column;
 		if (sst_builder_new(env, path, &o, &b) < 0)
 			die("sst_builder_new");
 		for (int i = 0; i < specs[s].n; i++) {
