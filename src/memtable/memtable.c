@@ -29,14 +29,21 @@
 #define MEMTABLE_MAX_HEIGHT	12
 
 /*
- * One entry.  Its allocation holds this header, `height` next pointers,
- * then the key bytes and the value bytes.
+ * One entry.  Its allocation holds `height` next pointers, highest level
+ * first, then this header, then the key bytes and the value bytes; a node
+ * pointer points at the header, so the link of level i is the i+1-th
+ * pointer below it (node_link()) and the key is always right after it.
+ * A search that follows level 0's link and compares the key it reaches
+ * touches 16 adjacent bytes around the pointer, and no field says where
+ * the key starts.  The header is 8 bytes rather than three words: an
+ * entry of the usual put (a 39-byte key, a 100-byte value) is 16 bytes
+ * smaller, so a memtable holds about 10 % more entries before it is
+ * frozen.  memtable_add() refuses a key or a value whose length does not
+ * fit 32 bits.
  */
 struct mt_node {
-	size_t key_len;
-	size_t value_len;
-	unsigned height;
-	_Atomic(struct mt_node *) next[];
+	uint32_t key_len;
+	uint32_t value_len;
 };
 
 struct memtable {
@@ -60,10 +67,17 @@ struct memtable_iter {
 	struct mt_node *node;		/* NULL when invalid */
 };
 
+/* The next pointer of level (0 .. the node's height - 1). */
+static _Atomic(struct mt_node *) *
+node_link(const struct mt_node *x, int level)
+{
+	return (_Atomic(struct mt_node *) *)x - 1 - level;
+}
+
 static const uint8_t *
 node_data(const struct mt_node *x)
 {
-	return (const uint8_t *)&x->next[x->height];
+	return (const uint8_t *)(x + 1);
 }
 
 static struct slice
@@ -112,33 +126,34 @@ key_less(struct slice a, struct slice b)
 static struct mt_node *
 node_next(const struct mt_node *x, int level)
 {
-	return atomic_load_explicit(&x->next[level], memory_order_acquire);
+	return atomic_load_explicit(node_link(x, level), memory_order_acquire);
 }
 
 /*
- * Allocate a node of the given height holding copies of key and value, with
- * its next pointers NULL.  NULL when memory runs out.
+ * Allocate a node of the given height holding copies of key and value
+ * (each at most UINT32_MAX bytes), with its next pointers NULL.  NULL when
+ * memory runs out.
  */
 static struct mt_node *
 node_new(struct arena *a, int height, struct slice key, struct slice value)
 {
 	struct mt_node *x;
-	size_t hdr, n;
-	uint8_t *data;
+	size_t links = (size_t)height * sizeof(struct mt_node *);
+	uint8_t *p, *data;
 	int i;
 
-	hdr = sizeof(*x) + (size_t)height * sizeof(x->next[0]);
-	if (key.n > SIZE_MAX - hdr || value.n > SIZE_MAX - hdr - key.n)
+	if (key.n > SIZE_MAX - links - sizeof(*x) ||
+	    value.n > SIZE_MAX - links - sizeof(*x) - key.n)
 		return NULL;
-	n = hdr + key.n + value.n;
-	if ((x = arena_alloc_aligned(a, n)) == NULL)
+	if ((p = arena_alloc_aligned(a, links + sizeof(*x) + key.n +
+	    value.n)) == NULL)
 		return NULL;
-	x->key_len = key.n;
-	x->value_len = value.n;
-	x->height = (unsigned)height;
+	x = (struct mt_node *)(p + links);
+	x->key_len = (uint32_t)key.n;
+	x->value_len = (uint32_t)value.n;
 	for (i = 0; i < height; i++)
-		atomic_init(&x->next[i], NULL);
-	data = (uint8_t *)x + hdr;
+		atomic_init(node_link(x, i), NULL);
+	data = (uint8_t *)(x + 1);
 	if (key.n > 0)
 		memcpy(data, key.p, key.n);
 	if (value.n > 0)
@@ -297,6 +312,9 @@ memtable_add(struct memtable *m, struct slice key, struct slice value)
 	int height, cur, i;
 	uint64_t count;
 
+	if (key.n > UINT32_MAX || value.n > UINT32_MAX)
+		return bt_error_set(-EFBIG, "memtable: a %zu-byte key or a "
+		    "%zu-byte value is too large", key.n, value.n);
 	if (memtable_find_after_last(m, key, prev))
 		x = node_next(prev[0], 0);
 	else
@@ -313,10 +331,11 @@ memtable_add(struct memtable *m, struct slice key, struct slice value)
 		atomic_store_explicit(&m->height, height, memory_order_release);
 	}
 	for (i = 0; i < height; i++) {
-		succ = atomic_load_explicit(&prev[i]->next[i],
+		succ = atomic_load_explicit(node_link(prev[i], i),
 		    memory_order_relaxed);
-		atomic_store_explicit(&x->next[i], succ, memory_order_relaxed);
-		atomic_store_explicit(&prev[i]->next[i], x,
+		atomic_store_explicit(node_link(x, i), succ,
+		    memory_order_relaxed);
+		atomic_store_explicit(node_link(prev[i], i), x,
 		    memory_order_release);
 		m->splice[i] = x;
 	}

@@ -31,7 +31,9 @@ void memtable_unref(struct memtable *m);
 
 /*
  * Insert a copy of key -> value.  0, -EEXIST if key is present (nothing
- * changes), or -ENOMEM.  Callers serialize this.
+ * changes), -EFBIG for a key or a value over 4 GiB - 1 (a commit log
+ * record, LOG_MAX_RECORD, is far smaller), or -ENOMEM.  Callers serialize
+ * this.
  */
 int memtable_add(struct memtable *m, struct slice key, struct slice value);
 

@@ -568,6 +568,44 @@ test_memory(void)
 	is_int(memtable_count(m), n + 1, "memory: count includes the big "
 	    "value");
 	free(big);
+#if SIZE_MAX > UINT32_MAX
+	/* Refused before a byte of it is read, so no backing is needed. */
+	is_int(memtable_add(m, slice_str("huge"),
+	    slice_make(value, (size_t)UINT32_MAX + 1)), -EFBIG,
+	    "memory: a value over 4 GiB - 1 is -EFBIG");
+	is_int(memtable_count(m), n + 1, "memory: and is not counted");
+#endif
+	memtable_unref(m);
+}
+
+/*
+ * What an entry costs beyond its bytes, for the usual put's shape (a
+ * 39-byte internal key, a 100-byte value): its header, its links and its
+ * alignment, 8 + 8 x 4/3 + 4 on average, and the 4 KiB blocks' tails.  The
+ * flush trigger counts this memory, so each byte of it is paid in
+ * flushes.  A header of three words (24 bytes) fails this.
+ */
+static void
+test_entry_overhead(void)
+{
+	struct memtable *m = xmemtable();
+	size_t start, n = 20000, i, per;
+	uint8_t key[39], value[100];
+
+	memset(key, '0', sizeof(key));
+	memset(value, 'v', sizeof(value));
+	start = memtable_memory_usage(m);
+	for (i = 0; i < n; i++) {
+		for (size_t j = 0, k = i; j < 8; j++, k /= 10)
+			key[15 - j] = (uint8_t)('0' + k % 10);
+		if (memtable_add(m, slice_make(key, sizeof(key)),
+		    slice_make(value, sizeof(value))) != 0)
+			tap_bail("memtable_add failed");
+	}
+	per = (memtable_memory_usage(m) - start) / n;
+	ok(per <= sizeof(key) + sizeof(value) + 28, "memory: an entry of a "
+	    "39-byte key and a 100-byte value takes %zu bytes (at most 28 "
+	    "beyond them)", per);
 	memtable_unref(m);
 }
 
@@ -915,6 +953,7 @@ main(void)
 	test_shared_prefix(&rs);
 	test_ascending(&rs);
 	test_memory();
+	test_entry_overhead();
 	test_nomem();
 	test_iter_live();
 	test_iter_ref();
