@@ -1,10 +1,12 @@
 /*
  * arena.h - bump allocator for the memtable.
  *
- * Memory comes in blocks (4 KiB by default; an allocation larger than a
- * quarter block that does not fit the current block gets a block of its
- * own) and is freed all at once by arena_free().  One thread allocates at a time; arena_memory_usage() may be
- * called from any thread.
+ * Memory comes in blocks (4 KiB while the arena holds less than 32 KiB,
+ * then growing with it to 64 KiB: at most a quarter of what it holds; an
+ * allocation larger than a quarter of the next block that does not fit
+ * the current block gets a block of its own) and is freed all at once by
+ * arena_free().  One thread allocates at a time;
+ * arena_memory_usage() may be called from any thread.
  */
 #ifndef TABLETFS_UTIL_ARENA_H
 #define TABLETFS_UTIL_ARENA_H

@@ -135,6 +135,52 @@ test_block_policy(void)
 	ok(1, "arena_free(NULL) is harmless");
 }
 
+/*
+ * Blocks for small requests grow from 4 KiB to 64 KiB with what the arena
+ * holds (at most a quarter of it) and stay there: a small arena holds
+ * little, and a large one few blocks (each a malloc that can grow the
+ * heap with a system call).
+ */
+static void
+test_block_growth(void)
+{
+	struct arena *a;
+	size_t last, usage, step, first = 0, most = 0, steps = 0;
+	int shrank = 0, over = 0;
+
+	if (arena_new(&a) < 0)
+		tap_bail("arena_new");
+	last = arena_memory_usage(a);
+	while (last < (size_t)4 << 20) {
+		if (arena_alloc(a, 100) == NULL)
+			tap_bail("arena_alloc");
+		usage = arena_memory_usage(a);
+		if (usage == last)
+			continue;
+		step = usage - last;
+		if (step > 4096 + 64 && step > last / 4 + 64)
+			over++;
+		if (first == 0)
+			first = step;
+		if (step < most)
+			shrank++;
+		if (step > most)
+			most = step;
+		steps++;
+		last = usage;
+	}
+	ok(first >= 4096 && first < 4096 + 64, "the first block is 4 KiB "
+	    "(%zu)", first);
+	ok(most >= 65536 && most < 65536 + 64, "blocks grow to 64 KiB (%zu)",
+	    most);
+	is_int(shrank, 0, "and never shrink");
+	is_int(over, 0, "a block past 4 KiB is at most a quarter of what the "
+	    "arena held");
+	ok(steps <= 96, "4 MiB of small allocations take %zu blocks (64 of "
+	    "64 KiB, and the ramp)", steps);
+	arena_free(a);
+}
+
 static void
 test_alloc_failure(void)
 {
@@ -217,6 +263,7 @@ main(void)
 
 	test_random_allocations(&rng);
 	test_block_policy();
+	test_block_growth();
 	test_alloc_failure();
 	test_usage_from_other_thread(&rng);
 	return tap_done();
