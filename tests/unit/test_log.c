@@ -547,8 +547,9 @@ test_torn_every_offset(uint64_t *rng)
 	struct segment_read sr;
 	struct env *env;
 	uint8_t *content;
-	size_t n = 9, size, cut, k, bad = 0, end;
+	size_t n = 9, size, cut, k, bad = 0, end, z;
 	const char *path = "/c/cut.log";
+	bool zero_tail;
 
 	if (env_fault_new(&env) < 0 || env_dir_create(env, "/c") < 0)
 		tap_bail("env");
@@ -569,13 +570,19 @@ test_torn_every_offset(uint64_t *rng)
 		}
 		if (cut < LOG_SEGMENT_HEADER_SIZE)
 			end = 0;
+		/* Zeros from a record boundary on are a version 3 segment's
+		 * clean end (reserved space), even where they begin the
+		 * next record's header (seed 1086268611 cuts after a 0x00). */
+		zero_tail = end >= LOG_SEGMENT_HEADER_SIZE;
+		for (z = end; zero_tail && z < cut; z++)
+			zero_tail = content[z] == 0;
 		if (sr.rc != BT_DONE || sr.wrong || sr.records != k ||
-		    sr.dropped != cut - end) {
+		    sr.dropped != (zero_tail ? 0 : cut - end)) {
 			if (bad++ == 0)
 				diag("cut at %zu: rc %d, %zu records (want %zu), "
 				    "dropped %" PRIu64 " (want %zu) %s", cut,
 				    sr.rc, sr.records, k, sr.dropped,
-				    cut - end, sr.detail);
+				    zero_tail ? 0 : cut - end, sr.detail);
 		}
 	}
 	is_int(bad, 0, "torn: a cut at each of %zu offsets yields exactly the "
