@@ -15,6 +15,14 @@
  * takes as the segment's end; a closed or rotated segment is cut back to
  * its records.
  *
+ * Reserved space is unwritten to the filesystem (an ext4 or xfs
+ * "unwritten extent"): the first write into it changes the file's extent
+ * map, which the fdatasync covering it must journal.  So a writer whose
+ * appends sync writes zeros a little ahead of its records (LOG_ZERO_AHEAD,
+ * synced by the same fdatasync as the records before them), and the
+ * records of later groups land in space already written: their syncs
+ * flush data alone.  Appends that do not sync never write zeros.
+ *
  * The fields marked "appender" are the calling thread's alone; the
  * fields that other threads read (position, poison, stats) are changed
  * under the mutex.
@@ -41,6 +49,9 @@
 #define LOG_SEGMENT_NAME_EXTRA		22
 /* Space is reserved this much at a time (never past the segment size). */
 #define LOG_RESERVE_CHUNK		(1ull << 20)
+/* A syncing writer keeps zeros written up to this far past its records,
+ * topping them up once less than half of it is left. */
+#define LOG_ZERO_AHEAD			(64u << 10)
 
 struct log_writer {
 	struct env *env;
@@ -61,6 +72,8 @@ struct log_writer {
 	uint64_t marked;	/* the last synced field written in it */
 	uint64_t reserved;	/* space is reserved (or was tried) to here */
 	uint64_t file_end;	/* the file may be this long (reserved) */
+	uint64_t zeroed;	/* zeros are written (not just reserved) to */
+	uint8_t *zeros;		/* LOG_ZERO_AHEAD zero bytes, or NULL */
 	char *path;		/* the current segment */
 	char *next_path;	/* scratch for the next one */
 	size_t path_size;
@@ -114,6 +127,35 @@ writer_reserve(struct log_writer *w, uint64_t end)
 	if (target > w->file_end)
 		w->file_end = target;
 	w->reserved = target;
+}
+
+/*
+ * Before a sync of the records that end at end, write zeros into the
+ * reserved space ahead of them, if fewer than half of LOG_ZERO_AHEAD are
+ * written there, so that the sync converts that space once (module
+ * comment).  Best effort, as the reservation is: on failure the space is
+ * reserved zeros still, and nothing is lost but the head start.  Never
+ * rewrites zeros already written, which would only give the sync more
+ * pages to flush.
+ */
+static void
+writer_zero_ahead(struct log_writer *w, uint64_t end)
+{
+	uint64_t from = w->zeroed > end ? w->zeroed : end, to;
+
+	if (from >= end + LOG_ZERO_AHEAD / 2)
+		return;
+	to = end + LOG_ZERO_AHEAD;
+	if (to > w->reserved)
+		to = w->reserved;
+	if (to <= from)
+		return;
+	if (w->zeros == NULL &&
+	    (w->zeros = bt_calloc(1, LOG_ZERO_AHEAD)) == NULL)
+		return;
+	if (env_file_write_at(w->file, from, w->zeros,
+	    (size_t)(to - from)) == 0)
+		w->zeroed = to;
 }
 
 /*
@@ -197,6 +239,7 @@ log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
 	w->synced = LOG_SEGMENT_HEADER_SIZE;
 	w->marked = LOG_SEGMENT_HEADER_SIZE;
+	w->zeroed = LOG_SEGMENT_HEADER_SIZE;
 	*out = w;
 	return 0;
 out_mutex:
@@ -269,6 +312,7 @@ writer_rotate(struct log_writer *w)
 	w->marked = LOG_SEGMENT_HEADER_SIZE;
 	w->reserved = reserved;
 	w->file_end = file_end;
+	w->zeroed = LOG_SEGMENT_HEADER_SIZE;
 	pthread_mutex_lock(&w->mu);
 	w->segment = next;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
@@ -343,7 +387,7 @@ writer_write(struct log_writer *w, const struct slice *records,
 		snprintf(saved, sizeof(saved), "%s", bt_error_detail());
 		if (env_file_truncate(w->file, w->offset) < 0)
 			writer_poison(w);
-		w->reserved = w->file_end = w->offset;
+		w->reserved = w->file_end = w->zeroed = w->offset;
 		rc = bt_error_set(rc, "%s", saved);
 		goto out;
 	}
@@ -354,8 +398,10 @@ writer_write(struct log_writer *w, const struct slice *records,
 	w->stats.records += count;
 	w->stats.batches++;
 	pthread_mutex_unlock(&w->mu);
-	if (sync)
+	if (sync) {
+		writer_zero_ahead(w, w->offset);
 		rc = writer_sync_file(w);
+	}
 out:
 	if (w->batch.cap > 4 * LOG_BATCH_MAX)
 		buf_release(&w->batch);
@@ -426,6 +472,7 @@ log_writer_close(struct log_writer *w)
 	if ((crc = env_file_close(w->file)) < 0 && rc == 0)
 		rc = crc;
 	buf_release(&w->batch);
+	bt_free(w->zeros);
 	pthread_mutex_destroy(&w->mu);
 	bt_free(w->next_path);
 	bt_free(w->path);

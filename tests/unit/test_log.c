@@ -1,8 +1,8 @@
 /*
  * test_log.c - the commit log: round trips across rotated segments on both
  * envs, seeking, torn tails cut at every byte, zero-filled tails, every
- * byte flipped, group commit under threads, failed writes and syncs, and
- * power loss.
+ * byte flipped, group commit under threads, failed writes and syncs, zeros
+ * written ahead of synced records, and power loss.
  *
  * TEST_SMALL=1 shrinks the sizes (for valgrind).
  */
@@ -949,6 +949,92 @@ test_partial_write(uint64_t *rng)
 	env_free(env);
 }
 
+/* Bytes written (file_write_at) past the last record, and in all. */
+static const struct env_ops *zero_base;
+static uint64_t zero_written_end, zero_written;
+
+static int
+zero_write_at(struct env_file *f, uint64_t offset, const void *p, size_t n)
+{
+	if (offset + n > zero_written_end)
+		zero_written_end = offset + n;
+	zero_written += n;
+	return zero_base->file_write_at(f, offset, p, n);
+}
+
+/*
+ * A writer whose appends sync writes zeros ahead of its records (so that
+ * their syncs find the space written, not merely reserved), once per
+ * stretch of them: never for appends that do not sync, never twice over
+ * the same bytes.  The zeros read as the segment's end, and a closed
+ * segment is cut back to its records.
+ */
+static void
+test_zero_ahead(void)
+{
+	struct env_ops ops;
+	struct log_writer *w;
+	struct log_position end;
+	struct env *env;
+	struct replay rp;
+	struct rec recs[40];
+	uint8_t scratch[512];
+	uint64_t size = 0, before;
+	size_t i, n = 0;
+	bool unsynced_only = true, once = true;
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/z") < 0)
+		tap_bail("env");
+	zero_base = env->ops;
+	ops = *env->ops;
+	ops.file_write_at = zero_write_at;
+	env->ops = &ops;
+	if (log_writer_open(env, "/z", 1, NULL, &w) < 0)
+		tap_bail("log_writer_open");
+	for (i = 0; i < 20; i++, n++) {
+		recs[n].n = 100 + i;
+		recs[n].seed = n;
+		if (append_rec(w, &recs[n], false, scratch) < 0)
+			tap_bail("append");
+		if (zero_written_end != log_writer_position(w).offset)
+			unsynced_only = false;
+	}
+	ok(unsynced_only, "zero ahead: appends that do not sync write their "
+	    "records and nothing after them");
+	recs[n].n = 300;
+	recs[n].seed = n;
+	if (append_rec(w, &recs[n++], true, scratch) < 0)
+		tap_bail("append");
+	end = log_writer_position(w);
+	ok(zero_written_end >= end.offset + 16 * 1024, "zero ahead: a synced "
+	    "append writes zeros ahead of its records (to %" PRIu64 ", records "
+	    "to %" PRIu64 ")", zero_written_end, end.offset);
+	for (i = 0; i < 19; i++, n++) {
+		recs[n].n = 200;
+		recs[n].seed = n;
+		before = zero_written;
+		if (append_rec(w, &recs[n], true, scratch) < 0)
+			tap_bail("append");
+		if (zero_written - before != LOG_RECORD_HEADER_SIZE + 200 +
+		    LOG_RECORD_SYNCED_SIZE)
+			once = false;
+	}
+	ok(once, "zero ahead: the next synced appends, inside the zeros, "
+	    "write their records alone");
+	replay_dir(env, "/z", recs, n, true, &rp);
+	ok(rp.rc == 0 && !rp.wrong && rp.matched == n && rp.offsets_ok &&
+	    rp.dropped_last == 0, "zero ahead: replay of the open segment "
+	    "reads all %zu records and drops nothing (%zu, rc %d, dropped %"
+	    PRIu64 ")", n, rp.matched, rp.rc, rp.dropped_last);
+	end = log_writer_position(w);
+	is_int(log_writer_close(w), 0, "zero ahead: close");
+	env_path_size(env, "/z/0000000000000001.log", &size);
+	is_int(size, end.offset, "zero ahead: a closed segment is cut back to "
+	    "its records");
+	env->ops = zero_base;
+	env_free(env);
+}
+
 /* A failed sync poisons the writer until it rotates. */
 static void
 test_sync_failure(void)
@@ -1189,6 +1275,7 @@ main(void)
 
 	test_write_failure(&rng);
 	test_partial_write(&rng);
+	test_zero_ahead();
 	test_sync_failure();
 	test_power_loss(&rng);
 	return tap_done();
