@@ -64,9 +64,8 @@ struct write_queue {
 	struct write_waiter *head, *tail;
 	/* Gathering (see server_write.c): synced mutations queued and not
 	 * yet in a group; how many the next synced group expects; the
-	 * leader waiting on gather_cv for them, if one is; the recent
-	 * latency of a synced group's log append, in nanoseconds. */
-	pthread_cond_t gather_cv;
+	 * leader waiting (on its own semaphore) for them, if one is; the
+	 * recent latency of a synced group's log append, in nanoseconds. */
 	size_t queued_syncs;
 	size_t expected_syncs;
 	struct write_waiter *gatherer;

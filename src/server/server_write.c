@@ -184,8 +184,8 @@ write_throttle(struct server *s)
 #define WRITE_GATHER_MAX_US	2000
 
 /* One mutation in the write queue; lives on its caller's stack.  The
- * leader fills in the results and then posts wake, which orders them
- * before the waiter reads them. */
+ * leader fills in the results, sets done and then posts wake, which
+ * orders them before the waiter reads them. */
 struct write_waiter {
 	struct write_waiter *next;
 	sem_t wake;		/* posted when done, or when it is to lead */
@@ -195,7 +195,7 @@ struct write_waiter {
 	size_t count;
 	size_t bytes;		/* an estimate of its log record */
 	bool sync;
-	bool done;
+	_Atomic bool done;	/* stored (release) after the results */
 	int rc;
 	int64_t stamp;
 	uint64_t first_seq;
@@ -215,23 +215,9 @@ monotonic_ns(void)
 int
 write_queue_init(struct write_queue *q)
 {
-	pthread_condattr_t attr;
-	int rc;
-
 	memset(q, 0, sizeof(*q));
 	buf_init(&q->records);
-	if ((rc = -pthread_condattr_init(&attr)) < 0)
-		return rc;
-	/* Timed on the monotonic clock: a clock change cannot stretch a
-	 * gathering wait. */
-	if ((rc = -pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)) == 0)
-		rc = -pthread_cond_init(&q->gather_cv, &attr);
-	pthread_condattr_destroy(&attr);
-	if (rc < 0)
-		return rc;
-	if ((rc = -pthread_mutex_init(&q->mu, NULL)) < 0)
-		pthread_cond_destroy(&q->gather_cv);
-	return rc;
+	return -pthread_mutex_init(&q->mu, NULL);
 }
 
 void
@@ -240,7 +226,6 @@ write_queue_release(struct write_queue *q)
 	buf_release(&q->records);
 	bt_free(q->slices);
 	bt_free(q->positions);
-	pthread_cond_destroy(&q->gather_cv);
 	pthread_mutex_destroy(&q->mu);
 }
 
@@ -271,12 +256,20 @@ waiter_sleep(struct write_waiter *p)
  * suggests will come are queued.  True, with q->mu held, when me is to
  * lead now; false, without it, when the writer that completed the count
  * took the lead over and ran the group, me in it: me is then done.
+ *
+ * The wait is on me's own semaphore, timed on the monotonic clock (a
+ * clock change cannot stretch it): the writer that takes the lead over
+ * only clears q->gatherer, and the one post me then gets is its group's
+ * acknowledgement.  Waking me to say it was taken over would put a futex
+ * wake on the way to the group's log write, and a wake-up of a thread
+ * that has nothing to do but sleep again.
  */
 static bool
 write_gather(struct write_queue *q, struct write_waiter *me)
 {
 	struct timespec deadline;
 	uint64_t wait_ns, end;
+	int rc;
 
 	if (q->queued_syncs == 0 || q->queued_syncs >= q->expected_syncs)
 		return true;
@@ -290,13 +283,22 @@ write_gather(struct write_queue *q, struct write_waiter *me)
 	deadline.tv_nsec = (long)(end % 1000000000u);
 	q->gatherer = me;
 	q->gathers++;
-	while (q->gatherer == me &&
-	    pthread_cond_timedwait(&q->gather_cv, &q->mu, &deadline) == 0)
+	pthread_mutex_unlock(&q->mu);
+	while ((rc = sem_clockwait(&me->wake, CLOCK_MONOTONIC,
+	    &deadline)) != 0 && errno == EINTR)
 		;
+	/* The only post a gatherer gets is its group's acknowledgement.
+	 * The acquire pairs with the leader's release of done, an order
+	 * that ThreadSanitizer sees (it does not intercept sem_clockwait),
+	 * though the semaphore orders the results as well. */
+	if (rc == 0 && atomic_load_explicit(&me->done, memory_order_acquire))
+		return false;	/* taken over, and the group is done */
+	pthread_mutex_lock(&q->mu);
 	if (q->gatherer == me) {
 		q->gatherer = NULL;	/* the time is up: lead what came */
 		return true;
 	}
+	/* Taken over just as the time ran out: the post is coming. */
 	pthread_mutex_unlock(&q->mu);
 	waiter_sleep(me);
 	return false;
@@ -527,7 +529,7 @@ again:
 
 	for (p = first; p != NULL; p = follow) {
 		follow = p == last ? NULL : p->next;
-		p->done = true;
+		atomic_store_explicit(&p->done, true, memory_order_release);
 		if (p != self)
 			sem_post(&p->wake);
 	}
@@ -580,7 +582,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	me.count = count;
 	me.bytes = mutation_bytes(row, ops, count);
 	me.sync = sync;
-	me.done = false;
+	atomic_init(&me.done, false);
 	me.rc = 0;
 	me.stamp = 0;
 	me.first_seq = 0;
@@ -601,9 +603,8 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	if (!lead && q->gatherer != NULL &&
 	    q->queued_syncs >= q->expected_syncs) {
 		/* The count is complete: take the lead over.  The gatherer
-		 * wakes only to sleep until its group is done. */
+		 * sleeps on until its group is done (write_gather()). */
 		q->gatherer = NULL;
-		pthread_cond_signal(&q->gather_cv);
 		lead = true;
 	}
 	if (!lead)
@@ -612,7 +613,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 		if (lead && write_lead(s, &me))
 			break;
 		waiter_sleep(&me);
-		if (me.done)
+		if (atomic_load_explicit(&me.done, memory_order_acquire))
 			break;
 		pthread_mutex_lock(&q->mu);	/* posted to lead */
 		lead = true;
