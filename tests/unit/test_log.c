@@ -902,6 +902,29 @@ partial_write_at(struct env_file *f, uint64_t offset, const void *p,
 	return bt_error_set(-ENOSPC, "%s: partial write", f->path);
 }
 
+/*
+ * A new fault env holding dir, with its file_write_at replaced by
+ * write_at (ops: room for the changed table; *base: the fault env's own),
+ * and a writer in dir.
+ */
+static struct log_writer *
+writer_with_write_at(struct env **envp, const char *dir,
+    int (*write_at)(struct env_file *, uint64_t, const void *, size_t),
+    struct env_ops *ops, const struct env_ops **base)
+{
+	struct log_writer *w;
+
+	if (env_fault_new(envp) < 0 || env_dir_create(*envp, dir) < 0)
+		tap_bail("env");
+	*base = (*envp)->ops;
+	*ops = *(*envp)->ops;
+	ops->file_write_at = write_at;
+	(*envp)->ops = ops;
+	if (log_writer_open(*envp, dir, 1, NULL, &w) < 0)
+		tap_bail("log_writer_open");
+	return w;
+}
+
 /* A write that fails half done is cut off, and the log stays readable. */
 static void
 test_partial_write(uint64_t *rng)
@@ -915,14 +938,8 @@ test_partial_write(uint64_t *rng)
 	size_t n = 0, i;
 	int other = 0;
 
-	if (env_fault_new(&env) < 0 || env_dir_create(env, "/p") < 0)
-		tap_bail("env");
-	partial_base = env->ops;
-	ops = *env->ops;
-	ops.file_write_at = partial_write_at;
-	env->ops = &ops;
-	if (log_writer_open(env, "/p", 1, NULL, &w) < 0)
-		tap_bail("log_writer_open");
+	w = writer_with_write_at(&env, "/p", partial_write_at, &ops,
+	    &partial_base);
 	for (i = 0; i < 20; i++) {
 		if (i == 10) {
 			partial_armed = true;
@@ -983,14 +1000,7 @@ test_zero_ahead(void)
 	size_t i, n = 0;
 	bool unsynced_only = true, once = true;
 
-	if (env_fault_new(&env) < 0 || env_dir_create(env, "/z") < 0)
-		tap_bail("env");
-	zero_base = env->ops;
-	ops = *env->ops;
-	ops.file_write_at = zero_write_at;
-	env->ops = &ops;
-	if (log_writer_open(env, "/z", 1, NULL, &w) < 0)
-		tap_bail("log_writer_open");
+	w = writer_with_write_at(&env, "/z", zero_write_at, &ops, &zero_base);
 	for (i = 0; i < 20; i++, n++) {
 		recs[n].n = 100 + i;
 		recs[n].seed = n;
