@@ -10,9 +10,9 @@
  * a quarter of what the arena holds already: a memtable that stays small
  * (one of many tablets) holds no more than with 4 KiB blocks, a block
  * wastes at most a quarter of the rest, and a memtable that fills to its
- * flush size takes 16 times fewer blocks.  Each block was a malloc that grew the heap with a brk or
- * mprotect call of its own (8,011 calls for 200,000 entries of 165
- * bytes, from a thread other than main): 501 now.
+ * flush size takes 16 times fewer blocks.  Each block was a malloc that
+ * grew the heap with a brk or mprotect call of its own (8,011 calls for
+ * 200,000 entries of 165 bytes, from a thread other than main): 501 now.
  */
 #include <errno.h>
 #include <stdalign.h>
@@ -84,10 +84,6 @@ arena_new_block(struct arena *a, size_t n)
 	return b->data;
 }
 
-/*
- * The slow path, when the current block cannot hold n bytes.  Block data is
- * max_align_t aligned, so the result satisfies any alignment request.
- */
 /* The size of the next block that small requests share (see above). */
 static size_t
 arena_block_size(const struct arena *a)
@@ -100,6 +96,10 @@ arena_block_size(const struct arena *a)
 	return size;
 }
 
+/*
+ * The slow path, when the current block cannot hold n bytes.  Block data is
+ * max_align_t aligned, so the result satisfies any alignment request.
+ */
 static void *
 arena_alloc_fallback(struct arena *a, size_t n)
 {

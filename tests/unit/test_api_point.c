@@ -11,9 +11,10 @@
  * later put with an older timestamp is visible, maxversions and as-of
  * across sources, the step over the rest of a column, and rows too large
  * to gather (read by streaming), and the SSTables that a newest-version
- * read leaves out because the memtable settles them.  Last, more reader threads than the store
- * keeps resolved rows for (bt_read_row reuses them) each check the rows
- * they read, some of them large enough that their buffers are freed.
+ * read leaves out because the memtable settles them.  Last, more reader
+ * threads than the store keeps resolved rows for (bt_read_row reuses
+ * them) each check the rows they read, some of them large enough that
+ * their buffers are freed.
  */
 #include <errno.h>
 #include <inttypes.h>
