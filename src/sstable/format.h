@@ -4,7 +4,7 @@
  * An SSTable is an immutable file of (key, value) entries in strictly
  * increasing key order (slice_compare):
  *
- *   [data block 0] [data block 1] ... [filter block] [index block] [footer]
+ *   [data block 0] ... [filter block] [bounds block] [index block] [footer]
  *
  * Every block is followed by a 5-byte trailer:
  *     type     1 byte   SST_BLOCK_RAW or SST_BLOCK_SNAPPY
@@ -31,15 +31,21 @@
  *
  * Bounds block (version 2 only): what every entry of the table lies
  * within, as the builder's key_column option describes a key (the tablet:
- * a put's column and timestamp), so that a read can tell that the table
- * cannot change its answer.  Stored raw with a trailer, between the filter
- * and the index; its handle is implied: it starts where the filter (with
- * its trailer) ends, or at data_size when there is no filter, and ends
+ * a put's column and timestamp) and its key_sequence option gives a key's
+ * sequence number, so that a read can tell that the table cannot change
+ * its answer.  Stored raw with a trailer, between the filter and the index;
+ * its handle is implied: it starts where the filter (with its trailer)
+ * ends, or at data_size when there is no filter, and ends
  * SST_BLOCK_TRAILER_SIZE bytes before index_offset.  Contents:
- *     flags     varint32  SST_BOUNDS_COMPLETE: the rest describes every
- *                         entry; otherwise nothing follows and nothing is
- *                         known (a key key_column did not describe, or more
- *                         than SST_BOUNDS_MAX_COLUMNS columns)
+ *     flags     varint32  SST_BOUNDS_COMPLETE | SST_BOUNDS_SEQUENCES; no
+ *                         other bit is set
+ *   when flags has SST_BOUNDS_SEQUENCES (key_sequence gave every entry's
+ *   sequence number, and there is at least one entry):
+ *     min_seq   varint64  the smallest sequence number of any entry
+ *     max_seq   varint64  the largest, >= min_seq
+ *   when flags has SST_BOUNDS_COMPLETE (key_column described every entry
+ *   in at most SST_BOUNDS_MAX_COLUMNS columns; otherwise nothing of the
+ *   columns and times is known and nothing more follows):
  *     max_time  varint64  the largest time of any entry
  *     count     varint32  distinct columns, at most SST_BOUNDS_MAX_COLUMNS
  *     column*   varint32 length, then the column's bytes; in no order
@@ -66,7 +72,8 @@
 #define SST_MAGIC		0x7473732e73667462ull	/* "btfs.sst" */
 #define SST_FORMAT_VERSION	2u	/* written when bounds are kept */
 #define SST_FORMAT_VERSION_1	1u	/* no bounds block; still read and written */
-#define SST_BOUNDS_COMPLETE	1u
+#define SST_BOUNDS_COMPLETE	1u	/* columns and max_time follow */
+#define SST_BOUNDS_SEQUENCES	2u	/* min_seq and max_seq follow */
 #define SST_BOUNDS_MAX_COLUMNS	16
 #define SST_FOOTER_SIZE		64
 #define SST_BLOCK_TRAILER_SIZE	5

@@ -52,6 +52,9 @@ struct sst_builder {
 	size_t last_column_off, last_column_n;
 	uint64_t max_time;
 	bool bounds_lost;		/* a key the bounds cannot describe */
+	/* The sequence range (opts.key_sequence): smallest and largest. */
+	uint64_t min_seq, max_seq;
+	bool seqs_lost;			/* a key without a sequence number */
 	uint64_t offset;		/* bytes written (pending too) */
 	uint64_t appended;		/* bytes appended to the file */
 	uint64_t written_back;		/* appended bytes hinted for writeback */
@@ -261,6 +264,19 @@ sst_builder_add_bounds(struct sst_builder *b, struct slice key)
 	size_t lenn;
 	int rc;
 
+	if (!b->seqs_lost) {
+		uint64_t seq;
+
+		if (b->opts.key_sequence == NULL ||
+		    !b->opts.key_sequence(key, &seq)) {
+			b->seqs_lost = true;
+		} else {
+			if (b->entry_count == 0 || seq < b->min_seq)
+				b->min_seq = seq;
+			if (seq > b->max_seq)
+				b->max_seq = seq;
+		}
+	}
 	if (b->bounds_lost)
 		return 0;
 	if (!b->opts.key_column(key, &column, &time)) {
@@ -306,10 +322,17 @@ sst_builder_add_bounds(struct sst_builder *b, struct slice key)
 static int
 sst_builder_bounds_block(const struct sst_builder *b, struct buf *out)
 {
-	uint8_t head[VARINT32_MAX_BYTES * 2 + VARINT64_MAX_BYTES], *p = head;
+	uint8_t head[VARINT32_MAX_BYTES * 2 + VARINT64_MAX_BYTES * 3];
+	uint8_t *p = head;
 	bool complete = !b->bounds_lost;
+	bool seqs = !b->seqs_lost && b->entry_count > 0;
 
-	p = encode_varint32(p, complete ? SST_BOUNDS_COMPLETE : 0);
+	p = encode_varint32(p, (complete ? SST_BOUNDS_COMPLETE : 0) |
+	    (seqs ? SST_BOUNDS_SEQUENCES : 0));
+	if (seqs) {
+		p = encode_varint64(p, b->min_seq);
+		p = encode_varint64(p, b->max_seq);
+	}
 	if (complete) {
 		p = encode_varint64(p, b->max_time);
 		p = encode_varint32(p, (uint32_t)b->column_count);

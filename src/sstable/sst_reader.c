@@ -56,6 +56,9 @@ struct sst_reader {
 	size_t bounds_count;
 	struct slice bounds_columns[SST_BOUNDS_MAX_COLUMNS];
 	struct buf bounds_bytes;
+	/* The sequence range of the bounds block, when it has one. */
+	bool has_sequences;
+	uint64_t min_seq, max_seq;
 	atomic_uint_fast64_t filter_negatives;
 	atomic_uint_fast64_t block_reads;
 };
@@ -533,19 +536,32 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 
 /*
  * Decode the bounds block's contents (format.h) into r; a block that is
- * not complete leaves r without bounds.  0 or BT_ECORRUPT.
+ * not complete leaves r without bounds, one without a sequence range
+ * without sequences.  0 or BT_ECORRUPT.
  */
 static int
 sst_reader_parse_bounds(struct sst_reader *r, uint64_t offset)
 {
 	struct slice in = buf_slice(&r->bounds_bytes);
 	uint32_t flags, count, n;
-	uint64_t max_time;
+	uint64_t max_time, min_seq, max_seq;
 
-	if (get_varint32(&in, &flags) < 0)
+	if (get_varint32(&in, &flags) < 0 ||
+	    (flags & ~(SST_BOUNDS_COMPLETE | SST_BOUNDS_SEQUENCES)) != 0)
 		goto corrupt;
-	if ((flags & SST_BOUNDS_COMPLETE) == 0)
+	if ((flags & SST_BOUNDS_SEQUENCES) != 0) {
+		if (get_varint64(&in, &min_seq) < 0 ||
+		    get_varint64(&in, &max_seq) < 0 || min_seq > max_seq)
+			goto corrupt;
+		r->has_sequences = true;
+		r->min_seq = min_seq;
+		r->max_seq = max_seq;
+	}
+	if ((flags & SST_BOUNDS_COMPLETE) == 0) {
+		if (in.n != 0)
+			goto corrupt;
 		return 0;
+	}
 	if (get_varint64(&in, &max_time) < 0 ||
 	    get_varint32(&in, &count) < 0 || count > SST_BOUNDS_MAX_COLUMNS)
 		goto corrupt;
@@ -872,6 +888,17 @@ struct slice
 sst_reader_bounds_column(const struct sst_reader *r, size_t i)
 {
 	return r->bounds_columns[i];
+}
+
+bool
+sst_reader_sequences(const struct sst_reader *r, uint64_t *min_seq,
+    uint64_t *max_seq)
+{
+	if (!r->has_sequences)
+		return false;
+	*min_seq = r->min_seq;
+	*max_seq = r->max_seq;
+	return true;
 }
 
 bool

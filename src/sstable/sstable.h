@@ -34,6 +34,12 @@ struct sst_options {
 	 */
 	bool (*key_column)(struct slice key, struct slice *column,
 	    uint64_t *time);
+	/*
+	 * With key_column, for the bounds block's sequence range: set *seq
+	 * to the sequence number of key and return true, or return false
+	 * (the table then records no range).  NULL: no range.
+	 */
+	bool (*key_sequence)(struct slice key, uint64_t *seq);
 };
 
 /* The defaults: 64 KiB blocks, Snappy on, 10 Bloom bits, whole keys. */
@@ -190,6 +196,14 @@ bool sst_reader_bounds(const struct sst_reader *r, size_t *column_count,
     uint64_t *max_time);
 /* The i-th column (i < column_count), borrowed from r. */
 struct slice sst_reader_bounds_column(const struct sst_reader *r, size_t i);
+/*
+ * The table's sequence range (format.h): true with the smallest and
+ * largest sequence number of its entries, as its builder's key_sequence
+ * gave them; false when it is not known (a version 1 table, an empty one,
+ * or a key key_sequence did not describe).
+ */
+bool sst_reader_sequences(const struct sst_reader *r, uint64_t *min_seq,
+    uint64_t *max_seq);
 
 /* Lookups that the Bloom filter answered "absent", and blocks read from the
  * file (cache misses), for status counters. */

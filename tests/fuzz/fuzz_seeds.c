@@ -84,6 +84,16 @@ seed_key_column(struct slice key, struct slice *column, uint64_t *time)
 	return true;
 }
 
+/* The sequence number of a seed table's key "rowNNNN": 1000 + NNNN. */
+static bool
+seed_key_sequence(struct slice key, uint64_t *seq)
+{
+	if (key.n < 4)
+		return false;
+	*seq = 1000 + strtoull((const char *)key.p + 3, NULL, 10);
+	return true;
+}
+
 static void
 seeds_sstable(struct env *env)
 {
@@ -110,8 +120,10 @@ seeds_sstable(struct env *env)
 		o.block_size = (size_t)specs[s].block;
 		o.bloom_bits_per_key = specs[s].bloom;
 		o.compress = specs[s].compress != 0;
-		if (specs[s].bounds)
+		if (specs[s].bounds) {
 			o.key_column = seed_key_column;
+			o.key_sequence = seed_key_sequence;
+		}
 		if (sst_builder_new(env, path, &o, &b) < 0)
 			die("sst_builder_new");
 		for (int i = 0; i < specs[s].n; i++) {

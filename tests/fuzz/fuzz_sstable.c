@@ -1,7 +1,7 @@
 /*
  * fuzz_sstable.c - a whole SSTable file (src/sstable/sst_reader.c):
- * footer, index, filter, bounds and data blocks, opened from the in-memory
- * env.
+ * footer, index, filter, bounds (columns, times, sequences) and data
+ * blocks, opened from the in-memory env.
  * Opening, iterating, point lookups and verify must fail cleanly on any
  * damage; when sst_reader_verify() passes the table, iteration yields
  * strictly increasing keys, each found again by sst_reader_get() with
@@ -89,7 +89,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct buf prev, value;
 	uint8_t *copy;
 	size_t n = 0;
-	uint64_t max_time;
+	uint64_t max_time, min_seq, max_seq;
 	volatile unsigned touched = 0;
 	bool verified;
 	int rc;
@@ -118,6 +118,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		n = 0;
 	}
+	if (sst_reader_sequences(r, &min_seq, &max_seq))
+		FUZZ_CHECK(min_seq <= max_seq);
 	FUZZ_CHECK(sst_reader_iter_new(r, &it) == 0);
 	buf_init(&prev);
 	buf_init(&value);

@@ -1373,11 +1373,25 @@ first_byte_column(struct slice key, struct slice *column, uint64_t *time)
 	return true;
 }
 
+/* A key_sequence for the bounds tests: ten times the first letter's
+ * place in the alphabet plus the last digit ("a1" 1, "b3" 13, "c2" 22); a
+ * key starting with 'y' has none. */
+static bool
+letter_digit_sequence(struct slice key, uint64_t *seq)
+{
+	if (key.n < 2 || key.p[0] == 'y' || key.p[0] < 'a')
+		return false;
+	*seq = (uint64_t)(key.p[0] - 'a') * 10 +
+	    (uint64_t)(key.p[key.n - 1] - '0');
+	return true;
+}
+
 /* Build path from the NUL-separated keys (each with value "v") with
- * key_column set as given; info filled. */
+ * key_column and key_sequence set as given; info filled. */
 static void
-build_bounds_table(struct env *env, const char *path,
+build_bounds_table_seq(struct env *env, const char *path,
     bool (*key_column)(struct slice, struct slice *, uint64_t *),
+    bool (*key_sequence)(struct slice, uint64_t *),
     const char *const *keys, struct sst_info *info)
 {
 	struct sst_options o;
@@ -1385,6 +1399,7 @@ build_bounds_table(struct env *env, const char *path,
 
 	sst_options_default(&o);
 	o.key_column = key_column;
+	o.key_sequence = key_sequence;
 	env_path_remove(env, path);
 	if (sst_builder_new(env, path, &o, &b) < 0)
 		tap_bail("sst_builder_new");
@@ -1395,6 +1410,15 @@ build_bounds_table(struct env *env, const char *path,
 	if (sst_builder_finish(b, info) < 0)
 		tap_bail("sst_builder_finish");
 	sst_builder_free(b);
+}
+
+/* The same without sequences. */
+static void
+build_bounds_table(struct env *env, const char *path,
+    bool (*key_column)(struct slice, struct slice *, uint64_t *),
+    const char *const *keys, struct sst_info *info)
+{
+	build_bounds_table_seq(env, path, key_column, NULL, keys, info);
 }
 
 static uint32_t
@@ -1520,6 +1544,143 @@ test_bounds(struct env *env)
 			sst_reader_unref(r);
 	}
 	buf_release(&v);
+}
+
+/*
+ * Rewrite the bounds block of path (at most 64 bytes) with edit() applied,
+ * its CRC fixed, so that only the parse can object.
+ */
+static void
+bounds_block_rewrite(struct env *env, const char *src, const char *dst,
+    void (*edit)(uint8_t *block, size_t n))
+{
+	struct env_file *f;
+	uint64_t size, off, end;
+	uint8_t *img;
+
+	if (env_file_open(env, src, ENV_READ, &f) < 0 ||
+	    env_file_size(f, &size) < 0 || (img = malloc(size)) == NULL ||
+	    env_file_read_exact(f, 0, img, size) < 0)
+		tap_bail("cannot read a table");
+	env_file_close(f);
+	off = get_fixed64(img + size - SST_FOOTER_SIZE + 16);
+	if (get_fixed64(img + size - SST_FOOTER_SIZE + 24) > 0)
+		off += get_fixed64(img + size - SST_FOOTER_SIZE + 24) +
+		    SST_BLOCK_TRAILER_SIZE;
+	end = get_fixed64(img + size - SST_FOOTER_SIZE) -
+	    SST_BLOCK_TRAILER_SIZE;
+	if (end <= off || end - off > 64)
+		tap_bail("no bounds block");
+	edit(img + off, (size_t)(end - off));
+	put_fixed32(img + end + 1, crc32c_mask(crc32c_value(img + off,
+	    (size_t)(end - off) + 1)));
+	if (write_file(env, dst, img, (size_t)size) < 0)
+		tap_bail("cannot write a table");
+	free(img);
+}
+
+/* min_seq and max_seq are the bytes after the flags (one byte each). */
+static void
+edit_swap_sequences(uint8_t *p, size_t n)
+{
+	uint8_t t;
+
+	if (n < 3)
+		tap_bail("short bounds block");
+	t = p[1];
+	p[1] = p[2];
+	p[2] = t;
+}
+
+static void
+edit_unknown_flag(uint8_t *p, size_t n)
+{
+	(void)n;
+	p[0] |= 0x04;
+}
+
+/*
+ * The bounds block's sequence range (key_sequence): the smallest and the
+ * largest read back, with or without the columns; none without
+ * key_sequence, when a key has none, or in an empty table; a range upside
+ * down or an unknown flag fails the open even with its CRC right.
+ */
+static void
+test_bounds_sequences(struct env *env)
+{
+	static const char *const plain[] = { "a1", "a7", "b3", "c2", NULL };
+	static const char *const lost[] = { "a1", "b3", "x9", NULL };
+	static const char *const noseq[] = { "a1", "b3", "y5", NULL };
+	static const char *const none[] = { NULL };
+	struct sst_info info;
+	struct sst_reader *r;
+	size_t count = 0;
+	uint64_t lo = 0, hi = 0, max_time = 0;
+	bool seqs, bounds;
+	int rc;
+
+	build_bounds_table(env, "s0.sst", first_byte_column, plain, &info);
+	if (sst_reader_open(env, "s0.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open s0.sst");
+	ok(sst_reader_bounds(r, &count, &max_time) &&
+	    !sst_reader_sequences(r, &lo, &hi),
+	    "without key_sequence: bounds, no sequence range");
+	sst_reader_unref(r);
+
+	build_bounds_table_seq(env, "s1.sst", first_byte_column,
+	    letter_digit_sequence, plain, &info);
+	is_int(file_version(env, "s1.sst", info.file_size),
+	    SST_FORMAT_VERSION, "with key_sequence: a version 2 table");
+	if (sst_reader_open(env, "s1.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open s1.sst");
+	seqs = sst_reader_sequences(r, &lo, &hi);
+	ok(seqs && lo == 1 && hi == 22, "sequences 1 to 22 (got %d, %llu, "
+	    "%llu)", seqs, (unsigned long long)lo, (unsigned long long)hi);
+	ok(sst_reader_bounds(r, &count, &max_time) && count == 3 &&
+	    max_time == 7, "and the columns and time as before");
+	sst_reader_unref(r);
+
+	build_bounds_table_seq(env, "s2.sst", first_byte_column,
+	    letter_digit_sequence, lost, &info);
+	if (sst_reader_open(env, "s2.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open s2.sst");
+	bounds = sst_reader_bounds(r, &count, &max_time);
+	seqs = sst_reader_sequences(r, &lo, &hi);
+	ok(!bounds && seqs && lo == 1 && hi == 239, "a key key_column does "
+	    "not describe: no bounds, sequences 1 to 239 (got %llu, %llu)",
+	    (unsigned long long)lo, (unsigned long long)hi);
+	sst_reader_unref(r);
+
+	build_bounds_table_seq(env, "s3.sst", first_byte_column,
+	    letter_digit_sequence, noseq, &info);
+	if (sst_reader_open(env, "s3.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open s3.sst");
+	ok(sst_reader_bounds(r, &count, &max_time) && count == 3 &&
+	    !sst_reader_sequences(r, &lo, &hi),
+	    "a key key_sequence does not describe: bounds, no sequence range");
+	sst_reader_unref(r);
+
+	build_bounds_table_seq(env, "s4.sst", first_byte_column,
+	    letter_digit_sequence, none, &info);
+	if (sst_reader_open(env, "s4.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("open s4.sst");
+	ok(sst_reader_bounds(r, &count, &max_time) && count == 0 &&
+	    !sst_reader_sequences(r, &lo, &hi),
+	    "an empty table: no columns, no sequence range");
+	sst_reader_unref(r);
+
+	bounds_block_rewrite(env, "s1.sst", "s5.sst", edit_swap_sequences);
+	rc = sst_reader_open(env, "s5.sst", 0, NULL, NULL, &r);
+	is_int(rc, BT_ECORRUPT, "min_seq above max_seq: BT_ECORRUPT");
+	ok(strstr(bt_error_detail(), "bounds") != NULL,
+	    "the detail names the bounds block: %s", bt_error_detail());
+	if (rc == 0)
+		sst_reader_unref(r);
+	bounds_block_rewrite(env, "s1.sst", "s6.sst", edit_unknown_flag);
+	rc = sst_reader_open(env, "s6.sst", 0, NULL, NULL, &r);
+	is_int(rc, BT_ECORRUPT, "an unknown bounds flag: BT_ECORRUPT");
+	if (rc == 0)
+		sst_reader_unref(r);
 }
 
 static void
@@ -1791,6 +1952,7 @@ main(void)
 	test_bad_files(env);
 	lap("bad files");
 	test_bounds(env);
+	test_bounds_sequences(env);
 	lap("bounds");
 	test_flip_every_byte(env, &rng, quick);
 	lap("flip");
