@@ -275,6 +275,22 @@ ikey_put_column(struct slice key, struct slice *column, uint64_t *ts)
 	return true;
 }
 
+bool
+ikey_sequence(struct slice key, uint64_t *seq)
+{
+	uint64_t trailer;
+	unsigned kind;
+
+	if (key.n < 8)
+		return false;
+	trailer = ~get_be64(key.p + key.n - 8);
+	kind = (unsigned)(trailer & 0xff);
+	if (kind < IKEY_PUT || kind > IKEY_DELETE_ROW)
+		return false;
+	*seq = trailer >> 8;
+	return true;
+}
+
 int
 ikey_family(struct slice key, struct slice *family)
 {

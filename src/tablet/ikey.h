@@ -156,4 +156,11 @@ size_t ikey_row_prefix_length(struct slice key);
  */
 bool ikey_put_column(struct slice key, struct slice *column, uint64_t *ts);
 
+/*
+ * The sequence number of any key's trailer, for an SSTable's sequence
+ * range (sst_options key_sequence): true with *seq; false for bytes whose
+ * last 8 are not a trailer.
+ */
+bool ikey_sequence(struct slice key, uint64_t *seq);
+
 #endif

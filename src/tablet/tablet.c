@@ -96,6 +96,7 @@ tablet_schema_new(const struct catalog_table *ct, struct tablet_schema **out)
 		tg->opts.bloom_bits_per_key = g->bloom ? 10 : 0;
 		tg->opts.filter_prefix = ikey_row_prefix_length;
 		tg->opts.key_column = ikey_put_column;	/* read skips */
+		tg->opts.key_sequence = ikey_sequence;
 		tg->in_memory = g->in_memory;
 	}
 	for (size_t i = 0; i < ct->family_count; i++) {
