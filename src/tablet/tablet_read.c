@@ -1,7 +1,7 @@
 /*
  * tablet_read.c - a tablet's read path (tablet.h): a point read gathers
  * the row's entries from each source the filters let through (and that
- * the memtables do not settle, for a newest-version read), and a scan
+ * the newer sources do not settle, for a newest-version read), and a scan
  * merges the sources' iterators; both resolve versions, deletes and GC
  * policies in cells.c.
  */
@@ -410,114 +410,217 @@ point_read_memtable(struct point_read *pr, struct memtable *m,
 }
 
 /*
- * What the memtables' entries of a newest-version read (cells_per_column
- * 1) settle: for up to MEM_COVER_COLUMNS columns, the newest timestamp of
- * a put the read can see (at the snapshot, in the filter's time range).
- * An SSTable whose bounds (sst_reader_bounds) hold no delete marker and
- * only columns settled here at timestamps above its largest cannot change
- * the answer: each of its versions is older than a visible put of the
- * same column, so never the newest; it masks nothing, having no markers;
- * and whatever would hide that put (a delete, a family created after it)
- * has a higher sequence number than the put, so is in a memtable (every
- * SSTable entry is older than every memtable entry) and would have
- * voided the cover, or hides the file's older entries as well.  A file
- * skipped is one block read (and often one cache miss) fewer: under
- * rewrites the row of a read is often in a memtable and in the files.
+ * What the entries gathered so far by a newest-version read
+ * (cells_per_column 1) settle: for up to READ_COVER_COLUMNS columns, the
+ * newest timestamp of a put the read can see (at the snapshot, in the
+ * filter's time range), with that put's sequence number and whether it
+ * came from a memtable.  An SSTable F whose bounds (sst_reader_bounds)
+ * hold no delete marker and only columns settled here by puts P above its
+ * largest timestamp and above its largest sequence number
+ * (sst_reader_sequences) cannot change the answer: each of its versions
+ * is older than a visible put of the same column, so never the newest; it
+ * masks nothing, having no markers; what would hide P but not F's
+ * versions of the column is a version delete of P, which has a higher
+ * sequence number than P; and what would hide P for good (a delete of the
+ * column, family or row, a family created after P) hides F's older
+ * entries as well, as a GC policy that condemns P (by age or by newer
+ * versions) condemns F's versions, older in time.  So F is skipped when no source the read has not
+ * gathered can hold a marker above the smallest such P: for a P from a
+ * memtable, every entry above it is in the memtables, which are gathered
+ * first (every SSTable entry is older than every memtable entry); for a P
+ * from an SSTable, each file not yet visited must have no markers
+ * (complete bounds), not hold the row (its Bloom filter), or hold only
+ * entries below P (its sequence range).  The files' order in the version
+ * (newest first by number) is not relied on: compaction outputs, and the
+ * files of split or merged tablets, may interleave in sequence.  Any
+ * delete marker gathered voids the cover.  A file skipped is one block
+ * read (and often one cache miss) fewer: under rewrites the row of a read
+ * is often in a memtable and in the files, or in several files.
  */
-#define MEM_COVER_COLUMNS	4
+#define READ_COVER_COLUMNS	4
 
-struct mem_cover {
-	struct slice column[MEM_COVER_COLUMNS];
-	uint64_t ts[MEM_COVER_COLUMNS];
+struct read_cover {
+	size_t entry[READ_COVER_COLUMNS];	/* a put of the column, in pr */
+	uint64_t ts[READ_COVER_COLUMNS];
+	uint64_t seq[READ_COVER_COLUMNS];
+	bool from_file[READ_COVER_COLUMNS];
 	size_t count;
-	bool usable;
+	size_t folded;			/* pr's entries folded in */
+	uint32_t file_source;		/* pr sources from here are files */
+	bool dead;			/* a marker, or a read of all versions */
+	bool tail_known;
+	uint64_t tail_max_seq;		/* of markers in files not visited */
 };
 
-static void
-mem_cover_build(const struct point_read *pr, struct slice prefix,
-    uint64_t snapshot, const struct cells_filter *f, struct mem_cover *mc)
+/* The key of pr's i-th entry as it is now (copies move as they grow). */
+static struct slice
+point_read_key(const struct point_read *pr, size_t i)
 {
-	mc->count = 0;
-	mc->usable = false;
-	if (f->cells_per_column != 1 || pr->count == 0)
-		return;
-	for (size_t i = 0; i < pr->count; i++) {
-		struct slice key = pr->entries[i].key, column;
-		uint64_t ts, trailer;
-		size_t j;
+	const struct point_entry *e = &pr->entries[i];
 
-		if (key.n < prefix.n + 16)
+	return e->copied ? slice_make(pr->copies + e->key_off, e->key.n) :
+	    e->key;
+}
+
+/* The column of a put's key of the row whose prefix is prefix_n bytes:
+ * esc(family) esc(qualifier), as ikey_put_column() gives it. */
+static struct slice
+read_cover_column(const struct point_read *pr, size_t i, size_t prefix_n)
+{
+	struct slice key = point_read_key(pr, i);
+
+	return slice_make(key.p + prefix_n, key.n - prefix_n - 16);
+}
+
+static void
+read_cover_init(struct read_cover *rc, const struct cells_filter *f)
+{
+	rc->count = 0;
+	rc->folded = 0;
+	rc->file_source = 0;
+	rc->dead = f->cells_per_column != 1;
+	rc->tail_known = false;
+	rc->tail_max_seq = 0;
+}
+
+/* Fold the entries pr gathered since the last call into rc. */
+static void
+read_cover_fold(struct read_cover *rc, const struct point_read *pr,
+    struct slice prefix, uint64_t snapshot, const struct cells_filter *f)
+{
+	for (; !rc->dead && rc->folded < pr->count; rc->folded++) {
+		size_t i = rc->folded, j;
+		struct slice key = point_read_key(pr, i), column;
+		uint64_t ts, trailer, seq;
+
+		if (key.n < prefix.n + 16) {
+			rc->dead = true;
 			return;
+		}
 		trailer = ~get_be64(key.p + key.n - 8);
-		if ((trailer & 0xff) != IKEY_PUT)
-			return;		/* a delete marker: no cover */
-		if ((trailer >> 8) > snapshot ||
-		    !ikey_put_column(key, &column, &ts) ||
+		if ((trailer & 0xff) != IKEY_PUT) {
+			rc->dead = true;	/* a delete marker */
+			return;
+		}
+		seq = trailer >> 8;
+		if (seq > snapshot || !ikey_put_column(key, &column, &ts) ||
 		    (int64_t)ts < f->min_ts ||
 		    (f->has_max_ts && (int64_t)ts > f->max_ts))
 			continue;
-		for (j = 0; j < mc->count; j++)
-			if (slice_equal(mc->column[j], column))
+		for (j = 0; j < rc->count; j++)
+			if (slice_equal(read_cover_column(pr, rc->entry[j],
+			    prefix.n), column))
 				break;
-		if (j == mc->count) {
-			if (j == MEM_COVER_COLUMNS)
+		if (j == rc->count) {
+			if (j == READ_COVER_COLUMNS)
 				continue;
-			mc->column[j] = column;
-			mc->ts[j] = ts;
-			mc->count++;
-		} else if (ts > mc->ts[j]) {
-			mc->ts[j] = ts;
+			rc->count++;
+		} else if (ts < rc->ts[j] ||
+		    (ts == rc->ts[j] && seq <= rc->seq[j])) {
+			continue;
 		}
+		rc->entry[j] = i;
+		rc->ts[j] = ts;
+		rc->seq[j] = seq;
+		rc->from_file[j] = pr->entries[i].source >= rc->file_source;
 	}
-	mc->usable = mc->count > 0;
 }
 
-/* Whether mc settles every column of the file r (see mem_cover). */
-static bool
-mem_cover_settles(const struct mem_cover *mc, const struct sst_reader *r)
+/*
+ * The largest sequence number a delete marker of the row (Bloom hash
+ * hash) may have in the files after the first `from' of v that the read
+ * needs; UINT64_MAX when one cannot tell.
+ */
+static uint64_t
+read_cover_tail_max_seq(const struct tablet_version *v,
+    const struct cells_filter *f, uint64_t hash, size_t from)
 {
+	uint64_t max = 0, lo, hi, max_ts;
 	size_t n;
-	uint64_t max_ts;
 
-	if (!mc->usable || !sst_reader_bounds(r, &n, &max_ts) || n == 0)
+	for (size_t i = from; i < v->file_count; i++) {
+		const struct tablet_file *tf = &v->files[i];
+
+		if (!filter_needs_group(v->schema, f, tf->group))
+			continue;
+		if (tf->reader == NULL)
+			return UINT64_MAX;
+		if (sst_reader_bounds(tf->reader, &n, &max_ts) ||
+		    !sst_reader_may_contain_hash(tf->reader, hash))
+			continue;	/* no markers, or not the row */
+		if (!sst_reader_sequences(tf->reader, &lo, &hi))
+			return UINT64_MAX;
+		if (hi > max)
+			max = hi;
+	}
+	return max;
+}
+
+/*
+ * Whether rc settles every column of v's i-th file (see read_cover),
+ * whose reader is r and whose Bloom filter passed the row.
+ */
+static bool
+read_cover_settles(struct read_cover *rc, const struct point_read *pr,
+    struct slice prefix, const struct tablet_version *v, size_t i,
+    const struct cells_filter *f, uint64_t hash)
+{
+	const struct sst_reader *r = v->files[i].reader;
+	uint64_t max_ts, min_seq, max_seq, file_put_seq = UINT64_MAX;
+	size_t n;
+
+	if (rc->dead || rc->count == 0 ||
+	    !sst_reader_bounds(r, &n, &max_ts) || n == 0 ||
+	    !sst_reader_sequences(r, &min_seq, &max_seq))
 		return false;
-	for (size_t i = 0; i < n; i++) {
-		struct slice c = sst_reader_bounds_column(r, i);
+	for (size_t k = 0; k < n; k++) {
+		struct slice c = sst_reader_bounds_column(r, k);
 		size_t j;
 
-		for (j = 0; j < mc->count; j++)
-			if (slice_equal(mc->column[j], c))
+		for (j = 0; j < rc->count; j++)
+			if (slice_equal(read_cover_column(pr, rc->entry[j],
+			    prefix.n), c))
 				break;
-		if (j == mc->count || mc->ts[j] <= max_ts)
+		if (j == rc->count || rc->ts[j] <= max_ts ||
+		    rc->seq[j] <= max_seq)
 			return false;
+		if (rc->from_file[j] && rc->seq[j] < file_put_seq)
+			file_put_seq = rc->seq[j];
 	}
-	return true;
+	if (file_put_seq == UINT64_MAX)
+		return true;		/* the memtables settle it */
+	/* Computed once, from the first file that needs it: the files after
+	 * a later one are among those. */
+	if (!rc->tail_known) {
+		rc->tail_max_seq = read_cover_tail_max_seq(v, f, hash, i + 1);
+		rc->tail_known = true;
+	}
+	return rc->tail_max_seq < file_put_seq;
 }
 
 /*
  * Gather the row's entries from every source the filter needs, less the
- * SSTables that the memtables' entries settle (mem_cover).  0, 1 when the
- * row is too large to gather, or a negative error.
+ * SSTables that the entries gathered before them settle (read_cover).
+ * 0, 1 when the row is too large to gather, or a negative error.
  */
 static int
 read_row_gather(struct tablet_version *v, uint64_t snapshot,
     const struct cells_filter *f, struct slice prefix, struct point_read *pr)
 {
 	uint64_t hash = v->file_count > 0 ? bloom_hash(prefix) : 0;
-	struct mem_cover mc;
-	int rc;
+	struct read_cover rc;
+	int r;
 
-	if ((rc = point_read_memtable(pr, v->mem, prefix)) != 0)
-		return rc;
+	if ((r = point_read_memtable(pr, v->mem, prefix)) != 0)
+		return r;
 	pr->source++;
 	if (v->imm != NULL) {
-		if ((rc = point_read_memtable(pr, v->imm, prefix)) != 0)
-			return rc;
+		if ((r = point_read_memtable(pr, v->imm, prefix)) != 0)
+			return r;
 		pr->source++;
 	}
-	mc.usable = false;
-	if (v->file_count > 0)
-		mem_cover_build(pr, prefix, snapshot, f, &mc);
+	read_cover_init(&rc, f);
+	rc.file_source = pr->source;
 	for (size_t i = 0; i < v->file_count; i++) {
 		const struct tablet_file *tf = &v->files[i];
 
@@ -528,12 +631,15 @@ read_row_gather(struct tablet_version *v, uint64_t snapshot,
 			return tablet_file_error(tf);
 		if (!sst_reader_may_contain_hash(tf->reader, hash))
 			continue;
-		if (mem_cover_settles(&mc, tf->reader))
+		if (!rc.dead && rc.folded < pr->count)
+			read_cover_fold(&rc, pr, prefix, snapshot, f);
+		if (!rc.dead && rc.count > 0 &&
+		    read_cover_settles(&rc, pr, prefix, v, i, f, hash))
 			continue;
-		if ((rc = sst_reader_visit_prefix(tf->reader, prefix,
+		if ((r = sst_reader_visit_prefix(tf->reader, prefix,
 		    pr->index_key, pr->data_key, &pr->pins,
 		    point_read_visit_copy, pr)) < 0)
-			return rc;
+			return r;
 		if (pr->too_big)
 			return 1;
 		pr->source++;

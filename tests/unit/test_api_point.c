@@ -11,10 +11,10 @@
  * later put with an older timestamp is visible, maxversions and as-of
  * across sources, the step over the rest of a column, and rows too large
  * to gather (read by streaming), and the SSTables that a newest-version
- * read leaves out because the memtable settles them.  Last, more reader
- * threads than the store keeps resolved rows for (bt_read_row reuses
- * them) each check the rows they read, some of them large enough that
- * their buffers are freed.
+ * read leaves out because the memtable or newer SSTables settle them.
+ * Last, more reader threads than the store keeps resolved rows for
+ * (bt_read_row reuses them) each check the rows they read, some of them
+ * large enough that their buffers are freed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -591,6 +591,174 @@ test_memtable_settles(void)
 	tstore_destroy(&t);
 }
 
+/* A fresh store whose table "t" has the families above. */
+static void
+settle_store(struct tstore *t)
+{
+	tstore_fault(t, NULL);
+	must(make_table(t->s, "t", families));
+}
+
+static void
+put_flush(struct tstore *t, const char *row, const char *qual, int64_t ts,
+    const char *value)
+{
+	must(put_str(t->s, "t", row, "a", qual, ts, value));
+	must(bt_store_flush(t->s));
+}
+
+/*
+ * An SSTable whose bounds (columns, largest timestamp, largest sequence
+ * number) the newer SSTables' entries settle is not read by a
+ * newest-version read: a row rewritten and flushed twice reads one file,
+ * three times still one.  Every other read still reads the older files:
+ * an older file holding a newer client timestamp, a version delete in a
+ * newer file or in the memtable, a family delete in the newer file, all
+ * versions, a column only the older file has.  And across a tablet split
+ * (the halves share both files).
+ */
+static void
+test_files_settle(void)
+{
+	const struct bt_read_options all = { 0 };
+	const struct bt_mutation del200 = { .kind = BT_DELETE_VERSION,
+	    .family = "a", .qualifier = { "", 0 }, .ts = 200 };
+	struct tstore t;
+	uint64_t n;
+
+	settle_store(&t);
+	put_flush(&t, "f", "", 100, "old");
+	put_flush(&t, "f", "", 200, "new");
+	n = lookups_of_read(&t, "f", &newest, "a:@200=new\n");
+	is_int((long long)n, 1, "rewritten and flushed twice: the newer "
+	    "SSTable settles the older, one block lookup");
+	n = lookups_of_read(&t, "f", &all, "a:@200=new\na:@100=old\n");
+	is_int((long long)n, 2, "all versions: both SSTables are read");
+	put_flush(&t, "f", "", 300, "newer");
+	n = lookups_of_read(&t, "f", &newest, "a:@300=newer\n");
+	is_int((long long)n, 1, "three times: the newest settles both");
+	tstore_destroy(&t);
+
+	settle_store(&t);
+	put_flush(&t, "f", "", 300, "old");
+	put_flush(&t, "f", "", 200, "new");
+	n = lookups_of_read(&t, "f", &newest, "a:@300=old\n");
+	is_int((long long)n, 2, "an older SSTable with a newer client "
+	    "timestamp is read");
+	tstore_destroy(&t);
+
+	settle_store(&t);
+	put_flush(&t, "f", "", 100, "old");
+	put_flush(&t, "f", "", 200, "mid");
+	must(bt_mutate_row(t.s, "t", bts("f"), &del200, 1, NULL, NULL));
+	n = lookups_of_read(&t, "f", &newest, "a:@100=old\n");
+	is_int((long long)n, 2, "a version delete in the memtable of the "
+	    "newer SSTable's put: both are read");
+	must(bt_store_flush(t.s));
+	n = lookups_of_read(&t, "f", &newest, "a:@100=old\n");
+	is_int((long long)n, 3, "the delete flushed between them: all three "
+	    "SSTables are read");
+	tstore_destroy(&t);
+
+	settle_store(&t);
+	must(put_str(t.s, "t", "f", "a", "q", 100, "oldq"));
+	put_flush(&t, "f", "", 100, "old");
+	put_flush(&t, "f", "", 200, "new");
+	n = lookups_of_read(&t, "f", &newest, "a:@200=new\na:q@100=oldq\n");
+	is_int((long long)n, 2, "a column only the older SSTable has: it is "
+	    "read");
+	must(del_cell(t.s, "t", bts("f"), BT_DELETE_FAMILY, "a", bts(""), 0));
+	put_flush(&t, "f", "", 150, "after");
+	n = lookups_of_read(&t, "f", &newest, "a:@150=after\n");
+	is_int((long long)n, 3, "a family delete in the newest SSTable: the "
+	    "older ones are read and masked");
+	tstore_destroy(&t);
+
+	settle_store(&t);
+	must(put_str(t.s, "t", "k", "a", "", 100, "oldk"));
+	put_flush(&t, "x", "", 100, "oldx");
+	must(put_str(t.s, "t", "k", "a", "", 200, "newk"));
+	put_flush(&t, "x", "", 200, "newx");
+	must(bt_table_split(t.s, "t", bts("p")));
+	n = lookups_of_read(&t, "k", &newest, "a:@200=newk\n");
+	n += lookups_of_read(&t, "x", &newest, "a:@200=newx\n");
+	is_int((long long)n, 2, "split: each half reads the newer of the "
+	    "SSTables they share");
+	n = lookups_of_read(&t, "x", &all, "a:@200=newx\na:@100=oldx\n");
+	is_int((long long)n, 2, "and all versions still read both");
+	tstore_destroy(&t);
+}
+
+/* How many tablets table "t" has (0 on error). */
+static size_t
+tablet_count(struct bt_store *s)
+{
+	struct bt_tablet_info *tabs;
+	size_t n;
+
+	if (bt_table_tablets(s, "t", &tabs, &n) != 0)
+		return 0;
+	bt_tablets_free(tabs);
+	return n;
+}
+
+/*
+ * Tablets that split by size and merge again (the merged tablet holds
+ * both parents' files, sorted by number): a row rewritten and flushed
+ * twice there still reads only the newest of its SSTables.
+ */
+static void
+test_files_settle_merged(void)
+{
+	struct bt_options opts = { .memtable_size = 32u << 10 };
+	struct bt_family_spec f = { "a", NULL, NULL };
+	struct bt_group_spec g = { "default", 2048, -1, -1, -1 };
+	struct bt_stats st;
+	struct tstore t;
+	char row[32], val[161];
+	uint64_t x = 7, n;
+	size_t grown, merged;
+	int rc = 0;
+
+	tstore_fault(&t, &opts);
+	if (bt_table_create(t.s, "t", &f, 1, NULL, 0, 48u << 10) != 0 ||
+	    bt_group_set(t.s, "t", &g) != 0)
+		tap_bail("cannot create the table");
+	for (int r = 0; r < 3000 && rc == 0; r++) {
+		for (int i = 0; i < 160; i++)
+			val[i] = "0123456789abcdef"[tap_rand(&x) & 15];
+		val[160] = '\0';
+		snprintf(row, sizeof(row), "row%06d", (r * 7919) % 3000);
+		rc = put_str(t.s, "t", row, "a", "", 1, val);
+	}
+	must(rc);
+	must(bt_store_flush(t.s));
+	must(bt_store_flush(t.s));
+	grown = tablet_count(t.s);
+	for (int r = 0; r < 3000 && rc == 0; r++) {
+		if (r % 1000 == 0)
+			continue;
+		snprintf(row, sizeof(row), "row%06d", r);
+		rc = del_cell(t.s, "t", bts(row), BT_DELETE_ROW, NULL,
+		    bts(""), 0);
+	}
+	must(rc);
+	must(bt_store_compact(t.s, "t", true));
+	for (int i = 0; i < 3; i++)
+		must(bt_store_flush(t.s));
+	bt_store_get_stats(t.s, &st);
+	merged = tablet_count(t.s);
+	ok(grown >= 4 && merged < grown && st.merges > 0, "split into %zu "
+	    "tablets, merged into %zu (%llu merges)", grown, merged,
+	    (unsigned long long)st.merges);
+	put_flush(&t, "row001000", "", 5, "five");
+	put_flush(&t, "row001000", "", 6, "six");
+	n = lookups_of_read(&t, "row001000", &newest, "a:@6=six\n");
+	is_int((long long)n, 1, "merged: the newest SSTable settles the "
+	    "others");
+	tstore_destroy(&t);
+}
+
 #define POOL_THREADS	8
 #define POOL_ROWS	24
 
@@ -682,6 +850,8 @@ main(void)
 	test_many_versions();
 	test_bloom_skips();
 	test_memtable_settles();
+	test_files_settle();
+	test_files_settle_merged();
 	test_pool_threads();
 	return tap_done();
 }
