@@ -11,6 +11,11 @@
  * Locks are flock(2) locks, which belong to an open file description, so
  * that a second env_lock() on the same file conflicts whether it comes from
  * another process or from this one.
+ *
+ * A write at an offset inside space that env_file_allocate() reserved is
+ * a copy into a writable shared mapping instead (posix_window_write), so
+ * that the commit log, which reserves its segments ahead and writes each
+ * group of records in place, makes no system call per write.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -55,9 +60,40 @@
  */
 #define POSIX_MAP_LIMIT		((uint64_t)48 << 20)
 
+/*
+ * Writes through a mapping.  A write at an offset that lies wholly inside
+ * the space this file object reserved with env_file_allocate() (which
+ * fallocate(2) reported done, and which a truncate has not cut since) is
+ * copied into a MAP_SHARED, PROT_WRITE mapping of one aligned window of
+ * POSIX_WRITE_WINDOW bytes around it, mapped when first written and
+ * unmapped when a write moves on to the next window, and at truncate and
+ * close; any other write is a pwrite, as before.
+ *
+ * The copy lands in the page cache, exactly where pwrite puts its bytes:
+ * a reader of the file (pread, a read mapping, another process) sees them
+ * at once, a kill of the process loses nothing, and fdatasync writes back
+ * the pages dirtied through the mapping as it does those dirtied by
+ * pwrite (on Linux the first write to a clean page of a shared mapping
+ * faults and marks the page dirty; writeback cleans it and protects it
+ * again, so the next write marks it once more).  Only reserved space is
+ * written through it: its blocks are allocated, so a write fault needs no
+ * disk space, and it lies within the file's size, so no page is past the
+ * end.  If a copy faults all the same (SIGBUS: the file was cut by
+ * someone else, or the filesystem failed the fault) the guard of mapped
+ * reads (posix_map_guard) jumps out of it, the write is done again by
+ * pwrite, which reports the real error if there is one, and the file
+ * writes by pwrite from then on.
+ *
+ * Only mapped pages count in the resident set, so one window per file
+ * bounds what this adds to it; the window is not counted in
+ * POSIX_MAP_LIMIT, which budgets the read mappings.
+ */
+#define POSIX_WRITE_WINDOW	((uint64_t)1 << 20)
+
 struct posix_env {
 	struct env base;
 	atomic_uint_fast64_t mapped;	/* bytes of the files mapped now */
+	bool window_ok;		/* the page size divides the window */
 };
 
 struct posix_file {
@@ -69,6 +105,12 @@ struct posix_file {
 	_Atomic(const uint8_t *) map;
 	size_t map_len;		/* the file's size when it was opened */
 	atomic_bool map_faulted;	/* a copy faulted: read by pread */
+	/* Writes in place, the writing thread's alone (writable files). */
+	uint64_t reserved_start;	/* allocated [start, end), within */
+	uint64_t reserved_end;		/* the size; empty when equal */
+	uint8_t *window;	/* NULL, or the window at window_offset */
+	uint64_t window_offset;
+	bool window_faulted;	/* a copy faulted: write by pwrite */
 };
 
 /* The copy under way on this thread, or NULL.  Initial-exec: the handler
@@ -136,7 +178,7 @@ posix_sigbus_install(void)
  * thread's next SIGBUS, and those of threads it creates, would kill).
  */
 static int
-posix_map_copy(void *dst, const uint8_t *src, size_t n)
+posix_map_copy(void *dst, const void *src, size_t n)
 {
 	sigjmp_buf jump;
 	sigset_t bus;
@@ -198,6 +240,98 @@ posix_map_close(struct posix_env *env, struct posix_file *f)
 	munmap((void *)map, f->map_len);
 	atomic_fetch_sub(&env->mapped, f->map_len);
 	atomic_store(&f->map, NULL);
+}
+
+static void
+posix_window_unmap(struct posix_file *f)
+{
+	if (f->window == NULL)
+		return;
+	munmap(f->window, (size_t)POSIX_WRITE_WINDOW);
+	f->window = NULL;
+}
+
+/* Map the window at offset (a multiple of POSIX_WRITE_WINDOW); false if
+ * it cannot be, and the write is then a pwrite. */
+static bool
+posix_window_map(struct posix_file *f, uint64_t offset)
+{
+	void *p;
+
+	posix_window_unmap(f);
+	if (pthread_once(&posix_sigbus_once, posix_sigbus_install) != 0 ||
+	    !posix_sigbus_installed)
+		return false;
+	p = mmap(NULL, (size_t)POSIX_WRITE_WINDOW, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, f->fd, (off_t)offset);
+	if (p == MAP_FAILED)
+		return false;
+	f->window = p;
+	f->window_offset = offset;
+	return true;
+}
+
+/*
+ * Write n bytes at offset through the window if they lie in reserved
+ * space; false if they were not all written so (not reserved, or the
+ * mapping failed or faulted), and the caller then pwrites them all.
+ */
+static bool
+posix_window_write(struct posix_env *env, struct posix_file *f,
+    uint64_t offset, const uint8_t *src, size_t n)
+{
+	uint64_t base;
+	size_t part;
+
+	if (!env->window_ok || f->window_faulted ||
+	    offset < f->reserved_start || offset > f->reserved_end ||
+	    n > f->reserved_end - offset)
+		return false;
+	while (n > 0) {
+		base = offset & ~(POSIX_WRITE_WINDOW - 1);
+		if ((f->window == NULL || f->window_offset != base) &&
+		    !posix_window_map(f, base))
+			return false;
+		part = POSIX_WRITE_WINDOW - (offset - base);
+		if (part > n)
+			part = n;
+		if (posix_map_copy(f->window + (offset - base), src,
+		    part) < 0) {
+			f->window_faulted = true;
+			posix_window_unmap(f);
+			return false;
+		}
+		offset += part;
+		src += part;
+		n -= part;
+	}
+	return true;
+}
+
+/* The space reserved by a successful fallocate of [offset, end). */
+static void
+posix_reserved_add(struct posix_file *f, uint64_t offset, uint64_t end)
+{
+	if (f->reserved_start < f->reserved_end &&
+	    offset <= f->reserved_end && end >= f->reserved_start) {
+		if (offset < f->reserved_start)
+			f->reserved_start = offset;
+		if (end > f->reserved_end)
+			f->reserved_end = end;
+	} else {
+		f->reserved_start = offset;
+		f->reserved_end = end;
+	}
+}
+
+/* The file is cut (or grown) to size: no reserved space lies past it. */
+static void
+posix_reserved_cut(struct posix_file *f, uint64_t size)
+{
+	if (f->reserved_end > size)
+		f->reserved_end = size;
+	if (f->reserved_start >= f->reserved_end)
+		f->reserved_start = f->reserved_end = 0;
 }
 
 struct posix_lock {
@@ -366,6 +500,9 @@ posix_file_write_at(struct env_file *base, uint64_t offset, const void *src,
 			return posix_error(errno, base->path, "fcntl");
 		f->positional = true;
 	}
+	if (posix_window_write((struct posix_env *)base->env, f, offset, p,
+	    n))
+		return 0;
 	while (n > 0) {
 		r = pwrite(f->fd, p, n, (off_t)offset);
 		if (r < 0) {
@@ -427,6 +564,8 @@ posix_file_truncate(struct env_file *base, uint64_t size)
 
 	if (!f->writable)
 		return posix_error(EBADF, base->path, "truncate");
+	posix_window_unmap(f);
+	posix_reserved_cut(f, size);
 	do {
 		rc = ftruncate(f->fd, (off_t)size);
 	} while (rc < 0 && errno == EINTR);
@@ -451,6 +590,8 @@ posix_file_allocate(struct env_file *base, uint64_t offset, uint64_t len)
 		return bt_error_set(-errno, "%s: allocate %" PRIu64 " bytes at "
 		    "offset %" PRIu64 ": %s", base->path, len, offset,
 		    strerror(errno));
+	if (len > 0 && offset + len > offset)
+		posix_reserved_add(f, offset, offset + len);
 	return 0;
 }
 
@@ -474,6 +615,7 @@ posix_file_close(struct env_file *base)
 	int rc = 0;
 
 	posix_map_close((struct posix_env *)base->env, f);
+	posix_window_unmap(f);
 	if (close(f->fd) < 0 && errno != EINTR)
 		rc = posix_error(errno, base->path, "close");
 	bt_free(base->path);
@@ -693,11 +835,14 @@ int
 env_posix_new(struct env **out)
 {
 	struct posix_env *env;
+	long page;
 
 	if ((env = bt_calloc(1, sizeof(*env))) == NULL)
 		return -ENOMEM;
 	env->base.ops = &posix_ops;
 	atomic_init(&env->mapped, 0);
+	page = sysconf(_SC_PAGESIZE);
+	env->window_ok = page > 0 && POSIX_WRITE_WINDOW % (uint64_t)page == 0;
 	*out = &env->base;
 	return 0;
 }
