@@ -94,6 +94,18 @@ struct env_lock {
  * installs a process-wide SIGBUS handler, which passes every SIGBUS that
  * is not a mapped read's to the handler that was there before (or to the
  * default action, which kills).
+ *
+ * A write at an offset that lies wholly inside space this file object
+ * reserved with env_file_allocate() (and no truncate has cut since) is a
+ * copy into a writable shared mapping of that space, no system call: the
+ * bytes are in the page cache as after write(2), so readers see them at
+ * once and a kill of the process loses none, and env_file_sync() makes
+ * them durable as it does written ones.  At most one window of 1 MiB is
+ * mapped per file, moved along as the writes move on and unmapped at
+ * truncate and close.  If the copy faults (the file was cut by someone
+ * else, or the filesystem failed the fault), the same SIGBUS handler
+ * jumps out of it and the write is done by pwrite, which reports any
+ * error; the file is written by pwrite from then on.
  */
 int env_posix_new(struct env **out);
 
@@ -126,8 +138,9 @@ int env_file_append(struct env_file *f, const void *p, size_t n);
  * Write all n bytes at offset, over what is there and past the end as
  * needed (a gap between the end and offset reads as zeros); or fail having
  * written an unknown part of them.  Later appends still go to the end.
- * For page-oriented files (SQLite's, through catalog/sqlite_env.h); the
- * engine's own files are append-only.
+ * For page-oriented files (SQLite's, through catalog/sqlite_env.h) and the
+ * commit log, which writes its records in place in reserved space (see
+ * env_file_allocate()).
  */
 int env_file_write_at(struct env_file *f, uint64_t offset, const void *p,
     size_t n);
@@ -159,6 +172,9 @@ int env_file_truncate(struct env_file *f, uint64_t size);
  * ahead this way).  The file may grow to offset + len, the new bytes
  * reading as zeros, or keep its size (the in-memory env, which has no
  * space to reserve).  -EOPNOTSUPP where the filesystem cannot, -ENOSPC.
+ * In the posix env, writes at an offset into space reserved so are
+ * copies into a mapping rather than system calls (env_posix_new()); a
+ * reservation that failed leaves them pwrites.
  */
 int env_file_allocate(struct env_file *f, uint64_t offset, uint64_t len);
 

@@ -65,7 +65,8 @@
  * the space this file object reserved with env_file_allocate() (which
  * fallocate(2) reported done, and which a truncate has not cut since) is
  * copied into a MAP_SHARED, PROT_WRITE mapping of one aligned window of
- * POSIX_WRITE_WINDOW bytes around it, mapped when first written and
+ * POSIX_WRITE_WINDOW bytes around it (no further than the reserved space,
+ * to the end of its last page), mapped when first written and
  * unmapped when a write moves on to the next window, and at truncate and
  * close; any other write is a pwrite, as before.
  *
@@ -93,6 +94,7 @@
 struct posix_env {
 	struct env base;
 	atomic_uint_fast64_t mapped;	/* bytes of the files mapped now */
+	uint64_t page;		/* the page size */
 	bool window_ok;		/* the page size divides the window */
 };
 
@@ -110,6 +112,7 @@ struct posix_file {
 	uint64_t reserved_end;		/* the size; empty when equal */
 	uint8_t *window;	/* NULL, or the window at window_offset */
 	uint64_t window_offset;
+	size_t window_len;
 	bool window_faulted;	/* a copy faulted: write by pwrite */
 };
 
@@ -247,27 +250,36 @@ posix_window_unmap(struct posix_file *f)
 {
 	if (f->window == NULL)
 		return;
-	munmap(f->window, (size_t)POSIX_WRITE_WINDOW);
+	munmap(f->window, f->window_len);
 	f->window = NULL;
 }
 
-/* Map the window at offset (a multiple of POSIX_WRITE_WINDOW); false if
- * it cannot be, and the write is then a pwrite. */
+/*
+ * Map the window at offset (a multiple of POSIX_WRITE_WINDOW), as far as
+ * the reserved space reaches into it; false if it cannot be, and the
+ * write is then a pwrite.
+ */
 static bool
-posix_window_map(struct posix_file *f, uint64_t offset)
+posix_window_map(struct posix_env *env, struct posix_file *f,
+    uint64_t offset)
 {
+	uint64_t len = f->reserved_end - offset;
 	void *p;
 
 	posix_window_unmap(f);
+	if (len > POSIX_WRITE_WINDOW)
+		len = POSIX_WRITE_WINDOW;
+	len = (len + env->page - 1) / env->page * env->page;
 	if (pthread_once(&posix_sigbus_once, posix_sigbus_install) != 0 ||
 	    !posix_sigbus_installed)
 		return false;
-	p = mmap(NULL, (size_t)POSIX_WRITE_WINDOW, PROT_READ | PROT_WRITE,
-	    MAP_SHARED, f->fd, (off_t)offset);
+	p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd,
+	    (off_t)offset);
 	if (p == MAP_FAILED)
 		return false;
 	f->window = p;
 	f->window_offset = offset;
+	f->window_len = (size_t)len;
 	return true;
 }
 
@@ -289,10 +301,11 @@ posix_window_write(struct posix_env *env, struct posix_file *f,
 		return false;
 	while (n > 0) {
 		base = offset & ~(POSIX_WRITE_WINDOW - 1);
-		if ((f->window == NULL || f->window_offset != base) &&
-		    !posix_window_map(f, base))
+		if ((f->window == NULL || f->window_offset != base ||
+		    offset >= base + f->window_len) &&
+		    !posix_window_map(env, f, base))
 			return false;
-		part = POSIX_WRITE_WINDOW - (offset - base);
+		part = f->window_len - (offset - base);
 		if (part > n)
 			part = n;
 		if (posix_map_copy(f->window + (offset - base), src,
@@ -842,6 +855,7 @@ env_posix_new(struct env **out)
 	env->base.ops = &posix_ops;
 	atomic_init(&env->mapped, 0);
 	page = sysconf(_SC_PAGESIZE);
+	env->page = page > 0 ? (uint64_t)page : 1;
 	env->window_ok = page > 0 && POSIX_WRITE_WINDOW % (uint64_t)page == 0;
 	*out = &env->base;
 	return 0;

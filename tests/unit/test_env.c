@@ -7,6 +7,9 @@
  * (within the env's budget) and reads as it would by pread, also once it
  * grew or was cut short under the mapping, and a SIGBUS that is not a
  * mapped read's still reaches the handler that was there before, or kills.
+ * Its writes in place inside space it reserved go through a writable
+ * mapping: readers see them, a sync cleans the pages they dirtied, a
+ * truncate or close unmaps, and a copy that faults falls back to pwrite.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1182,6 +1186,203 @@ test_map_sigbus(const char *root)
 	unlink(path);
 }
 
+/* ---- Writes in place through a mapping (the local filesystem) ---- */
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC	0x01021994
+#endif
+
+/*
+ * The dirty kilobytes (Shared_Dirty + Private_Dirty) of this process's
+ * mappings of path, from /proc/self/smaps; -1 if none maps it.
+ */
+static long
+mapped_dirty_kb(const char *path)
+{
+	char line[PATH_SIZE + 128];
+	size_t n = strlen(path), len;
+	unsigned long start, end;
+	char perms[5];
+	bool in = false;
+	long total = -1, kb;
+	FILE *smaps;
+
+	if ((smaps = fopen("/proc/self/smaps", "r")) == NULL)
+		tap_bail("/proc/self/smaps");
+	while (fgets(line, sizeof(line), smaps) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		len = strlen(line);
+		if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) == 3) {
+			/* A mapping's first line: "start-end perms ... path". */
+			in = len >= n && strcmp(line + len - n, path) == 0;
+			if (in && total < 0)
+				total = 0;
+			continue;
+		}
+		if (in && (sscanf(line, "Shared_Dirty: %ld kB", &kb) == 1 ||
+		    sscanf(line, "Private_Dirty: %ld kB", &kb) == 1))
+			total += kb;
+	}
+	fclose(smaps);
+	return total;
+}
+
+/* Read n bytes at offset of path by a descriptor of its own. */
+static bool
+pread_is(const char *path, uint64_t offset, const void *want, size_t n)
+{
+	uint8_t buf[4096];
+	bool same;
+	int fd;
+
+	if (n > sizeof(buf) || (fd = open(path, O_RDONLY)) < 0)
+		return false;
+	same = pread(fd, buf, n, (off_t)offset) == (ssize_t)n &&
+	    memcmp(buf, want, n) == 0;
+	close(fd);
+	return same;
+}
+
+/*
+ * Writes at an offset inside reserved space are copies into a mapping of
+ * the file (this process maps it once such a write was made, not
+ * before), read back by another descriptor (the same page cache) at once,
+ * also across a window boundary and in space reserved later; a sync
+ * leaves none of the pages they dirtied dirty (fdatasync wrote them
+ * back; not on tmpfs, which has no writeback); a truncate unmaps and a
+ * write past what the cut left is a pwrite again; close unmaps.
+ */
+static void
+test_window_writes(const char *root)
+{
+	static const char header[16] = "segment header!";
+	char path[PATH_SIZE], rec[200];
+	struct env *env;
+	struct env_file *f;
+	struct statfs sfs;
+	uint64_t size;
+	long dirty;
+
+	join(path, root, "window");
+	if (env_posix_new(&env) < 0)
+		tap_bail("env_posix_new");
+	is_int(env_file_open(env, path, ENV_CREATE, &f), 0, "window: create");
+	is_int(env_file_write_at(f, 0, header, sizeof(header)), 0,
+	    "window: write the header before reserving");
+	ok(!is_mapped(path), "window: a write outside reserved space maps "
+	    "nothing");
+	if (env_file_allocate(f, sizeof(header), (1 << 20) - 16) < 0) {
+		ok(1, "# SKIP the filesystem cannot reserve space: %s",
+		    bt_error_detail());
+		env_file_close(f);
+		env_free(env);
+		unlink(path);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(rec); i++)
+		rec[i] = (char)(i * 13 + 1);
+	is_int(env_file_write_at(f, 16, rec, 140), 0,
+	    "window: a write inside reserved space");
+	ok(is_mapped(path), "window: it went through a mapping of the file");
+	ok(pread_is(path, 16, rec, 140) && pread_is(path, 0, header, 16),
+	    "window: another descriptor reads it, and the header, at once");
+	is_int(env_file_allocate(f, (1 << 20) - 60, 4096), 0,
+	    "window: reserve the next chunk");
+	is_int(env_file_write_at(f, (1 << 20) - 60, rec, sizeof(rec)), 0,
+	    "window: a write across the window's end into the new chunk");
+	ok(pread_is(path, (1 << 20) - 60, rec, sizeof(rec)),
+	    "window: it reads back whole");
+	ok(is_mapped(path), "window: the next window is mapped");
+	is_int(env_file_sync(f), 0, "window: sync");
+	dirty = mapped_dirty_kb(path);
+	if (statfs(root, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC)
+		ok(1, "# SKIP tmpfs has no writeback (%ld kB dirty)", dirty);
+	else
+		ok(dirty == 0, "window: after the sync no page dirtied through "
+		    "the mapping is still dirty (%ld kB)", dirty);
+	is_int(env_file_truncate(f, (1 << 20) + 140), 0,
+	    "window: cut the reserved tail");
+	ok(!is_mapped(path), "window: the truncate unmapped");
+	is_int(env_file_write_at(f, (1 << 20) + 140, rec, 100), 0,
+	    "window: a write past the cut");
+	ok(!is_mapped(path), "window: is a pwrite (the cut space is not "
+	    "reserved any more)");
+	is_int(env_file_size(f, &size), 0, "window: size");
+	is_int(size, (1 << 20) + 240, "window: the file ends at the last write");
+	ok(pread_is(path, (1 << 20) - 60, rec, sizeof(rec)) &&
+	    pread_is(path, (1 << 20) + 140, rec, 100),
+	    "window: what was written through the mapping survives the cut");
+	is_int(env_file_allocate(f, (1 << 20) + 240, 8192), 0,
+	    "window: reserve again");
+	is_int(env_file_write_at(f, (1 << 20) + 240, rec, 10), 0,
+	    "window: write in it");
+	ok(is_mapped(path), "window: mapped again");
+	is_int(env_file_close(f), 0, "window: close");
+	ok(!is_mapped(path), "window: closing unmapped");
+	ok(pread_is(path, (1 << 20) + 240, rec, 10),
+	    "window: the bytes are in the file after close");
+	env_free(env);
+	unlink(path);
+}
+
+/*
+ * A write through the mapping that faults (the file was cut under the
+ * reserved space by another descriptor, so the page is past the end:
+ * SIGBUS) does not kill: the write is done by pwrite instead, which
+ * extends the file as it would have, and the file is not mapped again.
+ * In a child, so that a SIGBUS that did kill fails this test only.
+ */
+static void
+test_window_sigbus(const char *root)
+{
+	char path[PATH_SIZE], rec[100];
+	struct env *env;
+	struct env_file *f;
+	uint64_t size;
+	bool waited;
+	int status, fd;
+	pid_t pid;
+
+	join(path, root, "window-bus");
+	memset(rec, 'r', sizeof(rec));
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		tap_bail("fork");
+	if (pid == 0) {
+		if (env_posix_new(&env) < 0 ||
+		    env_file_open(env, path, ENV_CREATE, &f) < 0)
+			_exit(SETUP_FAILED);
+		if (env_file_allocate(f, 0, 65536) < 0)
+			_exit(SETUP_FAILED);
+		if (env_file_write_at(f, 0, "a", 1) < 0 || !is_mapped(path))
+			_exit(SETUP_FAILED);
+		if ((fd = open(path, O_RDWR)) < 0 || ftruncate(fd, 1) < 0)
+			_exit(SETUP_FAILED);
+		close(fd);
+		if (env_file_write_at(f, 8192, rec, sizeof(rec)) < 0)
+			_exit(2);
+		if (is_mapped(path) || !pread_is(path, 8192, rec, sizeof(rec)))
+			_exit(3);
+		if (env_file_size(f, &size) < 0 || size != 8192 + sizeof(rec))
+			_exit(4);
+		if (env_file_write_at(f, 100, rec, 10) < 0 ||
+		    is_mapped(path) || !pread_is(path, 100, rec, 10))
+			_exit(5);
+		env_file_close(f);
+		env_free(env);
+		_exit(0);
+	}
+	waited = waitpid(pid, &status, 0) == pid;
+	if (waited && WIFEXITED(status) && WEXITSTATUS(status) == SETUP_FAILED)
+		ok(1, "# SKIP window sigbus: no reserved, mapped write here");
+	else
+		ok(waited && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		    "window sigbus: a write through the mapping past a cut "
+		    "end is redone by pwrite, which extends the file; later "
+		    "writes are pwrites (status %#x)", status);
+	unlink(path);
+}
+
 static int
 remove_one(const char *path, const struct stat *st, int flag,
     struct FTW *ftw)
@@ -1202,6 +1403,8 @@ main(void)
 	test_map_reads(tmp);
 	test_map_race(tmp);
 	test_map_budget(tmp);
+	test_window_writes(tmp);
+	test_window_sigbus(tmp);
 	if (env_posix_new(&env) < 0)
 		tap_bail("env_posix_new");
 	test_file_ops(env, tmp, "posix");
