@@ -9,7 +9,6 @@
  * to test (test_log.c); a kill leaves the page cache, which is the point.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -156,11 +155,22 @@ replay_all(struct env *env, const char *dir, struct replay *out)
 	bt_free(segs);
 }
 
-static int
-remove_one(const char *path, const struct stat *st, int flag,
-    struct FTW *ftw)
+/* Remove the log's segments and then its directory. */
+static void
+log_remove(struct env *env, const char *dir)
 {
-	return remove(path);
+	char path[PATH_SIZE];
+	uint64_t *segs;
+	size_t count;
+
+	if (log_list_segments(env, dir, &segs, &count) == 0) {
+		for (size_t i = 0; i < count; i++) {
+			log_segment_path(path, sizeof(path), dir, segs[i]);
+			env_path_remove(env, path);
+		}
+		bt_free(segs);
+	}
+	env_path_remove(env, dir);
 }
 
 int
@@ -230,7 +240,7 @@ main(void)
 	    rp.records, reported);
 	ok(rp.segments > 3, "kill: the records span %zu segments",
 	    rp.segments);
+	log_remove(env, tmp);
 	env_free(env);
-	nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 	return tap_done();
 }
