@@ -96,16 +96,19 @@ struct env_lock {
  * default action, which kills).
  *
  * A write at an offset that lies wholly inside space this file object
- * reserved with env_file_allocate() (and no truncate has cut since) is a
- * copy into a writable shared mapping of that space, no system call: the
+ * reserved with env_file_allocate() (and no truncate has cut since), from
+ * the 32nd write at since the file's last sync on, is a copy into a
+ * writable shared mapping of that space, no system call: the
  * bytes are in the page cache as after write(2), so readers see them at
  * once and a kill of the process loses none, and env_file_sync() makes
  * them durable as it does written ones.  At most one window of 1 MiB is
  * mapped per file, moved along as the writes move on and unmapped at
- * truncate and close.  If the copy faults (the file was cut by someone
- * else, or the filesystem failed the fault), the same SIGBUS handler
- * jumps out of it and the write is done by pwrite, which reports any
- * error; the file is written by pwrite from then on.
+ * truncate and close, and at a sync that came after fewer than 32 writes
+ * (a file synced that often writes by pwrite, which is cheaper than a
+ * page fault after each sync).  If the copy faults (the file was cut by
+ * someone else, or the filesystem failed the fault), the same SIGBUS
+ * handler jumps out of it and the write is done by pwrite, which reports
+ * any error; the file is written by pwrite from then on.
  */
 int env_posix_new(struct env **out);
 

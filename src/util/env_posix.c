@@ -85,11 +85,21 @@
  * pwrite, which reports the real error if there is one, and the file
  * writes by pwrite from then on.
  *
+ * A sync costs more with the window: writeback write-protects each page
+ * it wrote that is mapped (with a flush of that page's TLB entry on
+ * every CPU running the process), and the next copy into the page
+ * faults to make it writable again.  A file synced every few writes (the
+ * log of synced commits) pays that on every sync for little saved, so
+ * the window is used only from the POSIX_WINDOW_AFTER_WRITES-th write
+ * since the file's last sync on, and a sync that comes sooner than that
+ * unmaps it first: files synced that often write by pwrite, as before.
+ *
  * Only mapped pages count in the resident set, so one window per file
  * bounds what this adds to it; the window is not counted in
  * POSIX_MAP_LIMIT, which budgets the read mappings.
  */
 #define POSIX_WRITE_WINDOW	((uint64_t)1 << 20)
+#define POSIX_WINDOW_AFTER_WRITES	32
 
 struct posix_env {
 	struct env base;
@@ -114,6 +124,7 @@ struct posix_file {
 	uint64_t window_offset;
 	size_t window_len;
 	bool window_faulted;	/* a copy faulted: write by pwrite */
+	uint32_t unsynced_writes;	/* writes at since the last sync */
 };
 
 /* The copy under way on this thread, or NULL.  Initial-exec: the handler
@@ -295,7 +306,10 @@ posix_window_write(struct posix_env *env, struct posix_file *f,
 	uint64_t base;
 	size_t part;
 
-	if (!env->window_ok || f->window_faulted ||
+	if (f->unsynced_writes < POSIX_WINDOW_AFTER_WRITES)
+		f->unsynced_writes++;
+	if (f->unsynced_writes < POSIX_WINDOW_AFTER_WRITES ||
+	    !env->window_ok || f->window_faulted ||
 	    offset < f->reserved_start || offset > f->reserved_end ||
 	    n > f->reserved_end - offset)
 		return false;
@@ -539,6 +553,9 @@ posix_file_sync(struct env_file *base)
 {
 	struct posix_file *f = (struct posix_file *)base;
 
+	if (f->unsynced_writes < POSIX_WINDOW_AFTER_WRITES)
+		posix_window_unmap(f);
+	f->unsynced_writes = 0;
 	if (fdatasync(f->fd) < 0)
 		return posix_error(errno, base->path, "fdatasync");
 	return 0;

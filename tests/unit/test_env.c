@@ -1243,14 +1243,29 @@ pread_is(const char *path, uint64_t offset, const void *want, size_t n)
 	return same;
 }
 
+/* Write n bytes of p at offset, count times (the window is used from the
+ * 32nd write since the last sync on); whether every write succeeded. */
+static bool
+write_at_times(struct env_file *f, uint64_t offset, const void *p, size_t n,
+    int count)
+{
+	for (int i = 0; i < count; i++)
+		if (env_file_write_at(f, offset, p, n) < 0)
+			return false;
+	return true;
+}
+
 /*
  * Writes at an offset inside reserved space are copies into a mapping of
- * the file (this process maps it once such a write was made, not
- * before), read back by another descriptor (the same page cache) at once,
+ * the file once 32 were made since the last sync (before that, and
+ * outside reserved space, the process does not map it), read back by
+ * another descriptor (the same page cache) at once,
  * also across a window boundary and in space reserved later; a sync
  * leaves none of the pages they dirtied dirty (fdatasync wrote them
  * back; not on tmpfs, which has no writeback); a truncate unmaps and a
- * write past what the cut left is a pwrite again; close unmaps.
+ * write past what the cut left is a pwrite again; a sync after fewer than
+ * 32 writes unmaps (a file synced that often writes by pwrite); close
+ * unmaps.
  */
 static void
 test_window_writes(const char *root)
@@ -1283,7 +1298,11 @@ test_window_writes(const char *root)
 		rec[i] = (char)(i * 13 + 1);
 	is_int(env_file_write_at(f, 16, rec, 140), 0,
 	    "window: a write inside reserved space");
-	ok(is_mapped(path), "window: it went through a mapping of the file");
+	ok(!is_mapped(path), "window: the first writes since the file's last "
+	    "sync (its creation) are pwrites");
+	ok(write_at_times(f, 16, rec, 140, 31), "window: 31 writes more");
+	ok(is_mapped(path), "window: the 32nd went through a mapping of the "
+	    "file");
 	ok(pread_is(path, 16, rec, 140) && pread_is(path, 0, header, 16),
 	    "window: another descriptor reads it, and the header, at once");
 	is_int(env_file_allocate(f, (1 << 20) - 60, 4096), 0,
@@ -1314,9 +1333,19 @@ test_window_writes(const char *root)
 	    "window: what was written through the mapping survives the cut");
 	is_int(env_file_allocate(f, (1 << 20) + 240, 8192), 0,
 	    "window: reserve again");
-	is_int(env_file_write_at(f, (1 << 20) + 240, rec, 10), 0,
-	    "window: write in it");
+	ok(write_at_times(f, (1 << 20) + 240, rec, 10, 32),
+	    "window: write in it 32 times");
 	ok(is_mapped(path), "window: mapped again");
+	is_int(env_file_sync(f), 0, "window: sync after 32 writes");
+	ok(is_mapped(path), "window: it stays mapped");
+	ok(write_at_times(f, (1 << 20) + 240, rec, 10, 1) &&
+	    env_file_sync(f) == 0, "window: one write and a sync");
+	ok(!is_mapped(path), "window: a sync after fewer than 32 writes "
+	    "unmapped");
+	ok(pread_is(path, (1 << 20) + 240, rec, 10),
+	    "window: the bytes read back");
+	ok(write_at_times(f, (1 << 20) + 240, rec, 10, 32) && is_mapped(path),
+	    "window: mapped again after 32 writes more");
 	is_int(env_file_close(f), 0, "window: close");
 	ok(!is_mapped(path), "window: closing unmapped");
 	ok(pread_is(path, (1 << 20) + 240, rec, 10),
@@ -1354,7 +1383,7 @@ test_window_sigbus(const char *root)
 			_exit(SETUP_FAILED);
 		if (env_file_allocate(f, 0, 65536) < 0)
 			_exit(SETUP_FAILED);
-		if (env_file_write_at(f, 0, "a", 1) < 0 || !is_mapped(path))
+		if (!write_at_times(f, 0, "a", 1, 32) || !is_mapped(path))
 			_exit(SETUP_FAILED);
 		if ((fd = open(path, O_RDWR)) < 0 || ftruncate(fd, 1) < 0)
 			_exit(SETUP_FAILED);

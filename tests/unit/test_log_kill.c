@@ -43,7 +43,7 @@ record_make(uint32_t i, uint8_t *dst)
 
 /*
  * How the child's records are written: MAPPED if its segment is mapped
- * writable (rw-s in /proc/self/maps) once it appended a record,
+ * writable (rw-s in /proc/self/maps) once it appended 100 records,
  * UNRESERVED if the filesystem cannot reserve space (the env then
  * writes by pwrite), or NOT_MAPPED.
  */
@@ -86,7 +86,7 @@ child_how(const char *dir)
 }
 
 /* The child: append records until killed, reporting each one appended
- * (its count) on fd, and after the first, how it was written.  Never
+ * (its count) on fd, and after the 100th, how it was written.  Never
  * returns. */
 static void __attribute__((noreturn))
 child_write(const char *dir, int fd)
@@ -109,7 +109,7 @@ child_write(const char *dir, int fd)
 		done++;
 		if (write(fd, &done, sizeof(done)) != sizeof(done))
 			_exit(4);
-		if (done == 1 && (how = child_how(dir),
+		if (done == 100 && (how = child_how(dir),
 		    write(fd, &how, sizeof(how)) != sizeof(how)))
 			_exit(4);
 	}
