@@ -1213,7 +1213,7 @@ mapped_dirty_kb(const char *path)
 		line[strcspn(line, "\n")] = '\0';
 		len = strlen(line);
 		if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) == 3) {
-			/* A mapping's first line: "start-end perms ... path". */
+			/* A mapping's first line: "start-end perms ... path" */
 			in = len >= n && strcmp(line + len - n, path) == 0;
 			if (in && total < 0)
 				total = 0;
@@ -1327,7 +1327,8 @@ test_window_writes(const char *root)
 	ok(!is_mapped(path), "window: is a pwrite (the cut space is not "
 	    "reserved any more)");
 	is_int(env_file_size(f, &size), 0, "window: size");
-	is_int(size, (1 << 20) + 240, "window: the file ends at the last write");
+	is_int(size, (1 << 20) + 240,
+	    "window: the file ends at the last write");
 	ok(pread_is(path, (1 << 20) - 60, rec, sizeof(rec)) &&
 	    pread_is(path, (1 << 20) + 140, rec, 100),
 	    "window: what was written through the mapping survives the cut");
