@@ -95,10 +95,10 @@ struct env_lock {
  * is not a mapped read's to the handler that was there before (or to the
  * default action, which kills).
  *
- * A write at an offset that lies wholly inside space this file object
- * reserved with env_file_allocate() (and no truncate has cut since), from
- * the 32nd write at since the file's last sync on, is a copy into a
- * writable shared mapping of that space, no system call: the
+ * A write at an offset of at most 4 KiB that lies wholly inside space
+ * this file object reserved with env_file_allocate() (and no truncate has
+ * cut since), from the 32nd write at since the file's last sync on, is a
+ * copy into a writable shared mapping of that space, no system call: the
  * bytes are in the page cache as after write(2), so readers see them at
  * once and a kill of the process loses none, and env_file_sync() makes
  * them durable as it does written ones.  At most one window of 1 MiB is

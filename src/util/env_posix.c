@@ -93,6 +93,10 @@
  * the window is used only from the POSIX_WINDOW_AFTER_WRITES-th write
  * since the file's last sync on, and a sync that comes sooner than that
  * unmaps it first: files synced that often write by pwrite, as before.
+ * And a write of more than POSIX_WINDOW_MAX_WRITE bytes is a pwrite: the
+ * copy saves one system call but faults once for each page it first
+ * dirties, which for a 1 MiB record (a large cell written through the
+ * mount) took twice as long as the pwrite (2.2 ms against 1.2 ms, p50).
  *
  * Only mapped pages count in the resident set, so one window per file
  * bounds what this adds to it; the window is not counted in
@@ -100,6 +104,7 @@
  */
 #define POSIX_WRITE_WINDOW	((uint64_t)1 << 20)
 #define POSIX_WINDOW_AFTER_WRITES	32
+#define POSIX_WINDOW_MAX_WRITE	4096
 
 struct posix_env {
 	struct env base;
@@ -309,7 +314,8 @@ posix_window_write(struct posix_env *env, struct posix_file *f,
 	if (f->unsynced_writes < POSIX_WINDOW_AFTER_WRITES)
 		f->unsynced_writes++;
 	if (f->unsynced_writes < POSIX_WINDOW_AFTER_WRITES ||
-	    !env->window_ok || f->window_faulted ||
+	    n > POSIX_WINDOW_MAX_WRITE || !env->window_ok ||
+	    f->window_faulted ||
 	    offset < f->reserved_start || offset > f->reserved_end ||
 	    n > f->reserved_end - offset)
 		return false;

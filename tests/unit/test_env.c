@@ -9,7 +9,8 @@
  * mapped read's still reaches the handler that was there before, or kills.
  * Its writes in place inside space it reserved go through a writable
  * mapping: readers see them, a sync cleans the pages they dirtied, a
- * truncate or close unmaps, and a copy that faults falls back to pwrite.
+ * truncate or close unmaps, a write over 4 KiB is a pwrite, and a copy
+ * that faults falls back to pwrite.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1345,6 +1346,17 @@ test_window_writes(const char *root)
 	    "unmapped");
 	ok(pread_is(path, (1 << 20) + 240, rec, 10),
 	    "window: the bytes read back");
+	{
+		char big[5000];
+
+		memset(big, 'B', sizeof(big));
+		ok(write_at_times(f, (1 << 20) + 240, big, sizeof(big), 32),
+		    "window: 32 writes of 5000 bytes in reserved space");
+		ok(!is_mapped(path), "window: writes over 4 KiB are pwrites "
+		    "(a copy would fault on each page)");
+		ok(pread_is(path, (1 << 20) + 240, big, 4096),
+		    "window: and read back");
+	}
 	ok(write_at_times(f, (1 << 20) + 240, rec, 10, 32) && is_mapped(path),
 	    "window: mapped again after 32 writes more");
 	is_int(env_file_close(f), 0, "window: close");
