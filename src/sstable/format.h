@@ -71,7 +71,8 @@
 
 #define SST_MAGIC		0x7473732e73667462ull	/* "btfs.sst" */
 #define SST_FORMAT_VERSION	2u	/* written when bounds are kept */
-#define SST_FORMAT_VERSION_1	1u	/* no bounds block; still read and written */
+/* Version 1: no bounds block; still read, and written without key_column. */
+#define SST_FORMAT_VERSION_1	1u
 #define SST_BOUNDS_COMPLETE	1u	/* columns and max_time follow */
 #define SST_BOUNDS_SEQUENCES	2u	/* min_seq and max_seq follow */
 #define SST_BOUNDS_MAX_COLUMNS	16

@@ -57,7 +57,7 @@ struct sst_builder {
 	bool seqs_lost;			/* a key without a sequence number */
 	uint64_t offset;		/* bytes written (pending too) */
 	uint64_t appended;		/* bytes appended to the file */
-	uint64_t written_back;		/* appended bytes hinted for writeback */
+	uint64_t written_back;		/* appended, hinted for writeback */
 	uint64_t entry_count;
 	uint64_t block_count;
 	int status;			/* < 0: failed, only free remains */

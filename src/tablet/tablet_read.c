@@ -424,11 +424,12 @@ point_read_memtable(struct point_read *pr, struct memtable *m,
  * sequence number than P; and what would hide P for good (a delete of the
  * column, family or row, a family created after P) hides F's older
  * entries as well, as a GC policy that condemns P (by age or by newer
- * versions) condemns F's versions, older in time.  So F is skipped when no source the read has not
- * gathered can hold a marker above the smallest such P: for a P from a
- * memtable, every entry above it is in the memtables, which are gathered
- * first (every SSTable entry is older than every memtable entry); for a P
- * from an SSTable, each file not yet visited must have no markers
+ * versions) condemns F's versions, older in time.  So F is skipped when
+ * no source the read has not gathered can hold a marker above the
+ * smallest such P: for a P from a memtable, every entry above it is in
+ * the memtables, which are gathered first (every SSTable entry is older
+ * than every memtable entry); for a P from an SSTable, each file not yet
+ * visited must have no markers
  * (complete bounds), not hold the row (its Bloom filter), or hold only
  * entries below P (its sequence range).  The files' order in the version
  * (newest first by number) is not relied on: compaction outputs, and the
@@ -447,7 +448,7 @@ struct read_cover {
 	size_t count;
 	size_t folded;			/* pr's entries folded in */
 	uint32_t file_source;		/* pr sources from here are files */
-	bool dead;			/* a marker, or a read of all versions */
+	bool dead;		/* a marker, or a read of all versions */
 	bool tail_known;
 	uint64_t tail_max_seq;		/* of markers in files not visited */
 };
