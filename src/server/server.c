@@ -525,6 +525,14 @@ background_wake(struct server *s)
 	pthread_mutex_unlock(&s->bg_mu);
 }
 
+/* The tablets' compact_wanted: reads used up a tablet's budget
+ * (TABLET_SEEK_BYTES); run a round now rather than at the timer. */
+static void
+background_compact_wanted(void *arg)
+{
+	background_wake(arg);
+}
+
 /*
  * Wait until a background round that starts after this call has ended, and
  * return that round's first error.
@@ -978,6 +986,8 @@ server_open(const char *path, const struct server_options *opts,
 	s->tenv.active_bytes = &s->active_bytes;
 	s->tenv.compact_poll = background_poll;
 	s->tenv.compact_poll_arg = s;
+	s->tenv.compact_wanted = background_compact_wanted;
+	s->tenv.compact_wanted_arg = s;
 	if ((rc = catalog_meta_get(s->catalog, "last_seq", 0,
 	    &last_seq)) < 0)
 		goto out_close;

@@ -346,6 +346,36 @@ file_damage_new(const struct catalog_file *meta, int rc,
 	return 0;
 }
 
+/* A new read budget for the files of v (tablet.h, TABLET_SEEK_BYTES). */
+static void
+tablet_seek_reset(struct tablet *t, const struct tablet_version *v)
+{
+	uint64_t bytes = 0;
+	int64_t budget;
+
+	for (size_t i = 0; i < v->file_count; i++)
+		bytes += v->files[i].meta.size;
+	budget = (int64_t)(bytes / TABLET_SEEK_BYTES);
+	if (budget < TABLET_SEEK_MIN)
+		budget = TABLET_SEEK_MIN;
+	atomic_store_explicit(&t->seek_allowance, budget,
+	    memory_order_relaxed);
+}
+
+void
+tablet_read_charge(struct tablet *t, size_t g, int64_t cost)
+{
+	int64_t left = atomic_fetch_sub_explicit(&t->seek_allowance, cost,
+	    memory_order_relaxed);
+
+	/* Only the read that crosses zero asks: one wake per budget. */
+	if (left <= 0 || left > cost)
+		return;
+	atomic_store_explicit(&t->seek_group, g, memory_order_relaxed);
+	if (t->tenv.compact_wanted != NULL)
+		t->tenv.compact_wanted(t->tenv.compact_wanted_arg);
+}
+
 /* ---- Open and close ---- */
 
 /*
@@ -370,6 +400,8 @@ tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	t->last_applied_seq = ct->flushed_seq;
 	atomic_init(&t->mem_first_seq, UINT64_MAX);
 	atomic_init(&t->imm_first_seq, UINT64_MAX);
+	atomic_init(&t->seek_allowance, TABLET_SEEK_MIN);
+	atomic_init(&t->seek_group, NO_GROUP);
 	buf_init(&t->start);
 	buf_init(&t->end);
 	buf_init(&t->key_lo);
@@ -448,6 +480,7 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 		v->file_count++;
 	}
 	bt_free(files);
+	tablet_seek_reset(t, v);
 	*out = t;
 	return 0;
 out_files:
@@ -515,6 +548,7 @@ tablet_from(const struct catalog_tablet *ct, struct tablet *const *parents,
 			version_add_shared(t, &pv[i]->files[j]);
 	qsort(t->current->files, t->current->file_count,
 	    sizeof(*t->current->files), file_newer_first);
+	tablet_seek_reset(t, t->current);
 	*out = t;
 out:
 	for (size_t i = 0; i < parent_count; i++)
@@ -884,6 +918,7 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 	}
 	if (flushed_seq > atomic_load(&t->flushed_seq))
 		atomic_store(&t->flushed_seq, flushed_seq);
+	tablet_seek_reset(t, v);
 	version_install_locked(t, v);
 	pthread_mutex_unlock(&t->mu);
 	bt_free(added);
@@ -1027,6 +1062,17 @@ version_group_files(const struct tablet_version *v, size_t g)
 	return n;
 }
 
+/* The group whose reads used up the budget (TABLET_SEEK_BYTES), or
+ * NO_GROUP while some budget is left. */
+static size_t
+seek_group_due(const struct tablet *t)
+{
+	if (atomic_load_explicit(&t->seek_allowance,
+	    memory_order_relaxed) > 0)
+		return NO_GROUP;
+	return atomic_load_explicit(&t->seek_group, memory_order_relaxed);
+}
+
 bool
 tablet_needs_compaction(const struct tablet *t)
 {
@@ -1035,6 +1081,12 @@ tablet_needs_compaction(const struct tablet *t)
 
 	for (size_t g = 0; g < v->schema->group_count && !needed; g++)
 		needed = version_group_files(v, g) >= TABLET_MERGE_THRESHOLD;
+	if (!needed) {
+		size_t g = seek_group_due(t);
+
+		needed = g < v->schema->group_count &&
+		    version_group_files(v, g) >= 2;
+	}
 	tablet_version_unref(v);
 	return needed;
 }
@@ -1238,6 +1290,7 @@ int
 tablet_compact(struct tablet *t, bool major, int64_t now)
 {
 	struct tablet_version *v = version_files_get(t);
+	size_t seek_g = seek_group_due(t);
 	int rc = 0;
 
 	if (v == NULL)
@@ -1247,7 +1300,8 @@ tablet_compact(struct tablet *t, bool major, int64_t now)
 
 		if (major && n > 0)
 			rc = compact_group(t, v, g, n, now);
-		else if (n >= TABLET_MERGE_THRESHOLD)
+		else if (n >= TABLET_MERGE_THRESHOLD ||
+		    (g == seek_g && n >= 2))
 			rc = compact_group(t, v, g, compact_pick(v, g), now);
 	}
 	tablet_version_unref(v);

@@ -42,6 +42,25 @@
 
 #define TABLET_MERGE_THRESHOLD 4
 
+/*
+ * Read-triggered compaction (LevelDB's seek compaction).  A point read
+ * that visits two SSTables or more of one locality group (those its Bloom
+ * filters and the entries already gathered do not rule out), a scan that
+ * opens two or more, and every TABLET_SCAN_SAMPLE_BYTES such a scan
+ * returns, each charge the tablet one read.  The budget is one read per
+ * TABLET_SEEK_BYTES of the tablet's SSTables, at least TABLET_SEEK_MIN: a
+ * read that consults an extra file costs about what merging that many
+ * bytes would (LevelDB's reasoning), so one pass of reads over a tablet
+ * whose rows are spread over several files uses it up.  Then the group
+ * of the read that used it up is merged as a merging compaction would
+ * take it (compact_pick), even below TABLET_MERGE_THRESHOLD files.  Every
+ * flush or compaction that changes the files starts a new budget; a
+ * workload that only writes is never charged.
+ */
+#define TABLET_SEEK_BYTES (16 * 1024)
+#define TABLET_SEEK_MIN 100
+#define TABLET_SCAN_SAMPLE_BYTES (1024 * 1024)
+
 /* Where a tablet keeps its files and what it shares with the others. */
 struct tablet_env {
 	struct env *env;
@@ -62,6 +81,13 @@ struct tablet_env {
 	 * leaving writers to wait for the whole compaction. */
 	void (*compact_poll)(void *arg);
 	void *compact_poll_arg;
+	/* Called by a reader, on its thread, when reads that had to consult
+	 * several SSTables have used up the tablet's read budget
+	 * (TABLET_SEEK_BYTES), so that the caller runs a background round
+	 * soon: tablet_needs_compaction() is then true.  Called once per
+	 * budget; it must not block (NULL: never called). */
+	void (*compact_wanted)(void *arg);
+	void *compact_wanted_arg;
 };
 
 #define TABLET_COMPACT_POLL_ROWS 256
@@ -159,10 +185,11 @@ uint64_t tablet_oldest_unflushed_seq(const struct tablet *t);
 
 /* Flush the frozen memtable.  0, or BT_NOTFOUND if there is none. */
 int tablet_flush(struct tablet *t);
-/* Whether some group has TABLET_MERGE_THRESHOLD files or more. */
+/* Whether some group has TABLET_MERGE_THRESHOLD files or more, or the
+ * reads have used up the budget and their group has two files or more. */
 bool tablet_needs_compaction(const struct tablet *t);
-/* Merge the SSTables of each group that needs it (all groups with files
- * when major). */
+/* Merge the SSTables of each group that needs it, as
+ * tablet_needs_compaction() says (all groups with files when major). */
 int tablet_compact(struct tablet *t, bool major, int64_t now);
 
 struct tablet_stats {

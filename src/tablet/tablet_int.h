@@ -99,6 +99,12 @@ struct tablet {
 	_Atomic uint64_t flushed_seq;	/* read by any thread */
 	atomic_uint_fast64_t flushes;
 	atomic_uint_fast64_t compactions;
+	/* Read-triggered compaction (tablet.h, TABLET_SEEK_BYTES): the reads
+	 * left before the group seek_group is merged, reset when a flush or
+	 * compaction changes the files; seek_group is set by the read that
+	 * used the budget up (NO_GROUP before). */
+	_Atomic int64_t seek_allowance;
+	_Atomic size_t seek_group;
 };
 
 /* The family of the schema named family, or NULL. */
@@ -112,6 +118,10 @@ int tablet_file_error(const struct tablet_file *f);
 /* The current version, referenced; and dropping a reference. */
 struct tablet_version *tablet_version_get(struct tablet *t);
 void tablet_version_unref(struct tablet_version *v);
+/* Charge t cost reads that consulted several files of group g (tablet.h,
+ * TABLET_SEEK_BYTES): one relaxed atomic add; the read that uses the
+ * budget up records g and calls tenv.compact_wanted. */
+void tablet_read_charge(struct tablet *t, size_t g, int64_t cost);
 /* Restrict an iterator to the tablet's own rows (a split child shares
  * its parent's files); takes ownership of *it. */
 int tablet_range_wrap(struct tablet *t, struct iter **it);

@@ -47,13 +47,43 @@ filter_needs_group(const struct tablet_schema *s,
 }
 
 /*
+ * What a read consulted, for its charge (tablet_read_charge()): the group
+ * of the first SSTable visited and how many of that group's were.  A read
+ * of several groups is charged for the first only: the common case is one
+ * group, and a cheap count keeps the charge off the read's cost.
+ */
+struct read_charge {
+	size_t group;
+	size_t visits;
+};
+
+#define READ_CHARGE_INIT { NO_GROUP, 0 }
+
+static void
+read_charge_visit(struct read_charge *c, size_t g)
+{
+	if (c->group == NO_GROUP)
+		c->group = g;
+	if (c->group == g)
+		c->visits++;
+}
+
+/* Whether the read consulted two files of one group: worth charging. */
+static bool
+read_charge_due(const struct read_charge *c)
+{
+	return c->visits >= 2;
+}
+
+/*
  * A merging iterator over a version's memtables and the SSTables that the
  * filter needs; when row_prefix is not empty, SSTables whose Bloom filter
- * rules the row out are left out.
+ * rules the row out are left out.  The SSTables opened are counted in
+ * *charge (NULL: not counted).
  */
 static int
 version_iter(struct tablet_version *v, const struct cells_filter *f,
-    struct slice row_prefix, struct iter **out)
+    struct slice row_prefix, struct read_charge *charge, struct iter **out)
 {
 	struct iter **children;
 	size_t n = 0;
@@ -87,6 +117,8 @@ version_iter(struct tablet_version *v, const struct cells_filter *f,
 		if ((rc = sst_reader_iter_new(tf->reader, &children[n])) < 0)
 			goto out_children;
 		n++;
+		if (charge != NULL)
+			read_charge_visit(charge, tf->group);
 	}
 	rc = merge_iter_new(children, n, out);
 	bt_free(children);
@@ -113,7 +145,7 @@ read_row_streaming(struct tablet_version *v, uint64_t snapshot,
 	struct iter *it = NULL;
 	int rc;
 
-	if ((rc = version_iter(v, filter, prefix, &it)) < 0 ||
+	if ((rc = version_iter(v, filter, prefix, NULL, &it)) < 0 ||
 	    (rc = iter_seek(it, prefix)) < 0)
 		goto out;
 	if (!iter_valid(it) || !slice_starts_with(iter_key(it), prefix)) {
@@ -602,11 +634,13 @@ read_cover_settles(struct read_cover *rc, const struct point_read *pr,
 /*
  * Gather the row's entries from every source the filter needs, less the
  * SSTables that the entries gathered before them settle (read_cover).
- * 0, 1 when the row is too large to gather, or a negative error.
+ * The SSTables visited are counted in *charge.  0, 1 when the row is too
+ * large to gather, or a negative error.
  */
 static int
 read_row_gather(struct tablet_version *v, uint64_t snapshot,
-    const struct cells_filter *f, struct slice prefix, struct point_read *pr)
+    const struct cells_filter *f, struct slice prefix, struct point_read *pr,
+    struct read_charge *charge)
 {
 	uint64_t hash = v->file_count > 0 ? bloom_hash(prefix) : 0;
 	struct read_cover rc;
@@ -637,6 +671,7 @@ read_row_gather(struct tablet_version *v, uint64_t snapshot,
 		if (!rc.dead && rc.count > 0 &&
 		    read_cover_settles(&rc, pr, prefix, v, i, f, hash))
 			continue;
+		read_charge_visit(charge, tf->group);
 		if ((r = sst_reader_visit_prefix(tf->reader, prefix,
 		    pr->index_key, pr->data_key, &pr->pins,
 		    point_read_visit_copy, pr)) < 0)
@@ -662,6 +697,7 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	struct cells_schema cs = { tablet_schema_family_policy, v->schema,
 	    NULL };
 	struct point_iter pit = { { &point_iter_ops }, NULL, 0, 0 };
+	struct read_charge charge = READ_CHARGE_INIT;
 	struct point_read pr;
 	struct slice prefix;
 	int rc;
@@ -671,7 +707,10 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	if ((rc = ikey_append_row_prefix(row, &out->key)) < 0)
 		goto out;
 	prefix = buf_slice(&out->key);
-	if ((rc = read_row_gather(v, snapshot, filter, prefix, &pr)) < 0)
+	rc = read_row_gather(v, snapshot, filter, prefix, &pr, &charge);
+	if (read_charge_due(&charge))
+		tablet_read_charge(t, charge.group, 1);
+	if (rc < 0)
 		goto out;
 	if (rc == 1) {
 		sst_pins_release(&pr.pins);
@@ -698,6 +737,7 @@ out:
 }
 
 struct tablet_scan {
+	struct tablet *t;		/* referenced, for the charge */
 	struct tablet_version *v;
 	struct iter *it;
 	struct cells_schema cs;
@@ -715,6 +755,11 @@ struct tablet_scan {
 	uint64_t pin_epoch;	/* of the row being read (cells.h) */
 	/* cs's memo: answers of sc->v->schema, which never change */
 	struct cells_family_memo memo;
+	/* The group charged for the scan's files, or NO_GROUP when the
+	 * scan reads one file of a group (no charge); and the bytes of rows
+	 * returned since the last charge (TABLET_SCAN_SAMPLE_BYTES). */
+	size_t charge_group;
+	size_t charge_bytes;
 };
 
 /* The cells_schema callback of a scan: tablet_schema_family_policy() with the
@@ -743,6 +788,7 @@ tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
     bool start_exclusive, struct slice end, int64_t now,
     const struct cells_filter *filter, struct tablet_scan **out)
 {
+	struct read_charge charge = READ_CHARGE_INIT;
 	struct tablet_scan *sc;
 	struct buf prefix;
 	int rc = -ENOMEM;
@@ -753,6 +799,9 @@ tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
 	buf_init(&sc->start);
 	buf_init(&sc->end);
 	sc->v = tablet_version_get(t);
+	sc->t = t;
+	tablet_ref(t);
+	sc->charge_group = NO_GROUP;
 	sc->cs.family_policy = scan_family_policy;
 	sc->cs.arg = sc;
 	sc->cs.memo = &sc->memo;	/* zeroed with sc */
@@ -763,9 +812,13 @@ tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
 	if (buf_set(&sc->start, start.p, start.n) < 0 ||
 	    buf_set(&sc->end, end.p, end.n) < 0)
 		goto out_free;
-	if ((rc = version_iter(sc->v, filter, slice_make("", 0),
+	if ((rc = version_iter(sc->v, filter, slice_make("", 0), &charge,
 	    &sc->it)) < 0 || (rc = tablet_range_wrap(t, &sc->it)) < 0)
 		goto out_free;
+	if (read_charge_due(&charge)) {
+		sc->charge_group = charge.group;
+		tablet_read_charge(t, charge.group, 1);
+	}
 	if (start.n > 0) {
 		if ((rc = ikey_append_row_prefix(start, &prefix)) < 0 ||
 		    (rc = iter_seek(sc->it, buf_slice(&prefix))) < 0)
@@ -780,6 +833,29 @@ out_free:
 	buf_release(&prefix);
 	tablet_scan_close(sc);
 	return rc;
+}
+
+/*
+ * A long scan over several files is charged once per
+ * TABLET_SCAN_SAMPLE_BYTES of rows it returns (LevelDB samples its
+ * iterators likewise): keys and values, the bytes the scan consumed.
+ */
+static void
+scan_charge_row(struct tablet_scan *sc, const struct cells_row *out)
+{
+	size_t bytes = out->key.n;
+
+	for (size_t i = 0; i < out->count; i++) {
+		struct cell c;
+
+		cells_row_get(out, i, &c);
+		bytes += c.family.n + c.qualifier.n + c.value.n;
+	}
+	sc->charge_bytes += bytes;
+	if (sc->charge_bytes < TABLET_SCAN_SAMPLE_BYTES)
+		return;
+	sc->charge_bytes -= TABLET_SCAN_SAMPLE_BYTES;
+	tablet_read_charge(sc->t, sc->charge_group, 1);
 }
 
 int
@@ -804,8 +880,11 @@ tablet_scan_next(struct tablet_scan *sc, struct cells_row *out)
 		if (sc->start_exclusive &&
 		    slice_equal(buf_slice(&out->key), buf_slice(&sc->start)))
 			continue;
-		if (out->count > 0)
+		if (out->count > 0) {
+			if (sc->charge_group != NO_GROUP)
+				scan_charge_row(sc, out);
 			return 0;
+		}
 	}
 	sc->done = true;
 	return BT_DONE;
@@ -818,6 +897,7 @@ tablet_scan_close(struct tablet_scan *sc)
 		return;
 	iter_free(sc->it);
 	tablet_version_unref(sc->v);
+	tablet_unref(sc->t);
 	buf_release(&sc->start);
 	buf_release(&sc->end);
 	bt_free(sc);

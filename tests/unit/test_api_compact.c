@@ -9,6 +9,12 @@
  * every delete still masks what it masked in the large file, and every
  * version reads as before, after the merging compaction, after a major
  * compaction and after a reopen.
+ *
+ * Read-triggered compaction (tablet.h, TABLET_SEEK_BYTES), in tables of
+ * three files (below TABLET_MERGE_THRESHOLD): one read pass over rows
+ * that each lie in all three files merges them into one; a pass over
+ * rows that each lie in one file, and no reads at all, leave the three;
+ * two hundred short scans over three files merge them too.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -128,6 +134,161 @@ sstables(struct bt_store *s)
 	return st.sstables;
 }
 
+/* The SSTables of table's single tablet, or -1. */
+static int
+table_sstables(struct bt_store *s, const char *table)
+{
+	struct bt_tablet_info *info;
+	size_t count;
+	int n = -1;
+
+	if (bt_table_tablets(s, table, &info, &count) != 0)
+		return -1;
+	if (count == 1)
+		n = (int)info[0].sstables;
+	bt_tablets_free(info);
+	return n;
+}
+
+/*
+ * Run background rounds (bt_store_flush() waits for one; the memtables
+ * must be empty, or it adds files) until table has want SSTables, at most
+ * POLL_ROUNDS of them: the background thread may have run the compaction
+ * already, or be about to.  Whether it got there.
+ */
+#define POLL_ROUNDS 100
+static bool
+sstables_reach(struct bt_store *s, const char *table, int want)
+{
+	for (int i = 0; i < POLL_ROUNDS; i++) {
+		if (table_sstables(s, table) == want)
+			return true;
+		must(bt_store_flush(s));
+	}
+	return table_sstables(s, table) == want;
+}
+
+#define SEEK_ROWS 1000
+
+/* Write SEEK_ROWS rows to table in three flushed files: each row in
+ * every file when overlap, else each row in one of them. */
+static void
+seek_table_fill(struct bt_store *s, const char *table, bool overlap)
+{
+	char row[16], val[32];
+
+	must(make_table(s, table, (const char *[]){ "f", NULL }));
+	for (int part = 0; part < 3; part++) {
+		for (int i = 0; i < SEEK_ROWS; i++) {
+			if (!overlap && i % 3 != part)
+				continue;
+			row_name(i, row, sizeof(row));
+			snprintf(val, sizeof(val), "v%d.%d", i, part);
+			must(put_str(s, table, row, "f", "a", 100 + part,
+			    val));
+		}
+		must(bt_store_flush(s));
+	}
+}
+
+/* One point read of every row of table, every version: how many read
+ * right (each file's version, newest first). */
+static int
+seek_table_read(struct bt_store *s, const char *table, bool overlap)
+{
+	char row[16], want[32], got[32];
+	int right = 0;
+
+	for (int i = 0; i < SEEK_ROWS; i++) {
+		struct bt_row *r = NULL;
+		int part = overlap ? 2 : i % 3;
+		bool good;
+
+		row_name(i, row, sizeof(row));
+		snprintf(want, sizeof(want), "v%d.%d@%d", i, part, 100 + part);
+		got[0] = '\0';
+		if (bt_read_row(s, table, bts(row), NULL, &r) == 0 &&
+		    r->cell_count > 0)
+			snprintf(got, sizeof(got), "%.*s@%" PRId64,
+			    (int)r->cells[0].value.size,
+			    (const char *)r->cells[0].value.data,
+			    r->cells[0].ts);
+		good = r != NULL && r->cell_count == (overlap ? 3u : 1u) &&
+		    strcmp(got, want) == 0;
+		if (good)
+			right++;
+		else if (right == i)
+			diag("%s row %d: want \"%s\", got \"%s\"", table, i,
+			    want, got);
+		bt_row_free(r);
+	}
+	return right;
+}
+
+/* A scan of ten rows from every fifth row of table: how many returned
+ * the rows up to it (ten, fewer at the end). */
+static int
+seek_table_scan(struct bt_store *s, const char *table)
+{
+	int right = 0;
+
+	for (int i = 0; i < SEEK_ROWS; i += 5) {
+		struct bt_scan_options so = { .limit = 10 };
+		struct bt_scan *sc = NULL;
+		struct bt_row *r;
+		char row[16];
+		int rows = 0;
+
+		row_name(i, row, sizeof(row));
+		so.start = bts(row);
+		if (bt_scan_open(s, table, &so, &sc) != 0)
+			continue;
+		while (r = NULL, bt_scan_next(sc, &r) == 0 && r != NULL) {
+			rows++;
+			bt_row_free(r);
+		}
+		bt_scan_close(sc);
+		right += rows == (SEEK_ROWS - i < 10 ? SEEK_ROWS - i : 10);
+	}
+	return right;
+}
+
+static void
+test_seek_compaction(void)
+{
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	seek_table_fill(t.s, "none", true);
+	seek_table_fill(t.s, "one", false);
+	seek_table_fill(t.s, "many", true);
+	seek_table_fill(t.s, "scan", true);
+	is_int(table_sstables(t.s, "many"), 3, "three files, below the "
+	    "merge threshold");
+	is_int(seek_table_read(t.s, "one", false), SEEK_ROWS, "a pass over "
+	    "rows in one file each reads right");
+	for (int i = 0; i < 3; i++)
+		must(bt_store_flush(t.s));
+	must(bt_store_compact(t.s, "one", false));
+	is_int(table_sstables(t.s, "one"), 3, "reads that found each row in "
+	    "one file leave the three files");
+	must(bt_store_compact(t.s, "none", false));
+	is_int(table_sstables(t.s, "none"), 3, "no reads, no compaction");
+	is_int(seek_table_read(t.s, "many", true), SEEK_ROWS, "a pass over "
+	    "rows in three files each reads right");
+	ok(sstables_reach(t.s, "many", 1), "those reads merged the three "
+	    "files into one");
+	is_int(seek_table_read(t.s, "many", true), SEEK_ROWS, "every row "
+	    "reads right after it");
+	is_int(seek_table_scan(t.s, "scan"), SEEK_ROWS / 5, "short scans "
+	    "over three files read right");
+	ok(sstables_reach(t.s, "scan", 1), "those scans merged the three "
+	    "files into one");
+	is_int(table_sstables(t.s, "none"), 3, "the table without reads "
+	    "still has its three files");
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -164,13 +325,13 @@ main(void)
 				}
 			}
 		}
-		if (part == 2)
-			is_int(rows_right(t.s), ROWS, "every row reads right "
-			    "before the last flush");
 		must(bt_store_flush(t.s));
 	}
 	/* The fourth file calls for a merging compaction: the background
-	 * round after the flush may run it before this does. */
+	 * round after the flush may run it before this does.  No read came
+	 * before it: reads of rows in two files would ask for a merge of
+	 * the files they found first (a read-triggered compaction, at a
+	 * moment the background thread chooses). */
 	must(bt_store_compact(t.s, "t", false));
 	is_int((int)sstables(t.s), 2, "the merging compaction took the small "
 	    "files only");
@@ -182,5 +343,6 @@ main(void)
 	is_int(tstore_reopen(&t), 0, "the store closes cleanly");
 	is_int(rows_right(t.s), ROWS, "and after a reopen");
 	tstore_destroy(&t);
+	test_seek_compaction();
 	return tap_done();
 }
