@@ -265,7 +265,7 @@ ikey_put_column(struct slice key, struct slice *column, uint64_t *ts)
 	uint64_t tsbits;
 
 	if (row == 0 || key.n - row < 16 ||
-	    ((~get_be64(key.p + key.n - 8)) & 0xff) != IKEY_PUT)
+	    (ikey_trailer(key) & 0xff) != IKEY_PUT)
 		return false;
 	tsbits = get_be64(key.p + key.n - 16);
 	if ((tsbits >> 63) == 0)
@@ -283,7 +283,7 @@ ikey_sequence(struct slice key, uint64_t *seq)
 
 	if (key.n < 8)
 		return false;
-	trailer = ~get_be64(key.p + key.n - 8);
+	trailer = ikey_trailer(key);
 	kind = (unsigned)(trailer & 0xff);
 	if (kind < IKEY_PUT || kind > IKEY_DELETE_ROW)
 		return false;

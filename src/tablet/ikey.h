@@ -72,6 +72,13 @@ int ikey_encode(const struct ikey *k, struct buf *out);
  */
 int ikey_decode(struct slice key, struct ikey *k, struct buf *scratch);
 
+/* The trailer of a key at least 8 bytes long, decoded: seq << 8 | kind. */
+static inline uint64_t
+ikey_trailer(struct slice key)
+{
+	return ~get_be64(key.p + key.n - 8);
+}
+
 /* The first 0x00 in [p, end), or NULL; short runs without a call. */
 static inline const uint8_t *
 ikey_find_zero(const uint8_t *p, const uint8_t *end)

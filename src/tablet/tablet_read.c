@@ -22,7 +22,6 @@
 #include "tablet/tablet_int.h"
 #include "util/alloc.h"
 #include "util/bloom.h"
-#include "util/coding.h"
 #include "util/error.h"
 
 /* ---- Readers ---- */
@@ -530,7 +529,7 @@ read_cover_fold(struct read_cover *rc, const struct point_read *pr,
 			rc->dead = true;
 			return;
 		}
-		trailer = ~get_be64(key.p + key.n - 8);
+		trailer = ikey_trailer(key);
 		if ((trailer & 0xff) != IKEY_PUT) {
 			rc->dead = true;	/* a delete marker */
 			return;
