@@ -62,8 +62,9 @@ env_slurp(struct env *env, const char *path, struct buf *out)
 	struct env_file *f;
 	uint64_t size;
 
-	if (env_file_open(env, path, ENV_READ, &f) < 0 ||
-	    env_file_size(f, &size) < 0)
+	if (env_file_open(env, path, ENV_READ, &f) < 0)
+		die(path);
+	if (env_file_size(f, &size) < 0)
 		die(path);
 	buf_clear(out);
 	if (buf_reserve(out, (size_t)size) < 0 ||
