@@ -420,7 +420,36 @@ background_poll(void *arg)
 }
 
 /*
- * Flush every frozen memtable and compact what needs it; one round.  The
+ * The idle check of tablet t in a round (tablet.h, TABLET_IDLE_USEC):
+ * when t has been idle long enough and its memtable is worth it, freeze
+ * it in the apply turn and flush it, so that the round's compaction
+ * merges its file with the others.  *pending is set when t may go idle
+ * with work to do, so that the next round comes sooner.
+ */
+static int
+background_idle(struct server *s, struct tablet *t, bool *pending)
+{
+	bool freeze;
+	int rc;
+
+	if (s->opts.read_only ||
+	    !tablet_idle_check(t, server_now(s), &freeze, pending) ||
+	    !freeze)
+		return 0;
+	pthread_mutex_lock(&s->apply_mu);
+	rc = tablet_freeze(t);
+	pthread_mutex_unlock(&s->apply_mu);
+	if (rc == BT_NOTFOUND || rc == -EBUSY)
+		return 0;
+	if (rc < 0 || (rc = tablet_flush(t)) < 0)
+		return rc;
+	return 0;
+}
+
+/*
+ * Flush every frozen memtable, run the idle checks (background_idle; a
+ * tablet that may go idle with work sets *idle_pending) and compact what
+ * needs it; one round.  The
  * memory that flushes and compactions free is handed back to the system
  * (malloc_trim) only in a round that writers did not ask for (trim): one
  * that the timer started, writes having paused for a second, or one that
@@ -431,7 +460,7 @@ background_poll(void *arg)
  * peak (the active and frozen memtables both full) is the same.
  */
 static int
-background_round(struct server *s, bool trim)
+background_round(struct server *s, bool trim, bool *idle_pending)
 {
 	struct server_table **tables;
 	size_t count;
@@ -451,6 +480,9 @@ background_round(struct server *s, bool trim)
 			if (rc < 0 && first == 0)
 				first = rc;
 			freed |= rc == 0;
+			if ((rc = background_idle(s, t, idle_pending)) < 0 &&
+			    first == 0)
+				first = rc;
 			if (tablet_needs_compaction(t)) {
 				rc = tablet_compact(t, false, server_now(s));
 				if (rc < 0 && first == 0)
@@ -479,11 +511,16 @@ background_round(struct server *s, bool trim)
 	return first;
 }
 
+/* The wait between rounds while a tablet may go idle with work to do: a
+ * third of TABLET_IDLE_USEC, so that its idle compaction starts within
+ * about 1.3 times that after its last write. */
+#define BACKGROUND_IDLE_POLL_NSEC (TABLET_IDLE_USEC * 1000L / 3)
+
 static void *
 background_main(void *arg)
 {
 	struct server *s = arg;
-	bool trim;
+	bool trim, idle_soon = false;
 	int rc;
 
 	pthread_mutex_lock(&s->bg_mu);
@@ -492,20 +529,32 @@ background_main(void *arg)
 		if (!s->bg_wanted) {
 			struct timespec until;
 
-			/* Wake now and then for merging compactions. */
+			/* Wake now and then for merging compactions, and
+			 * soon when a tablet may go idle with work to do
+			 * (a round then that nothing asked for does not
+			 * trim: writes may be about to resume). */
 			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
+			if (idle_soon) {
+				until.tv_nsec += BACKGROUND_IDLE_POLL_NSEC;
+				if (until.tv_nsec >= 1000000000L) {
+					until.tv_sec++;
+					until.tv_nsec -= 1000000000L;
+				}
+			} else {
+				until.tv_sec += 1;
+			}
 			pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &until);
 			if (s->bg_stop)
 				break;
-			trim = !s->bg_wanted;
+			trim = !s->bg_wanted && !idle_soon;
 		}
 		trim |= s->bg_trim_wanted;
 		s->bg_trim_wanted = false;
 		s->bg_wanted = false;
 		pthread_mutex_unlock(&s->bg_mu);
 		pthread_mutex_lock(&s->work_mu);
-		rc = background_round(s, trim);
+		idle_soon = false;
+		rc = background_round(s, trim, &idle_soon);
 		pthread_mutex_unlock(&s->work_mu);
 		pthread_mutex_lock(&s->bg_mu);
 		s->bg_error = rc;

@@ -397,7 +397,8 @@ tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	t->id = ct->id;
 	t->table_id = ct->table_id;
 	atomic_init(&t->flushed_seq, ct->flushed_seq);
-	t->last_applied_seq = ct->flushed_seq;
+	atomic_init(&t->last_applied_seq, ct->flushed_seq);
+	t->idle_seq = ct->flushed_seq;
 	atomic_init(&t->mem_first_seq, UINT64_MAX);
 	atomic_init(&t->imm_first_seq, UINT64_MAX);
 	atomic_init(&t->seek_allowance, TABLET_SEEK_MIN);
@@ -724,7 +725,8 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 	/* A plain store (applies are serialized): a seq_cst one is an xchg
 	 * on every mutation. */
 	atomic_store_explicit(&t->mem_usage, usage, memory_order_release);
-	t->last_applied_seq = first_seq + count - 1;
+	atomic_store_explicit(&t->last_applied_seq, first_seq + count - 1,
+	    memory_order_relaxed);
 	return 0;
 }
 
@@ -761,7 +763,8 @@ tablet_freeze(struct tablet *t)
 	}
 	v->imm = v->mem;	/* the copy's reference moves to imm */
 	v->mem = mem;
-	t->imm_max_seq = t->last_applied_seq;
+	t->imm_max_seq = atomic_load_explicit(&t->last_applied_seq,
+	    memory_order_relaxed);
 	atomic_store(&t->imm_first_seq, atomic_load(&t->mem_first_seq));
 	atomic_store(&t->mem_first_seq, UINT64_MAX);
 	t->mem = mem;
@@ -1062,6 +1065,38 @@ version_group_files(const struct tablet_version *v, size_t g)
 	return n;
 }
 
+/*
+ * The ratio of a merging compaction's size rule (compact_pick): a file
+ * is taken with the newer ones when it is at most COMPACT_SIZE_RATIO
+ * times their bytes together.
+ */
+#define COMPACT_SIZE_RATIO 4
+
+/*
+ * How many files of group g an idle merge takes (TABLET_IDLE_USEC): all
+ * of them, when there are two or more and each is within the size rule
+ * of those newer than it (a small new file does not make the idle merge
+ * rewrite a large old one); else 0.
+ */
+static size_t
+idle_pick(const struct tablet_version *v, size_t g)
+{
+	uint64_t newer = 0;
+	size_t n = version_group_files(v, g);
+
+	if (n < 2)
+		return 0;
+	for (size_t i = 0; i < v->file_count; i++) {
+		if (v->files[i].group != g)
+			continue;
+		if (newer > 0 && v->files[i].meta.size >
+		    COMPACT_SIZE_RATIO * newer)
+			return 0;
+		newer += v->files[i].meta.size;
+	}
+	return n;
+}
+
 /* The group whose reads used up the budget (TABLET_SEEK_BYTES), or
  * NO_GROUP while some budget is left. */
 static size_t
@@ -1087,6 +1122,9 @@ tablet_needs_compaction(const struct tablet *t)
 		needed = g < v->schema->group_count &&
 		    version_group_files(v, g) >= 2;
 	}
+	for (size_t g = 0; g < v->schema->group_count && !needed && t->idle;
+	    g++)
+		needed = idle_pick(v, g) > 0;
 	tablet_version_unref(v);
 	return needed;
 }
@@ -1267,7 +1305,6 @@ version_files_get(struct tablet *t)
  * every read of an overwritten row then finds it in two files.  All of
  * them (a whole compaction) when the sizes say so.
  */
-#define COMPACT_SIZE_RATIO 4
 static size_t
 compact_pick(const struct tablet_version *v, size_t g)
 {
@@ -1303,9 +1340,158 @@ tablet_compact(struct tablet *t, bool major, int64_t now)
 		else if (n >= TABLET_MERGE_THRESHOLD ||
 		    (g == seek_g && n >= 2))
 			rc = compact_group(t, v, g, compact_pick(v, g), now);
+		else if (t->idle && idle_pick(v, g) > 0)
+			rc = compact_group(t, v, g, n, now);
 	}
 	tablet_version_unref(v);
 	return rc;
+}
+
+/* Whether t's memtable is worth an idle flush (TABLET_IDLE_USEC): its
+ * file would be taken by the idle merge with the others of its group,
+ * roughly (a memtable's bytes are not its file's). */
+static bool
+idle_flush_wanted(struct tablet *t)
+{
+	struct tablet_version *v = tablet_version_get(t);
+	uint64_t mem = atomic_load_explicit(&t->mem_usage,
+	    memory_order_relaxed), files = 0;
+
+	for (size_t i = 0; i < v->file_count; i++)
+		files += v->files[i].meta.size;
+	tablet_version_unref(v);
+	return mem >= TABLET_IDLE_FLUSH_MIN &&
+	    mem * COMPACT_SIZE_RATIO >= files;
+}
+
+/* Whether some group of t's current version can be merged by an idle
+ * merge. */
+static bool
+idle_merge_wanted(struct tablet *t)
+{
+	struct tablet_version *v = tablet_version_get(t);
+	bool wanted = false;
+
+	for (size_t g = 0; g < v->schema->group_count && !wanted; g++)
+		wanted = idle_pick(v, g) > 0;
+	tablet_version_unref(v);
+	return wanted;
+}
+
+/* A file's first and last keys (idle_overlap), ordered by the first. */
+struct key_range {
+	struct buf first, last;
+};
+
+static int
+key_range_first_order(const void *a, const void *b)
+{
+	const struct key_range *x = a, *y = b;
+
+	return slice_compare(buf_slice(&x->first), buf_slice(&y->first));
+}
+
+/*
+ * Whether an idle compaction of t would merge anything that a read meets
+ * together: two files of a group whose key ranges overlap, or a memtable
+ * whose first key is not past every file's last key.  A sequential load
+ * leaves files (and a memtable) of disjoint ranges, which a scan meets
+ * one after the other; rewriting them would only compete with the
+ * reads.  A tablet without files is worth it (its memtable's flush).
+ * Reads each file's first block and index (once per quiet period).  An
+ * error says no.
+ */
+static bool
+idle_overlap(struct tablet *t)
+{
+	struct tablet_version *v = tablet_version_get(t);
+	struct key_range *kr;
+	struct iter *it = NULL;
+	struct buf mem_first;
+	size_t n = 0;
+	bool overlap = false;
+	int rc = 0;
+
+	buf_init(&mem_first);
+	if ((kr = bt_calloc(v->file_count + 1, sizeof(*kr))) == NULL)
+		goto out;
+	if (memtable_iter_new(v->mem, &it) == 0 && iter_seek_first(it) == 0 &&
+	    iter_valid(it))
+		rc = buf_set(&mem_first, iter_key(it).p, iter_key(it).n);
+	iter_free(it);
+	for (size_t g = 0; g < v->schema->group_count && !overlap &&
+	    rc >= 0; g++) {
+		size_t first = n;
+
+		for (size_t i = 0; i < v->file_count && rc >= 0; i++) {
+			if (v->files[i].group != g || v->files[i].reader ==
+			    NULL)
+				continue;
+			buf_init(&kr[n].first);
+			buf_init(&kr[n].last);
+			rc = sst_reader_key_range(v->files[i].reader,
+			    &kr[n].first, &kr[n].last);
+			n++;
+			if (rc == BT_NOTFOUND)
+				rc = 0;
+			if (rc == 0 && mem_first.n > 0 && slice_compare(
+			    buf_slice(&mem_first), buf_slice(&kr[n - 1].last))
+			    <= 0)
+				overlap = true;
+		}
+		qsort(kr + first, n - first, sizeof(*kr),
+		    key_range_first_order);
+		for (size_t i = first + 1; i < n && rc >= 0; i++)
+			if (kr[i - 1].last.n > 0 && slice_compare(
+			    buf_slice(&kr[i].first),
+			    buf_slice(&kr[i - 1].last)) <= 0)
+				overlap = true;
+	}
+	if (v->file_count == 0)
+		overlap = true;
+	if (rc < 0)
+		overlap = false;
+	for (size_t i = 0; i < n; i++) {
+		buf_release(&kr[i].first);
+		buf_release(&kr[i].last);
+	}
+	bt_free(kr);
+out:
+	buf_release(&mem_first);
+	tablet_version_unref(v);
+	return overlap;
+}
+
+bool
+tablet_idle_check(struct tablet *t, int64_t now, bool *freeze,
+    bool *pending)
+{
+	uint64_t seq = atomic_load_explicit(&t->last_applied_seq,
+	    memory_order_relaxed);
+
+	*freeze = false;
+	if (seq != t->idle_seq || t->idle_since == 0) {
+		t->idle_seq = seq;
+		t->idle_since = now;
+		t->idle = false;
+		t->idle_decided = false;
+		if (idle_flush_wanted(t) || idle_merge_wanted(t))
+			*pending = true;
+		return false;
+	}
+	if (now - t->idle_since < TABLET_IDLE_USEC) {
+		if (idle_flush_wanted(t) || idle_merge_wanted(t))
+			*pending = true;
+		return false;
+	}
+	if (!t->idle_decided) {
+		t->idle_decided = true;
+		t->idle = idle_overlap(t);
+	}
+	if (!t->idle)
+		return false;
+	*freeze = !tablet_has_frozen(t) && idle_flush_wanted(t);
+	return *freeze || idle_merge_wanted(t);
 }
 
 void

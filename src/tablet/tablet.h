@@ -40,6 +40,15 @@
 #include "util/env.h"
 #include "util/slice.h"
 
+/*
+ * A group with this many SSTables gets a merging compaction (of the files
+ * compact_pick in tablet.c takes).  Not 3 (HBase's
+ * hbase.hstore.compaction.min): at 3 the files a sequential load leaves,
+ * whose rows do not overlap, were merged in the middle of the reads that
+ * followed (the Figure 6 set's readseq, 0.16-1.52x LevelDB against
+ * 0.83-1.85x); what the files of a write burst cost later scans is the
+ * idle compaction's (TABLET_IDLE_USEC).
+ */
 #define TABLET_MERGE_THRESHOLD 4
 
 /*
@@ -60,6 +69,27 @@
 #define TABLET_SEEK_BYTES (16 * 1024)
 #define TABLET_SEEK_MIN 100
 #define TABLET_SCAN_SAMPLE_BYTES (1024 * 1024)
+
+/*
+ * Idle compaction (Bigtable's periodic merging compactions, RocksDB's
+ * idle ones): once no write has reached a tablet for TABLET_IDLE_USEC,
+ * its memtable is flushed when it holds at least TABLET_IDLE_FLUSH_MIN
+ * bytes and a fraction of its SSTables' bytes (COMPACT_SIZE_RATIO in
+ * tablet.c), and each group whose files are all within that ratio of
+ * the newer ones taken together is merged into one file.  Scans after a
+ * write burst then meet one file per group and no memtable, instead of
+ * the files the burst left below TABLET_MERGE_THRESHOLD.  The size rule
+ * is the merging compaction's, so that a small flush does not rewrite a
+ * large file.  Nothing is done when the tablet's data does not overlap
+ * (files of disjoint rows and a memtable past them, as a sequential load
+ * leaves): a scan meets those one after the other, and rewriting them
+ * would only compete with the reads.  An idle tablet that is done (an
+ * empty or small memtable, one file per group, files of unlike sizes or
+ * disjoint rows) costs nothing more until a write reaches it, so a store
+ * of many idle tablets pays once for each.
+ */
+#define TABLET_IDLE_USEC (300 * 1000)
+#define TABLET_IDLE_FLUSH_MIN (1024 * 1024)
 
 /* Where a tablet keeps its files and what it shares with the others. */
 struct tablet_env {
@@ -185,12 +215,25 @@ uint64_t tablet_oldest_unflushed_seq(const struct tablet *t);
 
 /* Flush the frozen memtable.  0, or BT_NOTFOUND if there is none. */
 int tablet_flush(struct tablet *t);
-/* Whether some group has TABLET_MERGE_THRESHOLD files or more, or the
- * reads have used up the budget and their group has two files or more. */
+/* Whether some group has TABLET_MERGE_THRESHOLD files or more, the
+ * reads have used up the budget and their group has two files or more,
+ * or the tablet is idle and a group can be merged (TABLET_IDLE_USEC). */
 bool tablet_needs_compaction(const struct tablet *t);
 /* Merge the SSTables of each group that needs it, as
  * tablet_needs_compaction() says (all groups with files when major). */
 int tablet_compact(struct tablet *t, bool major, int64_t now);
+/*
+ * The idle check (TABLET_IDLE_USEC), called by the background thread in
+ * each of its rounds with the time now (microseconds): whether no
+ * mutation was applied to t since a call at least TABLET_IDLE_USEC
+ * before now.  When idle, *freeze says whether the memtable is worth
+ * flushing first (the caller then freezes it in the apply turn and
+ * flushes it) and tablet_needs_compaction() counts the groups an idle
+ * merge takes.  *pending is set when t had writes since the last call
+ * and would have idle work, so that the caller checks again soon.
+ */
+bool tablet_idle_check(struct tablet *t, int64_t now, bool *freeze,
+    bool *pending);
 
 struct tablet_stats {
 	uint64_t sstables;		/* damaged ones too */

@@ -90,7 +90,9 @@ struct tablet {
 	size_t mem_base;		/* what mem held when empty */
 	uint64_t imm_bytes;		/* mem_usage of imm; guarded by mu */
 	struct buf key_scratch;
-	uint64_t last_applied_seq;
+	/* Stored by the writer (relaxed), read by the background's idle
+	 * check too. */
+	_Atomic uint64_t last_applied_seq;
 	_Atomic uint64_t mem_first_seq;	/* UINT64_MAX: empty */
 	_Atomic uint64_t imm_first_seq;
 	uint64_t imm_max_seq;
@@ -105,6 +107,15 @@ struct tablet {
 	 * used the budget up (NO_GROUP before). */
 	_Atomic int64_t seek_allowance;
 	_Atomic size_t seek_group;
+	/* Idle compaction (tablet.h, TABLET_IDLE_USEC), on the thread that
+	 * runs the tablet's compactions: last_applied_seq as the last
+	 * tablet_idle_check() saw it, the time of the call that first saw
+	 * it (0: none yet), and whether the tablet has been idle since for
+	 * TABLET_IDLE_USEC with data that an idle compaction would merge. */
+	uint64_t idle_seq;
+	int64_t idle_since;
+	bool idle;
+	bool idle_decided;	/* idle_overlap() asked this quiet period */
 };
 
 /* The family of the schema named family, or NULL. */

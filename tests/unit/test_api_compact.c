@@ -15,6 +15,9 @@
  * that each lie in all three files merges them into one; a pass over
  * rows that each lie in one file, and no reads at all, leave the three;
  * two hundred short scans over three files merge them too.
+ *
+ * Idle compaction (tablet.h, TABLET_IDLE_USEC), on the fault env's
+ * clock: see test_idle_merge() and test_idle_flush().
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,8 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/tabletfs.h"
+#include "tablet/tablet.h"
 #include "util/env.h"
 #include "api_util.h"
 
@@ -125,29 +130,39 @@ put(struct bt_store *s, int i, const char *q, int64_t ts, const char *fmt)
 	must(put_str(s, "t", row, "f", q, ts, val));
 }
 
-static uint64_t
-sstables(struct bt_store *s)
+/* The store's counters. */
+static struct bt_stats
+store_stats(struct bt_store *s)
 {
 	struct bt_stats st;
 
 	bt_store_get_stats(s, &st);
-	return st.sstables;
+	return st;
+}
+
+/* The SSTables (memtable false) or memtable bytes (true) of table's
+ * single tablet, or -1. */
+static int64_t
+table_count(struct bt_store *s, const char *table, bool memtable)
+{
+	struct bt_tablet_info *info;
+	size_t count;
+	int64_t n = -1;
+
+	if (bt_table_tablets(s, table, &info, &count) != 0)
+		return -1;
+	if (count == 1)
+		n = (int64_t)(memtable ? info[0].memtable_bytes :
+		    info[0].sstables);
+	bt_tablets_free(info);
+	return n;
 }
 
 /* The SSTables of table's single tablet, or -1. */
 static int
 table_sstables(struct bt_store *s, const char *table)
 {
-	struct bt_tablet_info *info;
-	size_t count;
-	int n = -1;
-
-	if (bt_table_tablets(s, table, &info, &count) != 0)
-		return -1;
-	if (count == 1)
-		n = (int)info[0].sstables;
-	bt_tablets_free(info);
-	return n;
+	return (int)table_count(s, table, false);
 }
 
 /*
@@ -168,19 +183,29 @@ sstables_reach(struct bt_store *s, const char *table, int want)
 	return table_sstables(s, table) == want;
 }
 
-#define SEEK_ROWS 1000
+/* Stop the store's clock, so that no tablet goes idle (tablet.h,
+ * TABLET_IDLE_USEC) and only the policy under test merges files. */
+static void
+clock_stop(struct tstore *t)
+{
+	env_fault_set_clock(t->env, env_now_micros(t->env));
+}
 
-/* Write SEEK_ROWS rows to table in three flushed files: each row in
+#define SEEK_ROWS 1000
+#define SEEK_PARTS 3	/* files of the read-triggered tests */
+
+/* Write SEEK_ROWS rows to table in parts flushed files: each row in
  * every file when overlap, else each row in one of them. */
 static void
-seek_table_fill(struct bt_store *s, const char *table, bool overlap)
+seek_table_fill(struct bt_store *s, const char *table, bool overlap,
+    int parts)
 {
 	char row[16], val[32];
 
 	must(make_table(s, table, (const char *[]){ "f", NULL }));
-	for (int part = 0; part < 3; part++) {
+	for (int part = 0; part < parts; part++) {
 		for (int i = 0; i < SEEK_ROWS; i++) {
-			if (!overlap && i % 3 != part)
+			if (!overlap && i % parts != part)
 				continue;
 			row_name(i, row, sizeof(row));
 			snprintf(val, sizeof(val), "v%d.%d", i, part);
@@ -191,17 +216,18 @@ seek_table_fill(struct bt_store *s, const char *table, bool overlap)
 	}
 }
 
-/* One point read of every row of table, every version: how many read
- * right (each file's version, newest first). */
+/* One point read of every row of table (filled in parts files), every
+ * version: how many read right (each file's version, newest first). */
 static int
-seek_table_read(struct bt_store *s, const char *table, bool overlap)
+seek_table_read(struct bt_store *s, const char *table, bool overlap,
+    int parts)
 {
 	char row[16], want[32], got[32];
 	int right = 0;
 
 	for (int i = 0; i < SEEK_ROWS; i++) {
 		struct bt_row *r = NULL;
-		int part = overlap ? 2 : i % 3;
+		int part = overlap ? parts - 1 : i % parts;
 		bool good;
 
 		row_name(i, row, sizeof(row));
@@ -213,7 +239,8 @@ seek_table_read(struct bt_store *s, const char *table, bool overlap)
 			    (int)r->cells[0].value.size,
 			    (const char *)r->cells[0].value.data,
 			    r->cells[0].ts);
-		good = r != NULL && r->cell_count == (overlap ? 3u : 1u) &&
+		good = r != NULL &&
+		    r->cell_count == (overlap ? (size_t)parts : 1u) &&
 		    strcmp(got, want) == 0;
 		if (good)
 			right++;
@@ -259,33 +286,149 @@ test_seek_compaction(void)
 	struct tstore t;
 
 	tstore_fault(&t, NULL);
-	seek_table_fill(t.s, "none", true);
-	seek_table_fill(t.s, "one", false);
-	seek_table_fill(t.s, "many", true);
-	seek_table_fill(t.s, "scan", true);
-	is_int(table_sstables(t.s, "many"), 3, "three files, below the "
-	    "merge threshold");
-	is_int(seek_table_read(t.s, "one", false), SEEK_ROWS, "a pass over "
-	    "rows in one file each reads right");
+	clock_stop(&t);
+	seek_table_fill(t.s, "none", true, SEEK_PARTS);
+	seek_table_fill(t.s, "one", false, SEEK_PARTS);
+	seek_table_fill(t.s, "many", true, SEEK_PARTS);
+	seek_table_fill(t.s, "scan", true, SEEK_PARTS);
+	is_int(table_sstables(t.s, "many"), SEEK_PARTS, "three files, below "
+	    "the merge threshold");
+	is_int(seek_table_read(t.s, "one", false, SEEK_PARTS), SEEK_ROWS,
+	    "a pass over rows in one file each reads right");
 	for (int i = 0; i < 3; i++)
 		must(bt_store_flush(t.s));
 	must(bt_store_compact(t.s, "one", false));
-	is_int(table_sstables(t.s, "one"), 3, "reads that found each row in "
-	    "one file leave the three files");
+	is_int(table_sstables(t.s, "one"), SEEK_PARTS, "reads that found "
+	    "each row in one file leave the three files");
 	must(bt_store_compact(t.s, "none", false));
-	is_int(table_sstables(t.s, "none"), 3, "no reads, no compaction");
-	is_int(seek_table_read(t.s, "many", true), SEEK_ROWS, "a pass over "
-	    "rows in three files each reads right");
+	is_int(table_sstables(t.s, "none"), SEEK_PARTS, "no reads, no "
+	    "compaction");
+	is_int(seek_table_read(t.s, "many", true, SEEK_PARTS), SEEK_ROWS,
+	    "a pass over rows in three files each reads right");
 	ok(sstables_reach(t.s, "many", 1), "those reads merged the three "
 	    "files into one");
-	is_int(seek_table_read(t.s, "many", true), SEEK_ROWS, "every row "
-	    "reads right after it");
+	is_int(seek_table_read(t.s, "many", true, SEEK_PARTS), SEEK_ROWS,
+	    "every row reads right after it");
 	is_int(seek_table_scan(t.s, "scan"), SEEK_ROWS / 5, "short scans "
 	    "over three files read right");
 	ok(sstables_reach(t.s, "scan", 1), "those scans merged the three "
 	    "files into one");
-	is_int(table_sstables(t.s, "none"), 3, "the table without reads "
-	    "still has its three files");
+	is_int(table_sstables(t.s, "none"), SEEK_PARTS, "the table without "
+	    "reads still has its three files");
+	tstore_destroy(&t);
+}
+
+/*
+ * Idle compaction (tablet.h, TABLET_IDLE_USEC), on the store's clock:
+ * two files of one size stay while the clock stands still, however many
+ * background rounds run, and merge into one once it has moved on by
+ * TABLET_IDLE_USEC with no write; later rounds compact nothing more.  A
+ * file much smaller than the older one (past the size rule) is left
+ * beside it, and so are two files whose rows do not overlap.
+ */
+static void
+test_idle_merge(void)
+{
+	struct tstore t;
+	int64_t now;
+	uint64_t done;
+	char row[16];
+
+	tstore_fault(&t, NULL);
+	clock_stop(&t);
+	now = (int64_t)env_now_micros(t.env);
+	seek_table_fill(t.s, "quiet", true, 2);
+	/* Rows [0, SEEK_ROWS / 2) in one file, the others in a second. */
+	must(make_table(t.s, "apart", (const char *[]){ "f", NULL }));
+	for (int i = 0; i < SEEK_ROWS; i++) {
+		row_name(i, row, sizeof(row));
+		must(put_str(t.s, "apart", row, "f", "a", 100, row));
+		if (i == SEEK_ROWS / 2 - 1)
+			must(bt_store_flush(t.s));
+	}
+	for (int i = 0; i < 3; i++)
+		must(bt_store_flush(t.s));
+	is_int(table_sstables(t.s, "quiet"), 2, "two files stay while the "
+	    "clock stands still");
+	env_fault_set_clock(t.env, (uint64_t)(now + TABLET_IDLE_USEC));
+	must(bt_store_flush(t.s));
+	is_int(table_sstables(t.s, "quiet"), 1, "idle for TABLET_IDLE_USEC: "
+	    "they merged into one without a read");
+	is_int(table_sstables(t.s, "apart"), 2, "two files of disjoint rows "
+	    "(a sequential load) are left apart");
+	is_int(seek_table_read(t.s, "quiet", true, 2), SEEK_ROWS, "every row "
+	    "reads both versions after it");
+	done = store_stats(t.s).compactions;
+	env_fault_set_clock(t.env, (uint64_t)(now + 10 * TABLET_IDLE_USEC));
+	for (int i = 0; i < 3; i++)
+		must(bt_store_flush(t.s));
+	is_int((int)(store_stats(t.s).compactions - done), 0, "an idle "
+	    "tablet at one file is not compacted again");
+	/* A small file beside the large one: the size rule keeps them. */
+	row_name(0, row, sizeof(row));
+	must(put_str(t.s, "quiet", row, "f", "a", 300, "small"));
+	must(bt_store_flush(t.s));
+	env_fault_set_clock(t.env, (uint64_t)(now + 20 * TABLET_IDLE_USEC));
+	must(bt_store_flush(t.s));
+	env_fault_set_clock(t.env, (uint64_t)(now + 30 * TABLET_IDLE_USEC));
+	for (int i = 0; i < 3; i++)
+		must(bt_store_flush(t.s));
+	is_int(table_sstables(t.s, "quiet"), 2, "a small new file is not "
+	    "merged into a large one when idle");
+	tstore_destroy(&t);
+}
+
+/*
+ * An idle tablet's memtable of TABLET_IDLE_FLUSH_MIN bytes or more is
+ * flushed by the background thread on its own (no bt_store_flush()):
+ * the clock moves on by a quarter of TABLET_IDLE_USEC between polls of
+ * at most IDLE_POLLS, so that some background rounds see the tablet
+ * quiet for long enough; and every row reads right from the file.
+ */
+#define IDLE_POLLS 3000
+#define IDLE_ROWS 4000
+static void
+test_idle_flush(void)
+{
+	struct tstore t;
+	char row[16], val[512];
+	int64_t now;
+	int polls, right = 0;
+
+	tstore_fault(&t, NULL);
+	clock_stop(&t);
+	now = (int64_t)env_now_micros(t.env);
+	must(make_table(t.s, "mem", (const char *[]){ "f", NULL }));
+	memset(val, 'v', sizeof(val) - 1);
+	val[sizeof(val) - 1] = '\0';
+	for (int i = 0; i < IDLE_ROWS; i++) {
+		row_name(i, row, sizeof(row));
+		must(put_str(t.s, "mem", row, "f", "a", 100, val));
+	}
+	ok(table_count(t.s, "mem", true) >= TABLET_IDLE_FLUSH_MIN,
+	    "the memtable holds TABLET_IDLE_FLUSH_MIN bytes");
+	for (polls = 0; polls < IDLE_POLLS; polls++) {
+		if (table_sstables(t.s, "mem") == 1)
+			break;
+		now += TABLET_IDLE_USEC / 4;
+		env_fault_set_clock(t.env, (uint64_t)now);
+		usleep(10000);
+	}
+	is_int(table_sstables(t.s, "mem"), 1, "idle: the background flushed "
+	    "it to a file (%d polls)", polls);
+	ok(table_count(t.s, "mem", true) < TABLET_IDLE_FLUSH_MIN,
+	    "and the memtable is empty again");
+	for (int i = 0; i < IDLE_ROWS; i++) {
+		struct bt_row *r = NULL;
+
+		row_name(i, row, sizeof(row));
+		if (bt_read_row(t.s, "mem", bts(row), NULL, &r) == 0 &&
+		    r->cell_count == 1 && r->cells[0].value.size ==
+		    strlen(val))
+			right++;
+		bt_row_free(r);
+	}
+	is_int(right, IDLE_ROWS, "every row reads right from it");
 	tstore_destroy(&t);
 }
 
@@ -303,7 +446,7 @@ main(void)
 	}
 	must(bt_store_flush(t.s));
 	must(bt_store_compact(t.s, "t", true));
-	is_int((int)sstables(t.s), 1, "the large file");
+	is_int((int)store_stats(t.s).sstables, 1, "the large file");
 	/* Three small files, each with some of every kind of change. */
 	for (int part = 0; part < 3; part++) {
 		for (int k = part; k < ROWS; k += 3) {
@@ -333,16 +476,19 @@ main(void)
 	 * the files they found first (a read-triggered compaction, at a
 	 * moment the background thread chooses). */
 	must(bt_store_compact(t.s, "t", false));
-	is_int((int)sstables(t.s), 2, "the merging compaction took the small "
-	    "files only");
+	is_int((int)store_stats(t.s).sstables, 2, "the merging compaction "
+	    "took the small files only");
 	is_int(rows_right(t.s), ROWS, "after it, deletes still mask the "
 	    "large file and every version is there");
 	must(bt_store_compact(t.s, "t", true));
-	is_int((int)sstables(t.s), 1, "a major compaction leaves one file");
+	is_int((int)store_stats(t.s).sstables, 1, "a major compaction "
+	    "leaves one file");
 	is_int(rows_right(t.s), ROWS, "every row reads right after it");
 	is_int(tstore_reopen(&t), 0, "the store closes cleanly");
 	is_int(rows_right(t.s), ROWS, "and after a reopen");
 	tstore_destroy(&t);
 	test_seek_compaction();
+	test_idle_merge();
+	test_idle_flush();
 	return tap_done();
 }
