@@ -481,7 +481,9 @@ test_many_versions(void)
 
 /* The Bloom filter (one hash of the row for every SSTable) keeps a point
  * read out of the SSTables that do not hold its row.  Three SSTables:
- * one fewer than a merging compaction waits for. */
+ * one fewer than a merging compaction waits for; the clock stands still,
+ * so that the tablet never goes idle (tablet.h, TABLET_IDLE_USEC) and its
+ * files stay as they are. */
 static void
 test_bloom_skips(void)
 {
@@ -491,6 +493,7 @@ test_bloom_skips(void)
 	uint64_t lookups;
 
 	tstore_fault(&t, NULL);
+	env_fault_set_clock(t.env, env_now_micros(t.env));
 	must(make_table(t.s, "t", families));
 	for (int k = 0; k < 3; k++) {
 		for (int i = 0; i < 200; i++) {
@@ -591,11 +594,14 @@ test_memtable_settles(void)
 	tstore_destroy(&t);
 }
 
-/* A fresh store whose table "t" has the families above. */
+/* A fresh store whose table "t" has the families above, and a clock that
+ * stands still: the tablet never goes idle (tablet.h, TABLET_IDLE_USEC),
+ * so its files stay as they are. */
 static void
 settle_store(struct tstore *t)
 {
 	tstore_fault(t, NULL);
+	env_fault_set_clock(t->env, env_now_micros(t->env));
 	must(make_table(t->s, "t", families));
 }
 
