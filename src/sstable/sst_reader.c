@@ -31,6 +31,11 @@
 /* Block offsets inside a block are fixed32: contents stay below 4 GiB. */
 #define SST_MAX_BLOCK_CONTENTS	((size_t)UINT32_MAX)
 
+/* A data block's handle as its index entry's value holds it, decoded. */
+struct sst_handle {
+	uint64_t offset, size;
+};
+
 struct sst_reader {
 	atomic_long refs;
 	struct env_file *file;
@@ -44,8 +49,10 @@ struct sst_reader {
 	struct buf filter;		/* Bloom filter; empty when none */
 	/* The index fences (sst_index_seek), one per index entry, or NULL
 	 * when the index block is empty or lacks a restart at every entry;
-	 * fence_common, borrowed from the index, starts every index key. */
+	 * fence_common, borrowed from the index, starts every index key.
+	 * handle[i] is entry i's block handle, decoded (set with fence). */
 	uint64_t *fence;
+	struct sst_handle *handle;
 	size_t fence_n;
 	struct slice fence_common;
 	/* The bounds block (format version 2): whether it is complete, and
@@ -607,7 +614,13 @@ sst_fence_of(struct slice key, size_t skip)
 	return get_be64(b);
 }
 
-/* Build the fences of the n index entries (restart i holding entry i). */
+/*
+ * Build the fences and the decoded handles of the n index entries (restart
+ * i holding entry i).  A point read then takes its block's handle from the
+ * dense handle array (one line, beside none of the index block's) rather
+ * than from the index entry, whose restart offset and bytes are a miss
+ * each in a large index.
+ */
 static int
 sst_reader_fence_build(struct sst_reader *r, size_t n)
 {
@@ -625,18 +638,28 @@ sst_reader_fence_build(struct sst_reader *r, size_t n)
 		common++;
 	if ((r->fence = bt_malloc(n * sizeof(*r->fence))) == NULL)
 		return -ENOMEM;
+	if ((r->handle = bt_malloc(n * sizeof(*r->handle))) == NULL) {
+		rc = -ENOMEM;
+		goto out_fence;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if ((rc = block_restart_entry(buf_slice(&r->index),
-		    (uint32_t)i, &key, &value)) < 0) {
-			bt_free(r->fence);
-			r->fence = NULL;
-			return rc;
-		}
+		    (uint32_t)i, &key, &value)) < 0 ||
+		    (rc = sst_decode_handle(r, value, &r->handle[i].offset,
+		    &r->handle[i].size)) < 0)
+			goto out_handle;
 		r->fence[i] = sst_fence_of(key, common);
 	}
 	r->fence_n = n;
 	r->fence_common = slice_make(first.p, common);
 	return 0;
+out_handle:
+	bt_free(r->handle);
+	r->handle = NULL;
+out_fence:
+	bt_free(r->fence);
+	r->fence = NULL;
+	return rc;
 }
 
 /*
@@ -839,6 +862,7 @@ out_close:
 	(void)env_file_close(r->file);
 out_free:
 	bt_free(r->fence);
+	bt_free(r->handle);
 	buf_release(&r->index);
 	buf_release(&r->filter);
 	buf_release(&r->bounds_bytes);
@@ -861,6 +885,7 @@ sst_reader_unref(struct sst_reader *r)
 		return;
 	(void)env_file_close(r->file);
 	bt_free(r->fence);
+	bt_free(r->handle);
 	buf_release(&r->index);
 	buf_release(&r->filter);
 	buf_release(&r->bounds_bytes);
@@ -1048,19 +1073,16 @@ sst_prefix_data_entry(void *arg, struct slice key, struct slice value)
 	return rc;
 }
 
-/* One index entry: walk its data block from the prefix on. */
+/* Walk the data block at (offset, size) from the prefix on. */
 static int
-sst_prefix_index_entry(void *arg, struct slice key, struct slice handle)
+sst_prefix_block(struct sst_prefix_walk *w, uint64_t offset, uint64_t size)
 {
-	struct sst_prefix_walk *w = arg;
 	struct sst_block_ref ref;
 	struct slice contents;
-	uint64_t size;
 	int rc;
 
-	(void)key;
-	if ((rc = sst_decode_handle(w->r, handle, &w->offset, &size)) < 0 ||
-	    (rc = sst_reader_load_block(w->r, w->offset, size, true, &ref,
+	w->offset = offset;
+	if ((rc = sst_reader_load_block(w->r, offset, size, true, &ref,
 	    &contents)) < 0) {
 		w->failed = true;
 		return rc;
@@ -1088,6 +1110,22 @@ sst_prefix_index_entry(void *arg, struct slice key, struct slice handle)
 	return 0;
 }
 
+/* One index entry: walk its data block from the prefix on. */
+static int
+sst_prefix_index_entry(void *arg, struct slice key, struct slice handle)
+{
+	struct sst_prefix_walk *w = arg;
+	uint64_t offset, size;
+	int rc;
+
+	(void)key;
+	if ((rc = sst_decode_handle(w->r, handle, &offset, &size)) < 0) {
+		w->failed = true;
+		return rc;
+	}
+	return sst_prefix_block(w, offset, size);
+}
+
 int
 sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
     struct buf *index_key, struct buf *data_key, struct sst_pins *pins,
@@ -1095,7 +1133,6 @@ sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
 {
 	struct sst_prefix_walk w = { r, prefix, data_key, visit, arg, 0,
 	    pins, false, 0, false, false };
-	struct slice key, handle;
 	size_t i;
 	int rc;
 
@@ -1104,9 +1141,8 @@ sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
 		    sst_prefix_index_entry, &w);
 	} else if ((rc = sst_index_seek(r, prefix, &i)) == 0) {
 		for (; i < r->fence_n; i++)
-			if ((rc = block_restart_entry(buf_slice(&r->index),
-			    (uint32_t)i, &key, &handle)) != 0 ||
-			    (rc = sst_prefix_index_entry(&w, key, handle)) != 0)
+			if ((rc = sst_prefix_block(&w, r->handle[i].offset,
+			    r->handle[i].size)) != 0)
 				break;
 	}
 	if (w.stopped)
