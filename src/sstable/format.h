@@ -43,13 +43,22 @@
  *   sequence number, and there is at least one entry):
  *     min_seq   varint64  the smallest sequence number of any entry
  *     max_seq   varint64  the largest, >= min_seq
+ *   when flags has SST_BOUNDS_SPLITS (version 3 only; written when the
+ *   builder has a filter prefix extractor):
+ *     n         varint32  ceil(data blocks / 8)
+ *     map       n bytes   bit i (bit i % 8 of byte i / 8) set when the
+ *                         first key of data block i + 1 starts with the
+ *                         filter key of the last key of block i; the bits
+ *                         from the last block's on are 0
  *   when flags has SST_BOUNDS_COMPLETE (key_column described every entry
  *   in at most SST_BOUNDS_MAX_COLUMNS columns; otherwise nothing of the
  *   columns and times is known and nothing more follows):
  *     max_time  varint64  the largest time of any entry
  *     count     varint32  distinct columns, at most SST_BOUNDS_MAX_COLUMNS
  *     column*   varint32 length, then the column's bytes; in no order
- * Version 1 tables have no bounds block (the index follows the filter).
+ * Version 1 tables have no bounds block (the index follows the filter);
+ * version 2 ones have no SST_BOUNDS_SPLITS map: a reader must assume that
+ * any block may continue the filter key its predecessor ends with.
  *
  * Index block: a block (format above, restart interval 1) with one entry per
  * data block: key = the last key of that block, value = its handle as
@@ -70,11 +79,16 @@
 #define TABLETFS_SSTABLE_FORMAT_H
 
 #define SST_MAGIC		0x7473732e73667462ull	/* "btfs.sst" */
-#define SST_FORMAT_VERSION	2u	/* written when bounds are kept */
+/* Written when bounds are kept and there is a filter prefix extractor. */
+#define SST_FORMAT_VERSION	3u
+/* Version 2: bounds without a splits map; still read, and written with
+ * key_column but without filter_prefix. */
+#define SST_FORMAT_VERSION_2	2u
 /* Version 1: no bounds block; still read, and written without key_column. */
 #define SST_FORMAT_VERSION_1	1u
 #define SST_BOUNDS_COMPLETE	1u	/* columns and max_time follow */
 #define SST_BOUNDS_SEQUENCES	2u	/* min_seq and max_seq follow */
+#define SST_BOUNDS_SPLITS	4u	/* the splits map follows (version 3) */
 #define SST_BOUNDS_MAX_COLUMNS	16
 #define SST_FOOTER_SIZE		64
 #define SST_BLOCK_TRAILER_SIZE	5

@@ -55,6 +55,9 @@ struct sst_builder {
 	/* The sequence range (opts.key_sequence): smallest and largest. */
 	uint64_t min_seq, max_seq;
 	bool seqs_lost;			/* a key without a sequence number */
+	/* The splits map (format.h), with opts.filter_prefix: bit i set when
+	 * block i + 1 starts with the filter key that block i ends with. */
+	struct buf splits;
 	uint64_t offset;		/* bytes written (pending too) */
 	uint64_t appended;		/* bytes appended to the file */
 	uint64_t written_back;		/* appended, hinted for writeback */
@@ -102,6 +105,7 @@ sst_builder_new(struct env *env, const char *path,
 	buf_init(&b->last_prefix);
 	buf_init(&b->pending);
 	buf_init(&b->columns);
+	buf_init(&b->splits);
 	if ((rc = env_file_open(env, path, ENV_CREATE, &b->file)) < 0)
 		goto out_free;
 	*out = b;
@@ -318,21 +322,81 @@ sst_builder_add_bounds(struct sst_builder *b, struct slice key)
 	return 0;
 }
 
+/*
+ * Key is the first of a new data block (not the table's first): mark the
+ * boundary in the splits map when key starts with the filter key of the
+ * last key of the block before.
+ */
+static int
+sst_builder_add_split(struct sst_builder *b, struct slice key)
+{
+	struct slice last = buf_slice(&b->last_key);
+	uint64_t i = b->block_count - 1;
+	size_t n = b->opts.filter_prefix(last);
+	int rc;
+
+	if (n < last.n)
+		last.n = n;
+	if (!slice_starts_with(key, last))
+		return 0;
+	if (i / 8 >= b->splits.n) {
+		size_t grow = (size_t)(i / 8) + 1 - b->splits.n;
+
+		if ((rc = buf_reserve(&b->splits, grow)) < 0)
+			return rc;
+		memset(b->splits.p + b->splits.n, 0, grow);
+		b->splits.n += grow;
+	}
+	b->splits.p[i / 8] |= (uint8_t)(1u << (i % 8));
+	return 0;
+}
+
+/* Whether the table gets a splits map: a version 3 table. */
+static bool
+sst_builder_has_splits(const struct sst_builder *b)
+{
+	return b->opts.key_column != NULL && b->opts.filter_prefix != NULL;
+}
+
 /* The bounds block's contents (format.h) into out. */
 static int
 sst_builder_bounds_block(const struct sst_builder *b, struct buf *out)
 {
-	uint8_t head[VARINT32_MAX_BYTES * 2 + VARINT64_MAX_BYTES * 3];
+	uint8_t head[VARINT32_MAX_BYTES * 3 + VARINT64_MAX_BYTES * 3];
 	uint8_t *p = head;
 	bool complete = !b->bounds_lost;
 	bool seqs = !b->seqs_lost && b->entry_count > 0;
+	bool splits = sst_builder_has_splits(b);
+	size_t map_n = (size_t)((b->block_count + 7) / 8);
 
 	p = encode_varint32(p, (complete ? SST_BOUNDS_COMPLETE : 0) |
-	    (seqs ? SST_BOUNDS_SEQUENCES : 0));
+	    (seqs ? SST_BOUNDS_SEQUENCES : 0) |
+	    (splits ? SST_BOUNDS_SPLITS : 0));
 	if (seqs) {
 		p = encode_varint64(p, b->min_seq);
 		p = encode_varint64(p, b->max_seq);
 	}
+	if (splits) {
+		if (map_n > UINT32_MAX)
+			return bt_error_set(BT_ETOOBIG, "%s: %llu blocks",
+			    b->file->path,
+			    (unsigned long long)b->block_count);
+		p = encode_varint32(p, (uint32_t)map_n);
+	}
+	if (buf_append(out, head, (size_t)(p - head)) < 0)
+		return -ENOMEM;
+	if (splits) {
+		/* The map holds bytes up to the last boundary marked. */
+		size_t have = b->splits.n < map_n ? b->splits.n : map_n;
+		int rc;
+
+		if ((rc = buf_append(out, b->splits.p, have)) < 0 ||
+		    (rc = buf_reserve(out, map_n - have)) < 0)
+			return rc;
+		memset(out->p + out->n, 0, map_n - have);
+		out->n += map_n - have;
+	}
+	p = head;
 	if (complete) {
 		p = encode_varint64(p, b->max_time);
 		p = encode_varint32(p, (uint32_t)b->column_count);
@@ -365,6 +429,10 @@ sst_builder_add(struct sst_builder *b, struct slice key, struct slice value)
 		goto fail;
 	if (b->opts.key_column != NULL &&
 	    (rc = sst_builder_add_bounds(b, key)) < 0)
+		goto fail;
+	if (b->data_block.count == 0 && b->block_count > 0 &&
+	    sst_builder_has_splits(b) &&
+	    (rc = sst_builder_add_split(b, key)) < 0)
 		goto fail;
 	if ((rc = block_builder_add(&b->data_block, key, value)) < 0)
 		goto fail;
@@ -439,8 +507,9 @@ sst_builder_finish(struct sst_builder *b, struct sst_info *info)
 	put_fixed64(footer + 24, filter_size);
 	put_fixed64(footer + 32, b->entry_count);
 	put_fixed64(footer + 40, data_size);
-	put_fixed32(footer + 48, b->opts.key_column != NULL ?
-	    SST_FORMAT_VERSION : SST_FORMAT_VERSION_1);
+	put_fixed32(footer + 48, sst_builder_has_splits(b) ?
+	    SST_FORMAT_VERSION : b->opts.key_column != NULL ?
+	    SST_FORMAT_VERSION_2 : SST_FORMAT_VERSION_1);
 	put_fixed32(footer + 52, crc32c_mask(crc32c_value(footer, 52)));
 	put_fixed64(footer + 56, SST_MAGIC);
 	if ((rc = sst_builder_write(b, footer, sizeof(footer))) < 0 ||
@@ -478,6 +547,7 @@ sst_builder_free(struct sst_builder *b)
 	block_builder_release(&b->data_block);
 	block_builder_release(&b->index_block);
 	buf_release(&b->last_key);
+	buf_release(&b->splits);
 	buf_release(&b->compressed);
 	buf_release(&b->hashes);
 	buf_release(&b->last_prefix);

@@ -4,12 +4,13 @@
  * Opening reads the footer, then the index, filter and bounds blocks into
  * memory, and checks that the block handles tile the file exactly: data
  * blocks back to back from offset 0, then the filter, the bounds block
- * (version 2), the index and the footer.  Data
+ * (versions 2 and 3), the index and the footer.  Data
  * blocks are read on demand with env_file_read_at() (safe from many
  * threads), checked against their CRC, uncompressed, and shared through the
  * block cache when there is one; an iterator that reads blocks back to back
  * reads ahead (struct sst_readahead).  A point read finds its index entry
- * through the index fences (sst_index_seek).  Every byte off disk is
+ * through the index fences (sst_index_seek), and stops at the end of a
+ * block that the splits map (version 3) says its row does not go past.  Every byte off disk is
  * untrusted: a flaw is BT_ECHECKSUM, BT_ECORRUPT or BT_EFORMAT with a
  * detail naming the path and offset, never a crash and never wrong data.
  */
@@ -66,6 +67,12 @@ struct sst_reader {
 	/* The sequence range of the bounds block, when it has one. */
 	bool has_sequences;
 	uint64_t min_seq, max_seq;
+	/* The splits map of a version 3 table (format.h), a slice into
+	 * bounds_bytes checked to hold a bit per data block; empty when the
+	 * table has none (any block may continue its predecessor's row). */
+	bool has_splits;
+	struct slice splits;
+	uint32_t version;
 	atomic_uint_fast64_t filter_negatives;
 	atomic_uint_fast64_t block_reads;
 };
@@ -501,7 +508,7 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 		    "%s: footer checksum mismatch at offset %llu", path,
 		    (unsigned long long)footer_off);
 	if ((version = get_fixed32(f + 48)) != SST_FORMAT_VERSION &&
-	    version != SST_FORMAT_VERSION_1)
+	    version != SST_FORMAT_VERSION_2 && version != SST_FORMAT_VERSION_1)
 		return bt_error_set(BT_EFORMAT,
 		    "%s: unknown SSTable format version %u at offset %llu",
 		    path, version, (unsigned long long)(footer_off + 48));
@@ -514,6 +521,7 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 	r->info.data_size = get_fixed64(f + 40);
 	r->info.file_size = r->file_size;
 	r->index_offset = index_off;
+	r->version = version;
 
 	filter_end = *filter_offset;
 	if (*filter_size > 0)
@@ -521,8 +529,9 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 		    *filter_size > footer_off - *filter_offset ?
 		    UINT64_MAX : *filter_offset + *filter_size +
 		    SST_BLOCK_TRAILER_SIZE;
-	/* Version 2: the bounds block fills what lies between the filter
-	 * and the index, with its trailer (at least one byte of contents). */
+	/* Version 2 and 3: the bounds block fills what lies between the
+	 * filter and the index, with its trailer (at least one byte of
+	 * contents). */
 	*bounds_offset = filter_end;
 	*bounds_size = 0;
 	bounds_end = filter_end;
@@ -554,7 +563,10 @@ sst_reader_parse_bounds(struct sst_reader *r, uint64_t offset)
 	uint64_t max_time, min_seq, max_seq;
 
 	if (get_varint32(&in, &flags) < 0 ||
-	    (flags & ~(SST_BOUNDS_COMPLETE | SST_BOUNDS_SEQUENCES)) != 0)
+	    (flags & ~(SST_BOUNDS_COMPLETE | SST_BOUNDS_SEQUENCES |
+	    SST_BOUNDS_SPLITS)) != 0 ||
+	    ((flags & SST_BOUNDS_SPLITS) != 0) !=
+	    (r->version == SST_FORMAT_VERSION))
 		goto corrupt;
 	if ((flags & SST_BOUNDS_SEQUENCES) != 0) {
 		if (get_varint64(&in, &min_seq) < 0 ||
@@ -563,6 +575,16 @@ sst_reader_parse_bounds(struct sst_reader *r, uint64_t offset)
 		r->has_sequences = true;
 		r->min_seq = min_seq;
 		r->max_seq = max_seq;
+	}
+	if ((flags & SST_BOUNDS_SPLITS) != 0) {
+		/* Its length is checked against the blocks once the index is
+		 * (sst_reader_check_index). */
+		if (get_varint32(&in, &n) < 0 || n > in.n)
+			goto corrupt;
+		r->has_splits = true;
+		r->splits = slice_make(in.p, n);
+		in.p += n;
+		in.n -= n;
 	}
 	if ((flags & SST_BOUNDS_COMPLETE) == 0) {
 		if (in.n != 0)
@@ -724,6 +746,29 @@ sst_index_seek(const struct sst_reader *r, struct slice target, size_t *out)
 	return 0;
 }
 
+/* Whether map is a splits map for a table of blocks data blocks:
+ * ceil(blocks / 8) bytes, no bit set from the last block's on. */
+static bool
+sst_splits_fit(struct slice map, uint64_t blocks)
+{
+	if (map.n != (blocks + 7) / 8)
+		return false;
+	for (uint64_t i = blocks > 0 ? blocks - 1 : 0; i < map.n * 8; i++)
+		if (map.p[i / 8] & (1u << (i % 8)))
+			return false;
+	return true;
+}
+
+/* Whether data block i + 1 may start with the filter key that block i
+ * ends with: always, unless the table has a splits map. */
+static bool
+sst_reader_split_after(const struct sst_reader *r, size_t i)
+{
+	if (!r->has_splits)
+		return true;
+	return (r->splits.p[i / 8] & (1u << (i % 8))) != 0;
+}
+
 /*
  * Walk the index once: every handle must decode, data blocks must follow
  * each other from offset 0 to data_size, and keys must increase.  Counts
@@ -796,6 +841,12 @@ sst_reader_check_index(struct sst_reader *r)
 		goto out_iter;
 	}
 	r->info.block_count = blocks;
+	if (r->has_splits && !sst_splits_fit(r->splits, blocks)) {
+		rc = bt_error_set(BT_ECORRUPT,
+		    "%s: bounds block: a splits map of %zu bytes for %llu "
+		    "blocks", path, r->splits.n, (unsigned long long)blocks);
+		goto out_iter;
+	}
 	rc = 0;
 	if (restart_each && blocks > 0 && blocks < UINT32_MAX &&
 	    block_restart_entry(buf_slice(&r->index), (uint32_t)blocks,
@@ -1140,10 +1191,20 @@ sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
 		rc = block_visit_from(buf_slice(&r->index), prefix, index_key,
 		    sst_prefix_index_entry, &w);
 	} else if ((rc = sst_index_seek(r, prefix, &i)) == 0) {
-		for (; i < r->fence_n; i++)
+		for (; i < r->fence_n; i++) {
 			if ((rc = sst_prefix_block(&w, r->handle[i].offset,
 			    r->handle[i].size)) != 0)
 				break;
+			/* The walk reached the block's end inside the prefix,
+			 * its last key L in data_key.  When the next block
+			 * does not start with L's filter key, a prefix of the
+			 * prefix (L starts with it), no key there has the
+			 * prefix: no need to read the block to see that. */
+			if (w.visited && !sst_reader_split_after(r, i) &&
+			    sst_reader_filter_key(r,
+			    buf_slice(data_key)).n <= prefix.n)
+				break;
+		}
 	}
 	if (w.stopped)
 		return w.visit_rc < 0 ? w.visit_rc : 0;
@@ -1468,7 +1529,8 @@ sst_reader_compaction_iter_new(struct sst_reader *r, struct iter **out)
  */
 static int
 sst_reader_verify_block(struct sst_reader *r, struct slice index_key,
-    struct slice handle, struct buf *prev, uint64_t *entries)
+    struct slice handle, uint64_t block, struct buf *prev,
+    uint64_t *entries)
 {
 	const char *path = r->file->path;
 	struct sst_block_ref ref;
@@ -1489,6 +1551,18 @@ sst_reader_verify_block(struct sst_reader *r, struct slice index_key,
 			    "%s: data block at %llu: key %llu out of order",
 			    path, (unsigned long long)offset,
 			    (unsigned long long)n);
+			goto out;
+		}
+		/* A boundary the splits map wrongly leaves unmarked would
+		 * cut a point read's row short. */
+		if (n == 0 && block > 0 &&
+		    !sst_reader_split_after(r, (size_t)block - 1) &&
+		    slice_starts_with(key, sst_reader_filter_key(r,
+		    buf_slice(prev)))) {
+			rc = bt_error_set(BT_ECORRUPT,
+			    "%s: data block at %llu: continues the row of "
+			    "the block before, which the splits map does not "
+			    "say", path, (unsigned long long)offset);
 			goto out;
 		}
 		if (!sst_reader_may_contain(r, sst_reader_filter_key(r,
@@ -1524,16 +1598,16 @@ sst_reader_verify(struct sst_reader *r)
 {
 	struct iter *index_it;
 	struct buf prev;
-	uint64_t entries = 0;
+	uint64_t entries = 0, block = 0;
 	int rc;
 
 	buf_init(&prev);
 	if ((rc = sst_reader_index_iter(r, &index_it)) < 0)
 		goto out;
 	for (rc = iter_seek_first(index_it); rc == 0 && iter_valid(index_it);
-	    rc = iter_next(index_it))
+	    rc = iter_next(index_it), block++)
 		if ((rc = sst_reader_verify_block(r, iter_key(index_it),
-		    iter_value(index_it), &prev, &entries)) < 0)
+		    iter_value(index_it), block, &prev, &entries)) < 0)
 			goto out_index;
 	if (rc < 0) {
 		rc = sst_reader_block_error(r, "index", r->index_offset, rc);

@@ -166,7 +166,11 @@ void sst_pins_release(struct sst_pins *p);
  * pins (and its bytes are counted there before its entries are visited),
  * and value stays valid until sst_pins_release(pins).  0, visit's error,
  * or a negative error (a damaged block: BT_ECHECKSUM, BT_ECORRUPT;
- * -ENOMEM).
+ * -ENOMEM).  In a version 3 table, a walk that reaches the end of a block
+ * reads the next one only when the splits map says it starts with the
+ * filter key of that block's last key, or when that filter key is longer
+ * than prefix (which may then go on past it); the reader's filter_prefix
+ * must be the builder's for that to hold.
  */
 int sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
     struct buf *index_key, struct buf *data_key, struct sst_pins *pins,

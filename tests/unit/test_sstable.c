@@ -625,8 +625,8 @@ prefix_collect(void *arg, struct slice key, struct slice value)
 	return l->stop_after != 0 && l->n == l->stop_after ? l->stop_rc : 0;
 }
 
-/* Whether l holds exactly the columns [first, first + count) of row,
- * keys and values (the values read after the walk returned). */
+/* Whether l holds exactly the first count columns of row, keys and
+ * values (the values read after the walk returned). */
 static bool
 prefix_log_is(const struct prefix_log *l, int row, int count)
 {
@@ -644,6 +644,32 @@ prefix_log_is(const struct prefix_log *l, int row, int count)
 	return true;
 }
 
+/* Build path with o from rows 0, step, 2 * step, ... below rows, row r
+ * holding the columns "rowRRRR/colCCC" for C below cols(r), each with
+ * value "value of " and its key. */
+static void
+build_rows_table(struct env *env, const char *path,
+    const struct sst_options *o, int rows, int step, int (*cols)(int),
+    struct sst_info *info)
+{
+	struct sst_builder *b;
+	char key[32], val[48];
+
+	if (sst_builder_new(env, path, o, &b) < 0)
+		tap_bail("sst_builder_new");
+	for (int row = 0; row < rows; row += step)
+		for (int c = 0; c < cols(row); c++) {
+			snprintf(key, sizeof(key), "row%04d/col%03d", row, c);
+			snprintf(val, sizeof(val), "value of %s", key);
+			if (sst_builder_add(b, slice_str(key),
+			    slice_str(val)) < 0)
+				tap_bail("sst_builder_add");
+		}
+	if (sst_builder_finish(b, info) < 0)
+		tap_bail("sst_builder_finish");
+	sst_builder_free(b);
+}
+
 /*
  * sst_reader_visit_prefix: exactly a row's entries, across blocks, with
  * and without a cache; with pins the values stay valid after the walk even
@@ -653,12 +679,11 @@ static void
 test_visit_prefix(struct env *env)
 {
 	struct sst_options o;
-	struct sst_builder *b;
 	struct sst_reader *r;
 	struct cache *cache;
 	struct buf ik, dk;
 	struct sst_pins pins;
-	char key[32], val[48];
+	char key[32];
 	size_t bad = 0, pinned_bad = 0, absent_bad = 0;
 	struct prefix_log *l = calloc(1, sizeof(*l));
 
@@ -669,19 +694,7 @@ test_visit_prefix(struct env *env)
 	sst_options_default(&o);
 	o.block_size = 256;
 	o.filter_prefix = row_prefix;
-	if (sst_builder_new(env, "prefix.sst", &o, &b) < 0)
-		tap_bail("builder prefix.sst");
-	for (int row = 0; row < 100; row += 2)
-		for (int c = 0; c < prefix_cols(row); c++) {
-			snprintf(key, sizeof(key), "row%04d/col%03d", row, c);
-			snprintf(val, sizeof(val), "value of %s", key);
-			if (sst_builder_add(b, slice_str(key),
-			    slice_str(val)) < 0)
-				tap_bail("sst_builder_add");
-		}
-	if (sst_builder_finish(b, NULL) < 0)
-		tap_bail("sst_builder_finish");
-	sst_builder_free(b);
+	build_rows_table(env, "prefix.sst", &o, 100, 2, prefix_cols, NULL);
 	/* Two blocks' worth of cache: pinned blocks outlive eviction. */
 	if (cache_new(512, &cache) < 0)
 		tap_bail("cache_new");
@@ -1470,7 +1483,7 @@ test_bounds(struct env *env)
 
 	build_bounds_table(env, "b2.sst", first_byte_column, plain, &info);
 	is_int(file_version(env, "b2.sst", info.file_size),
-	    SST_FORMAT_VERSION, "with key_column: a version 2 table");
+	    SST_FORMAT_VERSION_2, "with key_column: a version 2 table");
 	if (sst_reader_open(env, "b2.sst", 0, NULL, NULL, &r) < 0)
 		tap_bail("open b2.sst");
 	rc = sst_reader_bounds(r, &count, &max_time);
@@ -1596,7 +1609,142 @@ static void
 edit_unknown_flag(uint8_t *p, size_t n)
 {
 	(void)n;
-	p[0] |= 0x04;
+	p[0] |= 0x08;
+}
+
+/* The bit of the splits map that edit_splits_bit() sets: its byte is
+ * right after the flags and the map's one-byte length. */
+static size_t splits_bit;
+
+static void
+edit_splits_bit(uint8_t *p, size_t n)
+{
+	if (n < 3 + splits_bit / 8)
+		tap_bail("short bounds block");
+	p[2 + splits_bit / 8] |= (uint8_t)(1u << (splits_bit % 8));
+}
+
+static void
+edit_splits_clear(uint8_t *p, size_t n)
+{
+	if (n < 3 + splits_bit / 8)
+		tap_bail("short bounds block");
+	p[2 + splits_bit / 8] &= (uint8_t)~(1u << (splits_bit % 8));
+}
+
+/* A key_column for the splits test: every key is of column "c" at 0. */
+static bool
+one_column(struct slice key, struct slice *column, uint64_t *time)
+{
+	(void)key;
+	*column = slice_make("c", 1);
+	*time = 0;
+	return true;
+}
+
+/* Row r of the splits test has one entry, or 30 (several blocks) when
+ * r % 25 == 7. */
+static int
+splits_cols(int row)
+{
+	return row % 25 == 7 ? 30 : 1;
+}
+
+/*
+ * The splits map (format version 3, written with key_column and
+ * filter_prefix): a point read of a row that ends a block does not read
+ * the next block to see that the row ends there, while a row that goes on
+ * into the next blocks is read whole; a bit set where the next block
+ * starts a new row is harmless, and one past the last block fails the
+ * open.
+ */
+static void
+test_visit_prefix_splits(struct env *env)
+{
+	struct sst_reader_stats st0, st1;
+	struct sst_options o;
+	struct sst_reader *r;
+	struct sst_info info;
+	struct sst_pins pins;
+	struct buf ik, dk;
+	char key[32];
+	size_t bad = 0, extra_reads = 0, one_entry = 0;
+	struct prefix_log *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		tap_bail("out of memory");
+	buf_init(&ik);
+	buf_init(&dk);
+	sst_options_default(&o);
+	o.block_size = 256;
+	o.filter_prefix = row_prefix;
+	o.key_column = one_column;
+	build_rows_table(env, "splits.sst", &o, 200, 1, splits_cols, &info);
+	is_int(file_version(env, "splits.sst", info.file_size),
+	    SST_FORMAT_VERSION, "key_column and filter_prefix: a version 3 "
+	    "table");
+	if (sst_reader_open(env, "splits.sst", 0, NULL, row_prefix, &r) < 0)
+		tap_bail("open splits.sst");
+	for (int row = 0; row < 201; row++) {
+		int want = row < 200 ? splits_cols(row) : 0;
+
+		snprintf(key, sizeof(key), "row%04d/", row);
+		memset(l, 0, sizeof(*l));
+		sst_pins_init(&pins);
+		sst_reader_get_stats(r, &st0);
+		if (sst_reader_visit_prefix(r, slice_str(key), &ik, &dk,
+		    &pins, prefix_collect, l) != 0 || (want > 0 ?
+		    !prefix_log_is(l, row, want) : l->n != 0))
+			bad++;
+		sst_reader_get_stats(r, &st1);
+		sst_pins_release(&pins);
+		if (want == 1) {
+			one_entry++;
+			if (st1.block_reads - st0.block_reads != 1)
+				extra_reads++;
+		}
+	}
+	is_int(bad, 0, "splits map: every row's entries visited, rows over "
+	    "several blocks too");
+	is_int(sst_reader_verify(r), 0, "splits map: verify is clean");
+	is_int(extra_reads, 0, "splits map: each of %zu one-entry rows "
+	    "reads one block, those that end a block too", one_entry);
+	sst_reader_unref(r);
+
+	/* Every boundary marked: reads as a version 2 table would. */
+	splits_bit = 0;
+	bounds_block_rewrite(env, "splits.sst", "splits-set.sst",
+	    edit_splits_bit);
+	if (sst_reader_open(env, "splits-set.sst", 0, NULL, row_prefix,
+	    &r) < 0)
+		tap_bail("open splits-set.sst");
+	memset(l, 0, sizeof(*l));
+	sst_pins_init(&pins);
+	ok(sst_reader_visit_prefix(r, slice_str("row0000/"), &ik, &dk, &pins,
+	    prefix_collect, l) == 0 && prefix_log_is(l, 0, 1),
+	    "a boundary marked needlessly: the row reads right");
+	sst_pins_release(&pins);
+	is_int(sst_reader_verify(r), 0, "and verify is clean");
+	sst_reader_unref(r);
+	/* Row 7 spans blocks 0 and 1 (the first block holds 7 entries of
+	 * about 33 bytes): unmark that boundary. */
+	splits_bit = 0;
+	bounds_block_rewrite(env, "splits.sst", "splits-cut.sst",
+	    edit_splits_clear);
+	if (sst_reader_open(env, "splits-cut.sst", 0, NULL, row_prefix,
+	    &r) < 0)
+		tap_bail("open splits-cut.sst");
+	is_int(sst_reader_verify(r), BT_ECORRUPT,
+	    "a boundary inside a row left unmarked: verify finds it");
+	sst_reader_unref(r);
+	splits_bit = (size_t)info.block_count - 1;
+	bounds_block_rewrite(env, "splits.sst", "splits-bad.sst",
+	    edit_splits_bit);
+	is_int(sst_reader_open(env, "splits-bad.sst", 0, NULL, row_prefix,
+	    &r), BT_ECORRUPT, "a splits bit at the last block: BT_ECORRUPT");
+	buf_release(&ik);
+	buf_release(&dk);
+	free(l);
 }
 
 /*
@@ -1630,7 +1778,7 @@ test_bounds_sequences(struct env *env)
 	build_bounds_table_seq(env, "s1.sst", first_byte_column,
 	    letter_digit_sequence, plain, &info);
 	is_int(file_version(env, "s1.sst", info.file_size),
-	    SST_FORMAT_VERSION, "with key_sequence: a version 2 table");
+	    SST_FORMAT_VERSION_2, "with key_sequence: a version 2 table");
 	if (sst_reader_open(env, "s1.sst", 0, NULL, NULL, &r) < 0)
 		tap_bail("open s1.sst");
 	seqs = sst_reader_sequences(r, &lo, &hi);
@@ -1953,6 +2101,7 @@ main(void)
 	lap("bad files");
 	test_bounds(env);
 	test_bounds_sequences(env);
+	test_visit_prefix_splits(env);
 	lap("bounds");
 	test_flip_every_byte(env, &rng, quick);
 	lap("flip");
