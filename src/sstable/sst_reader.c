@@ -258,6 +258,11 @@ sst_readahead_get(struct sst_reader *r, struct sst_readahead *ra,
 	return 1;
 }
 
+/* A block of stored bytes up to this size (trailer included) is read onto
+ * the stack, so that a compressed one costs no allocation besides its
+ * uncompressed contents. */
+#define SST_STACK_READ	(8u << 10)
+
 /*
  * Read the block stored at (offset, size) into out, through ra when not
  * NULL: check that it lies inside limit, check its CRC, and uncompress it.
@@ -272,6 +277,8 @@ sst_reader_read_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
 {
 	const char *path = r->file->path;
 	const uint8_t *bytes = NULL;
+	uint8_t stack[SST_STACK_READ];
+	bool on_stack = false;
 	struct buf raw;
 	uint32_t stored_crc, crc;
 	uint8_t type;
@@ -288,7 +295,13 @@ sst_reader_read_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
 	if (ra != NULL && (windowed = sst_readahead_get(r, ra, offset,
 	    (size_t)size + SST_BLOCK_TRAILER_SIZE, limit, &bytes)) < 0)
 		return windowed;
-	if (!windowed) {
+	if (!windowed && size + SST_BLOCK_TRAILER_SIZE <= sizeof(stack)) {
+		if ((rc = env_file_read_exact(r->file, offset, stack,
+		    (size_t)size + SST_BLOCK_TRAILER_SIZE)) < 0)
+			return rc;
+		bytes = stack;
+		on_stack = true;
+	} else if (!windowed) {
 		if ((rc = buf_reserve_exact(out, (size_t)size +
 		    SST_BLOCK_TRAILER_SIZE)) < 0)
 			return rc;
@@ -313,7 +326,7 @@ sst_reader_read_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
 			*lent = slice_make(bytes, (size_t)size);
 			return 0;
 		}
-		if (windowed) {
+		if (windowed || on_stack) {
 			if ((rc = buf_reserve_exact(out, (size_t)size)) < 0)
 				return rc;
 			memcpy(out->p, bytes, (size_t)size);
