@@ -95,6 +95,14 @@ seed_key_sequence(struct slice key, uint64_t *seq)
 	return true;
 }
 
+/* The filter prefix of the splits seed: "rowNNN" of "rowNNNN", so that
+ * ten keys share one and some run across a block boundary. */
+static size_t
+seed_filter_prefix(struct slice key)
+{
+	return key.n < 6 ? key.n : 6;
+}
+
 static void
 seeds_sstable(struct env *env)
 {
@@ -108,6 +116,7 @@ seeds_sstable(struct env *env)
 		{ "snappy", 40, 60, 512, 0, 1, 0 },
 		{ "nofilter", 10, 3, 128, 0, 0, 0 },
 		{ "bounds", 20, 8, 256, 10, 0, 1 },	/* format version 2 */
+		{ "splits", 40, 8, 128, 10, 0, 2 },	/* format version 3 */
 	};
 	struct sst_options o;
 	struct sst_builder *b;
@@ -125,6 +134,8 @@ seeds_sstable(struct env *env)
 			o.key_column = seed_key_column;
 			o.key_sequence = seed_key_sequence;
 		}
+		if (specs[s].bounds == 2)
+			o.filter_prefix = seed_filter_prefix;
 		if (sst_builder_new(env, path, &o, &b) < 0)
 			die("sst_builder_new");
 		for (int i = 0; i < specs[s].n; i++) {
