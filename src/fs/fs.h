@@ -70,6 +70,16 @@ struct node {
 	struct node *moved;	/* renamed: requests go there (a reference) */
 	struct coord c;		/* owns its strings and bytes */
 	struct buf key;		/* c serialised: the identity */
+	/*
+	 * Directories: the last listing read to its end while nothing
+	 * changed (fs_list.c).  While it is younger than the cache timeout
+	 * and the store and the pending directories are as they were, the
+	 * kernel may keep listing the directory from its readdir cache.
+	 */
+	bool listed;
+	uint64_t listed_seq;	/* the store's last sequence number then */
+	uint64_t listed_gen;	/* fs.pending_gen then */
+	struct timespec listed_at;	/* CLOCK_MONOTONIC, at its opendir */
 };
 
 struct pending;
@@ -109,6 +119,7 @@ struct fs {
 	fuse_ino_t next_ino;
 	struct node *root;
 	struct pending *pending;
+	uint64_t pending_gen;		/* counts changes to the pending set */
 	size_t pending_count;
 	size_t pending_cap;
 };

@@ -535,6 +535,7 @@ pending_add_one(struct fs *fs, const struct coord *c)
 		goto out;
 	p->key = key;
 	fs->pending_count++;
+	fs->pending_gen++;
 	return 0;
 out:
 	buf_release(&key);
@@ -625,6 +626,7 @@ pending_remove(struct fs *fs, const struct coord *c)
 		coord_release(&fs->pending[i].c);
 		buf_release(&fs->pending[i].key);
 		fs->pending[i] = fs->pending[--fs->pending_count];
+		fs->pending_gen++;
 	}
 	pthread_mutex_unlock(&fs->lock);
 out:

@@ -2,12 +2,24 @@
  * fs_list.c - directory listings.  A table streams its rows from a scan,
  * resumed after the last row sent, so that ls of millions of rows runs in
  * bounded memory; the root, row, family and column directories are read
- * once per opendir (and again at rewinddir).
+ * once per listing (at opendir, or at the first readdir when the kernel
+ * was expected to list from its cache) and again at rewinddir.
+ *
+ * Every directory but the root is opened with the kernel's readdir cache
+ * (cache_readdir), and kept (keep_cache) only while the last listing
+ * read to its end is younger than the cache timeout and nothing that a
+ * listing shows has changed since its opendir: no mutation in the store
+ * (its last sequence number, which commits through this mount and
+ * tabletctl's both advance) and no pending directory made or dropped.
+ * Otherwise the kernel drops what it cached and asks again.  The root
+ * lists tables, which schema changes make and drop without a sequence
+ * number, so it is always read afresh.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs/fs.h"
 #include "fs/names.h"
@@ -31,6 +43,13 @@ struct dirh {
 	struct dent *ents;	/* snapshot directories */
 	size_t count;
 	off_t pos;		/* table directories: offset last emitted */
+	bool fresh;		/* ents read at opendir, not yet listed */
+	bool cacheable;		/* opened with cache_readdir */
+	struct dir_version {
+		uint64_t seq;	/* the store's last sequence number */
+		uint64_t gen;	/* fs.pending_gen */
+	} version;		/* at opendir */
+	struct timespec opened;	/* CLOCK_MONOTONIC */
 	struct buf hist[DIR_HISTORY];	/* row at offset o, at o % HISTORY */
 };
 
@@ -214,6 +233,60 @@ out:
 	return 0;
 }
 
+/* What a listing depends on, as of now. */
+static void
+dir_version_get(struct fs *fs, struct dir_version *v)
+{
+	struct bt_stats st;
+
+	bt_store_get_stats(fs->store, &st);
+	v->seq = st.last_seq;
+	pthread_mutex_lock(&fs->lock);
+	v->gen = fs->pending_gen;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static double
+seconds_since(const struct timespec *then, const struct timespec *now)
+{
+	return (double)(now->tv_sec - then->tv_sec) +
+	    (double)(now->tv_nsec - then->tv_nsec) / 1e9;
+}
+
+/* Whether the kernel may list dir from what it cached: its last complete
+ * listing shows the directory as it is at v and is not too old. */
+static bool
+dir_listing_fresh(struct fs *fs, struct node *dir,
+    const struct dir_version *v, const struct timespec *now)
+{
+	bool fresh;
+
+	pthread_mutex_lock(&fs->lock);
+	fresh = dir->listed && dir->listed_seq == v->seq &&
+	    dir->listed_gen == v->gen &&
+	    seconds_since(&dir->listed_at, now) < fs->timeout;
+	pthread_mutex_unlock(&fs->lock);
+	return fresh;
+}
+
+/* The kernel has been sent all of dh's listing: remember it as dh->dir's
+ * last complete one if nothing changed while it was read. */
+static void
+dir_listing_done(struct fs *fs, struct dirh *dh)
+{
+	struct dir_version now;
+
+	dir_version_get(fs, &now);
+	if (now.seq != dh->version.seq || now.gen != dh->version.gen)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	dh->dir->listed = true;
+	dh->dir->listed_seq = now.seq;
+	dh->dir->listed_gen = now.gen;
+	dh->dir->listed_at = dh->opened;
+	pthread_mutex_unlock(&fs->lock);
+}
+
 void
 fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -238,9 +311,22 @@ fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	for (size_t i = 0; i < DIR_HISTORY; i++)
 		buf_init(&dh->hist[i]);
 	dh->dir = n;
-	if (n->c.kind != NODE_TABLE && (rc = dir_snapshot(fs, n, &dh->ents,
-	    &dh->count)) < 0)
-		goto out_free;
+	if (n->c.kind != NODE_ROOT && fs->timeout > 0) {
+		/* Before anything is read, so a change meanwhile counts. */
+		dir_version_get(fs, &dh->version);
+		clock_gettime(CLOCK_MONOTONIC, &dh->opened);
+		dh->cacheable = true;
+		fi->cache_readdir = 1;
+		fi->keep_cache = dir_listing_fresh(fs, n, &dh->version,
+		    &dh->opened);
+	}
+	/* Read now so that opendir reports the errors, unless the kernel
+	 * will most likely list from its cache. */
+	if (n->c.kind != NODE_TABLE && !fi->keep_cache) {
+		if ((rc = dir_snapshot(fs, n, &dh->ents, &dh->count)) < 0)
+			goto out_free;
+		dh->fresh = true;
+	}
 	fi->fh = (uintptr_t)dh;
 	if (fuse_reply_open(req, fi) != 0)
 		dirh_free(fs, dh);
@@ -324,7 +410,7 @@ dir_add(struct fs *fs, fuse_req_t req, bool plus, char *p, size_t rem,
 /* Stream a table's rows after the fixed names, merging pending rows. */
 static int
 table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
-    char *p, size_t size, off_t skip, size_t *used)
+    char *p, size_t size, off_t skip, size_t *used, bool *end)
 {
 	struct bt_scan_options so = { .start_exclusive = true,
 	    .read = { .cells_per_column = 1, .keys_only = true } };
@@ -382,8 +468,10 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 			else if (rc < 0)
 				goto out_rc;
 		}
-		if (row == NULL && pi == pcount)
+		if (row == NULL && pi == pcount) {
+			*end = true;
 			break;
+		}
 		if (row == NULL)
 			cmp = 1;
 		else if (pi == pcount)
@@ -440,6 +528,7 @@ do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 	size_t used = 0, len;
 	off_t skip = 0;
 	struct stat st;
+	bool end = false;
 	char *p;
 	int rc = 0;
 
@@ -459,19 +548,27 @@ do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 				skip = off;
 			}
 		}
-		rc = table_fill(fs, req, dh, plus, p, size, skip, &used);
+		rc = table_fill(fs, req, dh, plus, p, size, skip, &used,
+		    &end);
 		goto out;
 	}
-	if (off == 0) {		/* rewinddir: read afresh */
+	/* rewinddir, or a listing the kernel did not find cached: read
+	 * afresh, unless opendir just did. */
+	if ((off == 0 && !dh->fresh) || dh->ents == NULL) {
 		struct dent *ents;
 		size_t count;
 
-		if (dir_snapshot(fs, dh->dir, &ents, &count) == 0) {
+		if ((rc = dir_snapshot(fs, dh->dir, &ents, &count)) == 0) {
 			dents_free(dh->ents, dh->count);
 			dh->ents = ents;
 			dh->count = count;
+		} else if (dh->ents == NULL) {
+			goto out;
 		}
+		rc = 0;		/* a failed rewind lists what was read */
 	}
+	dh->fresh = false;
+	end = (size_t)off >= dh->count;
 	for (size_t i = (size_t)off; i < dh->count; i++) {
 		struct dent *d = &dh->ents[i];
 		struct coord c = dh->dir->c;
@@ -505,6 +602,9 @@ do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 		used += len;
 	}
 out:
+	/* An empty reply is the end the kernel's cache waits for. */
+	if (rc == 0 && end && used == 0 && dh->cacheable)
+		dir_listing_done(fs, dh);
 	pthread_mutex_unlock(&dh->lock);
 	if (rc < 0 && used == 0)
 		fuse_reply_err(req, fs_errno(rc));

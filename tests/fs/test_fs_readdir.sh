@@ -45,3 +45,55 @@ sort "$T/got" | uniq -d > "$T/dups"
 [ ! -s "$T/dups" ] || fail "listed twice: $(head "$T/dups")"
 grep -v -- -new "$T/got" > "$T/old"
 cmp "$T/old" "$T/want" || fail "lost rows during additions"
+
+# The kernel's readdir cache: an unchanged directory is listed again
+# without a READDIR request (a long cache timeout, so no listing can age
+# out here), and every change that a listing shows makes the next one
+# read afresh: a pending row made and dropped, a commit through the
+# mount, one through tabletctl, a pending qualifier in a family.
+fs_unmount
+"$TABLETFS" -f -d -o cache_timeout=60 "$S" "$M" 2>"$T/requests" &
+fs_wait_mounted "$M" || fail "$M not mounted after 5 s"
+readdirs() {
+	grep -c 'opcode: READDIR' "$T/requests" || :
+}
+# listed_again WHAT DIR: DIR listed a second time from the cache.
+listed_again() {
+	ls -f "$2" > "$T/first"
+	before=$(readdirs)
+	ls -f "$2" > "$T/again"
+	check_eq "$1: READDIRs of a second listing" $(($(readdirs) - before)) 0
+	cmp "$T/first" "$T/again" || fail "$1: the cached listing differs"
+}
+# listed WHAT DIR NAME: NAME is in the listing of DIR, or with "!" not.
+# The whole listing is read: the kernel caches only listings read to
+# their end.
+listed() {
+	ls -f "$2" > "$T/listing"
+	if [ "$3" = "!" ]; then
+		! grep -q -x -e "$4" "$T/listing" || fail "$1: $4 still listed"
+	else
+		grep -q -x -e "$3" "$T/listing" || fail "$1: $3 not listed"
+	fi
+}
+listed_again "table" "$W"
+mkdir "$W/row010000y"
+listed "pending row" "$W" row010000y
+listed_again "table with a pending row" "$W"
+rmdir "$W/row010000y"
+listed "dropped pending row" "$W" ! row010000y
+mkdir -p "$W/row0-via-mount/anchor/q"
+echo x > "$W/row0-via-mount/anchor/q/latest"
+listed "row written through the mount" "$W" row0-via-mount
+ctl set webtable row0-via-ctl anchor:q=y
+listed "row written by tabletctl" "$W" row0-via-ctl
+ctl deleterow webtable row0-via-ctl
+listed "row deleted by tabletctl" "$W" ! row0-via-ctl
+F=$W/row000001/anchor
+listed_again "family" "$F"
+mkdir "$F/q2"
+listed "pending qualifier" "$F" q2
+rm "$W/row0-via-mount/anchor/q/latest"
+rmdir "$W/row0-via-mount/anchor/q" "$W/row0-via-mount/anchor" \
+    "$W/row0-via-mount"
+listed "row deleted through the mount" "$W" ! row0-via-mount
