@@ -118,10 +118,12 @@ struct fs {
 	struct buf peek_key;		/* node_peek's key, under lock */
 	fuse_ino_t next_ino;
 	struct node *root;
-	struct pending *pending;
+	struct pending *pending;	/* an array, in no order */
 	uint64_t pending_gen;		/* counts changes to the pending set */
 	size_t pending_count;
 	size_t pending_cap;
+	size_t *pending_index;		/* hash chains of array positions */
+	size_t pending_buckets;
 };
 
 /*

@@ -14,10 +14,16 @@
 
 #define INITIAL_BUCKETS 1024
 
-/* A pending directory: an owned coordinate. */
+#define PENDING_NONE SIZE_MAX	/* the end of a hash chain */
+#define PENDING_SEED 0x7064
+
+/* A pending directory: an owned coordinate, in a chain of fs.pending_index
+ * by the hash of its key. */
 struct pending {
 	struct coord c;
 	struct buf key;
+	uint64_t hash;
+	size_t next;		/* the next position in its chain */
 };
 
 /* API codes to errno; negative errno values pass through. */
@@ -220,6 +226,7 @@ fs_release(struct fs *fs)
 		buf_release(&fs->pending[i].key);
 	}
 	bt_free(fs->pending);
+	bt_free(fs->pending_index);
 	bt_free(fs->by_ino);
 	bt_free(fs->by_key);
 	buf_release(&fs->peek_key);
@@ -495,45 +502,124 @@ node_writers(struct fs *fs, struct node *n)
 	return w;
 }
 
-/* ---- Pending directories: a small list, searched linearly. ---- */
+/*
+ * ---- Pending directories ----
+ * An array (listings and rmdir scan it for the children of a directory)
+ * with a hash index on the keys, since a bulk mkdir -p makes thousands
+ * and every lookup, mkdir and commit asks about a few of them.  The
+ * lock is held in all the helpers below.
+ */
 
 static ssize_t
-pending_find(struct fs *fs, const struct buf *key)
+pending_find(struct fs *fs, const struct buf *key, uint64_t hash)
 {
-	for (size_t i = 0; i < fs->pending_count; i++)
-		if (fs->pending[i].key.n == key->n &&
-		    memcmp(fs->pending[i].key.p, key->p, key->n) == 0)
+	const struct pending *p;
+
+	if (fs->pending_buckets == 0)
+		return -1;
+	for (size_t i = fs->pending_index[hash % fs->pending_buckets];
+	    i != PENDING_NONE; i = p->next) {
+		p = &fs->pending[i];
+		if (p->hash == hash && p->key.n == key->n &&
+		    memcmp(p->key.p, key->p, key->n) == 0)
 			return (ssize_t)i;
+	}
 	return -1;
 }
 
-/* Add one coordinate; lock held. */
+static void
+pending_link(struct fs *fs, size_t i)
+{
+	size_t *head = &fs->pending_index[fs->pending[i].hash %
+	    fs->pending_buckets];
+
+	fs->pending[i].next = *head;
+	*head = i;
+}
+
+static void
+pending_unlink(struct fs *fs, size_t i)
+{
+	size_t *pp = &fs->pending_index[fs->pending[i].hash %
+	    fs->pending_buckets];
+
+	while (*pp != i)
+		pp = &fs->pending[*pp].next;
+	*pp = fs->pending[i].next;
+}
+
+/* Room for one more entry, in the array and (at most one a bucket on
+ * average) in the index. */
+static int
+pending_reserve(struct fs *fs)
+{
+	struct pending *p;
+	size_t nb, *idx;
+
+	if (fs->pending_count == fs->pending_cap) {
+		size_t cap = fs->pending_cap ? fs->pending_cap * 2 : 16;
+
+		if ((p = bt_realloc(fs->pending, cap * sizeof(*p))) == NULL)
+			return -ENOMEM;
+		fs->pending = p;
+		fs->pending_cap = cap;
+	}
+	if (fs->pending_count < fs->pending_buckets)
+		return 0;
+	nb = fs->pending_buckets ? fs->pending_buckets * 2 : 64;
+	if ((idx = bt_malloc(nb * sizeof(*idx))) == NULL)
+		return fs->pending_buckets ? 0 : -ENOMEM;	/* longer chains */
+	for (size_t b = 0; b < nb; b++)
+		idx[b] = PENDING_NONE;
+	bt_free(fs->pending_index);
+	fs->pending_index = idx;
+	fs->pending_buckets = nb;
+	for (size_t i = 0; i < fs->pending_count; i++)
+		pending_link(fs, i);
+	return 0;
+}
+
+/* Drop the entry at position i; the last entry takes its place. */
+static void
+pending_drop(struct fs *fs, size_t i)
+{
+	size_t last = fs->pending_count - 1;
+
+	pending_unlink(fs, i);
+	coord_release(&fs->pending[i].c);
+	buf_release(&fs->pending[i].key);
+	if (i != last) {
+		pending_unlink(fs, last);
+		fs->pending[i] = fs->pending[last];
+		pending_link(fs, i);
+	}
+	fs->pending_count--;
+	fs->pending_gen++;
+}
+
+/* Add one coordinate. */
 static int
 pending_add_one(struct fs *fs, const struct coord *c)
 {
 	struct pending *p;
 	struct buf key;
+	uint64_t hash;
 	int rc;
 
 	buf_init(&key);
 	if ((rc = coord_key(c, &key)) < 0)
 		goto out;
-	if (pending_find(fs, &key) >= 0)
+	hash = hash64(buf_slice(&key), PENDING_SEED);
+	if (pending_find(fs, &key, hash) >= 0)
 		goto out;
-	if (fs->pending_count == fs->pending_cap) {
-		size_t cap = fs->pending_cap ? fs->pending_cap * 2 : 16;
-
-		if ((p = bt_realloc(fs->pending, cap * sizeof(*p))) == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		fs->pending = p;
-		fs->pending_cap = cap;
-	}
+	if ((rc = pending_reserve(fs)) < 0)
+		goto out;
 	p = &fs->pending[fs->pending_count];
 	if ((rc = coord_copy(&p->c, c)) < 0)
 		goto out;
 	p->key = key;
+	p->hash = hash;
+	pending_link(fs, fs->pending_count);
 	fs->pending_count++;
 	fs->pending_gen++;
 	return 0;
@@ -567,8 +653,10 @@ pending_has(struct fs *fs, const struct coord *c)
 
 	buf_init(&key);
 	if (coord_key(c, &key) == 0) {
+		uint64_t hash = hash64(buf_slice(&key), PENDING_SEED);
+
 		pthread_mutex_lock(&fs->lock);
-		found = pending_find(fs, &key) >= 0;
+		found = pending_find(fs, &key, hash) >= 0;
 		pthread_mutex_unlock(&fs->lock);
 	}
 	buf_release(&key);
@@ -620,14 +708,11 @@ pending_remove(struct fs *fs, const struct coord *c)
 	if ((rc = coord_key(c, &key)) < 0)
 		goto out;
 	pthread_mutex_lock(&fs->lock);
-	if ((i = pending_find(fs, &key)) < 0) {
+	if ((i = pending_find(fs, &key, hash64(buf_slice(&key),
+	    PENDING_SEED))) < 0)
 		rc = BT_NOTFOUND;
-	} else {
-		coord_release(&fs->pending[i].c);
-		buf_release(&fs->pending[i].key);
-		fs->pending[i] = fs->pending[--fs->pending_count];
-		fs->pending_gen++;
-	}
+	else
+		pending_drop(fs, (size_t)i);
 	pthread_mutex_unlock(&fs->lock);
 out:
 	buf_release(&key);

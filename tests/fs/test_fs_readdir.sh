@@ -97,3 +97,41 @@ rm "$W/row0-via-mount/anchor/q/latest"
 rmdir "$W/row0-via-mount/anchor/q" "$W/row0-via-mount/anchor" \
     "$W/row0-via-mount"
 listed "row deleted through the mount" "$W" ! row0-via-mount
+
+# Many pending directories (their index grows several times): 300 rows
+# of a family and a column each; every third is dropped, every third
+# settled by a write, and each row must then be listed, looked up and
+# left pending exactly as that says; at unmount the pending ones go.
+
+i=0
+while [ $i -lt 300 ]; do
+	mkdir -p "$W/pend$i/anchor/q"
+	i=$((i + 1))
+done
+: > "$T/want-pend"
+: > "$T/want-kept"
+i=0
+while [ $i -lt 300 ]; do
+	case $((i % 3)) in
+	0)	rmdir "$W/pend$i/anchor/q" "$W/pend$i/anchor" "$W/pend$i"
+		[ ! -e "$W/pend$i" ] || fail "pend$i still there after rmdir" ;;
+	1)	echo "v$i" > "$W/pend$i/anchor/q/latest"
+		echo "pend$i" >> "$T/want-pend"
+		echo "pend$i" >> "$T/want-kept" ;;
+	2)	echo "pend$i" >> "$T/want-pend" ;;
+	esac
+	i=$((i + 1))
+done
+ls -f "$W" | grep '^pend' | sort > "$T/got-pend"
+sort "$T/want-pend" | cmp - "$T/got-pend" || fail "pending rows listed wrong"
+i=2
+while [ $i -lt 300 ]; do
+	[ -d "$W/pend$i/anchor/q" ] || fail "pend$i/anchor/q lost"
+	check_eq "pend$i/anchor" "$(ls "$W/pend$i/anchor")" q
+	i=$((i + 3))
+done
+check_eq "pend298 settled" "$(cat "$W/pend298/anchor/q/latest")" v298
+fs_unmount
+fs_mount
+ls -f "$W" | grep '^pend' | sort > "$T/got-pend"
+sort "$T/want-kept" | cmp - "$T/got-pend" || fail "rows kept at remount"
