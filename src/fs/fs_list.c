@@ -373,15 +373,17 @@ dir_add(struct fs *fs, fuse_req_t req, bool plus, char *p, size_t rem,
 	struct stat plain;
 
 	if (!plus) {
-		if (fuse_add_direntry(req, NULL, 0, name, NULL, 0) > rem)
-			return 0;
+		size_t len;
+
 		memset(&plain, 0, sizeof(plain));
 		plain.st_mode = coord_is_dir(c != NULL ? c->kind :
 		    NODE_ROOT) ? S_IFDIR : S_IFREG;
 		plain.st_ino = c != NULL ? node_peek(fs, c) : 0;
 		if (plain.st_ino == 0)
 			plain.st_ino = UNKNOWN_INO;
-		return fuse_add_direntry(req, p, rem, name, &plain, off);
+		/* It writes nothing when the entry does not fit. */
+		len = fuse_add_direntry(req, p, rem, name, &plain, off);
+		return len <= rem ? len : 0;
 	}
 	if (fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0) > rem)
 		return 0;
@@ -414,7 +416,8 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 {
 	struct bt_scan_options so = { .start_exclusive = true,
 	    .read = { .cells_per_column = 1, .keys_only = true } };
-	struct buf *pnames = NULL, name, key;
+	struct buf *pnames = NULL, name;
+	struct slice key;
 	size_t pcount = 0, pi = 0, len;
 	struct bt_scan *scan = NULL;
 	const struct bt_row *row = NULL;	/* lent by scan */
@@ -424,7 +427,6 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 	int rc;
 
 	buf_init(&name);
-	buf_init(&key);
 	while (dh->pos < TABLE_FIXED && !full) {
 		if (dh->pos + 1 > skip) {
 			c = dh->dir->c;
@@ -479,12 +481,11 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 		else
 			cmp = slice_compare(slice_make(row->key.data,
 			    row->key.size), buf_slice(&pnames[pi]));
-		if ((rc = buf_set(&key, cmp <= 0 ? row->key.data :
-		    pnames[pi].p, cmp <= 0 ? row->key.size :
-		    pnames[pi].n)) < 0)
-			goto out_rc;
+		/* Borrowed from the scan or pnames, until the next row. */
+		key = cmp <= 0 ? slice_make(row->key.data, row->key.size) :
+		    buf_slice(&pnames[pi]);
 		buf_clear(&name);
-		if ((rc = names_encode(buf_slice(&key), &name)) < 0 ||
+		if ((rc = names_encode(key, &name)) < 0 ||
 		    (rc = buf_append(&name, "", 1)) < 0)
 			goto out_rc;
 		if (name.n - 1 <= NAMES_MAX_COMPONENT && dh->pos + 1 > skip) {
@@ -515,7 +516,6 @@ out_rc:
 	bt_scan_close(scan);
 	pending_names_free(pnames, pcount);
 	buf_release(&name);
-	buf_release(&key);
 	return rc;
 }
 
