@@ -97,7 +97,7 @@ fi
 mkdir "$tmp/plain"
 if "$fsbench" --cells 200 --big 2 "$tmp/plain" > "$tmp/fs.out" &&
     [ "$(cut -d' ' -f1 "$tmp/fs.out" | tr '\n' ' ')" = \
-    "create stat read readdir write1m read1m " ]; then
+    "create stat read readdir readdir1 write1m read1m " ]; then
 	ok "fsbench runs and checks every operation in a plain directory"
 else
 	not_ok "fsbench runs and checks every operation in a plain directory"
