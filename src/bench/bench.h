@@ -232,6 +232,13 @@ void bench_machine_get(struct bench_machine *m);
 void bench_git_commit(char *buf, size_t size);
 /* Remove path and everything under it; 0 or -errno (absent is 0). */
 int bench_tree_remove(const char *path);
+/*
+ * Commit what the filesystem holding dir still owes (syncfs): the removal
+ * of the last store, and on a disk mounted with discard its discards,
+ * which the next journal commit would otherwise make the next timed
+ * phase's first sync wait for.  Best effort: errors are ignored.
+ */
+void bench_fs_settle(const char *dir);
 /* Write s as a JSON string, quotes included. */
 void bench_json_string(FILE *f, const char *s);
 /*

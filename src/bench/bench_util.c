@@ -4,6 +4,7 @@
  * facts, tree removal, JSON, peak RSS.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -343,6 +344,17 @@ bench_tree_remove(const char *path)
 	if (rc == -1)
 		return errno == ENOENT ? 0 : -errno;
 	return rc;
+}
+
+void
+bench_fs_settle(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	(void)syncfs(fd);
+	close(fd);
 }
 
 void

@@ -815,6 +815,7 @@ bench_store_open(struct bench *b, const char *path, void **dbp)
 		bench_error("removing", path, rc);
 		return rc;
 	}
+	bench_fs_settle(b->root);	/* every engine starts from the same */
 	if ((rc = b->eng->open(&b->cfg, path, dbp)) < 0)
 		bench_error("opening", path, rc);
 	return rc;
