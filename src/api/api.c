@@ -340,17 +340,15 @@ mutations_free(struct mutation *ops, struct mutation *local)
  * the walk fails (the call then reports what is wrong).
  */
 static uint64_t
-row_locate(struct bt_store *s, const char *table, struct bt_bytes row,
-    int attempt)
+row_locate_in(struct bt_store *s, const char *table, uint64_t table_id,
+    struct bt_bytes row, int attempt)
 {
 	struct catalog_location loc;
 	struct slice r = bytes_slice(row);
-	uint64_t table_id, tablet = 0;
+	uint64_t tablet = 0;
 	int levels = 0;
 
-	if (table == NULL || r.n == 0 || r.n > BT_MAX_ROW ||
-	    attempt >= LOCATE_TRIES ||
-	    server_table_id(s->server, table, &table_id) < 0)
+	if (r.n == 0 || r.n > BT_MAX_ROW || attempt >= LOCATE_TRIES)
 		return 0;
 	if (attempt > 0)
 		location_cache_invalidate(s->locations, table_id, r);
@@ -368,6 +366,18 @@ row_locate(struct bt_store *s, const char *table, struct bt_bytes row,
 	catalog_location_release(&loc);
 	bt_error_clear();
 	return tablet;
+}
+
+/* row_locate_in() for a table known by its name only. */
+static uint64_t
+row_locate(struct bt_store *s, const char *table, struct bt_bytes row,
+    int attempt)
+{
+	uint64_t table_id;
+
+	if (table == NULL || server_table_id(s->server, table, &table_id) < 0)
+		return 0;
+	return row_locate_in(s, table, table_id, row, attempt);
 }
 
 /* Run call (one server call on row, naming its tablet) until it does not
@@ -615,17 +625,30 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	struct cells_column *columns;
 	struct cells_filter f;
 	struct cells_row own, *r;
+	struct server_table *t;
+	uint64_t table_id;
 	int rc;
 
 	bt_error_clear();
 	if ((rc = filter_from(ropts, &f, &columns)) < 0)
 		return rc;
+	if ((rc = server_table_ref(s->server, table, &t, &table_id)) < 0)
+		goto out_free;
 	r = row_take(s, &own);
-	ON_ROW(s, table, row, rc, server_read_row(s->server, table, tablet,
-	    bytes_slice(row), &f, r));
+	/* ON_ROW, with the name looked up once for both the location cache
+	 * and the read. */
+	for (int try = 0;; try++) {
+		uint64_t tablet = row_locate_in(s, table, table_id, row, try);
+
+		if ((rc = server_read_row(s->server, t, tablet,
+		    bytes_slice(row), &f, r)) != BT_STALE)
+			break;
+	}
 	if (rc == 0)
 		rc = row_export(r, out);
 	row_give(s, r, &own);
+	server_table_unref(t);
+out_free:
 	bt_free(columns);
 	return rc;
 }

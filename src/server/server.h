@@ -47,6 +47,7 @@ struct server_options {
 
 struct server;
 struct server_scan;
+struct server_table;
 
 /* Create an empty store at path (see bt_store_create). */
 int server_create(const char *path, struct env *env);
@@ -123,9 +124,21 @@ int server_move_version(struct server *s, const char *table, uint64_t tablet,
     int64_t src_ts, struct slice dst_family, struct slice dst_qualifier,
     int64_t dst_ts, bool sync, int64_t *stamp);
 
-/* Read a row: 0 or BT_NOTFOUND. */
-int server_read_row(struct server *s, const char *table, uint64_t tablet,
-    struct slice row, const struct cells_filter *filter,
+/*
+ * The table named name, referenced, and its catalog id in *id, for a
+ * caller that makes a call on the table and needs its id too (a read and
+ * its location cache): one lookup of the name, not two.  0 or -ENOENT;
+ * server_table_unref() releases it.  A table dropped while referenced
+ * stays readable by its holder, as during any call on it.
+ */
+int server_table_ref(struct server *s, const char *name,
+    struct server_table **out, uint64_t *id);
+/* Accepts NULL. */
+void server_table_unref(struct server_table *t);
+
+/* Read a row of table t (from server_table_ref()): 0 or BT_NOTFOUND. */
+int server_read_row(struct server *s, struct server_table *t,
+    uint64_t tablet, struct slice row, const struct cells_filter *filter,
     struct cells_row *out);
 
 /* A scan of rows [start, end) (empty end: to the end of the table); the

@@ -946,15 +946,30 @@ server_append(struct server *s, const char *table, uint64_t tablet,
 /* ---- Reads ---- */
 
 int
-server_read_row(struct server *s, const char *table, uint64_t tablet,
+server_table_ref(struct server *s, const char *name,
+    struct server_table **out, uint64_t *id)
+{
+	int rc;
+
+	if ((rc = table_get(s, name, out)) < 0)
+		return rc;
+	*id = (*out)->id;
+	return 0;
+}
+
+void
+server_table_unref(struct server_table *t)
+{
+	table_unref(t);
+}
+
+int
+server_read_row(struct server *s, struct server_table *t, uint64_t tablet,
     struct slice row, const struct cells_filter *filter,
     struct cells_row *out)
 {
-	struct server_table *t;
 	int rc;
 
-	if ((rc = table_get(s, table, &t)) < 0)
-		return rc;
 	if (row.n == 0 || row.n > SERVER_MAX_ROW) {
 		rc = bt_error_set(-EINVAL, "row key of %zu bytes", row.n);
 	} else {
@@ -972,7 +987,6 @@ server_read_row(struct server *s, const char *table, uint64_t tablet,
 		tablet_map_unref(m);
 	}
 	atomic_fetch_add(&s->reads, 1);
-	table_unref(t);
 	return rc;
 }
 
