@@ -73,8 +73,8 @@ fs_status_text(struct fs *fs, struct buf *out)
 	    (long)getpid(), fs->store_path, fs->read_only ? "ro" : "rw",
 	    fs->sync_always ? ",sync=always" : "", st.mutations, st.reads,
 	    st.log_syncs, st.log_batches, st.flushes, st.compactions,
-	    st.sstables, st.damaged_sstables, st.memtable_bytes, st.last_seq, st.cache_hits,
-	    st.cache_misses, st.tablets, st.splits, st.merges,
+	    st.sstables, st.damaged_sstables, st.memtable_bytes, st.last_seq,
+	    st.cache_hits, st.cache_misses, st.tablets, st.splits, st.merges,
 	    st.files_collected, st.location_lookups, st.location_hits,
 	    st.location_levels, st.location_stale);
 	return buf_set(out, text, (size_t)n < sizeof(text) ? (size_t)n :

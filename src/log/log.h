@@ -123,7 +123,8 @@ int log_reader_seek(struct log_reader *r, uint64_t offset);
 
 /*
  * The next record: 0 with *record (borrowed until the next call) and
- * *offset (its position in the segment; may be NULL) set; BT_DONE at the end, including a dropped torn tail; BT_ECHECKSUM or
+ * *offset (its position in the segment; may be NULL) set; BT_DONE at the
+ * end, including a dropped torn tail; BT_ECHECKSUM or
  * BT_ECORRUPT, with a detail naming the file and offset, for damage that is
  * not a torn tail.  After an error the reader returns the same error.
  */

@@ -105,7 +105,8 @@ int server_mutate(struct server *s, const char *table, uint64_t tablet,
 /* Check-and-mutate; expected NULL means "the column has no version";
  * expected_ts >= 0 also requires the newest version to have that stamp. */
 int server_check_and_mutate(struct server *s, const char *table,
-    uint64_t tablet, struct slice row, struct slice family, struct slice qualifier,
+    uint64_t tablet, struct slice row, struct slice family,
+    struct slice qualifier,
     const struct slice *expected, int64_t expected_ts, struct mutation *ops,
     size_t count, bool sync, bool *applied);
 

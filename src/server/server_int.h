@@ -201,7 +201,8 @@ struct tablet *tablet_map_find(const struct tablet_map *m, struct slice row);
 /* The table's current schema, referenced. */
 struct tablet_schema *table_schema(struct server *s, struct server_table *t);
 /* References to every table, for work done without tables_mu. */
-int tables_snapshot(struct server *s, struct server_table ***out, size_t *count);
+int tables_snapshot(struct server *s, struct server_table ***out,
+    size_t *count);
 void tables_snapshot_free(struct server_table **list, size_t count);
 /* Record that segment number holds sequence numbers up to max_seq;
  * caller holds apply_mu. */

@@ -10,9 +10,10 @@
  * block cache when there is one; an iterator that reads blocks back to back
  * reads ahead (struct sst_readahead).  A point read finds its index entry
  * through the index fences (sst_index_seek), and stops at the end of a
- * block that the splits map (version 3) says its row does not go past.  Every byte off disk is
- * untrusted: a flaw is BT_ECHECKSUM, BT_ECORRUPT or BT_EFORMAT with a
- * detail naming the path and offset, never a crash and never wrong data.
+ * block that the splits map (version 3) says its row does not go past.
+ * Every byte off disk is untrusted: a flaw is BT_ECHECKSUM, BT_ECORRUPT or
+ * BT_EFORMAT with a detail naming the path and offset, never a crash and
+ * never wrong data.
  */
 #include <errno.h>
 #include <stdatomic.h>

@@ -11,10 +11,10 @@
  *              0x00 0x01.  A shorter string sorts before its extensions.
  *   trailer  = be64(~(seq << 8 | kind)): newest mutation first.
  *
- *   put / version delete   esc(row) esc(family) esc(qualifier) be64(~ts) trailer
- *   column delete          esc(row) esc(family) esc(qualifier) be64(0)   trailer
- *   family delete          esc(row) esc(family) 0x00 0x00              trailer
- *   row delete             esc(row) 0x00 0x00                          trailer
+ *   put, version delete  esc(row) esc(family) esc(qualifier) be64(~ts) trailer
+ *   column delete        esc(row) esc(family) esc(qualifier) be64(0)   trailer
+ *   family delete        esc(row) esc(family) 0x00 0x00              trailer
+ *   row delete           esc(row) 0x00 0x00                          trailer
  *
  * Timestamps are 0..2^63-1, so be64(~ts) always has its top bit set and a
  * column delete (be64(0)) sorts before every version of its column; 0x00
