@@ -255,7 +255,12 @@ static const struct iter_ops merge_ops = {
 	.pin = merge_pin,
 };
 
-/* One allocation: the iterator, then its arrays of n each. */
+/*
+ * One allocation: the iterator, then its arrays of n each.  One child is
+ * its own union: it is returned as it is, sparing every step of a read
+ * or a compaction of a single source (a major compaction of a tablet's
+ * one file) the heap's indirection.
+ */
 int
 merge_iter_new(struct iter **children, size_t n, struct iter **out)
 {
@@ -263,6 +268,10 @@ merge_iter_new(struct iter **children, size_t n, struct iter **out)
 	struct merge_iter *m;
 	uint8_t *p;
 
+	if (n == 1) {
+		*out = children[0];
+		return 0;
+	}
 	if ((m = bt_calloc(1, sizeof(*m) + k * (sizeof(*m->children) +
 	    sizeof(*m->heap)))) == NULL) {
 		for (size_t i = 0; i < n; i++)

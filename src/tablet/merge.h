@@ -15,7 +15,8 @@
 
 /*
  * A merging iterator that takes ownership of the n children (n may be 0),
- * freeing them with itself, also on failure.  0 or -ENOMEM.
+ * freeing them with itself, also on failure.  0 or -ENOMEM.  With one
+ * child, *out is that child itself (it already is its own union).
  */
 int merge_iter_new(struct iter **children, size_t n, struct iter **out);
 
