@@ -891,6 +891,12 @@ bt_store_check(struct bt_store *s,
 	return server_check(s->server, report, progress, arg, files, bytes);
 }
 
+uint64_t
+bt_store_last_seq(struct bt_store *s)
+{
+	return server_last_seq(s->server);
+}
+
 void
 bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 {

@@ -431,6 +431,14 @@ struct bt_stats {
 	uint64_t memory_trims;
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);
+/*
+ * The sequence number of the last mutation applied and visible to reads
+ * (bt_stats.last_seq), without gathering the other counters: one atomic
+ * load, for a caller that asks often whether anything was written since
+ * (the filesystem's readdir cache).  Every committed mutation advances it;
+ * schema changes and time (maxage) do not.  Thread-safe.
+ */
+uint64_t bt_store_last_seq(struct bt_store *s);
 
 #ifdef __cplusplus
 }

@@ -237,10 +237,7 @@ out:
 static void
 dir_version_get(struct fs *fs, struct dir_version *v)
 {
-	struct bt_stats st;
-
-	bt_store_get_stats(fs->store, &st);
-	v->seq = st.last_seq;
+	v->seq = bt_store_last_seq(fs->store);
 	pthread_mutex_lock(&fs->lock);
 	v->gen = fs->pending_gen;
 	pthread_mutex_unlock(&fs->lock);

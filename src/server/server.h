@@ -203,5 +203,7 @@ struct server_stats {
 	uint64_t files_collected;	/* SSTables deleted by the sweep */
 };
 void server_get_stats(struct server *s, struct server_stats *out);
+/* server_stats.last_seq alone (bt_store_last_seq). */
+uint64_t server_last_seq(struct server *s);
 
 #endif

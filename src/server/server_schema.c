@@ -397,6 +397,12 @@ server_table_tablets(struct server *s, const char *table,
 	return 0;
 }
 
+uint64_t
+server_last_seq(struct server *s)
+{
+	return atomic_load(&s->visible_seq);
+}
+
 void
 server_get_stats(struct server *s, struct server_stats *out)
 {
@@ -408,7 +414,7 @@ server_get_stats(struct server *s, struct server_stats *out)
 	memset(out, 0, sizeof(*out));
 	out->mutations = atomic_load(&s->mutations);
 	out->reads = atomic_load(&s->reads);
-	out->last_seq = atomic_load(&s->visible_seq);
+	out->last_seq = server_last_seq(s);
 	if (s->log != NULL)
 		log_writer_get_stats(s->log, &ls);
 	out->log_syncs = ls.syncs;

@@ -250,6 +250,11 @@ check_stats(struct tstore *t)
 	    "stats: one sstable after a major compaction of one tablet");
 	ok(st2.mutations >= st1.mutations && st2.last_seq >= st1.last_seq &&
 	    st1.last_seq > 0, "stats: mutations and last_seq make sense");
+	is_int(bt_store_last_seq(t->s), st2.last_seq,
+	    "stats: bt_store_last_seq is the stats' last_seq");
+	put_ts(t, "s3", "keep", "q", 1, "z");
+	ok(bt_store_last_seq(t->s) > st2.last_seq,
+	    "stats: a put advances bt_store_last_seq");
 }
 
 static void
