@@ -1073,6 +1073,30 @@ version_group_files(const struct tablet_version *v, size_t g)
 #define COMPACT_SIZE_RATIO 4
 
 /*
+ * The size rule of merging compactions: how many of group g's files,
+ * newest first, are taken when the first min are taken whatever their
+ * size and each later one only while it is at most COMPACT_SIZE_RATIO
+ * times the bytes of those taken before it.
+ */
+static size_t
+size_rule_take(const struct tablet_version *v, size_t g, size_t min)
+{
+	uint64_t taken_bytes = 0;
+	size_t taken = 0;
+
+	for (size_t i = 0; i < v->file_count; i++) {
+		if (v->files[i].group != g)
+			continue;
+		if (taken >= min &&
+		    v->files[i].meta.size > COMPACT_SIZE_RATIO * taken_bytes)
+			break;
+		taken_bytes += v->files[i].meta.size;
+		taken++;
+	}
+	return taken;
+}
+
+/*
  * How many files of group g an idle merge takes (TABLET_IDLE_USEC): all
  * of them, when there are two or more and each is within the size rule
  * of those newer than it (a small new file does not make the idle merge
@@ -1081,20 +1105,9 @@ version_group_files(const struct tablet_version *v, size_t g)
 static size_t
 idle_pick(const struct tablet_version *v, size_t g)
 {
-	uint64_t newer = 0;
 	size_t n = version_group_files(v, g);
 
-	if (n < 2)
-		return 0;
-	for (size_t i = 0; i < v->file_count; i++) {
-		if (v->files[i].group != g)
-			continue;
-		if (newer > 0 && v->files[i].meta.size >
-		    COMPACT_SIZE_RATIO * newer)
-			return 0;
-		newer += v->files[i].meta.size;
-	}
-	return n;
+	return n >= 2 && size_rule_take(v, g, 1) == n ? n : 0;
 }
 
 /* The group whose reads used up the budget (TABLET_SEEK_BYTES), or
@@ -1308,19 +1321,7 @@ version_files_get(struct tablet *t)
 static size_t
 compact_pick(const struct tablet_version *v, size_t g)
 {
-	uint64_t taken_bytes = 0;
-	size_t taken = 0;
-
-	for (size_t i = 0; i < v->file_count; i++) {
-		if (v->files[i].group != g)
-			continue;
-		if (taken >= 2 &&
-		    v->files[i].meta.size > COMPACT_SIZE_RATIO * taken_bytes)
-			break;
-		taken_bytes += v->files[i].meta.size;
-		taken++;
-	}
-	return taken;
+	return size_rule_take(v, g, 2);
 }
 
 int
@@ -1475,9 +1476,6 @@ tablet_idle_check(struct tablet *t, int64_t now, bool *freeze,
 		t->idle_since = now;
 		t->idle = false;
 		t->idle_decided = false;
-		if (idle_flush_wanted(t) || idle_merge_wanted(t))
-			*pending = true;
-		return false;
 	}
 	if (now - t->idle_since < TABLET_IDLE_USEC) {
 		if (idle_flush_wanted(t) || idle_merge_wanted(t))
