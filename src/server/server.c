@@ -336,16 +336,24 @@ segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq)
 
 /*
  * Delete the log segments that no tablet needs any more: every record in
- * them is in an SSTable.  The segment being written is kept.
+ * them is in an SSTable.  The segment being written is kept.  A group
+ * applied after the tablets are read is in no memtable that they show,
+ * and by the time apply_mu is taken the next group may have started a
+ * new segment, so that the group's is no longer the current one: every
+ * sequence number past visible_seq, read before the tablets, counts as
+ * unflushed.
  */
 void
 segments_collect(struct server *s)
 {
 	struct server_table **tables;
-	uint64_t oldest = UINT64_MAX, current;
+	uint64_t oldest, current;
 	size_t count, kept = 0;
 
-	if (s->log == NULL || tables_snapshot(s, &tables, &count) < 0)
+	if (s->log == NULL)
+		return;
+	oldest = atomic_load(&s->visible_seq) + 1;
+	if (tables_snapshot(s, &tables, &count) < 0)
 		return;
 	for (size_t i = 0; i < count; i++) {
 		struct tablet_map *m = table_map(tables[i]);
