@@ -778,13 +778,18 @@ tablet_freeze(struct tablet *t)
 	return 0;
 }
 
+/*
+ * mem before imm: a freeze stores imm = mem and then mem = UINT64_MAX, so
+ * read in the other order, a freeze between the two loads would show both
+ * as UINT64_MAX and the frozen memtable's records as flushed.
+ */
 uint64_t
 tablet_oldest_unflushed_seq(const struct tablet *t)
 {
-	uint64_t a = atomic_load(&t->imm_first_seq);
-	uint64_t b = atomic_load(&t->mem_first_seq);
+	uint64_t mem = atomic_load(&t->mem_first_seq);
+	uint64_t imm = atomic_load(&t->imm_first_seq);
 
-	return a < b ? a : b;
+	return imm < mem ? imm : mem;
 }
 
 /* ---- Writing SSTables ---- */
