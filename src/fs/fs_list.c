@@ -25,7 +25,15 @@
 #include "fs/names.h"
 #include "util/alloc.h"
 
-#define DIR_HISTORY 512		/* row keys remembered for seekdir back */
+/*
+ * Row keys a table's listing remembers by offset, so that a request at an
+ * earlier offset (a seekdir back, or the kernel asking again for what a
+ * reader could not take) resumes after that row rather than rescanning.
+ * A reply built ahead holds at most half of them, so that the reply sent
+ * before it is still there to go back into.
+ */
+#define DIR_HISTORY 2048
+#define AHEAD_MAX (DIR_HISTORY / 2)
 #define UNKNOWN_INO 0xffffffffu	/* d_ino for entries not yet looked up */
 
 /* One entry of a directory read at opendir. */
@@ -50,7 +58,24 @@ struct dirh {
 		uint64_t gen;	/* fs.pending_gen */
 	} version;		/* at opendir */
 	struct timespec opened;	/* CLOCK_MONOTONIC */
-	struct buf hist[DIR_HISTORY];	/* row at offset o, at o % HISTORY */
+	struct dir_row {
+		struct buf key;
+		off_t off;	/* -1: none */
+	} *hist;		/* tables: the row at offset o at o % HISTORY */
+	/*
+	 * Table directories: the plain reply to the next READDIR, built
+	 * ahead (table_fill_ahead).  dh->pos is already past it; a request
+	 * it does not answer puts the listing back at from.
+	 */
+	struct dir_ahead {
+		char *buf;
+		size_t cap;	/* bytes allocated at buf */
+		size_t size;	/* the request size it answers */
+		size_t used;
+		off_t from;	/* the offset it continues from */
+		bool ready;
+		bool end;
+	} ahead;
 };
 
 static void dirh_free(struct fs *fs, struct dirh *dh);
@@ -304,9 +329,19 @@ fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = -ENOMEM;
 		goto out_put;
 	}
+	if (n->c.kind == NODE_TABLE) {
+		if ((dh->hist = bt_calloc(DIR_HISTORY,
+		    sizeof(*dh->hist))) == NULL) {
+			bt_free(dh);
+			rc = -ENOMEM;
+			goto out_put;
+		}
+		for (size_t i = 0; i < DIR_HISTORY; i++) {
+			buf_init(&dh->hist[i].key);
+			dh->hist[i].off = -1;
+		}
+	}
 	pthread_mutex_init(&dh->lock, NULL);
-	for (size_t i = 0; i < DIR_HISTORY; i++)
-		buf_init(&dh->hist[i]);
 	dh->dir = n;
 	if (n->c.kind != NODE_ROOT && fs->timeout > 0) {
 		/* Before anything is read, so a change meanwhile counts. */
@@ -330,6 +365,7 @@ fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	return;
 out_free:
 	pthread_mutex_destroy(&dh->lock);
+	bt_free(dh->hist);
 	bt_free(dh);
 out_put:
 	node_put(fs, n);
@@ -340,8 +376,10 @@ static void
 dirh_free(struct fs *fs, struct dirh *dh)
 {
 	dents_free(dh->ents, dh->count);
-	for (size_t i = 0; i < DIR_HISTORY; i++)
-		buf_release(&dh->hist[i]);
+	for (size_t i = 0; dh->hist != NULL && i < DIR_HISTORY; i++)
+		buf_release(&dh->hist[i].key);
+	bt_free(dh->hist);
+	bt_free(dh->ahead.buf);
 	node_put(fs, dh->dir);
 	pthread_mutex_destroy(&dh->lock);
 	bt_free(dh);
@@ -350,15 +388,23 @@ dirh_free(struct fs *fs, struct dirh *dh)
 void
 fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
+
 	(void)ino;
-	dirh_free(fuse_req_userdata(req), (struct dirh *)(uintptr_t)fi->fh);
+	/* The thread that answered the last READDIR may still be building
+	 * the next reply ahead: it holds the lock until it is done. */
+	pthread_mutex_lock(&dh->lock);
+	pthread_mutex_unlock(&dh->lock);
+	dirh_free(fuse_req_userdata(req), dh);
 	fuse_reply_err(req, 0);
 }
 
 /*
  * Add one entry at offset off to the reply buffer; 0 when it does not fit.
  * For readdirplus an entry other than "." and ".." is looked up (counted)
- * and carries the attributes st, or fs_stat's when st is NULL.
+ * and carries the attributes st, or fs_stat's when st is NULL.  A plain
+ * entry may be built without a request (req NULL): libfuse's
+ * fuse_add_direntry() only lays out the protocol's fuse_dirent.
  */
 static size_t
 dir_add(struct fs *fs, fuse_req_t req, bool plus, char *p, size_t rem,
@@ -406,16 +452,17 @@ dir_add(struct fs *fs, fuse_req_t req, bool plus, char *p, size_t rem,
 	return fuse_add_direntry_plus(req, p, rem, name, &e, off);
 }
 
-/* Stream a table's rows after the fixed names, merging pending rows. */
+/* Stream a table's rows after the fixed names, merging pending rows: at
+ * most max of them, skipping the first skip entries of the listing. */
 static int
 table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
-    char *p, size_t size, off_t skip, size_t *used, bool *end)
+    char *p, size_t size, off_t skip, size_t max, size_t *used, bool *end)
 {
 	struct bt_scan_options so = { .start_exclusive = true,
 	    .read = { .cells_per_column = 1, .keys_only = true } };
 	struct buf *pnames = NULL, name;
 	struct slice key;
-	size_t pcount = 0, pi = 0, len;
+	size_t pcount = 0, pi = 0, len, added = 0;
 	struct bt_scan *scan = NULL;
 	const struct bt_row *row = NULL;	/* lent by scan */
 	bool scan_done = false, full = false;
@@ -442,7 +489,7 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 	if (full)
 		goto out;
 	if (dh->pos > TABLE_FIXED) {
-		const struct buf *last = &dh->hist[dh->pos % DIR_HISTORY];
+		const struct buf *last = &dh->hist[dh->pos % DIR_HISTORY].key;
 
 		so.start.data = last->p;
 		so.start.size = last->n;
@@ -457,7 +504,7 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 	    &scan)) < 0)
 		goto out_rc;
 	fs_stat_dir(fs, 0, &st);
-	for (;;) {
+	while (added < max) {
 		int cmp;
 
 		if (row == NULL && !scan_done) {
@@ -495,12 +542,16 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 			if (len == 0)
 				break;
 			*used += len;
+			added++;
 		}
 		if (name.n - 1 <= NAMES_MAX_COMPONENT) {
-			dh->pos++;
-			if ((rc = buf_set(&dh->hist[dh->pos % DIR_HISTORY],
-			    key.p, key.n)) < 0)
+			size_t slot = (size_t)(++dh->pos % DIR_HISTORY);
+
+			dh->hist[slot].off = -1;
+			if ((rc = buf_set(&dh->hist[slot].key, key.p,
+			    key.n)) < 0)
 				goto out_rc;
+			dh->hist[slot].off = dh->pos;
 		}
 		if (cmp <= 0)
 			row = NULL;
@@ -516,37 +567,103 @@ out_rc:
 	return rc;
 }
 
+/*
+ * Where a table's listing continues for a request at off: after a row
+ * it remembers that offset of, or else from the start, skipping the
+ * first off entries (the returned count).
+ */
+static off_t
+table_seek(struct dirh *dh, off_t off)
+{
+	if (off > TABLE_FIXED && dh->hist[off % DIR_HISTORY].off == off) {
+		dh->pos = off;
+		return 0;
+	}
+	if (off == dh->pos && off <= TABLE_FIXED)
+		return 0;
+	/* Offsets are counted afresh from here. */
+	for (size_t i = 0; i < DIR_HISTORY; i++)
+		dh->hist[i].off = -1;
+	dh->pos = 0;
+	return off;
+}
+
+/* Forget the reply built ahead: the listing is back where it started
+ * (whose row the history still holds, the reply being at most half of
+ * it). */
+static void
+table_ahead_drop(struct dirh *dh)
+{
+	dh->ahead.ready = false;
+	dh->pos = dh->ahead.from;
+}
+
+/*
+ * Build the plain reply to the next READDIR of a table, of the size of
+ * the one just answered and at the offset it ended at, while the kernel
+ * and the reader take in that one: a listing then waits for the scan
+ * once per reply less.  Only plain entries are built ahead, since a
+ * readdirplus entry is a lookup the kernel must learn of; a request the
+ * reply does not answer drops it (table_ahead_drop).  On an error
+ * nothing is kept, and the request meets the error itself.
+ */
+static void
+table_fill_ahead(struct fs *fs, struct dirh *dh, size_t size)
+{
+	struct dir_ahead *a = &dh->ahead;
+	char *p;
+	int rc;
+
+	if (a->cap < size) {
+		if ((p = bt_realloc(a->buf, size)) == NULL)
+			return;
+		a->buf = p;
+		a->cap = size;
+	}
+	a->from = dh->pos;
+	a->size = size;
+	a->used = 0;
+	a->end = false;
+	a->ready = true;
+	rc = table_fill(fs, NULL, dh, false, a->buf, size, 0, AHEAD_MAX,
+	    &a->used, &a->end);
+	if (rc < 0 || (a->used == 0 && !a->end))
+		table_ahead_drop(dh);
+}
+
 static void
 do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
     bool plus)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
+	struct dir_ahead *a = &dh->ahead;
+	bool table = dh->dir->c.kind == NODE_TABLE;
 	size_t used = 0, len;
-	off_t skip = 0;
+	char *p = NULL, *reply = NULL;
 	struct stat st;
 	bool end = false;
-	char *p;
 	int rc = 0;
 
-	if ((p = bt_malloc(size)) == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
 	pthread_mutex_lock(&dh->lock);
-	if (dh->dir->c.kind == NODE_TABLE) {
+	if (table && a->ready && !plus && off == a->from && size == a->size) {
+		a->ready = false;
+		reply = a->buf;
+		used = a->used;
+		end = a->end;
+		goto out;
+	}
+	if ((p = bt_malloc(size)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	reply = p;
+	if (table) {
 		/* Continue, go back within the history, or rescan. */
-		if (off != dh->pos) {
-			if (off > TABLE_FIXED && off < dh->pos &&
-			    dh->pos - off < DIR_HISTORY) {
-				dh->pos = off;
-			} else {
-				dh->pos = 0;
-				skip = off;
-			}
-		}
-		rc = table_fill(fs, req, dh, plus, p, size, skip, &used,
-		    &end);
+		if (a->ready)
+			table_ahead_drop(dh);
+		rc = table_fill(fs, req, dh, plus, p, size,
+		    table_seek(dh, off), SIZE_MAX, &used, &end);
 		goto out;
 	}
 	/* rewinddir, or a listing the kernel did not find cached: read
@@ -602,11 +719,14 @@ out:
 	/* An empty reply is the end the kernel's cache waits for. */
 	if (rc == 0 && end && used == 0 && dh->cacheable)
 		dir_listing_done(fs, dh);
-	pthread_mutex_unlock(&dh->lock);
 	if (rc < 0 && used == 0)
 		fuse_reply_err(req, fs_errno(rc));
 	else
-		fuse_reply_buf(req, p, used);
+		fuse_reply_buf(req, reply, used);
+	/* Under the lock, so that the next request waits for it. */
+	if (table && rc == 0 && used > 0 && !end)
+		table_fill_ahead(fs, dh, size);
+	pthread_mutex_unlock(&dh->lock);
 	bt_free(p);
 }
 

@@ -1,8 +1,9 @@
 #!/bin/sh
 # test_fs_readdir.sh - a table's listing streams from a scan: 20000 rows
 # listed exactly once each and in key order, with ls -f and
-# readdirplus-driven ls -l; rows added while a listing runs appear at most
-# once and no old row is lost; pending (mkdir'd) rows merge into place.
+# readdirplus-driven ls -l; seekdir goes back and forth within a listing;
+# rows added while a listing runs appear at most once and no old row is
+# lost; pending (mkdir'd) rows merge into place.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -16,6 +17,52 @@ awk -v n=$N 'BEGIN { for (i = 0; i < n; i++) printf "row%06d\n", i }' \
 fs_mount
 
 W=$M/webtable
+# seekdir within a listing not yet cached by the kernel (so that each
+# seek is a READDIR at that offset): from a telldir cookie of each of the
+# first 12000 entries, read 700 entries (the one reply the seek brings),
+# go back 100 of them (within what the daemon remembers, behind the
+# reply it may have built ahead) and read on; back 800 entries before
+# the seek (where the history's slots may have been taken by the rows of
+# the reply built ahead), then far back, and ahead.
+# Every entry must be the one listed there the first time, and from the
+# last seek on the listing must hold every later row once, in order.
+perl -e '
+	my ($dir, $want) = @ARGV;
+	opendir(my $d, $dir) or die "opendir $dir: $!\n";
+	my (@pos, @name);
+	for (my $i = 0; $i < 12000; $i++) {
+		push @pos, telldir($d);
+		my $e = readdir($d);
+		defined $e or die "listing ended at $i\n";
+		push @name, $e;
+	}
+	sub from {
+		my ($i, $n) = @_;
+		seekdir($d, $pos[$i]);
+		for (my $j = $i; $j < $i + $n; $j++) {
+			my $e = readdir($d);
+			$e eq $name[$j] or die "seekdir to $i, entry $j: " .
+			    "$e, not $name[$j]\n";
+		}
+	}
+	for my $i (9000, 11000, 3000, 1600, 7001) {
+		from($i, 700);
+		from($i + 600, 400);
+		from($i, 700);
+		from($i - 800, 10);
+	}
+	seekdir($d, $pos[5000]);
+	my @rest;
+	while (defined(my $e = readdir($d))) {
+		push @rest, $e;
+	}
+	open(my $w, "<", $want) or die "$want: $!\n";
+	my @all = map { chomp; $_ } <$w>;
+	my ($first) = grep { $all[$_] eq $name[5000] } 0 .. $#all;
+	join(" ", @rest) eq join(" ", @all[$first .. $#all]) or
+	    die "from entry 5000: " . @rest . " rows, not " .
+	    (@all - $first) . "\n";
+' "$W" "$T/want" || fail "seekdir in a listing"
 ls -f "$W" | grep -v '^\.' > "$T/got"
 cmp "$T/got" "$T/want" || fail "ls -f: $(wc -l < "$T/got") rows"
 check_eq "ls -l" "$(ls -l "$W" | grep -c '^d')" $N
