@@ -79,6 +79,12 @@ read_charge_due(const struct read_charge *c)
  * filter needs; when row_prefix is not empty, SSTables whose Bloom filter
  * rules the row out are left out.  The SSTables opened are counted in
  * *charge (NULL: not counted).
+ *
+ * A memtable that is empty now is left out too: every read through this
+ * iterator is at a snapshot no newer than now (the server's visible_seq,
+ * stored only after the memtable entries it covers were counted), so an
+ * entry added later is one it would skip.  A table read after a flush is
+ * then often one SSTable, iterated without a merge over it.
  */
 static int
 version_iter(struct tablet_version *v, const struct cells_filter *f,
@@ -91,10 +97,12 @@ version_iter(struct tablet_version *v, const struct cells_filter *f,
 	if ((children = bt_calloc(v->file_count + 2,
 	    sizeof(*children))) == NULL)
 		return -ENOMEM;
-	if ((rc = memtable_iter_new(v->mem, &children[n])) < 0)
-		goto out_children;
-	n++;
-	if (v->imm != NULL) {
+	if (memtable_count(v->mem) > 0) {
+		if ((rc = memtable_iter_new(v->mem, &children[n])) < 0)
+			goto out_children;
+		n++;
+	}
+	if (v->imm != NULL && memtable_count(v->imm) > 0) {
 		if ((rc = memtable_iter_new(v->imm, &children[n])) < 0)
 			goto out_children;
 		n++;
