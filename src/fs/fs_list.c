@@ -121,6 +121,17 @@ dent_add(struct dent **ents, size_t *count, size_t *cap, const char *name,
 	return 0;
 }
 
+/* End name with a NUL, in place when there is room (every listed row). */
+static inline int
+name_terminate(struct buf *name)
+{
+	if (name->n < name->cap) {
+		name->p[name->n++] = '\0';
+		return 0;
+	}
+	return buf_append(name, "", 1);
+}
+
 /* Add raw (a row, family or qualifier) under its escaped name, unless the
  * previous entry had the same bytes or the name is too long to list. */
 static int
@@ -139,7 +150,7 @@ dent_add_raw(struct dent **ents, size_t *count, size_t *cap,
 	else
 		rc = names_encode(slice_make(raw, rawn), name);
 	if (rc == 0)
-		rc = buf_append(name, "", 1);
+		rc = name_terminate(name);
 	if (rc < 0)
 		return rc;
 	if (name->n - 1 > NAMES_MAX_COMPONENT)
@@ -530,7 +541,7 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 		    buf_slice(&pnames[pi]);
 		buf_clear(&name);
 		if ((rc = names_encode(key, &name)) < 0 ||
-		    (rc = buf_append(&name, "", 1)) < 0)
+		    (rc = name_terminate(&name)) < 0)
 			goto out_rc;
 		if (name.n - 1 <= NAMES_MAX_COMPONENT && dh->pos + 1 > skip) {
 			c = dh->dir->c;
