@@ -84,6 +84,43 @@ plain_ascii(uint8_t c)
 	return c >= 0x20 && c < 0x7f && c != '/' && c != '%' && c != '@';
 }
 
+#define BYTES_ONES 0x0101010101010101ull
+#define BYTES_HIGH 0x8080808080808080ull
+
+/* Whether a byte of w is below b (b <= 0x80), bytes of w below 0x80. */
+static inline uint64_t
+word_has_less(uint64_t w, uint8_t b)
+{
+	return (w - BYTES_ONES * b) & ~w & BYTES_HIGH;
+}
+
+/* Whether a byte of w is b, bytes of w below 0x80. */
+static inline uint64_t
+word_has(uint64_t w, uint8_t b)
+{
+	return word_has_less(w ^ (BYTES_ONES * b), 1);
+}
+
+/* How many of the first n bytes at p are plain_ascii(), eight at a time
+ * while they are (readdir asks it of every row it lists). */
+static size_t
+plain_ascii_span(const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	uint64_t w;
+
+	for (; n - i >= 8; i += 8) {
+		memcpy(&w, p + i, 8);
+		if ((w & BYTES_HIGH) != 0 || word_has_less(w, 0x20) != 0 ||
+		    word_has(w, 0x7f) != 0 || word_has(w, '/') != 0 ||
+		    word_has(w, '%') != 0 || word_has(w, '@') != 0)
+			break;
+	}
+	while (i < n && plain_ascii(p[i]))
+		i++;
+	return i;
+}
+
 static int
 hex_value(uint8_t c)
 {
@@ -110,8 +147,7 @@ names_encode(struct slice raw, struct buf *out)
 
 	if (raw.n == 0)
 		return buf_append(out, "%", 1);
-	for (i = 0; i < raw.n && plain_ascii(raw.p[i]); i++)
-		;
+	i = plain_ascii_span(raw.p, raw.n);
 	if (i == raw.n && raw.p[0] != '.')
 		return buf_append(out, raw.p, raw.n);
 	if (raw.n > SIZE_MAX / 3)
