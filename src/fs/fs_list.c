@@ -429,9 +429,10 @@ dir_add(struct fs *fs, fuse_req_t req, bool plus, char *p, size_t rem,
 	if (!plus) {
 		size_t len;
 
-		memset(&plain, 0, sizeof(plain));
-		plain.st_mode = coord_is_dir(c != NULL ? c->kind :
-		    NODE_ROOT) ? S_IFDIR : S_IFREG;
+		/* fuse_add_direntry() reads st_ino and the type bits of
+		 * st_mode only (fuse_lowlevel.h), so nothing else is set. */
+		plain.st_mode = c == NULL || coord_is_dir(c->kind) ?
+		    S_IFDIR : S_IFREG;
 		plain.st_ino = c != NULL ? node_peek(fs, c) : 0;
 		if (plain.st_ino == 0)
 			plain.st_ino = UNKNOWN_INO;
