@@ -136,6 +136,22 @@ block_builder_finish(struct block_builder *b, struct slice *out)
 	return 0;
 }
 
+int
+block_builder_take(struct block_builder *b, struct buf *out)
+{
+	struct slice contents;
+	struct buf spare;
+	int rc;
+
+	if ((rc = block_builder_finish(b, &contents)) < 0)
+		return rc;
+	spare = *out;
+	*out = b->data;
+	b->data = spare;
+	block_builder_reset(b);
+	return 0;
+}
+
 struct block_iter {
 	struct iter base;
 	const uint8_t *data;

@@ -44,6 +44,14 @@ size_t block_builder_size_estimate(const struct block_builder *b);
 int block_builder_finish(struct block_builder *b, struct slice *out);
 
 /*
+ * Finish the block as block_builder_finish() does and move its contents
+ * into *out (initialized; its old allocation becomes the builder's, so
+ * that buffers pass back and forth without copies), then reset the
+ * builder.  0 or -ENOMEM (nothing moved, the block as it was).
+ */
+int block_builder_take(struct block_builder *b, struct buf *out);
+
+/*
  * An iterator over a finished block's contents.  The iterator borrows the
  * bytes; the caller keeps them alive while it lives.  When release is not
  * NULL, iter_free() calls release(arg) (the SSTable uses this to give back a

@@ -11,8 +11,21 @@
  * SST_WRITEBACK_SIZE appended, the disk is asked to start writing them
  * (env_file_start_writeback), so that the sync at the end waits for the
  * last stretch only, not for the whole file.
+ *
+ * With opts.parallel, a full data block is handed to a worker thread that
+ * compresses and checksums it (sst_block_seal, the same function as the
+ * serial path, so the bytes are the same) while this thread goes on
+ * filling the next; this thread then writes the sealed blocks in their
+ * order and indexes them, so everything but the compression happens as
+ * in the serial builder.  The blocks in flight live in a ring of N
+ * slots (slot_count): the builder fills slot submitted % N, the
+ * worker seals slot sealed % N, the builder writes slot written % N, with
+ * written <= sealed <= submitted <= written + N; the counters are under
+ * the worker's mutex, and a slot belongs to the worker from its
+ * submission until it is sealed, to the builder otherwise.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "sstable/block.h"
@@ -34,8 +47,49 @@
 /* Bytes appended between two writeback hints. */
 #define SST_WRITEBACK_SIZE	(1u << 20)
 
+/*
+ * The ring of a parallel builder holds SST_PARALLEL_BYTES of blocks, but
+ * never fewer than 4 or more than SST_PARALLEL_BLOCKS.  Half of it is
+ * queued before the sleeping worker is woken, and sealed before a
+ * builder waiting for a free slot is: a wake-up is a system call and a
+ * context switch, and made for every 4 KiB block they doubled the
+ * worker's CPU time (0.06 s against 0.034 s for the 6,250 blocks of
+ * tabletbench's compaction), so each covers a batch.
+ */
+#define SST_PARALLEL_BYTES	(256u << 10)
+#define SST_PARALLEL_MIN_BLOCKS	4
+
+/* One data block in flight: its contents, sealed, and its index key. */
+struct sst_slot {
+	struct buf raw;			/* the block as built */
+	struct buf compressed;		/* Snappy output, when kept */
+	struct buf last_key;		/* the block's last key */
+	struct slice stored;		/* raw or compressed */
+	uint8_t trailer[SST_BLOCK_TRAILER_SIZE];
+	int rc;				/* the sealing's result */
+};
+
+/* The compression worker of a parallel builder. */
+struct sst_worker {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t queued;		/* a block submitted, or stop */
+	pthread_cond_t sealed_cond;	/* builder_wants blocks sealed */
+	bool compress;
+	uint64_t slot_count;		/* of slots, the ring's size */
+	/* Under mu. */
+	uint64_t submitted, sealed;
+	bool stop;
+	bool worker_waits, builder_waits;
+	uint64_t builder_wants;		/* sealed, for the builder to wake */
+	/* The builder's own. */
+	uint64_t written;
+	struct sst_slot slots[SST_PARALLEL_BLOCKS];
+};
+
 struct sst_builder {
 	struct env_file *file;
+	struct sst_worker *worker;	/* NULL: serial (so far) */
 	struct sst_options opts;
 	struct block_builder data_block;
 	struct block_builder index_block;
@@ -169,61 +223,283 @@ sst_builder_write(struct sst_builder *b, const void *p, size_t n)
 }
 
 /*
- * Append a block's stored bytes and its trailer.  The handle (offset,
- * size) of what was written goes to *offset and *size.
+ * What a block is stored as: contents Snappy-compressed into *compressed
+ * when compress and that saves 12.5 %, else contents as they are; *stored
+ * borrows one or the other, and trailer gets the type and checksum.  No
+ * state but the arguments: the worker thread calls it too.  0 or a
+ * negative error.
  */
+static int
+sst_block_seal(struct slice contents, bool compress, struct buf *compressed,
+    struct slice *stored, uint8_t trailer[SST_BLOCK_TRAILER_SIZE])
+{
+	uint8_t type = SST_BLOCK_RAW;
+	uint32_t crc;
+	int rc;
+
+	*stored = contents;
+	if (compress) {
+		if ((rc = compress_snappy(contents, compressed)) < 0)
+			return rc;
+		if (compressed->n < contents.n -
+		    (contents.n >> SST_MIN_COMPRESSION_SAVING_SHIFT)) {
+			*stored = buf_slice(compressed);
+			type = SST_BLOCK_SNAPPY;
+		}
+	}
+	trailer[0] = type;
+	crc = crc32c_extend(crc32c_value(stored->p, stored->n), &type, 1);
+	put_fixed32(trailer + 1, crc32c_mask(crc));
+	return 0;
+}
+
+/*
+ * Append a sealed block's stored bytes and its trailer.  The handle
+ * (offset, size) of what was written goes to *offset and *size.
+ */
+static int
+sst_builder_write_sealed(struct sst_builder *b, struct slice stored,
+    const uint8_t trailer[SST_BLOCK_TRAILER_SIZE], uint64_t *offset,
+    uint64_t *size)
+{
+	int rc;
+
+	if ((rc = sst_builder_write(b, stored.p, stored.n)) < 0)
+		return rc;
+	if ((rc = sst_builder_write(b, trailer, SST_BLOCK_TRAILER_SIZE)) < 0)
+		return rc;
+	*offset = b->offset;
+	*size = stored.n;
+	b->offset += stored.n + SST_BLOCK_TRAILER_SIZE;
+	return 0;
+}
+
+/* Seal a block in this thread and append it (sst_builder_write_sealed). */
 static int
 sst_builder_write_block(struct sst_builder *b, struct slice contents,
     bool may_compress, uint64_t *offset, uint64_t *size)
 {
 	uint8_t trailer[SST_BLOCK_TRAILER_SIZE];
-	struct slice stored = contents;
-	uint8_t type = SST_BLOCK_RAW;
-	uint32_t crc;
+	struct slice stored;
 	int rc;
 
-	if (may_compress && b->opts.compress) {
-		if ((rc = compress_snappy(contents, &b->compressed)) < 0)
-			return rc;
-		if (b->compressed.n < contents.n -
-		    (contents.n >> SST_MIN_COMPRESSION_SAVING_SHIFT)) {
-			stored = buf_slice(&b->compressed);
-			type = SST_BLOCK_SNAPPY;
+	if ((rc = sst_block_seal(contents, may_compress && b->opts.compress,
+	    &b->compressed, &stored, trailer)) < 0)
+		return rc;
+	return sst_builder_write_sealed(b, stored, trailer, offset, size);
+}
+
+/* Add the index entry of the data block last_key ends, written at
+ * (offset, size). */
+static int
+sst_builder_index_add(struct sst_builder *b, struct slice last_key,
+    uint64_t offset, uint64_t size)
+{
+	uint8_t handle[2 * VARINT64_MAX_BYTES], *p;
+
+	p = encode_varint64(handle, offset);
+	p = encode_varint64(p, size);
+	return block_builder_add(&b->index_block, last_key,
+	    slice_make(handle, (size_t)(p - handle)));
+}
+
+/* ---- The compression worker (opts.parallel) ---- */
+
+/* Seal the submitted blocks in order until told to stop. */
+static void *
+sst_worker_main(void *arg)
+{
+	struct sst_worker *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		struct sst_slot *s;
+
+		while (w->sealed == w->submitted && !w->stop) {
+			w->worker_waits = true;
+			pthread_cond_wait(&w->queued, &w->mu);
+			w->worker_waits = false;
 		}
+		if (w->stop)
+			break;
+		s = &w->slots[w->sealed % w->slot_count];
+		pthread_mutex_unlock(&w->mu);
+		s->rc = sst_block_seal(buf_slice(&s->raw), w->compress,
+		    &s->compressed, &s->stored, s->trailer);
+		pthread_mutex_lock(&w->mu);
+		w->sealed++;
+		if (w->builder_waits && w->sealed >= w->builder_wants)
+			pthread_cond_signal(&w->sealed_cond);
 	}
-	trailer[0] = type;
-	crc = crc32c_extend(crc32c_value(stored.p, stored.n), &type, 1);
-	put_fixed32(trailer + 1, crc32c_mask(crc));
-	if ((rc = sst_builder_write(b, stored.p, stored.n)) < 0)
-		return rc;
-	if ((rc = sst_builder_write(b, trailer, sizeof(trailer))) < 0)
-		return rc;
-	*offset = b->offset;
-	*size = stored.n;
-	b->offset += stored.n + sizeof(trailer);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/*
+ * Start b's worker.  0, or -ENOMEM; when the thread cannot be created
+ * the builder stays serial (a thread is a speed-up, not a need).
+ */
+static int
+sst_worker_start(struct sst_builder *b)
+{
+	struct sst_worker *w;
+
+	if ((w = bt_calloc(1, sizeof(*w))) == NULL)
+		return -ENOMEM;
+	w->compress = b->opts.compress;
+	w->slot_count = SST_PARALLEL_BYTES / b->opts.block_size;
+	if (w->slot_count < SST_PARALLEL_MIN_BLOCKS)
+		w->slot_count = SST_PARALLEL_MIN_BLOCKS;
+	if (w->slot_count > SST_PARALLEL_BLOCKS)
+		w->slot_count = SST_PARALLEL_BLOCKS;
+	for (size_t i = 0; i < SST_PARALLEL_BLOCKS; i++) {
+		buf_init(&w->slots[i].raw);
+		buf_init(&w->slots[i].compressed);
+		buf_init(&w->slots[i].last_key);
+	}
+	if (pthread_mutex_init(&w->mu, NULL) != 0)
+		goto out_free;
+	if (pthread_cond_init(&w->queued, NULL) != 0)
+		goto out_mutex;
+	if (pthread_cond_init(&w->sealed_cond, NULL) != 0)
+		goto out_queued;
+	if (pthread_create(&w->thread, NULL, sst_worker_main, w) != 0)
+		goto out_sealed;
+	b->worker = w;
+	return 0;
+out_sealed:
+	pthread_cond_destroy(&w->sealed_cond);
+out_queued:
+	pthread_cond_destroy(&w->queued);
+out_mutex:
+	pthread_mutex_destroy(&w->mu);
+out_free:
+	bt_free(w);
+	b->opts.parallel = false;
 	return 0;
 }
 
-/* Write the pending data block and add its index entry. */
-static int
-sst_builder_flush(struct sst_builder *b)
+/* Stop and join b's worker (the blocks in flight are dropped) and free
+ * it.  For finish, after the blocks are written, and for free. */
+static void
+sst_worker_stop(struct sst_builder *b)
 {
-	uint8_t handle[2 * VARINT64_MAX_BYTES], *p;
+	struct sst_worker *w = b->worker;
+
+	if (w == NULL)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->queued);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->sealed_cond);
+	pthread_cond_destroy(&w->queued);
+	pthread_mutex_destroy(&w->mu);
+	for (size_t i = 0; i < SST_PARALLEL_BLOCKS; i++) {
+		buf_release(&w->slots[i].raw);
+		buf_release(&w->slots[i].compressed);
+		buf_release(&w->slots[i].last_key);
+	}
+	bt_free(w);
+	b->worker = NULL;
+}
+
+/*
+ * Write the sealed blocks, in order, and index them: those sealed by now,
+ * after waiting until at least min_written blocks are.
+ */
+static int
+sst_worker_write(struct sst_builder *b, uint64_t min_written)
+{
+	struct sst_worker *w = b->worker;
+	uint64_t sealed;
+	int rc;
+
+	pthread_mutex_lock(&w->mu);
+	while (w->sealed < min_written) {
+		if (w->worker_waits)
+			pthread_cond_signal(&w->queued);
+		w->builder_wants = min_written;
+		w->builder_waits = true;
+		pthread_cond_wait(&w->sealed_cond, &w->mu);
+		w->builder_waits = false;
+	}
+	sealed = w->sealed;
+	pthread_mutex_unlock(&w->mu);
+	for (; w->written < sealed; w->written++) {
+		struct sst_slot *s = &w->slots[w->written % w->slot_count];
+		uint64_t offset, size;
+
+		if ((rc = s->rc) < 0 ||
+		    (rc = sst_builder_write_sealed(b, s->stored, s->trailer,
+		    &offset, &size)) < 0 ||
+		    (rc = sst_builder_index_add(b, buf_slice(&s->last_key),
+		    offset, size)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Hand the pending data block to the worker, once a slot is free:
+ * writing what is sealed first, and waiting for the oldest block when
+ * all are in flight.
+ */
+static int
+sst_worker_submit(struct sst_builder *b)
+{
+	struct sst_worker *w = b->worker;
+	uint64_t full = w->written + w->slot_count;
+	struct sst_slot *s;
+	int rc;
+
+	/* submitted is the builder's to change: read without the lock. */
+	if ((rc = sst_worker_write(b, w->submitted == full ?
+	    w->written + w->slot_count / 2 : 0)) < 0)
+		return rc;
+	s = &w->slots[w->submitted % w->slot_count];
+	if ((rc = buf_set(&s->last_key, b->last_key.p, b->last_key.n)) < 0 ||
+	    (rc = block_builder_take(&b->data_block, &s->raw)) < 0)
+		return rc;
+	pthread_mutex_lock(&w->mu);
+	w->submitted++;
+	if (w->worker_waits && w->submitted - w->sealed >= w->slot_count / 2)
+		pthread_cond_signal(&w->queued);
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+/*
+ * Write the pending data block and add its index entry, or hand it to
+ * the worker (opts.parallel), started here for a table's first block
+ * unless it is also the last.
+ */
+static int
+sst_builder_flush(struct sst_builder *b, bool last)
+{
 	struct slice contents;
 	uint64_t offset, size;
 	int rc;
 
 	if (b->data_block.count == 0)
 		return 0;
+	if (b->worker == NULL && b->opts.parallel && !last &&
+	    (rc = sst_worker_start(b)) < 0)
+		return rc;
+	if (b->worker != NULL) {
+		if ((rc = sst_worker_submit(b)) < 0)
+			return rc;
+		b->block_count++;
+		return 0;
+	}
 	if ((rc = block_builder_finish(&b->data_block, &contents)) < 0)
 		return rc;
 	if ((rc = sst_builder_write_block(b, contents, true, &offset,
 	    &size)) < 0)
 		return rc;
-	p = encode_varint64(handle, offset);
-	p = encode_varint64(p, size);
-	if ((rc = block_builder_add(&b->index_block, buf_slice(&b->last_key),
-	    slice_make(handle, (size_t)(p - handle)))) < 0)
+	if ((rc = sst_builder_index_add(b, buf_slice(&b->last_key), offset,
+	    size)) < 0)
 		return rc;
 	block_builder_reset(&b->data_block);
 	b->block_count++;
@@ -440,7 +716,7 @@ sst_builder_add(struct sst_builder *b, struct slice key, struct slice value)
 		goto fail;
 	b->entry_count++;
 	if (block_builder_size_estimate(&b->data_block) >= b->opts.block_size &&
-	    (rc = sst_builder_flush(b)) < 0)
+	    (rc = sst_builder_flush(b, false)) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -473,8 +749,13 @@ sst_builder_finish(struct sst_builder *b, struct sst_info *info)
 		rc = BT_ECLOSED;
 		goto out;
 	}
-	if ((rc = sst_builder_flush(b)) < 0)
+	if ((rc = sst_builder_flush(b, true)) < 0)
 		goto out_fail;
+	if (b->worker != NULL) {
+		if ((rc = sst_worker_write(b, b->worker->submitted)) < 0)
+			goto out_fail;
+		sst_worker_stop(b);
+	}
 	data_size = b->offset;
 	filter_offset = b->offset;
 	if (b->opts.bloom_bits_per_key > 0) {
@@ -543,6 +824,7 @@ sst_builder_free(struct sst_builder *b)
 {
 	if (b == NULL)
 		return;
+	sst_worker_stop(b);
 	(void)env_file_close(b->file);
 	block_builder_release(&b->data_block);
 	block_builder_release(&b->index_block);

@@ -40,9 +40,26 @@ struct sst_options {
 	 * (the table then records no range).  NULL: no range.
 	 */
 	bool (*key_sequence)(struct slice key, uint64_t *seq);
+	/*
+	 * Compress data blocks (and checksum them) on a worker thread of the
+	 * builder's own while the caller goes on adding entries: a large
+	 * compaction's merge then has the other core's help.  The file is
+	 * byte for byte the one the serial builder writes.  The thread starts
+	 * when the first data block is full (a one-block table never has
+	 * one; nor has a builder whose thread could not be created, which
+	 * then works alone) and is joined by sst_builder_finish() or
+	 * sst_builder_free().  Memory: the blocks in flight, each raw and
+	 * compressed: 256 KiB of them, but at least 4 and at most
+	 * SST_PARALLEL_BLOCKS.  false: all in the caller's thread.
+	 */
+	bool parallel;
 };
 
-/* The defaults: 64 KiB blocks, Snappy on, 10 Bloom bits, whole keys. */
+/* Data blocks handed to the worker and not yet written, at most. */
+#define SST_PARALLEL_BLOCKS 64
+
+/* The defaults: 64 KiB blocks, Snappy on, 10 Bloom bits, whole keys,
+ * serial. */
 void sst_options_default(struct sst_options *opts);
 
 struct sst_builder;
@@ -80,7 +97,8 @@ struct sst_info {
  */
 int sst_builder_finish(struct sst_builder *b, struct sst_info *info);
 
-/* Bytes written so far (to decide when to start a new file). */
+/* Bytes written so far (to decide when to start a new file); with
+ * opts.parallel, the blocks still in flight are not counted yet. */
 uint64_t sst_builder_file_size(const struct sst_builder *b);
 
 /* Free a builder; an unfinished file is closed and left for the caller to
