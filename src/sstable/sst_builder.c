@@ -18,11 +18,14 @@
  * filling the next; this thread then writes the sealed blocks in their
  * order and indexes them, so everything but the compression happens as
  * in the serial builder.  The blocks in flight live in a ring of N
- * slots (slot_count): the builder fills slot submitted % N, the
- * worker seals slot sealed % N, the builder writes slot written % N, with
- * written <= sealed <= submitted <= written + N; the counters are under
- * the worker's mutex, and a slot belongs to the worker from its
- * submission until it is sealed, to the builder otherwise.
+ * slots (slot_count): the builder fills slot submitted % N, block
+ * claimed is the next to be sealed, by the worker or, when the ring is
+ * full or the table finishing, by the builder itself (so that a worker
+ * the scheduler left waiting does not stall the compaction), and the
+ * builder writes slot written % N once it is sealed: written <= claimed
+ * <= submitted <= written + N.  The counters and the slots' sealed flags
+ * are under the worker's mutex; a slot's contents belong to whoever
+ * claimed it until it is sealed, to the builder otherwise.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -50,9 +53,8 @@
 /*
  * The ring of a parallel builder holds SST_PARALLEL_BYTES of blocks, but
  * never fewer than 4 or more than SST_PARALLEL_BLOCKS.  Half of it is
- * queued before the sleeping worker is woken, and sealed before a
- * builder waiting for a free slot is: a wake-up is a system call and a
- * context switch, and made for every 4 KiB block they doubled the
+ * queued before the sleeping worker is woken: a wake-up is a system call
+ * and a context switch, and made for every 4 KiB block they doubled the
  * worker's CPU time (0.06 s against 0.034 s for the 6,250 blocks of
  * tabletbench's compaction), so each covers a batch.
  */
@@ -67,21 +69,21 @@ struct sst_slot {
 	struct slice stored;		/* raw or compressed */
 	uint8_t trailer[SST_BLOCK_TRAILER_SIZE];
 	int rc;				/* the sealing's result */
+	bool sealed;			/* under the worker's mu */
 };
 
 /* The compression worker of a parallel builder. */
 struct sst_worker {
 	pthread_t thread;
 	pthread_mutex_t mu;
-	pthread_cond_t queued;		/* a block submitted, or stop */
-	pthread_cond_t sealed_cond;	/* builder_wants blocks sealed */
+	pthread_cond_t queued;		/* blocks submitted, or stop */
+	pthread_cond_t sealed;		/* a block sealed */
 	bool compress;
 	uint64_t slot_count;		/* of slots, the ring's size */
 	/* Under mu. */
-	uint64_t submitted, sealed;
+	uint64_t submitted, claimed;
 	bool stop;
 	bool worker_waits, builder_waits;
-	uint64_t builder_wants;		/* sealed, for the builder to wake */
 	/* The builder's own. */
 	uint64_t written;
 	struct sst_slot slots[SST_PARALLEL_BLOCKS];
@@ -305,6 +307,24 @@ sst_builder_index_add(struct sst_builder *b, struct slice last_key,
 
 /* ---- The compression worker (opts.parallel) ---- */
 
+/*
+ * Seal slot i (claimed by this thread) and mark it sealed, waking the
+ * builder if it waits.  Called and returns with w->mu held.
+ */
+static void
+sst_worker_seal(struct sst_worker *w, uint64_t i)
+{
+	struct sst_slot *s = &w->slots[i % w->slot_count];
+
+	pthread_mutex_unlock(&w->mu);
+	s->rc = sst_block_seal(buf_slice(&s->raw), w->compress,
+	    &s->compressed, &s->stored, s->trailer);
+	pthread_mutex_lock(&w->mu);
+	s->sealed = true;
+	if (w->builder_waits)
+		pthread_cond_signal(&w->sealed);
+}
+
 /* Seal the submitted blocks in order until told to stop. */
 static void *
 sst_worker_main(void *arg)
@@ -313,23 +333,14 @@ sst_worker_main(void *arg)
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		struct sst_slot *s;
-
-		while (w->sealed == w->submitted && !w->stop) {
+		while (w->claimed == w->submitted && !w->stop) {
 			w->worker_waits = true;
 			pthread_cond_wait(&w->queued, &w->mu);
 			w->worker_waits = false;
 		}
 		if (w->stop)
 			break;
-		s = &w->slots[w->sealed % w->slot_count];
-		pthread_mutex_unlock(&w->mu);
-		s->rc = sst_block_seal(buf_slice(&s->raw), w->compress,
-		    &s->compressed, &s->stored, s->trailer);
-		pthread_mutex_lock(&w->mu);
-		w->sealed++;
-		if (w->builder_waits && w->sealed >= w->builder_wants)
-			pthread_cond_signal(&w->sealed_cond);
+		sst_worker_seal(w, w->claimed++);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -361,14 +372,14 @@ sst_worker_start(struct sst_builder *b)
 		goto out_free;
 	if (pthread_cond_init(&w->queued, NULL) != 0)
 		goto out_mutex;
-	if (pthread_cond_init(&w->sealed_cond, NULL) != 0)
+	if (pthread_cond_init(&w->sealed, NULL) != 0)
 		goto out_queued;
 	if (pthread_create(&w->thread, NULL, sst_worker_main, w) != 0)
 		goto out_sealed;
 	b->worker = w;
 	return 0;
 out_sealed:
-	pthread_cond_destroy(&w->sealed_cond);
+	pthread_cond_destroy(&w->sealed);
 out_queued:
 	pthread_cond_destroy(&w->queued);
 out_mutex:
@@ -393,7 +404,7 @@ sst_worker_stop(struct sst_builder *b)
 	pthread_cond_signal(&w->queued);
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->thread, NULL);
-	pthread_cond_destroy(&w->sealed_cond);
+	pthread_cond_destroy(&w->sealed);
 	pthread_cond_destroy(&w->queued);
 	pthread_mutex_destroy(&w->mu);
 	for (size_t i = 0; i < SST_PARALLEL_BLOCKS; i++) {
@@ -406,65 +417,84 @@ sst_worker_stop(struct sst_builder *b)
 }
 
 /*
- * Write the sealed blocks, in order, and index them: those sealed by now,
- * after waiting until at least min_written blocks are.
+ * Write the sealed blocks, in order, and index them, until room is made
+ * for one more (all: until every block submitted is written).  While
+ * that needs blocks the worker has not claimed, they are sealed here;
+ * only the one the worker is sealing is waited for.
  */
 static int
-sst_worker_write(struct sst_builder *b, uint64_t min_written)
+sst_worker_write(struct sst_builder *b, bool all)
 {
 	struct sst_worker *w = b->worker;
-	uint64_t sealed;
 	int rc;
 
 	pthread_mutex_lock(&w->mu);
-	while (w->sealed < min_written) {
-		if (w->worker_waits)
-			pthread_cond_signal(&w->queued);
-		w->builder_wants = min_written;
+	if (all && w->worker_waits && w->claimed < w->submitted)
+		pthread_cond_signal(&w->queued);
+	for (;;) {
+		uint64_t n = 0;
+
+		while (w->written + n < w->submitted &&
+		    w->slots[(w->written + n) % w->slot_count].sealed)
+			n++;
+		if (n > 0) {
+			pthread_mutex_unlock(&w->mu);
+			for (; n > 0; n--, w->written++) {
+				struct sst_slot *s = &w->slots[w->written %
+				    w->slot_count];
+				uint64_t offset, size;
+
+				if ((rc = s->rc) < 0 ||
+				    (rc = sst_builder_write_sealed(b,
+				    s->stored, s->trailer, &offset,
+				    &size)) < 0 ||
+				    (rc = sst_builder_index_add(b,
+				    buf_slice(&s->last_key), offset,
+				    size)) < 0)
+					return rc;
+			}
+			pthread_mutex_lock(&w->mu);
+			continue;	/* more may be sealed by now */
+		}
+		if (all ? w->written == w->submitted :
+		    w->submitted - w->written < w->slot_count)
+			break;
+		if (w->claimed < w->submitted) {
+			sst_worker_seal(w, w->claimed++);
+			continue;
+		}
 		w->builder_waits = true;
-		pthread_cond_wait(&w->sealed_cond, &w->mu);
+		pthread_cond_wait(&w->sealed, &w->mu);
 		w->builder_waits = false;
 	}
-	sealed = w->sealed;
 	pthread_mutex_unlock(&w->mu);
-	for (; w->written < sealed; w->written++) {
-		struct sst_slot *s = &w->slots[w->written % w->slot_count];
-		uint64_t offset, size;
-
-		if ((rc = s->rc) < 0 ||
-		    (rc = sst_builder_write_sealed(b, s->stored, s->trailer,
-		    &offset, &size)) < 0 ||
-		    (rc = sst_builder_index_add(b, buf_slice(&s->last_key),
-		    offset, size)) < 0)
-			return rc;
-	}
 	return 0;
 }
 
 /*
- * Hand the pending data block to the worker, once a slot is free:
- * writing what is sealed first, and waiting for the oldest block when
- * all are in flight.
+ * Hand the pending data block to the worker, once a slot is free (what
+ * is sealed is written first), and wake the worker when it sleeps and
+ * half the ring is queued.
  */
 static int
 sst_worker_submit(struct sst_builder *b)
 {
 	struct sst_worker *w = b->worker;
-	uint64_t full = w->written + w->slot_count;
 	struct sst_slot *s;
 	int rc;
 
-	/* submitted is the builder's to change: read without the lock. */
-	if ((rc = sst_worker_write(b, w->submitted == full ?
-	    w->written + w->slot_count / 2 : 0)) < 0)
+	if ((rc = sst_worker_write(b, false)) < 0)
 		return rc;
+	/* The slot is free: written, and submitted only changes here. */
 	s = &w->slots[w->submitted % w->slot_count];
 	if ((rc = buf_set(&s->last_key, b->last_key.p, b->last_key.n)) < 0 ||
 	    (rc = block_builder_take(&b->data_block, &s->raw)) < 0)
 		return rc;
 	pthread_mutex_lock(&w->mu);
+	s->sealed = false;
 	w->submitted++;
-	if (w->worker_waits && w->submitted - w->sealed >= w->slot_count / 2)
+	if (w->worker_waits &&
+	    w->submitted - w->claimed >= w->slot_count / 2)
 		pthread_cond_signal(&w->queued);
 	pthread_mutex_unlock(&w->mu);
 	return 0;
@@ -752,7 +782,7 @@ sst_builder_finish(struct sst_builder *b, struct sst_info *info)
 	if ((rc = sst_builder_flush(b, true)) < 0)
 		goto out_fail;
 	if (b->worker != NULL) {
-		if ((rc = sst_worker_write(b, b->worker->submitted)) < 0)
+		if ((rc = sst_worker_write(b, true)) < 0)
 			goto out_fail;
 		sst_worker_stop(b);
 	}
