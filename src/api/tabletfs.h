@@ -338,8 +338,9 @@ void bt_scan_close(struct bt_scan *sc);
 
 /* Freeze and flush every memtable now (minor compactions), and wait. */
 int bt_store_flush(struct bt_store *s);
-/* Compact a table (NULL: all): merge its SSTables; major also drops
- * deleted and condemned data.  Waits for completion. */
+/* Compact a table (NULL: all): flush its memtables and merge its
+ * SSTables; major also drops deleted and condemned data.  Waits for
+ * completion. */
 int bt_store_compact(struct bt_store *s, const char *table, bool major);
 
 /*

@@ -166,7 +166,7 @@ tablet_drain_locked(struct tablet *t)
 	int rc;
 
 	for (int i = 0; i < 3; i++) {
-		if ((rc = tablet_flush(t)) < 0)
+		if ((rc = tablet_flush(t, false)) < 0)
 			return rc;
 		rc = tablet_freeze(t);
 		if (rc == BT_NOTFOUND)
@@ -190,7 +190,7 @@ tablet_preflush(struct server *s, struct tablet *t)
 	pthread_mutex_unlock(&s->apply_mu);
 	if (rc < 0 && rc != -EBUSY)
 		return rc;
-	rc = tablet_flush(t);
+	rc = tablet_flush(t, false);
 	return rc > 0 ? 0 : rc;
 }
 

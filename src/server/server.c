@@ -415,7 +415,7 @@ background_poll(void *arg)
 
 		for (size_t j = 0; j < m->count; j++)
 			if (tablet_has_frozen(m->tablets[j]) &&
-			    tablet_flush(m->tablets[j]) == 0)
+			    tablet_flush(m->tablets[j], false) == 0)
 				flushed = true;
 		tablet_map_unref(m);
 	}
@@ -449,7 +449,7 @@ background_idle(struct server *s, struct tablet *t, bool *pending)
 	pthread_mutex_unlock(&s->apply_mu);
 	if (rc == BT_NOTFOUND || rc == -EBUSY)
 		return 0;
-	if (rc < 0 || (rc = tablet_flush(t)) < 0)
+	if (rc < 0 || (rc = tablet_flush(t, false)) < 0)
 		return rc;
 	return 0;
 }
@@ -484,7 +484,7 @@ background_round(struct server *s, bool trim, bool *idle_pending)
 		for (size_t j = 0; j < m->count; j++) {
 			struct tablet *t = m->tablets[j];
 
-			rc = tablet_flush(t);
+			rc = tablet_flush(t, false);
 			if (rc < 0 && first == 0)
 				first = rc;
 			freed |= rc == 0;
@@ -698,7 +698,7 @@ replay_record(struct server *s, struct slice data)
 	if (!s->opts.read_only && !s->replay_disk_full &&
 	    tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
 	    (rc = tablet_freeze(tablet)) == 0)
-		rc = tablet_flush(tablet);
+		rc = tablet_flush(tablet, true);
 	/* A full disk: the rest replays into memory (server_recover). */
 	if (rc == -ENOSPC || rc == -EDQUOT) {
 		s->replay_disk_full = true;
@@ -878,7 +878,7 @@ server_recover(struct server *s, uint64_t *next_segment)
 			struct tablet *t = s->tables[i]->map->tablets[j];
 
 			if ((rc = tablet_freeze(t)) == 0)
-				rc = tablet_flush(t);
+				rc = tablet_flush(t, true);
 			if (rc == -ENOSPC || rc == -EDQUOT)
 				goto out_keep;
 			if (rc < 0)
@@ -1107,9 +1107,9 @@ server_close(struct server *s)
 			    j++) {
 				struct tablet *t = s->tables[i]->map->tablets[j];
 
-				frc = tablet_flush(t);
+				frc = tablet_flush(t, true);
 				if (frc >= 0 && (frc = tablet_freeze(t)) == 0)
-					frc = tablet_flush(t);
+					frc = tablet_flush(t, true);
 				if (frc < 0 && rc == 0)
 					rc = frc;
 			}

@@ -300,6 +300,38 @@ server_flush(struct server *s)
 	return 0;
 }
 
+/*
+ * Flush what tablet t holds in memory, on this thread (work_mu held, so
+ * no background flush runs meanwhile): a frozen memtable, then the
+ * active one frozen in the apply turn.  A writer may freeze it first
+ * (its memtable full), and that one is flushed in turn; past three such
+ * turns the writers keep it full and what they write is left.  A
+ * compaction that was asked for flushes with the parallel builder, as
+ * it then compacts.
+ */
+static int
+compact_flush(struct server *s, struct tablet *t)
+{
+	int rc;
+
+	for (int turn = 0; turn < 3; turn++) {
+		if ((rc = tablet_flush(t, true)) < 0)
+			return rc;
+		pthread_mutex_lock(&s->apply_mu);
+		rc = tablet_freeze(t);
+		pthread_mutex_unlock(&s->apply_mu);
+		if (rc == BT_NOTFOUND)
+			return 0;
+		if (rc == 0) {
+			rc = tablet_flush(t, true);
+			return rc > 0 ? 0 : rc;
+		}
+		if (rc != -EBUSY)
+			return rc;
+	}
+	return 0;
+}
+
 int
 server_compact(struct server *s, const char *table, bool major)
 {
@@ -307,10 +339,13 @@ server_compact(struct server *s, const char *table, bool major)
 	size_t count;
 	int rc, first = 0;
 
-	if ((rc = server_flush(s)) < 0)
+	if ((rc = check_writable(s)) < 0)
 		return rc;
-	/* Compact on the caller's thread, holding the work lock so that no
-	 * background flush or compaction runs meanwhile. */
+	/* Flush and compact on the caller's thread, holding the work lock
+	 * so that no background flush or compaction runs meanwhile: the
+	 * background would flush only after waiting a round, and might
+	 * then merge the new file with others just before this rewrites
+	 * them all. */
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
 		return rc;
 	pthread_mutex_lock(&s->work_mu);
@@ -320,14 +355,27 @@ server_compact(struct server *s, const char *table, bool major)
 		if (table != NULL && strcmp(tables[i]->name, table) != 0)
 			continue;
 		m = table_map(tables[i]);
-		for (size_t j = 0; j < m->count; j++)
-			if ((rc = tablet_compact(m->tablets[j], major,
-			    server_now(s))) < 0 && first == 0)
+		for (size_t j = 0; j < m->count; j++) {
+			struct tablet *t = m->tablets[j];
+
+			if ((rc = compact_flush(s, t)) == 0)
+				rc = tablet_compact(t, major, server_now(s));
+			if (rc < 0 && first == 0)
 				first = rc;
+		}
 		tablet_map_unref(m);
+		/* Then split or merge what the compaction resized, as a
+		 * background round would. */
+		if ((rc = master_balance_table(s, tables[i])) < 0 &&
+		    first == 0)
+			first = rc;
 	}
 	pthread_mutex_unlock(&s->work_mu);
 	tables_snapshot_free(tables, count);
+	/* Writers that wait for memory wait for a round's end. */
+	pthread_mutex_lock(&s->bg_mu);
+	pthread_cond_broadcast(&s->bg_done_cv);
+	pthread_mutex_unlock(&s->bg_mu);
 	segments_collect(s);
 	return first;
 }

@@ -952,7 +952,7 @@ out_readers:
  * point.  Entries of families no longer in the schema are dropped.
  */
 int
-tablet_flush(struct tablet *t)
+tablet_flush(struct tablet *t, bool parallel)
 {
 	struct tablet_version *v = tablet_version_get(t);
 	struct tablet_schema *s = v->schema;
@@ -1008,7 +1008,7 @@ tablet_flush(struct tablet *t)
 			 * the next memtable, and a second thread of its own
 			 * cost them (fillrandom 4 runs in 4 slower). */
 			if (outs[g].builder == NULL && (rc = out_file_start(t,
-			    &s->groups[g], false, &outs[g])) < 0)
+			    &s->groups[g], parallel, &outs[g])) < 0)
 				goto out_abandon;
 			outs[g].meta.max_seq = t->imm_max_seq;
 			if ((rc = sst_builder_add(outs[g].builder,

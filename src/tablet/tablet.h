@@ -213,8 +213,10 @@ uint64_t tablet_oldest_unflushed_seq(const struct tablet *t);
 
 /* ---- Background side ---- */
 
-/* Flush the frozen memtable.  0, or BT_NOTFOUND if there is none. */
-int tablet_flush(struct tablet *t);
+/* Flush the frozen memtable.  0, or BT_NOTFOUND if there is none.
+ * parallel: compress its blocks on a second thread (sst_options.parallel),
+ * for a flush that no stream of writes competes with for the cores. */
+int tablet_flush(struct tablet *t, bool parallel);
 /* Whether some group has TABLET_MERGE_THRESHOLD files or more, the
  * reads have used up the budget and their group has two files or more,
  * or the tablet is idle and a group can be merged (TABLET_IDLE_USEC). */
