@@ -754,12 +754,6 @@ fail:
 	return rc;
 }
 
-uint64_t
-sst_builder_file_size(const struct sst_builder *b)
-{
-	return b->offset;
-}
-
 /*
  * The filter and index blocks, then the footer; the filter is absent
  * (offset at its place, size 0, no trailer) when no Bloom bits were asked.

@@ -97,10 +97,6 @@ struct sst_info {
  */
 int sst_builder_finish(struct sst_builder *b, struct sst_info *info);
 
-/* Bytes written so far (to decide when to start a new file); with
- * opts.parallel, the blocks still in flight are not counted yet. */
-uint64_t sst_builder_file_size(const struct sst_builder *b);
-
 /* Free a builder; an unfinished file is closed and left for the caller to
  * remove.  Accepts NULL. */
 void sst_builder_free(struct sst_builder *b);
