@@ -1776,9 +1776,19 @@ sst_reader_key_range(struct sst_reader *r, struct buf *first,
 	iter_free(it);
 	if (rc != 0)
 		return rc;
+	/* The index's last key is the table's last key: its last entry's,
+	 * at its last restart when the index has a restart at each entry
+	 * (the fences), else found by walking it. */
+	if (r->fence != NULL) {
+		struct slice key, value;
+
+		if ((rc = block_restart_entry(buf_slice(&r->index),
+		    (uint32_t)(r->fence_n - 1), &key, &value)) < 0)
+			return rc;
+		return buf_set(last, key.p, key.n);
+	}
 	if ((rc = sst_reader_index_iter(r, &it)) < 0)
 		return rc;
-	/* The index's last key is the table's last key. */
 	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
 	    rc = iter_next(it))
 		if ((rc = buf_set(last, iter_key(it).p, iter_key(it).n)) < 0)

@@ -1004,9 +1004,6 @@ tablet_flush(struct tablet *t, bool parallel)
 		for (size_t g = 0; g < s->group_count; g++) {
 			if (f != NULL && f->group != g)
 				continue;
-			/* Serial: a flush runs beside the writers that fill
-			 * the next memtable, and a second thread of its own
-			 * cost them (fillrandom 4 runs in 4 slower). */
 			if (outs[g].builder == NULL && (rc = out_file_start(t,
 			    &s->groups[g], parallel, &outs[g])) < 0)
 				goto out_abandon;

@@ -215,7 +215,9 @@ uint64_t tablet_oldest_unflushed_seq(const struct tablet *t);
 
 /* Flush the frozen memtable.  0, or BT_NOTFOUND if there is none.
  * parallel: compress its blocks on a second thread (sst_options.parallel),
- * for a flush that no stream of writes competes with for the cores. */
+ * for a flush that no stream of writes competes with for the cores; a
+ * background flush beside the writers filling the next memtable is
+ * serial (a thread of its own made fillrandom slower, 4 runs in 4). */
 int tablet_flush(struct tablet *t, bool parallel);
 /* Whether some group has TABLET_MERGE_THRESHOLD files or more, the
  * reads have used up the budget and their group has two files or more,
