@@ -1,0 +1,116 @@
+/*
+ * sst_util.h - helpers shared by the SSTable tests (test_sstable.c,
+ * test_sst_bounds.c): a table of rows whose columns say their own key and
+ * value, the row filter_prefix for it, a visit_prefix callback that logs
+ * what it is given and checks it against the rows, and writing a table
+ * image back after editing it.
+ */
+#ifndef TABLETFS_TESTS_SST_UTIL_H
+#define TABLETFS_TESTS_SST_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sstable/sstable.h"
+#include "tap.h"
+#include "util/env.h"
+
+/* The filter_prefix of the row tables: the row, through its slash
+ * ("row000123/"); the whole key when it has none. */
+static inline size_t
+row_prefix(struct slice key)
+{
+	const uint8_t *slash = memchr(key.p, '/', key.n);
+
+	return slash != NULL ? (size_t)(slash - key.p) + 1 : key.n;
+}
+
+/* What a visit_prefix walk was given: prefix_collect logs each entry,
+ * the key copied and the value borrowed, and returns stop_rc from the
+ * stop_after-th. */
+struct prefix_log {
+	struct slice keys[512], values[512];	/* values borrowed */
+	uint8_t key_bytes[512][32];
+	size_t n;
+	size_t stop_after;	/* 0: never */
+	int stop_rc;
+};
+
+static inline int
+prefix_collect(void *arg, struct slice key, struct slice value)
+{
+	struct prefix_log *l = arg;
+
+	if (l->n < 512 && key.n <= 32) {
+		memcpy(l->key_bytes[l->n], key.p, key.n);
+		l->keys[l->n] = slice_make(l->key_bytes[l->n], key.n);
+		l->values[l->n] = value;
+	}
+	l->n++;
+	return l->stop_after != 0 && l->n == l->stop_after ? l->stop_rc : 0;
+}
+
+/* Whether l holds exactly the first count columns of row, keys and
+ * values (the values read after the walk returned). */
+static inline bool
+prefix_log_is(const struct prefix_log *l, int row, int count)
+{
+	char key[32], val[48];
+
+	if (l->n != (size_t)count)
+		return false;
+	for (int c = 0; c < count; c++) {
+		snprintf(key, sizeof(key), "row%04d/col%03d", row, c);
+		snprintf(val, sizeof(val), "value of %s", key);
+		if (!slice_equal(l->keys[c], slice_str(key)) ||
+		    !slice_equal(l->values[c], slice_str(val)))
+			return false;
+	}
+	return true;
+}
+
+/* Build path with o from rows 0, step, 2 * step, ... below rows, row r
+ * holding the columns "rowRRRR/colCCC" for C below cols(r), each with
+ * value "value of " and its key. */
+static inline void
+build_rows_table(struct env *env, const char *path,
+    const struct sst_options *o, int rows, int step, int (*cols)(int),
+    struct sst_info *info)
+{
+	struct sst_builder *b;
+	char key[32], val[48];
+
+	if (sst_builder_new(env, path, o, &b) < 0)
+		tap_bail("sst_builder_new");
+	for (int row = 0; row < rows; row += step)
+		for (int c = 0; c < cols(row); c++) {
+			snprintf(key, sizeof(key), "row%04d/col%03d", row, c);
+			snprintf(val, sizeof(val), "value of %s", key);
+			if (sst_builder_add(b, slice_str(key),
+			    slice_str(val)) < 0)
+				tap_bail("sst_builder_add");
+		}
+	if (sst_builder_finish(b, info) < 0)
+		tap_bail("sst_builder_finish");
+	sst_builder_free(b);
+}
+
+/* Write n bytes at p as the file path, replacing it. */
+static inline int
+write_file(struct env *env, const char *path, const uint8_t *p, size_t n)
+{
+	struct env_file *f;
+	int rc;
+
+	env_path_remove(env, path);
+	if ((rc = env_file_open(env, path, ENV_CREATE, &f)) < 0)
+		return rc;
+	rc = env_file_append(f, p, n);
+	env_file_close(f);
+	return rc;
+}
+
+#endif
