@@ -142,7 +142,7 @@ master_limit_memory(struct server *s)
 		if (big == NULL)
 			break;
 		pthread_mutex_lock(&s->apply_mu);
-		if (tablet_freeze(big) < 0)
+		if (master_freeze(s, big) < 0)
 			most = total;	/* cannot: stop here */
 		pthread_mutex_unlock(&s->apply_mu);
 		total -= most < total ? most : total;
@@ -158,8 +158,15 @@ out:
 
 /* ---- Flushing in the apply turn ---- */
 
+int
+master_freeze(struct server *s, struct tablet *t)
+{
+	return s->broken < 0 ? s->broken : tablet_freeze(t);
+}
+
 /* Flush everything tablet t holds in memory.  Caller holds apply_mu (so
- * nothing new arrives) and work_mu (so nothing else flushes). */
+ * nothing new arrives), has found the store not broken, and holds work_mu
+ * (so nothing else flushes). */
 static int
 tablet_drain_locked(struct tablet *t)
 {
@@ -186,7 +193,7 @@ tablet_preflush(struct server *s, struct tablet *t)
 	int rc;
 
 	pthread_mutex_lock(&s->apply_mu);
-	rc = tablet_freeze(t);
+	rc = master_freeze(s, t);
 	pthread_mutex_unlock(&s->apply_mu);
 	if (rc < 0 && rc != -EBUSY)
 		return rc;

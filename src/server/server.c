@@ -445,7 +445,7 @@ background_idle(struct server *s, struct tablet *t, bool *pending)
 	    !freeze)
 		return 0;
 	pthread_mutex_lock(&s->apply_mu);
-	rc = tablet_freeze(t);
+	rc = master_freeze(s, t);
 	pthread_mutex_unlock(&s->apply_mu);
 	if (rc == BT_NOTFOUND || rc == -EBUSY)
 		return 0;
@@ -1123,6 +1123,10 @@ server_close(struct server *s)
 	frc = log_writer_close(s->log);
 	if (rc == 0)
 		rc = frc;
+	/* Broken: nothing was flushed, and the log is all that holds the
+	 * memtables' mutations; the next open replays it. */
+	if (rc == 0)
+		rc = s->broken;
 	if (s->log != NULL && rc == 0) {
 		pthread_mutex_lock(&s->apply_mu);
 		s->segment_count = 0;

@@ -239,6 +239,13 @@ int master_collect_files(struct server *s);
  * memtables together hold the whole budget (server_write.c).
  */
 size_t master_freeze_size(const struct server *s);
+/*
+ * Freeze tablet t's memtable (tablet_freeze(); caller holds apply_mu),
+ * unless the store is broken (s->broken, returned): its memtables may
+ * then hold half a mutation, which must never reach an SSTable.  What
+ * they hold stays in memory and in the log, and a reopen replays it whole.
+ */
+int master_freeze(struct server *s, struct tablet *t);
 /* Keep the active memtables of all tablets together within
  * master_freeze_size(): freeze the largest while they are over it (their
  * flush follows in the same background round). */

@@ -286,7 +286,8 @@ server_flush(struct server *s)
 			struct tablet_map *m = table_map(tables[i]);
 
 			for (size_t j = 0; j < m->count; j++)
-				if (tablet_freeze(m->tablets[j]) == -EBUSY)
+				if (master_freeze(s, m->tablets[j]) ==
+				    -EBUSY)
 					busy = true;
 			tablet_map_unref(m);
 		}
@@ -318,7 +319,7 @@ compact_flush(struct server *s, struct tablet *t)
 		if ((rc = tablet_flush(t, true)) < 0)
 			return rc;
 		pthread_mutex_lock(&s->apply_mu);
-		rc = tablet_freeze(t);
+		rc = master_freeze(s, t);
 		pthread_mutex_unlock(&s->apply_mu);
 		if (rc == BT_NOTFOUND)
 			return 0;

@@ -402,7 +402,11 @@ group_log(struct server *s, struct write_waiter *first,
  * log append's result, which fails every member).  The tablet is chosen
  * again in the apply turn: a split or merge replaces tablets only while
  * holding it, so each mutation lands in the tablet that serves its row
- * then.
+ * then.  A mutation whose apply fails may be in the memtable in part:
+ * the store is then broken, and readers never see past the mutation
+ * before it (visible_seq stays), so that no part of it is ever read;
+ * nothing more is frozen or flushed (master_freeze()), and a reopen
+ * replays it whole from the log.
  */
 static void
 group_apply(struct server *s, struct write_waiter *first,
@@ -411,13 +415,16 @@ group_apply(struct server *s, struct write_waiter *first,
 	struct write_waiter *p;
 	struct tablet *tablet;
 	size_t i = 0;
-	uint64_t applied = 0;
+	uint64_t applied = 0, publish = last->first_seq + last->count - 1;
 	int64_t held;
 	int arc;
 
 	pthread_mutex_lock(&s->apply_mu);
 	while (s->applied_upto != first->first_seq - 1)
 		pthread_cond_wait(&s->apply_cv, &s->apply_mu);
+	if (s->broken < 0)
+		publish = atomic_load_explicit(&s->visible_seq,
+		    memory_order_relaxed);
 	for (p = first;; p = p->next) {
 		if (log_rc < 0) {
 			waiter_fail(p, log_rc);
@@ -438,12 +445,10 @@ group_apply(struct server *s, struct write_waiter *first,
 			}
 			if ((arc = tablet_apply(tablet, p->first_seq, p->row,
 			    p->ops, p->count)) < 0) {
-				/* Half a mutation may be in the memtable:
-				 * stop writing; reopening replays it whole
-				 * from the log. */
 				s->broken = bt_error_set(arc, "tablet apply "
 				    "failed; reopen the store");
 				waiter_fail(p, arc);
+				publish = p->first_seq - 1;
 			} else {
 				p->rc = 0;
 				applied++;
@@ -465,8 +470,7 @@ group_apply(struct server *s, struct write_waiter *first,
 	atomic_store_explicit(&s->mutations, atomic_load_explicit(
 	    &s->mutations, memory_order_relaxed) + applied,
 	    memory_order_relaxed);
-	atomic_store_explicit(&s->visible_seq, s->applied_upto,
-	    memory_order_release);
+	atomic_store_explicit(&s->visible_seq, publish, memory_order_release);
 	pthread_cond_broadcast(&s->apply_cv);
 	pthread_mutex_unlock(&s->apply_mu);
 }

@@ -1,0 +1,126 @@
+/*
+ * test_api_apply_fail.c - a row mutation whose apply to the memtable
+ * fails half way is never seen half, in the in-memory fault env.
+ *
+ * Proves, for an allocation failure at each point of a put of two large
+ * cells (each takes a block of its own in the memtable's arena, so that
+ * the first can be in the memtable when the second fails): the put
+ * succeeds or fails whole to its caller; after a failure the running
+ * store shows neither cell; and after a close and reopen, with or without
+ * a flush asked for before the close, the row holds both cells (the log
+ * record was written, and replay applies it whole) or neither, and the
+ * cell written before, acknowledged and only in the memtable and the
+ * log, is still there: a broken store neither flushes half a mutation
+ * nor deletes its log at close.  At least one failure must come after
+ * the log append, or the half-applied case was never reached and the
+ * test says so.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/tabletfs.h"
+#include "util/alloc.h"
+#include "util/env.h"
+#include "api_util.h"
+
+#define CELL		(96u << 10)	/* over the arena's largest block */
+#define MAX_POINTS	400
+
+/* The cells of row r besides "base", as a bit set: 1 for a, 2 for b;
+ * -1 when the row or its base cell cannot be read. */
+static int
+row_parts(struct bt_store *s)
+{
+	struct bt_row *r = NULL;
+	int parts = 0;
+	bool base = false;
+
+	if (bt_read_row(s, "t", bts("r"), NULL, &r) != 0)
+		return -1;
+	for (size_t i = 0; i < r->cell_count; i++) {
+		struct bt_bytes q = r->cells[i].qualifier;
+
+		if (bytes_eq(q, bts("base")))
+			base = true;
+		else if (bytes_eq(q, bts("a")))
+			parts |= 1;
+		else if (bytes_eq(q, bts("b")))
+			parts |= 2;
+	}
+	bt_row_free(r);
+	return base ? parts : -1;
+}
+
+int
+main(void)
+{
+	static const char *const fams[] = { "f", NULL };
+	char *a = xmalloc(CELL), *b = xmalloc(CELL);
+	int failed = 0, half_live = 0, half_reopened = 0, whole_replays = 0;
+	bool succeeded = false;
+
+	memset(a, 'a', CELL);
+	memset(b, 'b', CELL);
+	for (long i = 2; i <= 2 * MAX_POINTS && !succeeded; i++) {
+		long n = i / 2;
+		bool flush = i % 2 == 1;
+		struct bt_mutation m[2] = {
+			{ .kind = BT_PUT, .family = "f", .qualifier = bts("a"),
+			    .ts = BT_TS_SERVER, .value = btb(a, CELL) },
+			{ .kind = BT_PUT, .family = "f", .qualifier = bts("b"),
+			    .ts = BT_TS_SERVER, .value = btb(b, CELL) },
+		};
+		struct tstore t;
+		int rc, parts;
+
+		tstore_fault(&t, NULL);
+		if (make_table(t.s, "t", fams) != 0 ||
+		    put_str(t.s, "t", "r", "f", "base", BT_TS_SERVER,
+		    "old") != 0)
+			tap_bail("cannot set up the table");
+		bt_alloc_fail_after(n);
+		rc = bt_mutate_row(t.s, "t", bts("r"), m, 2, NULL, NULL);
+		bt_alloc_fail_after(0);
+		parts = row_parts(t.s);
+		if (rc == 0) {
+			succeeded = true;
+			ok(parts == 3, "a put that succeeds (allocation %ld "
+			    "failing) shows both cells (got %d)", n, parts);
+		} else {
+			failed++;
+			if (parts != 0) {
+				half_live++;
+				diag("allocation %ld: the put failed (%s) but "
+				    "the store shows cells %d", n,
+				    bt_strerror(rc), parts);
+			}
+			if (flush)
+				(void)bt_store_flush(t.s);
+			tstore_reopen(&t);
+			parts = row_parts(t.s);
+			if (parts == 3)
+				whole_replays++;
+			else if (parts != 0) {	/* half, or base lost */
+				half_reopened++;
+				diag("allocation %ld: after a reopen (%s a "
+				    "flush) the row holds cells %d", n,
+				    flush ? "with" : "without", parts);
+			}
+		}
+		tstore_destroy(&t);
+	}
+	ok(succeeded, "the put succeeds once allocations stop failing "
+	    "(after %d failures)", failed);
+	ok(half_live == 0, "no failed put shows a cell in the running store "
+	    "(%d did)", half_live);
+	ok(half_reopened == 0, "no failed put leaves half of itself, or loses "
+	    "the cell before it, after a reopen (%d did)", half_reopened);
+	ok(whole_replays > 0, "some failures came after the log append, and "
+	    "the reopen replayed those puts whole (%d)", whole_replays);
+	free(a);
+	free(b);
+	return tap_done();
+}
