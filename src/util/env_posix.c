@@ -105,6 +105,7 @@
 #define POSIX_WRITE_WINDOW	((uint64_t)1 << 20)
 #define POSIX_WINDOW_AFTER_WRITES	32
 #define POSIX_WINDOW_MAX_WRITE	4096
+#define POSIX_WINDOW_POPULATE	((size_t)64 << 10)
 
 struct posix_env {
 	struct env base;
@@ -128,6 +129,7 @@ struct posix_file {
 	uint8_t *window;	/* NULL, or the window at window_offset */
 	uint64_t window_offset;
 	size_t window_len;
+	size_t window_populated;	/* its first bytes made writable */
 	bool window_faulted;	/* a copy faulted: write by pwrite */
 	uint32_t unsynced_writes;	/* writes at since the last sync */
 };
@@ -296,7 +298,44 @@ posix_window_map(struct posix_env *env, struct posix_file *f,
 	f->window = p;
 	f->window_offset = offset;
 	f->window_len = (size_t)len;
+	f->window_populated = 0;
 	return true;
+}
+
+/*
+ * Make the window's pages up to end (a position in it) writable, and a
+ * stretch past it, before a copy reaches them, with one madvise
+ * (MADV_POPULATE_WRITE, Linux 5.14) for POSIX_WINDOW_POPULATE bytes of
+ * pages at a time: the copy would otherwise fault once for each page it
+ * first writes, and a fault costs more than the pages' share of the
+ * call, most of all in a virtual machine.  The pages it readies ahead
+ * hold the zeros of reserved space, which they keep until records are
+ * copied over them.  Best effort: where the call fails (an older kernel,
+ * or a page that cannot be had, which the copy then meets itself) the
+ * rest of the window faults page by page as before.
+ */
+static void
+posix_window_populate(struct posix_env *env, struct posix_file *f,
+    size_t end)
+{
+#ifdef MADV_POPULATE_WRITE
+	size_t to;
+
+	if (end <= f->window_populated)
+		return;
+	to = end + POSIX_WINDOW_POPULATE;
+	to = (to + env->page - 1) / env->page * env->page;
+	if (to > f->window_len)
+		to = f->window_len;
+	if (madvise(f->window + f->window_populated, to - f->window_populated,
+	    MADV_POPULATE_WRITE) != 0)
+		to = f->window_len;
+	f->window_populated = to;
+#else
+	(void)env;
+	(void)f;
+	(void)end;
+#endif
 }
 
 /*
@@ -328,6 +367,7 @@ posix_window_write(struct posix_env *env, struct posix_file *f,
 		part = f->window_len - (offset - base);
 		if (part > n)
 			part = n;
+		posix_window_populate(env, f, offset - base + part);
 		if (posix_map_copy(f->window + (offset - base), src,
 		    part) < 0) {
 			f->window_faulted = true;
