@@ -3,7 +3,7 @@
  * side by side with LevelDB, RocksDB and SQLite through theirs.
  *
  *	tabletbench [--engines LIST] [--num N] [--reads N] [--seeks N]
- *	    [--value-size B] [--key-size K] [--incompressible] [--figure6]
+ *	    [--syncs N] [--value-size B] [--key-size K] [--incompressible] [--figure6]
  *	    [--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]
  *	    [--memtable-mb M] [--block-kb K] [--threads T] [--seed S] [--json]
  *
@@ -24,9 +24,9 @@
  * pass that wrote it, so every read checks what it got; a mismatch makes
  * the exit status 1.
  *
- * fillseq and fillrandom start from a fresh store; fillsync writes N/100
- * entries synchronously into a store of its own, with one thread and with
- * --threads, to show group commit.  readwhilewriting reads like readrandom
+ * fillseq and fillrandom start from a fresh store; fillsync writes --syncs
+ * entries (default N/100) synchronously into a store of its own, with one
+ * thread and with --threads, to show group commit.  readwhilewriting reads like readrandom
  * while one more thread rewrites random entries (with the values they
  * have) as fast as it can; increment adds 1 to N/100 counters ten times
  * each, in random order, in a store of its own, and checks every sum.
@@ -114,6 +114,7 @@ struct bench_opts {
 	uint64_t num;
 	uint64_t reads;
 	uint64_t seeks;
+	uint64_t syncs;		/* fillsync's writes */
 	uint64_t key_size;
 	uint64_t value_size;
 	const char *benchmarks;
@@ -195,7 +196,7 @@ static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr, "usage: tabletbench [--engines LIST] [--num N] "
-	    "[--reads N] [--seeks N]\n\t[--value-size B] [--key-size K] "
+	    "[--reads N] [--seeks N]\n\t[--syncs N] [--value-size B] [--key-size K] "
 	    "[--incompressible] [--figure6]\n\t[--benchmarks LIST] "
 	    "[--runs R] [--db DIR] [--cache-mb M]\n\t[--memtable-mb M] "
 	    "[--block-kb K] [--threads T] [--seed S] [--json]\n"
@@ -905,7 +906,7 @@ bench_fillsync(struct bench *b, unsigned nthreads, struct bench_result *res)
 	struct engine_stats s0, s1;
 	int rc, crc;
 
-	ph.count = b->o.num / SYNC_DIVISOR > 0 ? b->o.num / SYNC_DIVISOR : 1;
+	ph.count = b->o.syncs;
 	ph.epoch = ++b->epochs;
 	bench_perm_init(&ph.perm, ph.count, bench_rand(&b->rng));
 	if ((rc = bench_store_open(b, b->side_path, &ph.db)) < 0)
@@ -1183,13 +1184,15 @@ bench_json(const struct bench *b, const struct bench_report *rep,
 	    " \"commit\": ", m->ram, m->load);
 	bench_json_string(f, commit);
 	fprintf(f, ",\n \"settings\": {\"num\": %" PRIu64 ", \"reads\": %"
-	    PRIu64 ", \"seeks\": %" PRIu64 ", \"key_size\": %" PRIu64
+	    PRIu64 ", \"seeks\": %" PRIu64 ", \"syncs\": %" PRIu64
+	    ", \"key_size\": %" PRIu64
 	    ", \"value_size\": %" PRIu64 ", \"incompressible\": %s"
 	    ", \"threads\": %" PRIu64 ", \"runs\": %" PRIu64
 	    ", \"cache_mb\": %" PRIu64 ", \"memtable_mb\": %" PRIu64
 	    ", \"block_kb\": %" PRIu64 ", \"seed\": %" PRIu64 ", \"db\": ",
-	    b->o.num, b->o.reads, b->o.seeks, b->o.key_size, b->o.value_size,
-	    b->o.incompressible ? "true" : "false", b->o.threads, b->o.runs,
+	    b->o.num, b->o.reads, b->o.seeks, b->o.syncs, b->o.key_size,
+	    b->o.value_size, b->o.incompressible ? "true" : "false",
+	    b->o.threads, b->o.runs,
 	    b->o.cache_mb, b->o.memtable_mb, b->o.block_kb, b->o.seed);
 	bench_json_string(f, b->root);
 	fprintf(f, ", \"benchmarks\": ");
@@ -1319,13 +1322,14 @@ bench_engines_choose(struct bench *b)
 static void
 bench_options_parse(struct bench *b, int argc, char **argv)
 {
-	enum { O_NUM, O_READS, O_SEEKS, O_VALUE, O_KEY, O_BENCH, O_RUNS, O_DB,
+	enum { O_NUM, O_READS, O_SEEKS, O_SYNCS, O_VALUE, O_KEY, O_BENCH, O_RUNS, O_DB,
 	    O_CACHE, O_MEMTABLE, O_BLOCK, O_THREADS, O_SEED, O_JSON, O_ENGINES,
 	    O_INCOMPRESSIBLE, O_FIGURE6, O_HELP };
 	static const struct option longopts[] = {
 		{ "num", required_argument, NULL, O_NUM },
 		{ "reads", required_argument, NULL, O_READS },
 		{ "seeks", required_argument, NULL, O_SEEKS },
+		{ "syncs", required_argument, NULL, O_SYNCS },
 		{ "value-size", required_argument, NULL, O_VALUE },
 		{ "key-size", required_argument, NULL, O_KEY },
 		{ "benchmarks", required_argument, NULL, O_BENCH },
@@ -1344,7 +1348,8 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct bench_opts *o = &b->o;
-	bool reads_set = false, seeks_set = false, num_set = false;
+	bool reads_set = false, seeks_set = false, syncs_set = false;
+	bool num_set = false;
 	bool value_set = false, bench_set = false;
 	int ch;
 
@@ -1375,6 +1380,11 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 			o->seeks = parse_u64(name, optarg, 1,
 			    UINT64_C(1) << 40);
 			seeks_set = true;
+			break;
+		case O_SYNCS:
+			o->syncs = parse_u64(name, optarg, 1,
+			    UINT64_C(1) << 40);
+			syncs_set = true;
 			break;
 		case O_VALUE:
 			o->value_size = parse_u64(name, optarg, 0, MAX_VALUE);
@@ -1439,10 +1449,14 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		o->reads = o->num;
 	if (!seeks_set)
 		o->seeks = o->num / 10 > 0 ? o->num / 10 : 1;
+	if (!syncs_set)
+		o->syncs = o->num / SYNC_DIVISOR > 0 ?
+		    o->num / SYNC_DIVISOR : 1;
 	if (o->key_size < (uint64_t)snprintf(NULL, 0, "%" PRIu64,
-	    2 * o->num - 1)) {
+	    2 * (o->num > o->syncs ? o->num : o->syncs) - 1)) {
 		fprintf(stderr, "tabletbench: %" PRIu64 "-byte keys cannot "
-		    "number %" PRIu64 " entries\n", o->key_size, o->num);
+		    "number %" PRIu64 " entries\n", o->key_size,
+		    o->num > o->syncs ? o->num : o->syncs);
 		exit(2);
 	}
 }
@@ -1471,8 +1485,9 @@ bench_header_print(const struct bench *b, const struct bench_machine *m,
 	    m->cpus, m->model, (double)m->ram / (1 << 30), m->load);
 	fprintf(f, "commit:      %s\n", commit);
 	fprintf(f, "settings:    num %" PRIu64 ", reads %" PRIu64
-	    ", seeks %" PRIu64 ", keys %" PRIu64 " B, values %" PRIu64
-	    " B (%s)\n", b->o.num, b->o.reads, b->o.seeks, b->o.key_size,
+	    ", seeks %" PRIu64 ", syncs %" PRIu64 ", keys %" PRIu64
+	    " B, values %" PRIu64 " B (%s)\n", b->o.num, b->o.reads,
+	    b->o.seeks, b->o.syncs, b->o.key_size,
 	    b->o.value_size, b->o.incompressible ? "incompressible" :
 	    "half compressible");
 	mib_text(cache, sizeof(cache), b->o.cache_mb);
