@@ -937,9 +937,11 @@ server_load_tables(struct server *s)
 
 		if ((rc = table_load(s, names[i], &t)) < 0)
 			break;
-		if ((rc = tables_add_locked(s, t)) < 0)
+		if ((rc = tables_add_locked(s, t)) < 0) {
 			table_unref(t);
-		for (size_t j = 0; j < t->map->count && rc == 0; j++) {
+			break;
+		}
+		for (size_t j = 0; j < t->map->count; j++) {
 			uint64_t f = tablet_flushed_seq(t->map->tablets[j]);
 
 			if (f >= s->next_seq)
@@ -1010,24 +1012,32 @@ server_open(const char *path, const struct server_options *opts,
 	s->log_dir = path_join(path, "log");
 	s->sst_dir = path_join(path, "sst");
 	s->tmp_dir = path_join(path, "tmp");
-	if (s->log_dir == NULL || s->sst_dir == NULL || s->tmp_dir == NULL)
+	if (s->log_dir == NULL || s->sst_dir == NULL || s->tmp_dir == NULL) {
+		rc = -ENOMEM;
 		goto out_close;
+	}
 	/* Refuse a directory that is not a store before writing to it. */
-	if ((p = path_join(path, "catalog.db")) == NULL)
+	if ((p = path_join(path, "catalog.db")) == NULL) {
+		rc = -ENOMEM;
 		goto out_close;
+	}
 	rc = env_path_exists(s->env, p) ? 0 : bt_error_set(-ENOENT,
 	    "%s: not a tabletfs store (no catalog.db)", path);
 	bt_free(p);
 	if (rc < 0)
 		goto out_close;
-	if ((p = path_join(path, "LOCK")) == NULL)
+	if ((p = path_join(path, "LOCK")) == NULL) {
+		rc = -ENOMEM;
 		goto out_close;
+	}
 	rc = env_lock(s->env, p, &s->lock);
 	bt_free(p);
 	if (rc < 0)
 		goto out_close;
-	if ((p = path_join(path, "catalog.db")) == NULL)
+	if ((p = path_join(path, "catalog.db")) == NULL) {
+		rc = -ENOMEM;
 		goto out_close;
+	}
 	rc = catalog_open(s->env, p, &s->catalog);
 	bt_free(p);
 	if (rc < 0)

@@ -61,6 +61,26 @@ table_reload_schema(struct server *s, struct server_table *t)
 	return rc;
 }
 
+/*
+ * A schema change that the catalog committed and that memory could not
+ * follow (rc, an allocation failing after the commit): the running store
+ * would show the old schema and the new one mixed, so it refuses writes
+ * until it is reopened, which loads what the catalog says (as a split
+ * does, master.c).  Returns rc.  Caller holds neither tables_mu nor
+ * apply_mu.
+ */
+static int
+schema_diverged(struct server *s, const char *table, int rc)
+{
+	rc = bt_error_set(rc, "table %s: schema changed in the catalog but "
+	    "not in memory; reopen the store", table);
+	pthread_mutex_lock(&s->apply_mu);
+	if (s->broken == 0)
+		s->broken = rc;
+	pthread_mutex_unlock(&s->apply_mu);
+	return rc;
+}
+
 static int
 check_writable(struct server *s)
 {
@@ -98,10 +118,16 @@ server_table_create(struct server *s, const char *name,
 	rc = catalog_table_create(s->catalog, name,
 	    tablet_size ? tablet_size : CATALOG_DEFAULT_TABLET_SIZE, fams,
 	    family_count, NULL, 0, splits, split_count, &id);
-	if (rc == 0 && (rc = table_load(s, name, &t)) == 0 &&
+	if (rc != 0) {
+		pthread_mutex_unlock(&s->tables_mu);
+		goto out;
+	}
+	if ((rc = table_load(s, name, &t)) == 0 &&
 	    (rc = tables_add_locked(s, t)) < 0)
 		table_unref(t);
 	pthread_mutex_unlock(&s->tables_mu);
+	if (rc < 0)
+		rc = schema_diverged(s, name, rc);
 out:
 	bt_free(fams);
 	return rc;
@@ -203,7 +229,8 @@ schema_change(struct server *s, const char *table, int rc)
 		return rc;
 	if ((lrc = table_get(s, table, &t)) < 0)
 		return lrc;
-	lrc = table_reload_schema(s, t);
+	if ((lrc = table_reload_schema(s, t)) < 0)
+		lrc = schema_diverged(s, table, lrc);
 	table_unref(t);
 	return lrc;
 }

@@ -220,21 +220,28 @@ tablet_version_unref(struct tablet_version *v)
 	bt_free(v);
 }
 
-/* A new version sharing everything with from, with room for extra more
- * files.  NULL on allocation failure. */
+/* An empty version with room for room files, for version_share().
+ * NULL on allocation failure. */
 static struct tablet_version *
-version_copy(const struct tablet_version *from, size_t extra)
+version_alloc(size_t room)
 {
 	struct tablet_version *v;
 
 	if ((v = bt_calloc(1, sizeof(*v))) == NULL)
 		return NULL;
-	v->files = bt_calloc(from->file_count + extra + 1, sizeof(*v->files));
-	if (v->files == NULL) {
+	if ((v->files = bt_calloc(room + 1, sizeof(*v->files))) == NULL) {
 		bt_free(v);
 		return NULL;
 	}
 	atomic_init(&v->refs, 1);
+	return v;
+}
+
+/* Make the empty version v, with room for from's files, share everything
+ * with from. */
+static void
+version_share(struct tablet_version *v, const struct tablet_version *from)
+{
 	v->mem = from->mem;
 	memtable_ref(v->mem);
 	if ((v->imm = from->imm) != NULL)
@@ -246,6 +253,17 @@ version_copy(const struct tablet_version *from, size_t extra)
 		tablet_file_ref(&v->files[i]);
 	}
 	v->file_count = from->file_count;
+}
+
+/* A new version sharing everything with from, with room for extra more
+ * files.  NULL on allocation failure. */
+static struct tablet_version *
+version_copy(const struct tablet_version *from, size_t extra)
+{
+	struct tablet_version *v = version_alloc(from->file_count + extra);
+
+	if (v != NULL)
+		version_share(v, from);
 	return v;
 }
 
@@ -875,7 +893,7 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 	struct catalog_file *added;
 	struct sst_reader **readers;
 	struct tablet_version *v;
-	size_t n = 0;
+	size_t n = 0, room;
 	int rc = -ENOMEM;
 
 	added = bt_calloc(out_count + 1, sizeof(*added));
@@ -885,23 +903,31 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 	for (size_t i = 0; i < out_count; i++)
 		added[i] = outs[i].meta;
 	v = tablet_version_get(t);
+	room = v->file_count + out_count;
 	rc = 0;
 	for (size_t i = 0; i < out_count && rc >= 0; i++)
 		rc = file_open(&t->tenv, &added[i], v->schema, &readers[i]);
 	tablet_version_unref(v);
 	if (rc < 0)
 		goto out_readers;
-	if ((rc = catalog_tablet_apply(t->tenv.catalog, t->id, added,
-	    out_count, removed, removed_count, flushed_seq)) < 0)
-		goto out_readers;
-
-	pthread_mutex_lock(&t->mu);
-	if ((v = version_copy(t->current, out_count)) == NULL) {
-		/* The catalog has the change; reopening will see it. */
-		pthread_mutex_unlock(&t->mu);
+	/*
+	 * The new version is allocated before the catalog names the
+	 * outputs: after that nothing may fail, or the caller would delete
+	 * files that the catalog names.  Only this thread adds files to t
+	 * (tablet.h), so the room counted above is enough.
+	 */
+	if ((v = version_alloc(room)) == NULL) {
 		rc = -ENOMEM;
 		goto out_readers;
 	}
+	if ((rc = catalog_tablet_apply(t->tenv.catalog, t->id, added,
+	    out_count, removed, removed_count, flushed_seq)) < 0) {
+		tablet_version_unref(v);
+		goto out_readers;
+	}
+
+	pthread_mutex_lock(&t->mu);
+	version_share(v, t->current);
 	/* New files first (newest), then the survivors in their order. */
 	for (size_t i = 0; i < v->file_count; i++) {
 		bool gone = false;
