@@ -133,8 +133,9 @@ struct server {
 	uint64_t applied_bytes;		/* since the last memory check */
 	_Atomic int64_t frozen_bytes;	/* of every tablet (tablet_env) */
 	_Atomic int64_t active_bytes;	/* of every tablet (tablet_env) */
-	int broken;			/* an apply failed, or memory fell
-				   behind the catalog: refuse writes */
+	/* An apply failed, or memory fell behind the catalog: refuse
+	 * writes until a reopen.  Set under apply_mu, read anywhere. */
+	_Atomic int broken;
 
 	pthread_mutex_t row_locks[ROW_LOCKS];
 	atomic_flag rmw_taken[RMW_ROWS];

@@ -181,6 +181,9 @@ write_throttle(struct server *s)
  * rather than after the waiting leader has been woken and scheduled.
  */
 #define WRITE_GROUP_BYTES	(1u << 20)
+/* What a write that a broken store refuses is told. */
+#define BROKEN_DETAIL	"an earlier failure left the store's memory " \
+	"behind its log or catalog; reopen the store"
 #define WRITE_GATHER_MAX_US	2000
 
 /* One mutation in the write queue; lives on its caller's stack.  The
@@ -326,7 +329,11 @@ write_queue_reserve(struct write_queue *q, size_t n)
 /*
  * Number the group first..last (n mutations), stamp it and write its log
  * records with one append: 0, or the error that fails them all.  Sequence
- * numbers are taken even on failure (the group still takes its turn).
+ * numbers are taken even on failure (the group still takes its turn).  A
+ * broken store (s->broken) logs nothing: a write it refuses must not come
+ * back when the reopen replays the log.  (One that a break from elsewhere,
+ * a split or schema change failing in memory, overtakes between here and
+ * its apply is refused though logged, and its fate is the reopen's.)
  */
 static int
 group_log(struct server *s, struct write_waiter *first,
@@ -353,6 +360,8 @@ group_log(struct server *s, struct write_waiter *first,
 			break;
 	}
 	atomic_store_explicit(&s->next_seq, seq, memory_order_relaxed);
+	if ((rc = s->broken) < 0)
+		return bt_error_set(rc, BROKEN_DETAIL);
 
 	if ((rc = write_queue_reserve(q, n)) < 0)
 		return bt_error_set(rc, "no memory for a write group of %zu",
@@ -429,8 +438,8 @@ group_apply(struct server *s, struct write_waiter *first,
 		if (log_rc < 0) {
 			waiter_fail(p, log_rc);
 		} else if (s->broken) {
-			waiter_fail(p, bt_error_set(s->broken, "tablet apply "
-			    "failed; reopen the store"));
+			waiter_fail(p, bt_error_set(s->broken,
+			    BROKEN_DETAIL));
 		} else {
 			tablet = tablet_map_find(table_map_locked(p->t),
 			    p->row);

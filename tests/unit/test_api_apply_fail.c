@@ -11,9 +11,12 @@
  * record was written, and replay applies it whole) or neither, and the
  * cell written before, acknowledged and only in the memtable and the
  * log, is still there: a broken store neither flushes half a mutation
- * nor deletes its log at close.  At least one failure must come after
- * the log append, or the half-applied case was never reached and the
- * test says so.
+ * nor deletes its log at close.  A write made after the failure is there
+ * after the reopen if and only if it was acknowledged: a broken store
+ * refuses it without logging it, so the reopen does not bring back what
+ * its caller was told failed.  At least one failure must come after the
+ * log append, or the half-applied case was never reached and the test
+ * says so.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -29,8 +32,8 @@
 #define CELL		(96u << 10)	/* over the arena's largest block */
 #define MAX_POINTS	400
 
-/* The cells of row r besides "base", as a bit set: 1 for a, 2 for b;
- * -1 when the row or its base cell cannot be read. */
+/* The cells of row r besides "base", as a bit set: 1 for a, 2 for b,
+ * 4 for later; -1 when the row or its base cell cannot be read. */
 static int
 row_parts(struct bt_store *s)
 {
@@ -49,6 +52,8 @@ row_parts(struct bt_store *s)
 			parts |= 1;
 		else if (bytes_eq(q, bts("b")))
 			parts |= 2;
+		else if (bytes_eq(q, bts("later")))
+			parts |= 4;
 	}
 	bt_row_free(r);
 	return base ? parts : -1;
@@ -60,6 +65,7 @@ main(void)
 	static const char *const fams[] = { "f", NULL };
 	char *a = xmalloc(CELL), *b = xmalloc(CELL);
 	int failed = 0, half_live = 0, half_reopened = 0, whole_replays = 0;
+	int refused = 0, later_wrong = 0;
 	bool succeeded = false;
 
 	memset(a, 'a', CELL);
@@ -74,7 +80,7 @@ main(void)
 			    .ts = BT_TS_SERVER, .value = btb(b, CELL) },
 		};
 		struct tstore t;
-		int rc, parts;
+		int rc, parts, later_rc;
 
 		tstore_fault(&t, NULL);
 		if (make_table(t.s, "t", fams) != 0 ||
@@ -97,10 +103,22 @@ main(void)
 				    "the store shows cells %d", n,
 				    bt_strerror(rc), parts);
 			}
+			later_rc = put_str(t.s, "t", "r", "f", "later",
+			    BT_TS_SERVER, "x");
+			refused += later_rc != 0;
 			if (flush)
 				(void)bt_store_flush(t.s);
 			tstore_reopen(&t);
 			parts = row_parts(t.s);
+			if (parts >= 0 && ((parts & 4) != 0) != (later_rc == 0)) {
+				later_wrong++;
+				diag("allocation %ld: a later put that %s is "
+				    "%s after the reopen", n, later_rc == 0 ?
+				    "succeeded" : "failed", (parts & 4) != 0 ?
+				    "there" : "missing");
+			}
+			if (parts > 0)
+				parts &= 3;
 			if (parts == 3)
 				whole_replays++;
 			else if (parts != 0) {	/* half, or base lost */
@@ -118,6 +136,9 @@ main(void)
 	    "(%d did)", half_live);
 	ok(half_reopened == 0, "no failed put leaves half of itself, or loses "
 	    "the cell before it, after a reopen (%d did)", half_reopened);
+	ok(later_wrong == 0 && refused > 0, "a put after the failure is "
+	    "there after the reopen if and only if it was acknowledged (%d "
+	    "were refused, %d wrong)", refused, later_wrong);
 	ok(whole_replays > 0, "some failures came after the log append, and "
 	    "the reopen replayed those puts whole (%d)", whole_replays);
 	free(a);
