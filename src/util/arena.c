@@ -83,14 +83,10 @@ static void
 arena_block_populate(struct arena_block *b, size_t size)
 {
 #ifdef MADV_POPULATE_WRITE
-	static long page;
+	long page = sysconf(_SC_PAGESIZE);
 	uintptr_t start, end;
 
-	if (size < ARENA_POPULATE_MIN)
-		return;
-	if (page == 0)
-		page = sysconf(_SC_PAGESIZE);
-	if (page <= 0)
+	if (size < ARENA_POPULATE_MIN || page <= 0)
 		return;
 	start = ((uintptr_t)b + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
 	end = ((uintptr_t)b + size) & ~((uintptr_t)page - 1);
