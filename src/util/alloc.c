@@ -1,10 +1,13 @@
 /* alloc.c - allocation wrapper with an injectable failure for tests. */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "util/alloc.h"
 
@@ -25,6 +28,25 @@ alloc_should_fail(void)
 		return 1;	/* stays armed: every later call fails too */
 	atomic_fetch_sub(&alloc_countdown, 1);
 	return 0;
+}
+
+void
+bt_prefault(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t start, end;
+
+	if (n < BT_PREFAULT_MIN || page <= 0)
+		return;
+	start = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+	end = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
+	if (end > start)
+		(void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)n;
+#endif
 }
 
 void

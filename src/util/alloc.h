@@ -26,6 +26,21 @@ void bt_free(void *p);
 void bt_alloc_trim(void);
 
 /*
+ * Make the whole pages within [p, p + n) of memory just allocated
+ * resident and writable now, with one call (madvise MADV_POPULATE_WRITE,
+ * Linux 5.14), where the writes that are about to fill it would fault once
+ * for each page they first touch: a fault costs more than a page's share
+ * of the call, most of all in a virtual machine.  For fresh memory that
+ * will be filled whole, such as a memtable's arena block (memory the heap
+ * has just grown by, or taken back after a flushed memtable was freed);
+ * on memory already resident the call is wasted.  Below BT_PREFAULT_MIN
+ * bytes it does nothing, the call costing more than the faults it would
+ * save.  Best effort: where the call fails the writes fault as before.
+ */
+#define BT_PREFAULT_MIN		(16u << 10)
+void bt_prefault(void *p, size_t n);
+
+/*
  * Testing only: the nth allocation from now (1 = the next one) and every
  * one after it fails, until called again with n = 0, which disables the
  * fault.  Process-wide: the only mutable global in the library.

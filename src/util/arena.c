@@ -18,16 +18,12 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "util/alloc.h"
 #include "util/arena.h"
 
 #define ARENA_BLOCK_SIZE 4096		/* the smallest block */
 #define ARENA_BLOCK_MAX (64 * 1024)	/* the largest but for one request */
-/* Blocks from this size on are made resident at once (arena_new_block). */
-#define ARENA_POPULATE_MIN (16 * 1024)
 #define ARENA_ALIGN (alignof(void *) > 8 ? alignof(void *) : 8)
 
 struct arena_block {
@@ -71,33 +67,6 @@ arena_free(struct arena *a)
 	bt_free(a);
 }
 
-/*
- * Make the whole pages of a new block resident and writable with one
- * madvise (MADV_POPULATE_WRITE, Linux 5.14), where the first writes into
- * memory the heap has just grown by (or taken back from the system after
- * a flushed memtable was freed) would fault once for each page: a fault
- * costs more than the pages' share of the call, most of all in a virtual
- * machine.  Best effort: if the call fails, the writes fault as before.
- */
-static void
-arena_block_populate(struct arena_block *b, size_t size)
-{
-#ifdef MADV_POPULATE_WRITE
-	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t start, end;
-
-	if (size < ARENA_POPULATE_MIN || page <= 0)
-		return;
-	start = ((uintptr_t)b + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-	end = ((uintptr_t)b + size) & ~((uintptr_t)page - 1);
-	if (end > start)
-		(void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
-#else
-	(void)b;
-	(void)size;
-#endif
-}
-
 /* A new block with n bytes of room, linked into the arena. */
 static uint8_t *
 arena_new_block(struct arena *a, size_t n)
@@ -108,7 +77,7 @@ arena_new_block(struct arena *a, size_t n)
 		return NULL;
 	if ((b = bt_malloc(sizeof(*b) + n)) == NULL)
 		return NULL;
-	arena_block_populate(b, sizeof(*b) + n);
+	bt_prefault(b, sizeof(*b) + n);
 	b->next = a->blocks;
 	a->blocks = b;
 	atomic_fetch_add_explicit(&a->usage, sizeof(*b) + n,
