@@ -924,6 +924,7 @@ bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 	out->splits = ss.splits;
 	out->merges = ss.merges;
 	out->files_collected = ss.files_collected;
+	out->writes_refused = ss.writes_refused;
 	location_cache_get_stats(s->locations, &ls);
 	out->location_lookups = ls.lookups;
 	out->location_hits = ls.hits;

@@ -303,6 +303,11 @@ cmd_status(struct ctl *c, int argc, char **argv)
 	bt_store_get_stats(c->store, &st);
 	fprintf(c->out, "%-15s %s\n", "store", c->store_path);
 	fprintf(c->out, "%-15s %zu\n", "tables", tables);
+	if (st.writes_refused < 0)
+		fprintf(c->out, "%-15s refused (%s): reopen the store\n",
+		    "writes", bt_strerror(st.writes_refused));
+	else
+		fprintf(c->out, "%-15s accepted\n", "writes");
 #define STAT(name) fprintf(c->out, "%-15s %" PRIu64 "\n", #name, st.name)
 	STAT(sstables);
 	STAT(damaged_sstables);

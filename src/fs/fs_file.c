@@ -42,14 +42,21 @@ int
 fs_status_text(struct fs *fs, struct buf *out)
 {
 	struct bt_stats st;
-	char text[1024];
+	char text[1024], writes[128];
 	int n;
 
 	bt_store_get_stats(fs->store, &st);
+	if (st.writes_refused < 0)
+		snprintf(writes, sizeof(writes), "refused (%s): remount to "
+		    "replay the log", bt_strerror(st.writes_refused));
+	else
+		snprintf(writes, sizeof(writes), "%s", fs->read_only ?
+		    "refused (read-only mount)" : "accepted");
 	n = snprintf(text, sizeof(text),
 	    "daemon: tabletfs pid %ld\n"
 	    "store: %s\n"
 	    "mode: %s%s\n"
+	    "writes: %s\n"
 	    "mutations: %" PRIu64 "\n"
 	    "reads: %" PRIu64 "\n"
 	    "log_syncs: %" PRIu64 "\n"
@@ -71,7 +78,8 @@ fs_status_text(struct fs *fs, struct buf *out)
 	    "location_levels: %" PRIu64 "\n"
 	    "location_stale: %" PRIu64 "\n",
 	    (long)getpid(), fs->store_path, fs->read_only ? "ro" : "rw",
-	    fs->sync_always ? ",sync=always" : "", st.mutations, st.reads,
+	    fs->sync_always ? ",sync=always" : "", writes, st.mutations,
+	    st.reads,
 	    st.log_syncs, st.log_batches, st.flushes, st.compactions,
 	    st.sstables, st.damaged_sstables, st.memtable_bytes, st.last_seq,
 	    st.cache_hits, st.cache_misses, st.tablets, st.splits, st.merges,

@@ -201,6 +201,9 @@ struct server_stats {
 	uint64_t splits;		/* since open */
 	uint64_t merges;
 	uint64_t files_collected;	/* SSTables deleted by the sweep */
+	/* 0, or the error for which every write is refused until the
+	 * store is reopened (memory fell behind the log or catalog). */
+	int writes_refused;
 };
 void server_get_stats(struct server *s, struct server_stats *out);
 /* server_stats.last_seq alone (bt_store_last_seq). */

@@ -526,6 +526,7 @@ server_get_stats(struct server *s, struct server_stats *out)
 		}
 		tablet_map_unref(m);
 	}
+	out->writes_refused = s->broken;
 	out->splits = atomic_load(&s->splits);
 	out->merges = atomic_load(&s->merges);
 	out->files_collected = atomic_load(&s->files_collected);

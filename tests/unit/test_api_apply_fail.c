@@ -14,7 +14,8 @@
  * nor deletes its log at close.  A write made after the failure is there
  * after the reopen if and only if it was acknowledged: a broken store
  * refuses it without logging it, so the reopen does not bring back what
- * its caller was told failed.  At least one failure must come after the
+ * its caller was told failed; the statistics (writes_refused) say so
+ * while it refuses, and no more after the reopen.  At least one failure must come after the
  * log append, or the half-applied case was never reached and the test
  * says so.
  */
@@ -65,7 +66,7 @@ main(void)
 	static const char *const fams[] = { "f", NULL };
 	char *a = xmalloc(CELL), *b = xmalloc(CELL);
 	int failed = 0, half_live = 0, half_reopened = 0, whole_replays = 0;
-	int refused = 0, later_wrong = 0;
+	int refused = 0, later_wrong = 0, status_wrong = 0;
 	bool succeeded = false;
 
 	memset(a, 'a', CELL);
@@ -80,6 +81,7 @@ main(void)
 			    .ts = BT_TS_SERVER, .value = btb(b, CELL) },
 		};
 		struct tstore t;
+		struct bt_stats st;
 		int rc, parts, later_rc;
 
 		tstore_fault(&t, NULL);
@@ -106,9 +108,18 @@ main(void)
 			later_rc = put_str(t.s, "t", "r", "f", "later",
 			    BT_TS_SERVER, "x");
 			refused += later_rc != 0;
+			bt_store_get_stats(t.s, &st);
+			if ((st.writes_refused < 0) != (later_rc != 0)) {
+				status_wrong++;
+				diag("allocation %ld: writes_refused %d, a "
+				    "later put %d", n, st.writes_refused,
+				    later_rc);
+			}
 			if (flush)
 				(void)bt_store_flush(t.s);
 			tstore_reopen(&t);
+			bt_store_get_stats(t.s, &st);
+			status_wrong += st.writes_refused != 0;
 			parts = row_parts(t.s);
 			if (parts >= 0 && ((parts & 4) != 0) != (later_rc == 0)) {
 				later_wrong++;
@@ -139,6 +150,9 @@ main(void)
 	ok(later_wrong == 0 && refused > 0, "a put after the failure is "
 	    "there after the reopen if and only if it was acknowledged (%d "
 	    "were refused, %d wrong)", refused, later_wrong);
+	ok(status_wrong == 0, "the statistics say that writes are refused "
+	    "exactly while they are, and no more after the reopen (%d "
+	    "wrong)", status_wrong);
 	ok(whole_replays > 0, "some failures came after the log append, and "
 	    "the reopen replayed those puts whole (%d)", whole_replays);
 	free(a);
