@@ -399,8 +399,10 @@ catalog_end(struct catalog *c, int rc)
 	int crc;
 
 	if (rc >= 0 && (crc = catalog_exec(c,
-	    catalog_stmt(c, STMT_COMMIT))) < 0)
+	    catalog_stmt(c, STMT_COMMIT))) < 0) {
 		rc = crc;
+		c->commit_unknown = true;
+	}
 	/* The rollback's own result is ignored: the first error's detail
 	 * says what went wrong. */
 	if (rc < 0 && !sqlite3_get_autocommit(c->db)) {

@@ -192,7 +192,8 @@ int catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
  */
 int catalog_next_number(struct catalog *c, uint64_t *number);
 
-/* Whether a file number is named by any tablet; 0 (no), 1 (yes). */
+/* Whether a file number is named by any tablet; 0 (no), 1 (yes); an
+ * error when the catalog cannot say (a commit failed since the open). */
 int catalog_file_is_live(struct catalog *c, uint64_t number);
 
 /* Store-wide counters kept durably: get returns 0 and the value, or 0 and

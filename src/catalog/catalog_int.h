@@ -65,6 +65,10 @@ struct catalog {
 	char *path;		/* for error details */
 	sqlite3_stmt *stmts[STMT_COUNT];	/* prepared at open */
 	struct catalog_location_stmts *loc;	/* catalog_location.c's */
+	/* A COMMIT failed: it may be on disk all the same (its sync failed,
+	 * not its write), so which files are named is unknown until the
+	 * catalog is opened again. */
+	bool commit_unknown;
 };
 
 /* Take the mutex and BEGIN (IMMEDIATE when write).  On error the mutex is

@@ -317,6 +317,10 @@ file_is_live_txn(struct catalog *c, uint64_t number)
 	sqlite3_stmt *st;
 	int rc;
 
+	if (c->commit_unknown)
+		return bt_error_set(-EIO, "catalog: a commit failed: file "
+		    "%llu may be named; reopen the store",
+		    (unsigned long long)number);
 	st = catalog_stmt(c, STMT_FILE_LIVE);
 	if ((rc = catalog_bind(c, st, "u", number)) == 0 &&
 	    (rc = catalog_step(c, st)) >= 0)

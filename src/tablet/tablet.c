@@ -1055,9 +1055,12 @@ tablet_flush(struct tablet *t, bool parallel)
 	if (out_count > 0 &&
 	    (rc = env_dir_sync(t->tenv.env, t->tenv.sst_dir)) < 0)
 		goto out_remove;
+	/* A failed commit may be on disk all the same (its sync failed, not
+	 * its write): the outputs stay for the catalog to name, or for the
+	 * master to collect. */
 	if ((rc = commit_files(t, outs, out_count, NULL, 0, t->imm_max_seq,
 	    true)) < 0)
-		goto out_remove;
+		goto out_abandon;
 	atomic_store(&t->imm_first_seq, UINT64_MAX);
 	atomic_fetch_add(&t->flushes, 1);
 	goto out;
