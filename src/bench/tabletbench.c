@@ -46,6 +46,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -154,6 +155,7 @@ struct bench {
 	size_t value_slots;	/* value offsets: multiples of DATA_PIECE */
 	FILE *out;		/* the human-readable lines */
 	sigset_t signals;	/* handled by bench_signal_main */
+	sem_t signal_ready;	/* posted once that thread has started */
 };
 
 /* What one benchmark's threads do, shared by them. */
@@ -1214,6 +1216,7 @@ bench_signal_main(void *arg)
 	pid_t child;
 	int sig;
 
+	sem_post(&b->signal_ready);
 	if (sigwait(&b->signals, &sig) != 0)
 		return NULL;
 	fprintf(stderr, "tabletbench: %s: removing the stores\n",
@@ -1546,8 +1549,15 @@ main(int argc, char **argv)
 	sigaddset(&b.signals, SIGTERM);
 	sigaddset(&b.signals, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &b.signals, NULL);
-	if (pthread_create(&sigtid, NULL, bench_signal_main, &b) != 0)
+	/* Each engine runs in a forked child: the thread must be done
+	 * starting first, or the child can inherit an allocator lock its
+	 * start held at the fork (a child hung so under AddressSanitizer,
+	 * whose allocator GCC 12 does not lock around fork). */
+	if (sem_init(&b.signal_ready, 0, 0) != 0 ||
+	    pthread_create(&sigtid, NULL, bench_signal_main, &b) != 0)
 		abort();
+	while (sem_wait(&b.signal_ready) != 0)
+		;	/* EINTR */
 
 	bench_header_print(&b, &machine, commit);
 	/* Engines take turns within each run, so that the machine's noise
