@@ -3,8 +3,8 @@
  * side by side with LevelDB, RocksDB and SQLite through theirs.
  *
  *	tabletbench [--engines LIST] [--num N] [--reads N] [--seeks N]
- *	    [--syncs N] [--value-size B] [--key-size K] [--incompressible] [--figure6]
- *	    [--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]
+ *	    [--syncs N] [--value-size B] [--key-size K] [--incompressible]
+ *	    [--figure6] [--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]
  *	    [--memtable-mb M] [--block-kb K] [--threads T] [--seed S] [--json]
  *
  * Each engine runs the whole suite in a child process of its own (so its
@@ -26,10 +26,11 @@
  *
  * fillseq and fillrandom start from a fresh store; fillsync writes --syncs
  * entries (default N/100) synchronously into a store of its own, with one
- * thread and with --threads, to show group commit.  readwhilewriting reads like readrandom
- * while one more thread rewrites random entries (with the values they
- * have) as fast as it can; increment adds 1 to N/100 counters ten times
- * each, in random order, in a store of its own, and checks every sum.
+ * thread and with --threads, to show group commit.  readwhilewriting
+ * reads like readrandom while one more thread rewrites random entries
+ * (with the values they have) as fast as it can; increment adds 1 to
+ * N/100 counters ten times each, in random order, in a store of its own,
+ * and checks every sum.
  * readhot reads random keys of the first 1 %, readsequential reads every
  * key in order with point reads.  Each benchmark prints one line:
  * ops/s, MB/s, p50 and p99 latency and the peak RSS while it ran.  With
@@ -198,8 +199,9 @@ static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr, "usage: tabletbench [--engines LIST] [--num N] "
-	    "[--reads N] [--seeks N]\n\t[--syncs N] [--value-size B] [--key-size K] "
-	    "[--incompressible] [--figure6]\n\t[--benchmarks LIST] "
+	    "[--reads N] [--seeks N]\n\t[--syncs N] [--value-size B] "
+	    "[--key-size K] [--incompressible] [--figure6]\n\t"
+	    "[--benchmarks LIST] "
 	    "[--runs R] [--db DIR] [--cache-mb M]\n\t[--memtable-mb M] "
 	    "[--block-kb K] [--threads T] [--seed S] [--json]\n"
 	    "engines: tabletfs leveldb rocksdb sqlite\n"
@@ -1325,9 +1327,9 @@ bench_engines_choose(struct bench *b)
 static void
 bench_options_parse(struct bench *b, int argc, char **argv)
 {
-	enum { O_NUM, O_READS, O_SEEKS, O_SYNCS, O_VALUE, O_KEY, O_BENCH, O_RUNS, O_DB,
-	    O_CACHE, O_MEMTABLE, O_BLOCK, O_THREADS, O_SEED, O_JSON, O_ENGINES,
-	    O_INCOMPRESSIBLE, O_FIGURE6, O_HELP };
+	enum { O_NUM, O_READS, O_SEEKS, O_SYNCS, O_VALUE, O_KEY, O_BENCH,
+	    O_RUNS, O_DB, O_CACHE, O_MEMTABLE, O_BLOCK, O_THREADS, O_SEED,
+	    O_JSON, O_ENGINES, O_INCOMPRESSIBLE, O_FIGURE6, O_HELP };
 	static const struct option longopts[] = {
 		{ "num", required_argument, NULL, O_NUM },
 		{ "reads", required_argument, NULL, O_READS },
@@ -1354,6 +1356,7 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 	bool reads_set = false, seeks_set = false, syncs_set = false;
 	bool num_set = false;
 	bool value_set = false, bench_set = false;
+	uint64_t most;		/* entries a store numbers, at most */
 	int ch;
 
 	o->num = 1000000;
@@ -1455,11 +1458,11 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 	if (!syncs_set)
 		o->syncs = o->num / SYNC_DIVISOR > 0 ?
 		    o->num / SYNC_DIVISOR : 1;
+	most = o->num > o->syncs ? o->num : o->syncs;
 	if (o->key_size < (uint64_t)snprintf(NULL, 0, "%" PRIu64,
-	    2 * (o->num > o->syncs ? o->num : o->syncs) - 1)) {
+	    2 * most - 1)) {
 		fprintf(stderr, "tabletbench: %" PRIu64 "-byte keys cannot "
-		    "number %" PRIu64 " entries\n", o->key_size,
-		    o->num > o->syncs ? o->num : o->syncs);
+		    "number %" PRIu64 " entries\n", o->key_size, most);
 		exit(2);
 	}
 }

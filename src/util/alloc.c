@@ -1,4 +1,5 @@
 /* alloc.c - allocation wrapper with an injectable failure for tests. */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ alloc_should_fail(void)
 	return 0;
 }
 
-void
+int
 bt_prefault(void *p, size_t n)
 {
 #ifdef MADV_POPULATE_WRITE
@@ -38,14 +39,17 @@ bt_prefault(void *p, size_t n)
 	uintptr_t start, end;
 
 	if (n < BT_PREFAULT_MIN || page <= 0)
-		return;
+		return 0;
 	start = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
 	end = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
-	if (end > start)
-		(void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
+	if (end > start &&
+	    madvise((void *)start, end - start, MADV_POPULATE_WRITE) != 0)
+		return -errno;
+	return 0;
 #else
 	(void)p;
 	(void)n;
+	return -ENOSYS;
 #endif
 }
 

@@ -36,9 +36,11 @@ void bt_alloc_trim(void);
  * on memory already resident the call is wasted.  Below BT_PREFAULT_MIN
  * bytes it does nothing, the call costing more than the faults it would
  * save.  Best effort: where the call fails the writes fault as before.
+ * Returns 0, or the call's -errno (-ENOSYS where the kernel headers lack
+ * it), so that a caller can stop asking.
  */
 #define BT_PREFAULT_MIN		(16u << 10)
-void bt_prefault(void *p, size_t n);
+int bt_prefault(void *p, size_t n);
 
 /*
  * Testing only: the nth allocation from now (1 = the next one) and every

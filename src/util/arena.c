@@ -77,7 +77,7 @@ arena_new_block(struct arena *a, size_t n)
 		return NULL;
 	if ((b = bt_malloc(sizeof(*b) + n)) == NULL)
 		return NULL;
-	bt_prefault(b, sizeof(*b) + n);
+	(void)bt_prefault(b, sizeof(*b) + n);
 	b->next = a->blocks;
 	a->blocks = b;
 	atomic_fetch_add_explicit(&a->usage, sizeof(*b) + n,

@@ -304,21 +304,18 @@ posix_window_map(struct posix_env *env, struct posix_file *f,
 
 /*
  * Make the window's pages up to end (a position in it) writable, and a
- * stretch past it, before a copy reaches them, with one madvise
- * (MADV_POPULATE_WRITE, Linux 5.14) for POSIX_WINDOW_POPULATE bytes of
- * pages at a time: the copy would otherwise fault once for each page it
- * first writes, and a fault costs more than the pages' share of the
- * call, most of all in a virtual machine.  The pages it readies ahead
- * hold the zeros of reserved space, which they keep until records are
- * copied over them.  Best effort: where the call fails (an older kernel,
- * or a page that cannot be had, which the copy then meets itself) the
- * rest of the window faults page by page as before.
+ * stretch past it, before a copy reaches them, POSIX_WINDOW_POPULATE
+ * bytes of pages at a time (bt_prefault): the copy would otherwise fault
+ * once for each page it first writes.  The pages it readies ahead hold
+ * the zeros of reserved space, which they keep until records are copied
+ * over them.  Where the call fails (an older kernel, or a page that
+ * cannot be had, which the copy then meets itself) the rest of the
+ * window faults page by page as before.
  */
 static void
 posix_window_populate(struct posix_env *env, struct posix_file *f,
     size_t end)
 {
-#ifdef MADV_POPULATE_WRITE
 	size_t to;
 
 	if (end <= f->window_populated)
@@ -327,15 +324,10 @@ posix_window_populate(struct posix_env *env, struct posix_file *f,
 	to = (to + env->page - 1) / env->page * env->page;
 	if (to > f->window_len)
 		to = f->window_len;
-	if (madvise(f->window + f->window_populated, to - f->window_populated,
-	    MADV_POPULATE_WRITE) != 0)
+	if (bt_prefault(f->window + f->window_populated,
+	    to - f->window_populated) < 0)
 		to = f->window_len;
 	f->window_populated = to;
-#else
-	(void)env;
-	(void)f;
-	(void)end;
-#endif
 }
 
 /*

@@ -151,10 +151,10 @@ dataset_put(struct bt_store *s, const char *row, const char *fam, const char *q,
 }
 
 /*
- * A fresh store with the data set (synced with sync_always): two SSTables and the memtable, puts
- * with old timestamps written after newer ones, deletes of a column, a
- * version and a row masking flushed cells, and versions that the family
- * "b" (maxversions=3) condemns.
+ * A fresh store with the data set (synced with sync_always): two SSTables
+ * and the memtable, puts with old timestamps written after newer ones,
+ * deletes of a column, a version and a row masking flushed cells, and
+ * versions that the family "b" (maxversions=3) condemns.
  */
 static inline void
 sweep_setup(struct tstore *t, bool sync_always)

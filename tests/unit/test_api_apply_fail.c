@@ -15,9 +15,9 @@
  * after the reopen if and only if it was acknowledged: a broken store
  * refuses it without logging it, so the reopen does not bring back what
  * its caller was told failed; the statistics (writes_refused) say so
- * while it refuses, and no more after the reopen.  At least one failure must come after the
- * log append, or the half-applied case was never reached and the test
- * says so.
+ * while it refuses, and no more after the reopen.  At least one failure
+ * must come after the log append, or the half-applied case was never
+ * reached and the test says so.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -121,12 +121,14 @@ main(void)
 			bt_store_get_stats(t.s, &st);
 			status_wrong += st.writes_refused != 0;
 			parts = row_parts(t.s);
-			if (parts >= 0 && ((parts & 4) != 0) != (later_rc == 0)) {
+			bool later = parts >= 0 && (parts & 4) != 0;
+
+			if (parts >= 0 && later != (later_rc == 0)) {
 				later_wrong++;
 				diag("allocation %ld: a later put that %s is "
 				    "%s after the reopen", n, later_rc == 0 ?
-				    "succeeded" : "failed", (parts & 4) != 0 ?
-				    "there" : "missing");
+				    "succeeded" : "failed", later ? "there" :
+				    "missing");
 			}
 			if (parts > 0)
 				parts &= 3;
