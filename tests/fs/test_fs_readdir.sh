@@ -104,12 +104,24 @@ fs_wait_mounted "$M" || fail "$M not mounted after 5 s"
 readdirs() {
 	grep -c 'opcode: READDIR' "$T/requests" || :
 }
-# listed_again WHAT DIR: DIR listed a second time from the cache.
+# listed_again WHAT DIR: DIR listed a second time from the cache.  The
+# kernel may reclaim its cache pages or the directory's inode under
+# memory pressure (it did once in CI, under ThreadSanitizer), so each
+# pair gets three tries; a daemon that never lets the kernel keep its
+# cache fails all three.
 listed_again() {
-	ls -f "$2" > "$T/first"
-	before=$(readdirs)
-	ls -f "$2" > "$T/again"
-	check_eq "$1: READDIRs of a second listing" $(($(readdirs) - before)) 0
+	try=1
+	while :; do
+		ls -f "$2" > "$T/first"
+		before=$(readdirs)
+		ls -f "$2" > "$T/again"
+		asked=$(($(readdirs) - before))
+		[ $asked -ne 0 ] && [ $try -lt 3 ] || break
+		echo "# $1: the second listing asked $asked READDIRs" \
+		    "(try $try)" >&2
+		try=$((try + 1))
+	done
+	check_eq "$1: READDIRs of a second listing" $asked 0
 	cmp "$T/first" "$T/again" || fail "$1: the cached listing differs"
 }
 # listed WHAT DIR NAME: NAME is in the listing of DIR, or with "!" not.
