@@ -697,6 +697,7 @@ bt_scan_open(struct bt_store *s, const char *table,
 	sc->lend_values = opts->lend_values;
 	if ((rc = filter_from(&opts->read, &sc->filter, &sc->columns)) < 0)
 		goto out_free;
+	sc->filter.no_cache_fill = opts->no_cache_fill;
 	start = bytes_slice(opts->start);
 	end = bytes_slice(opts->end);
 	if (opts->prefix.size > 0) {

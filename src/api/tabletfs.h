@@ -310,6 +310,14 @@ struct bt_scan_options {
 	 * affected.
 	 */
 	bool lend_values;
+	/*
+	 * Blocks this scan reads from files are not kept in the block cache
+	 * (blocks already there are still used), as LevelDB's fill_cache =
+	 * false and HBase's setCacheBlocks(false): for a bulk scan, such as
+	 * a listing of every row, whose blocks would only push out those
+	 * that point reads use, and cost fresh memory to keep.
+	 */
+	bool no_cache_fill;
 };
 
 /*

@@ -470,8 +470,11 @@ static int
 table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
     char *p, size_t size, off_t skip, size_t max, size_t *used, bool *end)
 {
+	/* A listing reads every block of the table once: kept in the block
+	 * cache, they would push out what lookups use. */
 	struct bt_scan_options so = { .start_exclusive = true,
-	    .read = { .cells_per_column = 1, .keys_only = true } };
+	    .read = { .cells_per_column = 1, .keys_only = true },
+	    .no_cache_fill = true };
 	struct buf *pnames = NULL, name;
 	struct slice key;
 	size_t pcount = 0, pi = 0, len, added = 0;

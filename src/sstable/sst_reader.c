@@ -1531,7 +1531,7 @@ sst_reader_iter_new(struct sst_reader *r, struct iter **out)
 }
 
 int
-sst_reader_compaction_iter_new(struct sst_reader *r, struct iter **out)
+sst_reader_bulk_iter_new(struct sst_reader *r, struct iter **out)
 {
 	return sst_iter_open(r, false, out);
 }

@@ -193,10 +193,10 @@ int sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
 
 /* An iterator over the whole table (util/iter.h).  0 or -ENOMEM. */
 int sst_reader_iter_new(struct sst_reader *r, struct iter **out);
-/* The same for a compaction: blocks already in the cache are used, but
- * blocks read from the file are not put there (they would push out the
- * blocks readers use, for a file about to be replaced). */
-int sst_reader_compaction_iter_new(struct sst_reader *r, struct iter **out);
+/* The same for a bulk read (a compaction, or a scan asked not to fill the
+ * cache): blocks already in the cache are used, but blocks read from the
+ * file are not put there (they would push out the blocks readers use). */
+int sst_reader_bulk_iter_new(struct sst_reader *r, struct iter **out);
 
 /*
  * Read and check every block (checksums, decoding, key order); for

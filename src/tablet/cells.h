@@ -78,6 +78,8 @@ struct cells_filter {
 	bool has_max_ts;
 	int64_t max_ts;
 	bool keys_only;				/* do not copy values */
+	bool no_cache_fill;	/* blocks read from files stay out of the
+				   block cache (a bulk scan) */
 };
 
 struct cell {

@@ -1259,7 +1259,7 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	for (size_t i = 0; i < v->file_count && n < take; i++) {
 		if (v->files[i].group != g)
 			continue;
-		if ((rc = sst_reader_compaction_iter_new(v->files[i].reader,
+		if ((rc = sst_reader_bulk_iter_new(v->files[i].reader,
 		    &children[n])) < 0)
 			goto out_children;
 		removed[n] = v->files[i].meta.number;

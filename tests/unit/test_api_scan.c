@@ -13,7 +13,9 @@
  * from the store's blocks and memtables: the same rows and cells for
  * every kind of scan, and each lent value intact until the next call
  * while flushes, compactions, splits and cache churn happen in between,
- * rows of more pinned blocks than a scan keeps included.
+ * rows of more pinned blocks than a scan keeps included.  A scan with
+ * no_cache_fill returns the same rows, uses blocks already cached, and
+ * leaves the cache as it found it.
  */
 #include "api_util.h"
 
@@ -554,6 +556,91 @@ test_long_scans(void)
 	tstore_destroy(&t);
 }
 
+#define FILL_ROWS 3000
+
+/* A full scan of table z, filling the cache or not: 0 when it returns
+ * rows z00000..z02999, each with its one value; *misses and *hits are
+ * the block cache's misses and hits during it. */
+static int
+fill_scan(struct bt_store *s, bool no_fill, uint64_t *misses, uint64_t *hits)
+{
+	struct bt_scan_options so = { .no_cache_fill = no_fill };
+	struct bt_stats before, after;
+	char name[32], val[128];
+	const struct bt_row *r;
+	struct bt_scan *sc;
+	int rc, i = 0;
+
+	bt_store_get_stats(s, &before);
+	if ((rc = bt_scan_open(s, "z", &so, &sc)) != 0)
+		return rc;
+	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0) {
+		snprintf(name, sizeof(name), "z%05d", i);
+		snprintf(val, sizeof(val), "%0100d", i);
+		if (!bytes_eq(r->key, bts(name)) || r->cell_count != 1 ||
+		    !bytes_eq(r->cells[0].value, bts(val))) {
+			rc = -EPROTO;
+			break;
+		}
+		i++;
+	}
+	bt_scan_close(sc);
+	bt_store_get_stats(s, &after);
+	*misses = after.cache_misses - before.cache_misses;
+	*hits = after.cache_hits - before.cache_hits;
+	if (rc == BT_DONE && i != FILL_ROWS)
+		rc = -EPROTO;
+	return rc == BT_DONE ? 0 : rc;
+}
+
+/*
+ * no_cache_fill: over a cold cache, a scan with it reads every block from
+ * the file and keeps none (a second one misses as often); a scan without
+ * it fills the cache, and then a scan with it finds every block there.
+ * Each returns every row.  The values compress, so the blocks are
+ * uncompressed into buffers of their own rather than lent from a
+ * readahead window (which is never cached).
+ */
+static void
+test_no_cache_fill(void)
+{
+	static const char *const one[] = { "f=maxversions=1", NULL };
+	struct bt_group_spec g = { "default", 1024, 1, -1, -1 };
+	uint64_t miss1, hit1, miss2, hit2, miss3, hit3, miss4, hit4;
+	char row[32], val[128];
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "z", one));
+	must(bt_group_set(t.s, "z", &g));
+	for (int i = 0; i < FILL_ROWS; i++) {
+		snprintf(row, sizeof(row), "z%05d", i);
+		snprintf(val, sizeof(val), "%0100d", i);
+		must(put_str(t.s, "z", row, "f", "", 5, val));
+	}
+	must(bt_store_compact(t.s, "z", true));
+	must(bt_store_close(t.s));
+	t.s = NULL;
+	tstore_reopen(&t);
+	is_int(fill_scan(t.s, true, &miss1, &hit1), 0,
+	    "a scan with no_cache_fill over a cold cache returns every row");
+	ok(miss1 > 100, "and reads its blocks from the file (%llu misses, "
+	    "%llu hits)", (unsigned long long)miss1, (unsigned long long)hit1);
+	is_int(fill_scan(t.s, true, &miss2, &hit2), 0, "so does a second");
+	ok(miss2 == miss1 && hit2 == hit1, "which finds none of them cached "
+	    "(%llu misses, %llu hits)", (unsigned long long)miss2,
+	    (unsigned long long)hit2);
+	is_int(fill_scan(t.s, false, &miss3, &hit3), 0,
+	    "a scan that fills the cache returns every row");
+	ok(miss3 == miss1, "reading the same blocks from the file (%llu "
+	    "misses)", (unsigned long long)miss3);
+	is_int(fill_scan(t.s, true, &miss4, &hit4), 0,
+	    "then a scan with no_cache_fill returns every row");
+	ok(miss4 == 0 && hit4 >= miss1, "from the cached blocks (%llu misses, "
+	    "%llu hits)", (unsigned long long)miss4, (unsigned long long)hit4);
+	tstore_destroy(&t);
+}
+
 /* The value of version v of column q of row i in test_lent_lifetime():
  * 300 bytes that differ from any other's in their first 12. */
 static void
@@ -887,6 +974,7 @@ main(void)
 	test_growing_rows();
 	test_prefix_rows();
 	test_long_scans();
+	test_no_cache_fill();
 	test_lent_lifetime();
 	test_lent_wide_row();
 	test_resolver_shortcuts();

@@ -555,8 +555,8 @@ test_cache(struct env *env)
 		long entries = 0;
 		int rc;
 
-		if (sst_reader_compaction_iter_new(r, &it) < 0)
-			tap_bail("sst_reader_compaction_iter_new");
+		if (sst_reader_bulk_iter_new(r, &it) < 0)
+			tap_bail("sst_reader_bulk_iter_new");
 		for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
 		    rc = iter_next(it))
 			entries++;
