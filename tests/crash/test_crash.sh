@@ -21,7 +21,9 @@
 #     one timestamp (row atomicity);
 #   - tabletctl check is clean.
 #
-#   test_crash.sh [--long] [ROUNDS]   50 rounds (--long: 500)
+#   test_crash.sh [--long] [ROUNDS]   50 rounds (--long: 500; 15 under
+#                                     TEST_SMALL, as scripts/check runs
+#                                     it under the sanitizers)
 #   TEST_SEED=N test_crash.sh         replay the rounds of seed N
 # The kill delays and value sizes come from the seed, printed first; the
 # interleaving of the writers does not, so a replay is close, not exact.
@@ -29,6 +31,7 @@ set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
 rounds=50
+[ -z "${TEST_SMALL:-}" ] || rounds=15
 if [ "${1:-}" = "--long" ]; then
 	rounds=500
 	shift

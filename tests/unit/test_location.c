@@ -11,6 +11,9 @@
  * an upgrade leave the old or the new hierarchy, whole; a version-1
  * catalog and a version-1 store upgrade and keep working.  Prints the
  * timings of walks and cache hits (TEST_LOOKUPS=N sets how many).
+ * TEST_SMALL=1 (scripts/check under the sanitizers and valgrind) makes a
+ * quarter of the random splits and merges, and crashes at the first five
+ * points of each sweep and then at steps growing by half.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +40,21 @@ static char dir[128];
 static struct env *env;
 
 /* ---- Helpers ---- */
+
+static bool
+small_run(void)
+{
+	const char *e = getenv("TEST_SMALL");
+
+	return e != NULL && *e != '\0';
+}
+
+/* The next crash point of a sweep after k. */
+static long
+next_crash_point(long k)
+{
+	return small_run() && k >= 5 ? k + k / 2 : k + 1;
+}
 
 static void
 report_diag(void *arg, const char *problem)
@@ -563,7 +581,7 @@ test_random_changes_and_cache(struct catalog *c, uint64_t big, uint64_t *seed)
 	struct catalog_tablet *t;
 	size_t n, splits = 0, merges = 0, stale = 0, wrong = 0, probes = 0;
 	uint64_t ids[2], id;
-	int levels;
+	int levels, ops = small_run() ? 150 : 600;
 
 	if (location_cache_new(0, &lc) != 0)
 		tap_bail("location_cache_new");
@@ -577,7 +595,7 @@ test_random_changes_and_cache(struct catalog *c, uint64_t big, uint64_t *seed)
 			    buf_slice(&loc.end), loc.tablet_id);
 	catalog_tablets_free(t, n);
 
-	for (int op = 0; op < 600; op++) {
+	for (int op = 0; op < ops; op++) {
 		size_t i;
 
 		if (catalog_tablets_list(c, big, &t, &n) != 0)
@@ -591,7 +609,8 @@ test_random_changes_and_cache(struct catalog *c, uint64_t big, uint64_t *seed)
 		}
 		catalog_tablets_free(t, n);
 	}
-	ok(splits > 200 && merges > 200, "%zu random splits and %zu merges",
+	ok(splits > (size_t)ops / 3 && merges > (size_t)ops / 3,
+	    "%zu random splits and %zu merges",
 	    splits, merges);
 	check_clean(c, "after random splits and merges");
 	verify_table(c, big, "after random splits and merges");
@@ -984,7 +1003,7 @@ test_crash(const char *what, int (*op)(struct catalog *))
 	    what, metas_old, metas_new);
 
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
-		for (long k = 1; k < 200; k++) {
+		for (long k = 1; k < 200; k = next_crash_point(k)) {
 			c = fault_setup(&fenv);
 			env_fault_fail_after(fenv, ops[o], k, -EIO, true);
 			rc = op(c);
@@ -1158,7 +1177,7 @@ test_upgrade_crash(void)
 	snprintf(path, sizeof(path), "%s/v1.db", dir);
 	make_v1_catalog(path);
 	for (size_t o = 0; o < 2; o++) {
-		for (long k = 1; k < 400; k++) {
+		for (long k = 1; k < 400; k = next_crash_point(k)) {
 			if (env_fault_new(&fenv) < 0 ||
 			    env_dir_create(fenv, "/s") < 0 ||
 			    env_dir_sync(fenv, "/") < 0)
