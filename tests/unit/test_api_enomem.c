@@ -1,6 +1,7 @@
 /*
  * test_api_enomem.c - every operation of the public API, failing its nth
- * allocation for every n, in the in-memory fault env.
+ * allocation for every n, in the in-memory fault env.  SQLite allocates
+ * through bt_malloc here too, so the catalog's allocations fail as well.
  *
  * Each point starts from a fresh store holding a small known data set (a
  * table of two families, some versions, some deletes, in two SSTables and
@@ -21,10 +22,12 @@
  * a whole scan, flush, major compaction, split, the schema changes, and
  * the close and the open (with a log to replay) of the store itself.
  *
- * TEST_SMALL=1 (scripts/check --valgrind) sweeps the first five points
- * and then ever wider steps, instead of every point.  TEST_ENOMEM_OP=name
- * TEST_ENOMEM_N=n runs that one point alone.  The data set, the
- * operations and the checks are sweep_util.h's.
+ * Every point is tried up to the 600th, then steps growing by a sixteenth
+ * (the open of a store makes thousands of allocations, most of them
+ * SQLite's); TEST_SMALL=1 (scripts/check under valgrind and the
+ * sanitizers) sweeps the first five points and then steps growing by
+ * half.  TEST_ENOMEM_OP=name TEST_ENOMEM_N=n runs that one point alone.
+ * The data set, the operations and the checks are sweep_util.h's.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -32,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "api/tabletfs.h"
 #include "util/alloc.h"
@@ -61,6 +66,78 @@ alloc_disarm(struct tstore *t, struct sweep_fault *f)
 	return canary == NULL;
 }
 
+/*
+ * SQLite's allocations go through bt_malloc too, so that the nth
+ * allocation may be one of the catalog's (sqlite3_config before SQLite
+ * starts; the size is kept in front of each block for xSize).
+ */
+static void *
+sqlite_alloc(int n)
+{
+	uint64_t *p = bt_malloc((size_t)n + sizeof(uint64_t));
+
+	if (p == NULL)
+		return NULL;
+	p[0] = (uint64_t)n;
+	return p + 1;
+}
+
+static void
+sqlite_free(void *p)
+{
+	if (p != NULL)
+		bt_free((uint64_t *)p - 1);
+}
+
+static void *
+sqlite_realloc(void *p, int n)
+{
+	uint64_t *q = bt_realloc((uint64_t *)p - 1, (size_t)n +
+	    sizeof(uint64_t));
+
+	if (q == NULL)
+		return NULL;
+	q[0] = (uint64_t)n;
+	return q + 1;
+}
+
+static int
+sqlite_size(void *p)
+{
+	return p == NULL ? 0 : (int)((uint64_t *)p)[-1];
+}
+
+static int
+sqlite_roundup(int n)
+{
+	return (n + 7) & ~7;
+}
+
+static int
+sqlite_init(void *arg)
+{
+	(void)arg;
+	return SQLITE_OK;
+}
+
+static void
+sqlite_shutdown(void *arg)
+{
+	(void)arg;
+}
+
+static void
+sqlite_alloc_route(void)
+{
+	static const sqlite3_mem_methods m = {
+		sqlite_alloc, sqlite_free, sqlite_realloc, sqlite_size,
+		sqlite_roundup, sqlite_init, sqlite_shutdown, NULL,
+	};
+
+	if (sqlite3_config(SQLITE_CONFIG_MALLOC, &m) != SQLITE_OK)
+		tap_bail("sqlite3_config(SQLITE_CONFIG_MALLOC)");
+}
+
 static const struct sweep_fault enomem = {
 	.what = "allocation", .arm = alloc_arm, .disarm = alloc_disarm,
 };
@@ -72,6 +149,7 @@ main(void)
 	const char *only = getenv("TEST_ENOMEM_OP");
 	const char *point = getenv("TEST_ENOMEM_N");
 
+	sqlite_alloc_route();
 	sweep_init(e != NULL && *e != '\0');
 	for (size_t i = 0; i < sizeof(sweep_ops) / sizeof(sweep_ops[0]); i++) {
 		struct reference ref;
