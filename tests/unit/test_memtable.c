@@ -1,7 +1,8 @@
 /*
- * test_memtable.c - the skiplist memtable against a sorted model, its
- * memory accounting, -ENOMEM paths, reference counting, and one writer
- * racing two lock-free readers.
+ * test_memtable.c - the skiplist memtable against a sorted model, values
+ * of every size from empty to larger than an arena block, its memory
+ * accounting, -ENOMEM paths, reference counting, and one writer racing
+ * two lock-free readers.
  *
  * TEST_MEMTABLE_DIV=n divides the randomized sizes by n (for valgrind).
  */
@@ -656,6 +657,72 @@ test_nomem(void)
 	memtable_unref(m);
 }
 
+/*
+ * Values of many sizes, from empty to larger than an arena block, mixed
+ * in random order: each reads back exactly, by get and in the iterator's
+ * order, and the memory accounting counts them all.
+ */
+static void
+test_value_sizes(uint64_t *rs)
+{
+	static const size_t sizes[] = { 0, 1, 100, 255, 256, 257, 1000, 4096,
+	    65536, 100000 };
+	enum { PER = 20, N = PER * sizeof(sizes) / sizeof(sizes[0]) };
+	struct memtable *m = xmemtable();
+	uint8_t *vals[N];
+	size_t len[N], order[N], bad_get = 0, bad_iter = 0, total = 0, i;
+	struct iter *it;
+	struct slice v;
+	char key[16];
+
+	for (i = 0; i < N; i++) {
+		len[i] = sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
+		vals[i] = xmalloc(len[i] + 1);
+		for (size_t j = 0; j < len[i]; j++)
+			vals[i][j] = (uint8_t)tap_rand(rs);
+		order[i] = i;
+		total += len[i];
+	}
+	for (i = N - 1; i > 0; i--) {
+		size_t j = (size_t)(tap_rand(rs) % (i + 1)), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "k%04zu", order[i]);
+		if (memtable_add(m, slice_str(key), slice_make(vals[order[i]],
+		    len[order[i]])) != 0)
+			tap_bail("memtable_add");
+	}
+	for (i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "k%04zu", i);
+		if (memtable_get(m, slice_str(key), &v) != 0 || v.n != len[i] ||
+		    (v.n > 0 && memcmp(v.p, vals[i], v.n) != 0))
+			bad_get++;
+	}
+	is_int(bad_get, 0, "value sizes: %d values of 0 to 100000 bytes, "
+	    "added in random order, each read back by get", N);
+	if (memtable_iter_new(m, &it) != 0)
+		tap_bail("memtable_iter_new");
+	i = 0;
+	for (iter_seek_first(it); iter_valid(it); iter_next(it), i++) {
+		v = iter_value(it);
+		if (i >= N || v.n != len[i] ||
+		    (v.n > 0 && memcmp(v.p, vals[i], v.n) != 0))
+			bad_iter++;
+	}
+	ok(bad_iter == 0 && i == N, "value sizes: and by the iterator, in "
+	    "order (%zu entries)", i);
+	iter_free(it);
+	ok(memtable_memory_usage(m) >= total, "value sizes: the memory "
+	    "counted (%zu) holds the values (%zu)", memtable_memory_usage(m),
+	    total);
+	memtable_unref(m);
+	for (i = 0; i < N; i++)
+		free(vals[i]);
+}
+
 /* An iterator sees entries added ahead of its position, not behind it. */
 static void
 test_iter_live(void)
@@ -952,6 +1019,7 @@ main(void)
 	test_model(&rs, MODEL_KEYS / (size_t)div);
 	test_shared_prefix(&rs);
 	test_ascending(&rs);
+	test_value_sizes(&rs);
 	test_memory();
 	test_entry_overhead();
 	test_nomem();
