@@ -71,15 +71,20 @@ alloc_disarm(struct tstore *t, struct sweep_fault *f)
  * allocation may be one of the catalog's (sqlite3_config before SQLite
  * starts; the size is kept in front of each block for xSize).
  */
+/* p, an allocation of n bytes and a size in front, or NULL. */
 static void *
-sqlite_alloc(int n)
+sqlite_sized(uint64_t *p, int n)
 {
-	uint64_t *p = bt_malloc((size_t)n + sizeof(uint64_t));
-
 	if (p == NULL)
 		return NULL;
 	p[0] = (uint64_t)n;
 	return p + 1;
+}
+
+static void *
+sqlite_alloc(int n)
+{
+	return sqlite_sized(bt_malloc((size_t)n + sizeof(uint64_t)), n);
 }
 
 static void
@@ -92,13 +97,8 @@ sqlite_free(void *p)
 static void *
 sqlite_realloc(void *p, int n)
 {
-	uint64_t *q = bt_realloc((uint64_t *)p - 1, (size_t)n +
-	    sizeof(uint64_t));
-
-	if (q == NULL)
-		return NULL;
-	q[0] = (uint64_t)n;
-	return q + 1;
+	return sqlite_sized(bt_realloc((uint64_t *)p - 1, (size_t)n +
+	    sizeof(uint64_t)), n);
 }
 
 static int
