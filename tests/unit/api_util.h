@@ -385,40 +385,48 @@ read_text_str(struct bt_store *s, const char *table, const char *row,
 }
 
 /*
- * Scan and render "[row]\n" then the row's cells for each row; a failure
- * appends "ERROR(rc)".  The caller frees the text.
+ * Scan and append to b "[row]\n" then the row's cells for each row
+ * ("EMPTY ROW" for one without any): 0 at the scan's end, or the error
+ * that stopped it, the rows before it appended (-EPROTO for a row that
+ * did not come with a success).
  */
+static inline int
+scan_render(struct bt_store *s, const char *table,
+    const struct bt_scan_options *so, struct sbuf *b)
+{
+	struct bt_scan *sc = NULL;
+	struct bt_row *r;
+	int rc;
+
+	if ((rc = bt_scan_open(s, table, so, &sc)) != 0)
+		return rc;
+	for (;;) {
+		r = NULL;
+		if ((rc = bt_scan_next(sc, &r)) != 0 || r == NULL)
+			break;
+		sbuf_add(b, "[", 1);
+		sbuf_escaped(b, r->key.data, r->key.size);
+		sbuf_add(b, "]\n", 2);
+		if (r->cell_count == 0)
+			sbuf_printf(b, "EMPTY ROW\n");
+		render_cells(b, r, so != NULL && so->read.keys_only);
+		bt_row_free(r);
+	}
+	bt_scan_close(sc);
+	return rc == BT_DONE ? 0 : rc != 0 ? rc : -EPROTO;
+}
+
+/* scan_render()'s text, with "ERROR(rc)" after it on a failure.  The
+ * caller frees the text. */
 static inline char *
 scan_text(struct bt_store *s, const char *table,
     const struct bt_scan_options *so)
 {
 	struct sbuf b = { 0 };
-	struct bt_scan *sc = NULL;
-	struct bt_row *r;
 	int rc;
 
-	if ((rc = bt_scan_open(s, table, so, &sc)) != 0) {
+	if ((rc = scan_render(s, table, so, &b)) != 0)
 		sbuf_printf(&b, "ERROR(%d %s)", rc, bt_strerror(rc));
-		return sbuf_take(&b);
-	}
-	for (;;) {
-		r = NULL;
-		rc = bt_scan_next(sc, &r);
-		if (rc == BT_DONE)
-			break;
-		if (rc != 0 || r == NULL) {
-			sbuf_printf(&b, "ERROR(%d %s)", rc, bt_strerror(rc));
-			break;
-		}
-		sbuf_add(&b, "[", 1);
-		sbuf_escaped(&b, r->key.data, r->key.size);
-		sbuf_add(&b, "]\n", 2);
-		if (r->cell_count == 0)
-			sbuf_printf(&b, "EMPTY ROW\n");
-		render_cells(&b, r, so != NULL && so->read.keys_only);
-		bt_row_free(r);
-	}
-	bt_scan_close(sc);
 	return sbuf_take(&b);
 }
 

@@ -356,28 +356,8 @@ static inline int
 op_scan(struct tstore *t, char **out)
 {
 	struct sbuf b = { 0 };
-	struct bt_scan *sc = NULL;
-	struct bt_row *r;
-	int rc;
+	int rc = scan_render(t->s, "t", NULL, &b);
 
-	if ((rc = bt_scan_open(t->s, "t", NULL, &sc)) != 0)
-		goto out;
-	for (;;) {
-		r = NULL;
-		if ((rc = bt_scan_next(sc, &r)) != 0)
-			break;
-		sbuf_add(&b, "[", 1);
-		sbuf_escaped(&b, r->key.data, r->key.size);
-		sbuf_add(&b, "]\n", 2);
-		render_cells(&b, r, false);
-		bt_row_free(r);
-	}
-	bt_scan_close(sc);
-	if (rc == BT_DONE)
-		rc = 0;
-	else if (rc == 0)
-		rc = 1002;
-out:
 	*out = sbuf_take(&b);
 	return rc;
 }
