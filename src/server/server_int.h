@@ -64,13 +64,17 @@ struct write_queue {
 	struct write_waiter *head, *tail;
 	/* Gathering (see server_write.c): synced mutations queued and not
 	 * yet in a group; how many the next synced group expects; the
-	 * leader waiting (on its own semaphore) for them, if one is; the
-	 * recent latency of a synced group's log append, in nanoseconds. */
+	 * leader waiting for them, if one is; the recent latency of a
+	 * synced group's log append, in nanoseconds. */
 	size_t queued_syncs;
 	size_t expected_syncs;
 	struct write_waiter *gatherer;
 	uint64_t sync_ns;
 	uint64_t gathers;		/* waits, for the statistics */
+	/* The futex word every waiter sleeps on (server_write.c), and the
+	 * bit the next waiter to queue takes. */
+	_Atomic uint32_t wakes;
+	uint32_t next_bit;
 	/* The leader's scratch. */
 	struct buf records;
 	struct slice *slices;

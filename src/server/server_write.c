@@ -4,11 +4,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <semaphore.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "server/server_int.h"
 #include "util/alloc.h"
@@ -163,10 +166,10 @@ write_throttle(struct server *s)
  * and passes the lead on.  A follower sleeps once and wakes acknowledged:
  * there is no second turn to wait for, and nothing is acknowledged before
  * the log append (and the sync, when asked) covering it has returned.
- * Each waiter sleeps on a semaphore of its own, outside the queue's
- * mutex, and the leader posts it after releasing the mutex: one futex
- * wake per follower, and a woken follower returns at once instead of
- * waking only to sleep again on the mutex that its waker holds.
+ * Waiters sleep outside the queue's mutex, and the leader wakes its
+ * group after releasing it, all with one system call (waiter_sleep()):
+ * a woken follower returns at once instead of waking only to sleep again
+ * on the mutex that its waker holds.
  *
  * A leader whose group needs a sync first gathers: the writers its
  * predecessor acknowledged, and those that queued meanwhile, are likely to
@@ -187,11 +190,13 @@ write_throttle(struct server *s)
 #define WRITE_GATHER_MAX_US	2000
 
 /* One mutation in the write queue; lives on its caller's stack.  The
- * leader fills in the results, sets done and then posts wake, which
- * orders them before the waiter reads them. */
+ * leader fills in the results and then stores done (release), which
+ * orders them before the waiter reads them; it then wakes the waiter
+ * without touching it again, since a done waiter may return at once. */
 struct write_waiter {
 	struct write_waiter *next;
-	sem_t wake;		/* posted when done, or when it is to lead */
+	uint32_t bit;		/* its bit in q->wakes' futex bitsets */
+	_Atomic bool lead;	/* stored (release) when it is to lead */
 	struct server_table *t;
 	struct slice row;
 	struct mutation *ops;
@@ -245,12 +250,41 @@ waiter_fail(struct write_waiter *p, int rc)
 	snprintf(p->detail, sizeof(p->detail), "%s", bt_error_detail());
 }
 
-/* Sleep until a leader posts p->wake. */
-static void
-waiter_sleep(struct write_waiter *p)
+/*
+ * Sleep until p is done or is to lead, or until the monotonic deadline
+ * (NULL: none) passes: true when woken for one of the two, false at the
+ * deadline.  Every waiter sleeps on the one futex word q->wakes, each
+ * with a bit of its own, so that a leader wakes its whole group with one
+ * FUTEX_WAKE_BITSET: one system call, where a wake per member cost a
+ * system call and an inter-processor interrupt each.
+ */
+static bool
+waiter_sleep(struct write_queue *q, struct write_waiter *p,
+    const struct timespec *deadline)
 {
-	while (sem_wait(&p->wake) != 0)
-		;	/* EINTR */
+	for (;;) {
+		uint32_t seen = atomic_load_explicit(&q->wakes,
+		    memory_order_acquire);
+
+		if (atomic_load_explicit(&p->done, memory_order_acquire) ||
+		    atomic_load_explicit(&p->lead, memory_order_acquire))
+			return true;
+		if (syscall(SYS_futex, &q->wakes, FUTEX_WAIT_BITSET_PRIVATE,
+		    seen, deadline, NULL, p->bit) != 0 && errno == ETIMEDOUT)
+			return false;
+	}
+}
+
+/* Wake the waiters whose bits are in mask (after storing what they wait
+ * for). */
+static void
+waiters_wake(struct write_queue *q, uint32_t mask)
+{
+	if (mask == 0)
+		return;
+	atomic_fetch_add_explicit(&q->wakes, 1, memory_order_release);
+	syscall(SYS_futex, &q->wakes, FUTEX_WAKE_BITSET_PRIVATE, INT_MAX,
+	    NULL, NULL, mask);
 }
 
 /*
@@ -260,9 +294,9 @@ waiter_sleep(struct write_waiter *p)
  * lead now; false, without it, when the writer that completed the count
  * took the lead over and ran the group, me in it: me is then done.
  *
- * The wait is on me's own semaphore, timed on the monotonic clock (a
- * clock change cannot stretch it): the writer that takes the lead over
- * only clears q->gatherer, and the one post me then gets is its group's
+ * The wait is timed on the monotonic clock (a clock change cannot
+ * stretch it): the writer that takes the lead over only clears
+ * q->gatherer, and the one wake me then gets is its group's
  * acknowledgement.  Waking me to say it was taken over would put a futex
  * wake on the way to the group's log write, and a wake-up of a thread
  * that has nothing to do but sleep again.
@@ -272,7 +306,6 @@ write_gather(struct write_queue *q, struct write_waiter *me)
 {
 	struct timespec deadline;
 	uint64_t wait_ns, end;
-	int rc;
 
 	if (q->queued_syncs == 0 || q->queued_syncs >= q->expected_syncs)
 		return true;
@@ -287,23 +320,17 @@ write_gather(struct write_queue *q, struct write_waiter *me)
 	q->gatherer = me;
 	q->gathers++;
 	pthread_mutex_unlock(&q->mu);
-	while ((rc = sem_clockwait(&me->wake, CLOCK_MONOTONIC,
-	    &deadline)) != 0 && errno == EINTR)
-		;
-	/* The only post a gatherer gets is its group's acknowledgement.
-	 * The acquire pairs with the leader's release of done, an order
-	 * that ThreadSanitizer sees (it does not intercept sem_clockwait),
-	 * though the semaphore orders the results as well. */
-	if (rc == 0 && atomic_load_explicit(&me->done, memory_order_acquire))
+	/* The only wake a gatherer gets is its group's acknowledgement. */
+	if (waiter_sleep(q, me, &deadline))
 		return false;	/* taken over, and the group is done */
 	pthread_mutex_lock(&q->mu);
 	if (q->gatherer == me) {
 		q->gatherer = NULL;	/* the time is up: lead what came */
 		return true;
 	}
-	/* Taken over just as the time ran out: the post is coming. */
+	/* Taken over just as the time ran out: the wake is coming. */
 	pthread_mutex_unlock(&q->mu);
-	waiter_sleep(me);
+	waiter_sleep(q, me, NULL);
 	return false;
 }
 
@@ -489,9 +516,9 @@ group_apply(struct server *s, struct write_waiter *first,
  * with q->mu held, returning without it): self is the head, or the writer
  * that took the lead over from a gathering head.  Then pass the lead to
  * whoever queued after the group.  True when self is done; false when it
- * is to sleep until posted.  The members are woken after q->mu is
- * released; a member's next pointer is read before it is posted, since a
- * posted member returns and its waiter is gone.
+ * is to sleep until woken.  The members are woken after q->mu is
+ * released; a member's next pointer and bit are read before it is marked
+ * done, since a done member may return and its waiter is gone.
  */
 static bool
 write_lead(struct server *s, struct write_waiter *self)
@@ -499,6 +526,7 @@ write_lead(struct server *s, struct write_waiter *self)
 	struct write_queue *q = &s->writes;
 	struct write_waiter *first, *last, *p, *follow, *next;
 	size_t bytes, n, taken_syncs;
+	uint32_t mask = 0;
 	bool sync, self_in;
 	int rc;
 
@@ -542,17 +570,22 @@ again:
 
 	for (p = first; p != NULL; p = follow) {
 		follow = p == last ? NULL : p->next;
-		atomic_store_explicit(&p->done, true, memory_order_release);
 		if (p != self)
-			sem_post(&p->wake);
+			mask |= p->bit;
+		atomic_store_explicit(&p->done, true, memory_order_release);
 	}
 	if (next == self) {
 		/* The group ended just before self, now the head. */
+		waiters_wake(q, mask);
+		mask = 0;
 		pthread_mutex_lock(&q->mu);
 		goto again;
 	}
-	if (next != NULL)
-		sem_post(&next->wake);
+	if (next != NULL) {
+		atomic_store_explicit(&next->lead, true, memory_order_release);
+		mask |= next->bit;
+	}
+	waiters_wake(q, mask);
 	return self_in;
 }
 
@@ -589,6 +622,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 
 	/* Field by field: the detail buffer is written only on failure. */
 	me.next = NULL;
+	atomic_init(&me.lead, false);
 	me.t = t;
 	me.row = row;
 	me.ops = ops;
@@ -601,10 +635,8 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	me.first_seq = 0;
 	me.record_end = 0;
 	me.detail[0] = '\0';
-	if (sem_init(&me.wake, 0, 0) != 0)
-		return bt_error_set(-errno, "write queue: sem_init: %s",
-		    strerror(errno));
 	pthread_mutex_lock(&q->mu);
+	me.bit = 1u << (q->next_bit++ % 32);
 	if (q->tail != NULL)
 		q->tail->next = &me;
 	else
@@ -625,13 +657,13 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	for (;;) {
 		if (lead && write_lead(s, &me))
 			break;
-		waiter_sleep(&me);
+		waiter_sleep(q, &me, NULL);
 		if (atomic_load_explicit(&me.done, memory_order_acquire))
 			break;
-		pthread_mutex_lock(&q->mu);	/* posted to lead */
+		atomic_store_explicit(&me.lead, false, memory_order_relaxed);
+		pthread_mutex_lock(&q->mu);	/* woken to lead */
 		lead = true;
 	}
-	sem_destroy(&me.wake);
 	if (me.rc < 0)
 		return bt_error_set(me.rc, "%s", me.detail);
 	if (stamp != NULL)
