@@ -385,14 +385,14 @@ read_text_str(struct bt_store *s, const char *table, const char *row,
 }
 
 /*
- * Scan and append to b "[row]\n" then the row's cells for each row
- * ("EMPTY ROW" for one without any): 0 at the scan's end, or the error
- * that stopped it, the rows before it appended (-EPROTO for a row that
- * did not come with a success).
+ * Scan and append to b "[row]\n" for each row, then, with cells, the
+ * row's cells ("EMPTY ROW" for one without any): 0 at the scan's end, or
+ * the error that stopped it, the rows before it appended (-EPROTO for a
+ * row that did not come with a success).
  */
 static inline int
 scan_render(struct bt_store *s, const char *table,
-    const struct bt_scan_options *so, struct sbuf *b)
+    const struct bt_scan_options *so, bool cells, struct sbuf *b)
 {
 	struct bt_scan *sc = NULL;
 	struct bt_row *r;
@@ -407,9 +407,10 @@ scan_render(struct bt_store *s, const char *table,
 		sbuf_add(b, "[", 1);
 		sbuf_escaped(b, r->key.data, r->key.size);
 		sbuf_add(b, "]\n", 2);
-		if (r->cell_count == 0)
+		if (cells && r->cell_count == 0)
 			sbuf_printf(b, "EMPTY ROW\n");
-		render_cells(b, r, so != NULL && so->read.keys_only);
+		if (cells)
+			render_cells(b, r, so != NULL && so->read.keys_only);
 		bt_row_free(r);
 	}
 	bt_scan_close(sc);
@@ -419,15 +420,23 @@ scan_render(struct bt_store *s, const char *table,
 /* scan_render()'s text, with "ERROR(rc)" after it on a failure.  The
  * caller frees the text. */
 static inline char *
-scan_text(struct bt_store *s, const char *table,
-    const struct bt_scan_options *so)
+scan_render_text(struct bt_store *s, const char *table,
+    const struct bt_scan_options *so, bool cells)
 {
 	struct sbuf b = { 0 };
 	int rc;
 
-	if ((rc = scan_render(s, table, so, &b)) != 0)
+	if ((rc = scan_render(s, table, so, cells, &b)) != 0)
 		sbuf_printf(&b, "ERROR(%d %s)", rc, bt_strerror(rc));
 	return sbuf_take(&b);
+}
+
+/* The rows a scan returns with their cells. */
+static inline char *
+scan_text(struct bt_store *s, const char *table,
+    const struct bt_scan_options *so)
+{
+	return scan_render_text(s, table, so, true);
 }
 
 /* The row keys a scan returns, one "[row]" line each. */
@@ -435,31 +444,7 @@ static inline char *
 scan_keys(struct bt_store *s, const char *table,
     const struct bt_scan_options *so)
 {
-	struct sbuf b = { 0 };
-	struct bt_scan *sc = NULL;
-	struct bt_row *r;
-	int rc;
-
-	if ((rc = bt_scan_open(s, table, so, &sc)) != 0) {
-		sbuf_printf(&b, "ERROR(%d %s)", rc, bt_strerror(rc));
-		return sbuf_take(&b);
-	}
-	for (;;) {
-		r = NULL;
-		rc = bt_scan_next(sc, &r);
-		if (rc == BT_DONE)
-			break;
-		if (rc != 0 || r == NULL) {
-			sbuf_printf(&b, "ERROR(%d %s)", rc, bt_strerror(rc));
-			break;
-		}
-		sbuf_add(&b, "[", 1);
-		sbuf_escaped(&b, r->key.data, r->key.size);
-		sbuf_add(&b, "]\n", 2);
-		bt_row_free(r);
-	}
-	bt_scan_close(sc);
-	return sbuf_take(&b);
+	return scan_render_text(s, table, so, false);
 }
 
 /*

@@ -356,7 +356,7 @@ static inline int
 op_scan(struct tstore *t, char **out)
 {
 	struct sbuf b = { 0 };
-	int rc = scan_render(t->s, "t", NULL, &b);
+	int rc = scan_render(t->s, "t", NULL, true, &b);
 
 	*out = sbuf_take(&b);
 	return rc;
