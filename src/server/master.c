@@ -329,6 +329,8 @@ catalog_replace(struct server *s, struct server_table *t,
 	uint64_t ids[2];
 	int rc;
 
+	if (n == 0 || n > 2)
+		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		specs[i] = (struct catalog_tablet_spec){
 			.start = buf_slice(&rows[i].start),

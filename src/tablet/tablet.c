@@ -550,7 +550,7 @@ tablet_from(const struct catalog_tablet *ct, struct tablet *const *parents,
 	size_t total = 0;
 	int rc;
 
-	if (parent_count > 2)
+	if (parent_count == 0 || parent_count > 2)
 		return -EINVAL;
 	for (size_t i = 0; i < parent_count; i++) {
 		pv[i] = tablet_version_get(parents[i]);
