@@ -118,6 +118,21 @@ int catalog_open(struct env *env, const char *path, struct catalog **out);
 void catalog_close(struct catalog *c);
 
 /*
+ * What a schema change's caller builds from the table as the change leaves
+ * it, so that nothing it needs can fail once the change is durable: fn
+ * runs inside the change's transaction, before its commit, with the
+ * table's schema and its tablets in row order (the catalog's, lent for
+ * the call).  A negative return rolls the change back and is the
+ * change's result.  fn runs under the catalog's lock and must not call
+ * the catalog.  The changes below take a NULL prepare for none.
+ */
+struct catalog_prepare {
+	int (*fn)(void *arg, const struct catalog_table *table,
+	    const struct catalog_tablet *tablets, size_t tablet_count);
+	void *arg;
+};
+
+/*
  * Create a table with its families (each with its group and GC policy
  * text, already validated by the caller; a family naming a group not in
  * groups gets that group with default settings; an empty group is
@@ -131,7 +146,7 @@ int catalog_table_create(struct catalog *c, const char *name,
     uint64_t tablet_size, const struct catalog_family *families,
     size_t family_count, const struct catalog_group *groups,
     size_t group_count, const struct slice *splits, size_t split_count,
-    uint64_t *id);
+    uint64_t *id, const struct catalog_prepare *prep);
 
 /*
  * Drop a table, its schema, its tablets and their file rows; the files
@@ -152,14 +167,15 @@ int catalog_table_list(struct catalog *c, char ***names, size_t *count);
 
 /* Add a family; its group is created with defaults if new. */
 int catalog_family_create(struct catalog *c, const char *table,
-    const struct catalog_family *f);
+    const struct catalog_family *f, const struct catalog_prepare *prep);
 int catalog_family_drop(struct catalog *c, const char *table,
-    const char *family);
+    const char *family, const struct catalog_prepare *prep);
 int catalog_family_set_gc(struct catalog *c, const char *table,
-    const char *family, const char *gc_policy);
+    const char *family, const char *gc_policy,
+    const struct catalog_prepare *prep);
 /* Create or update a group's settings. */
 int catalog_group_set(struct catalog *c, const char *table,
-    const struct catalog_group *g);
+    const struct catalog_group *g, const struct catalog_prepare *prep);
 
 /* The tablets of a table in row order; free with catalog_tablets_free.
  * BT_NOTFOUND if the table does not exist. */

@@ -134,6 +134,9 @@ bool catalog_field_valid(const char *name, size_t size);
 
 /* The id of a table by name: 0, BT_NOTFOUND or an error. */
 int catalog_table_id(struct catalog *c, const char *name, uint64_t *id);
+/* catalog_tablets_list()'s body, inside a call's transaction. */
+int catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
+    struct catalog_tablet **out, size_t *count);
 /* Name file f in tablet_id, of table table_id, inside a write
  * transaction; its group must exist (-ENOENT), and the tablet must not
  * name it yet (-EEXIST). */

@@ -282,12 +282,15 @@ table_create_txn(struct catalog *c, const char *name, uint64_t tablet_size,
 	return 0;
 }
 
+static int prepare_run(struct catalog *c, const struct catalog_prepare *prep,
+    const char *table, int rc);
+
 int
 catalog_table_create(struct catalog *c, const char *name,
     uint64_t tablet_size, const struct catalog_family *families,
     size_t family_count, const struct catalog_group *groups,
     size_t group_count, const struct slice *splits, size_t split_count,
-    uint64_t *id)
+    uint64_t *id, const struct catalog_prepare *prep)
 {
 	struct slice *sorted;
 	size_t sorted_count;
@@ -307,9 +310,9 @@ catalog_table_create(struct catalog *c, const char *name,
 		return rc;
 	if ((rc = catalog_begin(c, true)) < 0)
 		goto out;
-	rc = catalog_end(c, table_create_txn(c, name, tablet_size, families,
-	    family_count, groups, group_count, sorted, sorted_count,
-	    &new_id));
+	rc = catalog_end(c, prepare_run(c, prep, name, table_create_txn(c,
+	    name, tablet_size, families, family_count, groups, group_count,
+	    sorted, sorted_count, &new_id)));
 	if (rc == 0 && id != NULL)
 		*id = new_id;
 out:
@@ -507,6 +510,33 @@ catalog_table_get_by_id(struct catalog *c, uint64_t id,
 	return catalog_end(c, table_get_txn(c, NULL, id, out));
 }
 
+/*
+ * Run prep, if there is one, on table as the change left it (rc: the
+ * change's result; its transaction still open): the change's result.
+ */
+static int
+prepare_run(struct catalog *c, const struct catalog_prepare *prep,
+    const char *table, int rc)
+{
+	struct catalog_table *after = NULL;
+	struct catalog_tablet *tablets = NULL;
+	size_t count = 0;
+
+	if (rc < 0 || prep == NULL)
+		return rc;
+	if ((rc = table_get_txn(c, table, 0, &after)) == 0 &&
+	    (rc = catalog_tablets_list_txn(c, after->id, &tablets,
+	    &count)) == 0)
+		rc = prep->fn(prep->arg, after, tablets, count);
+	/* Gone within its own change's transaction: cannot be. */
+	if (rc == BT_NOTFOUND)
+		rc = bt_error_set(BT_ECORRUPT, "catalog: table %s: gone "
+		    "within its change", table);
+	catalog_tablets_free(tablets, count);
+	catalog_table_free(after);
+	return rc;
+}
+
 static void
 names_free(char **names, size_t count)
 {
@@ -576,7 +606,7 @@ family_create_txn(struct catalog *c, const char *table,
 
 int
 catalog_family_create(struct catalog *c, const char *table,
-    const struct catalog_family *f)
+    const struct catalog_family *f, const struct catalog_prepare *prep)
 {
 	int rc;
 
@@ -589,7 +619,8 @@ catalog_family_create(struct catalog *c, const char *table,
 		return rc;
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
-	return catalog_end(c, family_create_txn(c, table, f));
+	return catalog_end(c, prepare_run(c, prep, table,
+	    family_create_txn(c, table, f)));
 }
 
 /*
@@ -626,7 +657,8 @@ family_change_txn(struct catalog *c, enum catalog_stmt_id which,
 
 static int
 family_change(struct catalog *c, enum catalog_stmt_id which,
-    const char *table, const char *family, const char *gc_policy)
+    const char *table, const char *family, const char *gc_policy,
+    const struct catalog_prepare *prep)
 {
 	int rc;
 
@@ -638,25 +670,29 @@ family_change(struct catalog *c, enum catalog_stmt_id which,
 		    family != NULL ? family : "(null)");
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
-	return catalog_end(c, family_change_txn(c, which, table, family,
-	    gc_policy));
+	return catalog_end(c, prepare_run(c, prep, table,
+	    family_change_txn(c, which, table, family, gc_policy)));
 }
 
 int
-catalog_family_drop(struct catalog *c, const char *table, const char *family)
+catalog_family_drop(struct catalog *c, const char *table, const char *family,
+    const struct catalog_prepare *prep)
 {
-	return family_change(c, STMT_FAMILY_DELETE, table, family, NULL);
+	return family_change(c, STMT_FAMILY_DELETE, table, family, NULL,
+	    prep);
 }
 
 int
 catalog_family_set_gc(struct catalog *c, const char *table,
-    const char *family, const char *gc_policy)
+    const char *family, const char *gc_policy,
+    const struct catalog_prepare *prep)
 {
 	if (gc_policy == NULL || gc_policy[0] == '\0' ||
 	    strlen(gc_policy) >= sizeof(((struct catalog_family *)0)->gc_policy))
 		return bt_error_set(-EINVAL, "catalog: family %s: bad gc policy",
 		    family != NULL ? family : "(null)");
-	return family_change(c, STMT_FAMILY_SET_GC, table, family, gc_policy);
+	return family_change(c, STMT_FAMILY_SET_GC, table, family, gc_policy,
+	    prep);
 }
 
 static int
@@ -673,7 +709,7 @@ group_set_txn(struct catalog *c, const char *table,
 
 int
 catalog_group_set(struct catalog *c, const char *table,
-    const struct catalog_group *g)
+    const struct catalog_group *g, const struct catalog_prepare *prep)
 {
 	int rc;
 
@@ -686,5 +722,6 @@ catalog_group_set(struct catalog *c, const char *table,
 		return rc;
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
-	return catalog_end(c, group_set_txn(c, table, g));
+	return catalog_end(c, prepare_run(c, prep, table,
+	    group_set_txn(c, table, g)));
 }

@@ -48,8 +48,8 @@ catalog_tablets_free(struct catalog_tablet *t, size_t count)
 	bt_free(t);
 }
 
-static int
-tablets_list_txn(struct catalog *c, uint64_t table_id,
+int
+catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
     struct catalog_tablet **out, size_t *count)
 {
 	struct catalog_tablet *tablets = NULL, *t;
@@ -97,7 +97,8 @@ catalog_tablets_list(struct catalog *c, uint64_t table_id,
 
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
-	return catalog_end(c, tablets_list_txn(c, table_id, out, count));
+	return catalog_end(c, catalog_tablets_list_txn(c, table_id, out,
+	    count));
 }
 
 static int

@@ -350,23 +350,16 @@ catalog_replace(struct server *s, struct server_table *t,
 }
 
 /*
- * After the catalog has the new tablets: build them, give them the
- * table's current schema and install them.  A failure here leaves memory
- * behind the catalog: refuse writes until the store is reopened (which
- * loads what the catalog says).
+ * After the catalog has the new tablets: install them (rc: whether they
+ * were built).  They have their parents' schema, which is the table's:
+ * schema changes hold work_mu too (server_schema.c).  A failure here
+ * leaves memory behind the catalog: refuse writes until the store is
+ * reopened (which loads what the catalog says).
  */
 static int
 install_fresh(struct server *s, struct server_table *t, struct tablet_map *m,
     size_t first, size_t old_count, struct tablet **fresh, size_t n, int rc)
 {
-	struct tablet_schema *schema;
-
-	if (rc == 0) {
-		schema = table_schema(s, t);
-		for (size_t i = 0; i < n && rc == 0; i++)
-			rc = tablet_set_schema(fresh[i], schema);
-		tablet_schema_unref(schema);
-	}
 	if (rc == 0)
 		rc = map_replace(t, m, first, old_count, fresh, n);
 	if (rc < 0) {

@@ -205,17 +205,45 @@ table_find_id_locked(struct server *s, uint64_t id)
 	return NULL;
 }
 
-/* The table's schema, referenced. */
-struct tablet_schema *
-table_schema(struct server *s, struct server_table *t)
+/* Build a table from its schema and tablets as the catalog has them,
+ * opening the tablets: with their files, or (made) a new table's, which
+ * have none. */
+int
+table_build(struct server *s, const struct catalog_table *ct,
+    const struct catalog_tablet *cts, size_t count, bool made,
+    struct server_table **out)
 {
-	struct tablet_schema *schema;
+	struct server_table *t;
+	int rc;
 
-	pthread_mutex_lock(&s->tables_mu);
-	schema = t->schema;
-	tablet_schema_ref(schema);
-	pthread_mutex_unlock(&s->tables_mu);
-	return schema;
+	if (count == 0)
+		return bt_error_set(BT_ECORRUPT, "table %s: no tablets",
+		    ct->name);
+	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
+		return -ENOMEM;
+	atomic_init(&t->refs, 1);
+	pthread_mutex_init(&t->map_mu, NULL);
+	snprintf(t->name, sizeof(t->name), "%s", ct->name);
+	t->id = ct->id;
+	t->tablet_size = ct->tablet_size;
+	if ((rc = tablet_schema_new(ct, &t->schema)) < 0)
+		goto out_free;
+	if ((t->map = tablet_map_new(count)) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (size_t i = 0; i < count; i++) {
+		rc = made ? tablet_open_files(&s->tenv, &cts[i], t->schema,
+		    NULL, 0, &t->map->tablets[i]) : tablet_open(&s->tenv,
+		    &cts[i], t->schema, &t->map->tablets[i]);
+		if (rc < 0)
+			goto out_free;
+	}
+	*out = t;
+	return 0;
+out_free:
+	table_unref(t);
+	return rc;
 }
 
 /* Load a table and open its tablets from the catalog. */
@@ -224,59 +252,47 @@ table_load(struct server *s, const char *name, struct server_table **out)
 {
 	struct catalog_tablet *cts = NULL;
 	struct catalog_table *ct = NULL;
-	struct server_table *t;
 	size_t count = 0;
 	int rc;
 
-	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
-		return -ENOMEM;
-	atomic_init(&t->refs, 1);
-	pthread_mutex_init(&t->map_mu, NULL);
 	if ((rc = catalog_table_get(s->catalog, name, &ct)) != 0) {
 		if (rc == BT_NOTFOUND)
 			rc = bt_error_set(-ENOENT, "table %s: not in the "
 			    "catalog", name);
-		goto out_free;
+		return rc;
 	}
-	snprintf(t->name, sizeof(t->name), "%s", ct->name);
-	t->id = ct->id;
-	t->tablet_size = ct->tablet_size;
-	if ((rc = tablet_schema_new(ct, &t->schema)) < 0 ||
-	    (rc = catalog_tablets_list(s->catalog, ct->id, &cts,
-	    &count)) < 0)
-		goto out_free;
-	if (count == 0) {
-		rc = bt_error_set(BT_ECORRUPT, "table %s: no tablets", name);
-		goto out_free;
-	}
-	if ((t->map = tablet_map_new(count)) == NULL) {
-		rc = -ENOMEM;
-		goto out_free;
-	}
-	for (size_t i = 0; i < count; i++)
-		if ((rc = tablet_open(&s->tenv, &cts[i], t->schema,
-		    &t->map->tablets[i])) < 0)
-			goto out_free;
+	/* None (BT_NOTFOUND) is the build's error. */
+	if ((rc = catalog_tablets_list(s->catalog, ct->id, &cts,
+	    &count)) >= 0)
+		rc = table_build(s, ct, cts, count, false, out);
 	catalog_tablets_free(cts, count);
 	catalog_table_free(ct);
-	*out = t;
-	return 0;
-out_free:
-	catalog_tablets_free(cts, count);
-	catalog_table_free(ct);
-	table_unref(t);
 	return rc;
+}
+
+/* Room in s->tables for one more table. */
+int
+tables_reserve_locked(struct server *s)
+{
+	struct server_table **n;
+
+	if (s->table_count < s->table_cap)
+		return 0;
+	if ((n = bt_realloc(s->tables, (s->table_cap + 8) *
+	    sizeof(*n))) == NULL)
+		return -ENOMEM;
+	s->tables = n;
+	s->table_cap += 8;
+	return 0;
 }
 
 int
 tables_add_locked(struct server *s, struct server_table *t)
 {
-	struct server_table **n = bt_realloc(s->tables,
-	    (s->table_count + 1) * sizeof(*n));
+	int rc;
 
-	if (n == NULL)
-		return -ENOMEM;
-	s->tables = n;
+	if ((rc = tables_reserve_locked(s)) < 0)
+		return rc;
 	s->tables[s->table_count++] = t;
 	return 0;
 }

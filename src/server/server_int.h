@@ -111,7 +111,7 @@ struct server {
 
 	pthread_mutex_t tables_mu;
 	struct server_table **tables;
-	size_t table_count;
+	size_t table_count, table_cap;
 
 	struct log_writer *log;		/* NULL when read-only */
 
@@ -204,8 +204,6 @@ void tablet_map_unref(struct tablet_map *m);
 size_t tablet_map_index(const struct tablet_map *m, struct slice row);
 /* The tablet serving row, borrowed from m. */
 struct tablet *tablet_map_find(const struct tablet_map *m, struct slice row);
-/* The table's current schema, referenced. */
-struct tablet_schema *table_schema(struct server *s, struct server_table *t);
 /* References to every table, for work done without tables_mu. */
 int tables_snapshot(struct server *s, struct server_table ***out,
     size_t *count);
@@ -219,9 +217,16 @@ void segments_collect(struct server *s);
 void background_wake(struct server *s);
 /* Run a whole background round and return its first error. */
 int background_wait_round(struct server *s);
-/* Load a table's schema and open its tablets from the catalog. */
+/* A table with its schema and tablets as the catalog has them (build:
+ * given them, and made: a new table's, which have no files; load:
+ * reading them), its tablets open. */
+int table_build(struct server *s, const struct catalog_table *ct,
+    const struct catalog_tablet *cts, size_t count, bool made,
+    struct server_table **out);
 int table_load(struct server *s, const char *name, struct server_table **out);
-/* Add a loaded table to the server; caller holds tables_mu. */
+/* Make room for one more table (reserve), or add one (add, which may
+ * then not fail); caller holds tables_mu. */
+int tables_reserve_locked(struct server *s);
 int tables_add_locked(struct server *s, struct server_table *t);
 
 /* ---- The master's duties (master.c) ---- */

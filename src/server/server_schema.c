@@ -31,43 +31,77 @@ gc_policy_canonical(const char *text, char *dst, size_t size)
 	return rc;
 }
 
-/* Reload a table's schema from the catalog into the table and its
- * tablets, after a schema change. */
+/*
+ * A schema change in memory, built inside the catalog's transaction
+ * (struct catalog_prepare) and put in place after its commit, where
+ * nothing can fail: a table changed (its new schema and each tablet's
+ * change), or a table made (new, its slot in s->tables reserved).
+ */
+struct schema_prep {
+	struct catalog_prepare prepare;
+	struct server *s;
+	struct server_table *t;		/* the table changed (a ref) */
+	struct tablet_map *map;		/* its tablets, referenced */
+	struct tablet_schema *schema;	/* its new schema */
+	struct tablet_schema_change **changes;
+	struct server_table *made;	/* the table made */
+};
+
 static int
-table_reload_schema(struct server *s, struct server_table *t)
+schema_prepare(void *arg, const struct catalog_table *ct,
+    const struct catalog_tablet *tablets, size_t tablet_count)
 {
-	struct catalog_table *ct;
-	struct tablet_schema *schema, *old;
-	struct tablet_map *m;
+	struct schema_prep *p = arg;
 	int rc;
 
-	if ((rc = catalog_table_get_by_id(s->catalog, t->id, &ct)) != 0)
-		return rc < 0 ? rc : -ENOENT;
-	rc = tablet_schema_new(ct, &schema);
-	catalog_table_free(ct);
-	if (rc < 0)
+	(void)tablets;
+	(void)tablet_count;
+	if ((rc = tablet_schema_new(ct, &p->schema)) < 0)
 		return rc;
-	/* The table's schema first: a split installing new tablets after
-	 * this gives them the new schema (master.c). */
-	pthread_mutex_lock(&s->tables_mu);
-	old = t->schema;
-	t->schema = schema;
-	pthread_mutex_unlock(&s->tables_mu);
-	tablet_schema_unref(old);
-	m = table_map(t);
-	for (size_t i = 0; i < m->count && rc == 0; i++)
-		rc = tablet_set_schema(m->tablets[i], schema);
-	tablet_map_unref(m);
-	return rc;
+	p->map = table_map(p->t);
+	if ((p->changes = bt_calloc(p->map->count + 1,
+	    sizeof(*p->changes))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->map->count; i++)
+		if ((rc = tablet_schema_prepare(p->map->tablets[i], p->schema,
+		    &p->changes[i])) < 0)
+			return rc;
+	return 0;
+}
+
+/* A table made: built, with its slot reserved (tables_mu is held). */
+static int
+table_prepare(void *arg, const struct catalog_table *ct,
+    const struct catalog_tablet *tablets, size_t tablet_count)
+{
+	struct schema_prep *p = arg;
+	int rc;
+
+	if ((rc = tables_reserve_locked(p->s)) < 0)
+		return rc;
+	return table_build(p->s, ct, tablets, tablet_count, true, &p->made);
+}
+
+static void
+schema_prep_release(struct schema_prep *p)
+{
+	for (size_t i = 0; p->changes != NULL && i < p->map->count; i++)
+		tablet_schema_change_free(p->changes[i]);
+	bt_free(p->changes);
+	tablet_schema_unref(p->schema);
+	tablet_map_unref(p->map);
+	table_unref(p->made);
+	table_unref(p->t);
 }
 
 /*
  * A schema change that the catalog committed and that memory could not
- * follow (rc, an allocation failing after the commit): the running store
- * would show the old schema and the new one mixed, so it refuses writes
- * until it is reopened, which loads what the catalog says (as a split
- * does, master.c).  Returns rc.  Caller holds neither tables_mu nor
- * apply_mu.
+ * follow (rc): the running store would show the old schema and the new
+ * one mixed, so it refuses writes until it is reopened, which loads what
+ * the catalog says (as a split does, master.c).  Returns rc.  Caller
+ * holds neither tables_mu nor apply_mu.  A change prepared before its
+ * commit (schema_prep) gets here only if a tablet gained files between
+ * the two, which the locks the change holds rule out.
  */
 static int
 schema_diverged(struct server *s, const char *table, int rc)
@@ -78,6 +112,61 @@ schema_diverged(struct server *s, const char *table, int rc)
 	if (s->broken == 0)
 		s->broken = rc;
 	pthread_mutex_unlock(&s->apply_mu);
+	return rc;
+}
+
+/*
+ * Start a change of table's schema: the prepare to hand the catalog.
+ * Until schema_change_end(), no flush, compaction, split or merge
+ * (work_mu) and no freeze (apply_mu) changes the table's tablets, so
+ * what the prepare builds still fits them after the commit.  Writes wait
+ * for the catalog's commit meanwhile, as they do for a split's.
+ */
+static int
+schema_change_begin(struct server *s, const char *table,
+    struct schema_prep *p)
+{
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->prepare.fn = schema_prepare;
+	p->prepare.arg = p;
+	p->s = s;
+	if ((rc = table_get(s, table, &p->t)) < 0)
+		return rc;
+	pthread_mutex_lock(&s->work_mu);
+	pthread_mutex_lock(&s->apply_mu);
+	return 0;
+}
+
+/* End the change begun by schema_change_begin(): rc, the catalog's
+ * result; install what was prepared if it committed. */
+static int
+schema_change_end(struct server *s, struct schema_prep *p, int rc)
+{
+	struct tablet_schema *old;
+	int irc = 0;
+
+	if (rc == 0) {
+		pthread_mutex_lock(&s->tables_mu);
+		old = p->t->schema;
+		p->t->schema = p->schema;
+		p->schema = NULL;
+		pthread_mutex_unlock(&s->tables_mu);
+		tablet_schema_unref(old);
+		for (size_t i = 0; i < p->map->count; i++) {
+			int trc = tablet_schema_install(p->changes[i]);
+
+			p->changes[i] = NULL;
+			if (irc == 0)
+				irc = trc;
+		}
+	}
+	pthread_mutex_unlock(&s->apply_mu);
+	pthread_mutex_unlock(&s->work_mu);
+	if (irc < 0)
+		rc = schema_diverged(s, p->t->name, irc);
+	schema_prep_release(p);
 	return rc;
 }
 
@@ -95,8 +184,7 @@ server_table_create(struct server *s, const char *name,
     const struct slice *splits, size_t split_count, uint64_t tablet_size)
 {
 	struct catalog_family *fams;
-	struct server_table *t;
-	uint64_t id;
+	struct schema_prep p;
 	int rc;
 
 	if ((rc = check_writable(s)) < 0)
@@ -114,20 +202,20 @@ server_table_create(struct server *s, const char *name,
 		    sizeof(fams[i].gc_policy))) < 0)
 			goto out;
 	}
+	memset(&p, 0, sizeof(p));
+	p.prepare.fn = table_prepare;
+	p.prepare.arg = &p;
+	p.s = s;
 	pthread_mutex_lock(&s->tables_mu);
 	rc = catalog_table_create(s->catalog, name,
 	    tablet_size ? tablet_size : CATALOG_DEFAULT_TABLET_SIZE, fams,
-	    family_count, NULL, 0, splits, split_count, &id);
-	if (rc != 0) {
-		pthread_mutex_unlock(&s->tables_mu);
-		goto out;
+	    family_count, NULL, 0, splits, split_count, NULL, &p.prepare);
+	if (rc == 0) {
+		s->tables[s->table_count++] = p.made;	/* reserved */
+		p.made = NULL;
 	}
-	if ((rc = table_load(s, name, &t)) == 0 &&
-	    (rc = tables_add_locked(s, t)) < 0)
-		table_unref(t);
 	pthread_mutex_unlock(&s->tables_mu);
-	if (rc < 0)
-		rc = schema_diverged(s, name, rc);
+	schema_prep_release(&p);
 out:
 	bt_free(fams);
 	return rc;
@@ -218,28 +306,12 @@ server_table_get(struct server *s, const char *name,
 	return rc;
 }
 
-/* Run a catalog change on a table's schema, then reload it. */
-static int
-schema_change(struct server *s, const char *table, int rc)
-{
-	struct server_table *t;
-	int lrc;
-
-	if (rc < 0)
-		return rc;
-	if ((lrc = table_get(s, table, &t)) < 0)
-		return lrc;
-	if ((lrc = table_reload_schema(s, t)) < 0)
-		lrc = schema_diverged(s, table, lrc);
-	table_unref(t);
-	return lrc;
-}
-
 int
 server_family_create(struct server *s, const char *table,
     const struct catalog_family *f)
 {
 	struct catalog_family fam = *f;
+	struct schema_prep p;
 	int rc;
 
 	if ((rc = check_writable(s)) < 0)
@@ -251,19 +323,24 @@ server_family_create(struct server *s, const char *table,
 	if ((rc = gc_policy_canonical(f->gc_policy[0] ? f->gc_policy :
 	    "never", fam.gc_policy, sizeof(fam.gc_policy))) < 0)
 		return rc;
-	return schema_change(s, table,
-	    catalog_family_create(s->catalog, table, &fam));
+	if ((rc = schema_change_begin(s, table, &p)) < 0)
+		return rc;
+	return schema_change_end(s, &p, catalog_family_create(s->catalog,
+	    table, &fam, &p.prepare));
 }
 
 int
 server_family_drop(struct server *s, const char *table, const char *family)
 {
+	struct schema_prep p;
 	int rc;
 
 	if ((rc = check_writable(s)) < 0)
 		return rc;
-	return schema_change(s, table,
-	    catalog_family_drop(s->catalog, table, family));
+	if ((rc = schema_change_begin(s, table, &p)) < 0)
+		return rc;
+	return schema_change_end(s, &p, catalog_family_drop(s->catalog,
+	    table, family, &p.prepare));
 }
 
 int
@@ -271,25 +348,32 @@ server_family_set_gc(struct server *s, const char *table, const char *family,
     const char *gc_policy)
 {
 	char canonical[256];
+	struct schema_prep p;
 	int rc;
 
 	if ((rc = check_writable(s)) < 0 ||
 	    (rc = gc_policy_canonical(gc_policy, canonical,
 	    sizeof(canonical))) < 0)
 		return rc;
-	return schema_change(s, table,
-	    catalog_family_set_gc(s->catalog, table, family, canonical));
+	if ((rc = schema_change_begin(s, table, &p)) < 0)
+		return rc;
+	return schema_change_end(s, &p, catalog_family_set_gc(s->catalog,
+	    table, family, canonical, &p.prepare));
 }
 
 int
 server_group_set(struct server *s, const char *table,
     const struct catalog_group *g)
 {
+	struct schema_prep p;
 	int rc;
 
 	if ((rc = check_writable(s)) < 0)
 		return rc;
-	return schema_change(s, table, catalog_group_set(s->catalog, table, g));
+	if ((rc = schema_change_begin(s, table, &p)) < 0)
+		return rc;
+	return schema_change_end(s, &p, catalog_group_set(s->catalog, table,
+	    g, &p.prepare));
 }
 
 /* ---- Administration ---- */

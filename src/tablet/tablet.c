@@ -462,27 +462,19 @@ version_files_alloc(struct tablet_version *v, size_t count)
 }
 
 int
-tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
-    struct tablet_schema *schema, struct tablet **out)
+tablet_open_files(const struct tablet_env *tenv,
+    const struct catalog_tablet *ct, struct tablet_schema *schema,
+    const struct catalog_file *files, size_t count, struct tablet **out)
 {
-	struct catalog_file *files = NULL;
 	struct tablet_version *v;
 	struct tablet *t;
-	size_t count = 0;
 	int rc;
 
 	if ((rc = tablet_new(tenv, ct, schema, &t)) < 0)
 		return rc;
 	v = t->current;
-	if ((rc = catalog_files_list(tenv->catalog, ct->id, &files,
-	    &count)) != 0) {
-		if (rc > 0)
-			rc = bt_error_set(BT_ECORRUPT, "tablet %" PRIu64
-			    ": not in the catalog", ct->id);
-		goto out_free;
-	}
 	if ((rc = version_files_alloc(v, count)) < 0)
-		goto out_files;
+		goto out_free;
 	for (size_t i = 0; i < count; i++) {
 		struct tablet_file *f = &v->files[i];
 
@@ -494,18 +486,32 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 			if (!file_error_is_damage(rc) ||
 			    (rc = file_damage_new(&files[i], rc,
 			    &f->damage)) < 0)
-				goto out_files;
+				goto out_free;
 		}
 		v->file_count++;
 	}
-	bt_free(files);
 	tablet_seek_reset(t, v);
 	*out = t;
 	return 0;
-out_files:
-	bt_free(files);
 out_free:
 	tablet_unref(t);
+	return rc;
+}
+
+int
+tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
+    struct tablet_schema *schema, struct tablet **out)
+{
+	struct catalog_file *files = NULL;
+	size_t count = 0;
+	int rc;
+
+	if ((rc = catalog_files_list(tenv->catalog, ct->id, &files,
+	    &count)) != 0)
+		return rc < 0 ? rc : bt_error_set(BT_ECORRUPT, "tablet %"
+		    PRIu64 ": not in the catalog", ct->id);
+	rc = tablet_open_files(tenv, ct, schema, files, count, out);
+	bt_free(files);
 	return rc;
 }
 
@@ -667,25 +673,72 @@ tablet_flushed_seq(const struct tablet *t)
 	return atomic_load(&t->flushed_seq);
 }
 
-int
-tablet_set_schema(struct tablet *t, struct tablet_schema *schema)
-{
-	struct tablet_version *v;
+struct tablet_schema_change {
+	struct tablet *t;
+	struct tablet_schema *schema;	/* referenced */
+	struct tablet_version *v;	/* empty, with room for room files */
+	size_t room;
+};
 
+int
+tablet_schema_prepare(struct tablet *t, struct tablet_schema *schema,
+    struct tablet_schema_change **out)
+{
+	struct tablet_schema_change *c;
+
+	if ((c = bt_calloc(1, sizeof(*c))) == NULL)
+		return -ENOMEM;
 	pthread_mutex_lock(&t->mu);
-	if ((v = version_copy(t->current, 0)) == NULL) {
-		pthread_mutex_unlock(&t->mu);
+	c->room = t->current->file_count;
+	pthread_mutex_unlock(&t->mu);
+	if ((c->v = version_alloc(c->room)) == NULL) {
+		bt_free(c);
 		return -ENOMEM;
 	}
-	tablet_schema_unref(v->schema);
-	v->schema = schema;
+	c->t = t;
+	c->schema = schema;
 	tablet_schema_ref(schema);
+	*out = c;
+	return 0;
+}
+
+int
+tablet_schema_install(struct tablet_schema_change *c)
+{
+	struct tablet *t = c->t;
+	struct tablet_version *v = c->v;
+	int rc = 0;
+
+	pthread_mutex_lock(&t->mu);
+	if (t->current->file_count <= c->room) {
+		c->v = NULL;	/* installed below */
+	} else if ((v = version_alloc(t->current->file_count)) == NULL) {
+		/* It gained files since the prepare. */
+		rc = -ENOMEM;
+		goto out;
+	}
+	version_share(v, t->current);
+	tablet_schema_unref(v->schema);
+	v->schema = c->schema;
+	c->schema = NULL;
 	for (size_t i = 0; i < v->file_count; i++)
-		v->files[i].group = schema_group_index(schema,
+		v->files[i].group = schema_group_index(v->schema,
 		    v->files[i].meta.group);
 	version_install_locked(t, v);
+out:
 	pthread_mutex_unlock(&t->mu);
-	return 0;
+	tablet_schema_change_free(c);
+	return rc;
+}
+
+void
+tablet_schema_change_free(struct tablet_schema_change *c)
+{
+	if (c == NULL)
+		return;
+	tablet_version_unref(c->v);
+	tablet_schema_unref(c->schema);
+	bt_free(c);
 }
 
 /* ---- Writer side ---- */

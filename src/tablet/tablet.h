@@ -155,6 +155,11 @@ struct tablet;
  * again once the file is readable serves it. */
 int tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
     struct tablet_schema *schema, struct tablet **out);
+/* The same with the tablet's files given (count may be 0: a tablet the
+ * catalog is making), without asking the catalog. */
+int tablet_open_files(const struct tablet_env *tenv,
+    const struct catalog_tablet *ct, struct tablet_schema *schema,
+    const struct catalog_file *files, size_t count, struct tablet **out);
 void tablet_ref(struct tablet *t);
 /* Drop a reference; the last one frees the tablet, and unflushed memtable
  * data with it (it is in the log).  Accepts NULL. */
@@ -193,8 +198,21 @@ struct slice tablet_end(const struct tablet *t);
 bool tablet_contains(const struct tablet *t, struct slice row);
 /* The redo point: mutations at or below it are in the SSTables. */
 uint64_t tablet_flushed_seq(const struct tablet *t);
-/* Replace the schema seen by later reads, flushes and compactions. */
-int tablet_set_schema(struct tablet *t, struct tablet_schema *schema);
+/*
+ * Replace the schema seen by later reads, flushes and compactions, in two
+ * steps, so that nothing needs memory once the catalog holds the change:
+ * prepare takes a reference to schema and allocates what install needs
+ * (0 or -ENOMEM); install puts schema in place and frees the change.
+ * Install fails (-ENOMEM, the tablet unchanged) only if the tablet gained
+ * files in between and memory for them is short: a caller that keeps
+ * flushes and compactions off the tablet meanwhile gets 0.  A change not
+ * installed is freed with tablet_schema_change_free (NULL is fine).
+ */
+struct tablet_schema_change;
+int tablet_schema_prepare(struct tablet *t, struct tablet_schema *schema,
+    struct tablet_schema_change **out);
+int tablet_schema_install(struct tablet_schema_change *c);
+void tablet_schema_change_free(struct tablet_schema_change *c);
 
 /* ---- Writer side (serialized by the caller) ---- */
 

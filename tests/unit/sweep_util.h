@@ -259,6 +259,9 @@ struct op {
 	bool tablets;		/* the state shows the tablets */
 	bool write;		/* a failed call shows nothing in the running
 				   store (schema changes may show either) */
+	bool whole;		/* no failure leaves the store refusing
+				   writes: what memory needs is built before
+				   the catalog commits */
 };
 
 static inline int
@@ -477,10 +480,14 @@ static const struct op sweep_ops[] = {
 	{ .name = "store_flush", .run = op_flush },
 	{ .name = "store_compact", .run = op_compact },
 	{ .name = "table_split", .run = op_split, .tablets = true },
-	{ .name = "table_create", .run = op_table_create },
-	{ .name = "family_create", .run = op_family_create },
-	{ .name = "family_set_gc", .run = op_family_set_gc },
-	{ .name = "family_delete", .run = op_family_delete },
+	{ .name = "table_create", .run = op_table_create,
+	    .whole = true },
+	{ .name = "family_create", .run = op_family_create,
+	    .whole = true },
+	{ .name = "family_set_gc", .run = op_family_set_gc,
+	    .whole = true },
+	{ .name = "family_delete", .run = op_family_delete,
+	    .whole = true },
 	{ .name = "table_delete", .run = op_table_delete },
 	{ .name = "store_close", .run = op_close },
 	{ .name = "store_open", .run = op_open,
@@ -836,6 +843,9 @@ sweep(const struct op *op, const struct sweep_fault *f,
 	    f->name != NULL ? ", " : "", f->name != NULL ? f->name : "");
 	for (n = 1; n <= MAX_POINT && !tl.finished; n = next_point(n))
 		sweep_point(op, f, ref, last = n, &tl);
+	if (op->whole && tl.broken > 0)
+		violation(&tl, "%s: %d failures left the store refusing "
+		    "writes until a reopen", name, tl.broken);
 	if (!ok(tl.finished && tl.violations == 0, "%s: %d failure points "
 	    "(%d failed calls; %d broke the store until a reopen, %d were "
 	    "done whole after it), each all-or-nothing, nothing "

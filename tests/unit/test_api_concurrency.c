@@ -756,6 +756,7 @@ split_reader(void *p)
 static void *
 split_maintainer(void *p)
 {
+	static const struct bt_family_spec side = { .name = "g" };
 	struct split_arg *a = p;
 	struct split_test *st = a->st;
 	uint64_t rng = 0x511full;
@@ -763,9 +764,9 @@ split_maintainer(void *p)
 	int k = 0, rc;
 	long done_at;
 
-	while (atomic_load(&st->workers_left) > 0 || k < 3) {
+	while (atomic_load(&st->workers_left) > 0 || k < 4) {
 		done_at = atomic_load(&st->progress);
-		switch (k++ % 3) {
+		switch (k++ % 4) {
 		case 0:
 			snprintf(row, sizeof(row), "r%04d",
 			    (int)(tap_rand(&rng) % SPLIT_ROWS));
@@ -778,8 +779,16 @@ split_maintainer(void *p)
 		case 1:
 			rc = bt_store_compact(st->s, "s", false);
 			break;
+		case 2:
+			/* A schema change beside the writers, splits and
+			 * compactions (a family they do not write). */
+			if ((rc = bt_family_create(st->s, "s", &side)) == 0 &&
+			    (rc = bt_family_set_gc(st->s, "s", "g",
+			    "maxversions=1")) == 0)
+				rc = bt_family_delete(st->s, "s", "g");
+			break;
 		default:
-			rc = bt_store_compact(st->s, "s", k % 2 == 0);
+			rc = bt_store_compact(st->s, "s", k % 8 == 0);
 			break;
 		}
 		if (rc != 0 && atomic_fetch_add(&st->errors, 1) < 3)
@@ -870,8 +879,8 @@ test_splits_under_load(void)
 	    atomic_load(&st->forced) > 0,
 	    "splits: tablets split by size and by force during the load");
 	is_int(atomic_load(&st->errors), 0,
-	    "splits: no increment, write, read, scan, split or compaction "
-	    "failed");
+	    "splits: no increment, write, read, scan, split, compaction or "
+	    "schema change failed");
 	is_int(atomic_load(&st->mixed), 0,
 	    "splits: no read or scan saw a torn row");
 	is_int(atomic_load(&st->disorder), 0,

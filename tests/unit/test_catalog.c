@@ -322,22 +322,23 @@ test_names(struct catalog *c)
 		ok(!catalog_name_valid(bad[i]), "'%s' is not a valid name",
 		    bad[i]);
 		is_int(catalog_table_create(c, bad[i], 0, NULL, 0, NULL, 0,
-		    NULL, 0, &id), -EINVAL, "table '%s' is -EINVAL", bad[i]);
+		    NULL, 0, &id, NULL), -EINVAL, "table '%s' is -EINVAL",
+		    bad[i]);
 	}
 	ok(!catalog_name_valid(NULL), "NULL is not a valid name");
 	ok(!catalog_name_valid(long_name), "65 bytes is too long");
 	is_int(catalog_table_create(c, long_name, 0, NULL, 0, NULL, 0, NULL,
-	    0, &id), -EINVAL, "a 65-byte table name is -EINVAL");
+	    0, &id, NULL), -EINVAL, "a 65-byte table name is -EINVAL");
 	long_name[CATALOG_NAME_MAX] = '\0';
 	ok(catalog_name_valid(long_name), "64 bytes is fine");
 	ok(catalog_name_valid("a.b-c_D9"), "letters, digits, . - _ are fine");
 
 	f = family("a b", "", "");
 	is_int(catalog_table_create(c, "goodname", 0, &f, 1, NULL, 0, NULL, 0,
-	    &id), -EINVAL, "a bad family name is -EINVAL");
+	    &id, NULL), -EINVAL, "a bad family name is -EINVAL");
 	f = family("ok", "bad/group", "");
 	is_int(catalog_table_create(c, "goodname", 0, &f, 1, NULL, 0, NULL, 0,
-	    &id), -EINVAL, "a bad group name is -EINVAL");
+	    &id, NULL), -EINVAL, "a bad group name is -EINVAL");
 	is_int(catalog_table_get(c, "goodname", &(struct catalog_table *){0}),
 	    BT_NOTFOUND, "refused creates made no table");
 }
@@ -375,7 +376,7 @@ test_table_create(struct catalog *c)
 	groups[0].in_memory = true;
 	catalog_group_default(&groups[1], "gx");
 	rc = catalog_table_create(c, "t1", 1 << 20, fams, 3, groups, 2, splits,
-	    6, &id);
+	    6, &id, NULL);
 	is_int(rc, 0, "create table t1 (%s)", bt_error_detail());
 	ok(id != 0, "t1 has an id");
 
@@ -459,10 +460,10 @@ test_table_create(struct catalog *c)
 	    "tablets of an unknown table is BT_NOTFOUND");
 
 	is_int(catalog_table_create(c, "t1", 0, NULL, 0, NULL, 0, NULL, 0,
-	    &id2), -EEXIST, "a second t1 is -EEXIST");
+	    &id2, NULL), -EEXIST, "a second t1 is -EEXIST");
 
 	rc = catalog_table_create(c, "plain", 0, NULL, 0, NULL, 0, NULL, 0,
-	    &id2);
+	    &id2, NULL);
 	is_int(rc, 0, "a table without families or splits");
 	if (catalog_table_get(c, "plain", &t) == 0) {
 		ok(t->family_count == 0 && t->group_count == 1 &&
@@ -491,10 +492,14 @@ test_table_list(struct catalog *c)
 	uint64_t id;
 	int rc;
 
-	catalog_table_create(c, "zeta", 0, NULL, 0, NULL, 0, NULL, 0, &id);
-	catalog_table_create(c, "Alpha", 0, NULL, 0, NULL, 0, NULL, 0, &id);
-	catalog_table_create(c, "beta", 0, NULL, 0, NULL, 0, NULL, 0, &id);
-	catalog_table_create(c, "Zulu", 0, NULL, 0, NULL, 0, NULL, 0, &id);
+	catalog_table_create(c, "zeta", 0, NULL, 0, NULL, 0, NULL, 0, &id,
+	    NULL);
+	catalog_table_create(c, "Alpha", 0, NULL, 0, NULL, 0, NULL, 0, &id,
+	    NULL);
+	catalog_table_create(c, "beta", 0, NULL, 0, NULL, 0, NULL, 0, &id,
+	    NULL);
+	catalog_table_create(c, "Zulu", 0, NULL, 0, NULL, 0, NULL, 0, &id,
+	    NULL);
 	rc = catalog_table_list(c, &names, &n);
 	is_int(rc, 0, "list tables");
 	if (rc != 0)
@@ -518,38 +523,38 @@ test_families(struct catalog *c)
 	struct catalog_table *t;
 	bool found = false;
 
-	is_int(catalog_family_create(c, "t1", &f), 0, "add family f4");
-	is_int(catalog_family_create(c, "t1", &f), -EEXIST,
+	is_int(catalog_family_create(c, "t1", &f, NULL), 0, "add family f4");
+	is_int(catalog_family_create(c, "t1", &f, NULL), -EEXIST,
 	    "add f4 again is -EEXIST");
 	f = family("f1", "", "");
-	is_int(catalog_family_create(c, "t1", &f), -EEXIST,
+	is_int(catalog_family_create(c, "t1", &f, NULL), -EEXIST,
 	    "add an existing family is -EEXIST");
-	is_int(catalog_family_create(c, "nosuch", &f), -ENOENT,
+	is_int(catalog_family_create(c, "nosuch", &f, NULL), -ENOENT,
 	    "add to a missing table is -ENOENT");
 	f = family(".f", "", "");
-	is_int(catalog_family_create(c, "t1", &f), -EINVAL,
+	is_int(catalog_family_create(c, "t1", &f, NULL), -EINVAL,
 	    "add a bad family name is -EINVAL");
 
-	is_int(catalog_family_set_gc(c, "t1", "f4", "maxage=1h"), 0,
+	is_int(catalog_family_set_gc(c, "t1", "f4", "maxage=1h", NULL), 0,
 	    "set f4's policy");
-	is_int(catalog_family_set_gc(c, "t1", "nosuch", "never"), -ENOENT,
+	is_int(catalog_family_set_gc(c, "t1", "nosuch", "never", NULL), -ENOENT,
 	    "set the policy of a missing family is -ENOENT");
-	is_int(catalog_family_set_gc(c, "nosuch", "f4", "never"), -ENOENT,
+	is_int(catalog_family_set_gc(c, "nosuch", "f4", "never", NULL), -ENOENT,
 	    "set a policy in a missing table is -ENOENT");
-	is_int(catalog_family_set_gc(c, "t1", "f4", ""), -EINVAL,
+	is_int(catalog_family_set_gc(c, "t1", "f4", "", NULL), -EINVAL,
 	    "an empty policy is -EINVAL");
 
 	catalog_group_default(&g, "g2");
 	g.block_size = 8192;
 	g.bloom = true;
-	is_int(catalog_group_set(c, "t1", &g), 0, "update group g2");
+	is_int(catalog_group_set(c, "t1", &g, NULL), 0, "update group g2");
 	catalog_group_default(&g, "g5");
 	g.in_memory = true;
-	is_int(catalog_group_set(c, "t1", &g), 0, "add group g5");
-	is_int(catalog_group_set(c, "nosuch", &g), -ENOENT,
+	is_int(catalog_group_set(c, "t1", &g, NULL), 0, "add group g5");
+	is_int(catalog_group_set(c, "nosuch", &g, NULL), -ENOENT,
 	    "set a group of a missing table is -ENOENT");
 	g.block_size = 0;
-	is_int(catalog_group_set(c, "t1", &g), -EINVAL,
+	is_int(catalog_group_set(c, "t1", &g, NULL), -EINVAL,
 	    "block size 0 is -EINVAL");
 
 	if (catalog_table_get(c, "t1", &t) != 0) {
@@ -573,10 +578,10 @@ test_families(struct catalog *c)
 	}
 	catalog_table_free(t);
 
-	is_int(catalog_family_drop(c, "t1", "f4"), 0, "drop f4");
-	is_int(catalog_family_drop(c, "t1", "f4"), -ENOENT,
+	is_int(catalog_family_drop(c, "t1", "f4", NULL), 0, "drop f4");
+	is_int(catalog_family_drop(c, "t1", "f4", NULL), -ENOENT,
 	    "drop f4 again is -ENOENT");
-	is_int(catalog_family_drop(c, "nosuch", "f1"), -ENOENT,
+	is_int(catalog_family_drop(c, "nosuch", "f1", NULL), -ENOENT,
 	    "drop in a missing table is -ENOENT");
 	if (catalog_table_get(c, "t1", &t) == 0) {
 		found = false;
@@ -599,7 +604,7 @@ test_failed_calls_leave_nothing(struct catalog *c)
 	struct catalog_table *t;
 
 	is_int(catalog_table_create(c, "dup", 0, fams, 3, NULL, 0, NULL, 0,
-	    &id), -EINVAL, "a family listed twice is refused");
+	    &id, NULL), -EINVAL, "a family listed twice is refused");
 	is_int(catalog_table_get(c, "dup", &t), BT_NOTFOUND,
 	    "and no table was made");
 
@@ -716,7 +721,7 @@ test_drop_table(struct catalog *c)
 	size_t n;
 
 	is_int(catalog_table_create(c, "victim", 0, NULL, 0, NULL, 0, splits,
-	    1, &id), 0, "create victim with two tablets");
+	    1, &id, NULL), 0, "create victim with two tablets");
 	tablet0 = tablet_id_of(c, id, 0);
 	tablet1 = tablet_id_of(c, id, 1);
 	is_int(catalog_tablet_apply(c, tablet0, &added, 1, NULL, 0, 5), 0,
@@ -890,7 +895,8 @@ test_fault_env(void)
 	c = fault_open_or_bail(fenv, path);
 	ok(true, "a created catalog survives power loss");
 
-	is_int(catalog_table_create(c, "a", 0, NULL, 0, NULL, 0, NULL, 0, &id),
+	is_int(catalog_table_create(c, "a", 0, NULL, 0, NULL, 0, NULL, 0, &id,
+	    NULL),
 	    0, "create table a");
 	is_int(catalog_next_number(c, &n1), 0, "take a number");
 	env_fault_drop_unsynced(fenv);
@@ -902,12 +908,14 @@ test_fault_env(void)
 	    (unsigned long long)n2, (unsigned long long)n1);
 
 	env_fault_fail_after(fenv, ENV_FAULT_SYNC, 1, -EIO, false);
-	rc = catalog_table_create(c, "b", 0, NULL, 0, NULL, 0, NULL, 0, &id);
+	rc = catalog_table_create(c, "b", 0, NULL, 0, NULL, 0, NULL, 0, &id,
+	    NULL);
 	ok(rc < 0, "a create whose commit cannot sync fails (%s: %s)",
 	    bt_strerror(rc), bt_error_detail());
 	is_int(catalog_table_get(c, "b", &t), BT_NOTFOUND,
 	    "and made no table");
-	rc = catalog_table_create(c, "c", 0, NULL, 0, NULL, 0, NULL, 0, &id);
+	rc = catalog_table_create(c, "c", 0, NULL, 0, NULL, 0, NULL, 0, &id,
+	    NULL);
 	is_int(rc, 0, "the next create works (%s)", bt_error_detail());
 
 	env_fault_fail_after(fenv, ENV_FAULT_APPEND, 1, -ENOSPC, false);
@@ -984,7 +992,7 @@ test_random_splits(struct catalog *c, uint64_t *seed)
 		distinct++;
 	}
 	is_int(catalog_table_create(c, "random", 0, NULL, 0, NULL, 0, splits,
-	    SPLITS, &id), 0, "create a table with random split rows");
+	    SPLITS, &id, NULL), 0, "create a table with random split rows");
 	if (catalog_tablets_list(c, id, &t, &n) != 0) {
 		ok(false, "list its tablets");
 		return;
@@ -1246,8 +1254,8 @@ test_damage_every_page(void)
 		tap_bail("catalog_create");
 	c = fault_open_or_bail(env, p);
 	if (catalog_table_create(c, "webtable", 0, fams, 3, NULL, 0, splits,
-	    40, &id) != 0 || catalog_table_create(c, "victim", 0, fams, 1,
-	    NULL, 0, splits, 40, &id) != 0 || catalog_table_drop(c,
+	    40, &id, NULL) != 0 || catalog_table_create(c, "victim", 0, fams, 1,
+	    NULL, 0, splits, 40, &id, NULL) != 0 || catalog_table_drop(c,
 	    "victim") != 0)
 		tap_bail("cannot fill the catalog");
 	id = table_id_of(c, "webtable");
@@ -1350,7 +1358,7 @@ test_damage_wal(void)
 		tap_bail("catalog_create");
 	c = fault_open_or_bail(env, p);
 	if (catalog_table_create(c, "webtable", 0, fams, 1, NULL, 0, NULL, 0,
-	    &id) != 0 || (reported = calloc(1, 4096)) == NULL)
+	    &id, NULL) != 0 || (reported = calloc(1, 4096)) == NULL)
 		tap_bail("cannot fill the catalog");
 	size = file_size(wal);
 	fs = page_size_of(p) + 24;
@@ -1420,7 +1428,7 @@ test_damage_wal_at_rest(void)
 		tap_bail("catalog_create");
 	c = fault_open_or_bail(env, p);
 	if (catalog_table_create(c, "webtable", 0, fams, 1, NULL, 0, NULL, 0,
-	    &id) != 0)
+	    &id, NULL) != 0)
 		tap_bail("cannot fill the catalog");
 	for (uint64_t i = 1; i <= 5; i++)
 		if (catalog_meta_set(c, "step", i) != 0)

@@ -249,10 +249,10 @@ test_big_table(struct catalog *c, uint64_t *big)
 	    BIG_ROWS_PER_META), 0, "METADATA tablets hold at most %d rows",
 	    BIG_ROWS_PER_META);
 	is_int(catalog_table_create(c, "small", 0, NULL, 0, NULL, 0, NULL, 0,
-	    &small), 0, "a table of one tablet");
+	    &small, NULL), 0, "a table of one tablet");
 	t0 = now_seconds();
 	rc = catalog_table_create(c, "big", 0, NULL, 0, NULL, 0, splits,
-	    BIG_SPLITS, big);
+	    BIG_SPLITS, big, NULL);
 	is_int(rc, 0, "a table with %d split rows (%s)", BIG_SPLITS,
 	    bt_error_detail());
 	diag("creating %d tablets took %.3f s", BIG_SPLITS + 1,
@@ -735,7 +735,7 @@ test_drop_and_reuse(struct catalog *c)
 	    "its METADATA tablets are gone with it (%zu -> %zu)", before,
 	    meta_tablet_count(c));
 	is_int(catalog_table_create(c, "big2", 0, NULL, 0, NULL, 0,
-	    splits + 1, 300, &id2), 0, "create a table after the drop");
+	    splits + 1, 300, &id2, NULL), 0, "create a table after the drop");
 	diag("the new table has id %" PRIu64 " (the dropped one had %" PRIu64
 	    ")", id2, id);
 	check_clean(c, "after a create that may reuse the id");
@@ -919,7 +919,7 @@ fault_setup(struct env **fenvp)
 	}
 	if (catalog_meta_set(c, CATALOG_META_METADATA_ROWS, 4) != 0 ||
 	    catalog_table_create(c, "t", 0, NULL, 0, NULL, 0, splits, 7,
-	    &id) != 0 || catalog_tablets_list(c, id, &t, &n) != 0)
+	    &id, NULL) != 0 || catalog_tablets_list(c, id, &t, &n) != 0)
 		tap_bail("cannot fill the fault env's catalog");
 	if (catalog_tablet_apply(c, t[3].id, &f, 1, NULL, 0, 9) != 0)
 		tap_bail("cannot name a file");
@@ -970,7 +970,7 @@ op_create(struct catalog *c)
 		splits[i] = slice_str(keys[i]);
 	}
 	return catalog_table_create(c, "u", 0, NULL, 0, NULL, 0, splits, 12,
-	    &id);
+	    &id, NULL);
 }
 
 /*
@@ -1341,7 +1341,8 @@ test_check_detects(void)
 		c = open_or_bail(env, path);
 		if (catalog_meta_set(c, CATALOG_META_METADATA_ROWS, 4) != 0 ||
 		    catalog_table_create(c, "t", 0, NULL, 0, NULL, 0, splits,
-		    9, &id) != 0 || catalog_location_check(c, NULL, NULL) != 0)
+		    9, &id, NULL) != 0 || catalog_location_check(c, NULL,
+		    NULL) != 0)
 			tap_bail("cannot make a catalog to damage");
 		catalog_close(c);
 		if (raw_open(env, path, &db) != SQLITE_OK)
@@ -1399,7 +1400,7 @@ test_raw_sql_changes(void)
 	c = open_or_bail(env, path);
 	if (catalog_meta_set(c, CATALOG_META_METADATA_ROWS, 3) != 0 ||
 	    catalog_table_create(c, "t", 0, NULL, 0, NULL, 0, splits, 9,
-	    &id) != 0)
+	    &id, NULL) != 0)
 		tap_bail("cannot make a catalog");
 	catalog_close(c);
 	if (raw_open(env, path, &db) != SQLITE_OK)
