@@ -327,7 +327,8 @@ sst_reader_read_block_ahead(struct sst_reader *r, struct sst_readahead *ra,
 			*lent = slice_make(bytes, (size_t)size);
 			return 0;
 		}
-		if (windowed || on_stack) {
+		/* An empty block may leave out without memory. */
+		if ((windowed || on_stack) && size > 0) {
 			if ((rc = buf_reserve_exact(out, (size_t)size)) < 0)
 				return rc;
 			memcpy(out->p, bytes, (size_t)size);
