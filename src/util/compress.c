@@ -2,8 +2,9 @@
  * compress.c - Snappy block compression through Snappy's C API.
  *
  * Snappy's decompressor checks every copy against its input and output
- * bounds, so corrupt input yields an error status rather than a crash; we
- * only add the max_len limit on the declared length before allocating.
+ * bounds, so corrupt input yields an error status rather than a crash.
+ * Before allocating we check the declared length against max_len and
+ * against what in.n bytes can possibly expand to (compress_max_expansion).
  */
 #include <errno.h>
 
@@ -40,6 +41,20 @@ compress_snappy(struct slice in, struct buf *out)
 	return 0;
 }
 
+/*
+ * The most a Snappy stream of n bytes can expand to.  Its densest element
+ * is a 3-byte copy of 64 bytes (a 2-byte copy yields at most 11, a literal
+ * never more than it holds), so no valid stream holds more than 64 bytes
+ * per 3 of its own; the varint header only adds slack.  A header claiming
+ * more is corrupt, and refusing it keeps a damaged file from allocating up
+ * to 4 GiB for a block of a few bytes.
+ */
+static size_t
+compress_max_expansion(size_t n)
+{
+	return n / 3 * 64 + 64;
+}
+
 int
 uncompress_snappy(struct slice in, size_t max_len, struct buf *out)
 {
@@ -54,6 +69,10 @@ uncompress_snappy(struct slice in, size_t max_len, struct buf *out)
 	if (len > max_len)
 		return bt_error_set(BT_ECORRUPT, "snappy: block would expand "
 		    "to %zu bytes, limit %zu", len, max_len);
+	if (len > compress_max_expansion(in.n))
+		return bt_error_set(BT_ECORRUPT, "snappy: %zu-byte block "
+		    "claims %zu bytes, more than Snappy can encode in it",
+		    in.n, len);
 	buf_clear(out);
 	if ((rc = buf_reserve_exact(out, len > 0 ? len : 1)) < 0)
 		return rc;
