@@ -133,6 +133,19 @@ struct catalog_prepare {
 };
 
 /*
+ * What the caller of catalog_tablet_replace builds from the new tablets,
+ * so that nothing it needs can fail once the replacement is durable: fn
+ * runs inside the transaction, before its commit, with the new tablets'
+ * ids (count of them, in the specs' order).  A negative return rolls the
+ * replacement back and is its result.  fn runs under the catalog's lock
+ * and must not call the catalog.
+ */
+struct catalog_replace_prepare {
+	int (*fn)(void *arg, const uint64_t *new_ids, size_t count);
+	void *arg;
+};
+
+/*
  * Create a table with its families (each with its group and GC policy
  * text, already validated by the caller; a family naming a group not in
  * groups gets that group with default settings; an empty group is
@@ -385,10 +398,12 @@ void catalog_locations_free(struct catalog_location *locs, size_t count);
  * that do not tile the range), -EEXIST; on any error nothing changes.
  * The files must be complete and synced before the call, as for
  * catalog_tablet_apply; the old tablets' files that no new tablet names
- * stop being named.
+ * stop being named.  prep (NULL: none) runs inside the transaction once
+ * the new tablets have their ids, before the commit (see
+ * struct catalog_replace_prepare).
  */
 int catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
     size_t old_count, const struct catalog_tablet_spec *specs, size_t count,
-    uint64_t *new_ids);
+    uint64_t *new_ids, const struct catalog_replace_prepare *prep);
 
 #endif

@@ -677,7 +677,7 @@ specs_check(const struct catalog_tablet_spec *specs, size_t count)
 int
 catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
     size_t old_count, const struct catalog_tablet_spec *specs, size_t count,
-    uint64_t *new_ids)
+    uint64_t *new_ids, const struct catalog_replace_prepare *prep)
 {
 	struct old_tablet *old;
 	uint64_t *ids;
@@ -701,7 +701,10 @@ catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
 	}
 	if ((rc = catalog_begin(c, true)) < 0)
 		goto out_ids;
-	rc = catalog_end(c, replace_txn(c, old, old_count, specs, count, ids));
+	rc = replace_txn(c, old, old_count, specs, count, ids);
+	if (rc == 0 && prep != NULL)
+		rc = prep->fn(prep->arg, ids, count);
+	rc = catalog_end(c, rc);
 	if (rc == 0 && new_ids != NULL)
 		memcpy(new_ids, ids, count * sizeof(*ids));
 out_ids:

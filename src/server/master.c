@@ -288,12 +288,13 @@ files_union(struct server *s, struct tablet *const *from, size_t n,
 }
 
 /*
- * Replace the tablets at [first, first + old_count) of t's map by the
- * given new tablets (taking their references), in a new map.
+ * A new map for t: m with the tablets at [first, first + old_count)
+ * replaced by fresh (fresh_count of them, whose references it takes on
+ * success).
  */
 static int
-map_replace(struct server_table *t, struct tablet_map *m, size_t first,
-    size_t old_count, struct tablet *const *fresh, size_t fresh_count)
+map_build(const struct tablet_map *m, size_t first, size_t old_count,
+    struct tablet *const *fresh, size_t fresh_count, struct tablet_map **out)
 {
 	struct tablet_map *nm;
 	size_t k = 0;
@@ -311,65 +312,93 @@ map_replace(struct server_table *t, struct tablet_map *m, size_t first,
 		tablet_ref(m->tablets[i]);
 		nm->tablets[k++] = m->tablets[i];
 	}
-	table_map_install(t, nm);
+	*out = nm;
 	return 0;
 }
 
 /*
- * Record tablets in place of the old ones (the commit point): rows[i]
- * gives each new tablet's range, redo point and whether its start came
- * from a split for size; they all name files[0..count); each gets its id.
+ * A split (one parent, two rows) or a merge (two parents, one row) of the
+ * tablets at [first, first + parents) of map m: what it builds in memory
+ * inside the catalog's transaction (replace_prepare), so that once the
+ * catalog commits nothing is left that can fail.  The new tablets have
+ * their parents' schema, which is the table's: schema changes hold
+ * work_mu too (server_schema.c).
  */
+struct replace_build {
+	struct server_table *t;
+	const struct tablet_map *m;
+	size_t first;
+	size_t parents;
+	struct catalog_tablet *rows;	/* rows of the new tablets */
+	size_t n;
+	struct tablet_map *made;	/* the new map, not yet installed */
+};
+
 static int
-catalog_replace(struct server *s, struct server_table *t,
-    const uint64_t *old, size_t old_count, struct catalog_tablet *rows,
-    size_t n, const struct catalog_file *files, size_t count)
+replace_prepare(void *arg, const uint64_t *ids, size_t n)
 {
-	struct catalog_tablet_spec specs[2];
-	uint64_t ids[2];
+	struct replace_build *b = arg;
+	struct tablet *const *parent = &b->m->tablets[b->first];
+	struct tablet *fresh[2] = { NULL, NULL };
 	int rc;
 
-	if (n == 0 || n > 2)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		specs[i] = (struct catalog_tablet_spec){
-			.start = buf_slice(&rows[i].start),
-			.end = buf_slice(&rows[i].end),
-			.flushed_seq = rows[i].flushed_seq,
-			.files = files, .file_count = count,
-			.server = s->name, .auto_split = rows[i].auto_split,
-		};
-	if ((rc = catalog_tablet_replace(s->catalog, old, old_count, specs, n,
-	    ids)) < 0)
-		return rc;
+	if (n != b->n)
+		return bt_error_set(-EINVAL, "catalog: %zu new tablets, not "
+		    "%zu", n, b->n);
 	for (size_t i = 0; i < n; i++) {
-		rows[i].id = ids[i];
-		rows[i].table_id = t->id;
+		b->rows[i].id = ids[i];
+		b->rows[i].table_id = b->t->id;
 	}
-	return 0;
+	if (b->parents == 1 && n == 2)
+		rc = tablet_split(parent[0], &b->rows[0], &b->rows[1],
+		    &fresh[0], &fresh[1]);
+	else if (b->parents == 2 && n == 1)
+		rc = tablet_merge(parent[0], parent[1], &b->rows[0],
+		    &fresh[0]);
+	else
+		rc = -EINVAL;
+	if (rc == 0 && (rc = map_build(b->m, b->first, b->parents, fresh, n,
+	    &b->made)) < 0)
+		for (size_t i = 0; i < n; i++)
+			tablet_unref(fresh[i]);
+	return rc;
 }
 
 /*
- * After the catalog has the new tablets: install them (rc: whether they
- * were built).  They have their parents' schema, which is the table's:
- * schema changes hold work_mu too (server_schema.c).  A failure here
- * leaves memory behind the catalog: refuse writes until the store is
- * reopened (which loads what the catalog says).
+ * Record b's new tablets in place of its parents (the commit point),
+ * each named with files[0..count), and install them: 0, or an error
+ * that changed nothing.
  */
 static int
-install_fresh(struct server *s, struct server_table *t, struct tablet_map *m,
-    size_t first, size_t old_count, struct tablet **fresh, size_t n, int rc)
+replace_commit(struct server *s, struct replace_build *b,
+    const struct catalog_file *files, size_t count)
 {
-	if (rc == 0)
-		rc = map_replace(t, m, first, old_count, fresh, n);
+	struct catalog_replace_prepare prep = { replace_prepare, b };
+	struct catalog_tablet_spec specs[2];
+	uint64_t old[2];
+	int rc;
+
+	if (b->n == 0 || b->n > 2 || b->parents == 0 || b->parents > 2)
+		return -EINVAL;
+	for (size_t i = 0; i < b->parents; i++)
+		old[i] = tablet_id(b->m->tablets[b->first + i]);
+	for (size_t i = 0; i < b->n; i++)
+		specs[i] = (struct catalog_tablet_spec){
+			.start = buf_slice(&b->rows[i].start),
+			.end = buf_slice(&b->rows[i].end),
+			.flushed_seq = b->rows[i].flushed_seq,
+			.files = files, .file_count = count,
+			.server = s->name, .auto_split = b->rows[i].auto_split,
+		};
+	b->made = NULL;
+	rc = catalog_tablet_replace(s->catalog, old, b->parents, specs, b->n,
+	    NULL, &prep);
 	if (rc < 0) {
-		for (size_t i = 0; i < n; i++)
-			tablet_unref(fresh[i]);
-		s->broken = bt_error_set(rc, "table %s: tablets changed in "
-		    "the catalog but not in memory; reopen the store",
-		    t->name);
+		tablet_map_unref(b->made);	/* built, then not committed */
+		return rc;
 	}
-	return rc;
+	table_map_install(b->t, b->made);
+	return 0;
 }
 
 /* ---- Splits ---- */
@@ -379,7 +408,8 @@ static int
 split_tablet(struct server *s, struct server_table *t, struct tablet_map *m,
     size_t i, struct slice row, bool auto_split)
 {
-	struct tablet *p = m->tablets[i], *fresh[2] = { NULL, NULL };
+	struct tablet *p = m->tablets[i];
+	struct replace_build b;
 	struct catalog_tablet rows[2];
 	struct catalog_file *files = NULL;
 	size_t count = 0;
@@ -399,15 +429,10 @@ split_tablet(struct server *s, struct server_table *t, struct tablet_map *m,
 	    left_auto == 1, &rc);
 	row_init(&rows[1], row, tablet_end(p), s->applied_upto, auto_split,
 	    &rc);
-	if (rc == 0)
-		rc = catalog_replace(s, t, &old, 1, rows, 2, files, count);
-	if (rc == 0) {
-		rc = tablet_split(p, &rows[0], &rows[1], &fresh[0],
-		    &fresh[1]);
-		rc = install_fresh(s, t, m, i, 1, fresh, 2, rc);
-		if (rc == 0)
-			atomic_fetch_add(&s->splits, 1);
-	}
+	b = (struct replace_build){ .t = t, .m = m, .first = i, .parents = 1,
+	    .rows = rows, .n = 2 };
+	if (rc == 0 && (rc = replace_commit(s, &b, files, count)) == 0)
+		atomic_fetch_add(&s->splits, 1);
 	row_release(&rows[0]);
 	row_release(&rows[1]);
 	bt_free(files);
@@ -467,7 +492,7 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
     size_t i, int64_t now)
 {
 	struct tablet *pair[2] = { m->tablets[i], m->tablets[i + 1] };
-	struct tablet *fresh = NULL;
+	struct replace_build b;
 	struct catalog_tablet row;
 	struct catalog_file *files = NULL;
 	size_t count = 0;
@@ -492,14 +517,10 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 		goto out_unlock;
 	row_init(&row, tablet_start(pair[0]), tablet_end(pair[1]),
 	    s->applied_upto, left_auto == 1, &rc);
-	if (rc == 0)
-		rc = catalog_replace(s, t, old, 2, &row, 1, files, count);
-	if (rc == 0) {
-		rc = tablet_merge(pair[0], pair[1], &row, &fresh);
-		rc = install_fresh(s, t, m, i, 2, &fresh, 1, rc);
-		if (rc == 0)
-			atomic_fetch_add(&s->merges, 1);
-	}
+	b = (struct replace_build){ .t = t, .m = m, .first = i, .parents = 2,
+	    .rows = &row, .n = 1 };
+	if (rc == 0 && (rc = replace_commit(s, &b, files, count)) == 0)
+		atomic_fetch_add(&s->merges, 1);
 	row_release(&row);
 	bt_free(files);
 out_unlock:

@@ -98,7 +98,7 @@ schema_prep_release(struct schema_prep *p)
  * A schema change that the catalog committed and that memory could not
  * follow (rc): the running store would show the old schema and the new
  * one mixed, so it refuses writes until it is reopened, which loads what
- * the catalog says (as a split does, master.c).  Returns rc.  Caller
+ * the catalog says.  Returns rc.  Caller
  * holds neither tables_mu nor apply_mu.  A change prepared before its
  * commit (schema_prep) gets here only if a tablet gained files between
  * the two, which the locks the change holds rule out.

@@ -359,8 +359,9 @@ write_queue_reserve(struct write_queue *q, size_t n)
  * numbers are taken even on failure (the group still takes its turn).  A
  * broken store (s->broken) logs nothing: a write it refuses must not come
  * back when the reopen replays the log.  (One that a break from elsewhere,
- * a split or schema change failing in memory, overtakes between here and
- * its apply is refused though logged, and its fate is the reopen's.)
+ * an earlier group's apply or a schema change failing in memory,
+ * overtakes between here and its apply is refused though logged, and its
+ * fate is the reopen's.)
  */
 static int
 group_log(struct server *s, struct write_waiter *first,

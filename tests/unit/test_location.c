@@ -404,7 +404,7 @@ split_tablet(struct catalog *c, const struct catalog_tablet *t,
 		specs[i].file_count = file_count;
 		specs[i].server = server;
 	}
-	rc = catalog_tablet_replace(c, &t->id, 1, specs, 2, ids);
+	rc = catalog_tablet_replace(c, &t->id, 1, specs, 2, ids, NULL);
 	buf_release(&mid);
 	return rc;
 }
@@ -421,7 +421,7 @@ merge_tablets(struct catalog *c, const struct catalog_tablet *a,
 	spec.end = buf_slice(&b->end);
 	spec.flushed_seq = a->flushed_seq < b->flushed_seq ? a->flushed_seq :
 	    b->flushed_seq;
-	return catalog_tablet_replace(c, old, 2, &spec, 1, id);
+	return catalog_tablet_replace(c, old, 2, &spec, 1, id, NULL);
 }
 
 static struct catalog_file
@@ -459,9 +459,30 @@ tablet_at_meta_end(struct catalog *c, const struct catalog_tablet *t,
 	return found;
 }
 
+/* A replacement's prepare that notes what it was given and returns rc. */
+struct replace_probe {
+	int rc;
+	int calls;
+	size_t count;
+	uint64_t id;
+};
+
+static int
+replace_probe_run(void *arg, const uint64_t *ids, size_t count)
+{
+	struct replace_probe *p = arg;
+
+	p->calls++;
+	p->count = count;
+	p->id = count > 0 ? ids[0] : 0;
+	return p->rc;
+}
+
 static void
 test_split_merge(struct catalog *c, uint64_t big)
 {
+	struct replace_probe probe = { 0 };
+	struct catalog_replace_prepare prep = { replace_probe_run, &probe };
 	struct catalog_tablet *t, *t2;
 	struct catalog_file f[2] = { file_row(900001), file_row(900002) };
 	struct catalog_file *files, bad_file;
@@ -515,41 +536,59 @@ test_split_merge(struct catalog *c, uint64_t big)
 	spec.start = buf_slice(&t[10].start);
 	spec.end = buf_slice(&t[12].end);
 	is_int(catalog_tablet_replace(c, (uint64_t[]){ t[10].id, t[12].id }, 2,
-	    &spec, 1, &id), -EINVAL, "tablets that are not adjacent are "
+	    &spec, 1, &id, NULL), -EINVAL, "tablets that are not adjacent are "
 	    "-EINVAL");
 	spec.end = buf_slice(&t[11].end);
-	is_int(catalog_tablet_replace(c, &t[10].id, 1, &spec, 1, &id),
+	is_int(catalog_tablet_replace(c, &t[10].id, 1, &spec, 1, &id, NULL),
 	    -EINVAL, "specs that cover more than the old range are -EINVAL");
 	spec.end = buf_slice(&t[10].end);
 	spec.start = buf_slice(&t[10].end);
-	is_int(catalog_tablet_replace(c, &t[10].id, 1, &spec, 1, &id),
+	is_int(catalog_tablet_replace(c, &t[10].id, 1, &spec, 1, &id, NULL),
 	    -EINVAL, "specs that cover less are -EINVAL");
 	spec.start = buf_slice(&t[10].start);
 	is_int(catalog_tablet_replace(c, (uint64_t[]){ 999999999 }, 1, &spec, 1,
-	    &id), -ENOENT, "a missing tablet is -ENOENT");
+	    &id, NULL), -ENOENT, "a missing tablet is -ENOENT");
 	spec.end = buf_slice(&t[10].end);
 	bad_file = file_row(5);
 	snprintf(bad_file.group, sizeof(bad_file.group), "nosuchgroup");
 	spec.files = &bad_file;
 	spec.file_count = 1;
-	is_int(catalog_tablet_replace(c, &t[10].id, 1, &spec, 1, &id), -ENOENT,
-	    "a file in a missing group fails the whole replacement");
+	is_int(catalog_tablet_replace(c, &t[10].id, 1, &spec, 1, &id, NULL),
+	    -ENOENT, "a file in a missing group fails the whole replacement");
 	spec.files = NULL;
 	spec.file_count = 0;
 	is_int(catalog_tablet_replace(c, (uint64_t[]){ t[n - 1].id,
-	    999999998 }, 2, &spec, 1, &id), -ENOENT,
+	    999999998 }, 2, &spec, 1, &id, NULL), -ENOENT,
 	    "an id of no tablet among others is -ENOENT");
 	if (catalog_tablets_list(c, small, &t2, &n2) == 0) {
 		is_int(catalog_tablet_replace(c, (uint64_t[]){ t[n - 1].id,
-		    t2[0].id }, 2, &spec, 1, &id), -EINVAL,
+		    t2[0].id }, 2, &spec, 1, &id, NULL), -EINVAL,
 		    "tablets of two tables are -EINVAL");
 		catalog_tablets_free(t2, n2);
 	}
+	probe.rc = -ENOSPC;
+	is_int(catalog_tablet_replace(c, &t[10].id, 1, &spec, 1, &id, &prep),
+	    -ENOSPC, "a prepare's failure is the replacement's, which rolls "
+	    "back");
+	ok(probe.calls == 1 && probe.count == 1 && probe.id != 0 &&
+	    probe.id != t[10].id, "the prepare ran once, inside the "
+	    "transaction, with the new tablet's id (%" PRIu64 ")", probe.id);
 	if (catalog_tablets_list(c, big, &t2, &n2) == 0) {
 		is_int(n2, n, "the refusals left the tablets as they were");
+		ok(n2 > 10 && t2[10].id == t[10].id, "the one whose prepare "
+		    "failed among them");
 		catalog_tablets_free(t2, n2);
 	}
 	check_clean(c, "after the refusals");
+
+	probe = (struct replace_probe){ 0 };
+	is_int(catalog_tablet_replace(c, &t[10].id, 1, &spec, 1, &id, &prep),
+	    0, "with a prepare that succeeds the replacement commits");
+	ok(probe.calls == 1 && probe.id == id, "the prepare saw the id the "
+	    "replacement returned (%" PRIu64 ")", id);
+	is_int(walk_id(c, big, buf_slice(&t[10].start), NULL), id,
+	    "the replaced range is served by the new tablet");
+	check_clean(c, "after a prepared replacement");
 	catalog_tablets_free(t, n);
 }
 
@@ -823,7 +862,7 @@ test_walks_race_changes(struct catalog *c, uint64_t *seed)
 				sp[0].end = sp[1].start = buf_slice(&at);
 				sp[1].end = buf_slice(&t[i].end);
 				ops += catalog_tablet_replace(c, &t[i].id, 1,
-				    sp, 2, ids) == 0;
+				    sp, 2, ids, NULL) == 0;
 			} else {
 				ops += split_tablet(c, &t[i], NULL, 0, NULL,
 				    ids) == 0;
@@ -951,7 +990,7 @@ op_replace(struct catalog *c)
 		specs[i].files = &f;
 		specs[i].file_count = 1;
 	}
-	rc = catalog_tablet_replace(c, &t[3].id, 1, specs, 4, ids);
+	rc = catalog_tablet_replace(c, &t[3].id, 1, specs, 4, ids, NULL);
 	catalog_tablets_free(t, n);
 	return rc;
 }
