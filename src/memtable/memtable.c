@@ -298,6 +298,28 @@ memtable_unref(struct memtable *m)
 	bt_free(m);
 }
 
+/* A node's allocation at its tallest, less its key and value. */
+#define MEMTABLE_NODE_MAX \
+	(MEMTABLE_MAX_HEIGHT * sizeof(struct mt_node *) + sizeof(struct mt_node))
+
+int
+memtable_reserve(struct memtable *m, size_t count, size_t key_bytes,
+    size_t value_bytes)
+{
+	if (count > SIZE_MAX / MEMTABLE_NODE_MAX ||
+	    key_bytes > SIZE_MAX - count * MEMTABLE_NODE_MAX ||
+	    value_bytes > SIZE_MAX - count * MEMTABLE_NODE_MAX - key_bytes)
+		return -ENOMEM;
+	return arena_reserve(m->arena, count * MEMTABLE_NODE_MAX + key_bytes +
+	    value_bytes, count);
+}
+
+void
+memtable_reserve_end(struct memtable *m)
+{
+	arena_reserve_end(m->arena);
+}
+
 /*
  * Link a new node between its predecessors and successors, level by level
  * from the bottom.  The node's own next pointers are set before the release

@@ -7,9 +7,10 @@
  * A split or merge has one commit point, the catalog transaction that
  * replaces the old tablets' rows by the new ones (catalog_tablet_replace).
  * Before it, the old tablets are flushed so that the new ones need nothing
- * from the commit log before the redo point they are given; after it, the
- * new tablets are built in memory and installed in the table's map.  All
- * of this happens in the apply turn (server.apply_mu), so no mutation is
+ * from the commit log before the redo point they are given; inside its
+ * transaction, before the commit, the new tablets are built in memory,
+ * and after it they are installed in the table's map.  All of this
+ * happens in the apply turn (server.apply_mu), so no mutation is
  * applied to a tablet between its last flush and its replacement.  A crash
  * before the commit point leaves the old tablets; after it, reopening
  * loads the new ones, and log replay routes each record by its row.

@@ -1007,7 +1007,6 @@ server_open(const char *path, const struct server_options *opts,
 		return rc;
 	}
 	pthread_mutex_init(&s->apply_mu, NULL);
-	pthread_cond_init(&s->apply_cv, NULL);
 	pthread_mutex_init(&s->work_mu, NULL);
 	pthread_mutex_init(&s->bg_mu, NULL);
 	pthread_cond_init(&s->bg_cv, NULL);
@@ -1202,7 +1201,6 @@ server_close(struct server *s)
 	pthread_mutex_destroy(&s->tables_mu);
 	write_queue_release(&s->writes);
 	pthread_mutex_destroy(&s->apply_mu);
-	pthread_cond_destroy(&s->apply_cv);
 	pthread_mutex_destroy(&s->work_mu);
 	pthread_mutex_destroy(&s->bg_mu);
 	pthread_cond_destroy(&s->bg_cv);

@@ -123,8 +123,9 @@ struct server {
 
 	struct write_queue writes;
 
-	pthread_mutex_t apply_mu;	/* the apply turn, segments */
-	pthread_cond_t apply_cv;
+	/* The apply turn: a write group's reservation, log append and apply,
+	 * one group at a time; freezes, splits, merges; the segments. */
+	pthread_mutex_t apply_mu;
 	uint64_t applied_upto;
 	_Atomic uint64_t visible_seq;
 	struct segment *segments;

@@ -204,6 +204,7 @@ struct write_waiter {
 	uint32_t bit;		/* its bit in q->wakes' futex bitsets */
 	_Atomic bool lead;	/* stored (release) when it is to lead */
 	struct server_table *t;
+	struct tablet *tablet;	/* the leader's: where it is reserved */
 	struct slice row;
 	struct mutation *ops;
 	size_t count;
@@ -360,8 +361,41 @@ write_queue_reserve(struct write_queue *q, size_t n)
 }
 
 /*
- * Number the group first..last (n mutations), stamp it and write its log
- * records with one append: 0, or the error that fails them all.  Sequence
+ * In the apply turn, before the group's log records are written: find
+ * each member's tablet, freeze it first if its memtable is full, and
+ * reserve the memory its apply will take, so that nothing in the apply
+ * can fail for memory once the records are in the log.  A split, merge
+ * or freeze from elsewhere needs the apply turn too, so the tablets stay
+ * as found until the apply.  0, or -ENOMEM, which fails the group before
+ * anything is logged.
+ */
+static int
+group_reserve(struct server *s, struct write_waiter *first,
+    struct write_waiter *last)
+{
+	struct write_waiter *p;
+	struct tablet *tablet;
+	int rc;
+
+	for (p = first;; p = p->next) {
+		tablet = tablet_map_find(table_map_locked(p->t), p->row);
+		if (tablet_memtable_usage(tablet) >= master_freeze_size(s) &&
+		    tablet_freeze(tablet) == 0)
+			background_wake(s);
+		p->tablet = tablet;
+		if ((rc = tablet_reserve(tablet, p->row, p->ops,
+		    p->count)) < 0)
+			return bt_error_set(rc, "no memory to apply a write "
+			    "group");
+		if (p == last)
+			return 0;
+	}
+}
+
+/*
+ * Number the group first..last (n mutations), stamp it, reserve what its
+ * apply needs and write its log records with one append (in the apply
+ * turn): 0, or the error that fails them all.  Sequence
  * numbers are taken even on failure (the group still takes its turn).  A
  * broken store (s->broken) logs nothing: a write it refuses must not come
  * back when the reopen replays the log.  (One that a break from elsewhere,
@@ -396,6 +430,8 @@ group_log(struct server *s, struct write_waiter *first,
 	atomic_store_explicit(&s->next_seq, seq, memory_order_relaxed);
 	if ((rc = s->broken) < 0)
 		return bt_error_set(rc, BROKEN_DETAIL);
+	if ((rc = group_reserve(s, first, last)) < 0)
+		return rc;
 
 	if ((rc = write_queue_reserve(q, n)) < 0)
 		return bt_error_set(rc, "no memory for a write group of %zu",
@@ -442,13 +478,14 @@ group_log(struct server *s, struct write_waiter *first,
 
 /*
  * Apply the logged group in sequence order and publish it (log_rc: the
- * log append's result, which fails every member).  The tablet is chosen
- * again in the apply turn: a split or merge replaces tablets only while
- * holding it, so each mutation lands in the tablet that serves its row
- * then.  A mutation whose apply fails may be in the memtable in part:
- * the store is then broken, and readers never see past the mutation
- * before it (visible_seq stays), so that no part of it is ever read;
- * nothing more is frozen or flushed (master_freeze()), and a reopen
+ * log append's result, which fails every member), in the apply turn
+ * (s->apply_mu) that group_log() ran in: a split, merge or freeze needs
+ * it too, so each mutation lands in the tablet, and the memtable, that
+ * group_reserve() found and reserved.  An apply then fails only for a
+ * fault other than memory; such a mutation may be in the memtable in
+ * part: the store is then broken, and readers never see past the
+ * mutation before it (visible_seq stays), so that no part of it is ever
+ * read; nothing more is frozen or flushed (master_freeze()), and a reopen
  * replays it whole from the log.
  */
 static void
@@ -456,15 +493,11 @@ group_apply(struct server *s, struct write_waiter *first,
     struct write_waiter *last, int log_rc)
 {
 	struct write_waiter *p;
-	struct tablet *tablet;
 	size_t i = 0;
 	uint64_t applied = 0, publish = last->first_seq + last->count - 1;
 	int64_t held;
 	int arc;
 
-	pthread_mutex_lock(&s->apply_mu);
-	while (s->applied_upto != first->first_seq - 1)
-		pthread_cond_wait(&s->apply_cv, &s->apply_mu);
 	if (s->broken < 0)
 		publish = atomic_load_explicit(&s->visible_seq,
 		    memory_order_relaxed);
@@ -475,19 +508,14 @@ group_apply(struct server *s, struct write_waiter *first,
 			waiter_fail(p, bt_error_set(s->broken,
 			    BROKEN_DETAIL));
 		} else {
-			tablet = tablet_map_find(table_map_locked(p->t),
-			    p->row);
-			if (tablet_memtable_usage(tablet) >=
-			    master_freeze_size(s) && tablet_freeze(tablet) == 0)
-				background_wake(s);
 			/* Many tablets share one memory budget (master.c). */
 			s->applied_bytes += p->bytes;
 			if (s->applied_bytes > s->opts.memtable_size / 4) {
 				s->applied_bytes = 0;
 				background_wake(s);
 			}
-			if ((arc = tablet_apply(tablet, p->first_seq, p->row,
-			    p->ops, p->count)) < 0) {
+			if ((arc = tablet_apply(p->tablet, p->first_seq,
+			    p->row, p->ops, p->count)) < 0) {
 				s->broken = bt_error_set(arc, "tablet apply "
 				    "failed; reopen the store");
 				waiter_fail(p, arc);
@@ -503,6 +531,12 @@ group_apply(struct server *s, struct write_waiter *first,
 		if (p == last)
 			break;
 	}
+	for (p = first;; p = p->next) {
+		if (p->tablet != NULL)
+			tablet_reserve_end(p->tablet);
+		if (p == last)
+			break;
+	}
 	held = atomic_load(&s->active_bytes) + atomic_load(&s->frozen_bytes);
 	if (held > 0 && (uint64_t)held > s->memtable_peak)
 		s->memtable_peak = (uint64_t)held;
@@ -514,8 +548,6 @@ group_apply(struct server *s, struct write_waiter *first,
 	    &s->mutations, memory_order_relaxed) + applied,
 	    memory_order_relaxed);
 	atomic_store_explicit(&s->visible_seq, publish, memory_order_release);
-	pthread_cond_broadcast(&s->apply_cv);
-	pthread_mutex_unlock(&s->apply_mu);
 }
 
 /*
@@ -561,8 +593,10 @@ again:
 	q->queued_syncs -= taken_syncs;
 	pthread_mutex_unlock(&q->mu);
 
+	pthread_mutex_lock(&s->apply_mu);
 	rc = group_log(s, first, last, n, sync);
 	group_apply(s, first, last, rc);
+	pthread_mutex_unlock(&s->apply_mu);
 
 	pthread_mutex_lock(&q->mu);
 	/* Those just acknowledged may come back, and those queued meanwhile
@@ -631,6 +665,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	me.next = NULL;
 	atomic_init(&me.lead, false);
 	me.t = t;
+	me.tablet = NULL;
 	me.row = row;
 	me.ops = ops;
 	me.count = count;

@@ -59,6 +59,15 @@ struct ikey {
 	enum ikey_kind kind;
 };
 
+/* At least the bytes the encoding of a key with components of these
+ * lengths takes: each component escaped (at most twice its length) and
+ * terminated, then a timestamp and a trailer. */
+static inline size_t
+ikey_encoded_max(size_t row, size_t family, size_t qualifier)
+{
+	return 2 * (row + family + qualifier) + 3 * 2 + 8 + 8;
+}
+
 /*
  * Append the encoding of k to out.  The fields a kind does not use are
  * ignored.  0 or -ENOMEM.

@@ -801,6 +801,35 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 	return 0;
 }
 
+int
+tablet_reserve(struct tablet *t, struct slice row,
+    const struct mutation *ops, size_t count)
+{
+	size_t keys = 0, values = 0, key_max = 0;
+	int rc;
+
+	for (size_t i = 0; i < count; i++) {
+		size_t k = ikey_encoded_max(row.n, ops[i].family.n,
+		    ops[i].qualifier.n);
+
+		keys += k;
+		if (k > key_max)
+			key_max = k;
+		if (ops[i].kind == MUTATION_PUT)
+			values += ops[i].value.n;
+	}
+	buf_clear(&t->key_scratch);
+	if ((rc = buf_reserve(&t->key_scratch, key_max)) < 0)
+		return rc;
+	return memtable_reserve(t->mem, count, keys, values);
+}
+
+void
+tablet_reserve_end(struct tablet *t)
+{
+	memtable_reserve_end(t->mem);
+}
+
 size_t
 tablet_memtable_usage(const struct tablet *t)
 {

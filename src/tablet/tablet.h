@@ -217,9 +217,19 @@ void tablet_schema_change_free(struct tablet_schema_change *c);
 /* ---- Writer side (serialized by the caller) ---- */
 
 /* Insert a mutation; op i gets sequence number first_seq + i.  Timestamps
- * must be final.  0 or -ENOMEM. */
+ * must be final.  0 or -ENOMEM (never, for a mutation reserved). */
 int tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
     const struct mutation *ops, size_t count);
+/*
+ * Reserve what tablet_apply() of this mutation needs, on top of what was
+ * reserved since the last tablet_reserve_end(), so that applying them
+ * allocates nothing: a mutation whose log record is written must not
+ * fail for memory in the apply that follows.  0 or -ENOMEM.  A freeze
+ * drops the reservation.
+ */
+int tablet_reserve(struct tablet *t, struct slice row,
+    const struct mutation *ops, size_t count);
+void tablet_reserve_end(struct tablet *t);
 size_t tablet_memtable_usage(const struct tablet *t);
 bool tablet_has_frozen(const struct tablet *t);
 /* Freeze the memtable for flushing.  0, BT_NOTFOUND if it is empty, or

@@ -34,6 +34,7 @@ struct arena_block {
 struct arena {
 	uint8_t *ptr;			/* next free byte of the current block */
 	size_t remaining;		/* bytes free after ptr */
+	size_t reserved;		/* of remaining, for arena_reserve() */
 	struct arena_block *blocks;	/* newest first */
 	atomic_size_t usage;		/* read by arena_memory_usage() */
 };
@@ -47,6 +48,7 @@ arena_new(struct arena **out)
 		return -ENOMEM;
 	a->ptr = NULL;
 	a->remaining = 0;
+	a->reserved = 0;
 	a->blocks = NULL;
 	atomic_init(&a->usage, sizeof(*a));
 	*out = a;
@@ -113,6 +115,7 @@ arena_alloc_fallback(struct arena *a, size_t n)
 		return NULL;
 	a->ptr = p + n;
 	a->remaining = size - n;
+	a->reserved = 0;	/* outgrown by its caller: it moved nothing */
 	return p;
 }
 
@@ -128,6 +131,7 @@ arena_alloc(struct arena *a, size_t n)
 	p = a->ptr;
 	a->ptr += n;
 	a->remaining -= n;
+	a->reserved = a->reserved > n ? a->reserved - n : 0;
 	return p;
 }
 
@@ -144,7 +148,38 @@ arena_alloc_aligned(struct arena *a, size_t n)
 	p = a->ptr + slop;
 	a->ptr += slop + n;
 	a->remaining -= slop + n;
+	a->reserved = a->reserved > n + ARENA_ALIGN ?
+	    a->reserved - n - ARENA_ALIGN : 0;
 	return p;
+}
+
+int
+arena_reserve(struct arena *a, size_t n, size_t allocations)
+{
+	size_t need, size;
+	uint8_t *p;
+
+	if (allocations > (SIZE_MAX - n) / ARENA_ALIGN ||
+	    n + allocations * ARENA_ALIGN > SIZE_MAX - a->reserved)
+		return -ENOMEM;
+	need = a->reserved + n + allocations * ARENA_ALIGN;
+	if (need > a->remaining) {
+		size = arena_block_size(a);
+		if (size < need)
+			size = need;
+		if ((p = arena_new_block(a, size)) == NULL)
+			return -ENOMEM;
+		a->ptr = p;
+		a->remaining = size;
+	}
+	a->reserved = need;
+	return 0;
+}
+
+void
+arena_reserve_end(struct arena *a)
+{
+	a->reserved = 0;
 }
 
 size_t

@@ -25,6 +25,17 @@ void *arena_alloc(struct arena *a, size_t n);
 /* The same, aligned for any pointer or 8-byte integer. */
 void *arena_alloc_aligned(struct arena *a, size_t n);
 
+/*
+ * Make the next allocations, of n bytes in all and at most allocations of
+ * them (each counted with its alignment), take nothing from the system, on
+ * top of what earlier calls reserved: they are carved from the current
+ * block, which gets a new one big enough for every reservation if it is
+ * too small.  0 or -ENOMEM (nothing changes).  Allocations use the
+ * reservation up; arena_reserve_end() drops what is left of it.
+ */
+int arena_reserve(struct arena *a, size_t n, size_t allocations);
+void arena_reserve_end(struct arena *a);
+
 /* Bytes held from the system, including block overhead. */
 size_t arena_memory_usage(const struct arena *a);
 

@@ -323,16 +323,16 @@ tcs init
 tcs createtable ranges families=f splits=m,t
 tcs createtable esc families=f 'splits=-,\xff'
 check "tablets T: one line per tablet, - for an open bound" 0 \
-'ranges	-	m	sstables=0	bytes=0	memtable=4144	data=0
-ranges	m	t	sstables=0	bytes=0	memtable=4144	data=0
-ranges	t	-	sstables=0	bytes=0	memtable=4144	data=0' '' tcs tablets ranges
+'ranges	-	m	sstables=0	bytes=0	memtable=4152	data=0
+ranges	m	t	sstables=0	bytes=0	memtable=4152	data=0
+ranges	t	-	sstables=0	bytes=0	memtable=4152	data=0' '' tcs tablets ranges
 check "tablets: every table in order, bounds escaped, a row - as \\x2d" 0 \
-'esc	-	\x2d	sstables=0	bytes=0	memtable=4144	data=0
-esc	\x2d	\xff	sstables=0	bytes=0	memtable=4144	data=0
-esc	\xff	-	sstables=0	bytes=0	memtable=4144	data=0
-ranges	-	m	sstables=0	bytes=0	memtable=4144	data=0
-ranges	m	t	sstables=0	bytes=0	memtable=4144	data=0
-ranges	t	-	sstables=0	bytes=0	memtable=4144	data=0' '' tcs tablets
+'esc	-	\x2d	sstables=0	bytes=0	memtable=4152	data=0
+esc	\x2d	\xff	sstables=0	bytes=0	memtable=4152	data=0
+esc	\xff	-	sstables=0	bytes=0	memtable=4152	data=0
+ranges	-	m	sstables=0	bytes=0	memtable=4152	data=0
+ranges	m	t	sstables=0	bytes=0	memtable=4152	data=0
+ranges	t	-	sstables=0	bytes=0	memtable=4152	data=0' '' tcs tablets
 check "split T ROW: a tablet boundary at ROW" 0 '' '' tcs split ranges p
 check "split: the new tablet in the listing" 0 \
 'ranges	-	m

@@ -207,6 +207,74 @@ test_alloc_failure(void)
 	arena_free(a);
 }
 
+/*
+ * A reservation makes the allocations it covers take nothing from the
+ * system, small ones and ones larger than any block alike; reservations
+ * add up; a failed one changes nothing; and one outgrown by its caller
+ * does not stop the arena from working.
+ */
+static void
+test_reserve(uint64_t *rng)
+{
+	struct arena *a;
+	size_t sizes[64], total = 0, before;
+	int bad = 0, rc;
+
+	if (arena_new(&a) < 0)
+		tap_bail("arena_new");
+	if (arena_alloc(a, 10) == NULL)
+		tap_bail("arena_alloc");
+	for (int round = 0; round < 200; round++) {
+		size_t n = 1 + tap_rand(rng) % 64;
+
+		total = 0;
+		for (size_t i = 0; i < n; i++) {
+			/* Mostly small, now and then past a block. */
+			sizes[i] = tap_rand(rng) % 8 == 0 ?
+			    70000 + tap_rand(rng) % 200000 :
+			    1 + tap_rand(rng) % 3000;
+			total += sizes[i];
+		}
+		/* In two parts: reservations add up. */
+		if (arena_reserve(a, total / 2, n / 2) < 0 ||
+		    arena_reserve(a, total - total / 2, n - n / 2) < 0)
+			tap_bail("arena_reserve");
+		before = arena_memory_usage(a);
+		bt_alloc_fail_after(1);
+		for (size_t i = 0; i < n; i++) {
+			uint8_t *p = i % 2 ? arena_alloc(a, sizes[i]) :
+			    arena_alloc_aligned(a, sizes[i]);
+
+			if (p == NULL)
+				bad++;
+			else
+				memset(p, (int)i, sizes[i]);
+		}
+		bt_alloc_fail_after(0);
+		if (arena_memory_usage(a) != before)
+			bad++;
+		arena_reserve_end(a);
+	}
+	is_int(bad, 0, "200 rounds: every reserved allocation, up to 270 KB, "
+	    "is served without asking the system");
+
+	before = arena_memory_usage(a);
+	bt_alloc_fail_after(1);
+	rc = arena_reserve(a, 1 << 20, 1);
+	bt_alloc_fail_after(0);
+	ok(rc == -ENOMEM && arena_memory_usage(a) == before,
+	    "a reservation that needs a block it cannot get is -ENOMEM and "
+	    "takes nothing");
+	is_int(arena_reserve(a, SIZE_MAX - 4, 4), -ENOMEM,
+	    "an impossible reservation is -ENOMEM");
+	if (arena_reserve(a, 100, 1) < 0)
+		tap_bail("arena_reserve");
+	ok(arena_alloc(a, 200000) != NULL && arena_alloc(a, 5000) != NULL &&
+	    arena_alloc(a, 50) != NULL, "allocations past a reservation "
+	    "still work");
+	arena_free(a);
+}
+
 struct usage_reader {
 	struct arena *a;
 	atomic_bool stop;
@@ -265,6 +333,7 @@ main(void)
 	test_block_policy();
 	test_block_growth();
 	test_alloc_failure();
+	test_reserve(&rng);
 	test_usage_from_other_thread(&rng);
 	return tap_done();
 }

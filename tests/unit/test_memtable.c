@@ -648,6 +648,38 @@ test_nomem(void)
 	    "nomem: failed key is absent");
 	is_int(memtable_add(m, slice_str("b"), slice_make(value, 1 << 20)), 0,
 	    "nomem: the same add succeeds afterwards");
+
+	/* Reserved adds allocate nothing: keys of 1 to 300 bytes, values
+	 * of 0 to 1 MiB. */
+	{
+		char key[301];
+		size_t keys = 0, values = 0, vlen[40];
+		int add_bad = 0;
+
+		for (int i = 0; i < 40; i++) {
+			vlen[i] = i % 10 == 0 ? (size_t)(1 << 20) >> (i % 3) :
+			    (size_t)(i * 37) % 2000;
+			keys += 1 + (size_t)(i * 7) % 300;
+			values += vlen[i];
+		}
+		rc = memtable_reserve(m, 40, keys, values);
+		is_int(rc, 0, "nomem: memtable_reserve for 40 entries");
+		bt_alloc_fail_after(1);
+		for (int i = 0; i < 40 && rc == 0; i++) {
+			size_t kn = 1 + (size_t)(i * 7) % 300;
+
+			memset(key, 'k', kn);
+			key[0] = (char)('c' + i);
+			if (memtable_add(m, slice_make(key, kn),
+			    slice_make(value, vlen[i])) != 0)
+				add_bad++;
+		}
+		bt_alloc_fail_after(0);
+		memtable_reserve_end(m);
+		ok(rc == 0 && add_bad == 0 && memtable_count(m) == 42,
+		    "nomem: every reserved add succeeds with allocation "
+		    "failing (%d failed)", add_bad);
+	}
 	free(value);
 
 	bt_alloc_fail_after(1);
