@@ -439,11 +439,12 @@ struct bt_stats {
 	 * while writers are about to take that memory again. */
 	uint64_t memory_trims;
 	/* 0 while the store takes writes; otherwise the error (negative)
-	 * for which it refuses every write until it is reopened: an
-	 * allocation failed where memory then could not follow the commit
-	 * log or the catalog (half a mutation applied, a schema change
-	 * committed but not loaded).  Reads go on; the reopen replays the
-	 * log. */
+	 * for which it refuses every write until it is reopened: memory
+	 * could not follow the commit log or the catalog.  No allocation
+	 * failure leads here (a write reserves, and a split or schema
+	 * change builds, what memory needs before its log record or its
+	 * catalog commit); it guards against a memtable apply failing for
+	 * another fault.  Reads go on; the reopen replays the log. */
 	int writes_refused;
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);

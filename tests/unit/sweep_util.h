@@ -649,6 +649,8 @@ struct sweep_fault {
 	bool sticky;
 	bool sync_always;	/* the store syncs every mutation */
 	bool crash;
+	bool never_breaks;	/* no operation may leave the store refusing
+				   writes (as op->whole, for every op) */
 	long n;			/* as armed */
 	uint64_t calls;		/* the count of calls as of the arming */
 };
@@ -844,7 +846,7 @@ sweep(const struct op *op, const struct sweep_fault *f,
 	    f->name != NULL ? ", " : "", f->name != NULL ? f->name : "");
 	for (n = 1; n <= MAX_POINT && !tl.finished; n = next_point(n))
 		sweep_point(op, f, ref, last = n, &tl);
-	if (op->whole && tl.broken > 0)
+	if ((op->whole || f->never_breaks) && tl.broken > 0)
 		violation(&tl, "%s: %d failures left the store refusing "
 		    "writes until a reopen", name, tl.broken);
 	if (!ok(tl.finished && tl.violations == 0, "%s: %d failure points "

@@ -10,9 +10,9 @@
  * the call returned 0 or a negative error, and a read that fails returns
  * an error, never wrong data; the running store reads back the data set
  * exactly, with the operation's effect when the call succeeded, without
- * it when a write failed, and a schema change either whole or not at all
- * -- or, when the store refuses writes until it is reopened (broken), its
- * reads still return every acknowledged cell; and after a close and a
+ * it when a write failed, and a schema change either whole or not at all;
+ * no allocation failure leaves the store refusing writes until it is
+ * reopened (broken); and after a close and a
  * reopen every acknowledged write is there exactly, the operation's own
  * effect whole or absent (a schema change: the old schema or the new,
  * never a mix), and the store takes writes again.  The sweep of an
@@ -140,6 +140,7 @@ sqlite_alloc_route(void)
 
 static const struct sweep_fault enomem = {
 	.what = "allocation", .arm = alloc_arm, .disarm = alloc_disarm,
+	.never_breaks = true,
 };
 
 int
