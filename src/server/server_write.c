@@ -398,10 +398,10 @@ group_reserve(struct server *s, struct write_waiter *first,
  * turn): 0, or the error that fails them all.  Sequence
  * numbers are taken even on failure (the group still takes its turn).  A
  * broken store (s->broken) logs nothing: a write it refuses must not come
- * back when the reopen replays the log.  (One that a break from elsewhere,
- * an earlier group's apply or a schema change failing in memory,
- * overtakes between here and its apply is refused though logged, and its
- * fate is the reopen's.)
+ * back when the reopen replays the log.  (A member after one whose apply
+ * fails is refused though logged, and its fate is the reopen's: nothing
+ * else can break the store between here and the apply, which holds the
+ * same turn.)
  */
 static int
 group_log(struct server *s, struct write_waiter *first,
