@@ -362,12 +362,12 @@ write_queue_reserve(struct write_queue *q, size_t n)
 
 /*
  * In the apply turn, before the group's log records are written: find
- * each member's tablet, freeze it first if its memtable is full, and
- * reserve the memory its apply will take, so that nothing in the apply
- * can fail for memory once the records are in the log.  A split, merge
- * or freeze from elsewhere needs the apply turn too, so the tablets stay
- * as found until the apply.  0, or -ENOMEM, which fails the group before
- * anything is logged.
+ * each member's tablet and reserve the memory its apply will take, so
+ * that nothing in the apply can fail for memory once the records are in
+ * the log.  A split, merge or freeze from elsewhere needs the apply turn
+ * too, so the tablets and their memtables stay as found until the apply
+ * (which freezes a full memtable only after it).  0, or -ENOMEM, which
+ * fails the group before anything is logged.
  */
 static int
 group_reserve(struct server *s, struct write_waiter *first,
@@ -379,9 +379,6 @@ group_reserve(struct server *s, struct write_waiter *first,
 
 	for (p = first;; p = p->next) {
 		tablet = tablet_map_find(table_map_locked(p->t), p->row);
-		if (tablet_memtable_usage(tablet) >= master_freeze_size(s) &&
-		    tablet_freeze(tablet) == 0)
-			background_wake(s);
 		p->tablet = tablet;
 		if ((rc = tablet_reserve(tablet, p->row, p->ops,
 		    p->count)) < 0)
@@ -531,9 +528,17 @@ group_apply(struct server *s, struct write_waiter *first,
 		if (p == last)
 			break;
 	}
+	/* A full memtable is frozen once the group is in it (a write that
+	 * failed to log freezes nothing: on a full disk, no flush starts). */
 	for (p = first;; p = p->next) {
-		if (p->tablet != NULL)
+		if (p->tablet != NULL) {
 			tablet_reserve_end(p->tablet);
+			if (log_rc == 0 && s->broken == 0 &&
+			    tablet_memtable_usage(p->tablet) >=
+			    master_freeze_size(s) &&
+			    tablet_freeze(p->tablet) == 0)
+				background_wake(s);
+		}
 		if (p == last)
 			break;
 	}

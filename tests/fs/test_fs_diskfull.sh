@@ -93,7 +93,7 @@ verify_acked() {
 		cmp -s "$T/value.$size" "$C/fill/$k" ||
 		    fail "$1: acknowledged value $k lost or wrong"
 	done <"$T/acked"
-	for k in $failed 999999; do
+	for k in $failed; do
 		[ ! -e "$C/fill/$k" ] || fail "$1: a failed write left $k"
 	done
 }
@@ -104,10 +104,35 @@ acked=$(wc -l <"$T/acked")
 echo "# disk full after $acked values"
 
 # Full: more writes fail the same way, through the mount and tabletctl.
-expect_fail "No space left on device" sh -c \
-    "cat '$T/value.65536' >'$C/fill/999999'"
-expect_fail "No space left on device" ctl set t r \
-    "f:x=$(head -c 1000 "$T/chunk")"
+# A compaction that ends after the fill can still free room (seen under
+# the sanitizers: a 64 KiB write succeeded right after the fill): a write
+# that then succeeds is acknowledged like any other, and the disk is
+# filled again, at most 5 times.
+full_writes_fail() {
+	tries=0
+	while :; do
+		tries=$((tries + 1))
+		[ $tries -le 5 ] || fail "the disk does not stay full"
+		n=$((n + 1))
+		if cat "$T/value.65536" 2>"$T/err" >"$C/fill/$n"; then
+			echo "$n 65536" >>"$T/acked"
+			fill
+			continue
+		fi
+		failed="$failed $n"
+		grep -q "No space left on device" "$T/err" ||
+		    fail "a write on a full disk failed with: $(cat "$T/err")"
+		if ctl set t r "f:x=$(head -c 1000 "$T/chunk")" \
+		    2>"$T/err"; then
+			fill
+			continue
+		fi
+		grep -q "No space left on device" "$T/err" ||
+		    fail "tabletctl set on a full disk: $(cat "$T/err")"
+		return 0
+	done
+}
+full_writes_fail
 # Reads go on: through the mount, over the socket.
 verify_acked "while full"
 check_eq "lookup while full" \
