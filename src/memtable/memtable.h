@@ -39,10 +39,10 @@ int memtable_add(struct memtable *m, struct slice key, struct slice value);
 
 /*
  * Make the next memtable_add() calls, count of them with keys of key_bytes
- * and values of value_bytes in all, allocate nothing (on top of what
- * earlier calls reserved), so that they cannot fail with -ENOMEM.  0 or
- * -ENOMEM.  memtable_reserve_end() drops what is left.  Writer's calls,
- * serialized with memtable_add().
+ * and values of value_bytes in all, allocate nothing, so that they cannot
+ * fail with -ENOMEM.  0 or -ENOMEM.  Reservations made before those adds
+ * add up until memtable_reserve_end(), called once they are done.
+ * Writer's calls, serialized with memtable_add().
  */
 int memtable_reserve(struct memtable *m, size_t count, size_t key_bytes,
     size_t value_bytes);

@@ -343,21 +343,16 @@ replace_prepare(void *arg, const uint64_t *ids, size_t n)
 	struct tablet *fresh[2] = { NULL, NULL };
 	int rc;
 
-	if (n != b->n)
-		return bt_error_set(-EINVAL, "catalog: %zu new tablets, not "
-		    "%zu", n, b->n);
 	for (size_t i = 0; i < n; i++) {
 		b->rows[i].id = ids[i];
 		b->rows[i].table_id = b->t->id;
 	}
-	if (b->parents == 1 && n == 2)
+	if (b->parents == 1)
 		rc = tablet_split(parent[0], &b->rows[0], &b->rows[1],
 		    &fresh[0], &fresh[1]);
-	else if (b->parents == 2 && n == 1)
+	else
 		rc = tablet_merge(parent[0], parent[1], &b->rows[0],
 		    &fresh[0]);
-	else
-		rc = -EINVAL;
 	if (rc == 0 && (rc = map_build(b->m, b->first, b->parents, fresh, n,
 	    &b->made)) < 0)
 		for (size_t i = 0; i < n; i++)
@@ -379,7 +374,8 @@ replace_commit(struct server *s, struct replace_build *b,
 	uint64_t old[2];
 	int rc;
 
-	if (b->n == 0 || b->n > 2 || b->parents == 0 || b->parents > 2)
+	/* A split or a merge: the only shapes replace_prepare() builds. */
+	if (!(b->parents == 1 && b->n == 2) && !(b->parents == 2 && b->n == 1))
 		return -EINVAL;
 	for (size_t i = 0; i < b->parents; i++)
 		old[i] = tablet_id(b->m->tablets[b->first + i]);

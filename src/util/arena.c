@@ -34,7 +34,7 @@ struct arena_block {
 struct arena {
 	uint8_t *ptr;			/* next free byte of the current block */
 	size_t remaining;		/* bytes free after ptr */
-	size_t reserved;		/* of remaining, for arena_reserve() */
+	size_t reserved;		/* since arena_reserve_end() */
 	struct arena_block *blocks;	/* newest first */
 	atomic_size_t usage;		/* read by arena_memory_usage() */
 };
@@ -115,7 +115,6 @@ arena_alloc_fallback(struct arena *a, size_t n)
 		return NULL;
 	a->ptr = p + n;
 	a->remaining = size - n;
-	a->reserved = 0;	/* outgrown by its caller: it moved nothing */
 	return p;
 }
 
@@ -131,7 +130,6 @@ arena_alloc(struct arena *a, size_t n)
 	p = a->ptr;
 	a->ptr += n;
 	a->remaining -= n;
-	a->reserved = a->reserved > n ? a->reserved - n : 0;
 	return p;
 }
 
@@ -148,8 +146,6 @@ arena_alloc_aligned(struct arena *a, size_t n)
 	p = a->ptr + slop;
 	a->ptr += slop + n;
 	a->remaining -= slop + n;
-	a->reserved = a->reserved > n + ARENA_ALIGN ?
-	    a->reserved - n - ARENA_ALIGN : 0;
 	return p;
 }
 

@@ -27,11 +27,12 @@ void *arena_alloc_aligned(struct arena *a, size_t n);
 
 /*
  * Make the next allocations, of n bytes in all and at most allocations of
- * them (each counted with its alignment), take nothing from the system, on
- * top of what earlier calls reserved: they are carved from the current
- * block, which gets a new one big enough for every reservation if it is
- * too small.  0 or -ENOMEM (nothing changes).  Allocations use the
- * reservation up; arena_reserve_end() drops what is left of it.
+ * them (each counted with its alignment), take nothing from the system:
+ * they are carved from the current block, which gets a new one big enough
+ * if it is too small.  0 or -ENOMEM (nothing changes).  Reservations made
+ * before the allocations they cover add up until arena_reserve_end(),
+ * which the caller makes once those allocations are done; allocations
+ * themselves keep no account of them.
  */
 int arena_reserve(struct arena *a, size_t n, size_t allocations);
 void arena_reserve_end(struct arena *a);
