@@ -404,6 +404,29 @@ segments_collect(struct server *s)
 
 /* ---- Background work ---- */
 
+/* Flush every frozen memtable of tables; *flushed is set when one was.
+ * Returns the first error, or 0. */
+static int
+flush_frozen(struct server_table **tables, size_t count, bool *flushed)
+{
+	int rc, first = 0;
+
+	for (size_t i = 0; i < count; i++) {
+		struct tablet_map *m = table_map(tables[i]);
+
+		for (size_t j = 0; j < m->count; j++) {
+			if (!tablet_has_frozen(m->tablets[j]))
+				continue;
+			if ((rc = tablet_flush(m->tablets[j], false)) == 0)
+				*flushed = true;
+			else if (first == 0)
+				first = rc;
+		}
+		tablet_map_unref(m);
+	}
+	return first;
+}
+
 /*
  * The tablets' compact_poll: in the middle of a compaction (which holds
  * work_mu, so no other flush runs), freeze what the memory budget needs
@@ -426,15 +449,7 @@ background_poll(void *arg)
 		return;
 	if (tables_snapshot(s, &tables, &count) < 0)
 		return;
-	for (size_t i = 0; i < count; i++) {
-		struct tablet_map *m = table_map(tables[i]);
-
-		for (size_t j = 0; j < m->count; j++)
-			if (tablet_has_frozen(m->tablets[j]) &&
-			    tablet_flush(m->tablets[j], false) == 0)
-				flushed = true;
-		tablet_map_unref(m);
-	}
+	(void)flush_frozen(tables, count, &flushed);
 	tables_snapshot_free(tables, count);
 	if (!flushed)
 		return;
@@ -482,18 +497,24 @@ background_idle(struct server *s, struct tablet *t, bool *pending)
  * made it fault every page back in (16,000 page faults instead of
  * 10,000 in a 50 MB fill), after 1-7 ms of malloc_trim per flush.  The
  * peak (the active and frozen memtables both full) is the same.
+ *
+ * A flush that failed (a full disk) is tried once more at the end of the
+ * round, after its compactions, which hold room for their output until
+ * they end; *flush_error is what the memtables still frozen then failed
+ * with, and what a writer waiting for memory is told (write_throttle()).
  */
 static int
-background_round(struct server *s, bool trim, bool *idle_pending)
+background_round(struct server *s, bool trim, bool *idle_pending,
+    int *flush_error)
 {
 	struct server_table **tables;
 	size_t count;
 	int rc, first = 0;
-	bool freed = false;
+	bool freed = false, flush_failed = false;
 
 	master_limit_memory(s);
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
-		return rc;
+		return *flush_error = rc;
 	for (size_t i = 0; i < count; i++) {
 		struct tablet_map *m = table_map(tables[i]);
 
@@ -503,10 +524,12 @@ background_round(struct server *s, bool trim, bool *idle_pending)
 			rc = tablet_flush(t, false);
 			if (rc < 0 && first == 0)
 				first = rc;
+			flush_failed |= rc < 0;
 			freed |= rc == 0;
-			if ((rc = background_idle(s, t, idle_pending)) < 0 &&
-			    first == 0)
+			rc = background_idle(s, t, idle_pending);
+			if (rc < 0 && first == 0)
 				first = rc;
+			flush_failed |= rc < 0;
 			if (tablet_needs_compaction(t)) {
 				rc = tablet_compact(t, false, server_now(s));
 				if (rc < 0 && first == 0)
@@ -519,6 +542,8 @@ background_round(struct server *s, bool trim, bool *idle_pending)
 		if (rc < 0 && first == 0)
 			first = rc;
 	}
+	*flush_error = flush_failed ?
+	    flush_frozen(tables, count, &freed) : 0;
 	tables_snapshot_free(tables, count);
 	segments_collect(s);
 	s->bg_trim_pending |= freed;
@@ -545,7 +570,7 @@ background_main(void *arg)
 {
 	struct server *s = arg;
 	bool trim, idle_soon = false;
-	int rc;
+	int rc, flush_rc;
 
 	pthread_mutex_lock(&s->bg_mu);
 	while (!s->bg_stop) {
@@ -575,13 +600,15 @@ background_main(void *arg)
 		trim |= s->bg_trim_wanted;
 		s->bg_trim_wanted = false;
 		s->bg_wanted = false;
+		s->bg_begun++;
 		pthread_mutex_unlock(&s->bg_mu);
 		pthread_mutex_lock(&s->work_mu);
 		idle_soon = false;
-		rc = background_round(s, trim, &idle_soon);
+		rc = background_round(s, trim, &idle_soon, &flush_rc);
 		pthread_mutex_unlock(&s->work_mu);
 		pthread_mutex_lock(&s->bg_mu);
 		s->bg_error = rc;
+		s->bg_flush_error = flush_rc;
 		s->bg_rounds++;
 		pthread_cond_broadcast(&s->bg_done_cv);
 	}

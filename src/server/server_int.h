@@ -155,7 +155,11 @@ struct server {
 	bool bg_stop;
 	bool bg_wanted;
 	int bg_error;			/* first error of the last round */
-	uint64_t bg_rounds;
+	/* The last round left a frozen memtable unflushed for this error
+	 * (what a writer waiting for memory is told), or 0. */
+	int bg_flush_error;
+	uint64_t bg_begun;		/* rounds begun */
+	uint64_t bg_rounds;		/* rounds ended */
 	uint64_t write_waits;		/* guarded by bg_mu */
 	bool bg_trim_wanted;		/* a round was waited for; bg_mu */
 	bool bg_trim_pending;		/* freed, not handed back; bg thread */

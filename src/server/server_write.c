@@ -122,26 +122,28 @@ write_must_wait(struct server *s)
  * Wait while the memtable budget is full (write_must_wait()), waking the
  * background thread, which freezes and flushes; a flush finished in the
  * middle of a compaction wakes waiters too (server.c).  Memory never
- * grows without bound: when a background round ends with an error (a
- * full disk failing the flush) and the budget is still full, the write
- * fails with that error instead of waiting, and writes resume once
- * flushes do.
+ * grows without bound: when a background round that began after this
+ * writer came ends with a memtable it could not flush (a full disk) and
+ * the budget is still full, the write fails with the flush's error
+ * instead of waiting, and writes resume once flushes do.  A round that
+ * was already running may have failed before room was freed, and the
+ * errors of compactions are not the writer's: neither fails it.
  */
 static int
 write_throttle(struct server *s)
 {
-	uint64_t rounds;
+	uint64_t begun;
 	int rc = 0;
 
 	if (!write_must_wait(s))
 		return 0;
 	pthread_mutex_lock(&s->bg_mu);
-	rounds = s->bg_rounds;
+	begun = s->bg_begun;
 	while (write_must_wait(s) && !s->bg_stop) {
-		if (s->bg_rounds > rounds && s->bg_error < 0) {
-			rc = bt_error_set(s->bg_error, "the memtables are "
-			    "full and their flush fails: %s",
-			    bt_strerror(s->bg_error));
+		if (s->bg_rounds > begun && s->bg_flush_error < 0) {
+			rc = bt_error_set(s->bg_flush_error, "the memtables "
+			    "are full and their flush fails: %s",
+			    bt_strerror(s->bg_flush_error));
 			break;
 		}
 		s->bg_wanted = true;
