@@ -26,6 +26,11 @@ struct log_options {
 	/* Start a new segment once the current one passes this size.
 	 * Default (0): 64 MiB. */
 	uint64_t segment_size;
+	/* Reserve a segment's space ahead of its records only while the
+	 * filesystem keeps at least this many bytes free besides (the
+	 * tablet server's memtable budget, so that a nearly full disk is
+	 * left to the flushes that empty the memtables).  0: always. */
+	uint64_t reserve_headroom;
 };
 
 /*

@@ -57,6 +57,7 @@ struct log_writer {
 	struct env *env;
 	char *dir;
 	uint64_t segment_size;
+	uint64_t headroom;	/* log_options.reserve_headroom */
 
 	pthread_mutex_t mu;
 
@@ -71,6 +72,7 @@ struct log_writer {
 	uint64_t synced;	/* the segment is durable up to here */
 	uint64_t marked;	/* the last synced field written in it */
 	uint64_t reserved;	/* space is reserved (or was tried) to here */
+	uint64_t reserve_next;	/* reserve no sooner than records reach here */
 	uint64_t file_end;	/* the file may be this long (reserved) */
 	uint64_t zeroed;	/* zeros are written (not just reserved) to */
 	uint8_t *zeros;		/* LOG_ZERO_AHEAD zero bytes, or NULL */
@@ -109,19 +111,43 @@ reserve_target(uint64_t segment_size, uint64_t offset, uint64_t end)
 }
 
 /*
+ * Whether reserving len more bytes in dir leaves its filesystem headroom
+ * bytes free (log_options.reserve_headroom); true when it cannot tell.
+ */
+static bool
+reserve_fits(struct env *env, const char *dir, uint64_t headroom,
+    uint64_t len)
+{
+	uint64_t available;
+
+	if (headroom == 0 || env_path_available(env, dir, &available) < 0)
+		return true;
+	return available >= len && available - len >= headroom;
+}
+
+/*
  * Reserve space for the segment's records up to end, a chunk at a time.
  * The reservation is advisory: where the filesystem cannot make it (no
  * support, no space), records are written past it all the same, and it
- * is tried again a chunk later.
+ * is tried again a chunk later.  Where it would leave the filesystem less
+ * than the headroom, it is not made, and asked again once the records
+ * have gone LOG_ZERO_AHEAD further: a nearly full disk is left to the
+ * flushes, which free the memtables and the log (a megabyte reserved
+ * on a disk that a flush needed had the writes fail with ENOSPC until the
+ * segment's end, though room was freed).
  */
 static void
 writer_reserve(struct log_writer *w, uint64_t end)
 {
 	uint64_t target;
 
-	if (end <= w->reserved)
+	if (end <= w->reserved || end <= w->reserve_next)
 		return;
 	target = reserve_target(w->segment_size, w->offset, end);
+	if (!reserve_fits(w->env, w->dir, w->headroom, target - w->offset)) {
+		w->reserve_next = end + LOG_ZERO_AHEAD;
+		return;
+	}
 	(void)env_file_allocate(w->file, w->offset, target - w->offset);
 	/* Even a failed reservation may have grown the file part way. */
 	if (target > w->file_end)
@@ -179,8 +205,8 @@ segment_trim(struct env_file *f, uint64_t offset, uint64_t file_end)
  */
 static int
 segment_create(struct env *env, const char *dir, const char *path,
-    uint64_t segment_size, struct env_file **out, uint64_t *reserved,
-    uint64_t *file_end)
+    uint64_t segment_size, uint64_t headroom, struct env_file **out,
+    uint64_t *reserved, uint64_t *file_end)
 {
 	uint8_t header[LOG_SEGMENT_HEADER_SIZE];
 	uint64_t target, got;
@@ -193,8 +219,11 @@ segment_create(struct env *env, const char *dir, const char *path,
 		goto out;
 	if ((rc = env_file_write_at(f, 0, header, sizeof(header))) < 0)
 		goto out_remove;
-	got = env_file_allocate(f, sizeof(header),
-	    target - sizeof(header)) == 0 ? target : sizeof(header);
+	if (!reserve_fits(env, dir, headroom, target - sizeof(header)))
+		target = sizeof(header);
+	got = target > sizeof(header) && env_file_allocate(f,
+	    sizeof(header), target - sizeof(header)) == 0 ? target :
+	    sizeof(header);
 	if ((rc = env_file_sync(f)) < 0 ||
 	    (rc = env_dir_sync(env, dir)) < 0)
 		goto out_remove;
@@ -221,6 +250,7 @@ log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
 	w->env = env;
 	w->segment_size = opts != NULL && opts->segment_size != 0 ?
 	    opts->segment_size : LOG_DEFAULT_SEGMENT_SIZE;
+	w->headroom = opts != NULL ? opts->reserve_headroom : 0;
 	buf_init(&w->batch);
 	if ((w->dir = bt_strdup(dir)) == NULL)
 		goto out_free;
@@ -233,7 +263,7 @@ log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
 		goto out_next_path;
 	log_segment_path(w->path, w->path_size, dir, first_segment);
 	if ((rc = segment_create(env, dir, w->path, w->segment_size,
-	    &w->file, &w->reserved, &w->file_end)) < 0)
+	    w->headroom, &w->file, &w->reserved, &w->file_end)) < 0)
 		goto out_mutex;
 	w->segment = first_segment;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
@@ -300,7 +330,7 @@ writer_rotate(struct log_writer *w)
 		return rc;
 	log_segment_path(w->next_path, w->path_size, w->dir, next);
 	if ((rc = segment_create(w->env, w->dir, w->next_path,
-	    w->segment_size, &f, &reserved, &file_end)) < 0)
+	    w->segment_size, w->headroom, &f, &reserved, &file_end)) < 0)
 		return rc;
 	segment_trim(w->file, w->offset, w->file_end);
 	env_file_close(w->file);
@@ -311,6 +341,7 @@ writer_rotate(struct log_writer *w)
 	w->synced = LOG_SEGMENT_HEADER_SIZE;
 	w->marked = LOG_SEGMENT_HEADER_SIZE;
 	w->reserved = reserved;
+	w->reserve_next = 0;
 	w->file_end = file_end;
 	w->zeroed = LOG_SEGMENT_HEADER_SIZE;
 	pthread_mutex_lock(&w->mu);

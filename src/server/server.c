@@ -1116,11 +1116,16 @@ server_open(const char *path, const struct server_options *opts,
 	s->applied_upto = s->next_seq - 1;
 	atomic_store(&s->visible_seq, s->applied_upto);
 	if (!s->opts.read_only) {
+		/* A nearly full disk is left to the flushes (log.h). */
+		struct log_options log_opts = {
+			.reserve_headroom = s->opts.memtable_size,
+		};
+
 		if ((rc = catalog_meta_set(s->catalog, "last_seq",
 		    s->next_seq - 1)) < 0)
 			goto out_close;
 		if ((rc = log_writer_open(s->env, s->log_dir, next_segment,
-		    NULL, &s->log)) < 0)
+		    &log_opts, &s->log)) < 0)
 			goto out_close;
 		if ((rc = pthread_create(&s->bg_thread, NULL,
 		    background_main, s)) != 0) {

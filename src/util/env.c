@@ -115,6 +115,12 @@ env_path_size(struct env *env, const char *path, uint64_t *size)
 }
 
 int
+env_path_available(struct env *env, const char *path, uint64_t *bytes)
+{
+	return env->ops->path_available(env, path, bytes);
+}
+
+int
 env_path_rename(struct env *env, const char *from, const char *to)
 {
 	return env->ops->path_rename(env, from, to);

@@ -52,6 +52,8 @@ struct env_ops {
 	int (*file_close)(struct env_file *f);
 
 	int (*path_size)(struct env *env, const char *path, uint64_t *size);
+	int (*path_available)(struct env *env, const char *path,
+	    uint64_t *bytes);
 	int (*path_rename)(struct env *env, const char *from, const char *to);
 	int (*path_remove)(struct env *env, const char *path);
 	int (*dir_create)(struct env *env, const char *path);
@@ -188,6 +190,10 @@ int env_file_close(struct env_file *f);
 
 /* The size of a file by path; -ENOENT when absent. */
 int env_path_size(struct env *env, const char *path, uint64_t *size);
+/* The bytes that files may still take on the filesystem holding path
+ * (statvfs(3)'s f_bavail blocks; UINT64_MAX in the in-memory env unless
+ * a test sets it, env_fault_set_available()). */
+int env_path_available(struct env *env, const char *path, uint64_t *bytes);
 static inline bool
 env_path_exists(struct env *env, const char *path)
 {
@@ -292,6 +298,10 @@ void env_fault_set_clock(struct env *env, uint64_t micros);
  * so that tests can watch concurrent syncs being batched. */
 void env_fault_set_sync_delay(struct env *env, uint64_t micros);
 
+/* What env_path_available() reports from now on (UINT64_MAX at first).
+ * Nothing else changes: files still grow without limit. */
+void env_fault_set_available(struct env *env, uint64_t bytes);
+
 /* Counters of calls made, for tests that check sync ordering. */
 struct env_fault_stats {
 	uint64_t appends;	/* and writes at an offset */
@@ -299,6 +309,7 @@ struct env_fault_stats {
 	uint64_t writebacks;	/* env_file_start_writeback() calls */
 	uint64_t dir_syncs;
 	uint64_t renames;
+	uint64_t allocates;	/* env_file_allocate() calls */
 };
 void env_fault_get_stats(struct env *env, struct env_fault_stats *out);
 

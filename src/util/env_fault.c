@@ -70,6 +70,7 @@ struct fault_env {
 	struct fault_trigger triggers[ENV_FAULT_RENAME + 1];
 	uint64_t clock;		/* 0: the real clock */
 	uint64_t sync_delay;	/* micros added to each file sync */
+	uint64_t available;	/* what env_path_available() reports */
 	struct env_fault_stats stats;
 	struct fault_lock *locks;
 };
@@ -507,12 +508,16 @@ out:
 static int
 fault_file_allocate(struct env_file *base, uint64_t offset, uint64_t len)
 {
+	struct fault_env *e = (struct fault_env *)base->env;
 	struct fault_file *f = (struct fault_file *)base;
 
 	if (!f->writable)
 		return fault_error(-EBADF, base->path, "allocate");
 	if (offset > FAULT_MAX_FILE || len > FAULT_MAX_FILE - offset)
 		return fault_error(-EFBIG, base->path, "allocate");
+	pthread_mutex_lock(&e->mu);
+	e->stats.allocates++;
+	pthread_mutex_unlock(&e->mu);
 	return 0;
 }
 
@@ -634,6 +639,18 @@ fault_path_size(struct env *env, const char *path, uint64_t *size)
 		*size = node->is_dir ? 0 : node->data.n;
 	pthread_mutex_unlock(&e->mu);
 	return rc;
+}
+
+static int
+fault_path_available(struct env *env, const char *path, uint64_t *bytes)
+{
+	struct fault_env *e = (struct fault_env *)env;
+
+	(void)path;
+	pthread_mutex_lock(&e->mu);
+	*bytes = e->available;
+	pthread_mutex_unlock(&e->mu);
+	return 0;
 }
 
 /* Rename a file, replacing to if present.  Directories are not moved. */
@@ -941,6 +958,7 @@ static const struct env_ops fault_ops = {
 	.file_size = fault_file_size,
 	.file_close = fault_file_close,
 	.path_size = fault_path_size,
+	.path_available = fault_path_available,
 	.path_rename = fault_path_rename,
 	.path_remove = fault_path_remove,
 	.dir_create = fault_dir_create,
@@ -968,6 +986,7 @@ env_fault_new(struct env **out)
 	}
 	if ((rc = -pthread_mutex_init(&e->mu, NULL)) < 0)
 		goto out_root;
+	e->available = UINT64_MAX;
 	e->base.ops = &fault_ops;
 	*out = &e->base;
 	return 0;
@@ -1146,6 +1165,18 @@ env_fault_set_clock(struct env *env, uint64_t micros)
 		return;
 	pthread_mutex_lock(&e->mu);
 	e->clock = micros;
+	pthread_mutex_unlock(&e->mu);
+}
+
+void
+env_fault_set_available(struct env *env, uint64_t bytes)
+{
+	struct fault_env *e = fault_env_of(env);
+
+	if (e == NULL)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->available = bytes;
 	pthread_mutex_unlock(&e->mu);
 }
 

@@ -31,6 +31,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -703,6 +704,18 @@ posix_path_size(struct env *env, const char *path, uint64_t *size)
 }
 
 static int
+posix_path_available(struct env *env, const char *path, uint64_t *bytes)
+{
+	struct statvfs sv;
+
+	(void)env;
+	if (statvfs(path, &sv) < 0)
+		return posix_error(errno, path, "statvfs");
+	*bytes = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+	return 0;
+}
+
+static int
 posix_path_rename(struct env *env, const char *from, const char *to)
 {
 	if (rename(from, to) < 0)
@@ -888,6 +901,7 @@ static const struct env_ops posix_ops = {
 	.file_size = posix_file_size,
 	.file_close = posix_file_close,
 	.path_size = posix_path_size,
+	.path_available = posix_path_available,
 	.path_rename = posix_path_rename,
 	.path_remove = posix_path_remove,
 	.dir_create = posix_dir_create,

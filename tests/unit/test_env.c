@@ -182,6 +182,10 @@ test_file_ops(struct env *env, const char *root, const char *label)
 	is_int(size, 9, "%s: path size is the file size", label);
 	is_int(env_path_size(env, f2, &size), -ENOENT,
 	    "%s: path size of a missing file is ENOENT", label);
+	size = 0;
+	rc = env_path_available(env, root, &size);
+	ok(rc == 0 && size > 0, "%s: the filesystem has room (%" PRIu64
+	    " bytes)", label, size);
 	ok(env_path_exists(env, f1) && !env_path_exists(env, f2),
 	    "%s: env_path_exists", label);
 
@@ -788,6 +792,9 @@ test_fault_flip_and_clock(void)
 
 	env_fault_set_clock(env, 1234567);
 	is_int(env_now_micros(env), 1234567, "fault: the clock is settable");
+	env_fault_set_available(env, 4096);
+	ok(env_path_available(env, "/", &now) == 0 && now == 4096,
+	    "fault: the room available is settable");
 	env_fault_set_clock(env, 1700000000000000ull);
 	is_int(env_now_micros(env), 1700000000000000ll,
 	    "fault: and settable again");

@@ -272,6 +272,70 @@ test_reserved_space(struct env *env, const char *dir)
 	    "its records");
 }
 
+/*
+ * A writer whose reservations would leave the filesystem less than its
+ * headroom makes none, neither for a new segment nor as its records
+ * grow, and its records replay all the same; once there is room again it
+ * reserves once more.  Without a headroom it reserves however full the
+ * disk is.
+ */
+static void
+test_reserve_headroom(void)
+{
+	struct log_options opts = { .segment_size = 4 * MIB,
+	    .reserve_headroom = MIB };
+	struct env_fault_stats st;
+	struct log_writer *w;
+	struct env *env;
+	struct replay rp;
+	struct rec recs[300];
+	uint8_t scratch[1000];
+	uint64_t before;
+	size_t i, n = 0;
+
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/h") < 0)
+		tap_bail("env_fault_new");
+	env_fault_set_available(env, MIB + MIB / 2);
+	if (log_writer_open(env, "/h", 1, &opts, &w) < 0)
+		tap_bail("log_writer_open");
+	for (; n < 150; n++) {
+		recs[n].n = 1000;
+		recs[n].seed = n;
+		if (append_rec(w, &recs[n], n % 2 == 0, scratch) < 0)
+			tap_bail("append");
+	}
+	env_fault_get_stats(env, &st);
+	is_int(st.allocates, 0, "headroom: with 1.5 MiB free and 1 MiB of "
+	    "headroom, 150 KB of records reserve nothing, nor does the "
+	    "segment");
+	env_fault_set_available(env, 8 * MIB);
+	for (i = 0; i < 150; i++, n++) {
+		recs[n].n = 1000;
+		recs[n].seed = n;
+		if (append_rec(w, &recs[n], n % 2 == 0, scratch) < 0)
+			tap_bail("append");
+	}
+	env_fault_get_stats(env, &st);
+	ok(st.allocates > 0, "headroom: with 8 MiB free the records reserve "
+	    "again (%" PRIu64 " reservations)", st.allocates);
+	replay_dir(env, "/h", recs, n, true, &rp);
+	ok(rp.rc == 0 && !rp.wrong && rp.matched == n && rp.dropped_last == 0,
+	    "headroom: replay reads all %zu records (%zu, rc %d)", n,
+	    rp.matched, rp.rc);
+	is_int(log_writer_close(w), 0, "headroom: close");
+
+	env_fault_set_available(env, 4096);
+	opts.reserve_headroom = 0;
+	before = st.allocates;
+	if (log_writer_open(env, "/h", 2, &opts, &w) < 0)
+		tap_bail("log_writer_open");
+	env_fault_get_stats(env, &st);
+	is_int(st.allocates, before + 1, "headroom: without one, a new "
+	    "segment is reserved with 4 KiB free");
+	is_int(log_writer_close(w), 0, "headroom: close the second writer");
+	env_free(env);
+}
+
 static int
 touch(struct env *env, const char *path)
 {
@@ -1286,6 +1350,7 @@ main(void)
 	test_write_failure(&rng);
 	test_partial_write(&rng);
 	test_zero_ahead();
+	test_reserve_headroom();
 	test_sync_failure();
 	test_power_loss(&rng);
 	return tap_done();
