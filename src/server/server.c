@@ -502,6 +502,8 @@ background_idle(struct server *s, struct tablet *t, bool *pending)
  * round, after its compactions, which hold room for their output until
  * they end; *flush_error is what the memtables still frozen then failed
  * with, and what a writer waiting for memory is told (write_throttle()).
+ * The round's error (the first of its other steps, or that) is what
+ * bt_store_flush() reports: not a flush that failed and then succeeded.
  */
 static int
 background_round(struct server *s, bool trim, bool *idle_pending,
@@ -522,8 +524,6 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 			struct tablet *t = m->tablets[j];
 
 			rc = tablet_flush(t, false);
-			if (rc < 0 && first == 0)
-				first = rc;
 			flush_failed |= rc < 0;
 			freed |= rc == 0;
 			rc = background_idle(s, t, idle_pending);
@@ -544,6 +544,8 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 	}
 	*flush_error = flush_failed ?
 	    flush_frozen(tables, count, &freed) : 0;
+	if (*flush_error < 0 && first == 0)
+		first = *flush_error;
 	tables_snapshot_free(tables, count);
 	segments_collect(s);
 	s->bg_trim_pending |= freed;

@@ -154,7 +154,7 @@ struct server {
 	pthread_cond_t bg_done_cv;	/* a background round finished */
 	bool bg_stop;
 	bool bg_wanted;
-	int bg_error;			/* first error of the last round */
+	int bg_error;			/* the last round's error */
 	/* The last round left a frozen memtable unflushed for this error
 	 * (what a writer waiting for memory is told), or 0. */
 	int bg_flush_error;
