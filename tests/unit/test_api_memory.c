@@ -267,6 +267,39 @@ test_failing_flush(void)
 	tstore_destroy(&t);
 }
 
+/*
+ * A flush whose first try fails (one file create refused: a moment of
+ * full disk) and whose retry in the same round succeeds is no error of
+ * bt_store_flush(): the memtables are flushed and the rows are there.
+ */
+static void
+test_flush_retried(void)
+{
+	struct bt_options opts = { .memtable_size = BUDGET };
+	struct writer w = { .thread = 0, .count = 100 };
+	struct bt_stats before, after;
+	struct tstore t;
+	int rc;
+
+	tstore_fault(&t, &opts);
+	must(make_table(t.s, "t", (const char *[]){ "f", NULL }));
+	w.s = t.s;
+	writer_main(&w);
+	is_int(w.acked, w.count, "retried flush: the rows are written");
+	bt_store_get_stats(t.s, &before);
+	env_fault_fail_after(t.env, ENV_FAULT_OPEN, 1, -ENOSPC, false);
+	rc = bt_store_flush(t.s);
+	is_int(rc, 0, "retried flush: bt_store_flush succeeds (%s)",
+	    rc < 0 ? bt_error_detail() : "");
+	bt_store_get_stats(t.s, &after);
+	ok(after.flushes > before.flushes && after.sstables > before.sstables,
+	    "retried flush: the memtable is flushed (%" PRIu64 " to %" PRIu64
+	    " SSTables)", before.sstables, after.sstables);
+	is_int(rows_checking(t.s, &w, 1), w.acked, "retried flush: every row "
+	    "reads back");
+	tstore_destroy(&t);
+}
+
 struct compactor {
 	struct bt_store *s;
 	int rc;
@@ -341,6 +374,7 @@ main(void)
 {
 	test_budget_holds();
 	test_failing_flush();
+	test_flush_retried();
 	test_flush_during_compaction();
 	return tap_done();
 }
