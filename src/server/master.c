@@ -493,7 +493,6 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 	struct catalog_tablet row;
 	struct catalog_file *files = NULL;
 	size_t count = 0;
-	uint64_t old[2] = { tablet_id(pair[0]), tablet_id(pair[1]) };
 	int rc, left_auto;
 
 	for (size_t k = 0; k < 2; k++) {
@@ -504,7 +503,8 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 		if (rc == 0 && (rc = tablet_compact(pair[k], true, now)) < 0)
 			return rc;
 	}
-	if ((left_auto = tablet_auto_split(s, t->id, old[0])) < 0)
+	left_auto = tablet_auto_split(s, t->id, tablet_id(pair[0]));
+	if (left_auto < 0)
 		return left_auto;
 	pthread_mutex_lock(&s->apply_mu);
 	rc = s->broken;
