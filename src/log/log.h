@@ -78,7 +78,12 @@ int log_writer_append(struct log_writer *w, struct slice record, bool sync,
 int log_writer_append_many(struct log_writer *w, const struct slice *records,
     size_t count, bool sync, struct log_position *positions);
 
-/* Make everything appended so far durable. */
+/*
+ * Make everything appended so far durable: an append without sync
+ * followed by this is what an append with sync does, and lets the caller
+ * work in between (the write queue applies a group while its sync runs).
+ * A failure poisons the writer, as a failed sync of an append does.
+ */
 int log_writer_sync(struct log_writer *w);
 
 /*

@@ -470,15 +470,28 @@ log_writer_append(struct log_writer *w, struct slice record, bool sync,
 	return log_writer_append_many(w, &record, 1, sync, pos);
 }
 
-int
-log_writer_sync(struct log_writer *w)
+/*
+ * Make what is appended durable.  ahead: zero the reserved space ahead of
+ * the records first, as a writer that keeps syncing does (module
+ * comment); a closing writer does not, since the close cuts it off.
+ */
+static int
+writer_sync(struct log_writer *w, bool ahead)
 {
 	if (w->poisoned)
 		return bt_error_set(BT_ECLOSED, "%s: log poisoned by a failed "
 		    "sync; rotate to continue", w->path);
 	if (w->synced >= w->offset)
 		return 0;
+	if (ahead)
+		writer_zero_ahead(w, w->offset);
 	return writer_sync_file(w);
+}
+
+int
+log_writer_sync(struct log_writer *w)
+{
+	return writer_sync(w, true);
 }
 
 int
@@ -498,7 +511,7 @@ log_writer_close(struct log_writer *w)
 
 	if (w == NULL)
 		return 0;
-	rc = log_writer_sync(w);
+	rc = writer_sync(w, false);
 	segment_trim(w->file, w->offset, w->file_end);
 	if ((crc = env_file_close(w->file)) < 0 && rc == 0)
 		rc = crc;

@@ -10,7 +10,9 @@
  * reopen every synced write that was acknowledged is there with its
  * exact value, from every thread, however its group was formed.  Also: a
  * single synced writer is never held back waiting for others (one sync
- * per write, at the disk's pace).
+ * per write, at the disk's pace).  And a synced group, applied while its
+ * sync runs, is read by no one before the sync returns, nor ever when
+ * the sync fails.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -397,6 +399,110 @@ test_large_groups(void)
 	tstore_destroy(&t);
 }
 
+#define PENDING_SYNC_US	300000
+
+struct pending_put {
+	struct tstore *t;
+	int rc;
+	atomic_bool returned;
+};
+
+static void *
+pending_put_main(void *arg)
+{
+	struct pending_put *p = arg;
+	struct bt_write_options opts = { .sync = true };
+	struct bt_mutation m = { .kind = BT_PUT, .family = "f",
+	    .ts = BT_TS_SERVER, .value = bts("pending value") };
+
+	p->rc = bt_mutate_row(p->t->s, "t", bts("pending"), &m, 1, &opts,
+	    NULL);
+	atomic_store(&p->returned, true);
+	return NULL;
+}
+
+/* Whether row is in table t: 1, 0 when absent, -1 when the read fails. */
+static int
+row_present(struct bt_store *s, const char *row)
+{
+	struct bt_row *r = NULL;
+	int rc = bt_read_row(s, "t", bts(row), NULL, &r);
+
+	bt_row_free(r);
+	return rc == 0 ? 1 : rc == BT_NOTFOUND ? 0 : -1;
+}
+
+/*
+ * A synced write group goes into the memtable while its fdatasync runs
+ * (a slow one here), and no read sees it until that sync has returned:
+ * not before PENDING_SYNC_US after the put began, which the sync's delay
+ * alone takes.  When the sync fails instead, the write fails, is never
+ * read, and the store refuses writes (the memtable holds what the log
+ * may not) until a reopen, after which it takes writes again.
+ */
+static void
+test_unsynced_unread(void)
+{
+	static const struct bt_family_spec fam = { .name = "f" };
+	struct bt_write_options opts = { .sync = true };
+	struct bt_mutation m = { .kind = BT_PUT, .family = "f",
+	    .ts = BT_TS_SERVER, .value = bts("v") };
+	struct pending_put p = { 0 };
+	struct bt_stats s0, st;
+	struct tstore t;
+	pthread_t tid;
+	uint64_t t0, early = 0, reads = 0;
+	int rc;
+
+	tstore_fault(&t, NULL);
+	if (bt_table_create(t.s, "t", &fam, 1, NULL, 0, 0) != 0)
+		tap_bail("bt_table_create");
+	bt_store_get_stats(t.s, &s0);
+	env_fault_set_sync_delay(t.env, PENDING_SYNC_US);
+	p.t = &t;
+	atomic_init(&p.returned, false);
+	t0 = now_us();
+	if (pthread_create(&tid, NULL, pending_put_main, &p) != 0)
+		tap_bail("pthread_create");
+	while (!atomic_load(&p.returned)) {
+		uint64_t at = now_us();
+
+		if (at - t0 < PENDING_SYNC_US) {
+			reads++;
+			if (row_present(t.s, "pending") != 0 ||
+			    bt_store_last_seq(t.s) != s0.last_seq)
+				early++;
+		}
+		usleep(1000);
+	}
+	pthread_join(tid, NULL);
+	env_fault_set_sync_delay(t.env, 0);
+	is_int((int)early, 0, "no read sees a synced put before its sync "
+	    "returns (%" PRIu64 " reads during it)", reads);
+	is_int(p.rc, 0, "the synced put succeeds");
+	is_int(row_present(t.s, "pending"), 1, "and reads back after it");
+
+	env_fault_fail_after(t.env, ENV_FAULT_SYNC, 1, -EIO, false);
+	rc = bt_mutate_row(t.s, "t", bts("failed"), &m, 1, &opts, NULL);
+	env_fault_fail_after(t.env, ENV_FAULT_SYNC, 0, 0, false);
+	is_int(rc, -EIO, "a put whose log sync fails fails with it");
+	is_int(row_present(t.s, "failed"), 0, "and is not read, though it "
+	    "went into the memtable");
+	bt_store_get_stats(t.s, &st);
+	is_int(st.writes_refused, -EIO, "the store refuses writes after it");
+	ok(bt_mutate_row(t.s, "t", bts("later"), &m, 1, &opts, NULL) < 0 &&
+	    row_present(t.s, "later") == 0, "a later put fails and is not "
+	    "read");
+	is_int(row_present(t.s, "pending"), 1, "what was acknowledged still "
+	    "reads");
+	tstore_reopen(&t);
+	is_int(bt_mutate_row(t.s, "t", bts("after"), &m, 1, &opts, NULL), 0,
+	    "after a reopen the store takes writes again");
+	is_int(row_present(t.s, "pending"), 1, "with the acknowledged put "
+	    "there");
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -405,5 +511,6 @@ main(void)
 	test_power_loss_after_ack(&rng);
 	test_single_writer_not_delayed();
 	test_large_groups();
+	test_unsynced_unread();
 	return tap_done();
 }
