@@ -32,6 +32,7 @@ struct fileh {
 	bool truncated;		/* O_TRUNC or create, nothing written yet */
 	bool writer;		/* counted in node->writers */
 	bool seen_present;	/* RMW: a version existed at open */
+	int refused;		/* a write refused for want of room, or 0 */
 	int64_t seen_ts;	/* RMW: its timestamp */
 	unsigned flushes;	/* close() calls seen so far */
 	struct buf data;
@@ -236,7 +237,10 @@ fs_column_changed(struct fs *fs, const struct coord *c)
  * Commit the handle's buffer if it was written; lock held.  A truncation
  * with no write yet commits only when all is set (a second close, fsync,
  * or release), since shells close a duplicate descriptor before writing
- * and no empty version may appear in between.
+ * and no empty version may appear in between.  A handle that refused a
+ * write for its size (or for memory) commits nothing and returns that
+ * error: a cell's value is stored whole or not at all, never the part
+ * that fitted.
  */
 static int
 commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
@@ -251,6 +255,8 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 	int64_t delta;
 	int rc;
 
+	if (fh->refused < 0)
+		return fh->refused;
 	if (!fh->dirty && !(all && fh->truncated))
 		return 0;
 	fh->dirty = false;
@@ -500,13 +506,15 @@ fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size,
 		off = (off_t)fh->data.n;
 	if ((uint64_t)off > fs->max_cell || size > fs->max_cell -
 	    (uint64_t)off) {
-		rc = -EFBIG;	/* refused now: shells ignore close() */
+		rc = fh->refused = -EFBIG;	/* now: shells ignore close() */
 		goto out;
 	}
 	end = (size_t)off + size;
 	if (end > fh->data.n) {
-		if ((rc = buf_reserve(&fh->data, end - fh->data.n)) < 0)
+		if ((rc = buf_reserve(&fh->data, end - fh->data.n)) < 0) {
+			fh->refused = rc;
 			goto out;
+		}
 		if ((size_t)off > fh->data.n)	/* a hole reads as zeros */
 			memset(fh->data.p + fh->data.n, 0,
 			    (size_t)off - fh->data.n);

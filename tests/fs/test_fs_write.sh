@@ -113,6 +113,16 @@ mkdir -p "$B"
 head -c 1024 /dev/zero > "$B/7"
 check_eq "1k value" "$(stat -c %s "$B/7")" 1024
 expect_fail "File too large" sh -c "head -c 1025 /dev/zero > '$B/8'"
+# A value is stored whole or not at all: a handle that refused a write
+# commits nothing, not the part that fitted nor an empty version.
+expect_fail "File too large" sh -c "head -c 1500 /dev/zero |
+    dd of='$B/9' bs=512"
+expect_fail "No such file" stat "$B/8"
+expect_fail "No such file" stat "$B/9"
+echo kept > "$B/10"
+expect_fail "File too large" sh -c "head -c 1500 /dev/zero |
+    dd of='$B/10' bs=512"
+check_eq "old value kept" "$(cat "$B/10")" "kept"
 
 # Schema is tabletctl's; families must exist.
 expect_fail "No such file" mkdir "$W/r3/nofamily"
