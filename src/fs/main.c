@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,6 +197,33 @@ daemon_ready(int verdict_fd)
 	close(verdict_fd);
 }
 
+/*
+ * Refuse a mount point that cannot be mounted on before the store is
+ * opened (a log replay can take a while), with the fix where there is
+ * one: the mount left behind by a daemon that was killed answers
+ * ENOTCONN until it is unmounted.  statvfs asks the filesystem itself,
+ * where stat may be answered from the kernel's attribute cache.
+ */
+static int
+mountpoint_check(const char *path)
+{
+	struct statvfs sv;
+	struct stat st;
+
+	if (stat(path, &st) == 0 && statvfs(path, &sv) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		errno = ENOTDIR;
+	}
+	if (errno == ENOTCONN)
+		fprintf(stderr, "tabletfs: %s: %s: the mount of a daemon that "
+		    "is gone; unmount it (fusermount3 -u %s) and mount "
+		    "again\n", path, strerror(errno), path);
+	else
+		fprintf(stderr, "tabletfs: %s: %s\n", path, strerror(errno));
+	return -1;
+}
+
 static void
 fs_op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -294,6 +322,8 @@ main(int argc, char *argv[])
 		usage(stderr);
 		goto out_args;
 	}
+	if (mountpoint_check(opts.mountpoint) < 0)
+		goto out_args;
 	if ((store = realpath(cfg.store, NULL)) == NULL) {
 		fprintf(stderr, "tabletfs: %s: %s\n", cfg.store,
 		    strerror(errno));
