@@ -550,10 +550,10 @@ group_sync(struct server *s)
  * Finish the group in the apply turn and publish it to readers up to
  * publish (group_apply()'s; unused when log_rc fails the group).  log_rc:
  * the group's log append, or its sync after the apply (applied), which
- * fails every member that has not failed yet.  A sync
- * that fails leaves unacknowledged mutations in the memtables: the store
- * is broken, as by a failed apply, so that they are never read, frozen or
- * flushed (a reopen replays whatever of them the log kept).
+ * fails every member that has not failed yet.  A sync that fails leaves
+ * unacknowledged mutations in the memtables: the store is broken, as by
+ * a failed apply, so that they are never read, frozen or flushed (a
+ * reopen replays whatever of them the log kept).
  */
 static void
 group_publish(struct server *s, struct write_waiter *first,
