@@ -240,6 +240,10 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
     fuse_ino_t newparent, const char *newname, unsigned int flags);
 void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode, dev_t rdev);
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+    const char *name);
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+    const char *newname);
 /* Tell the kernel that the files of column c changed (after a commit). */
 void fs_column_changed(struct fs *fs, const struct coord *c);
 

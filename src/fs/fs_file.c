@@ -677,17 +677,45 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	node_put(fs, n);
 }
 
+/* Special files and links have no place in the data model: EPERM, as
+ * from a filesystem without them (EROFS on a read-only mount). */
+static void
+reply_not_permitted(fuse_req_t req)
+{
+	struct fs *fs = fuse_req_userdata(req);
+
+	fuse_reply_err(req, fs->read_only ? EROFS : EPERM);
+}
+
 void
 fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode, dev_t rdev)
 {
-	struct fs *fs = fuse_req_userdata(req);
-
 	(void)parent;
 	(void)name;
 	(void)mode;
 	(void)rdev;
-	fuse_reply_err(req, fs->read_only ? EROFS : EPERM);
+	reply_not_permitted(req);
+}
+
+void
+fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+    const char *name)
+{
+	(void)link;
+	(void)parent;
+	(void)name;
+	reply_not_permitted(req);
+}
+
+void
+fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+    const char *newname)
+{
+	(void)ino;
+	(void)newparent;
+	(void)newname;
+	reply_not_permitted(req);
 }
 
 /* Keep a column's directories after its last version goes. */

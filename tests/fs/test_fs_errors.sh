@@ -4,8 +4,9 @@
 # increment when the stored value is not an integer or the sum overflows
 # (reported by close(), so written through cat, which checks it); ESTALE
 # for a lost read-modify-write without python; EFBIG from truncate;
-# EINVAL for mkdir in a column; ENOTEMPTY for a row; EXDEV for a directory
-# rename; EROFS for control files and every change on a -o ro mount.
+# EINVAL for mkdir in a column; EPERM for links and special files;
+# ENOTEMPTY for a row; EXDEV for a directory rename; EROFS for control
+# files and every change on a -o ro mount.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -48,6 +49,13 @@ check_eq "not grown" "$(stat -c %s "$L/5")" 2
 truncate -s 1024 "$L/5"
 check_eq "grown to max" "$(stat -c %s "$L/5")" 1024
 
+# Links and special files have no place in the data model: EPERM, as
+# from a filesystem without them.
+expect_fail "Operation not permitted" ln -s "$L/5" "$L/6"
+expect_fail "Operation not permitted" ln "$L/5" "$L/7"
+expect_fail "Operation not permitted" mkfifo "$L/8"
+expect_fail "Operation not permitted" ln -s x "$R/anchor/link"
+
 # A column holds only versions: no subdirectories.
 expect_fail "Invalid argument" mkdir "$L/sub"
 expect_fail "Invalid argument" mkdir "$L/0x10"
@@ -81,6 +89,7 @@ expect_fail "Read-only" rmdir "$R/anchor/s"
 expect_fail "Read-only" rm -r "$R"
 expect_fail "Read-only" mv "$L/5" "$L/6"
 expect_fail "Read-only" touch "$L/7"
+expect_fail "Read-only" ln -s x "$L/9"
 expect_fail "Read-only" sh -c ": > '$M/webtable/.tablets'"
 check_eq "ro unchanged" "$(cat "$R/anchor/n/latest")" \
     -9223372036854775808
