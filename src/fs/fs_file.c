@@ -37,7 +37,20 @@ struct fileh {
 	unsigned flushes;	/* close() calls seen so far */
 	struct buf data;
 	struct buf seen;	/* RMW: the newest value at open */
+	/* A cell opened for reading: the row read at open, whose one cell
+	 * holds what reads return (data is then unused: a large value is
+	 * not copied once more). */
+	struct bt_row *row;
 };
+
+/* What reads of fh return; lock held. */
+static struct bt_bytes
+fileh_bytes(const struct fileh *fh)
+{
+	if (fh->row != NULL)
+		return fh->row->cells[0].value;
+	return (struct bt_bytes){ fh->data.p, fh->data.n };
+}
 
 int
 fs_status_text(struct fs *fs, struct buf *out)
@@ -304,6 +317,7 @@ fileh_free(struct fs *fs, struct fileh *fh)
 	node_put(fs, fh->node);
 	buf_release(&fh->data);
 	buf_release(&fh->seen);
+	bt_row_free(fh->row);
 	pthread_mutex_destroy(&fh->lock);
 	bt_free(fh);
 }
@@ -318,6 +332,7 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 {
 	int acc = flags & O_ACCMODE;
 	bool writing = acc != O_RDONLY;
+	const struct bt_cell *cell;
 	struct fileh *fh;
 	bool found;
 	int rc = 0;
@@ -348,9 +363,9 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 		break;
 	default:
 		if (!writing) {
-			rc = load_value(fs, &n->c, &fh->data, &found, NULL);
-			if (rc == 0 && !found && node_writers(fs, n) == 0)
-				rc = -ENOENT;
+			rc = fs_read_cell(fs, &n->c, false, &fh->row, &cell);
+			if (rc == BT_NOTFOUND)	/* a pending write's file */
+				rc = node_writers(fs, n) == 0 ? -ENOENT : 0;
 		} else if (created || (flags & O_TRUNC)) {
 			fh->mode = FH_PUT;
 			fh->truncated = true;	/* ": > f" commits "" */
@@ -469,6 +484,7 @@ fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi)
 {
 	struct fileh *fh = (struct fileh *)(uintptr_t)fi->fh;
+	struct bt_bytes b;
 	size_t n = 0;
 
 	(void)ino;
@@ -478,10 +494,10 @@ fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EBADF);
 		return;
 	}
-	if ((uint64_t)off < fh->data.n)
-		n = fh->data.n - (size_t)off < size ? fh->data.n -
-		    (size_t)off : size;
-	fuse_reply_buf(req, n ? (const char *)fh->data.p + off : NULL, n);
+	b = fileh_bytes(fh);
+	if ((uint64_t)off < b.size)
+		n = b.size - (size_t)off < size ? b.size - (size_t)off : size;
+	fuse_reply_buf(req, n ? (const char *)b.data + off : NULL, n);
 	pthread_mutex_unlock(&fh->lock);
 }
 
