@@ -439,14 +439,15 @@ struct bt_stats {
 	 * while writers are about to take that memory again. */
 	uint64_t memory_trims;
 	/* 0 while the store takes writes; otherwise the error (negative)
-	 * for which it refuses every write until it is reopened: memory
-	 * is out of step with the commit log or the catalog.  A failed
-	 * sync of the log leads here (a write group is applied while its
-	 * sync runs, and published only after it), and so would a
-	 * memtable apply failing for a fault other than memory.  No
-	 * allocation failure does (a write reserves, and a split or schema
-	 * change builds, what memory needs before its log record or its
-	 * catalog commit).  Reads go on; the reopen replays the log. */
+	 * for which it refuses every write until it is reopened: a sync
+	 * of the commit log failed, or a failed write to it could not be
+	 * undone (what was acknowledged stays readable and is flushed as
+	 * before), or memory could not follow the commit log or the
+	 * catalog.  No allocation failure leads here (a write
+	 * reserves, and a split or schema change builds, what memory
+	 * needs before its log record or its catalog commit); it guards
+	 * against a memtable apply failing for another fault.  Reads go
+	 * on; the reopen replays the log. */
 	int writes_refused;
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);

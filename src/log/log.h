@@ -62,8 +62,8 @@ int log_writer_close(struct log_writer *w);
  * A failed write is rolled back (the segment is truncated to its last good
  * record) and returned; the writer remains usable, so writes can resume
  * when, say, disk space is freed.  A failed sync leaves the durability of
- * the segment unknown: the writer is then poisoned and every later call
- * returns BT_ECLOSED until the caller rotates.
+ * the segment unknown: the writer is then poisoned (stats.poison) and
+ * every later call returns BT_ECLOSED until the caller rotates.
  */
 int log_writer_append(struct log_writer *w, struct slice record, bool sync,
     struct log_position *pos);
@@ -78,12 +78,7 @@ int log_writer_append(struct log_writer *w, struct slice record, bool sync,
 int log_writer_append_many(struct log_writer *w, const struct slice *records,
     size_t count, bool sync, struct log_position *positions);
 
-/*
- * Make everything appended so far durable: an append without sync
- * followed by this is what an append with sync does, and lets the caller
- * work in between (the write queue applies a group while its sync runs).
- * A failure poisons the writer, as a failed sync of an append does.
- */
+/* Make everything appended so far durable. */
 int log_writer_sync(struct log_writer *w);
 
 /*
@@ -98,11 +93,14 @@ struct log_position log_writer_position(struct log_writer *w);
 
 /* Records written, the appends (batches) that wrote them, and the
  * fdatasync calls made for them (the syncs of new segment headers are not
- * counted), for group commit tests and status. */
+ * counted), for group commit tests and status; and while the writer is
+ * poisoned, the error that poisoned it (a failed sync, or a failed write
+ * that could not be cut off), else 0. */
 struct log_writer_stats {
 	uint64_t records;
 	uint64_t batches;
 	uint64_t syncs;
+	int poison;
 };
 void log_writer_get_stats(struct log_writer *w, struct log_writer_stats *out);
 

@@ -24,8 +24,8 @@
  * flush data alone.  Appends that do not sync never write zeros.
  *
  * The fields marked "appender" are the calling thread's alone; the
- * fields that other threads read (position, poison, stats) are changed
- * under the mutex.
+ * fields that other threads read (position, stats with the poison) are
+ * changed under the mutex.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -64,7 +64,6 @@ struct log_writer {
 	/* Read under mu by any thread; written by the appender under mu. */
 	uint64_t segment;
 	uint64_t offset;	/* end of the last good record */
-	bool poisoned;
 	struct log_writer_stats stats;
 
 	/* Appender only. */
@@ -286,13 +285,23 @@ out:
 	return rc;
 }
 
-/* Mark the segment's durability unknown: only a rotation clears this. */
+/* Mark the segment's durability unknown, for the failure rc: only a
+ * rotation clears this. */
 static void
-writer_poison(struct log_writer *w)
+writer_poison(struct log_writer *w, int rc)
 {
 	pthread_mutex_lock(&w->mu);
-	w->poisoned = true;
+	w->stats.poison = rc;
 	pthread_mutex_unlock(&w->mu);
+}
+
+/* The error an append or sync of a poisoned writer returns. */
+static int
+writer_poisoned(struct log_writer *w)
+{
+	return bt_error_set(BT_ECLOSED, "%s: a failed sync or write left the "
+	    "segment's durability unknown (%s); appends are refused until "
+	    "the log rotates", w->path, bt_strerror(w->stats.poison));
 }
 
 static int
@@ -304,7 +313,7 @@ writer_sync_file(struct log_writer *w)
 	pthread_mutex_lock(&w->mu);
 	w->stats.syncs++;
 	if (rc < 0)
-		w->poisoned = true;
+		w->stats.poison = rc;
 	pthread_mutex_unlock(&w->mu);
 	if (rc == 0)
 		w->synced = w->offset;
@@ -325,7 +334,7 @@ writer_rotate(struct log_writer *w)
 	char *tmp;
 	int rc;
 
-	if (!w->poisoned && w->synced < w->offset &&
+	if (w->stats.poison == 0 && w->synced < w->offset &&
 	    (rc = writer_sync_file(w)) < 0)
 		return rc;
 	log_segment_path(w->next_path, w->path_size, w->dir, next);
@@ -347,7 +356,7 @@ writer_rotate(struct log_writer *w)
 	pthread_mutex_lock(&w->mu);
 	w->segment = next;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
-	w->poisoned = false;
+	w->stats.poison = 0;
 	pthread_mutex_unlock(&w->mu);
 	return 0;
 }
@@ -388,9 +397,8 @@ writer_write(struct log_writer *w, const struct slice *records,
 	uint64_t mark;
 	int rc;
 
-	if (w->poisoned) {
-		rc = bt_error_set(BT_ECLOSED, "%s: log poisoned by a failed "
-		    "sync; rotate to continue", w->path);
+	if (w->stats.poison < 0) {
+		rc = writer_poisoned(w);
 		goto out;
 	}
 	if (w->offset >= w->segment_size && (rc = writer_rotate(w)) < 0)
@@ -417,7 +425,7 @@ writer_write(struct log_writer *w, const struct slice *records,
 	    w->batch.n)) < 0) {
 		snprintf(saved, sizeof(saved), "%s", bt_error_detail());
 		if (env_file_truncate(w->file, w->offset) < 0)
-			writer_poison(w);
+			writer_poison(w, rc);
 		w->reserved = w->file_end = w->zeroed = w->offset;
 		rc = bt_error_set(rc, "%s", saved);
 		goto out;
@@ -470,28 +478,14 @@ log_writer_append(struct log_writer *w, struct slice record, bool sync,
 	return log_writer_append_many(w, &record, 1, sync, pos);
 }
 
-/*
- * Make what is appended durable.  ahead: zero the reserved space ahead of
- * the records first, as a writer that keeps syncing does (module
- * comment); a closing writer does not, since the close cuts it off.
- */
-static int
-writer_sync(struct log_writer *w, bool ahead)
-{
-	if (w->poisoned)
-		return bt_error_set(BT_ECLOSED, "%s: log poisoned by a failed "
-		    "sync; rotate to continue", w->path);
-	if (w->synced >= w->offset)
-		return 0;
-	if (ahead)
-		writer_zero_ahead(w, w->offset);
-	return writer_sync_file(w);
-}
-
 int
 log_writer_sync(struct log_writer *w)
 {
-	return writer_sync(w, true);
+	if (w->stats.poison < 0)
+		return writer_poisoned(w);
+	if (w->synced >= w->offset)
+		return 0;
+	return writer_sync_file(w);
 }
 
 int
@@ -511,7 +505,7 @@ log_writer_close(struct log_writer *w)
 
 	if (w == NULL)
 		return 0;
-	rc = writer_sync(w, false);
+	rc = log_writer_sync(w);
 	segment_trim(w->file, w->offset, w->file_end);
 	if ((crc = env_file_close(w->file)) < 0 && rc == 0)
 		rc = crc;

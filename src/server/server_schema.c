@@ -579,6 +579,7 @@ server_get_stats(struct server *s, struct server_stats *out)
 		log_writer_get_stats(s->log, &ls);
 	out->log_syncs = ls.syncs;
 	out->log_batches = ls.batches;
+	out->writes_refused = s->broken < 0 ? s->broken : ls.poison;
 	pthread_mutex_lock(&s->writes.mu);
 	out->write_gathers = s->writes.gathers;
 	pthread_mutex_unlock(&s->writes.mu);
@@ -610,7 +611,6 @@ server_get_stats(struct server *s, struct server_stats *out)
 		}
 		tablet_map_unref(m);
 	}
-	out->writes_refused = s->broken;
 	out->splits = atomic_load(&s->splits);
 	out->merges = atomic_load(&s->merges);
 	out->files_collected = atomic_load(&s->files_collected);

@@ -162,14 +162,10 @@ write_throttle(struct server *s)
  * with its writer queue: each caller queues a waiter, and the one at the
  * head leads.  The leader takes the waiters queued behind it (up to
  * WRITE_GROUP_BYTES), and for all of them, in queue order, assigns
- * sequence numbers and stamps, writes their log records with one append,
- * applies them to their tablets, fdatasyncs the append once if any of
- * them asked, and only then publishes them to readers; then it hands each
- * its result, wakes it, and passes the lead on.  The apply comes before
- * the sync so that the sync's return is followed by the wakes at once:
- * with 4 writers on 2 processors, the time from the end of one group's
- * sync to the start of the next is most of what a group costs beyond its
- * sync.  A follower sleeps once and wakes acknowledged:
+ * sequence numbers and stamps, writes their log records with one append
+ * (fdatasynced once if any of them asked), applies them to their tablets
+ * and publishes them to readers; then it hands each its result, wakes it,
+ * and passes the lead on.  A follower sleeps once and wakes acknowledged:
  * there is no second turn to wait for, and nothing is acknowledged before
  * the log append (and the sync, when asked) covering it has returned.
  * Waiters sleep outside the queue's mutex, and the leader wakes its
@@ -198,7 +194,7 @@ write_throttle(struct server *s)
 #define WRITE_GROUP_BYTES	(1u << 20)
 /* What a write that a broken store refuses is told. */
 #define BROKEN_DETAIL	"an earlier failure left the store's memory " \
-	"out of step with its log or catalog; reopen the store"
+	"behind its log or catalog; reopen the store"
 #define WRITE_GATHER_MAX_US	2000
 
 /* One mutation in the write queue; lives on its caller's stack.  The
@@ -396,24 +392,44 @@ group_reserve(struct server *s, struct write_waiter *first,
 }
 
 /*
+ * The error for a write that the log refused (rc) since a sync of it
+ * failed (or a failed write could not be cut off): that failure's error,
+ * said in the store's terms.  The memtables hold only what was
+ * acknowledged and are flushed as before; the reopen starts a new log
+ * segment.
+ */
+static int
+log_refusal(struct server *s, int rc)
+{
+	struct log_writer_stats ls;
+
+	log_writer_get_stats(s->log, &ls);
+	if (ls.poison == 0)
+		return rc;
+	return bt_error_set(ls.poison, "the commit log failed (%s) and what "
+	    "it holds is not known to be durable: writes are refused until "
+	    "the store is reopened", bt_strerror(ls.poison));
+}
+
+/*
  * Number the group first..last (n mutations), stamp it, reserve what its
- * apply needs and write its log records with one append, not yet synced
- * (in the apply turn): 0, or the error that fails them all.  Sequence
+ * apply needs and write its log records with one append (in the apply
+ * turn): 0, or the error that fails them all.  Sequence
  * numbers are taken even on failure (the group still takes its turn).  A
  * broken store (s->broken) logs nothing: a write it refuses must not come
  * back when the reopen replays the log.  (A member after one whose apply
- * fails, or a group whose sync fails, is refused though logged, and its
- * fate is the reopen's: nothing else can break the store between here
- * and the publish, which holds the same turn.)
+ * fails is refused though logged, and its fate is the reopen's: nothing
+ * else can break the store between here and the apply, which holds the
+ * same turn.)
  */
 static int
 group_log(struct server *s, struct write_waiter *first,
-    struct write_waiter *last, size_t n)
+    struct write_waiter *last, size_t n, bool sync)
 {
 	struct write_queue *q = &s->writes;
 	struct write_waiter *p;
 	size_t i = 0, from = 0;
-	uint64_t seq;
+	uint64_t t0, seq;
 	int rc;
 
 	/* The leader alone writes next_seq and last_stamp: no lock. */
@@ -465,39 +481,51 @@ group_log(struct server *s, struct write_waiter *first,
 		if (p == last)
 			break;
 	}
-	rc = log_writer_append_many(s->log, q->slices, n, false,
-	    q->positions);
+	t0 = sync ? monotonic_ns() : 0;	/* a clock read costs */
+	rc = log_writer_append_many(s->log, q->slices, n, sync, q->positions);
+	if (rc == BT_ECLOSED)
+		rc = log_refusal(s, rc);
+	if (rc == 0 && sync) {
+		uint64_t ns = monotonic_ns() - t0;
+
+		/* An average over about the last eight synced groups. */
+		q->sync_ns = q->sync_ns == 0 ? ns : q->sync_ns -
+		    q->sync_ns / 8 + ns / 8;
+	}
 	if (q->records.cap > 4 * WRITE_GROUP_BYTES)
 		buf_release(&q->records);
 	return rc;
 }
 
 /*
- * Apply the logged group to its tablets in sequence order, unpublished
- * (readers see up to visible_seq), in the apply turn (s->apply_mu) that
- * group_log() ran in: a split, merge or freeze needs it too, so each
- * mutation lands in the tablet, and the memtable, that group_reserve()
- * found and reserved.  An apply then fails only for a fault other than
- * memory; such a mutation may be in the memtable in part: the store is
- * then broken, and readers never see past the mutation before it, so
- * that no part of it is ever read; nothing more is frozen or flushed
- * (master_freeze()), and a reopen replays it whole from the log.  The
- * sequence number to publish up to.
+ * Apply the logged group in sequence order and publish it (log_rc: the
+ * log append's result, which fails every member), in the apply turn
+ * (s->apply_mu) that group_log() ran in: a split, merge or freeze needs
+ * it too, so each mutation lands in the tablet, and the memtable, that
+ * group_reserve() found and reserved.  An apply then fails only for a
+ * fault other than memory; such a mutation may be in the memtable in
+ * part: the store is then broken, and readers never see past the
+ * mutation before it (visible_seq stays), so that no part of it is ever
+ * read; nothing more is frozen or flushed (master_freeze()), and a reopen
+ * replays it whole from the log.
  */
-static uint64_t
+static void
 group_apply(struct server *s, struct write_waiter *first,
-    struct write_waiter *last)
+    struct write_waiter *last, int log_rc)
 {
 	struct write_waiter *p;
 	size_t i = 0;
-	uint64_t publish = last->first_seq + last->count - 1;
+	uint64_t applied = 0, publish = last->first_seq + last->count - 1;
+	int64_t held;
 	int arc;
 
 	if (s->broken < 0)
 		publish = atomic_load_explicit(&s->visible_seq,
 		    memory_order_relaxed);
 	for (p = first;; p = p->next) {
-		if (s->broken) {
+		if (log_rc < 0) {
+			waiter_fail(p, log_rc);
+		} else if (s->broken) {
 			waiter_fail(p, bt_error_set(s->broken,
 			    BROKEN_DETAIL));
 		} else {
@@ -513,70 +541,20 @@ group_apply(struct server *s, struct write_waiter *first,
 				    "failed; reopen the store");
 				waiter_fail(p, arc);
 				publish = p->first_seq - 1;
+			} else {
+				p->rc = 0;
+				applied++;
 			}
 			segment_note_locked(s, s->writes.positions[i].segment,
 			    p->first_seq + p->count - 1);
 		}
 		i++;
 		if (p == last)
-			return publish;
+			break;
 	}
-}
-
-/*
- * Make the group's log records durable, after its apply: the memtable
- * inserts ran while the records waited, not after the fdatasync, on the
- * way to the group's acknowledgement.  A failure leaves the log poisoned
- * (log_writer_sync()) and the memtables holding mutations that were
- * never acknowledged: group_publish() then breaks the store.
- */
-static int
-group_sync(struct server *s)
-{
-	struct write_queue *q = &s->writes;
-	uint64_t t0 = monotonic_ns(), ns;
-	int rc;
-
-	if ((rc = log_writer_sync(s->log)) < 0)
-		return rc;
-	ns = monotonic_ns() - t0;
-	/* An average over about the last eight synced groups. */
-	q->sync_ns = q->sync_ns == 0 ? ns : q->sync_ns - q->sync_ns / 8 +
-	    ns / 8;
-	return 0;
-}
-
-/*
- * Finish the group in the apply turn and publish it to readers up to
- * publish (group_apply()'s; unused when log_rc fails the group).  log_rc:
- * the group's log append, or its sync after the apply (applied), which
- * fails every member that has not failed yet.  A sync that fails leaves
- * unacknowledged mutations in the memtables: the store is broken, as by
- * a failed apply, so that they are never read, frozen or flushed (a
- * reopen replays whatever of them the log kept).
- */
-static void
-group_publish(struct server *s, struct write_waiter *first,
-    struct write_waiter *last, int log_rc, bool applied, uint64_t publish)
-{
-	struct write_waiter *p;
-	uint64_t done = 0;
-	int64_t held;
-
-	if (log_rc < 0) {
-		publish = atomic_load_explicit(&s->visible_seq,
-		    memory_order_relaxed);
-		if (applied && s->broken == 0)
-			s->broken = log_rc;
-	}
+	/* A full memtable is frozen once the group is in it (a write that
+	 * failed to log freezes nothing: on a full disk, no flush starts). */
 	for (p = first;; p = p->next) {
-		if (log_rc < 0 && p->rc == 0)
-			waiter_fail(p, log_rc);
-		else if (p->rc == 0)
-			done++;
-		/* A full memtable is frozen once the group is in it (a write
-		 * that failed to log freezes nothing: on a full disk, no
-		 * flush starts). */
 		if (p->tablet != NULL) {
 			tablet_reserve_end(p->tablet);
 			if (log_rc == 0 && s->broken == 0 &&
@@ -596,7 +574,7 @@ group_publish(struct server *s, struct write_waiter *first,
 	 * stores, not read-modify-writes.  Release: a reader that sees the
 	 * new visible_seq sees the memtable entries it covers. */
 	atomic_store_explicit(&s->mutations, atomic_load_explicit(
-	    &s->mutations, memory_order_relaxed) + done,
+	    &s->mutations, memory_order_relaxed) + applied,
 	    memory_order_relaxed);
 	atomic_store_explicit(&s->visible_seq, publish, memory_order_release);
 }
@@ -616,9 +594,8 @@ write_lead(struct server *s, struct write_waiter *self)
 	struct write_queue *q = &s->writes;
 	struct write_waiter *first, *last, *p, *follow, *next;
 	size_t bytes, n, taken_syncs;
-	uint64_t publish = 0;
 	uint32_t mask = 0;
-	bool sync, self_in, applied;
+	bool sync, self_in;
 	int rc;
 
 again:
@@ -646,13 +623,8 @@ again:
 	pthread_mutex_unlock(&q->mu);
 
 	pthread_mutex_lock(&s->apply_mu);
-	applied = (rc = group_log(s, first, last, n)) == 0;
-	if (applied) {
-		publish = group_apply(s, first, last);
-		if (sync)
-			rc = group_sync(s);
-	}
-	group_publish(s, first, last, rc, applied, publish);
+	rc = group_log(s, first, last, n, sync);
+	group_apply(s, first, last, rc);
 	pthread_mutex_unlock(&s->apply_mu);
 
 	pthread_mutex_lock(&q->mu);

@@ -10,9 +10,9 @@
  * reopen every synced write that was acknowledged is there with its
  * exact value, from every thread, however its group was formed.  Also: a
  * single synced writer is never held back waiting for others (one sync
- * per write, at the disk's pace).  And a synced group, applied while its
- * sync runs, is read by no one before the sync returns, nor ever when
- * the sync fails.
+ * per write, at the disk's pace).  And a synced put is read by no one
+ * before its sync returns, nor ever when the sync fails, after which the
+ * store refuses writes until a reopen.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -433,15 +433,15 @@ row_present(struct bt_store *s, const char *row)
 }
 
 /*
- * A synced write group goes into the memtable while its fdatasync runs
- * (a slow one here), and no read sees it until that sync has returned:
- * not before PENDING_SYNC_US after the put began, which the sync's delay
- * alone takes.  When the sync fails instead, the write fails, is never
- * read, and the store refuses writes (the memtable holds what the log
- * may not) until a reopen, after which it takes writes again.
+ * No read sees a synced put before its fdatasync (a slow one here) has
+ * returned: not before PENDING_SYNC_US after the put began, which the
+ * sync's delay alone takes.  When the sync fails instead, the put fails
+ * with the sync's error and is never read; the store refuses every later
+ * write with it (writes_refused) until a reopen, while what was
+ * acknowledged stays readable and can still be flushed to an SSTable.
  */
 static void
-test_unsynced_unread(void)
+test_sync_failure(void)
 {
 	static const struct bt_family_spec fam = { .name = "f" };
 	struct bt_write_options opts = { .sync = true };
@@ -486,18 +486,23 @@ test_unsynced_unread(void)
 	rc = bt_mutate_row(t.s, "t", bts("failed"), &m, 1, &opts, NULL);
 	env_fault_fail_after(t.env, ENV_FAULT_SYNC, 0, 0, false);
 	is_int(rc, -EIO, "a put whose log sync fails fails with it");
-	is_int(row_present(t.s, "failed"), 0, "and is not read, though it "
-	    "went into the memtable");
+	is_int(row_present(t.s, "failed"), 0, "and is not read");
 	bt_store_get_stats(t.s, &st);
 	is_int(st.writes_refused, -EIO, "the store refuses writes after it");
-	ok(bt_mutate_row(t.s, "t", bts("later"), &m, 1, &opts, NULL) < 0 &&
-	    row_present(t.s, "later") == 0, "a later put fails and is not "
-	    "read");
+	is_int(bt_mutate_row(t.s, "t", bts("later"), &m, 1, &opts, NULL),
+	    -EIO, "a later put fails with the sync's error");
+	is_int(row_present(t.s, "later"), 0, "and is not read");
 	is_int(row_present(t.s, "pending"), 1, "what was acknowledged still "
 	    "reads");
+	is_int(bt_store_flush(t.s), 0, "and is flushed to an SSTable");
+	bt_store_get_stats(t.s, &st);
+	ok(st.sstables > s0.sstables, "the flush wrote an SSTable (%" PRIu64
+	    " now, %" PRIu64 " before)", st.sstables, s0.sstables);
 	tstore_reopen(&t);
+	bt_store_get_stats(t.s, &st);
+	is_int(st.writes_refused, 0, "a reopen clears the refusal");
 	is_int(bt_mutate_row(t.s, "t", bts("after"), &m, 1, &opts, NULL), 0,
-	    "after a reopen the store takes writes again");
+	    "and the store takes writes again");
 	is_int(row_present(t.s, "pending"), 1, "with the acknowledged put "
 	    "there");
 	tstore_destroy(&t);
@@ -511,6 +516,6 @@ main(void)
 	test_power_loss_after_ack(&rng);
 	test_single_writer_not_delayed();
 	test_large_groups();
-	test_unsynced_unread();
+	test_sync_failure();
 	return tap_done();
 }
