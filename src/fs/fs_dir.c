@@ -34,7 +34,10 @@ ts_parse(const char *s, int64_t *ts)
 /*
  * The coordinate of name inside parent.  Bytes decoded from the name go
  * to scratch, which c then borrows.  -ENOENT for a name that cannot exist,
- * -EINVAL instead when creating, -ENOTDIR under a file.
+ * -EINVAL instead when creating, -ENOTDIR under a file, -ENAMETOOLONG for
+ * a name longer than statfs's f_namemax: the kernel passes FUSE names of
+ * up to 1024 bytes, but a listing leaves such names out, so a file made
+ * under one could be reached and never seen.
  */
 int
 fs_child(struct fs *fs, const struct node *parent, const char *name,
@@ -43,6 +46,8 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 	int bad = creating ? -EINVAL : -ENOENT;
 
 	(void)fs;
+	if (strlen(name) > NAMES_MAX_COMPONENT)
+		return -ENAMETOOLONG;
 	*c = parent->c;
 	switch (parent->c.kind) {
 	case NODE_ROOT:

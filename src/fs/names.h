@@ -23,7 +23,8 @@
 #include "util/buf.h"
 #include "util/slice.h"
 
-/* The longest path component the kernel passes (NAME_MAX). */
+/* The longest path component of the mount (NAME_MAX, statfs's f_namemax);
+ * FUSE passes longer ones, which the mount refuses (ENAMETOOLONG). */
 #define NAMES_MAX_COMPONENT 255
 
 /*

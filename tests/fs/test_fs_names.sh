@@ -2,7 +2,8 @@
 # test_fs_names.sh - row keys and qualifiers with odd bytes round-trip
 # between the escaped path names and the stored bytes: a space, '%', '/'
 # (written %2F), '@', UTF-8, a control byte 0x01 (%01), a leading dot, the
-# empty qualifier (%), and lower-case hex accepted on lookup.
+# empty qualifier (%), and lower-case hex accepted on lookup; names over
+# 255 bytes are refused (ENAMETOOLONG).
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -34,6 +35,21 @@ check_eq "%41 is A" "$(ls "$W/%71/anchor" | tr '\n' ' ')" "%2F sp ace 日本 "
 expect_fail "No such file" ls "$W/bad%zz"
 expect_fail "Invalid argument" mkdir "$W/bad%zz"
 expect_fail "Invalid argument" mkdir "$W/a@b"
+# A name of 255 bytes (statfs's f_namemax) is made and listed; a longer
+# one, which FUSE would pass (up to 1024 bytes) but no listing carries, is
+# refused on lookup, create and rename, so nothing is made that cannot be
+# seen.
+n255=$(printf '%0255d' 0)
+n256=$(printf '%0256d' 0)
+mkdir -p "$W/long/anchor/$n255"
+echo v > "$W/long/anchor/$n255/1"
+check_eq "255 listed" "$(ls "$W/long/anchor")" "$n255"
+expect_fail "File name too long" mkdir -p "$W/long/anchor/$n256"
+expect_fail "File name too long" mkdir "$W/$n256"
+expect_fail "File name too long" ls "$W/long/anchor/$n256"
+expect_fail "File name too long" mv "$W/long/anchor/$n255" \
+    "$W/long/anchor/$n256"
+check_eq "nothing long made" "$(ls "$W/long/anchor")" "$n255"
 
 # The bytes stored are the decoded ones.
 fs_unmount
