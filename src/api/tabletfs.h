@@ -348,7 +348,7 @@ void bt_scan_close(struct bt_scan *sc);
 int bt_store_flush(struct bt_store *s);
 /* Compact a table (NULL: all): flush its memtables and merge its
  * SSTables; major also drops deleted and condemned data.  Waits for
- * completion. */
+ * completion.  -ENOENT for a table that does not exist. */
 int bt_store_compact(struct bt_store *s, const char *table, bool major);
 
 /*

@@ -453,6 +453,13 @@ server_compact(struct server *s, const char *table, bool major)
 
 	if ((rc = check_writable(s)) < 0)
 		return rc;
+	if (table != NULL) {	/* a table that is not there is an error */
+		struct server_table *t;
+
+		if ((rc = table_get(s, table, &t)) < 0)
+			return rc;
+		table_unref(t);
+	}
 	/* Flush and compact on the caller's thread, holding the work lock
 	 * so that no background flush or compaction runs meanwhile: the
 	 * background would flush only after waiting a round, and might

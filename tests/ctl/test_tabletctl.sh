@@ -345,6 +345,9 @@ check "split at an existing boundary" 1 '' \
 check "split of a missing table" 1 '' \
     "tabletctl: split: table nosuch: no such table (No such file or directory)" \
     tcs split nosuch p
+check "compact of a missing table" 1 '' \
+    "tabletctl: compact: table nosuch: no such table (No such file or directory)" \
+    tcs compact nosuch
 check "split without a row" 2 '' 'usage: tabletctl [-s STORE] split T ROW' \
     tcs split ranges
 tcs set ranges a 'f:=a@1'
