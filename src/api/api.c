@@ -15,6 +15,7 @@
 #include "server/server.h"
 #include "util/alloc.h"
 #include "util/error.h"
+#include "util/units.h"
 
 /* Calls on one row that meet a stale location, at most, before the store
  * is asked to route the row itself. */
@@ -258,11 +259,14 @@ bt_group_set(struct bt_store *s, const char *table,
 	return server_group_set(s->server, table, &g);
 }
 
-int
-bt_table_describe(struct bt_store *s, const char *table, char **text)
+/* A table's families (or, when groups, its locality groups) as the text
+ * that bt_table_describe (bt_table_describe_groups) returns. */
+static int
+table_describe(struct bt_store *s, const char *table, bool groups,
+    char **text)
 {
 	struct catalog_table *ct;
-	char *out = NULL;
+	char *out = NULL, block[UNITS_STRLEN];
 	size_t size = 0;
 	FILE *f;
 	int rc;
@@ -274,9 +278,18 @@ bt_table_describe(struct bt_store *s, const char *table, char **text)
 		catalog_table_free(ct);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < ct->family_count; i++)
+	for (size_t i = 0; !groups && i < ct->family_count; i++)
 		fprintf(f, "%s group=%s gc=%s\n", ct->families[i].name,
 		    ct->families[i].group, ct->families[i].gc_policy);
+	for (size_t i = 0; groups && i < ct->group_count; i++) {
+		const struct catalog_group *g = &ct->groups[i];
+
+		fprintf(f, "%s blocksize=%s compression=%s bloom=%s "
+		    "inmemory=%s\n", g->name,
+		    format_size(block, sizeof(block), g->block_size),
+		    g->compress ? "snappy" : "none", g->bloom ? "on" : "off",
+		    g->in_memory ? "on" : "off");
+	}
 	catalog_table_free(ct);
 	if (fclose(f) != 0) {
 		free(out);
@@ -284,6 +297,18 @@ bt_table_describe(struct bt_store *s, const char *table, char **text)
 	}
 	*text = out;
 	return 0;
+}
+
+int
+bt_table_describe(struct bt_store *s, const char *table, char **text)
+{
+	return table_describe(s, table, false, text);
+}
+
+int
+bt_table_describe_groups(struct bt_store *s, const char *table, char **text)
+{
+	return table_describe(s, table, true, text);
 }
 
 /* ---- Writing ---- */

@@ -155,6 +155,11 @@ int bt_group_set(struct bt_store *s, const char *table,
 /* A table's schema, as text in cbt's style, one family per line:
  * "FAMILY group=G gc=POLICY\n".  The caller frees *text with free(). */
 int bt_table_describe(struct bt_store *s, const char *table, char **text);
+/* A table's locality groups, one per line, in setgroup's spelling:
+ * "GROUP blocksize=SIZE compression=snappy|none bloom=on|off
+ * inmemory=on|off\n" (SIZE as "64k").  Freed with free(). */
+int bt_table_describe_groups(struct bt_store *s, const char *table,
+    char **text);
 
 /* ---- Writing ---- */
 

@@ -1,6 +1,7 @@
 /*
  * cmd_schema.c - tabletctl's schema verbs: init, createtable,
- * createfamily, setgcpolicy, setgroup, deletefamily, deletetable, ls.
+ * createfamily, setgcpolicy, setgroup, deletefamily, deletetable, ls,
+ * groups.
  * GC policies and names are checked by the API, not here.
  */
 #include <errno.h>
@@ -240,6 +241,23 @@ cmd_deletetable(struct ctl *c, int argc, char **argv)
 	bt_error_clear();
 	if ((rc = bt_table_delete(c->store, argv[0])) < 0)
 		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
+/* A table's locality groups, "G blocksize=SIZE compression=... bloom=...
+ * inmemory=...", one a line. */
+int
+cmd_groups(struct ctl *c, int argc, char **argv)
+{
+	char *text;
+	int rc;
+
+	(void)argc;
+	bt_error_clear();
+	if ((rc = bt_table_describe_groups(c->store, argv[0], &text)) < 0)
+		return ctl_fail(c, rc, NULL);
+	fputs(text, c->out);
+	free(text);
 	return CTL_OK;
 }
 

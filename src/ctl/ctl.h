@@ -76,6 +76,7 @@ int cmd_setgroup(struct ctl *c, int argc, char **argv);
 int cmd_deletefamily(struct ctl *c, int argc, char **argv);
 int cmd_deletetable(struct ctl *c, int argc, char **argv);
 int cmd_ls(struct ctl *c, int argc, char **argv);
+int cmd_groups(struct ctl *c, int argc, char **argv);
 int cmd_set(struct ctl *c, int argc, char **argv);
 int cmd_lookup(struct ctl *c, int argc, char **argv);
 int cmd_read(struct ctl *c, int argc, char **argv);

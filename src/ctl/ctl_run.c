@@ -54,6 +54,11 @@ static const struct ctl_verb verbs[] = {
 	  "List the tables, one a line; or table T's families, one a line:\n"
 	  "\"F group=G gc=POLICY\".",
 	  0, 1, CTL_STORE_READ, cmd_ls },
+	{ "groups", "T",
+	  "List table T's locality groups, one a line, with their settings\n"
+	  "as setgroup spells them: \"G blocksize=64k compression=snappy\n"
+	  "bloom=on inmemory=off\".",
+	  1, 1, CTL_STORE_READ, cmd_groups },
 	{ "set", "T ROW F:Q=VALUE[@TS] ...",
 	  "Write the cells in one atomic mutation of ROW.  A cell without @TS\n"
 	  "is stamped with the current time (microseconds).",

@@ -83,6 +83,17 @@ contents group=default gc=maxversions=3
 language group=default gc=never" '' tc ls webtable
 check "setgroup" 0 '' '' \
     tc setgroup webtable default blocksize=4k compression=none bloom=on
+check "groups shows the settings as setgroup spells them" 0 \
+    'default blocksize=4k compression=none bloom=on inmemory=off' '' \
+    tc groups webtable
+check "setgroup makes a group" 0 '' '' \
+    tc setgroup split hot inmemory=on blocksize=1m bloom=off
+check "groups lists every group, defaults kept" 0 \
+'default blocksize=64k compression=snappy bloom=on inmemory=off
+hot blocksize=1m compression=snappy bloom=off inmemory=on' '' tc groups split
+check "groups of a missing table" 1 '' \
+    'tabletctl: groups: table nosuch: no such table (No such file or directory)' \
+    tc groups nosuch
 
 # ---- The paper's Webtable row ----
 
