@@ -440,14 +440,100 @@ point_read_visit_borrow(void *arg, struct slice key, struct slice value)
 	return point_read_add(arg, key, value, false);
 }
 
+/*
+ * A read of one column's newest version (cells_per_column 1, one column
+ * with its qualifier) stops visiting a memtable at the column's first put
+ * that the read can see (at the snapshot, in the time range, not older
+ * than its family), as long as no delete marker has been gathered.  A
+ * memtable lists a column's versions newest first (timestamp, then
+ * sequence number), and what could mask that put sorts before it: a row,
+ * family or column delete, or a delete of its version written after it.
+ * The versions after it in that memtable are older, so never the newest,
+ * and the markers after it touch only those.  An older source (the frozen
+ * memtable, the files) may hold a put newer in time, so it is still
+ * visited.  A counter incremented in place then visits one entry of each
+ * memtable, not every version it holds.
+ */
+struct point_stop {
+	struct point_read *pr;
+	struct slice column;	/* esc(row) esc(family) esc(qualifier) */
+	uint64_t snapshot;
+	uint64_t created_seq;	/* the family's */
+	int64_t min_ts, max_ts;
+	bool armed;		/* no marker gathered yet */
+};
+
+#define POINT_STOP 2	/* a visit's "the rest of this memtable is moot" */
+
+static int
+point_read_visit_stop(void *arg, struct slice key, struct slice value)
+{
+	struct point_stop *ps = arg;
+	uint64_t trailer, seq;
+	int64_t ts;
+	int rc;
+
+	if ((rc = point_read_add(ps->pr, key, value, false)) != 0 ||
+	    !ps->armed)
+		return rc;
+	/* A row delete of a short row is under 16 bytes. */
+	if (key.n < 8 || ((trailer = ikey_trailer(key)) & 0xff) != IKEY_PUT) {
+		ps->armed = false;
+		return 0;
+	}
+	if (key.n != ps->column.n + 16 ||
+	    memcmp(key.p, ps->column.p, ps->column.n) != 0)
+		return 0;
+	seq = trailer >> 8;
+	ts = (int64_t)~get_be64(key.p + ps->column.n);
+	if (seq > ps->snapshot || seq < ps->created_seq ||
+	    ts < ps->min_ts || ts > ps->max_ts)
+		return 0;
+	return POINT_STOP;
+}
+
 /* Add the entries of one memtable under prefix, borrowed (the version
- * keeps the memtable alive).  0, 1 when there are too many, or a negative
- * error. */
+ * keeps the memtable alive), up to where ps (NULL: none) stops.  0, 1
+ * when there are too many, or a negative error. */
 static int
 point_read_memtable(struct point_read *pr, struct memtable *m,
-    struct slice prefix)
+    struct slice prefix, struct point_stop *ps)
 {
-	return memtable_visit_prefix(m, prefix, point_read_visit_borrow, pr);
+	int rc;
+
+	if (ps == NULL)
+		return memtable_visit_prefix(m, prefix,
+		    point_read_visit_borrow, pr);
+	rc = memtable_visit_prefix(m, prefix, point_read_visit_stop, ps);
+	return rc == POINT_STOP ? 0 : rc;
+}
+
+/* Arm ps for a read of row with filter f when it reads one column's
+ * newest version, building the column's prefix in scratch: ps, or NULL. */
+static struct point_stop *
+point_stop_init(struct point_stop *ps, struct point_read *pr,
+    const struct tablet_version *v, uint64_t snapshot, struct slice row,
+    const struct cells_filter *f, struct buf *scratch)
+{
+	const struct tablet_family *fam;
+
+	if (f->cells_per_column != 1 || f->column_count != 1 ||
+	    !f->columns[0].has_qualifier ||
+	    (fam = tablet_schema_family(v->schema,
+	    f->columns[0].family)) == NULL)
+		return NULL;
+	buf_clear(scratch);
+	if (ikey_append_column_prefix(row, f->columns[0].family,
+	    f->columns[0].qualifier, scratch) < 0)
+		return NULL;
+	ps->pr = pr;
+	ps->column = buf_slice(scratch);
+	ps->snapshot = snapshot;
+	ps->created_seq = fam->created_seq;
+	ps->min_ts = f->min_ts;
+	ps->max_ts = f->has_max_ts ? f->max_ts : INT64_MAX;
+	ps->armed = true;
+	return ps;
 }
 
 /*
@@ -649,17 +735,17 @@ read_cover_settles(struct read_cover *rc, const struct point_read *pr,
 static int
 read_row_gather(struct tablet_version *v, uint64_t snapshot,
     const struct cells_filter *f, struct slice prefix, struct point_read *pr,
-    struct read_charge *charge)
+    struct point_stop *ps, struct read_charge *charge)
 {
 	uint64_t hash = v->file_count > 0 ? bloom_hash(prefix) : 0;
 	struct read_cover rc;
 	int r;
 
-	if ((r = point_read_memtable(pr, v->mem, prefix)) != 0)
+	if ((r = point_read_memtable(pr, v->mem, prefix, ps)) != 0)
 		return r;
 	pr->source++;
 	if (v->imm != NULL) {
-		if ((r = point_read_memtable(pr, v->imm, prefix)) != 0)
+		if ((r = point_read_memtable(pr, v->imm, prefix, ps)) != 0)
 			return r;
 		pr->source++;
 	}
@@ -693,10 +779,10 @@ read_row_gather(struct tablet_version *v, uint64_t snapshot,
 }
 
 /*
- * The row prefix and the SSTable walk's key buffers live in out's
- * resolution buffers (key, cur_family, cur_qualifier), which the resolver
- * clears before it uses them: what they grow to here is then reused, not
- * allocated again.
+ * The row prefix, the SSTable walk's key buffers and a one-column read's
+ * column prefix live in out's resolution buffers (key, cur_family,
+ * cur_qualifier, seek_key), which the resolver sets before it uses them:
+ * what they grow to here is then reused, not allocated again.
  */
 int
 tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
@@ -708,6 +794,7 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	struct point_iter pit = { { &point_iter_ops }, NULL, 0, 0 };
 	struct read_charge charge = READ_CHARGE_INIT;
 	struct point_read pr;
+	struct point_stop stop, *ps;
 	struct slice prefix;
 	int rc;
 
@@ -716,7 +803,9 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	if ((rc = ikey_append_row_prefix(row, &out->key)) < 0)
 		goto out;
 	prefix = buf_slice(&out->key);
-	rc = read_row_gather(v, snapshot, filter, prefix, &pr, &charge);
+	ps = point_stop_init(&stop, &pr, v, snapshot, row, filter,
+	    &out->seek_key);
+	rc = read_row_gather(v, snapshot, filter, prefix, &pr, ps, &charge);
 	if (read_charge_due(&charge))
 		tablet_read_charge(t, charge.group, 1);
 	if (rc < 0)

@@ -385,6 +385,42 @@ test_maxversions(void)
 	tstore_destroy(&t);
 }
 
+/*
+ * A read of one column's newest version looks past the first put it meets
+ * in the memtable when a delete gathered before it masks that put: a row
+ * delete (whose key, for a one-byte row, is shorter than a put's tail), a
+ * family, column or version delete.  The put after each delete has an
+ * older timestamp and is the answer.
+ */
+static void
+test_newest_past_markers(void)
+{
+	static const struct {
+		const char *row;
+		enum bt_mutation_kind kind;
+		const char *what;
+	} cases[] = {
+		{ "r", BT_DELETE_ROW, "a row delete of a one-byte row" },
+		{ "f", BT_DELETE_FAMILY, "a family delete" },
+		{ "c", BT_DELETE_COLUMN, "a column delete" },
+		{ "v", BT_DELETE_VERSION, "a version delete" },
+	};
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "d", families));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		must(put_str(t.s, "d", cases[i].row, "a", "q", 5, "old"));
+		must(del_str(t.s, "d", cases[i].row, cases[i].kind, "a", "q",
+		    5));
+		must(put_str(t.s, "d", cases[i].row, "a", "q", 3, "new"));
+		is_text(newest_text(t.s, "d", cases[i].row, "a", "q"),
+		    "new@3", "memtable: the newest of a:q past %s",
+		    cases[i].what);
+	}
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -394,5 +430,6 @@ main(void)
 		test_stage(stage);
 	test_replayed();
 	test_maxversions();
+	test_newest_past_markers();
 	return tap_done();
 }
