@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -562,28 +563,42 @@ filter_from(const struct bt_read_options *ro, struct cells_filter *f,
 }
 
 /*
- * Copy a resolved row into one allocation the caller frees with
- * bt_row_free(): the bt_row, its cells, then the bytes (row key, family
- * names with NULs, qualifiers, values).
+ * A bt_row's allocation: this header, then the row's cells, then the bytes
+ * row_export() copies (row key, family names with NULs, qualifiers, values
+ * with NULs).  A large row's cells point instead into its cells_row's own
+ * buffer, taken whole (owned), so that its values are not copied again.
+ */
+struct row_alloc {
+	uint8_t *owned;		/* or NULL */
+	struct bt_row row;
+};
+
+/*
+ * Export a resolved row into an allocation the caller frees with
+ * bt_row_free().  With take, r's buffer is taken when it can be (no value
+ * lent; r is left empty), and only the key is copied.
  */
 static int
-row_export(const struct cells_row *r, struct bt_row **out)
+row_export(struct cells_row *r, bool take, struct bt_row **out)
 {
 	size_t bytes = r->key.n + 1;
+	struct row_alloc *a;
 	struct bt_row *row;
 	uint8_t *p;
 
-	for (size_t i = 0; i < r->count; i++) {
+	for (size_t i = 0; !take && i < r->count; i++) {
 		struct cell c;
 
 		cells_row_get(r, i, &c);
 		bytes += c.family.n + 1 + c.qualifier.n + c.value.n + 1;
 	}
-	row = bt_malloc(sizeof(*row) + r->count * sizeof(struct bt_cell) +
+	a = bt_malloc(sizeof(*a) + r->count * sizeof(struct bt_cell) +
 	    bytes);
-	if (row == NULL)
+	if (a == NULL)
 		return -ENOMEM;
-	row->cells = (struct bt_cell *)(row + 1);
+	a->owned = NULL;
+	row = &a->row;
+	row->cells = (struct bt_cell *)(a + 1);
 	row->cell_count = r->count;
 	p = (uint8_t *)(row->cells + r->count);
 	memcpy(p, r->key.p, r->key.n);
@@ -596,6 +611,16 @@ row_export(const struct cells_row *r, struct bt_row **out)
 		struct cell c;
 
 		cells_row_get(r, i, &c);
+		bc->ts = c.ts;
+		bc->value_size = c.value_size;
+		if (take) {	/* NUL-terminated in r's buffer */
+			bc->family = (const char *)c.family.p;
+			bc->qualifier.data = c.qualifier.p;
+			bc->qualifier.size = c.qualifier.n;
+			bc->value.data = c.value.p;
+			bc->value.size = c.value.n;
+			continue;
+		}
 		memcpy(p, c.family.p, c.family.n);
 		bc->family = (const char *)p;
 		p += c.family.n;
@@ -611,8 +636,10 @@ row_export(const struct cells_row *r, struct bt_row **out)
 		bc->value.size = c.value.n;
 		p += c.value.n;
 		*p++ = '\0';	/* values read as strings stay terminated */
-		bc->ts = c.ts;
-		bc->value_size = c.value_size;
+	}
+	if (take && (a->owned = cells_row_take_bytes(r)) == NULL) {
+		bt_free(a);	/* a value is lent: copy after all */
+		return row_export(r, false, out);
 	}
 	*out = row;
 	return 0;
@@ -669,8 +696,9 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 		    bytes_slice(row), &f, r)) != BT_STALE)
 			break;
 	}
+	/* A row the pool would not keep gives its buffer to the export. */
 	if (rc == 0)
-		rc = row_export(r, out);
+		rc = row_export(r, cells_row_memory(r) > ROW_POOL_KEEP, out);
 	row_give(s, r, &own);
 	server_table_unref(t);
 out_free:
@@ -681,7 +709,14 @@ out_free:
 void
 bt_row_free(struct bt_row *r)
 {
-	bt_free(r);
+	struct row_alloc *a;
+
+	if (r == NULL)
+		return;
+	a = (struct row_alloc *)((uint8_t *)r - offsetof(struct row_alloc,
+	    row));
+	bt_free(a->owned);
+	bt_free(a);
 }
 
 /* The smallest row greater than every row starting with prefix, or empty
@@ -769,7 +804,7 @@ bt_scan_next(struct bt_scan *sc, struct bt_row **out)
 
 	if ((rc = scan_fetch(sc, true)) != 0)
 		return rc;
-	if ((rc = row_export(&sc->row, out)) < 0)
+	if ((rc = row_export(&sc->row, false, out)) < 0)
 		return rc;
 	sc->returned++;
 	return 0;

@@ -93,6 +93,19 @@ cells_row_get(const struct cells_row *r, size_t i, struct cell *out)
 	out->value_size = s->value_size;
 }
 
+uint8_t *
+cells_row_take_bytes(struct cells_row *r)
+{
+	uint8_t *p = r->bytes.p;
+
+	for (size_t i = 0; i < r->count; i++)
+		if (r->spans[i].value_lent != NULL)
+			return NULL;
+	buf_init(&r->bytes);
+	r->count = 0;
+	return p;
+}
+
 static bool
 filter_selects(const struct cells_filter *f, struct slice family,
     struct slice qualifier)

@@ -130,6 +130,14 @@ size_t cells_row_memory(const struct cells_row *r);
 void cells_row_get(const struct cells_row *r, size_t i, struct cell *out);
 
 /*
+ * Take r's buffer of families, qualifiers and values (each family and each
+ * value followed by a NUL), which the slices cells_row_get() gave point
+ * into, for the caller to free with bt_free(); r is left with no cells.
+ * NULL, and r unchanged, when a value is lent rather than in the buffer.
+ */
+uint8_t *cells_row_take_bytes(struct cells_row *r);
+
+/*
  * Resolve the row of the entry it is positioned on, consuming every entry
  * of that row, and leave it on the first entry of the next row (or
  * invalid).  0 with r filled (r->count may be 0 when nothing is selected or

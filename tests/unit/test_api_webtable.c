@@ -333,6 +333,58 @@ test_limits(void)
 	free(big);
 }
 
+/*
+ * A row too large for the store's pool of read rows gives its buffer to
+ * the bt_row instead of being copied: its cells read as any row's do
+ * (family names and values NUL-terminated, qualifiers exact), from the
+ * memtable and from an SSTable, and rows read after it are right too.
+ */
+static void
+test_large_row(void)
+{
+	static const char *const fams[] = { "a", "b", NULL };
+	const size_t big = 300 << 10;
+	struct bt_row *r = NULL;
+	struct tstore t;
+	char *v;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "lg", fams));
+	v = xmalloc(big);
+	for (size_t i = 0; i < big; i++)
+		v[i] = (char)('a' + i % 26);
+	must(put_cell(t.s, "lg", bts("r"), "a", bts("q1"), 5, btb(v, big)));
+	must(put_str(t.s, "lg", "r", "b", "", 6, "small"));
+	must(put_str(t.s, "lg", "s", "a", "q", 1, "next"));
+	for (int stage = 0; stage < 2; stage++) {
+		const char *where = stage == 0 ? "memtable" : "flushed";
+
+		if (stage == 1)
+			is_int(bt_store_flush(t.s), 0, "large row: flush");
+		is_int(bt_read_row(t.s, "lg", bts("r"), NULL, &r), 0,
+		    "large row (%s): read", where);
+		ok(r != NULL && r->cell_count == 2 &&
+		    bytes_eq(r->key, bts("r")) &&
+		    strcmp(r->cells[0].family, "a") == 0 &&
+		    bytes_eq(r->cells[0].qualifier, bts("q1")) &&
+		    r->cells[0].ts == 5 && r->cells[0].value.size == big &&
+		    memcmp(r->cells[0].value.data, v, big) == 0 &&
+		    ((const char *)r->cells[0].value.data)[big] == '\0' &&
+		    strcmp(r->cells[1].family, "b") == 0 &&
+		    r->cells[1].qualifier.size == 0 &&
+		    strcmp((const char *)r->cells[1].value.data, "small") == 0,
+		    "large row (%s): cells, NULs and bytes as written",
+		    where);
+		bt_row_free(r);
+		r = NULL;
+		is_text(read_text_str(t.s, "lg", "s", NULL), "a:q@1=next\n",
+		    "large row (%s): the next row read is right", where);
+	}
+	bt_row_free(NULL);
+	free(v);
+	tstore_destroy(&t);
+}
+
 /* ---- Scans over row ranges ---- */
 
 static void
@@ -1203,6 +1255,7 @@ main(void)
 	test_seed_example();
 	test_binary_keys();
 	test_limits();
+	test_large_row();
 	test_scan();
 	test_server_timestamps();
 	test_errors();
