@@ -81,9 +81,9 @@ struct bt_options {
 };
 
 /*
- * Create an empty store in directory path (created if absent, must be
- * empty of tabletfs files): the catalog and the log, sst and tmp folders.
- * -EEXIST if a store is already there.
+ * Create an empty store in directory path (created if absent, with any
+ * missing parents; must be empty of tabletfs files): the catalog and the
+ * log, sst and tmp folders.  -EEXIST if a store is already there.
  */
 int bt_store_create(const char *path, const struct bt_options *opts);
 

@@ -22,7 +22,8 @@ static int cmd_help(struct ctl *c, int argc, char **argv);
 
 static const struct ctl_verb verbs[] = {
 	{ "init", "",
-	  "Create an empty store in the STORE directory (made if absent).",
+	  "Create an empty store in the STORE directory (made if absent, with\n"
+	  "any missing parents).",
 	  0, 0, CTL_STORE_PATH, cmd_init },
 	{ "createtable",
 	  "T [families=F:POLICY,...] [splits=ROW,...] [tablet_size=SIZE]",

@@ -662,6 +662,30 @@ background_wait_round(struct server *s)
 
 /* ---- Opening, recovery, closing ---- */
 
+/*
+ * Make directory dir and whichever of its ancestors are missing, each
+ * synced into its parent, as mkdir -p does: a store can be made at a new
+ * path.  An existing dir is checked to be a directory.
+ */
+static int
+dir_create_all(struct env *env, const char *dir)
+{
+	char *parent;
+	int rc;
+
+	if (env_path_exists(env, dir))
+		return env_dir_create(env, dir);
+	if ((parent = env_path_parent(dir)) == NULL)
+		return -ENOMEM;
+	if (strcmp(parent, dir) == 0 ||
+	    (rc = dir_create_all(env, parent)) == 0) {
+		if ((rc = env_dir_create(env, dir)) == 0)
+			rc = env_dir_sync(env, parent);
+	}
+	bt_free(parent);
+	return rc;
+}
+
 int
 server_create(const char *path, struct env *env)
 {
@@ -675,7 +699,7 @@ server_create(const char *path, struct env *env)
 			return rc;
 		env = own;
 	}
-	if ((rc = env_dir_create(env, path)) < 0)
+	if ((rc = dir_create_all(env, path)) < 0)
 		goto out;
 	if ((sub = path_join(path, "catalog.db")) == NULL) {
 		rc = -ENOMEM;

@@ -71,6 +71,14 @@ check "init makes a store" 0 '' '' tc init
 check "init refuses an existing store" 1 '' \
     "tabletctl: init: $store: a store is already there (File exists)" \
     tc init
+check "init makes missing parents" 0 '' '' \
+    "$ctl" -s "$tmp/new/deeper/store" init
+check "a store under new parents opens" 0 '' '' \
+    "$ctl" -s "$tmp/new/deeper/store" ls
+touch "$tmp/file"
+check "init under a file is refused" 1 '' \
+    "tabletctl: init: $tmp/file: mkdir: Not a directory" \
+    "$ctl" -s "$tmp/file/store" init
 check "createtable with families and policies" 0 '' '' \
     tc createtable webtable 'families=contents:maxversions=3,anchor'
 check "createfamily" 0 '' '' tc createfamily webtable language
