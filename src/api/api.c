@@ -92,6 +92,14 @@ bt_store_open(const char *path, const struct bt_options *opts,
 	int rc;
 
 	bt_error_clear();
+	if (opts != NULL && opts->max_cell > BT_MAX_CELL_LIMIT) {
+		char want[UNITS_STRLEN], limit[UNITS_STRLEN];
+
+		return bt_error_set(-EINVAL, "max_cell %s is over %s, the "
+		    "largest value a commit log record holds",
+		    format_size(want, sizeof(want), opts->max_cell),
+		    format_size(limit, sizeof(limit), BT_MAX_CELL_LIMIT));
+	}
 	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < ROW_POOL_SLOTS; i++) {

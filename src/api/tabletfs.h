@@ -40,6 +40,9 @@ extern "C" {
 #define BT_MAX_ROW		(64u << 10)
 #define BT_MAX_QUALIFIER	(16u << 10)
 #define BT_DEFAULT_MAX_CELL	(64u << 20)
+/* The largest max_cell: such a value, its row and qualifier at their
+ * limits and the record's framing fit one commit-log record (256 MiB). */
+#define BT_MAX_CELL_LIMIT	(255u << 20)
 #define BT_TS_SERVER		(-1)	/* "stamp with the server's clock" */
 #define BT_TS_MAX		INT64_MAX
 
@@ -59,7 +62,9 @@ struct bt_options {
 				   flushes at it; a memtable is frozen
 				   for its flush at half); 64 MiB */
 	uint64_t block_cache_size;	/* 64 MiB */
-	uint64_t max_cell;	/* largest value; BT_DEFAULT_MAX_CELL */
+	uint64_t max_cell;	/* largest value; BT_DEFAULT_MAX_CELL; over
+				   BT_MAX_CELL_LIMIT the open fails with
+				   -EINVAL */
 	bool sync_always;	/* every mutation fdatasyncs the commit log */
 	bool read_only;		/* refuse every change with -EROFS */
 	/*

@@ -63,8 +63,8 @@ usage(FILE *f)
 	    "    -o allow_other         let other users in\n"
 	    "    -o sync=always         sync the commit log on every write\n"
 	    "    -o cache_timeout=SECS  entry and attribute cache (1)\n"
-	    "    -o max_cell=BYTES      largest value (64m)\n"
-	    "    -o memtable_size=BYTES flush threshold per tablet (64m)\n"
+	    "    -o max_cell=BYTES      largest value (64m, at most 255m)\n"
+	    "    -o memtable_size=BYTES memory of all memtables (64m)\n"
 	    "    -o cache_size=BYTES    block cache (64m)\n"
 	    "\n");
 }
@@ -135,6 +135,12 @@ config_apply(const struct fs_config *cfg, struct bt_options *bo,
 		    parse_size(sizes[i].text, sizes[i].out) < 0) {
 			fprintf(stderr, "tabletfs: %s=%s: %s\n", sizes[i].name,
 			    sizes[i].text, bt_error_detail());
+			return -1;
+		}
+		/* The API reads 0 as "the default": no silent 64m here. */
+		if (sizes[i].text != NULL && *sizes[i].out == 0) {
+			fprintf(stderr, "tabletfs: %s=%s: must be above 0\n",
+			    sizes[i].name, sizes[i].text);
 			return -1;
 		}
 	}

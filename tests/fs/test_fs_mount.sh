@@ -15,6 +15,13 @@ fs_webtable
 expect_fail "usage" "$TABLETFS" "$S"
 expect_fail "No such file" "$TABLETFS" "$T/nostore" "$M"
 expect_fail "max_cell" "$TABLETFS" -o max_cell=lots "$S" "$M"
+# 0 would be the API's "default", not what was asked for; a max_cell
+# over what a commit-log record holds could never be written.
+expect_fail "max_cell=0: must be above 0" "$TABLETFS" -o max_cell=0 "$S" "$M"
+expect_fail "cache_size=0: must be above 0" "$TABLETFS" -o cache_size=0 \
+    "$S" "$M"
+expect_fail "the largest value a commit log record holds" "$TABLETFS" \
+    -o max_cell=256m "$S" "$M"
 expect_fail "sync=" "$TABLETFS" -o sync=sometimes "$S" "$M"
 mountpoint -q "$M" && fail "mounted after an error"
 

@@ -717,6 +717,16 @@ test_errors(void)
 	is_text(read_text_str(t.s, "err", "r", &(struct bt_read_options){
 	    .keys_only = true }), "f:q@1= size=1024\n",
 	    "errors: after a reopen only the good put is there");
+	/* A max_cell no log record could hold is refused at the open;
+	 * the largest one is taken. */
+	bt_store_close(t.s);
+	t.s = NULL;
+	t.opts.max_cell = BT_MAX_CELL_LIMIT + 1;
+	is_int(bt_store_open(t.path, &t.opts, &t.s), -EINVAL,
+	    "errors: max_cell over BT_MAX_CELL_LIMIT is -EINVAL");
+	t.opts.max_cell = BT_MAX_CELL_LIMIT;
+	is_int(bt_store_open(t.path, &t.opts, &t.s), 0,
+	    "errors: max_cell of BT_MAX_CELL_LIMIT opens");
 	tstore_destroy(&t);
 	free(big);
 }
