@@ -287,17 +287,22 @@ table_describe(struct bt_store *s, const char *table, bool groups,
 		catalog_table_free(ct);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; !groups && i < ct->family_count; i++)
-		fprintf(f, "%s group=%s gc=%s\n", ct->families[i].name,
-		    ct->families[i].group, ct->families[i].gc_policy);
-	for (size_t i = 0; groups && i < ct->group_count; i++) {
-		const struct catalog_group *g = &ct->groups[i];
+	if (groups) {
+		for (size_t i = 0; i < ct->group_count; i++) {
+			const struct catalog_group *g = &ct->groups[i];
 
-		fprintf(f, "%s blocksize=%s compression=%s bloom=%s "
-		    "inmemory=%s\n", g->name,
-		    format_size(block, sizeof(block), g->block_size),
-		    g->compress ? "snappy" : "none", g->bloom ? "on" : "off",
-		    g->in_memory ? "on" : "off");
+			fprintf(f, "%s blocksize=%s compression=%s bloom=%s "
+			    "inmemory=%s\n", g->name,
+			    format_size(block, sizeof(block), g->block_size),
+			    g->compress ? "snappy" : "none",
+			    g->bloom ? "on" : "off",
+			    g->in_memory ? "on" : "off");
+		}
+	} else {
+		for (size_t i = 0; i < ct->family_count; i++)
+			fprintf(f, "%s group=%s gc=%s\n",
+			    ct->families[i].name, ct->families[i].group,
+			    ct->families[i].gc_policy);
 	}
 	catalog_table_free(ct);
 	if (fclose(f) != 0) {

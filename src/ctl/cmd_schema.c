@@ -244,39 +244,42 @@ cmd_deletetable(struct ctl *c, int argc, char **argv)
 	return CTL_OK;
 }
 
-/* A table's locality groups, "G blocksize=SIZE compression=... bloom=...
- * inmemory=...", one a line. */
-int
-cmd_groups(struct ctl *c, int argc, char **argv)
+/* Print what describe() says of table. */
+static int
+describe_print(struct ctl *c, int (*describe)(struct bt_store *,
+    const char *, char **), const char *table)
 {
 	char *text;
 	int rc;
 
-	(void)argc;
 	bt_error_clear();
-	if ((rc = bt_table_describe_groups(c->store, argv[0], &text)) < 0)
+	if ((rc = describe(c->store, table, &text)) < 0)
 		return ctl_fail(c, rc, NULL);
 	fputs(text, c->out);
 	free(text);
 	return CTL_OK;
 }
 
+/* A table's locality groups, "G blocksize=SIZE compression=... bloom=...
+ * inmemory=...", one a line. */
+int
+cmd_groups(struct ctl *c, int argc, char **argv)
+{
+	(void)argc;
+	return describe_print(c, bt_table_describe_groups, argv[0]);
+}
+
 /* Tables, one a line; or a table's families, "F group=G gc=POLICY". */
 int
 cmd_ls(struct ctl *c, int argc, char **argv)
 {
-	char **names, *text;
+	char **names;
 	size_t count;
 	int rc;
 
+	if (argc == 1)
+		return describe_print(c, bt_table_describe, argv[0]);
 	bt_error_clear();
-	if (argc == 1) {
-		if ((rc = bt_table_describe(c->store, argv[0], &text)) < 0)
-			return ctl_fail(c, rc, NULL);
-		fputs(text, c->out);
-		free(text);
-		return CTL_OK;
-	}
 	if ((rc = bt_table_list(c->store, &names, &count)) < 0)
 		return ctl_fail(c, rc, NULL);
 	for (size_t i = 0; i < count; i++)
