@@ -540,6 +540,27 @@ bt_move_version(struct bt_store *s, const char *table, struct bt_bytes row,
 	return rc;
 }
 
+int
+bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
+    const struct bt_column *src, const struct bt_column *dst,
+    const struct bt_write_options *wopts)
+{
+	struct cells_column from, to;
+	int rc;
+
+	bt_error_clear();
+	if (src == NULL || dst == NULL || src->family == NULL ||
+	    dst->family == NULL)
+		return bt_error_set(-EINVAL, "no family");
+	from = (struct cells_column){ slice_str(src->family),
+	    src->has_qualifier, bytes_slice(src->qualifier) };
+	to = (struct cells_column){ slice_str(dst->family),
+	    dst->has_qualifier, bytes_slice(dst->qualifier) };
+	ON_ROW(s, table, row, rc, server_move_column(s->server, table, tablet,
+	    bytes_slice(row), &from, &to, want_sync(wopts)));
+	return rc;
+}
+
 /* ---- Reading ---- */
 
 /* Convert read options; *columns is allocated when there are filters. */

@@ -263,6 +263,20 @@ struct bt_column {
 };
 
 /*
+ * Move a column, or a family, within a row as one atomic mutation: every
+ * version of src that a read sees is written at dst with its timestamp
+ * and value, and src is deleted (a delete of the column, or of the family
+ * in the row).  A family's columns keep their qualifiers.  src and dst
+ * are both columns (has_qualifier) or both families (-EINVAL otherwise).
+ * -ENOENT when src holds no version, -ENOTEMPTY when dst holds one,
+ * -EFBIG when the versions are more than one commit log record holds
+ * (256 MiB); moving src onto itself changes nothing.
+ */
+int bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
+    const struct bt_column *src, const struct bt_column *dst,
+    const struct bt_write_options *wopts);
+
+/*
  * What a read returns.  Zero-initialised means everything: all columns,
  * all versions, any time.
  */

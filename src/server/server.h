@@ -126,6 +126,17 @@ int server_move_version(struct server *s, const char *table, uint64_t tablet,
     int64_t dst_ts, bool sync, int64_t *stamp);
 
 /*
+ * Move a column, or every column of a family, to another column or family
+ * of the row as one atomic mutation (bt_move_column()): src and dst both
+ * name a qualifier, or neither does.  -ENOENT when src has no version,
+ * -ENOTEMPTY when dst has one, -EFBIG when the move would not fit one
+ * commit log record; onto itself, nothing changes.
+ */
+int server_move_column(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, const struct cells_column *src,
+    const struct cells_column *dst, bool sync);
+
+/*
  * The table named name, referenced, and its catalog id in *id, for a
  * caller that makes a call on the table and needs its id too (a read and
  * its location cache): one lookup of the name, not two.  0 or -ENOENT;

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "log/format.h"
 #include "server/server_int.h"
 #include "util/alloc.h"
 #include "util/error.h"
@@ -1262,5 +1263,132 @@ server_move_version(struct server *s, const char *table, uint64_t tablet,
 	rc = column_rmw(s, table, tablet, row, src_family, src_qualifier, sync,
 	    src_ts, move_decide, &a, stamp);
 	buf_release(&a.value);
+	return rc;
+}
+
+/* Every version of one column, or of a whole family when col has no
+ * qualifier, that a read sees now, into r (values too unless keys_only):
+ * 0 with r->count cells (none when there are none), or an error. */
+static int
+column_versions(struct server *s, struct server_table *t, struct slice row,
+    const struct cells_column *col, bool keys_only, struct cells_row *r)
+{
+	struct cells_filter f = { .columns = col, .column_count = 1,
+	    .keys_only = keys_only };
+	int rc;
+
+	if ((rc = table_read_row(s, t, row, &f, r)) == BT_NOTFOUND) {
+		r->count = 0;
+		rc = 0;
+	}
+	return rc;
+}
+
+/*
+ * Under the row lock: the mutation that moves src's versions (read into
+ * r) to dst: a delete of src, then a put of each at dst with its time and
+ * value, in *opsp (allocated; *countp of them), or an error.  The delete
+ * comes first, so that it masks none of the puts (src and dst differ).
+ */
+static int
+move_build(struct server *s, struct server_table *t, struct slice row,
+    const struct cells_column *src, const struct cells_column *dst,
+    struct cells_row *r, struct mutation **opsp, size_t *countp)
+{
+	struct mutation *ops;
+	struct cell c;
+	uint64_t bytes = 32 + row.n;
+	size_t n;
+	int rc;
+
+	if ((rc = column_versions(s, t, row, dst, true, r)) < 0)
+		return rc;
+	if (r->count > 0)
+		return bt_error_set(-ENOTEMPTY, "the destination holds "
+		    "versions");
+	if ((rc = column_versions(s, t, row, src, true, r)) < 0)
+		return rc;
+	if ((n = r->count) == 0)
+		return bt_error_set(-ENOENT, "no version to move");
+	for (size_t i = 0; i < n; i++) {
+		cells_row_get(r, i, &c);
+		bytes += 24 + dst->family.n + (dst->has_qualifier ?
+		    dst->qualifier.n : c.qualifier.n) + c.value_size;
+	}
+	if (bytes > LOG_MAX_RECORD)
+		return bt_error_set(-EFBIG, "%zu versions of %" PRIu64
+		    " bytes in all are more than one commit log record "
+		    "holds (%u)", n, bytes, LOG_MAX_RECORD);
+	if ((rc = column_versions(s, t, row, src, false, r)) < 0)
+		return rc;
+	n = r->count;	/* the row lock keeps it as it was */
+	if ((ops = bt_calloc(n + 1, sizeof(*ops))) == NULL)
+		return -ENOMEM;
+	ops[0].kind = src->has_qualifier ? MUTATION_DELETE_COLUMN :
+	    MUTATION_DELETE_FAMILY;
+	ops[0].family = src->family;
+	ops[0].qualifier = src->qualifier;
+	for (size_t i = 0; i < n; i++) {
+		cells_row_get(r, i, &c);
+		ops[i + 1].kind = MUTATION_PUT;
+		ops[i + 1].family = dst->family;
+		ops[i + 1].qualifier = dst->has_qualifier ? dst->qualifier :
+		    c.qualifier;
+		ops[i + 1].ts = c.ts;
+		ops[i + 1].value = c.value;
+	}
+	*opsp = ops;
+	*countp = n + 1;
+	return 0;
+}
+
+int
+server_move_column(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, const struct cells_column *src,
+    const struct cells_column *dst, bool sync)
+{
+	struct mutation probe[2] = {
+		{ .kind = MUTATION_PUT, .family = src->family,
+		    .qualifier = src->qualifier, .ts = MUTATION_TS_SERVER },
+		{ .kind = MUTATION_PUT, .family = dst->family,
+		    .qualifier = dst->qualifier, .ts = MUTATION_TS_SERVER },
+	};
+	struct server_table *t;
+	struct tablet_schema *schema;
+	struct mutation *ops = NULL;
+	struct cells_row r;
+	pthread_mutex_t *lock;
+	size_t count = 0;
+	int rc;
+
+	if (src->has_qualifier != dst->has_qualifier)
+		return bt_error_set(-EINVAL, "a column moves to a column and "
+		    "a family to a family");
+	if ((rc = table_get_schema(s, table, &t, &schema)) < 0)
+		return rc;
+	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
+	    (rc = mutation_validate(s, t, schema, row, probe, 2)) < 0)
+		goto out;
+	cells_row_init(&r);
+	lock = row_lock(s, t->id, row);
+	pthread_mutex_lock(lock);
+	if (slice_equal(src->family, dst->family) &&
+	    (!src->has_qualifier || slice_equal(src->qualifier,
+	    dst->qualifier))) {
+		/* Onto itself: nothing changes, if there is something. */
+		if ((rc = column_versions(s, t, row, src, true, &r)) == 0 &&
+		    r.count == 0)
+			rc = bt_error_set(-ENOENT, "no version to move");
+	} else if ((rc = move_build(s, t, row, src, dst, &r, &ops,
+	    &count)) == 0 &&
+	    (rc = mutation_validate(s, t, schema, row, ops, count)) == 0) {
+		rc = mutation_commit(s, t, row, ops, count, sync, NULL);
+	}
+	pthread_mutex_unlock(lock);
+	bt_free(ops);
+	cells_row_release(&r);
+out:
+	tablet_schema_unref(schema);
+	table_unref(t);
 	return rc;
 }
