@@ -153,6 +153,10 @@ fuse_ino_t node_peek(struct fs *fs, const struct coord *c);
  * new src node be made for the old name. */
 int node_moved(struct fs *fs, const struct coord *src,
     const struct coord *dst);
+/* After a rename of directory src to dst: the same for src and every name
+ * within it, and the pending directories within src move to dst. */
+int node_tree_moved(struct fs *fs, const struct coord *src,
+    const struct coord *dst);
 void node_writers_add(struct fs *fs, struct node *n, int delta);
 uint32_t node_writers(struct fs *fs, struct node *n);
 
@@ -213,6 +217,10 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode);
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+/* Rename directory src to dst, both resolved by fs_child(): 0 or a
+ * negative errno (fs_op_rename() replies). */
+int fs_rename_dir(struct fs *fs, const struct coord *src,
+    const struct coord *dst, unsigned int flags);
 
 /* fs_file.c: file handles, writes, deletes and renames. */
 int fs_status_text(struct fs *fs, struct buf *out);

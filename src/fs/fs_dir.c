@@ -512,3 +512,87 @@ out:
 	node_put(fs, dir);
 	buf_release(&scratch);
 }
+
+/* Whether a and b name the same row of the same table. */
+static bool
+coord_same_row(const struct coord *a, const struct coord *b)
+{
+	return strcmp(a->table, b->table) == 0 && a->row.size == b->row.size &&
+	    memcmp(a->row.data, b->row.data, a->row.size) == 0;
+}
+
+/* Whether directories a and b of one row (the same kind) are the same. */
+static bool
+coord_same_dir(const struct coord *a, const struct coord *b)
+{
+	return a->kind == NODE_ROW || (strcmp(a->family, b->family) == 0 &&
+	    (a->kind == NODE_FAMILY || (a->qualifier.size ==
+	    b->qualifier.size && memcmp(a->qualifier.data, b->qualifier.data,
+	    a->qualifier.size) == 0)));
+}
+
+/* 0 if directory c holds data or is pending, -ENOENT if neither, or an
+ * error. */
+static int
+dir_exists(struct fs *fs, const struct coord *c)
+{
+	int rc;
+
+	if (pending_has(fs, c))
+		return 0;
+	rc = has_data(fs, c);
+	return rc == BT_NOTFOUND ? -ENOENT : rc;
+}
+
+/*
+ * Rename directory src to dst (fs_op_rename): within one row a column or
+ * a family moves with every version, as one atomic row mutation
+ * (bt_move_column()); a pending one moves in memory.  POSIX's rules for a
+ * directory: dst must be empty (ENOTEMPTY), RENAME_NOREPLACE refuses one
+ * that exists (EEXIST), onto itself nothing happens.  Another row, a
+ * change of kind, and a move too large for one mutation are EXDEV, so
+ * that mv copies and deletes.  0 or a negative errno.
+ */
+int
+fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
+    unsigned int flags)
+{
+	struct bt_write_options wo = { .sync = false };
+	struct bt_column from, to;
+	struct coord family;
+	bool moved;
+	int rc;
+
+	if (src->kind != dst->kind || !coord_is_dir(src->kind) ||
+	    !coord_same_row(src, dst))
+		return -EXDEV;
+	if ((rc = dir_exists(fs, src)) < 0 || coord_same_dir(src, dst))
+		return rc;
+	if ((rc = fs_family_known(fs, dst->table, dst->family)) < 0)
+		return rc;
+	if ((flags & RENAME_NOREPLACE) && (rc = dir_exists(fs, dst)) != -ENOENT)
+		return rc == 0 ? -EEXIST : rc;
+	if (pending_has_child(fs, dst))
+		return -ENOTEMPTY;
+	from = (struct bt_column){ src->family, src->kind == NODE_COLUMN,
+	    src->qualifier };
+	to = (struct bt_column){ dst->family, dst->kind == NODE_COLUMN,
+	    dst->qualifier };
+	rc = bt_move_column(fs->store, src->table, src->row, &from, &to, &wo);
+	moved = rc == 0;
+	if (rc == -ENOENT && pending_has(fs, src))
+		rc = 0;		/* nothing to move but the directory */
+	else if (rc == -EFBIG)
+		rc = -EXDEV;
+	if (rc < 0)
+		return rc;
+	if (src->kind == NODE_COLUMN && strcmp(src->family, dst->family) != 0) {
+		/* The family left behind stays until rmdir. */
+		family = *src;
+		family.kind = NODE_FAMILY;
+		(void)pending_add(fs, &family);
+	}
+	if ((rc = node_tree_moved(fs, src, dst)) == 0 && moved)
+		pending_settled(fs, dst);
+	return rc;
+}

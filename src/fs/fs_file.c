@@ -790,8 +790,8 @@ out:
 
 /*
  * Rename a version within one row: one atomic mutation (bt_move_version)
- * puts it at the new place and deletes the old version.  Directories and
- * other rows: EXDEV, so that mv copies and deletes.
+ * puts it at the new place and deletes the old version; directories are
+ * fs_rename_dir()'s.  Other rows: EXDEV, so that mv copies and deletes.
  */
 void
 fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -828,8 +828,11 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = -EPERM;
 		goto out;
 	}
-	if (coord_is_dir(src.kind) || coord_is_dir(dst.kind) ||
-	    strcmp(src.table, dst.table) != 0 || src.row.size !=
+	if (coord_is_dir(src.kind) || coord_is_dir(dst.kind)) {
+		rc = fs_rename_dir(fs, &src, &dst, flags);
+		goto out;
+	}
+	if (strcmp(src.table, dst.table) != 0 || src.row.size !=
 	    dst.row.size || memcmp(src.row.data, dst.row.data,
 	    src.row.size) != 0) {
 		rc = -EXDEV;

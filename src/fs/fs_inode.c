@@ -682,14 +682,10 @@ pending_has(struct fs *fs, const struct coord *c)
 	return found;
 }
 
-/* Whether p lies inside directory c (one or more levels down). */
+/* Whether p and c agree on their first depth coordinates. */
 static bool
-coord_under(const struct coord *p, const struct coord *c)
+coord_prefix_equal(const struct coord *p, const struct coord *c, int depth)
 {
-	int depth = coord_depth(c->kind);
-
-	if (coord_depth(p->kind) <= depth)
-		return false;
 	if (depth >= 1 && strcmp(p->table, c->table) != 0)
 		return false;
 	if (depth >= 2 && (p->row.size != c->row.size ||
@@ -702,6 +698,112 @@ coord_under(const struct coord *p, const struct coord *c)
 	    c->qualifier.data, c->qualifier.size) != 0)))
 		return false;
 	return true;
+}
+
+/* Whether p lies inside directory c (one or more levels down). */
+static bool
+coord_under(const struct coord *p, const struct coord *c)
+{
+	return coord_depth(p->kind) > coord_depth(c->kind) &&
+	    coord_prefix_equal(p, c, coord_depth(c->kind));
+}
+
+/* Whether p is directory c (a row, family or column) or a name in it at
+ * any depth, control names (latest, increment, @TS) included. */
+static bool
+coord_within(const struct coord *p, const struct coord *c)
+{
+	return p->kind >= c->kind && p->kind <= NODE_INCREMENT &&
+	    coord_prefix_equal(p, c, coord_depth(c->kind));
+}
+
+/* p, within directory src, with src's coordinates replaced by dst's (a
+ * directory of the same kind); borrows from p and dst. */
+static struct coord
+coord_rebased(const struct coord *p, const struct coord *dst)
+{
+	struct coord out = *p;
+	int depth = coord_depth(dst->kind);
+
+	out.table = dst->table;
+	out.row = dst->row;
+	if (depth >= 3)
+		out.family = dst->family;
+	if (depth >= 4)
+		out.qualifier = dst->qualifier;
+	return out;
+}
+
+/* A growing array of owned coordinates. */
+struct coord_list {
+	struct coord *v;
+	size_t n, cap;
+};
+
+static int
+coord_list_add(struct coord_list *l, const struct coord *c)
+{
+	struct coord *v;
+	int rc;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 8;
+
+		if ((v = bt_realloc(l->v, cap * sizeof(*v))) == NULL)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	if ((rc = coord_copy(&l->v[l->n], c)) == 0)
+		l->n++;
+	return rc;
+}
+
+static void
+coord_list_release(struct coord_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		coord_release(&l->v[i]);
+	bt_free(l->v);
+}
+
+/*
+ * After directory src was renamed to dst (a row, family or column of the
+ * same kind): the kernel keeps the inode of src, and of every name inside
+ * it that it knows, under their new names, so each such node sends its
+ * requests to the node of its new coordinates (node_moved()); and the
+ * pending directories within src move within dst.
+ */
+int
+node_tree_moved(struct fs *fs, const struct coord *src,
+    const struct coord *dst)
+{
+	struct coord_list nodes = { 0 }, pend = { 0 };
+	struct coord to;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (size_t b = 0; b < fs->buckets && rc == 0; b++)
+		for (struct node *n = fs->by_ino[b]; n != NULL && rc == 0;
+		    n = n->ino_next)
+			if (!n->orphan && coord_within(&n->c, src))
+				rc = coord_list_add(&nodes, &n->c);
+	for (size_t i = 0; i < fs->pending_count && rc == 0; i++)
+		if (coord_within(&fs->pending[i].c, src))
+			rc = coord_list_add(&pend, &fs->pending[i].c);
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < nodes.n && rc == 0; i++) {
+		to = coord_rebased(&nodes.v[i], dst);
+		rc = node_moved(fs, &nodes.v[i], &to);
+	}
+	for (size_t i = 0; i < pend.n && rc == 0; i++) {
+		to = coord_rebased(&pend.v[i], dst);
+		(void)pending_remove(fs, &pend.v[i]);
+		rc = pending_add(fs, &to);
+	}
+	coord_list_release(&nodes);
+	coord_list_release(&pend);
+	return rc;
 }
 
 bool
@@ -738,15 +840,16 @@ out:
 	return rc;
 }
 
-/* The column of c now holds data: its directories need no pending entry
- * any more (unlink makes them pending again), which keeps the list short
- * during bulk loads through the mount. */
+/* The column of c, or directory c, now holds data: its directories need
+ * no pending entry any more (unlink makes them pending again), which keeps
+ * the list short during bulk loads through the mount. */
 void
 pending_settled(struct fs *fs, const struct coord *c)
 {
 	struct coord up = *c;
 
-	for (up.kind = NODE_COLUMN; up.kind >= NODE_ROW; up.kind--)
+	for (up.kind = c->kind < NODE_COLUMN ? c->kind : NODE_COLUMN;
+	    up.kind >= NODE_ROW; up.kind--)
 		(void)pending_remove(fs, &up);
 }
 

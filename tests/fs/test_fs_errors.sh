@@ -5,7 +5,7 @@
 # (reported by close(), so written through cat, which checks it); ESTALE
 # for a lost read-modify-write without python; EFBIG from truncate;
 # EINVAL for mkdir in a column; EPERM for links and special files;
-# ENOTEMPTY for a row; EXDEV for a directory rename; EROFS for control
+# ENOTEMPTY for a row; EXDEV for a row rename; EROFS for control
 # files and every change on a -o ro mount.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
@@ -60,13 +60,14 @@ expect_fail "Operation not permitted" ln -s x "$R/anchor/link"
 expect_fail "Invalid argument" mkdir "$L/sub"
 expect_fail "Invalid argument" mkdir "$L/0x10"
 
-# ENOTEMPTY for a row and a family; EXDEV for a directory.
+# ENOTEMPTY for a row and a family; EXDEV for a row renamed (another
+# row), so that mv copies.
 expect_fail "Directory not empty" rmdir "$R"
 expect_fail "Directory not empty" rmdir "$R/anchor"
 if command -v python3 >/dev/null 2>&1; then
 	expect_fail "cross-device" python3 -c \
 	    "import os,sys; os.rename(sys.argv[1], sys.argv[2])" \
-	    "$R/anchor/l" "$R/anchor/l2"
+	    "$R" "$R.renamed"
 fi
 
 # Control files refuse changes on a rw mount.
