@@ -258,12 +258,12 @@ fs_column_changed(struct fs *fs, const struct coord *c)
 static int
 commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 {
-	const struct coord *c = &fh->node->c;
 	struct bt_write_options wo = { .sync = sync };
-	struct bt_mutation m = { .kind = BT_PUT, .family = c->family,
-	    .qualifier = c->qualifier, .ts = BT_TS_SERVER,
+	struct bt_mutation m = { .kind = BT_PUT, .ts = BT_TS_SERVER,
 	    .value = { fh->data.p, fh->data.n } };
 	struct bt_bytes expected = { fh->seen.p, fh->seen.n };
+	const struct coord *c;
+	struct node *now;
 	bool applied;
 	int64_t delta;
 	int rc;
@@ -272,6 +272,13 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 		return fh->refused;
 	if (!fh->dirty && !(all && fh->truncated))
 		return 0;
+	/* Where the file is now: a rename of it, or of a directory above
+	 * it, since the open moved it (node_moved()). */
+	if ((now = node_get(fs, fh->node->ino)) == NULL)
+		return -ENOENT;
+	c = &now->c;
+	m.family = c->family;
+	m.qualifier = c->qualifier;
 	fh->dirty = false;
 	fh->truncated = false;
 	switch (fh->mode) {
@@ -300,12 +307,14 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 		buf_clear(&fh->data);
 		break;
 	default:
-		return 0;
+		rc = 0;
+		break;
 	}
-	if (rc == 0) {
+	if (rc == 0 && fh->mode != FH_READ) {
 		pending_settled(fs, c);
 		fs_column_changed(fs, c);
 	}
+	node_put(fs, now);
 	return rc;
 }
 

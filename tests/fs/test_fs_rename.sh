@@ -3,8 +3,9 @@
 # row is one atomic row mutation: every version moves with its timestamp
 # and value, through mv and through os.rename (which has no copy to fall
 # back on).  The kernel's cached names inside the moved directory keep
-# working; the family a column left stays until rmdir; a pending (empty)
-# directory moves too.  POSIX's refusals: a destination that is not empty
+# working, and a descriptor opened before a rename (of the directory, or
+# of the version file) commits where the file is now; the family a column
+# left stays until rmdir; a pending (empty) directory moves too.  POSIX's refusals: a destination that is not empty
 # is ENOTEMPTY, RENAME_NOREPLACE onto one that exists EEXIST, a family
 # not in the schema ENOENT; another row stays EXDEV, so mv copies.
 set -eu
@@ -57,6 +58,31 @@ expect_fail "not found" ctl lookup webtable com.cnn.www \
 check_eq "a write in the renamed cwd lands at the new name" \
     "$(cat "$R/anchor/look.ca/latest")" "CNN again"
 [ ! -e "$R/anchor/my.look.ca" ] || fail "the write recreated the old name"
+
+# A descriptor opened before the rename writes where the file is now.
+exec 3>"$R/anchor/look.ca/1000000000000011"
+rename "$R/anchor/look.ca" "$R/anchor/look2.ca"
+echo "written after" >&3
+exec 3>&-
+check_eq "an open file follows its directory" \
+    "$(cat "$R/anchor/look2.ca/1000000000000011")" "written after"
+[ ! -e "$R/anchor/look.ca" ] || fail "the open file recreated the old name"
+rename "$R/anchor/look2.ca" "$R/anchor/look.ca"
+rm "$R/anchor/look.ca/1000000000000011"
+
+# So does one whose version file was renamed (a rename of a file, for
+# comparison): the open descriptor commits at the new timestamp.
+echo v1 > "$R/anchor/look.ca/1000000000000012"
+exec 3>>"$R/anchor/look.ca/1000000000000012"
+mv "$R/anchor/look.ca/1000000000000012" "$R/anchor/look.ca/1000000000000013"
+echo v2 >&3
+exec 3>&-
+check_eq "an open version follows its rename" \
+    "$(cat "$R/anchor/look.ca/1000000000000013")" "v1
+v2"
+[ ! -e "$R/anchor/look.ca/1000000000000012" ] ||
+    fail "the open version recreated the old timestamp"
+rm "$R/anchor/look.ca/1000000000000013"
 
 # A column moved to another family: the family left behind stays until
 # rmdir, as after rm of its last version.
