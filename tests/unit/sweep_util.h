@@ -337,6 +337,17 @@ op_move_version(struct tstore *t, char **out)
 	    "b", bts("moved"), 250, NULL, NULL);
 }
 
+/* r1's a:x, with versions in both SSTables and the memtable, to b:moved. */
+static inline int
+op_move_column(struct tstore *t, char **out)
+{
+	struct bt_column src = { "a", true, bts("x") };
+	struct bt_column dst = { "b", true, bts("moved") };
+
+	(void)out;
+	return bt_move_column(t->s, "t", bts("r1"), &src, &dst, NULL);
+}
+
 /* Read r1, whose cells are in both SSTables and the memtable. */
 static inline int
 op_read_row(struct tstore *t, char **out)
@@ -475,6 +486,7 @@ static const struct op sweep_ops[] = {
 	{ .name = "increment", .run = op_increment, .write = true },
 	{ .name = "append", .run = op_append, .write = true },
 	{ .name = "move_version", .run = op_move_version, .write = true },
+	{ .name = "move_column", .run = op_move_column, .write = true },
 	{ .name = "read_row", .run = op_read_row, .read = true },
 	{ .name = "scan", .run = op_scan, .read = true },
 	{ .name = "store_flush", .run = op_flush },

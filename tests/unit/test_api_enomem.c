@@ -18,7 +18,8 @@
  * never a mix), and the store takes writes again.  The sweep of an
  * operation ends at the first n at which it runs with no allocation
  * failing.  The operations: the writes (a row mutation of several cells
- * and a delete, check-and-mutate, increment, append, move), a point read,
+ * and a delete, check-and-mutate, increment, append, the moves of a
+ * version and of a column), a point read,
  * a whole scan, flush, major compaction, split, the schema changes, and
  * the close and the open (with a log to replay) of the store itself.
  *
