@@ -592,7 +592,10 @@ fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
 		family.kind = NODE_FAMILY;
 		(void)pending_add(fs, &family);
 	}
-	if ((rc = node_tree_moved(fs, src, dst)) == 0 && moved)
+	rc = node_tree_moved(fs, src, dst);
+	if (moved) {
 		pending_settled(fs, dst);
+		rc = 0;		/* the data moved: the rename happened */
+	}
 	return rc;
 }
