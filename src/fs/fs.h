@@ -17,7 +17,7 @@
  *
  * Threads: requests run on libfuse's worker threads.  fs.lock guards the
  * node tables, the counters in nodes and the pending list; handles carry
- * their own locks.  The store is thread-safe (src/api/tabletfs.h).
+ * their own locks; fs.rename_lock orders renames against commits.  The store is thread-safe (src/api/tabletfs.h).
  */
 #ifndef TABLETFS_FS_FS_H
 #define TABLETFS_FS_FS_H
@@ -110,6 +110,13 @@ struct fs {
 	struct timespec started;
 	struct fs_socket *sock;	/* the control socket, while mounted */
 
+	/*
+	 * Renames take it to write, a commit of an open file to read: a
+	 * file's place is read and written to in one step that no rename
+	 * splits, so a write through a descriptor lands where the file is
+	 * (a rename's data move and its node changes happen together).
+	 */
+	pthread_rwlock_t rename_lock;
 	pthread_mutex_t lock;
 	struct node **by_ino;
 	struct node **by_key;

@@ -273,9 +273,13 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 	if (!fh->dirty && !(all && fh->truncated))
 		return 0;
 	/* Where the file is now: a rename of it, or of a directory above
-	 * it, since the open moved it (node_moved()). */
-	if ((now = node_get(fs, fh->node->ino)) == NULL)
+	 * it, since the open moved it (node_moved()); no rename moves it
+	 * again before the commit is done. */
+	pthread_rwlock_rdlock(&fs->rename_lock);
+	if ((now = node_get(fs, fh->node->ino)) == NULL) {
+		pthread_rwlock_unlock(&fs->rename_lock);
 		return -ENOENT;
+	}
 	c = &now->c;
 	m.family = c->family;
 	m.qualifier = c->qualifier;
@@ -315,6 +319,7 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 		fs_column_changed(fs, c);
 	}
 	node_put(fs, now);
+	pthread_rwlock_unlock(&fs->rename_lock);
 	return rc;
 }
 
@@ -813,6 +818,7 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct bt_row *row = NULL, *drow;
 	struct buf s1, s2;
 	struct coord src, dst;
+	bool locked = false;
 	int rc;
 
 	buf_init(&s1);
@@ -833,6 +839,8 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = -EROFS;
 		goto out;
 	}
+	pthread_rwlock_wrlock(&fs->rename_lock);
+	locked = true;
 	if (src.kind == NODE_TABLE || dst.kind == NODE_TABLE) {
 		rc = -EPERM;
 		goto out;
@@ -881,6 +889,8 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fs_column_changed(fs, &dst);
 	}
 out:
+	if (locked)
+		pthread_rwlock_unlock(&fs->rename_lock);
 	fuse_reply_err(req, fs_errno(rc));
 	bt_row_free(row);
 	node_put(fs, ddir);

@@ -195,10 +195,22 @@ fs_init(struct fs *fs)
 {
 	struct coord root = { .kind = NODE_ROOT };
 	struct node *n;
+	pthread_rwlockattr_t ra;
 	int rc;
 
 	if ((rc = pthread_mutex_init(&fs->lock, NULL)) != 0)
 		return -rc;
+	pthread_rwlockattr_init(&ra);
+	/* A rename waits for the commits in flight, not for every one
+	 * that comes after it. */
+	pthread_rwlockattr_setkind_np(&ra,
+	    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	rc = pthread_rwlock_init(&fs->rename_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	if (rc != 0) {
+		pthread_mutex_destroy(&fs->lock);
+		return -rc;
+	}
 	fs->buckets = INITIAL_BUCKETS;
 	fs->by_ino = bt_calloc(fs->buckets, sizeof(*fs->by_ino));
 	fs->by_key = bt_calloc(fs->buckets, sizeof(*fs->by_key));
@@ -217,6 +229,7 @@ fs_init(struct fs *fs)
 out_free:
 	bt_free(fs->by_ino);
 	bt_free(fs->by_key);
+	pthread_rwlock_destroy(&fs->rename_lock);
 	pthread_mutex_destroy(&fs->lock);
 	return rc;
 }
@@ -249,6 +262,7 @@ fs_release(struct fs *fs)
 	bt_free(fs->by_ino);
 	bt_free(fs->by_key);
 	buf_release(&fs->peek_key);
+	pthread_rwlock_destroy(&fs->rename_lock);
 	pthread_mutex_destroy(&fs->lock);
 }
 
@@ -274,6 +288,8 @@ tables_grow(struct fs *fs)
 			next = n->ino_next;
 			n->ino_next = bi[n->ino % nb];
 			bi[n->ino % nb] = n;
+			if (n->orphan)
+				continue;	/* its name went to another */
 			n->key_next = bk[n->hash % nb];
 			bk[n->hash % nb] = n;
 		}

@@ -1,7 +1,9 @@
 #!/bin/sh
 # test_fs_concurrent.sh - four shell loops write different columns of one
 # row at the same time (explicit versions and latest); afterwards every
-# value is there, and the row reads whole.
+# value is there, and the row reads whole.  Then a writer in a column
+# while another process renames the column back and forth: no write is
+# lost or splits the column, no rename fails.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -43,3 +45,34 @@ for k in 1 2 3 4; do
 	cmp "$T/got" "$T/want" || fail "c$k values differ"
 done
 check_eq "columns" "$(ls "$R/f" | tr '\n' ' ')" "c1 c2 c3 c4 "
+
+# A writer in a column (its cwd) while another process renames the column
+# back and forth: every write lands in the column wherever it is then,
+# none splits it across the two names (which would make the next rename
+# fail with ENOTEMPTY), and no rename fails.
+if command -v python3 >/dev/null 2>&1; then
+	mkdir -p "$R/f/a"
+	echo 0 > "$R/f/a/latest"
+	(cd "$R/f/a" && python3 -c '
+for i in range(1, 301):
+    with open("latest", "w") as f:
+        f.write("%d\n" % i)
+') &
+	writer=$!
+	python3 - "$R/f/a" "$R/f/b" > "$T/renames" 2>&1 <<'PY' &
+import os, sys
+a, b = sys.argv[1], sys.argv[2]
+for i in range(200):
+    for s, d in ((a, b), (b, a)):
+        try:
+            os.rename(s, d)
+        except OSError as e:
+            print(os.strerror(e.errno))
+PY
+	renamer=$!
+	wait "$writer" || fail "the writer failed"
+	wait "$renamer"
+	check_eq "renames that failed" "$(sort "$T/renames" | uniq -c)" ""
+	check_eq "the column is whole" "$(ls "$R/f/a" | wc -l)" 301
+	[ ! -e "$R/f/b" ] || fail "a write recreated the other name"
+fi

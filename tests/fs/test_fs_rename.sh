@@ -145,6 +145,24 @@ mv "$R/anchor/look.ca" "$W/other.row/anchor/"
 check_eq "copied across rows" "$(ls -U "$W/other.row/anchor/look.ca" |
     tr '\n' ' ')" "1000000000000010 1000000000000008 "
 
+# A renamed file's old name stays free after the daemon's node tables
+# grow (past 1024 names): a new file there is a new file, not the renamed
+# one under a second name.
+V=$W/grow/anchor/v
+mkdir -p "$V"
+echo one > "$V/100"
+mv "$V/100" "$V/200"
+exec 4<"$V/200"		# the kernel keeps the renamed inode
+i=1000
+while [ $i -lt 2200 ]; do
+	: > "$V/$i"
+	i=$((i + 1))
+done
+echo two > "$V/100"
+exec 4<&-
+check_eq "the old name holds the new file" "$(cat "$V/100")" "two"
+check_eq "the renamed file is unchanged" "$(cat "$V/200")" "one"
+
 # Everything survives a remount.
 fs_unmount
 fs_mount
