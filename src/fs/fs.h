@@ -17,7 +17,8 @@
  *
  * Threads: requests run on libfuse's worker threads.  fs.lock guards the
  * node tables, the counters in nodes and the pending list; handles carry
- * their own locks; fs.rename_lock orders renames against commits.  The store is thread-safe (src/api/tabletfs.h).
+ * their own locks; fs.rename_lock orders renames against commits.  The
+ * store is thread-safe (src/api/tabletfs.h).
  */
 #ifndef TABLETFS_FS_FS_H
 #define TABLETFS_FS_FS_H
