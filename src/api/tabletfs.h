@@ -269,8 +269,10 @@ struct bt_column {
  * in the row).  A family's columns keep their qualifiers.  src and dst
  * are both columns (has_qualifier) or both families (-EINVAL otherwise).
  * -ENOENT when src holds no version, -ENOTEMPTY when dst holds one,
- * -EFBIG when the versions are more than one commit log record holds
- * (256 MiB); moving src onto itself changes nothing.
+ * -EFBIG when their values come to more than max_cell bytes (what one
+ * write may carry, so that a move takes no more memory than the largest
+ * write) or the versions to more than one commit log record holds;
+ * moving src onto itself changes nothing.
  */
 int bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
     const struct bt_column *src, const struct bt_column *dst,

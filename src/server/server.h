@@ -129,8 +129,9 @@ int server_move_version(struct server *s, const char *table, uint64_t tablet,
  * Move a column, or every column of a family, to another column or family
  * of the row as one atomic mutation (bt_move_column()): src and dst both
  * name a qualifier, or neither does.  -ENOENT when src has no version,
- * -ENOTEMPTY when dst has one, -EFBIG when the move would not fit one
- * commit log record; onto itself, nothing changes.
+ * -ENOTEMPTY when dst has one, -EFBIG when the values come to more than
+ * max_cell bytes or the move would not fit one commit log record; onto
+ * itself, nothing changes.
  */
 int server_move_column(struct server *s, const char *table, uint64_t tablet,
     struct slice row, const struct cells_column *src,

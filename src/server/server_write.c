@@ -1297,7 +1297,7 @@ move_build(struct server *s, struct server_table *t, struct slice row,
 {
 	struct mutation *ops;
 	struct cell c;
-	uint64_t bytes = 32 + row.n;
+	uint64_t bytes = 32 + row.n, values = 0;
 	size_t n;
 	int rc;
 
@@ -1312,13 +1312,17 @@ move_build(struct server *s, struct server_table *t, struct slice row,
 		return bt_error_set(-ENOENT, "no version to move");
 	for (size_t i = 0; i < n; i++) {
 		cells_row_get(r, i, &c);
+		values += c.value_size;
 		bytes += 24 + dst->family.n + (dst->has_qualifier ?
 		    dst->qualifier.n : c.qualifier.n) + c.value_size;
 	}
-	if (bytes > LOG_MAX_RECORD)
+	if (values > s->opts.max_cell)
 		return bt_error_set(-EFBIG, "%zu versions of %" PRIu64
-		    " bytes in all are more than one commit log record "
-		    "holds (%u)", n, bytes, LOG_MAX_RECORD);
+		    " bytes in all are more than one write may carry "
+		    "(max_cell, %" PRIu64 ")", n, values, s->opts.max_cell);
+	if (bytes > LOG_MAX_RECORD)
+		return bt_error_set(-EFBIG, "%zu versions are more than one "
+		    "commit log record holds (%u bytes)", n, LOG_MAX_RECORD);
 	if ((rc = column_versions(s, t, row, src, false, r)) < 0)
 		return rc;
 	n = r->count;	/* the row lock keeps it as it was */

@@ -171,3 +171,16 @@ check_eq "after remount" "$(ls "$R/anchor" | tr '\n' ' ')" \
 check_eq "versions after remount" \
     "$(ls -U "$R/anchor/sports.cnn.com" | tr '\n' ' ')" \
     "1000000000000009 1000000000000002 "
+
+# A move carries no more than one write may (max_cell): past that,
+# rename(2) is EXDEV and mv copies version by version.
+fs_unmount
+fs_mount -o max_cell=1k
+mkdir -p "$R/anchor/wide"
+head -c 600 /dev/zero | tr '\0' a > "$R/anchor/wide/1"
+head -c 600 /dev/zero | tr '\0' b > "$R/anchor/wide/2"
+expect_fail "cross-device" rename "$R/anchor/wide" "$R/anchor/wider"
+mv "$R/anchor/wide" "$R/anchor/wider"
+check_eq "mv copied it" "$(ls -U "$R/anchor/wider" | tr '\n' ' ')" "2 1 "
+check_eq "with its values" "$(cat "$R/anchor/wider/1" | wc -c)" 600
+[ ! -e "$R/anchor/wide" ] || fail "mv left the source"

@@ -5,7 +5,8 @@
  * reaches versions in SSTables as well as in the memtable, survives a
  * reopen (the log replays it), masks only what was written before it, and
  * refuses a destination that holds versions, an empty source, an unknown
- * family and a column moved onto a family, changing nothing.
+ * family, a column moved onto a family and more than max_cell bytes of
+ * values, changing nothing.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -170,6 +171,34 @@ test_refusals(void)
 	tstore_destroy(&t);
 }
 
+/* A move carries no more than one write may: max_cell bytes of values. */
+static void
+test_too_large(void)
+{
+	struct bt_options opts = { .max_cell = 1000 };
+	char big[601];
+	struct tstore t;
+
+	memset(big, 'v', 600);
+	big[600] = '\0';
+	tstore_fault(&t, &opts);
+	must(make_table(t.s, "t", families));
+	must(put_str(t.s, "t", "r", "f", "a", 1, big));
+	must(put_str(t.s, "t", "r", "f", "a", 2, big));
+	must(put_str(t.s, "t", "r", "f", "c", 1, big));
+	is_int(move(t.s, "r", column("f", "a"), column("f", "b")), -EFBIG,
+	    "1200 bytes of values with max_cell 1000: -EFBIG");
+	is_int(move(t.s, "r", family("f"), family("g")), -EFBIG,
+	    "a family of 1800 bytes: -EFBIG");
+	is_int(move(t.s, "r", column("f", "c"), column("f", "d")), 0,
+	    "600 bytes move");
+	is_text(read_text_str(t.s, "t", "r", &(struct bt_read_options){
+	    .keys_only = true }),
+	    "f:a@2= size=600\nf:a@1= size=600\nf:d@1= size=600\n",
+	    "the refused moves changed nothing");
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -177,5 +206,6 @@ main(void)
 	test_column_rename("sstable", true);
 	test_across_families();
 	test_refusals();
+	test_too_large();
 	return tap_done();
 }
