@@ -61,7 +61,14 @@ fill(struct bt_store *s)
 	must(put_str(s, "t", "s", "f", "a", 1, "other row"));
 }
 
-#define ROW_R_BEFORE "f:a@9=nine\nf:a@7=seven\nf:a@5=five\nf:c@3=c3\n"
+/* A fresh store with table t and fill()'s cells. */
+static void
+store_filled(struct tstore *t)
+{
+	tstore_fault(t, NULL);
+	must(make_table(t->s, "t", families));
+	fill(t->s);
+}
 
 static void
 test_column_rename(const char *where, bool flushed)
@@ -69,9 +76,7 @@ test_column_rename(const char *where, bool flushed)
 	struct tstore t;
 	char what[128];
 
-	tstore_fault(&t, NULL);
-	must(make_table(t.s, "t", families));
-	fill(t.s);
+	store_filled(&t);
 	if (flushed)
 		must(bt_store_flush(t.s));
 	snprintf(what, sizeof(what), "%s: f:a becomes f:b with its three "
@@ -110,9 +115,7 @@ test_across_families(void)
 {
 	struct tstore t;
 
-	tstore_fault(&t, NULL);
-	must(make_table(t.s, "t", families));
-	fill(t.s);
+	store_filled(&t);
 	must(del_str(t.s, "t", "r", BT_DELETE_VERSION, "f", "a", 7));
 	is_int(move(t.s, "r", column("f", "a"), column("two", "z")), 0,
 	    "a column moves to another family");
@@ -141,9 +144,7 @@ test_refusals(void)
 {
 	struct tstore t;
 
-	tstore_fault(&t, NULL);
-	must(make_table(t.s, "t", families));
-	fill(t.s);
+	store_filled(&t);
 	is_int(move(t.s, "r", column("f", "a"), column("f", "c")), -ENOTEMPTY,
 	    "onto a column with a version: -ENOTEMPTY");
 	is_int(move(t.s, "r", family("f"), family("two")), 0,
