@@ -148,10 +148,17 @@ int fs_init(struct fs *fs);
 void fs_release(struct fs *fs);
 int fs_errno(int rc);
 bool coord_is_dir(enum node_kind kind);
+/* Whether a and b agree on the coordinates that kind uses (the table, the
+ * row, the family, the qualifier, the timestamp, as deep as kind goes). */
+bool coord_same_upto(const struct coord *a, const struct coord *b,
+    enum node_kind kind);
 /* Find or make the node for c; returned with a reference (node_put). */
 struct node *node_obtain(struct fs *fs, const struct coord *c);
-/* The node numbered ino with a reference, or NULL. */
+/* The node numbered ino with a reference, or NULL; requests for a renamed
+ * node go where the rename sent them (node_moved()), and so do these. */
 struct node *node_get(struct fs *fs, fuse_ino_t ino);
+/* The same for a node the caller holds: where n is now, referenced. */
+struct node *node_follow(struct fs *fs, struct node *n);
 void node_put(struct fs *fs, struct node *n);
 void node_lookup_add(struct fs *fs, struct node *n);
 void node_forget(struct fs *fs, fuse_ino_t ino, uint64_t nlookup);

@@ -211,6 +211,19 @@ fs_family_known(struct fs *fs, const char *table, const char *family)
 	return rc;
 }
 
+/* 0 if directory c (a row, family or column) holds data or is pending,
+ * -ENOENT if neither, or an error. */
+static int
+dir_exists(struct fs *fs, const struct coord *c)
+{
+	int rc;
+
+	if (pending_has(fs, c))
+		return 0;
+	rc = has_data(fs, c);
+	return rc == BT_NOTFOUND ? -ENOENT : rc;
+}
+
 /* 0 if n names something that exists now, else -ENOENT or an error. */
 int
 fs_exists(struct fs *fs, struct node *n)
@@ -234,10 +247,7 @@ fs_exists(struct fs *fs, struct node *n)
 	case NODE_ROW:
 	case NODE_FAMILY:
 	case NODE_COLUMN:
-		if (pending_has(fs, &n->c))
-			return 0;
-		rc = has_data(fs, &n->c);
-		return rc == BT_NOTFOUND ? -ENOENT : rc;
+		return dir_exists(fs, &n->c);
 	case NODE_VERSION:
 	case NODE_LATEST:
 	case NODE_ASOF:
@@ -513,37 +523,6 @@ out:
 	buf_release(&scratch);
 }
 
-/* Whether a and b name the same row of the same table. */
-static bool
-coord_same_row(const struct coord *a, const struct coord *b)
-{
-	return strcmp(a->table, b->table) == 0 && a->row.size == b->row.size &&
-	    memcmp(a->row.data, b->row.data, a->row.size) == 0;
-}
-
-/* Whether directories a and b of one row (the same kind) are the same. */
-static bool
-coord_same_dir(const struct coord *a, const struct coord *b)
-{
-	return a->kind == NODE_ROW || (strcmp(a->family, b->family) == 0 &&
-	    (a->kind == NODE_FAMILY || (a->qualifier.size ==
-	    b->qualifier.size && memcmp(a->qualifier.data, b->qualifier.data,
-	    a->qualifier.size) == 0)));
-}
-
-/* 0 if directory c holds data or is pending, -ENOENT if neither, or an
- * error. */
-static int
-dir_exists(struct fs *fs, const struct coord *c)
-{
-	int rc;
-
-	if (pending_has(fs, c))
-		return 0;
-	rc = has_data(fs, c);
-	return rc == BT_NOTFOUND ? -ENOENT : rc;
-}
-
 /*
  * Rename directory src to dst (fs_op_rename): within one row a column or
  * a family moves with every version, as one atomic row mutation
@@ -564,9 +543,10 @@ fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
 	int rc;
 
 	if (src->kind != dst->kind || !coord_is_dir(src->kind) ||
-	    !coord_same_row(src, dst))
+	    !coord_same_upto(src, dst, NODE_ROW))
 		return -EXDEV;
-	if ((rc = dir_exists(fs, src)) < 0 || coord_same_dir(src, dst))
+	if ((rc = dir_exists(fs, src)) < 0 ||
+	    coord_same_upto(src, dst, src->kind))
 		return rc;
 	if ((rc = fs_family_known(fs, dst->table, dst->family)) < 0)
 		return rc;

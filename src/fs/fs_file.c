@@ -276,10 +276,7 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 	 * it, since the open moved it (node_moved()); no rename moves it
 	 * again before the commit is done. */
 	pthread_rwlock_rdlock(&fs->rename_lock);
-	if ((now = node_get(fs, fh->node->ino)) == NULL) {
-		pthread_rwlock_unlock(&fs->rename_lock);
-		return -ENOENT;
-	}
+	now = node_follow(fs, fh->node);
 	c = &now->c;
 	m.family = c->family;
 	m.qualifier = c->qualifier;
@@ -849,9 +846,7 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = fs_rename_dir(fs, &src, &dst, flags);
 		goto out;
 	}
-	if (strcmp(src.table, dst.table) != 0 || src.row.size !=
-	    dst.row.size || memcmp(src.row.data, dst.row.data,
-	    src.row.size) != 0) {
+	if (!coord_same_upto(&src, &dst, NODE_ROW)) {
 		rc = -EXDEV;
 		goto out;
 	}
@@ -871,9 +866,7 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	if (dst.kind == NODE_VERSION && dst.ts == cell->ts &&
-	    strcmp(dst.family, src.family) == 0 && dst.qualifier.size ==
-	    src.qualifier.size && memcmp(dst.qualifier.data,
-	    src.qualifier.data, src.qualifier.size) == 0)
+	    coord_same_upto(&dst, &src, NODE_COLUMN))
 		goto out;	/* onto itself */
 	/* The engine re-reads the version under the row's lock, so the
 	 * value moved is the one there at the moment of the move. */

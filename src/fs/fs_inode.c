@@ -380,6 +380,16 @@ find_ino(struct fs *fs, fuse_ino_t ino)
 	return NULL;
 }
 
+/* Where n's requests go: n, or the node a rename sent them to; lock
+ * held. */
+static struct node *
+node_moved_to(struct node *n)
+{
+	while (n->moved != NULL)
+		n = n->moved;
+	return n;
+}
+
 struct node *
 node_get(struct fs *fs, fuse_ino_t ino)
 {
@@ -387,10 +397,19 @@ node_get(struct fs *fs, fuse_ino_t ino)
 
 	pthread_mutex_lock(&fs->lock);
 	if ((n = find_ino(fs, ino)) != NULL) {
-		while (n->moved != NULL)
-			n = n->moved;
+		n = node_moved_to(n);
 		n->refs++;
 	}
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+struct node *
+node_follow(struct fs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	n = node_moved_to(n);
+	n->refs++;
 	pthread_mutex_unlock(&fs->lock);
 	return n;
 }
@@ -698,10 +717,12 @@ pending_has(struct fs *fs, const struct coord *c)
 	return found;
 }
 
-/* Whether p and c agree on their first depth coordinates. */
-static bool
-coord_prefix_equal(const struct coord *p, const struct coord *c, int depth)
+bool
+coord_same_upto(const struct coord *p, const struct coord *c,
+    enum node_kind kind)
 {
+	int depth = coord_depth(kind);
+
 	if (depth >= 1 && strcmp(p->table, c->table) != 0)
 		return false;
 	if (depth >= 2 && (p->row.size != c->row.size ||
@@ -721,7 +742,7 @@ static bool
 coord_under(const struct coord *p, const struct coord *c)
 {
 	return coord_depth(p->kind) > coord_depth(c->kind) &&
-	    coord_prefix_equal(p, c, coord_depth(c->kind));
+	    coord_same_upto(p, c, c->kind);
 }
 
 /* Whether p is directory c (a row, family or column) or a name in it at
@@ -730,7 +751,7 @@ static bool
 coord_within(const struct coord *p, const struct coord *c)
 {
 	return p->kind >= c->kind && p->kind <= NODE_INCREMENT &&
-	    coord_prefix_equal(p, c, coord_depth(c->kind));
+	    coord_same_upto(p, c, c->kind);
 }
 
 /* p, within directory src, with src's coordinates replaced by dst's (a
