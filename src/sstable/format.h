@@ -23,6 +23,8 @@
  *     count    fixed32 number of restarts (at least 1)
  *   Data blocks close at about block_size bytes (default 64 KiB); an entry
  *   is never split, so a block with one huge value is as large as it is.
+ *   An entry of block_size bytes or more (key and value) starts a block
+ *   of its own.
  *
  * Filter block: a Bloom filter (util/bloom.h layout) over the filter key of
  * every entry; empty (size 0) when the table was built without one.  The
@@ -43,8 +45,8 @@
  *   sequence number, and there is at least one entry):
  *     min_seq   varint64  the smallest sequence number of any entry
  *     max_seq   varint64  the largest, >= min_seq
- *   when flags has SST_BOUNDS_SPLITS (version 3 only; written when the
- *   builder has a filter prefix extractor):
+ *   when flags has SST_BOUNDS_SPLITS (versions 3 and 4 only; written
+ *   when the builder has a filter prefix extractor):
  *     n         varint32  ceil(data blocks / 8)
  *     map       n bytes   bit i (bit i % 8 of byte i / 8) set when the
  *                         first key of data block i + 1 starts with the
@@ -62,7 +64,11 @@
  *
  * Index block: a block (format above, restart interval 1) with one entry per
  * data block: key = the last key of that block, value = its handle as
- * varint64 offset, varint64 size.
+ * varint64 offset, varint64 size; in a version 4 table, a data block that
+ * holds one entry (a large value fills a block of its own) adds
+ *     value_len varint64  the length of that entry's value
+ * so that a read of keys and sizes alone (a stat) need not read the
+ * block: the entry's key is the index entry's.
  *
  * Footer (SST_FOOTER_SIZE = 64 bytes, fixed64/fixed32 little-endian):
  *     index_offset   fixed64
@@ -80,7 +86,10 @@
 
 #define SST_MAGIC		0x7473732e73667462ull	/* "btfs.sst" */
 /* Written when bounds are kept and there is a filter prefix extractor. */
-#define SST_FORMAT_VERSION	3u
+#define SST_FORMAT_VERSION	4u
+/* Version 3: as 4, without the value lengths of one-entry blocks in the
+ * index; still read. */
+#define SST_FORMAT_VERSION_3	3u
 /* Version 2: bounds without a splits map; still read, and written with
  * key_column but without filter_prefix. */
 #define SST_FORMAT_VERSION_2	2u
@@ -88,7 +97,7 @@
 #define SST_FORMAT_VERSION_1	1u
 #define SST_BOUNDS_COMPLETE	1u	/* columns and max_time follow */
 #define SST_BOUNDS_SEQUENCES	2u	/* min_seq and max_seq follow */
-#define SST_BOUNDS_SPLITS	4u	/* the splits map follows (version 3) */
+#define SST_BOUNDS_SPLITS	4u	/* the splits map follows (v3, v4) */
 #define SST_BOUNDS_MAX_COLUMNS	16
 #define SST_FOOTER_SIZE		64
 #define SST_BLOCK_TRAILER_SIZE	5

@@ -66,6 +66,7 @@ struct sst_slot {
 	struct buf raw;			/* the block as built */
 	struct buf compressed;		/* Snappy output, when kept */
 	struct buf last_key;		/* the block's last key */
+	uint64_t lone_value;		/* sst_builder_lone_value() */
 	struct slice stored;		/* raw or compressed */
 	uint8_t trailer[SST_BLOCK_TRAILER_SIZE];
 	int rc;				/* the sealing's result */
@@ -96,6 +97,7 @@ struct sst_builder {
 	struct block_builder data_block;
 	struct block_builder index_block;
 	struct buf last_key;
+	uint64_t last_value_n;		/* last_key's value's length */
 	struct buf compressed;		/* scratch for Snappy output */
 	struct buf hashes;		/* uint64_t Bloom hashes */
 	struct buf last_prefix;		/* the filter prefix hashed last */
@@ -291,16 +293,39 @@ sst_builder_write_block(struct sst_builder *b, struct slice contents,
 	return sst_builder_write_sealed(b, stored, trailer, offset, size);
 }
 
+/* Whether the table gets a splits map and lone value lengths: a version
+ * 4 table. */
+static bool
+sst_builder_has_splits(const struct sst_builder *b)
+{
+	return b->opts.key_column != NULL && b->opts.filter_prefix != NULL;
+}
+
+/*
+ * What the pending data block's index entry says of its value when the
+ * block holds one entry in a version 4 table (format.h): the value's
+ * length + 1; else 0.
+ */
+static uint64_t
+sst_builder_lone_value(const struct sst_builder *b)
+{
+	if (b->data_block.count != 1 || !sst_builder_has_splits(b))
+		return 0;
+	return b->last_value_n + 1;
+}
+
 /* Add the index entry of the data block last_key ends, written at
- * (offset, size). */
+ * (offset, size); lone_value as sst_builder_lone_value() gave it. */
 static int
 sst_builder_index_add(struct sst_builder *b, struct slice last_key,
-    uint64_t offset, uint64_t size)
+    uint64_t offset, uint64_t size, uint64_t lone_value)
 {
-	uint8_t handle[2 * VARINT64_MAX_BYTES], *p;
+	uint8_t handle[3 * VARINT64_MAX_BYTES], *p;
 
 	p = encode_varint64(handle, offset);
 	p = encode_varint64(p, size);
+	if (lone_value != 0)
+		p = encode_varint64(p, lone_value - 1);
 	return block_builder_add(&b->index_block, last_key,
 	    slice_make(handle, (size_t)(p - handle)));
 }
@@ -450,7 +475,7 @@ sst_worker_write(struct sst_builder *b, bool all)
 				    &size)) < 0 ||
 				    (rc = sst_builder_index_add(b,
 				    buf_slice(&s->last_key), offset,
-				    size)) < 0)
+				    size, s->lone_value)) < 0)
 					return rc;
 			}
 			pthread_mutex_lock(&w->mu);
@@ -487,6 +512,7 @@ sst_worker_submit(struct sst_builder *b)
 		return rc;
 	/* The slot is free: written, and submitted only changes here. */
 	s = &w->slots[w->submitted % w->slot_count];
+	s->lone_value = sst_builder_lone_value(b);
 	if ((rc = buf_set(&s->last_key, b->last_key.p, b->last_key.n)) < 0 ||
 	    (rc = block_builder_take(&b->data_block, &s->raw)) < 0)
 		return rc;
@@ -509,7 +535,7 @@ static int
 sst_builder_flush(struct sst_builder *b, bool last)
 {
 	struct slice contents;
-	uint64_t offset, size;
+	uint64_t offset, size, lone_value;
 	int rc;
 
 	if (b->data_block.count == 0)
@@ -523,13 +549,14 @@ sst_builder_flush(struct sst_builder *b, bool last)
 		b->block_count++;
 		return 0;
 	}
+	lone_value = sst_builder_lone_value(b);
 	if ((rc = block_builder_finish(&b->data_block, &contents)) < 0)
 		return rc;
 	if ((rc = sst_builder_write_block(b, contents, true, &offset,
 	    &size)) < 0)
 		return rc;
 	if ((rc = sst_builder_index_add(b, buf_slice(&b->last_key), offset,
-	    size)) < 0)
+	    size, lone_value)) < 0)
 		return rc;
 	block_builder_reset(&b->data_block);
 	b->block_count++;
@@ -657,13 +684,6 @@ sst_builder_add_split(struct sst_builder *b, struct slice key)
 	return 0;
 }
 
-/* Whether the table gets a splits map: a version 3 table. */
-static bool
-sst_builder_has_splits(const struct sst_builder *b)
-{
-	return b->opts.key_column != NULL && b->opts.filter_prefix != NULL;
-}
-
 /* The bounds block's contents (format.h) into out. */
 static int
 sst_builder_bounds_block(const struct sst_builder *b, struct buf *out)
@@ -730,6 +750,11 @@ sst_builder_add(struct sst_builder *b, struct slice key, struct slice value)
 		    "%s: entry of %zu + %zu bytes", b->file->path, key.n,
 		    value.n);
 
+	/* An entry of a block's size or more gets a block of its own, whose
+	 * index entry then gives its value's length (format.h). */
+	if (b->data_block.count > 0 && key.n + value.n >= b->opts.block_size &&
+	    (rc = sst_builder_flush(b, false)) < 0)
+		goto fail;
 	if (b->opts.bloom_bits_per_key > 0 &&
 	    (rc = sst_builder_add_filter_key(b, key)) < 0)
 		goto fail;
@@ -744,6 +769,7 @@ sst_builder_add(struct sst_builder *b, struct slice key, struct slice value)
 		goto fail;
 	if ((rc = buf_set(&b->last_key, key.p, key.n)) < 0)
 		goto fail;
+	b->last_value_n = value.n;
 	b->entry_count++;
 	if (block_builder_size_estimate(&b->data_block) >= b->opts.block_size &&
 	    (rc = sst_builder_flush(b, false)) < 0)

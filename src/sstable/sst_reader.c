@@ -4,13 +4,13 @@
  * Opening reads the footer, then the index, filter and bounds blocks into
  * memory, and checks that the block handles tile the file exactly: data
  * blocks back to back from offset 0, then the filter, the bounds block
- * (versions 2 and 3), the index and the footer.  Data
+ * (versions 2 to 4), the index and the footer.  Data
  * blocks are read on demand with env_file_read_at() (safe from many
  * threads), checked against their CRC, uncompressed, and shared through the
  * block cache when there is one; an iterator that reads blocks back to back
  * reads ahead (struct sst_readahead).  A point read finds its index entry
  * through the index fences (sst_index_seek), and stops at the end of a
- * block that the splits map (version 3) says its row does not go past.
+ * block that the splits map (versions 3, 4) says its row does not go past.
  * Every byte off disk is untrusted: a flaw is BT_ECHECKSUM, BT_ECORRUPT or
  * BT_EFORMAT with a detail naming the path and offset, never a crash and
  * never wrong data.
@@ -68,7 +68,7 @@ struct sst_reader {
 	/* The sequence range of the bounds block, when it has one. */
 	bool has_sequences;
 	uint64_t min_seq, max_seq;
-	/* The splits map of a version 3 table (format.h), a slice into
+	/* The splits map of a version 3 or 4 table (format.h), a slice into
 	 * bounds_bytes checked to hold a bit per data block; empty when the
 	 * table has none (any block may continue its predecessor's row). */
 	bool has_splits;
@@ -364,18 +364,44 @@ sst_reader_read_block(struct sst_reader *r, const char *what,
 	    out, NULL, NULL);
 }
 
-/* Decode an index entry's value: varint64 offset, varint64 size, nothing
- * after. */
+/*
+ * Decode an index entry's value: varint64 offset, varint64 size, then in
+ * a version 4 table the value length of a one-entry block (format.h),
+ * and nothing after.  *lone_value (NULL: not wanted) is that length + 1,
+ * or 0 when the entry has none.
+ */
+static int
+sst_decode_index_value(const struct sst_reader *r, struct slice value,
+    uint64_t *offset, uint64_t *size, uint64_t *lone_value)
+{
+	uint64_t len = 0;
+	bool lone = false;
+
+	if (get_varint64(&value, offset) < 0 ||
+	    get_varint64(&value, size) < 0)
+		goto bad;
+	if (value.n > 0 && r->version == SST_FORMAT_VERSION) {
+		if (get_varint64(&value, &len) < 0 || len > UINT32_MAX)
+			goto bad;
+		lone = true;
+	}
+	if (value.n != 0)
+		goto bad;
+	if (lone_value != NULL)
+		*lone_value = lone ? len + 1 : 0;
+	return 0;
+bad:
+	return bt_error_set(BT_ECORRUPT,
+	    "%s: bad block handle in the index block at %llu",
+	    r->file->path, (unsigned long long)r->index_offset);
+}
+
+/* The block handle of an index entry's value. */
 static int
 sst_decode_handle(const struct sst_reader *r, struct slice value,
     uint64_t *offset, uint64_t *size)
 {
-	if (get_varint64(&value, offset) < 0 ||
-	    get_varint64(&value, size) < 0 || value.n != 0)
-		return bt_error_set(BT_ECORRUPT,
-		    "%s: bad block handle in the index block at %llu",
-		    r->file->path, (unsigned long long)r->index_offset);
-	return 0;
+	return sst_decode_index_value(r, value, offset, size, NULL);
 }
 
 /*
@@ -523,6 +549,7 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 		    "%s: footer checksum mismatch at offset %llu", path,
 		    (unsigned long long)footer_off);
 	if ((version = get_fixed32(f + 48)) != SST_FORMAT_VERSION &&
+	    version != SST_FORMAT_VERSION_3 &&
 	    version != SST_FORMAT_VERSION_2 && version != SST_FORMAT_VERSION_1)
 		return bt_error_set(BT_EFORMAT,
 		    "%s: unknown SSTable format version %u at offset %llu",
@@ -581,7 +608,7 @@ sst_reader_parse_bounds(struct sst_reader *r, uint64_t offset)
 	    (flags & ~(SST_BOUNDS_COMPLETE | SST_BOUNDS_SEQUENCES |
 	    SST_BOUNDS_SPLITS)) != 0 ||
 	    ((flags & SST_BOUNDS_SPLITS) != 0) !=
-	    (r->version == SST_FORMAT_VERSION))
+	    (r->version >= SST_FORMAT_VERSION_3))
 		goto corrupt;
 	if ((flags & SST_BOUNDS_SEQUENCES) != 0) {
 		if (get_varint64(&in, &min_seq) < 0 ||
@@ -1071,6 +1098,7 @@ struct sst_prefix_walk {
 	void *arg;
 	uint64_t offset;	/* of the data block being walked */
 	struct sst_pins *pins;	/* or NULL */
+	bool keys_only;		/* lone values' lengths from the index */
 	bool stopped;		/* a key past the prefix, or visit stopped */
 	int visit_rc;		/* visit's own stopping value or error */
 	bool failed;		/* a data block failed (detail set) */
@@ -1176,29 +1204,64 @@ sst_prefix_block(struct sst_prefix_walk *w, uint64_t offset, uint64_t size)
 	return 0;
 }
 
-/* One index entry: walk its data block from the prefix on. */
+/*
+ * One index entry: walk its data block from the prefix on.  A keys-only
+ * walk takes the only entry of a one-entry block from the index entry
+ * instead (key, and the value's length with no bytes: {NULL, length}),
+ * which spares it reading a block as large as its value.
+ */
 static int
-sst_prefix_index_entry(void *arg, struct slice key, struct slice handle)
+sst_prefix_index_entry(void *arg, struct slice key, struct slice value)
 {
 	struct sst_prefix_walk *w = arg;
-	uint64_t offset, size;
+	uint64_t offset, size, lone_value;
 	int rc;
 
-	(void)key;
-	if ((rc = sst_decode_handle(w->r, handle, &offset, &size)) < 0) {
+	if ((rc = sst_decode_index_value(w->r, value, &offset, &size,
+	    &lone_value)) < 0) {
 		w->failed = true;
 		return rc;
 	}
-	return sst_prefix_block(w, offset, size);
+	if (!w->keys_only || lone_value == 0)
+		return sst_prefix_block(w, offset, size);
+	w->offset = offset;
+	w->visited = false;
+	/* The walk's last key, as a block's walk leaves it. */
+	if ((rc = buf_set(w->data_key, key.p, key.n)) < 0) {
+		w->failed = true;
+		return rc;
+	}
+	(void)sst_prefix_data_entry(w, key, slice_make(NULL, lone_value - 1));
+	if (w->stopped)
+		return w->visit_rc < 0 ? w->visit_rc : 1;
+	return 0;
+}
+
+/* The walk of index entry i, through the fences' decoded handles. */
+static int
+sst_prefix_fence(struct sst_prefix_walk *w, size_t i)
+{
+	struct slice key, value;
+	int rc;
+
+	if (!w->keys_only)
+		return sst_prefix_block(w, w->r->handle[i].offset,
+		    w->r->handle[i].size);
+	/* Every entry was decoded once when the fences were built. */
+	if ((rc = block_restart_entry(buf_slice(&w->r->index), (uint32_t)i,
+	    &key, &value)) < 0)
+		return rc;
+	return sst_prefix_index_entry(w, key, value);
 }
 
 int
 sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
-    struct buf *index_key, struct buf *data_key, struct sst_pins *pins,
+    bool keys_only, struct buf *index_key, struct buf *data_key,
+    struct sst_pins *pins,
     int (*visit)(void *arg, struct slice key, struct slice value), void *arg)
 {
 	struct sst_prefix_walk w = { r, prefix, data_key, visit, arg, 0,
-	    pins, false, 0, false, false };
+	    pins, keys_only, false, 0, false, false };
 	size_t i;
 	int rc;
 
@@ -1207,8 +1270,7 @@ sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
 		    sst_prefix_index_entry, &w);
 	} else if ((rc = sst_index_seek(r, prefix, &i)) == 0) {
 		for (; i < r->fence_n; i++) {
-			if ((rc = sst_prefix_block(&w, r->handle[i].offset,
-			    r->handle[i].size)) != 0)
+			if ((rc = sst_prefix_fence(&w, i)) != 0)
 				break;
 			/* The walk reached the block's end inside the prefix,
 			 * its last key L in data_key.  When the next block
@@ -1539,8 +1601,9 @@ sst_reader_bulk_iter_new(struct sst_reader *r, struct iter **out)
 
 /*
  * Check one data block read straight from the file: its entries decode,
- * keys keep increasing from *prev, its last key is the index key, and the
- * filter holds every key.  Adds its entries to *entries.
+ * keys keep increasing from *prev, its last key is the index key, a value
+ * length the index gives is its one entry's, and the filter holds every
+ * key.  Adds its entries to *entries.
  */
 static int
 sst_reader_verify_block(struct sst_reader *r, struct slice index_key,
@@ -1550,10 +1613,12 @@ sst_reader_verify_block(struct sst_reader *r, struct slice index_key,
 	const char *path = r->file->path;
 	struct sst_block_ref ref;
 	struct iter *it;
-	uint64_t offset, n = 0;
+	uint64_t offset, size, lone_value, last_value_n = 0, n = 0;
 	int rc;
 
-	if ((rc = sst_reader_block_iter(r, handle, false, false, &ref, &it,
+	if ((rc = sst_decode_index_value(r, handle, &offset, &size,
+	    &lone_value)) < 0 ||
+	    (rc = sst_reader_block_iter(r, handle, false, false, &ref, &it,
 	    &offset)) < 0)
 		return rc;
 	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
@@ -1590,6 +1655,7 @@ sst_reader_verify_block(struct sst_reader *r, struct slice index_key,
 		}
 		if ((rc = buf_set(prev, key.p, key.n)) < 0)
 			goto out;
+		last_value_n = iter_value(it).n;
 		n++;
 	}
 	if (rc < 0) {
@@ -1600,6 +1666,13 @@ sst_reader_verify_block(struct sst_reader *r, struct slice index_key,
 		rc = bt_error_set(BT_ECORRUPT,
 		    "%s: data block at %llu: last key differs from the index",
 		    path, (unsigned long long)offset);
+		goto out;
+	}
+	if (lone_value != 0 && (n != 1 || lone_value - 1 != last_value_n)) {
+		rc = bt_error_set(BT_ECORRUPT,
+		    "%s: data block at %llu: the index gives a value length "
+		    "its entries do not have", path,
+		    (unsigned long long)offset);
 		goto out;
 	}
 	*entries += n;

@@ -180,14 +180,19 @@ void sst_pins_release(struct sst_pins *p);
  * pins (and its bytes are counted there before its entries are visited),
  * and value stays valid until sst_pins_release(pins).  0, visit's error,
  * or a negative error (a damaged block: BT_ECHECKSUM, BT_ECORRUPT;
- * -ENOMEM).  In a version 3 table, a walk that reaches the end of a block
- * reads the next one only when the splits map says it starts with the
- * filter key of that block's last key, or when that filter key is longer
- * than prefix (which may then go on past it); the reader's filter_prefix
- * must be the builder's for that to hold.
+ * -ENOMEM).  In a version 3 or 4 table, a walk that reaches the end of a
+ * block reads the next one only when the splits map says it starts with
+ * the filter key of that block's last key, or when that filter key is
+ * longer than prefix (which may then go on past it); the reader's
+ * filter_prefix must be the builder's for that to hold.  keys_only: the
+ * caller wants keys and value lengths only, so the entry of a block that
+ * holds one (a version 4 table's index gives its value length) is
+ * visited without reading the block, with value {NULL, length}; other
+ * values come whole.
  */
 int sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
-    struct buf *index_key, struct buf *data_key, struct sst_pins *pins,
+    bool keys_only, struct buf *index_key, struct buf *data_key,
+    struct sst_pins *pins,
     int (*visit)(void *arg, struct slice key, struct slice value),
     void *arg);
 

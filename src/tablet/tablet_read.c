@@ -768,7 +768,7 @@ read_row_gather(struct tablet_version *v, uint64_t snapshot,
 			continue;
 		read_charge_visit(charge, tf->group);
 		if ((r = sst_reader_visit_prefix(tf->reader, prefix,
-		    pr->index_key, pr->data_key, &pr->pins,
+		    f->keys_only, pr->index_key, pr->data_key, &pr->pins,
 		    point_read_visit_copy, pr)) < 0)
 			return r;
 		if (pr->too_big)

@@ -1,6 +1,6 @@
 /*
  * test_sst_bounds.c - the bounds block of an SSTable (format versions 2
- * and 3): the columns and largest time (key_column) and the sequence
+ * to 4): the columns and largest time (key_column) and the sequence
  * range (key_sequence) written and read back, and nothing claimed when a
  * key is not described or there are too many columns; version 1 tables
  * (no key_column) still written and read; the splits map (key_column with
@@ -300,7 +300,7 @@ splits_cols(int row)
 }
 
 /*
- * The splits map (format version 3, written with key_column and
+ * The splits map (format versions 3 and 4, written with key_column and
  * filter_prefix): a point read of a row that ends a block does not read
  * the next block to see that the row ends there, while a row that goes on
  * into the next blocks is read whole; a bit set where the next block
@@ -330,7 +330,7 @@ test_visit_prefix_splits(struct env *env)
 	o.key_column = one_column;
 	build_rows_table(env, "splits.sst", &o, 200, 1, splits_cols, &info);
 	is_int(file_version(env, "splits.sst", info.file_size),
-	    SST_FORMAT_VERSION, "key_column and filter_prefix: a version 3 "
+	    SST_FORMAT_VERSION, "key_column and filter_prefix: a version 4 "
 	    "table");
 	if (sst_reader_open(env, "splits.sst", 0, NULL, row_prefix, &r) < 0)
 		tap_bail("open splits.sst");
@@ -341,7 +341,7 @@ test_visit_prefix_splits(struct env *env)
 		memset(l, 0, sizeof(*l));
 		sst_pins_init(&pins);
 		sst_reader_get_stats(r, &st0);
-		if (sst_reader_visit_prefix(r, slice_str(key), &ik, &dk,
+		if (sst_reader_visit_prefix(r, slice_str(key), false, &ik, &dk,
 		    &pins, prefix_collect, l) != 0 || (want > 0 ?
 		    !prefix_log_is(l, row, want) : l->n != 0))
 			bad++;
@@ -369,8 +369,8 @@ test_visit_prefix_splits(struct env *env)
 		tap_bail("open splits-set.sst");
 	memset(l, 0, sizeof(*l));
 	sst_pins_init(&pins);
-	ok(sst_reader_visit_prefix(r, slice_str("row0000/"), &ik, &dk, &pins,
-	    prefix_collect, l) == 0 && prefix_log_is(l, 0, 1),
+	ok(sst_reader_visit_prefix(r, slice_str("row0000/"), false, &ik, &dk,
+	    &pins, prefix_collect, l) == 0 && prefix_log_is(l, 0, 1),
 	    "a boundary marked needlessly: the row reads right");
 	sst_pins_release(&pins);
 	is_int(sst_reader_verify(r), 0, "and verify is clean");

@@ -1,0 +1,41 @@
+#!/bin/sh
+# test_fs_large.sh - versions larger than a data block, once they are in
+# SSTables: stat and ls -l learn their sizes from the tables' indexes and
+# read no block (the block cache counts no miss, where each used to read
+# its whole block), while cat reads each whole and right.  A large value
+# written after a small one, which sorts before it in the same SSTable,
+# gets a block of its own all the same.
+set -eu
+. "${top_srcdir:?}/tests/fs/lib.sh"
+
+fs_webtable
+fs_mount
+C=$M/webtable/com.cnn.www/contents/%
+mkdir -p "$C"
+head -c 1048576 /dev/urandom >"$T/v1"
+head -c 3000000 /dev/urandom >"$T/v2"
+cp "$T/v1" "$C/1000000000000001"
+cp "$T/v2" "$C/1000000000000002"
+A=$M/webtable/com.cnn.www/anchor/cnnsi.com
+mkdir -p "$A"
+echo small >"$A/latest"	# sorts before them, in the same SSTable
+fs_unmount
+ctl compact webtable --major >/dev/null
+fs_mount
+
+misses() {
+	sed -n 's/^cache_misses: //p' "$M/.status"
+}
+m0=$(misses)
+check_eq "sizes" "$(stat -c %s "$C/1000000000000001" \
+    "$C/1000000000000002" "$C/latest" | tr '\n' ' ')" \
+    "1048576 3000000 3000000 "
+check_eq "listing" "$(ls -l "$C" | awk 'NR > 1 { print $5, $9 }' |
+    tr '\n' ' ')" "1048576 1000000000000001 3000000 1000000000000002 "
+check_eq "stat and ls -l read no block" "$(misses)" "$m0"
+cmp "$T/v1" "$C/1000000000000001" || fail "the 1 MiB version differs"
+cmp "$T/v2" "$C/latest" || fail "the 3 MB version differs"
+[ "$(misses)" -gt "$m0" ] || fail "cat read no block: the counter is dead"
+check_eq "a small value beside them" "$(cat "$A/latest")" "small"
+fs_unmount
+ctl check >/dev/null || fail "tabletctl check"
