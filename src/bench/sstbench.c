@@ -262,7 +262,7 @@ bench_read(struct bench *b)
 	if (found != 0)
 		fail("readmissing: absent keys found", BT_ECORRUPT);
 
-	if ((rc = sst_reader_iter_new(r, &it)) < 0)
+	if ((rc = sst_reader_iter_new(r, 0, &it)) < 0)
 		fail("iterator", rc);
 	count = bytes = 0;
 	t0 = now_seconds();

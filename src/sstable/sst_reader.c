@@ -1312,6 +1312,13 @@ struct sst_iter {
 	size_t block_size;		/* data_it's contents */
 	struct sst_readahead ra;	/* for blocks read in sequence */
 	bool fill_cache;		/* blocks read go into the cache */
+	/* SST_ITER_KEYS_ONLY: a block that holds one entry, whose value
+	 * length the index gives, is not read (data_it is then NULL); its
+	 * entry is the index entry's key with a value of lone_n bytes and
+	 * no contents, current while lone_valid. */
+	bool keys_only;
+	bool on_lone, lone_valid;
+	uint64_t lone_n;
 	bool block_pinned;		/* ref goes to kept when left */
 	struct sst_block_ref *kept;	/* pinned blocks moved off */
 	size_t kept_n, kept_cap;
@@ -1339,6 +1346,7 @@ sst_iter_drop_block(struct sst_iter *it)
 	sst_iter_keep_block(it);
 	iter_free(it->data_it);
 	it->data_it = NULL;
+	it->on_lone = false;
 }
 
 /*
@@ -1351,7 +1359,7 @@ sst_iter_load_block(struct sst_iter *it)
 {
 	struct sst_block_ref fresh;
 	struct slice contents;
-	uint64_t offset, size;
+	uint64_t offset, size, lone_value;
 	int rc;
 
 	if (!iter_valid(it->index_it)) {
@@ -1363,9 +1371,22 @@ sst_iter_load_block(struct sst_iter *it)
 	 * no block holds any more is read into again, not made anew. */
 	sst_iter_keep_block(it);
 	sst_block_ref_release(&it->ref);
-	if ((rc = sst_decode_handle(it->r, iter_value(it->index_it), &offset,
-	    &size)) < 0 || (rc = sst_reader_load_block_ahead(it->r, &it->ra,
-	    offset, size, true, it->fill_cache, &fresh, &contents)) < 0) {
+	if ((rc = sst_decode_index_value(it->r, iter_value(it->index_it),
+	    &offset, &size, &lone_value)) < 0) {
+		sst_iter_drop_block(it);
+		return rc;
+	}
+	if (it->keys_only && lone_value != 0) {
+		sst_iter_drop_block(it);
+		it->on_lone = true;
+		it->lone_valid = false;
+		it->lone_n = lone_value - 1;
+		it->block_offset = offset;
+		return 0;
+	}
+	it->on_lone = false;
+	if ((rc = sst_reader_load_block_ahead(it->r, &it->ra, offset, size,
+	    true, it->fill_cache, &fresh, &contents)) < 0) {
 		sst_iter_drop_block(it);
 		return rc;
 	}
@@ -1393,23 +1414,49 @@ sst_iter_load_block(struct sst_iter *it)
 	return 0;
 }
 
-/* After the data iterator ran off its block, move to the next non-empty
- * one. */
+/* Position inside the block just loaded: on its first entry with key >=
+ * *target (target NULL: on its first). */
+static int
+sst_iter_block_seek(struct sst_iter *it, const struct slice *target)
+{
+	int rc;
+
+	if (it->on_lone) {
+		/* The index entry's key, its block's only one. */
+		it->lone_valid = target == NULL ||
+		    slice_compare(iter_key(it->index_it), *target) >= 0;
+		return 0;
+	}
+	if (it->data_it == NULL)
+		return 0;
+	rc = target == NULL ? iter_seek_first(it->data_it) :
+	    iter_seek(it->data_it, *target);
+	return rc < 0 ? sst_reader_block_error(it->r, "data",
+	    it->block_offset, rc) : 0;
+}
+
+/* Whether the iterator ran off the block it is on. */
+static bool
+sst_iter_block_done(const struct sst_iter *it)
+{
+	if (it->on_lone)
+		return !it->lone_valid;
+	return it->data_it != NULL && !iter_valid(it->data_it);
+}
+
+/* After the iterator ran off its block, move to the next non-empty one. */
 static int
 sst_iter_skip_forward(struct sst_iter *it)
 {
 	int rc;
 
-	while (it->data_it != NULL && !iter_valid(it->data_it)) {
+	while (sst_iter_block_done(it)) {
 		if ((rc = iter_next(it->index_it)) < 0)
 			return sst_reader_block_error(it->r, "index",
 			    it->r->index_offset, rc);
-		if ((rc = sst_iter_load_block(it)) < 0)
+		if ((rc = sst_iter_load_block(it)) < 0 ||
+		    (rc = sst_iter_block_seek(it, NULL)) < 0)
 			return rc;
-		if (it->data_it != NULL &&
-		    (rc = iter_seek_first(it->data_it)) < 0)
-			return sst_reader_block_error(it->r, "data",
-			    it->block_offset, rc);
 	}
 	return 0;
 }
@@ -1433,11 +1480,9 @@ sst_iter_seek_first(struct iter *base)
 	if ((rc = iter_seek_first(it->index_it)) < 0)
 		return sst_iter_fail(it, sst_reader_block_error(it->r,
 		    "index", it->r->index_offset, rc));
-	if ((rc = sst_iter_load_block(it)) < 0)
+	if ((rc = sst_iter_load_block(it)) < 0 ||
+	    (rc = sst_iter_block_seek(it, NULL)) < 0)
 		return sst_iter_fail(it, rc);
-	if (it->data_it != NULL && (rc = iter_seek_first(it->data_it)) < 0)
-		return sst_iter_fail(it, sst_reader_block_error(it->r, "data",
-		    it->block_offset, rc));
 	return sst_iter_fail(it, sst_iter_skip_forward(it));
 }
 
@@ -1451,11 +1496,9 @@ sst_iter_seek(struct iter *base, struct slice target)
 	if ((rc = iter_seek(it->index_it, target)) < 0)
 		return sst_iter_fail(it, sst_reader_block_error(it->r,
 		    "index", it->r->index_offset, rc));
-	if ((rc = sst_iter_load_block(it)) < 0)
+	if ((rc = sst_iter_load_block(it)) < 0 ||
+	    (rc = sst_iter_block_seek(it, &target)) < 0)
 		return sst_iter_fail(it, rc);
-	if (it->data_it != NULL && (rc = iter_seek(it->data_it, target)) < 0)
-		return sst_iter_fail(it, sst_reader_block_error(it->r, "data",
-		    it->block_offset, rc));
 	return sst_iter_fail(it, sst_iter_skip_forward(it));
 }
 
@@ -1465,6 +1508,10 @@ sst_iter_next(struct iter *base)
 	struct sst_iter *it = (struct sst_iter *)base;
 	int rc;
 
+	if (it->on_lone) {
+		it->lone_valid = false;
+		return sst_iter_fail(it, sst_iter_skip_forward(it));
+	}
 	if (it->data_it == NULL)
 		return 0;
 	if ((rc = iter_next(it->data_it)) < 0)
@@ -1478,19 +1525,27 @@ sst_iter_valid(const struct iter *base)
 {
 	const struct sst_iter *it = (const struct sst_iter *)base;
 
+	if (it->on_lone)
+		return it->lone_valid;
 	return it->data_it != NULL && iter_valid(it->data_it);
 }
 
 static struct slice
 sst_iter_key(const struct iter *base)
 {
-	return iter_key(((const struct sst_iter *)base)->data_it);
+	const struct sst_iter *it = (const struct sst_iter *)base;
+
+	return iter_key(it->on_lone ? it->index_it : it->data_it);
 }
 
 static struct slice
 sst_iter_value(const struct iter *base)
 {
-	return iter_value(((const struct sst_iter *)base)->data_it);
+	const struct sst_iter *it = (const struct sst_iter *)base;
+
+	if (it->on_lone)
+		return slice_make(NULL, (size_t)it->lone_n);
+	return iter_value(it->data_it);
 }
 
 /* Give back every pin (the current block stays, unpinned). */
@@ -1514,6 +1569,8 @@ sst_iter_pin(struct iter *base, uint64_t epoch)
 {
 	struct sst_iter *it = (struct sst_iter *)base;
 
+	if (it->on_lone)
+		return 0;	/* a value with no contents stays valid */
 	if (epoch != it->pin_epoch) {
 		if (it->kept_n > 0)
 			sst_iter_unpin(it);
@@ -1566,8 +1623,8 @@ static const struct iter_ops sst_iter_ops = {
 	.pin = sst_iter_pin,
 };
 
-static int
-sst_iter_open(struct sst_reader *r, bool fill_cache, struct iter **out)
+int
+sst_reader_iter_new(struct sst_reader *r, unsigned flags, struct iter **out)
 {
 	struct sst_iter *it;
 	int rc;
@@ -1576,7 +1633,8 @@ sst_iter_open(struct sst_reader *r, bool fill_cache, struct iter **out)
 		return -ENOMEM;
 	it->base.ops = &sst_iter_ops;
 	it->r = r;
-	it->fill_cache = fill_cache;
+	it->fill_cache = (flags & SST_ITER_NO_CACHE_FILL) == 0;
+	it->keys_only = (flags & SST_ITER_KEYS_ONLY) != 0;
 	sst_readahead_init(&it->ra);
 	if ((rc = sst_reader_index_iter(r, &it->index_it)) < 0) {
 		bt_free(it);
@@ -1585,18 +1643,6 @@ sst_iter_open(struct sst_reader *r, bool fill_cache, struct iter **out)
 	sst_reader_ref(r);
 	*out = &it->base;
 	return 0;
-}
-
-int
-sst_reader_iter_new(struct sst_reader *r, struct iter **out)
-{
-	return sst_iter_open(r, true, out);
-}
-
-int
-sst_reader_bulk_iter_new(struct sst_reader *r, struct iter **out)
-{
-	return sst_iter_open(r, false, out);
 }
 
 /*
@@ -1841,7 +1887,7 @@ sst_reader_key_range(struct sst_reader *r, struct buf *first,
 
 	if (r->info.entry_count == 0)
 		return BT_NOTFOUND;
-	if ((rc = sst_reader_iter_new(r, &it)) < 0)
+	if ((rc = sst_reader_iter_new(r, SST_ITER_KEYS_ONLY, &it)) < 0)
 		return rc;
 	if ((rc = iter_seek_first(it)) == 0 && iter_valid(it))
 		rc = buf_set(first, iter_key(it).p, iter_key(it).n);

@@ -196,12 +196,20 @@ int sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
     int (*visit)(void *arg, struct slice key, struct slice value),
     void *arg);
 
-/* An iterator over the whole table (util/iter.h).  0 or -ENOMEM. */
-int sst_reader_iter_new(struct sst_reader *r, struct iter **out);
-/* The same for a bulk read (a compaction, or a scan asked not to fill the
- * cache): blocks already in the cache are used, but blocks read from the
- * file are not put there (they would push out the blocks readers use). */
-int sst_reader_bulk_iter_new(struct sst_reader *r, struct iter **out);
+/*
+ * An iterator over the whole table (util/iter.h), with flags:
+ * SST_ITER_NO_CACHE_FILL for a bulk read (a compaction, or a scan asked
+ * not to fill the cache): blocks already in the cache are used, but
+ * blocks read from the file are not put there (they would push out the
+ * blocks readers use); SST_ITER_KEYS_ONLY for a reader of keys and value
+ * lengths only: the entry of a block that holds one, whose length a
+ * version 4 table's index gives, comes without reading the block, with
+ * value {NULL, length} (other values come whole).  0 or -ENOMEM.
+ */
+#define SST_ITER_NO_CACHE_FILL	1u
+#define SST_ITER_KEYS_ONLY	2u
+int sst_reader_iter_new(struct sst_reader *r, unsigned flags,
+    struct iter **out);
 
 /*
  * Read and check every block (checksums, decoding, key order); for

@@ -317,7 +317,8 @@ file_open(const struct tablet_env *tenv, const struct catalog_file *meta,
 	    tenv->block_cache, ikey_row_prefix_length, out)) < 0)
 		return rc;
 	if (g != NO_GROUP && schema->groups[g].in_memory &&
-	    tenv->block_cache != NULL && sst_reader_iter_new(*out, &it) == 0) {
+	    tenv->block_cache != NULL &&
+	    sst_reader_iter_new(*out, 0, &it) == 0) {
 		for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
 		    rc = iter_next(it))
 			;
@@ -1341,8 +1342,8 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	for (size_t i = 0; i < v->file_count && n < take; i++) {
 		if (v->files[i].group != g)
 			continue;
-		if ((rc = sst_reader_bulk_iter_new(v->files[i].reader,
-		    &children[n])) < 0)
+		if ((rc = sst_reader_iter_new(v->files[i].reader,
+		    SST_ITER_NO_CACHE_FILL, &children[n])) < 0)
 			goto out_children;
 		removed[n] = v->files[i].meta.number;
 		if (v->files[i].meta.max_seq > max_seq)

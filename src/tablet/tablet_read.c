@@ -121,9 +121,10 @@ version_iter(struct tablet_version *v, const struct cells_filter *f,
 		if (row_prefix.n > 0 &&
 		    !sst_reader_may_contain(tf->reader, row_prefix))
 			continue;
-		if ((rc = f->no_cache_fill ?
-		    sst_reader_bulk_iter_new(tf->reader, &children[n]) :
-		    sst_reader_iter_new(tf->reader, &children[n])) < 0)
+		if ((rc = sst_reader_iter_new(tf->reader,
+		    (f->no_cache_fill ? SST_ITER_NO_CACHE_FILL : 0) |
+		    (f->keys_only ? SST_ITER_KEYS_ONLY : 0),
+		    &children[n])) < 0)
 			goto out_children;
 		n++;
 		if (charge != NULL)

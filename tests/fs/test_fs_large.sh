@@ -1,8 +1,9 @@
 #!/bin/sh
 # test_fs_large.sh - versions larger than a data block, once they are in
-# SSTables: stat and ls -l learn their sizes from the tables' indexes and
-# read no block (the block cache counts no miss, where each used to read
-# its whole block), while cat reads each whole and right.  A large value
+# SSTables: stat and ls -l of them, and ls of their table, learn keys and
+# sizes from the tables' indexes and read no block (the block cache
+# counts no miss, where each used to read its whole block), while cat
+# reads each whole and right.  A large value
 # written after a small one, which sorts before it in the same SSTable,
 # gets a block of its own all the same.
 set -eu
@@ -33,6 +34,8 @@ check_eq "sizes" "$(stat -c %s "$C/1000000000000001" \
 check_eq "listing" "$(ls -l "$C" | awk 'NR > 1 { print $5, $9 }' |
     tr '\n' ' ')" "1048576 1000000000000001 3000000 1000000000000002 "
 check_eq "stat and ls -l read no block" "$(misses)" "$m0"
+check_eq "the table's rows" "$(ls "$M/webtable")" "com.cnn.www"
+check_eq "listing the table reads no block" "$(misses)" "$m0"
 cmp "$T/v1" "$C/1000000000000001" || fail "the 1 MiB version differs"
 cmp "$T/v2" "$C/latest" || fail "the 3 MB version differs"
 [ "$(misses)" -gt "$m0" ] || fail "cat read no block: the counter is dead"

@@ -116,7 +116,10 @@ seeds_sstable(struct env *env)
 		{ "snappy", 40, 60, 512, 0, 1, 0 },
 		{ "nofilter", 10, 3, 128, 0, 0, 0 },
 		{ "bounds", 20, 8, 256, 10, 0, 1 },	/* format version 2 */
-		{ "splits", 40, 8, 128, 10, 0, 2 },	/* format version 3 */
+		{ "splits", 40, 8, 128, 10, 0, 2 },	/* a splits map */
+		/* Version 4: a block per entry, its value length in the
+		 * index. */
+		{ "lone", 12, 100, 64, 10, 0, 2 },
 	};
 	struct sst_options o;
 	struct sst_builder *b;

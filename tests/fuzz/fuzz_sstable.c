@@ -5,7 +5,8 @@
  * Opening, iterating, point lookups and verify must fail cleanly on any
  * damage; when sst_reader_verify() passes the table, iteration yields
  * strictly increasing keys, each found again by sst_reader_get() with
- * the same value.  (With the CRCs fixed the fuzzer can write blocks no
+ * the same value, and a keys-only iteration as many entries with the same
+ * value lengths.  (With the CRCs fixed the fuzzer can write blocks no
  * builder writes, e.g. keys out of order; only verify promises to see
  * those.)
  *
@@ -88,8 +89,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct iter *it;
 	struct buf prev, value;
 	uint8_t *copy;
-	size_t n = 0;
-	uint64_t max_time, min_seq, max_seq;
+	size_t n = 0, keys_only_n = 0;
+	uint64_t max_time, min_seq, max_seq, lengths = 0, keys_only_lengths = 0;
 	volatile unsigned touched = 0;
 	bool verified;
 	int rc;
@@ -121,13 +122,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (sst_reader_sequences(r, &min_seq, &max_seq))
 		FUZZ_CHECK(min_seq <= max_seq);
-	FUZZ_CHECK(sst_reader_iter_new(r, &it) == 0);
+	FUZZ_CHECK(sst_reader_iter_new(r, 0, &it) == 0);
 	buf_init(&prev);
 	buf_init(&value);
 	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
 	    rc = iter_next(it)) {
 		struct slice k = iter_key(it), v = iter_value(it);
 
+		lengths += v.n;
 		if (verified && n > 0)
 			FUZZ_CHECK(slice_compare(k, buf_slice(&prev)) > 0);
 		FUZZ_CHECK(buf_set(&prev, k.p, k.n) == 0);
@@ -138,6 +140,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (n > 0)
 		(void)iter_seek(it, buf_slice(&prev));
+	iter_free(it);
+	/* A keys-only scan sees as many entries, with the same lengths. */
+	FUZZ_CHECK(sst_reader_iter_new(r, SST_ITER_KEYS_ONLY, &it) == 0);
+	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
+	    rc = iter_next(it)) {
+		keys_only_n++;
+		keys_only_lengths += iter_value(it).n;
+	}
+	if (verified)
+		FUZZ_CHECK(rc == 0 && keys_only_n == n &&
+		    keys_only_lengths == lengths);
 	(void)sst_reader_get(r, slice_make(data, size > 8 ? 8 : size), &value);
 	buf_release(&prev);
 	buf_release(&value);

@@ -1,8 +1,9 @@
 /*
  * test_sst_lone.c - the value lengths of one-entry blocks in a version 4
- * table's index (format.h): a keys-only prefix walk takes a large value's
- * key and length from the index without reading its block, and every
- * other read still gets the value whole; verify finds an index whose
+ * table's index (format.h): a keys-only prefix walk, and a keys-only
+ * iterator's scans and seeks, take a large value's key and length from
+ * the index without reading its block, and every other read still gets
+ * the value whole; verify finds an index whose
  * length lies; a version 3 table (no lengths) is still read, and a
  * version 3 footer over an index with lengths fails the open.
  */
@@ -259,6 +260,90 @@ test_keys_only_walk(struct env *env, uint8_t *big)
 	free(l);
 }
 
+/* Whether it is on key with its value whole (NULL want: with BIG bytes
+ * and no contents, a lone value). */
+static bool
+iter_on(struct iter *it, const char *key, uint8_t *big, bool lone)
+{
+	struct slice v;
+
+	if (!iter_valid(it) || !slice_equal(iter_key(it), slice_str(key)))
+		return false;
+	v = iter_value(it);
+	if (lone)
+		return v.p == NULL && v.n == BIG;
+	return v.p != NULL && slice_equal(v, value_of(key, big));
+}
+
+/*
+ * SST_ITER_KEYS_ONLY: a scan, seeks into and between lone blocks, and the
+ * block reads that spares; a plain iterator still gets every value.
+ */
+static void
+test_keys_only_iter(struct env *env, uint8_t *big)
+{
+	struct sst_reader_stats st0, st1;
+	struct sst_reader *r;
+	struct iter *it;
+	size_t n = 0, lone = 0, whole = 0;
+	bool in_order = true;
+	int rc;
+
+	if (sst_reader_open(env, "lone.sst", 0, NULL, row_prefix, &r) < 0)
+		tap_bail("open lone.sst");
+	if (sst_reader_iter_new(r, SST_ITER_KEYS_ONLY, &it) < 0)
+		tap_bail("sst_reader_iter_new");
+	sst_reader_get_stats(r, &st0);
+	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
+	    rc = iter_next(it), n++) {
+		const char *key = keys[n];
+
+		if (key == NULL) {
+			in_order = false;
+			break;
+		}
+		if (iter_on(it, key, big, true))
+			lone++;
+		else if (iter_on(it, key, big, false))
+			whole++;
+		else
+			in_order = false;
+	}
+	sst_reader_get_stats(r, &st1);
+	ok(rc == 0 && in_order && n == 8, "keys only: a scan sees every key "
+	    "in order");
+	ok(lone == 3 && whole == 5, "keys only: three lone values as "
+	    "lengths, five whole (%zu, %zu)", lone, whole);
+	is_int(st1.block_reads - st0.block_reads, 2,
+	    "keys only: a scan reads the two blocks that are not lone");
+
+	ok(iter_seek(it, slice_str("big/2")) == 0 &&
+	    iter_on(it, "big/2", big, true), "keys only: seek onto a lone "
+	    "key");
+	ok(iter_next(it) == 0 && iter_on(it, "big/3", big, true) &&
+	    iter_next(it) == 0 && iter_on(it, "big/4", big, false),
+	    "keys only: next from a lone block to a lone one, then to a "
+	    "shared one");
+	ok(iter_seek(it, slice_str("big/1x")) == 0 &&
+	    iter_on(it, "big/2", big, true), "keys only: seek between two "
+	    "lone keys lands on the next");
+	ok(iter_seek(it, slice_str("a/4")) == 0 &&
+	    iter_on(it, "big/1", big, true), "keys only: seek past a block's "
+	    "end lands on the lone key after it");
+	ok(iter_seek(it, slice_str("d")) == 0 && !iter_valid(it),
+	    "keys only: seek past the last key: not valid");
+	iter_free(it);
+
+	if (sst_reader_iter_new(r, 0, &it) < 0)
+		tap_bail("sst_reader_iter_new");
+	ok(iter_seek(it, slice_str("big/1")) == 0 &&
+	    iter_on(it, "big/1", big, false) && iter_next(it) == 0 &&
+	    iter_on(it, "big/2", big, false), "without the flag: lone "
+	    "values come whole");
+	iter_free(it);
+	sst_reader_unref(r);
+}
+
 /* A version 3 table (one whose blocks all hold several entries is a
  * version 4 table without lengths, relabelled) reads as before. */
 static void
@@ -267,6 +352,7 @@ test_version_3(struct env *env, uint8_t *big)
 	struct prefix_log *l = calloc(1, sizeof(*l));
 	struct sst_info info;
 	struct sst_reader *r;
+	struct iter *it;
 	uint64_t size;
 	uint8_t *img;
 
@@ -283,6 +369,12 @@ test_version_3(struct env *env, uint8_t *big)
 	ok(l->n == 4 && log_has(l, 1, "big/2", big) &&
 	    log_has(l, 3, "big/4", big),
 	    "version 3: a keys-only walk gets values whole");
+	if (sst_reader_iter_new(r, SST_ITER_KEYS_ONLY, &it) < 0)
+		tap_bail("sst_reader_iter_new");
+	ok(iter_seek(it, slice_str("big/2")) == 0 &&
+	    iter_on(it, "big/2", big, false),
+	    "version 3: a keys-only iterator gets values whole");
+	iter_free(it);
 	is_int(sst_reader_verify(r), 0, "version 3: verify is clean");
 	sst_pins_release(&pins);
 	sst_reader_unref(r);
@@ -299,6 +391,7 @@ main(void)
 		tap_bail("set-up");
 	sst_pins_init(&pins);
 	test_keys_only_walk(env, big);
+	test_keys_only_iter(env, big);
 	test_version_3(env, big);
 	env_free(env);
 	free(big);

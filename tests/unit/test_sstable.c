@@ -160,7 +160,7 @@ check_table(struct env *env, const char *path, const struct table_spec *t,
 		bad++;
 	is_int(bad, 0, "%s: gets of absent keys are BT_NOTFOUND", label);
 
-	rc = sst_reader_iter_new(r, &it);
+	rc = sst_reader_iter_new(r, 0, &it);
 	is_int(rc, 0, "%s: iterator", label);
 	if (rc < 0)
 		goto out_reader;
@@ -387,7 +387,7 @@ test_limits(struct env *env)
 		    !slice_equal(buf_slice(&got), slice_make(vals[i], e[i].vn)))
 			bad++;
 	is_int(bad, 0, "limits: every large entry found by get");
-	sst_reader_iter_new(r, &it);
+	sst_reader_iter_new(r, 0, &it);
 	bad = i = 0;
 	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
 	    rc = iter_next(it), i++)
@@ -557,8 +557,8 @@ test_cache(struct env *env)
 		long entries = 0;
 		int rc;
 
-		if (sst_reader_bulk_iter_new(r, &it) < 0)
-			tap_bail("sst_reader_bulk_iter_new");
+		if (sst_reader_iter_new(r, SST_ITER_NO_CACHE_FILL, &it) < 0)
+			tap_bail("sst_reader_iter_new");
 		for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
 		    rc = iter_next(it))
 			entries++;
@@ -570,7 +570,7 @@ test_cache(struct env *env)
 		    "the cache");
 		ok(cs1.hits > cs0.hits, "but uses the cached one");
 		is_int(cs1.usage, cs0.usage, "the cache holds what it held");
-		if (sst_reader_iter_new(r, &it) < 0)
+		if (sst_reader_iter_new(r, 0, &it) < 0)
 			tap_bail("sst_reader_iter_new");
 		for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
 		    rc = iter_next(it))
@@ -956,7 +956,7 @@ test_iter_pins(struct env *env)
 
 		if (sst_reader_open(env, "pins.sst",
 		    c != NULL ? cache_new_id(c) : 0, c, NULL, &r) < 0 ||
-		    sst_reader_iter_new(r, &it) < 0)
+		    sst_reader_iter_new(r, 0, &it) < 0)
 			tap_bail("open pins.sst");
 		iter_seek_first(it);
 		for (int i = 0; i < ENTRIES && iter_valid(it); i++) {
@@ -1028,7 +1028,7 @@ reader_thread_run(void *arg)
 		    BT_NOTFOUND)
 			th->bad++;
 	}
-	if (sst_reader_iter_new(th->r, &it) < 0) {
+	if (sst_reader_iter_new(th->r, 0, &it) < 0) {
 		th->bad++;
 		goto out;
 	}
@@ -1130,7 +1130,7 @@ probe_damaged(struct env *env, const char *path, const struct table_spec *t,
 		if (sst_reader_get(r, key_of(2 * i + 1, k), &got) == 0)
 			wrong++;
 	}
-	if ((rc = sst_reader_iter_new(r, &it)) < 0) {
+	if ((rc = sst_reader_iter_new(r, 0, &it)) < 0) {
 		NOTE(rc);
 		goto out_reader;
 	}
@@ -1315,7 +1315,7 @@ test_builder_errors(struct env *env)
 	is_int(info.entry_count, 2, "refused keys were not added");
 	sst_builder_free(b);
 	sst_reader_open(env, "order.sst", 0, NULL, NULL, &r);
-	sst_reader_iter_new(r, &it);
+	sst_reader_iter_new(r, 0, &it);
 	sst_reader_unref(r);	/* the iterator keeps the reader alive */
 	n = 0;
 	for (rc = iter_seek_first(it); rc == 0 && iter_valid(it);
@@ -1461,7 +1461,7 @@ test_enomem(struct env *env)
 		if (rc == 0) {
 			rc = sst_reader_get(r, key_of(2 * 150, k), &got);
 			if (rc == 0 || rc == -ENOMEM)
-				rc = sst_reader_iter_new(r, &it);
+				rc = sst_reader_iter_new(r, 0, &it);
 			if (rc == 0) {
 				for (rc = iter_seek_first(it);
 				    rc == 0 && iter_valid(it);
