@@ -462,7 +462,8 @@ log_refusal(struct server *s, int rc)
  * Number the group first..last (n mutations), stamp it, reserve what its
  * apply needs and write its log records with one append (in the apply
  * turn): 0, or the error that fails them all.  Sequence
- * numbers are taken even on failure (the group still takes its turn).  A
+ * numbers are taken even on failure (the group still takes its turn).
+ * *sync_ns is how long a synced append took (0: none was made).  A
  * broken store (s->broken) logs nothing: a write it refuses must not come
  * back when the reopen replays the log.  (A member after one whose apply
  * fails is refused though logged, and its fate is the reopen's: nothing
@@ -471,7 +472,7 @@ log_refusal(struct server *s, int rc)
  */
 static int
 group_log(struct server *s, struct write_waiter *first,
-    struct write_waiter *last, size_t n, bool sync)
+    struct write_waiter *last, size_t n, bool sync, uint64_t *sync_ns)
 {
 	struct write_queue *q = &s->writes;
 	struct write_waiter *p;
@@ -479,6 +480,7 @@ group_log(struct server *s, struct write_waiter *first,
 	uint64_t t0, seq;
 	int rc;
 
+	*sync_ns = 0;
 	/* The leader alone writes next_seq and last_stamp: no lock. */
 	seq = atomic_load_explicit(&s->next_seq, memory_order_relaxed);
 	for (p = first;; p = p->next) {
@@ -532,13 +534,7 @@ group_log(struct server *s, struct write_waiter *first,
 	rc = log_writer_append_many(s->log, q->slices, n, sync, q->positions);
 	if (rc == BT_ECLOSED)
 		rc = log_refusal(s, rc);
-	if (rc == 0 && sync) {
-		uint64_t ns = monotonic_ns() - t0;
-
-		/* An average over about the last eight synced groups. */
-		q->sync_ns = q->sync_ns == 0 ? ns : q->sync_ns -
-		    q->sync_ns / 8 + ns / 8;
-	}
+	*sync_ns = rc == 0 && sync ? monotonic_ns() - t0 : 0;
 	if (q->records.cap > 4 * WRITE_GROUP_BYTES)
 		buf_release(&q->records);
 	return rc;
@@ -641,6 +637,7 @@ write_lead(struct server *s, struct write_waiter *self)
 	struct write_queue *q = &s->writes;
 	struct write_waiter *first, *last, *p, *follow, *next;
 	size_t bytes, n, taken_syncs;
+	uint64_t sync_ns;
 	uint32_t mask = 0;
 	bool sync, self_in;
 	int rc;
@@ -670,7 +667,7 @@ again:
 	pthread_mutex_unlock(&q->mu);
 
 	pthread_mutex_lock(&s->apply_mu);
-	rc = group_log(s, first, last, n, sync);
+	rc = group_log(s, first, last, n, sync, &sync_ns);
 	group_apply(s, first, last, rc);
 	pthread_mutex_unlock(&s->apply_mu);
 
@@ -679,6 +676,11 @@ again:
 	 * are waiting: the next synced group expects them all. */
 	if (sync)
 		q->expected_syncs = taken_syncs + q->queued_syncs;
+	/* An average over about the last eight synced groups, which every
+	 * writer that queues reads (under q->mu) for its polling. */
+	if (sync_ns != 0)
+		q->sync_ns = q->sync_ns == 0 ? sync_ns : q->sync_ns -
+		    q->sync_ns / 8 + sync_ns / 8;
 	next = last->next;
 	q->head = next;
 	if (next == NULL)
