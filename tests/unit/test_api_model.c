@@ -6,7 +6,9 @@
  * random filters compared with the model, and now and then a flush, a
  * compaction or a close and reopen.  The store lives on the local
  * filesystem (a mkdtemp directory) with a small memtable, so real files,
- * flushes and log replay are exercised.
+ * flushes and log replay are exercised.  Every other seed makes blocks
+ * of 16 bytes, so that every entry is a block of its own (keys-only
+ * reads then take value lengths from the SSTables' indexes).
  *
  * The model: every operation is an entry (row, family, qualifier, ts, seq,
  * kind), seq increasing per mutation call.  For a column, the slots are
@@ -625,6 +627,15 @@ main(void)
 		tap_bail("out of memory");
 	tstore_posix(&t, &opts);
 	must(make_table(t.s, "m", fams));
+	if (tap_rand(&rng) % 2 == 0) {
+		/* Blocks smaller than any entry: every entry is a block of
+		 * its own, whose value length keys-only reads take from the
+		 * index. */
+		struct bt_group_spec g = { "default", 16, -1, -1, -1 };
+
+		must(bt_group_set(t.s, "m", &g));
+		diag("blocks of 16 bytes: an entry each");
+	}
 	epoch0 = ct;
 	for (i = 0; i < nops; i++) {
 		size_t n, j;
