@@ -305,10 +305,10 @@ waiter_spin(const struct write_waiter *p, uint64_t deadline_ns)
 /*
  * Sleep until p is done or is to lead, or until the monotonic deadline
  * (in nanoseconds; 0: none) passes: true when woken for one of the two,
- * false at the deadline.  Every waiter sleeps on the one futex word q->wakes, each
- * with a bit of its own, so that a leader wakes its whole group with one
- * FUTEX_WAKE_BITSET: one system call, where a wake per member cost a
- * system call and an inter-processor interrupt each.
+ * false at the deadline.  Every waiter sleeps on the one futex word
+ * q->wakes, each with a bit of its own, so that a leader wakes its whole
+ * group with one FUTEX_WAKE_BITSET: one system call, where a wake per
+ * member cost a system call and an inter-processor interrupt each.
  */
 static bool
 waiter_sleep(struct write_queue *q, struct write_waiter *p,
