@@ -1,9 +1,9 @@
 /*
  * sst_util.h - helpers shared by the SSTable tests (test_sstable.c,
  * test_sst_bounds.c): a table of rows whose columns say their own key and
- * value, the row filter_prefix for it, a visit_prefix callback that logs
- * what it is given and checks it against the rows, and writing a table
- * image back after editing it.
+ * value, a table of listed keys, the row filter_prefix for them, a
+ * visit_prefix callback that logs what it is given and checks it against
+ * the rows, and writing a table image back after editing it.
  */
 #ifndef TABLETFS_TESTS_SST_UTIL_H
 #define TABLETFS_TESTS_SST_UTIL_H
@@ -93,6 +93,28 @@ build_rows_table(struct env *env, const char *path,
 			    slice_str(val)) < 0)
 				tap_bail("sst_builder_add");
 		}
+	if (sst_builder_finish(b, info) < 0)
+		tap_bail("sst_builder_finish");
+	sst_builder_free(b);
+}
+
+/* Build path (replacing it) with o from the NULL-terminated keys, each
+ * with the value value(arg, key) gives. */
+static inline void
+build_keys_table(struct env *env, const char *path,
+    const struct sst_options *o, const char *const *keys,
+    struct slice (*value)(void *arg, const char *key), void *arg,
+    struct sst_info *info)
+{
+	struct sst_builder *b;
+
+	env_path_remove(env, path);
+	if (sst_builder_new(env, path, o, &b) < 0)
+		tap_bail("sst_builder_new");
+	for (size_t i = 0; keys[i] != NULL; i++)
+		if (sst_builder_add(b, slice_str(keys[i]),
+		    value(arg, keys[i])) < 0)
+			tap_bail("sst_builder_add");
 	if (sst_builder_finish(b, info) < 0)
 		tap_bail("sst_builder_finish");
 	sst_builder_free(b);

@@ -48,7 +48,15 @@ letter_digit_sequence(struct slice key, uint64_t *seq)
 	return true;
 }
 
-/* Build path from the NUL-separated keys (each with value "v") with
+static struct slice
+value_v(void *arg, const char *key)
+{
+	(void)arg;
+	(void)key;
+	return slice_make("v", 1);
+}
+
+/* Build path from the NULL-terminated keys (each with value "v") with
  * key_column and key_sequence set as given; info filled. */
 static void
 build_bounds_table_seq(struct env *env, const char *path,
@@ -57,21 +65,11 @@ build_bounds_table_seq(struct env *env, const char *path,
     const char *const *keys, struct sst_info *info)
 {
 	struct sst_options o;
-	struct sst_builder *b;
 
 	sst_options_default(&o);
 	o.key_column = key_column;
 	o.key_sequence = key_sequence;
-	env_path_remove(env, path);
-	if (sst_builder_new(env, path, &o, &b) < 0)
-		tap_bail("sst_builder_new");
-	for (size_t i = 0; keys[i] != NULL; i++)
-		if (sst_builder_add(b, slice_make(keys[i], strlen(keys[i])),
-		    slice_make("v", 1)) < 0)
-			tap_bail("sst_builder_add");
-	if (sst_builder_finish(b, info) < 0)
-		tap_bail("sst_builder_finish");
-	sst_builder_free(b);
+	build_keys_table(env, path, &o, keys, value_v, NULL, info);
 }
 
 /* The same without sequences. */

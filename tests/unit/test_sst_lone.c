@@ -34,10 +34,13 @@ one_column(struct slice key, struct slice *column, uint64_t *time)
 	return true;
 }
 
-/* The value of key: BIG bytes for "big/1" to "big/3", else short. */
+/* The value of key, in the buffer big: BIG bytes for "big/1" to
+ * "big/3", else the key itself. */
 static struct slice
-value_of(const char *key, uint8_t *big)
+value_of(void *big_buf, const char *key)
 {
+	uint8_t *big = big_buf;
+
 	if (strncmp(key, "big/", 4) == 0 && key[4] >= '1' && key[4] <= '3') {
 		for (size_t i = 0; i < BIG; i++)
 			big[i] = (uint8_t)(i * 7 + (size_t)key[4]);
@@ -62,23 +65,13 @@ build_lone_table(struct env *env, const char *path, uint8_t *big,
     size_t block_size, struct sst_info *info)
 {
 	struct sst_options o;
-	struct sst_builder *b;
 
 	sst_options_default(&o);
 	o.block_size = block_size;
 	o.compress = false;
 	o.filter_prefix = row_prefix;
 	o.key_column = one_column;
-	env_path_remove(env, path);
-	if (sst_builder_new(env, path, &o, &b) < 0)
-		tap_bail("sst_builder_new");
-	for (size_t i = 0; keys[i] != NULL; i++)
-		if (sst_builder_add(b, slice_str(keys[i]),
-		    value_of(keys[i], big)) < 0)
-			tap_bail("sst_builder_add");
-	if (sst_builder_finish(b, info) < 0)
-		tap_bail("sst_builder_finish");
-	sst_builder_free(b);
+	build_keys_table(env, path, &o, keys, value_of, big, info);
 }
 
 static uint8_t *
@@ -176,7 +169,7 @@ log_has(const struct prefix_log *l, size_t i, const char *key, uint8_t *big)
 
 	if (i >= l->n || !slice_equal(l->keys[i], slice_str(key)))
 		return false;
-	want = value_of(key, big);
+	want = value_of(big, key);
 	return l->values[i].p != NULL && slice_equal(l->values[i], want);
 }
 
@@ -235,7 +228,7 @@ test_keys_only_walk(struct env *env, uint8_t *big)
 
 	buf_init(&v);
 	ok(sst_reader_get(r, slice_str("big/2"), &v) == 0 &&
-	    slice_equal(buf_slice(&v), value_of("big/2", big)),
+	    slice_equal(buf_slice(&v), value_of(big, "big/2")),
 	    "get of a lone value: whole");
 	buf_release(&v);
 	is_int(sst_reader_verify(r), 0, "verify is clean");
@@ -272,7 +265,7 @@ iter_on(struct iter *it, const char *key, uint8_t *big, bool lone)
 	v = iter_value(it);
 	if (lone)
 		return v.p == NULL && v.n == BIG;
-	return v.p != NULL && slice_equal(v, value_of(key, big));
+	return v.p != NULL && slice_equal(v, value_of(big, key));
 }
 
 /*
