@@ -33,9 +33,12 @@
 /* Block offsets inside a block are fixed32: contents stay below 4 GiB. */
 #define SST_MAX_BLOCK_CONTENTS	((size_t)UINT32_MAX)
 
-/* A data block's handle as its index entry's value holds it, decoded. */
+/* A data block's handle as its index entry's value holds it, decoded,
+ * and whether the entry gives a value length (a one-entry block). */
 struct sst_handle {
-	uint64_t offset, size;
+	uint64_t offset;
+	uint64_t size : 63;
+	uint64_t lone : 1;
 };
 
 struct sst_reader {
@@ -707,11 +710,16 @@ sst_reader_fence_build(struct sst_reader *r, size_t n)
 		goto out_fence;
 	}
 	for (size_t i = 0; i < n; i++) {
+		uint64_t offset, size, lone_value;
+
 		if ((rc = block_restart_entry(buf_slice(&r->index),
 		    (uint32_t)i, &key, &value)) < 0 ||
-		    (rc = sst_decode_handle(r, value, &r->handle[i].offset,
-		    &r->handle[i].size)) < 0)
+		    (rc = sst_decode_index_value(r, value, &offset, &size,
+		    &lone_value)) < 0)
 			goto out_handle;
+		r->handle[i].offset = offset;
+		r->handle[i].size = size;	/* within the file (checked) */
+		r->handle[i].lone = lone_value != 0;
 		r->fence[i] = sst_fence_of(key, common);
 	}
 	r->fence_n = n;
@@ -1098,7 +1106,8 @@ struct sst_prefix_walk {
 	void *arg;
 	uint64_t offset;	/* of the data block being walked */
 	struct sst_pins *pins;	/* or NULL */
-	bool keys_only;		/* lone values' lengths from the index */
+	/* Whether the caller wants the value of key (NULL: every value). */
+	bool (*want_value)(void *arg, struct slice key);
 	bool stopped;		/* a key past the prefix, or visit stopped */
 	int visit_rc;		/* visit's own stopping value or error */
 	bool failed;		/* a data block failed (detail set) */
@@ -1205,10 +1214,12 @@ sst_prefix_block(struct sst_prefix_walk *w, uint64_t offset, uint64_t size)
 }
 
 /*
- * One index entry: walk its data block from the prefix on.  A keys-only
- * walk takes the only entry of a one-entry block from the index entry
- * instead (key, and the value's length with no bytes: {NULL, length}),
- * which spares it reading a block as large as its value.
+ * One index entry: walk its data block from the prefix on.  A one-entry
+ * block's entry is the index entry's key: past the prefix, the walk ends
+ * without reading the block; and when the caller does not want its value
+ * (want_value), it is visited from the index entry alone (the key, and
+ * the value's length with no bytes: {NULL, length}).  That spares reading
+ * a block as large as its value.
  */
 static int
 sst_prefix_index_entry(void *arg, struct slice key, struct slice value)
@@ -1222,7 +1233,8 @@ sst_prefix_index_entry(void *arg, struct slice key, struct slice value)
 		w->failed = true;
 		return rc;
 	}
-	if (!w->keys_only || lone_value == 0)
+	if (lone_value == 0 || (slice_starts_with(key, w->prefix) &&
+	    (w->want_value == NULL || w->want_value(w->arg, key))))
 		return sst_prefix_block(w, offset, size);
 	w->offset = offset;
 	w->visited = false;
@@ -1237,14 +1249,15 @@ sst_prefix_index_entry(void *arg, struct slice key, struct slice value)
 	return 0;
 }
 
-/* The walk of index entry i, through the fences' decoded handles. */
+/* The walk of index entry i, through the fences' decoded handles (a
+ * one-entry block's through its index entry). */
 static int
 sst_prefix_fence(struct sst_prefix_walk *w, size_t i)
 {
 	struct slice key, value;
 	int rc;
 
-	if (!w->keys_only)
+	if (!w->r->handle[i].lone)
 		return sst_prefix_block(w, w->r->handle[i].offset,
 		    w->r->handle[i].size);
 	/* Every entry was decoded once when the fences were built. */
@@ -1256,12 +1269,12 @@ sst_prefix_fence(struct sst_prefix_walk *w, size_t i)
 
 int
 sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
-    bool keys_only, struct buf *index_key, struct buf *data_key,
-    struct sst_pins *pins,
+    bool (*want_value)(void *arg, struct slice key), struct buf *index_key,
+    struct buf *data_key, struct sst_pins *pins,
     int (*visit)(void *arg, struct slice key, struct slice value), void *arg)
 {
 	struct sst_prefix_walk w = { r, prefix, data_key, visit, arg, 0,
-	    pins, keys_only, false, 0, false, false };
+	    pins, want_value, false, 0, false, false };
 	size_t i;
 	int rc;
 

@@ -184,15 +184,16 @@ void sst_pins_release(struct sst_pins *p);
  * block reads the next one only when the splits map says it starts with
  * the filter key of that block's last key, or when that filter key is
  * longer than prefix (which may then go on past it); the reader's
- * filter_prefix must be the builder's for that to hold.  keys_only: the
- * caller wants keys and value lengths only, so the entry of a block that
- * holds one (a version 4 table's index gives its value length) is
- * visited without reading the block, with value {NULL, length}; other
- * values come whole.
+ * filter_prefix must be the builder's for that to hold.  A block that
+ * holds one entry, whose key and value length a version 4 table's index
+ * gives, is read only when its key has the prefix and want_value(arg,
+ * key) says the caller wants its value (want_value NULL: every value);
+ * otherwise its entry is visited with value {NULL, length}.  Other values
+ * come whole.
  */
 int sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
-    bool keys_only, struct buf *index_key, struct buf *data_key,
-    struct sst_pins *pins,
+    bool (*want_value)(void *arg, struct slice key), struct buf *index_key,
+    struct buf *data_key, struct sst_pins *pins,
     int (*visit)(void *arg, struct slice key, struct slice value),
     void *arg);
 

@@ -178,9 +178,9 @@ out:
  * Memtable entries are borrowed (the version keeps the memtables alive);
  * SSTable values are borrowed from their blocks, pinned until the row is
  * resolved, and their keys (decoded from prefix compression) are copied.
- * Past POINT_COPY_LIMIT bytes of pinned blocks and copies, or
- * POINT_MAX_ENTRIES entries, the read streams instead, so that a huge row
- * is not held whole twice.
+ * Past POINT_COPY_LIMIT bytes of pinned blocks (the first aside) and
+ * copies, or POINT_MAX_ENTRIES entries, the read streams instead, so that
+ * a huge row is not held whole twice.
  */
 #define POINT_INLINE_ENTRIES	16
 #define POINT_INLINE_COPIES	512
@@ -203,15 +203,18 @@ struct point_read {
 	uint8_t inline_copies[POINT_INLINE_COPIES];
 	struct buf *index_key, *data_key;	/* SSTable walk scratch */
 	struct sst_pins pins;		/* the blocks of SSTable values */
+	const struct cells_filter *filter;
+	struct point_stop *stop;	/* or NULL (point_stop_init) */
 	uint32_t source;
 	uint32_t sources_used;		/* sources that added entries */
 	bool too_big;
 };
 
-/* The key buffers are the caller's, borrowed for the gathering. */
+/* The key buffers are the caller's, borrowed for the gathering; the
+ * filter is the read's.  pr->stop is set by point_stop_init(). */
 static void
 point_read_init(struct point_read *pr, struct buf *index_key,
-    struct buf *data_key)
+    struct buf *data_key, const struct cells_filter *filter)
 {
 	pr->entries = pr->inline_entries;
 	pr->count = 0;
@@ -222,6 +225,8 @@ point_read_init(struct point_read *pr, struct buf *index_key,
 	pr->index_key = index_key;
 	pr->data_key = data_key;
 	sst_pins_init(&pr->pins);
+	pr->filter = filter;
+	pr->stop = NULL;
 	pr->source = 0;
 	pr->sources_used = 0;
 	pr->too_big = false;
@@ -294,7 +299,12 @@ point_read_add(struct point_read *pr, struct slice key, struct slice value,
 	e->copied = copy_key;
 	e->value = value;
 	if (copy_key) {
-		if (pr->copies_n + key.n + pr->pins.bytes > POINT_COPY_LIMIT) {
+		/* The block being walked is counted in pins.bytes before it
+		 * is pinned; the first one is free, however large: it holds
+		 * no more than a copy of its values would. */
+		if (pr->copies_n + key.n +
+		    (pr->pins.count > 0 ? pr->pins.bytes : 0) >
+		    POINT_COPY_LIMIT) {
 			pr->too_big = true;
 			return 1;
 		}
@@ -308,11 +318,6 @@ point_read_add(struct point_read *pr, struct slice key, struct slice value,
 	return 0;
 }
 
-static int
-point_read_visit_copy(void *arg, struct slice key, struct slice value)
-{
-	return point_read_add(arg, key, value, true);
-}
 
 static int
 point_entry_compare(const void *a, const void *b)
@@ -443,17 +448,18 @@ point_read_visit_borrow(void *arg, struct slice key, struct slice value)
 
 /*
  * A read of one column's newest version (cells_per_column 1, one column
- * with its qualifier) stops visiting a memtable at the column's first put
- * that the read can see (at the snapshot, in the time range, not older
- * than its family), as long as no delete marker has been gathered.  A
- * memtable lists a column's versions newest first (timestamp, then
- * sequence number), and what could mask that put sorts before it: a row,
- * family or column delete, or a delete of its version written after it.
- * The versions after it in that memtable are older, so never the newest,
- * and the markers after it touch only those.  An older source (the frozen
- * memtable, the files) may hold a put newer in time, so it is still
- * visited.  A counter incremented in place then visits one entry of each
- * memtable, not every version it holds.
+ * with its qualifier) stops visiting a memtable, or an SSTable, at the
+ * column's first put that the read can see (at the snapshot, in the time
+ * range, not older than its family), as long as no delete marker has been
+ * gathered.  A source lists a column's versions newest first (timestamp,
+ * then sequence number), and what could mask that put sorts before it: a
+ * row, family or column delete, or a delete of its version written after
+ * it.  The versions after it in that source are older, so never the
+ * newest, and the markers after it touch only those.  An older source
+ * (the frozen memtable, the files) may hold a put newer in time, so it is
+ * still visited.  A counter incremented in place then visits one entry of
+ * each memtable, not every version it holds; a read of a file's newest
+ * version reads no block of its older versions.
  */
 struct point_stop {
 	struct point_read *pr;
@@ -464,33 +470,82 @@ struct point_stop {
 	bool armed;		/* no marker gathered yet */
 };
 
-#define POINT_STOP 2	/* a visit's "the rest of this memtable is moot" */
+#define POINT_STOP 2	/* a visit's "the rest of this source is moot" */
+
+/* Whether key, just gathered, is the put at which ps stops its source
+ * (ps disarms at a delete marker). */
+static bool
+point_stop_reached(struct point_stop *ps, struct slice key)
+{
+	uint64_t trailer, seq;
+	int64_t ts;
+
+	if (!ps->armed)
+		return false;
+	/* A row delete of a short row is under 16 bytes. */
+	if (key.n < 8 || ((trailer = ikey_trailer(key)) & 0xff) != IKEY_PUT) {
+		ps->armed = false;
+		return false;
+	}
+	if (key.n != ps->column.n + 16 ||
+	    memcmp(key.p, ps->column.p, ps->column.n) != 0)
+		return false;
+	seq = trailer >> 8;
+	ts = (int64_t)~get_be64(key.p + ps->column.n);
+	return seq <= ps->snapshot && seq >= ps->created_seq &&
+	    ts >= ps->min_ts && ts <= ps->max_ts;
+}
 
 static int
 point_read_visit_stop(void *arg, struct slice key, struct slice value)
 {
 	struct point_stop *ps = arg;
-	uint64_t trailer, seq;
-	int64_t ts;
 	int rc;
 
-	if ((rc = point_read_add(ps->pr, key, value, false)) != 0 ||
-	    !ps->armed)
+	if ((rc = point_read_add(ps->pr, key, value, false)) != 0)
 		return rc;
-	/* A row delete of a short row is under 16 bytes. */
-	if (key.n < 8 || ((trailer = ikey_trailer(key)) & 0xff) != IKEY_PUT) {
-		ps->armed = false;
-		return 0;
-	}
-	if (key.n != ps->column.n + 16 ||
-	    memcmp(key.p, ps->column.p, ps->column.n) != 0)
-		return 0;
-	seq = trailer >> 8;
-	ts = (int64_t)~get_be64(key.p + ps->column.n);
-	if (seq > ps->snapshot || seq < ps->created_seq ||
-	    ts < ps->min_ts || ts > ps->max_ts)
-		return 0;
-	return POINT_STOP;
+	return point_stop_reached(ps, key) ? POINT_STOP : 0;
+}
+
+/* An SSTable's entry: its key is copied (the walk decodes it into a
+ * scratch buffer), and a read of one column's newest version stops the
+ * file at the same put as a memtable (the argument above holds for one
+ * file's entries as well). */
+static int
+point_read_visit_file(void *arg, struct slice key, struct slice value)
+{
+	struct point_read *pr = arg;
+	int rc;
+
+	if ((rc = point_read_add(pr, key, value, true)) != 0)
+		return rc;
+	return pr->stop != NULL && point_stop_reached(pr->stop, key) ?
+	    POINT_STOP : 0;
+}
+
+/*
+ * Whether the read needs the value of key, an SSTable entry that is a
+ * block of its own (the walk reads that block only then): not for a
+ * keys-only read, nor for a delete marker (no value), a put outside the
+ * time range or, in a read of one column's newest version, a put of
+ * another column.  Resolution never looks at the value of a version that
+ * it does not return, and returns none of these.
+ */
+static bool
+point_read_wants_value(void *arg, struct slice key)
+{
+	const struct point_read *pr = arg;
+	const struct cells_filter *f = pr->filter;
+	const struct point_stop *ps = pr->stop;
+	struct slice column;
+	uint64_t ts;
+
+	if (f->keys_only || !ikey_put_column(key, &column, &ts) ||
+	    (int64_t)ts < f->min_ts ||
+	    (f->has_max_ts && (int64_t)ts > f->max_ts))
+		return false;
+	return ps == NULL || (key.n == ps->column.n + 16 &&
+	    memcmp(key.p, ps->column.p, ps->column.n) == 0);
 }
 
 /* Add the entries of one memtable under prefix, borrowed (the version
@@ -534,6 +589,7 @@ point_stop_init(struct point_stop *ps, struct point_read *pr,
 	ps->min_ts = f->min_ts;
 	ps->max_ts = f->has_max_ts ? f->max_ts : INT64_MAX;
 	ps->armed = true;
+	pr->stop = ps;
 	return ps;
 }
 
@@ -769,8 +825,8 @@ read_row_gather(struct tablet_version *v, uint64_t snapshot,
 			continue;
 		read_charge_visit(charge, tf->group);
 		if ((r = sst_reader_visit_prefix(tf->reader, prefix,
-		    f->keys_only, pr->index_key, pr->data_key, &pr->pins,
-		    point_read_visit_copy, pr)) < 0)
+		    point_read_wants_value, pr->index_key, pr->data_key,
+		    &pr->pins, point_read_visit_file, pr)) < 0)
 			return r;
 		if (pr->too_big)
 			return 1;
@@ -799,7 +855,7 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	struct slice prefix;
 	int rc;
 
-	point_read_init(&pr, &out->cur_family, &out->cur_qualifier);
+	point_read_init(&pr, &out->cur_family, &out->cur_qualifier, filter);
 	buf_clear(&out->key);
 	if ((rc = ikey_append_row_prefix(row, &out->key)) < 0)
 		goto out;

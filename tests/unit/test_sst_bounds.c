@@ -339,7 +339,7 @@ test_visit_prefix_splits(struct env *env)
 		memset(l, 0, sizeof(*l));
 		sst_pins_init(&pins);
 		sst_reader_get_stats(r, &st0);
-		if (sst_reader_visit_prefix(r, slice_str(key), false, &ik, &dk,
+		if (sst_reader_visit_prefix(r, slice_str(key), NULL, &ik, &dk,
 		    &pins, prefix_collect, l) != 0 || (want > 0 ?
 		    !prefix_log_is(l, row, want) : l->n != 0))
 			bad++;
@@ -367,7 +367,7 @@ test_visit_prefix_splits(struct env *env)
 		tap_bail("open splits-set.sst");
 	memset(l, 0, sizeof(*l));
 	sst_pins_init(&pins);
-	ok(sst_reader_visit_prefix(r, slice_str("row0000/"), false, &ik, &dk,
+	ok(sst_reader_visit_prefix(r, slice_str("row0000/"), NULL, &ik, &dk,
 	    &pins, prefix_collect, l) == 0 && prefix_log_is(l, 0, 1),
 	    "a boundary marked needlessly: the row reads right");
 	sst_pins_release(&pins);

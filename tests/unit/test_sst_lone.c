@@ -135,14 +135,31 @@ write_with_lying_length(struct env *env, const char *src, const char *dst)
 	free(img);
 }
 
+/* A want_value for walks of keys and sizes alone. */
+static bool
+no_value(void *arg, struct slice key)
+{
+	(void)arg;
+	(void)key;
+	return false;
+}
+
+/* A want_value that wants the value of "big/2" alone. */
+static bool
+only_big_2(void *arg, struct slice key)
+{
+	(void)arg;
+	return slice_equal(key, slice_str("big/2"));
+}
+
 /* The blocks that hold the values of the last walk. */
 static struct sst_pins pins;
 
 /* Walk prefix in r into l, whose values stay valid until the next walk;
  * the block reads it cost. */
 static uint64_t
-walk(struct sst_reader *r, const char *prefix, bool keys_only,
-    struct prefix_log *l)
+walk_want(struct sst_reader *r, const char *prefix,
+    bool (*want_value)(void *arg, struct slice key), struct prefix_log *l)
 {
 	struct sst_reader_stats st0, st1;
 	struct buf ik, dk;
@@ -152,13 +169,21 @@ walk(struct sst_reader *r, const char *prefix, bool keys_only,
 	sst_pins_release(&pins);
 	memset(l, 0, sizeof(*l));
 	sst_reader_get_stats(r, &st0);
-	if (sst_reader_visit_prefix(r, slice_str(prefix), keys_only, &ik, &dk,
-	    &pins, prefix_collect, l) != 0)
+	if (sst_reader_visit_prefix(r, slice_str(prefix), want_value, &ik,
+	    &dk, &pins, prefix_collect, l) != 0)
 		tap_bail("sst_reader_visit_prefix");
 	sst_reader_get_stats(r, &st1);
 	buf_release(&ik);
 	buf_release(&dk);
 	return st1.block_reads - st0.block_reads;
+}
+
+/* The same for keys and sizes alone, or for every value. */
+static uint64_t
+walk(struct sst_reader *r, const char *prefix, bool keys_only,
+    struct prefix_log *l)
+{
+	return walk_want(r, prefix, keys_only ? no_value : NULL, l);
 }
 
 /* Whether entry i of l is key with its value whole. */
@@ -217,6 +242,15 @@ test_keys_only_walk(struct env *env, uint8_t *big)
 	ok(l->n == 1 && l->values[0].n == BIG && l->values[0].p == NULL &&
 	    reads == 1, "keys only, a prefix of one lone key: its block is "
 	    "not read, the next (its row goes on there) is");
+	reads = walk_want(r, "big/", only_big_2, l);
+	ok(l->n == 4 && l->values[0].p == NULL && l->values[0].n == BIG &&
+	    log_has(l, 1, "big/2", big) && l->values[2].p == NULL &&
+	    l->values[2].n == BIG && log_has(l, 3, "big/4", big) && reads == 2,
+	    "want_value: only the wanted lone block is read (and the shared "
+	    "one), %llu reads", (unsigned long long)reads);
+	reads = walk(r, "big/1x", false, l);
+	ok(l->n == 0 && reads == 0, "with values: a lone key past the prefix "
+	    "ends the walk without reading its block");
 	reads = walk(r, "big/1x", true, l);
 	ok(l->n == 0 && reads == 0, "keys only: a prefix that sorts before a "
 	    "lone key finds nothing, reading nothing");

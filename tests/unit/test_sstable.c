@@ -640,7 +640,7 @@ test_visit_prefix(struct env *env)
 			snprintf(key, sizeof(key), "row%04d/", row);
 			memset(l, 0, sizeof(*l));
 			rc = sst_reader_visit_prefix(r, slice_str(key),
-			    false, &ik, &dk, NULL, prefix_collect, l);
+			    NULL, &ik, &dk, NULL, prefix_collect, l);
 			if (rc != 0 || l->n != (size_t)(row % 2 == 0 &&
 			    row < 100 ? prefix_cols(row) : 0))
 				(row % 2 == 0 ? &bad : &absent_bad)[0]++;
@@ -648,7 +648,7 @@ test_visit_prefix(struct env *env)
 			memset(l, 0, sizeof(*l));
 			sst_pins_init(&pins);
 			rc = sst_reader_visit_prefix(r, slice_str(key),
-			    false, &ik, &dk, &pins, prefix_collect, l);
+			    NULL, &ik, &dk, &pins, prefix_collect, l);
 			/* Other rows' blocks through the tiny cache. */
 			if (rc == 0 && row % 2 == 0 && row < 100) {
 				struct prefix_log *other = calloc(1,
@@ -657,7 +657,7 @@ test_visit_prefix(struct env *env)
 				snprintf(key, sizeof(key), "row%04d/",
 				    (row + 50) % 100);
 				(void)sst_reader_visit_prefix(r,
-				    slice_str(key), false, &ik, &dk, NULL,
+				    slice_str(key), NULL, &ik, &dk, NULL,
 				    prefix_collect, other);
 				free(other);
 				if (!prefix_log_is(l, row, prefix_cols(row)))
@@ -676,17 +676,17 @@ test_visit_prefix(struct env *env)
 		l->stop_after = 5;
 		l->stop_rc = 1;
 		is_int(sst_reader_visit_prefix(r, slice_str("row0038/"),
-		    false, &ik, &dk, NULL, prefix_collect, l), 0,
+		    NULL, &ik, &dk, NULL, prefix_collect, l), 0,
 		    "a visit that stops: 0");
 		is_int(l->n, 5, "the walk ends at the visit that stopped it");
 		memset(l, 0, sizeof(*l));
 		l->stop_after = 100;
 		l->stop_rc = -EIO;
 		is_int(sst_reader_visit_prefix(r, slice_str("row0038/"),
-		    false, &ik, &dk, NULL, prefix_collect, l), -EIO,
+		    NULL, &ik, &dk, NULL, prefix_collect, l), -EIO,
 		    "a visit's error is passed back");
 		memset(l, 0, sizeof(*l));
-		is_int(sst_reader_visit_prefix(r, slice_str("row00"), false,
+		is_int(sst_reader_visit_prefix(r, slice_str("row00"), NULL,
 		    &ik, &dk, NULL, prefix_collect, l), 0, "a shorter prefix");
 		ok(l->n > 400, "a shorter prefix spans rows (%zu)", l->n);
 		sst_reader_unref(r);
@@ -761,7 +761,7 @@ fence_target_ok(struct sst_reader *r, const struct fence_key *model,
 	    slice_make(model[w.end].p, model[w.end].n), target); w.end++)
 		;
 	sst_reader_get_stats(r, &st0);
-	if (sst_reader_visit_prefix(r, target, false, ik, dk, NULL,
+	if (sst_reader_visit_prefix(r, target, NULL, ik, dk, NULL,
 	    fence_collect, &w) != 0)
 		return false;
 	sst_reader_get_stats(r, &st1);
