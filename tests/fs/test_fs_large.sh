@@ -3,7 +3,8 @@
 # SSTables: stat and ls -l of them, and ls of their table, learn keys and
 # sizes from the tables' indexes and read no block (the block cache
 # counts no miss, where each used to read its whole block), while cat
-# reads each whole and right, reading its own block alone.  A large value
+# reads each whole and right, reading its own block alone.  A damaged
+# block fails the reads that need it (EIO), and only those.  A large value
 # written after a small one, which sorts before it in the same SSTable,
 # gets a block of its own all the same.
 set -eu
@@ -48,3 +49,27 @@ check_eq "cat of the newest reads one block" "$(($(misses) - m1))" 1
 check_eq "a small value beside them" "$(cat "$A/latest")" "small"
 fs_unmount
 ctl check >/dev/null || fail "tabletctl check"
+
+# A flipped byte inside the newest version's block (the file holds the
+# small anchor's block, then that one's, 3 MB, then the older one's):
+# its size still comes from the checked index, reading it is EIO, and the
+# older version, whose read does not need that block, reads back exactly.
+set -- "$S"/sst/*.sst
+[ $# -eq 1 ] || fail "one SSTable expected after the major compaction"
+b=$(od -An -tu1 -j 1000000 -N1 "$1" | tr -d ' ')
+printf "$(printf '\\%03o' $((b ^ 1)))" |
+    dd of="$1" bs=1 seek=1000000 conv=notrunc 2>/dev/null
+fs_mount
+check_eq "the damaged version's size" \
+    "$(stat -c %s "$C/1000000000000002")" 3000000
+if cat "$C/1000000000000002" >/dev/null 2>"$T/err"; then
+	fail "a damaged value was read"
+fi
+grep -q "Input/output error" "$T/err" || fail "not EIO: $(cat "$T/err")"
+cmp "$T/v1" "$C/1000000000000001" ||
+    fail "the older version, beside the damaged block, differs"
+fs_unmount
+if ctl check >"$T/check" 2>&1; then
+	fail "check missed the damaged block"
+fi
+grep -q "checksum mismatch" "$T/check" || fail "check: $(cat "$T/check")"
