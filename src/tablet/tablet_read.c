@@ -318,7 +318,6 @@ point_read_add(struct point_read *pr, struct slice key, struct slice value,
 	return 0;
 }
 
-
 static int
 point_entry_compare(const void *a, const void *b)
 {
@@ -472,6 +471,15 @@ struct point_stop {
 
 #define POINT_STOP 2	/* a visit's "the rest of this source is moot" */
 
+/* Whether key is a version of ps's column (its prefix, then the
+ * timestamp and trailer). */
+static bool
+point_stop_column_has(const struct point_stop *ps, struct slice key)
+{
+	return key.n == ps->column.n + 16 &&
+	    memcmp(key.p, ps->column.p, ps->column.n) == 0;
+}
+
 /* Whether key, just gathered, is the put at which ps stops its source
  * (ps disarms at a delete marker). */
 static bool
@@ -487,8 +495,7 @@ point_stop_reached(struct point_stop *ps, struct slice key)
 		ps->armed = false;
 		return false;
 	}
-	if (key.n != ps->column.n + 16 ||
-	    memcmp(key.p, ps->column.p, ps->column.n) != 0)
+	if (!point_stop_column_has(ps, key))
 		return false;
 	seq = trailer >> 8;
 	ts = (int64_t)~get_be64(key.p + ps->column.n);
@@ -544,8 +551,7 @@ point_read_wants_value(void *arg, struct slice key)
 	    (int64_t)ts < f->min_ts ||
 	    (f->has_max_ts && (int64_t)ts > f->max_ts))
 		return false;
-	return ps == NULL || (key.n == ps->column.n + 16 &&
-	    memcmp(key.p, ps->column.p, ps->column.n) == 0);
+	return ps == NULL || point_stop_column_has(ps, key);
 }
 
 /* Add the entries of one memtable under prefix, borrowed (the version
