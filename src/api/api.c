@@ -354,6 +354,7 @@ mutations_from(const struct bt_mutation *muts, size_t count,
 		ops[i].qualifier = bytes_slice(m->qualifier);
 		ops[i].ts = m->ts;
 		ops[i].value = bytes_slice(m->value);
+		ops[i].ts_floor = 0;
 		if (m->kind != BT_DELETE_ROW && m->family == NULL) {
 			if (ops != local)
 				bt_free(ops);
@@ -461,7 +462,7 @@ bt_check_and_mutate(struct bt_store *s, const char *table,
     size_t count, const struct bt_write_options *wopts, bool *applied)
 {
 	return bt_check_version_and_mutate(s, table, row, family, qualifier,
-	    expected, -1, muts, count, wopts, applied);
+	    expected, -1, muts, count, wopts, applied, NULL);
 }
 
 int
@@ -469,7 +470,7 @@ bt_check_version_and_mutate(struct bt_store *s, const char *table,
     struct bt_bytes row, const char *family, struct bt_bytes qualifier,
     const struct bt_bytes *expected, int64_t expected_ts,
     const struct bt_mutation *muts, size_t count,
-    const struct bt_write_options *wopts, bool *applied)
+    const struct bt_write_options *wopts, bool *applied, int64_t *stamp)
 {
 	struct mutation local[MUTATIONS_LOCAL], *ops;
 	struct slice exp;
@@ -486,6 +487,8 @@ bt_check_version_and_mutate(struct bt_store *s, const char *table,
 	    tablet, bytes_slice(row), slice_str(family),
 	    bytes_slice(qualifier), expected ? &exp : NULL, expected_ts, ops,
 	    count, want_sync(wopts), applied));
+	if (rc == 0 && *applied && stamp != NULL)
+		*stamp = ops[0].ts;	/* the server gave it its time */
 	mutations_free(ops, local);
 	return rc;
 }
@@ -519,6 +522,22 @@ bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
 	ON_ROW(s, table, row, rc, server_append(s->server, table, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    bytes_slice(suffix), want_sync(wopts), stamp));
+	return rc;
+}
+
+int
+bt_put_newest(struct bt_store *s, const char *table, struct bt_bytes row,
+    const char *family, struct bt_bytes qualifier, struct bt_bytes value,
+    const struct bt_write_options *wopts, int64_t *stamp)
+{
+	int rc;
+
+	bt_error_clear();
+	if (family == NULL)
+		return bt_error_set(-EINVAL, "no family");
+	ON_ROW(s, table, row, rc, server_put_newest(s->server, table, tablet,
+	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
+	    bytes_slice(value), want_sync(wopts), stamp));
 	return rc;
 }
 

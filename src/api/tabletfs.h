@@ -217,28 +217,41 @@ int bt_check_and_mutate(struct bt_store *s, const char *table,
  * expected_ts (ignored when expected is NULL): the condition "nothing was
  * written to the column since I read version (expected_ts, *expected)",
  * which a value comparison alone cannot tell from a rewrite of the same
- * value.
+ * value.  When applied and stamp is not NULL, *stamp receives the time
+ * that the first mutation was given.
  */
 int bt_check_version_and_mutate(struct bt_store *s, const char *table,
     struct bt_bytes row, const char *family, struct bt_bytes qualifier,
     const struct bt_bytes *expected, int64_t expected_ts,
     const struct bt_mutation *muts, size_t count,
-    const struct bt_write_options *wopts, bool *applied);
+    const struct bt_write_options *wopts, bool *applied, int64_t *stamp);
 
 /*
  * Read-modify-write increment: add delta to the newest value of the column
  * (absent = 0), which must be an ASCII decimal integer optionally ending in
- * "\n" (-EINVAL otherwise), and store the sum as a new version written
- * "SUM\n" with a server timestamp.  -ERANGE on overflow.
+ * "\n" (-EINVAL otherwise), and store the sum as the new newest version,
+ * written "SUM\n".  -ERANGE on overflow.
+ *
+ * What this, bt_append() and bt_put_newest() write is stamped with the
+ * server's clock, or one above the column's newest version when a client
+ * gave that a later time, so that it becomes the newest version; the same
+ * holds for a BT_TS_SERVER put that a check-and-mutate makes in the column
+ * it checks.  *stamp receives the time given.
  */
 int bt_increment(struct bt_store *s, const char *table, struct bt_bytes row,
     const char *family, struct bt_bytes qualifier, int64_t delta,
     const struct bt_write_options *wopts, int64_t *result, int64_t *stamp);
 
-/* Read-modify-write append: store newest value || suffix as a new version
- * with a server timestamp (absent = empty). */
+/* Read-modify-write append: store newest value || suffix as the new newest
+ * version (absent = empty). */
 int bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
     const char *family, struct bt_bytes qualifier, struct bt_bytes suffix,
+    const struct bt_write_options *wopts, int64_t *stamp);
+
+/* Store value as the column's new newest version (what a write to a
+ * column's latest file does). */
+int bt_put_newest(struct bt_store *s, const char *table, struct bt_bytes row,
+    const char *family, struct bt_bytes qualifier, struct bt_bytes value,
     const struct bt_write_options *wopts, int64_t *stamp);
 
 /*

@@ -116,6 +116,11 @@ int server_increment(struct server *s, const char *table, uint64_t tablet,
 int server_append(struct server *s, const char *table, uint64_t tablet,
     struct slice row, struct slice family, struct slice qualifier,
     struct slice suffix, bool sync, int64_t *stamp);
+/* Put value as the column's newest version: stamped with the server's
+ * clock, or one above the newest version when that is later. */
+int server_put_newest(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, struct slice family, struct slice qualifier,
+    struct slice value, bool sync, int64_t *stamp);
 
 /* Move version src_ts of one column to another place in the row (dst_ts
  * may be MUTATION_TS_SERVER) as one atomic mutation; -ENOENT if there is no

@@ -511,7 +511,8 @@ group_log(struct server *s, struct write_waiter *first,
 		for (size_t j = 0; j < p->count; j++)
 			if (p->ops[j].kind == MUTATION_PUT &&
 			    p->ops[j].ts == MUTATION_TS_SERVER)
-				p->ops[j].ts = p->stamp;
+				p->ops[j].ts = p->stamp >= p->ops[j].ts_floor ?
+				    p->stamp : p->ops[j].ts_floor;
 			else if (p->ops[j].kind != MUTATION_PUT &&
 			    p->ops[j].kind != MUTATION_DELETE_VERSION)
 				p->ops[j].ts = 0;
@@ -936,7 +937,18 @@ out:
 	return rc;
 }
 
+/* The ts_floor of a put that must become the newest version of a column
+ * whose newest version, if found, has time ts. */
+static int64_t
+newest_floor(int found, int64_t ts)
+{
+	if (!found)
+		return 0;
+	return ts < INT64_MAX ? ts + 1 : ts;
+}
+
 struct check_arg {
+	struct slice family, qualifier;
 	const struct slice *expected;
 	int64_t expected_ts;		/* -1: any */
 	struct mutation *ops;
@@ -954,6 +966,16 @@ check_decide(void *arg, int found, struct slice value, int64_t ts,
 	    (a->expected_ts < 0 || ts == a->expected_ts);
 
 	*a->applied = match;
+	/* What a check-and-mutate puts in the column it read, with the
+	 * server's clock, becomes that column's newest version. */
+	for (size_t i = 0; match && i < a->count; i++) {
+		struct mutation *m = &a->ops[i];
+
+		if (m->kind == MUTATION_PUT && m->ts == MUTATION_TS_SERVER &&
+		    slice_equal(m->family, a->family) &&
+		    slice_equal(m->qualifier, a->qualifier))
+			m->ts_floor = newest_floor(found, ts);
+	}
 	*ops = a->ops;
 	*count = a->count;
 	return match ? 0 : 1;
@@ -965,7 +987,8 @@ server_check_and_mutate(struct server *s, const char *table, uint64_t tablet,
     const struct slice *expected, int64_t expected_ts, struct mutation *ops,
     size_t count, bool sync, bool *applied)
 {
-	struct check_arg a = { expected, expected_ts, ops, count, applied };
+	struct check_arg a = { family, qualifier, expected, expected_ts, ops,
+	    count, applied };
 
 	*applied = false;
 	return column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
@@ -1047,6 +1070,7 @@ increment_decide(void *arg, int found, struct slice value, int64_t ts,
 	a->op.family = a->family;
 	a->op.qualifier = a->qualifier;
 	a->op.ts = MUTATION_TS_SERVER;
+	a->op.ts_floor = newest_floor(found, ts);
 	a->op.value = slice_make(a->text, counter_format(a->result, a->text));
 	*ops = &a->op;
 	*count = 1;
@@ -1067,6 +1091,8 @@ server_increment(struct server *s, const char *table, uint64_t tablet,
 	    increment_decide, &a, stamp);
 	if (rc == 0 && result != NULL)
 		*result = a.result;
+	if (rc == 0 && stamp != NULL)
+		*stamp = a.op.ts;
 	return rc;
 }
 
@@ -1090,6 +1116,7 @@ append_decide(void *arg, int found, struct slice value, int64_t ts,
 	a->op.family = a->family;
 	a->op.qualifier = a->qualifier;
 	a->op.ts = MUTATION_TS_SERVER;
+	a->op.ts_floor = newest_floor(found, ts);
 	a->op.value = buf_slice(&a->joined);
 	*ops = &a->op;
 	*count = 1;
@@ -1110,6 +1137,42 @@ server_append(struct server *s, const char *table, uint64_t tablet,
 	rc = column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
 	    append_decide, &a, stamp);
 	buf_release(&a.joined);
+	if (rc == 0 && stamp != NULL)
+		*stamp = a.op.ts;
+	return rc;
+}
+
+struct put_newest_arg {
+	struct mutation op;
+};
+
+static int
+put_newest_decide(void *arg, int found, struct slice value, int64_t ts,
+    struct mutation **ops, size_t *count)
+{
+	struct put_newest_arg *a = arg;
+
+	(void)value;
+	a->op.ts_floor = newest_floor(found, ts);
+	*ops = &a->op;
+	*count = 1;
+	return 0;
+}
+
+int
+server_put_newest(struct server *s, const char *table, uint64_t tablet,
+    struct slice row, struct slice family, struct slice qualifier,
+    struct slice value, bool sync, int64_t *stamp)
+{
+	struct put_newest_arg a = { .op = { .kind = MUTATION_PUT,
+	    .family = family, .qualifier = qualifier,
+	    .ts = MUTATION_TS_SERVER, .value = value } };
+	int rc;
+
+	rc = column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
+	    put_newest_decide, &a, stamp);
+	if (rc == 0 && stamp != NULL)
+		*stamp = a.op.ts;
 	return rc;
 }
 

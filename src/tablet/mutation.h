@@ -43,6 +43,10 @@ struct mutation {
 	struct slice qualifier;
 	int64_t ts;		/* 0..INT64_MAX, or MUTATION_TS_SERVER for puts */
 	struct slice value;
+	/* A MUTATION_TS_SERVER put is stamped at least this (0: the clock
+	 * alone): a read-modify-write sets it one above the version it read,
+	 * so that what it writes becomes the column's newest. */
+	int64_t ts_floor;
 };
 
 /* A decoded log record; slices borrow from the record bytes. */

@@ -1003,13 +1003,13 @@ test_check_and_mutate(void)
 	struct bt_bytes same = bts("new");
 	applied = false;
 	is_int(bt_check_version_and_mutate(t.s, "cm", bts("o"), "f", bts("q"),
-	    &same, 50, &put_v1, 1, NULL, &applied), 0,
+	    &same, 50, &put_v1, 1, NULL, &applied, NULL), 0,
 	    "cvam: value and timestamp of the newest version");
 	ok(applied, "cvam: applied when both match");
 	must(put_str(t.s, "cm", "o", "f", "q", 60, "new"));
 	applied = true;
 	is_int(bt_check_version_and_mutate(t.s, "cm", bts("o"), "f", bts("q"),
-	    &same, 50, &put_v1, 1, NULL, &applied), 0,
+	    &same, 50, &put_v1, 1, NULL, &applied, NULL), 0,
 	    "cvam: the same value in a newer version");
 	ok(!applied, "cvam: not applied: the version changed, not the bytes");
 
