@@ -47,6 +47,7 @@ enum node_kind {
 	NODE_ASOF,		/* COLUMN/@TS */
 	NODE_INCREMENT,		/* COLUMN/increment */
 	NODE_TABLETS,		/* TABLE/.tablets */
+	NODE_TEMP,		/* COLUMN/NAME: a temporary file (fs_temp.c) */
 };
 
 /* A place in the namespace; fields past the kind's depth are unused. */
@@ -57,6 +58,7 @@ struct coord {
 	const char *family;
 	struct bt_bytes qualifier;
 	int64_t ts;		/* VERSION: its time; ASOF: the bound */
+	const char *name;	/* TEMP: its name */
 };
 
 struct node {
@@ -84,6 +86,7 @@ struct node {
 };
 
 struct pending;
+struct temp_set;
 
 /* Settings from the command line. */
 struct fs_config {
@@ -132,6 +135,7 @@ struct fs {
 	size_t pending_cap;
 	size_t *pending_index;		/* hash chains of array positions */
 	size_t pending_buckets;
+	struct temp_set *temps;		/* fs_temp.c, with its own lock */
 };
 
 /*
@@ -148,6 +152,8 @@ int fs_init(struct fs *fs);
 void fs_release(struct fs *fs);
 int fs_errno(int rc);
 bool coord_is_dir(enum node_kind kind);
+/* Serialise c into key: the identity of a node. */
+int coord_key(const struct coord *c, struct buf *key);
 /* Whether a and b agree on the coordinates that kind uses (the table, the
  * row, the family, the qualifier, the timestamp, as deep as kind goes). */
 bool coord_same_upto(const struct coord *a, const struct coord *b,
@@ -185,6 +191,42 @@ void pending_settled(struct fs *fs, const struct coord *c);
 int pending_children(struct fs *fs, const struct coord *c, struct buf **out,
     size_t *count);
 void pending_names_free(struct buf *names, size_t count);
+
+/*
+ * fs_temp.c: temporary files in column directories and hidden latest
+ * names, held by the daemon only (see there).  Coordinates of temporary
+ * files are NODE_TEMP; of hidden names, anything in the column.  0 or a
+ * negative errno.
+ */
+struct temp_attr {
+	uint64_t size;
+	mode_t mode;
+	struct timespec mtime;
+};
+int temp_set_new(struct temp_set **out);
+void temp_set_free(struct temp_set *ts);
+int temp_create(struct fs *fs, const struct coord *c, mode_t mode, bool excl,
+    bool trunc);
+int temp_attr(struct fs *fs, const struct coord *c, struct temp_attr *a);
+int temp_read(struct fs *fs, const struct coord *c, off_t off, size_t size,
+    struct buf *out);
+int temp_write(struct fs *fs, const struct coord *c, const void *p,
+    size_t size, off_t off, bool append);
+int temp_truncate(struct fs *fs, const struct coord *c, uint64_t size);
+int temp_set_attr(struct fs *fs, const struct coord *c, const mode_t *mode,
+    const struct timespec *mtime);
+int temp_take(struct fs *fs, const struct coord *c, struct buf *data);
+int temp_put(struct fs *fs, const struct coord *c, const void *value,
+    size_t n);
+int temp_rename(struct fs *fs, const struct coord *src,
+    const struct coord *dst, bool noreplace);
+int temp_list(struct fs *fs, const struct coord *c, char ***names,
+    struct temp_attr **attrs, size_t *count);
+void temp_names_free(char **names, struct temp_attr *attrs, size_t count);
+bool temp_in_column(struct fs *fs, const struct coord *c);
+int latest_hide(struct fs *fs, const struct coord *c);
+bool latest_hidden(struct fs *fs, const struct coord *c);
+void latest_show(struct fs *fs, const struct coord *c);
 
 /* fs_dir.c: lookup, attributes, listings and directory changes. */
 int fs_child(struct fs *fs, const struct node *parent, const char *name,

@@ -92,8 +92,12 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 			c->kind = NODE_ASOF;
 		else if (ts_parse(name, &c->ts) == 0)
 			c->kind = NODE_VERSION;
-		else
+		else if (name[0] == '@')
 			return bad;
+		else {
+			c->kind = NODE_TEMP;	/* fs_temp.c */
+			c->name = name;
+		}
 		return 0;
 	default:
 		return -ENOTDIR;
@@ -248,10 +252,15 @@ fs_exists(struct fs *fs, struct node *n)
 	case NODE_FAMILY:
 	case NODE_COLUMN:
 		return dir_exists(fs, &n->c);
+	case NODE_TEMP:
+		return temp_attr(fs, &n->c, &(struct temp_attr){ 0 });
 	case NODE_VERSION:
 	case NODE_LATEST:
 	case NODE_ASOF:
-		if ((rc = fs_read_cell(fs, &n->c, true, &row, &cell)) == 0) {
+		if (n->c.kind == NODE_LATEST && latest_hidden(fs, &n->c))
+			rc = BT_NOTFOUND;
+		else if ((rc = fs_read_cell(fs, &n->c, true, &row,
+		    &cell)) == 0) {
 			bt_row_free(row);
 			return 0;
 		}
@@ -302,6 +311,7 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 {
 	int64_t started = (int64_t)fs->started.tv_sec * 1000000;
 	const struct bt_cell *cell;
+	struct temp_attr ta;
 	struct bt_row *row;
 	struct buf text;
 	int rc;
@@ -315,10 +325,17 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 			fs_stat_file(fs, n->ino, 0444, text.n, started, st);
 		buf_release(&text);
 		return rc;
+	case NODE_TEMP:
+		if ((rc = temp_attr(fs, &n->c, &ta)) == 0) {
+			fs_stat_file(fs, n->ino, ta.mode, ta.size, 0, st);
+			st->st_mtim = st->st_atim = st->st_ctim = ta.mtime;
+		}
+		return rc;
 	case NODE_VERSION:
 	case NODE_LATEST:
 	case NODE_ASOF:
-		rc = fs_read_cell(fs, &n->c, true, &row, &cell);
+		rc = n->c.kind == NODE_LATEST && latest_hidden(fs, &n->c) ?
+		    BT_NOTFOUND : fs_read_cell(fs, &n->c, true, &row, &cell);
 		if (rc == 0) {
 			fs_stat_file(fs, n->ino, n->c.kind == NODE_ASOF ? 0444 :
 			    0644, cell->value_size, cell->ts, st);
@@ -336,7 +353,8 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 		}
 		return rc == BT_NOTFOUND ? -ENOENT : rc;
 	case NODE_INCREMENT:
-		fs_stat_file(fs, n->ino, 0222, 0, started, st);
+		/* Written by the mount's owner alone, as every file is. */
+		fs_stat_file(fs, n->ino, 0200, 0, started, st);
 		return 0;
 	default:
 		fs_stat_dir(fs, n->ino, st);
@@ -389,7 +407,8 @@ fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	 * for the same versions, with one read of the row instead of two.
 	 */
 	if (n->c.kind != NODE_VERSION && n->c.kind != NODE_LATEST &&
-	    n->c.kind != NODE_ASOF && (rc = fs_exists(fs, n)) < 0)
+	    n->c.kind != NODE_ASOF && n->c.kind != NODE_TEMP &&
+	    (rc = fs_exists(fs, n)) < 0)
 		goto out;
 	fs_reply_entry(fs, req, n);
 out:
@@ -508,7 +527,8 @@ fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = -EROFS;
 		goto out;
 	}
-	if ((rc = has_data(fs, &c)) == 0 || pending_has_child(fs, &c)) {
+	if ((rc = has_data(fs, &c)) == 0 || pending_has_child(fs, &c) ||
+	    (c.kind == NODE_COLUMN && temp_in_column(fs, &c))) {
 		rc = -ENOTEMPTY;
 		goto out;
 	}

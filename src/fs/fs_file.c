@@ -9,18 +9,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/fs.h"
 #include "fs/names.h"
+#include "tablet/gc_policy.h"
 #include "util/alloc.h"
 
-/* What a handle commits. */
+/*
+ * What a handle commits.  One open makes at most one version: the first
+ * commit of latest makes a new newest version (its time in fh.stamp), and
+ * later commits of the same open (a shared descriptor closed by several
+ * processes, a second fsync) put their value at that same time.
+ */
 enum fh_mode {
 	FH_READ,		/* read only: nothing */
-	FH_PUT,			/* a put at the version's time or the server's */
+	FH_PUT,			/* a put at the version's time, or latest's */
 	FH_RMW,			/* latest without O_TRUNC: check-and-mutate */
+	FH_APPEND,		/* latest with O_APPEND: a server-side append */
 	FH_INCREMENT,		/* the buffer is a delta for bt_increment */
+	FH_TEMP,		/* a temporary file, in fs_temp.c */
 };
 
 struct fileh {
@@ -32,8 +41,10 @@ struct fileh {
 	bool truncated;		/* O_TRUNC or create, nothing written yet */
 	bool writer;		/* counted in node->writers */
 	bool seen_present;	/* RMW: a version existed at open */
+	bool reread;		/* a reader of latest read once: see read */
 	int refused;		/* a write refused for want of room, or 0 */
 	int64_t seen_ts;	/* RMW: its timestamp */
+	int64_t stamp;		/* the version this open made, or -1 */
 	unsigned flushes;	/* close() calls seen so far */
 	struct buf data;
 	struct buf seen;	/* RMW: the newest value at open */
@@ -247,6 +258,87 @@ fs_column_changed(struct fs *fs, const struct coord *c)
 }
 
 /*
+ * Append fh's buffer to the column at c as an O_APPEND open does: the
+ * first commit appends on the server (no conflict is possible); later
+ * ones extend the version it made while that is still the newest, and
+ * append afresh otherwise.  Never loses what was written.
+ */
+static int
+commit_append(struct fs *fs, struct fileh *fh, const struct coord *c,
+    const struct bt_write_options *wo)
+{
+	struct bt_bytes suffix = { fh->data.p, fh->data.n };
+	struct bt_mutation m = { .kind = BT_PUT, .family = c->family,
+	    .qualifier = c->qualifier, .ts = fh->stamp };
+	struct coord mine = *c;
+	struct bt_bytes expected;
+	bool applied = false, found;
+	int rc;
+
+	if (fh->stamp >= 0) {
+		mine.kind = NODE_VERSION;
+		mine.ts = fh->stamp;
+		if ((rc = load_value(fs, &mine, &fh->seen, &found, NULL)) < 0)
+			return rc;
+		if (found && (rc = buf_append(&fh->seen, suffix.data,
+		    suffix.size)) < 0)
+			return rc;
+		expected = (struct bt_bytes){ fh->seen.p, fh->seen.n -
+		    suffix.size };
+		m.value = (struct bt_bytes){ fh->seen.p, fh->seen.n };
+		if (found && (rc = bt_check_version_and_mutate(fs->store,
+		    c->table, c->row, c->family, c->qualifier, &expected,
+		    fh->stamp, &m, 1, wo, &applied, NULL)) < 0)
+			return rc;
+	}
+	if (!applied)
+		rc = bt_append(fs->store, c->table, c->row, c->family,
+		    c->qualifier, suffix, wo, &fh->stamp);
+	else
+		rc = 0;
+	if (rc == 0)
+		buf_clear(&fh->data);
+	return rc;
+}
+
+/* Commit fh's value to file c (a version or latest), in fh->mode. */
+static int
+commit_value(struct fs *fs, struct fileh *fh, const struct coord *c,
+    const struct bt_write_options *wo)
+{
+	struct bt_mutation m = { .kind = BT_PUT, .family = c->family,
+	    .qualifier = c->qualifier, .ts = fh->stamp,
+	    .value = { fh->data.p, fh->data.n } };
+	struct bt_bytes expected = { fh->seen.p, fh->seen.n };
+	bool applied;
+	int rc;
+
+	if (c->kind == NODE_VERSION)
+		m.ts = c->ts;
+	if (fh->mode == FH_PUT && m.ts < 0)
+		return bt_put_newest(fs->store, c->table, c->row, c->family,
+		    c->qualifier, m.value, wo, &fh->stamp);
+	if (fh->mode == FH_PUT)
+		return bt_mutate_row(fs->store, c->table, c->row, &m, 1, wo,
+		    NULL);
+	/* FH_RMW: only if nothing was written since the open, or since
+	 * this open's last commit. */
+	if (m.ts < 0)
+		m.ts = BT_TS_SERVER;
+	rc = bt_check_version_and_mutate(fs->store, c->table, c->row,
+	    c->family, c->qualifier, fh->seen_present ? &expected : NULL,
+	    fh->seen_ts, &m, 1, wo, &applied, &fh->stamp);
+	if (rc == 0 && !applied)
+		rc = -ESTALE;
+	if (rc == 0 && (rc = buf_set(&fh->seen, fh->data.p,
+	    fh->data.n)) == 0) {
+		fh->seen_present = true;
+		fh->seen_ts = fh->stamp;
+	}
+	return rc;
+}
+
+/*
  * Commit the handle's buffer if it was written; lock held.  A truncation
  * with no write yet commits only when all is set (a second close, fsync,
  * or release), since shells close a duplicate descriptor before writing
@@ -259,12 +351,8 @@ static int
 commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 {
 	struct bt_write_options wo = { .sync = sync };
-	struct bt_mutation m = { .kind = BT_PUT, .ts = BT_TS_SERVER,
-	    .value = { fh->data.p, fh->data.n } };
-	struct bt_bytes expected = { fh->seen.p, fh->seen.n };
 	const struct coord *c;
 	struct node *now;
-	bool applied;
 	int64_t delta;
 	int rc;
 
@@ -278,28 +366,15 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 	pthread_rwlock_rdlock(&fs->rename_lock);
 	now = node_follow(fs, fh->node);
 	c = &now->c;
-	m.family = c->family;
-	m.qualifier = c->qualifier;
 	fh->dirty = false;
 	fh->truncated = false;
 	switch (fh->mode) {
 	case FH_PUT:
-		if (c->kind == NODE_VERSION)
-			m.ts = c->ts;
-		rc = bt_mutate_row(fs->store, c->table, c->row, &m, 1, &wo,
-		    NULL);
-		break;
 	case FH_RMW:
-		rc = bt_check_version_and_mutate(fs->store, c->table, c->row,
-		    c->family, c->qualifier, fh->seen_present ? &expected :
-		    NULL, fh->seen_ts, &m, 1, &wo, &applied);
-		if (rc == 0 && !applied)
-			rc = -ESTALE;
-		if (rc == 0 && (rc = buf_set(&fh->seen, fh->data.p,
-		    fh->data.n)) == 0) {
-			fh->seen_present = true;
-			fh->seen_ts = -1;	/* later commits: value only */
-		}
+		rc = commit_value(fs, fh, c, &wo);
+		break;
+	case FH_APPEND:
+		rc = commit_append(fs, fh, c, &wo);
 		break;
 	case FH_INCREMENT:
 		if ((rc = delta_parse(&fh->data, &delta)) == 0)
@@ -311,13 +386,85 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 		rc = 0;
 		break;
 	}
-	if (rc == 0 && fh->mode != FH_READ) {
+	if (rc == 0 && fh->mode != FH_READ && fh->mode != FH_TEMP) {
 		pending_settled(fs, c);
+		latest_show(fs, c);
 		fs_column_changed(fs, c);
 	}
 	node_put(fs, now);
 	pthread_rwlock_unlock(&fs->rename_lock);
 	return rc;
+}
+
+/* The GC policy text of c's family, from the table's schema ("FAMILY
+ * group=G gc=POLICY" lines); freed with bt_free(). */
+static int
+family_gc_text(struct fs *fs, const struct coord *c, char **out)
+{
+	size_t n = strlen(c->family);
+	char *text, *line, *gc, *end;
+	int rc;
+
+	if ((rc = bt_table_describe(fs->store, c->table, &text)) < 0)
+		return rc;
+	rc = -ENOENT;
+	for (line = text; line != NULL && *line != '\0'; ) {
+		if (strncmp(line, c->family, n) == 0 && line[n] == ' ' &&
+		    (end = strchr(line, '\n')) != NULL &&
+		    (gc = strstr(line, " gc=")) != NULL && gc < end) {
+			gc += 4;
+			rc = -ENOMEM;
+			if ((*out = bt_malloc((size_t)(end - gc) + 1)) !=
+			    NULL) {
+				memcpy(*out, gc, (size_t)(end - gc));
+				(*out)[end - gc] = '\0';
+				rc = 0;
+			}
+			break;
+		}
+		if ((line = strchr(line, '\n')) != NULL)
+			line++;
+	}
+	free(text);
+	return rc;
+}
+
+/*
+ * -EINVAL when a version at c (a timestamp) would be condemned by its
+ * family's GC policy the moment it is written: older than maxage, or
+ * behind maxversions newer versions.  Such a write must fail where the
+ * shell sees it, not vanish.  0 otherwise, or an error.
+ */
+static int
+version_condemned(struct fs *fs, const struct coord *c)
+{
+	struct bt_read_options ro = { .keys_only = true };
+	struct gc_policy *policy = NULL;
+	struct bt_row *row = NULL;
+	struct timespec now;
+	struct bt_column col;
+	uint64_t newer = 0;
+	char *text = NULL;
+	int rc;
+
+	if ((rc = family_gc_text(fs, c, &text)) < 0 ||
+	    (rc = gc_policy_parse(text, &policy)) < 0)
+		goto out;
+	if (gc_policy_keeps_all(policy))
+		goto out;
+	fs_column_filter(c, &col, &ro);
+	if ((rc = bt_read_row(fs->store, c->table, c->row, &ro, &row)) < 0)
+		goto out;
+	for (size_t i = 0; rc == 0 && i < row->cell_count; i++)
+		newer += row->cells[i].ts > c->ts;
+	clock_gettime(CLOCK_REALTIME, &now);
+	rc = gc_policy_condemns(policy, newer, c->ts, (int64_t)now.tv_sec *
+	    1000000 + now.tv_nsec / 1000) ? -EINVAL : 0;
+out:
+	bt_row_free(row);
+	gc_policy_free(policy);
+	bt_free(text);
+	return rc == BT_NOTFOUND ? 0 : rc;
 }
 
 static void
@@ -356,6 +503,9 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 		return fs->read_only ? -EROFS : -EACCES;
 	if (coord_is_dir(n->c.kind))
 		return -EISDIR;
+	if (writing && n->c.kind == NODE_VERSION &&
+	    (rc = version_condemned(fs, &n->c)) < 0)
+		return rc;
 	if ((fh = bt_calloc(1, sizeof(*fh))) == NULL)
 		return -ENOMEM;
 	pthread_mutex_init(&fh->lock, NULL);
@@ -363,6 +513,7 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 	buf_init(&fh->seen);
 	fh->node = n;
 	fh->flags = flags;
+	fh->stamp = -1;
 	switch (n->c.kind) {
 	case NODE_STATUS:
 	case NODE_SCHEMA:
@@ -372,11 +523,21 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 	case NODE_INCREMENT:
 		fh->mode = FH_INCREMENT;
 		break;
+	case NODE_TEMP:
+		fh->mode = FH_TEMP;
+		if (!created && (flags & O_TRUNC) && writing)
+			rc = temp_truncate(fs, &n->c, 0);
+		else if (!created)
+			rc = temp_attr(fs, &n->c, &(struct temp_attr){ 0 });
+		break;
 	default:
 		if (!writing) {
 			rc = fs_read_cell(fs, &n->c, false, &fh->row, &cell);
 			if (rc == BT_NOTFOUND)	/* a pending write's file */
 				rc = node_writers(fs, n) == 0 ? -ENOENT : 0;
+		} else if (n->c.kind == NODE_LATEST && (flags & O_APPEND) &&
+		    !(flags & O_TRUNC)) {
+			fh->mode = FH_APPEND;	/* the buffer: what to add */
 		} else if (created || (flags & O_TRUNC)) {
 			fh->mode = FH_PUT;
 			fh->truncated = true;	/* ": > f" commits "" */
@@ -407,6 +568,26 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 	return 0;
 }
 
+/*
+ * How the kernel caches fh's file.  Readers of values go through the page
+ * cache, so that mmap works and a second read costs no request: a
+ * version's value is fixed once written, and every change made through
+ * the mount invalidates it (fs_column_changed()), so its pages are kept
+ * from one open to the next; latest and @TS stand for other versions as
+ * the column changes, so theirs are dropped at each open.  Writers,
+ * temporary files and control files are read and written directly.
+ */
+static void
+fileh_cache_mode(const struct fileh *fh, struct fuse_file_info *fi)
+{
+	enum node_kind kind = fh->node->c.kind;
+	bool value = kind == NODE_VERSION || kind == NODE_LATEST ||
+	    kind == NODE_ASOF;
+
+	fi->direct_io = fh->mode != FH_READ || !value;
+	fi->keep_cache = !fi->direct_io && kind == NODE_VERSION;
+}
+
 void
 fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -425,8 +606,7 @@ fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)fh;
-	fi->direct_io = 1;	/* values change under the same inode */
-	fi->keep_cache = 0;
+	fileh_cache_mode(fh, fi);
 	/* A reader's close has nothing to commit: spare it the FLUSH. */
 	fi->noflush = !fh->writer;
 	if (fuse_reply_open(req, fi) != 0)
@@ -445,7 +625,6 @@ fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct coord c;
 	int rc;
 
-	(void)mode;
 	buf_init(&scratch);
 	if ((rc = fs_child_to_create(fs, parent, name, &dir, &c,
 	    &scratch)) < 0)
@@ -458,7 +637,11 @@ fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((fi->flags & O_EXCL) && c.kind != NODE_INCREMENT &&
+	if (c.kind == NODE_TEMP) {
+		if ((rc = temp_create(fs, &c, mode, fi->flags & O_EXCL,
+		    fi->flags & O_TRUNC)) < 0)
+			goto out;
+	} else if ((fi->flags & O_EXCL) && c.kind != NODE_INCREMENT &&
 	    fs_exists(fs, n) == 0) {
 		rc = -EEXIST;
 		goto out;
@@ -467,8 +650,7 @@ fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	n = NULL;		/* the handle holds the reference */
 	fi->fh = (uintptr_t)fh;
-	fi->direct_io = 1;
-	fi->keep_cache = 0;
+	fileh_cache_mode(fh, fi);
 	memset(&e, 0, sizeof(e));
 	if ((rc = fs_stat(fs, fh->node, &e.attr)) < 0) {
 		fileh_free(fs, fh);
@@ -490,26 +672,107 @@ out:
 	buf_release(&scratch);
 }
 
+/* Read size bytes at off of fh's temporary file into out; lock held. */
+static int
+fileh_temp_read(struct fs *fs, struct fileh *fh, off_t off, size_t size,
+    struct buf *out)
+{
+	struct node *now = node_follow(fs, fh->node);
+	int rc;
+
+	rc = now->c.kind == NODE_TEMP ? temp_read(fs, &now->c, off, size,
+	    out) : -ESTALE;
+	node_put(fs, now);
+	return rc;
+}
+
+/* The value that fh's latest names now, into out; lock held. */
+static int
+fileh_load_latest(struct fs *fs, struct fileh *fh, struct buf *out)
+{
+	bool found;
+
+	return load_value(fs, &fh->node->c, out, &found, NULL);
+}
+
+/*
+ * A reader of latest that asks again for more than the end of what it
+ * read (the page cache asks for whole pages) reads the newest value
+ * again, so that tail -f follows appends.  Lock held.
+ */
+static int
+fileh_reread(struct fs *fs, struct fileh *fh)
+{
+	const struct bt_cell *cell;
+	struct bt_row *row;
+	int rc;
+
+	if ((rc = fs_read_cell(fs, &fh->node->c, false, &row, &cell)) != 0)
+		return rc == BT_NOTFOUND ? 0 : rc;
+	bt_row_free(fh->row);
+	fh->row = row;
+	return 0;
+}
+
 void
 fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi)
 {
+	struct fs *fs = fuse_req_userdata(req);
 	struct fileh *fh = (struct fileh *)(uintptr_t)fi->fh;
 	struct bt_bytes b;
+	struct buf out;
 	size_t n = 0;
+	int rc = 0;
 
 	(void)ino;
+	buf_init(&out);
 	pthread_mutex_lock(&fh->lock);
-	if (fh->mode == FH_INCREMENT) {
-		pthread_mutex_unlock(&fh->lock);
-		fuse_reply_err(req, EBADF);
-		return;
+	switch (fh->mode) {
+	case FH_INCREMENT:
+		rc = -EBADF;
+		break;
+	case FH_TEMP:
+		rc = fileh_temp_read(fs, fh, off, size, &out);
+		break;
+	case FH_APPEND:		/* what is stored; the rest is on its way */
+		rc = fileh_load_latest(fs, fh, &out);
+		break;
+	case FH_READ:
+		if (fh->row != NULL && fh->node->c.kind == NODE_LATEST &&
+		    fh->reread && (uint64_t)off + size >
+		    fh->row->cells[0].value.size)
+			rc = fileh_reread(fs, fh);
+		fh->reread = true;
+		break;
+	default:
+		break;
 	}
-	b = fileh_bytes(fh);
+	b = fh->mode == FH_TEMP || fh->mode == FH_APPEND ?
+	    (struct bt_bytes){ out.p, out.n } : fileh_bytes(fh);
+	if (fh->mode == FH_TEMP)
+		off = 0;	/* temp_read gave the part asked for */
 	if ((uint64_t)off < b.size)
 		n = b.size - (size_t)off < size ? b.size - (size_t)off : size;
-	fuse_reply_buf(req, n ? (const char *)b.data + off : NULL, n);
+	if (rc < 0)
+		fuse_reply_err(req, fs_errno(rc));
+	else
+		fuse_reply_buf(req, n ? (const char *)b.data + off : NULL, n);
 	pthread_mutex_unlock(&fh->lock);
+	buf_release(&out);
+}
+
+static int
+fileh_temp_write(struct fs *fs, struct fileh *fh, const char *data,
+    size_t size, off_t off)
+{
+	struct node *now = node_follow(fs, fh->node);
+	int rc;
+
+	rc = now->c.kind == NODE_TEMP ? temp_write(fs, &now->c, data, size,
+	    off, fh->flags & O_APPEND) : -ESTALE;
+	node_put(fs, now);
+	return rc;
 }
 
 void
@@ -527,6 +790,10 @@ fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size,
 	old = fh->data.n;
 	if (fh->mode == FH_READ) {
 		rc = -EBADF;
+		goto out;
+	}
+	if (fh->mode == FH_TEMP) {
+		rc = fileh_temp_write(fs, fh, data, size, off);
 		goto out;
 	}
 	if ((fh->flags & O_APPEND) || fh->mode == FH_INCREMENT)
@@ -554,6 +821,12 @@ fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size,
 		goto out;
 	}
 	fh->dirty = true;
+	/* A whole line is a whole delta: add it now, so that a stored
+	 * value that is not a number (EINVAL) or an overflow (ERANGE) fails
+	 * this write, which the shell reports, not close(), which it does
+	 * not look at. */
+	if (fh->mode == FH_INCREMENT && fh->data.p[fh->data.n - 1] == '\n')
+		rc = commit(fs, fh, false, true);
 out:
 	pthread_mutex_unlock(&fh->lock);
 	if (rc < 0)
@@ -639,19 +912,51 @@ truncate_path(struct fs *fs, struct node *n, off_t size)
 		memset(value.p + value.n, 0, (size_t)size - value.n);
 	}
 	value.n = (size_t)size;
-	if (n->c.kind == NODE_VERSION)
-		m.ts = n->c.ts;
 	m.value.data = value.p;
 	m.value.size = value.n;
-	if ((rc = bt_mutate_row(fs->store, n->c.table, n->c.row, &m, 1, &wo,
-	    NULL)) == 0)
+	if (n->c.kind == NODE_VERSION) {
+		m.ts = n->c.ts;
+		rc = bt_mutate_row(fs->store, n->c.table, n->c.row, &m, 1,
+		    &wo, NULL);
+	} else {
+		rc = bt_put_newest(fs->store, n->c.table, n->c.row,
+		    n->c.family, n->c.qualifier, m.value, &wo, NULL);
+	}
+	if (rc == 0) {
+		latest_show(fs, &n->c);
 		fs_column_changed(fs, &n->c);
+	}
 out:
 	buf_release(&value);
 	return rc;
 }
 
-/* chmod, chown and utimens succeed without effect; sizes truncate. */
+/* Set the size, mode and times of temporary file n, as tools set them
+ * before they rename it into place. */
+static int
+temp_setattr(struct fs *fs, struct node *n, const struct stat *attr,
+    int to_set)
+{
+	struct timespec now, *mtime = NULL;
+	mode_t mode = attr->st_mode;
+	int rc = 0;
+
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		rc = temp_truncate(fs, &n->c, (uint64_t)attr->st_size);
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		mtime = &now;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		mtime = (struct timespec *)&attr->st_mtim;
+	}
+	if (rc == 0 && ((to_set & FUSE_SET_ATTR_MODE) || mtime != NULL))
+		rc = temp_set_attr(fs, &n->c, (to_set & FUSE_SET_ATTR_MODE) ?
+		    &mode : NULL, mtime);
+	return rc;
+}
+
+/* chmod, chown and utimens succeed without effect (on temporary files
+ * they set the mode and mtime shown); sizes truncate. */
 void
 fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
     struct fuse_file_info *fi)
@@ -670,6 +975,9 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		fh = (struct fileh *)(uintptr_t)fi->fh;
 	if ((to_set & FUSE_SET_ATTR_SIZE) && fs->read_only) {
 		rc = -EROFS;
+	} else if (n->c.kind == NODE_TEMP) {
+		rc = temp_setattr(fs, n, attr, to_set);
+		fh = NULL;	/* the temporary file is what a handle sees */
 	} else if ((to_set & FUSE_SET_ATTR_SIZE) && fh != NULL) {
 		pthread_mutex_lock(&fh->lock);
 		if (fh->mode == FH_READ)
@@ -691,7 +999,8 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	}
 	if (rc == 0 && (rc = fs_stat(fs, n, &st)) == -ENOENT && fh != NULL)
 		rc = 0;		/* not committed yet: describe the buffer */
-	if (rc == 0 && fh != NULL && fh->mode != FH_READ) {
+	if (rc == 0 && fh != NULL && fh->mode != FH_READ &&
+	    fh->mode != FH_APPEND) {
 		pthread_mutex_lock(&fh->lock);
 		st.st_size = (off_t)fh->data.n;
 		st.st_blocks = (blkcnt_t)((fh->data.n + 511) / 512);
@@ -777,12 +1086,23 @@ fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto out;
 	}
 	if (fs->read_only || (c.kind != NODE_VERSION &&
-	    c.kind != NODE_LATEST)) {
+	    c.kind != NODE_LATEST && c.kind != NODE_TEMP)) {
 		rc = -EROFS;
 		goto out;
 	}
-	if ((rc = fs_read_cell(fs, &c, true, &row, &cell)) != 0) {
-		rc = rc == BT_NOTFOUND ? -ENOENT : rc;
+	if (c.kind == NODE_TEMP) {
+		rc = temp_take(fs, &c, NULL);
+		goto out;
+	}
+	if ((c.kind == NODE_LATEST && latest_hidden(fs, &c)) ||
+	    (rc = fs_read_cell(fs, &c, true, &row, &cell)) != 0) {
+		rc = rc == BT_NOTFOUND || rc == 0 ? -ENOENT : rc;
+		goto out;
+	}
+	if (c.kind == NODE_LATEST) {
+		/* latest is a view: its name goes, no version does. */
+		bt_row_free(row);
+		rc = latest_hide(fs, &c);
 		goto out;
 	}
 	m.family = c.family;
@@ -797,6 +1117,87 @@ out:
 	fuse_reply_err(req, fs_errno(rc));
 	node_put(fs, dir);
 	buf_release(&scratch);
+}
+
+/* Commit value as file c: latest's new newest version, or the version at
+ * c's time (refused when its GC policy condemns it at once). */
+static int
+value_commit(struct fs *fs, const struct coord *c, struct buf *value)
+{
+	struct bt_write_options wo = { .sync = false };
+	struct bt_mutation m = { .kind = BT_PUT, .family = c->family,
+	    .qualifier = c->qualifier, .ts = c->ts,
+	    .value = { value->p, value->n } };
+	int rc;
+
+	if (c->kind == NODE_LATEST)
+		rc = bt_put_newest(fs->store, c->table, c->row, c->family,
+		    c->qualifier, m.value, &wo, NULL);
+	else if ((rc = version_condemned(fs, c)) == 0)
+		rc = bt_mutate_row(fs->store, c->table, c->row, &m, 1, &wo,
+		    NULL);
+	if (rc == 0) {
+		pending_settled(fs, c);
+		latest_show(fs, c);
+		fs_column_changed(fs, c);
+	}
+	return rc;
+}
+
+/*
+ * A rename from or to a temporary file.  Onto latest or a timestamp, the
+ * temporary file's content becomes one version, atomically (the save of
+ * sed -i, rsync, editors and scripts); between temporary names it is
+ * renamed; latest renamed to a temporary name gives it a copy of the
+ * newest value and hides latest (it is a view: no version goes).  A
+ * version renamed to a temporary name is EPERM: the temporary file would
+ * hold the only copy of a stored value, and it is never stored.
+ */
+static int
+rename_temp(struct fs *fs, const struct coord *src, const struct coord *dst,
+    unsigned int flags)
+{
+	const struct bt_cell *cell;
+	struct bt_row *row;
+	struct buf value;
+	int rc;
+
+	if ((dst->kind != NODE_TEMP && dst->kind != NODE_LATEST &&
+	    dst->kind != NODE_VERSION) || (src->kind != NODE_TEMP &&
+	    src->kind != NODE_LATEST && src->kind != NODE_VERSION))
+		return -EROFS;
+	if (src->kind == NODE_VERSION)
+		return -EPERM;
+	buf_init(&value);
+	if (src->kind == NODE_LATEST) {
+		bool found = false;
+
+		rc = latest_hidden(fs, src) ? 0 : load_value(fs, src, &value,
+		    &found, NULL);
+		if (rc == 0 && !found)
+			rc = -ENOENT;
+		if (rc == 0 && (flags & RENAME_NOREPLACE) &&
+		    temp_attr(fs, dst, &(struct temp_attr){ 0 }) == 0)
+			rc = -EEXIST;
+		if (rc == 0 && (rc = temp_put(fs, dst, value.p,
+		    value.n)) == 0)
+			rc = latest_hide(fs, src);
+	} else if (dst->kind == NODE_TEMP) {
+		rc = temp_rename(fs, src, dst, flags & RENAME_NOREPLACE);
+	} else if ((flags & RENAME_NOREPLACE) && !(dst->kind == NODE_LATEST &&
+	    latest_hidden(fs, dst)) && fs_read_cell(fs, dst, true, &row,
+	    &cell) == 0) {
+		bt_row_free(row);
+		rc = -EEXIST;
+	} else if ((rc = temp_take(fs, src, &value)) == 0 &&
+	    (rc = value_commit(fs, dst, &value)) < 0) {
+		/* Nothing was stored: the temporary file stays. */
+		(void)temp_put(fs, src, value.p, value.n);
+	}
+	if (rc == 0)
+		(void)node_moved(fs, src, dst);
+	buf_release(&value);
+	return rc;
 }
 
 /*
@@ -844,6 +1245,10 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (coord_is_dir(src.kind) || coord_is_dir(dst.kind)) {
 		rc = fs_rename_dir(fs, &src, &dst, flags);
+		goto out;
+	}
+	if (src.kind == NODE_TEMP || dst.kind == NODE_TEMP) {
+		rc = rename_temp(fs, &src, &dst, flags);
 		goto out;
 	}
 	if (!coord_same_upto(&src, &dst, NODE_ROW)) {

@@ -81,6 +81,7 @@ coord_depth(enum node_kind kind)
 		return 4;
 	case NODE_VERSION:
 	case NODE_ASOF:
+	case NODE_TEMP:
 		return 5;
 	}
 	return 0;
@@ -103,12 +104,13 @@ key_field(uint8_t *q, const void *p, size_t n)
  * Measured first and reserved once: listings ask this of every entry
  * they show (node_peek).
  */
-static int
+int
 coord_key(const struct coord *c, struct buf *key)
 {
 	int depth = coord_depth(c->kind);
 	size_t tlen = depth >= 1 ? strlen(c->table) : 0;
 	size_t flen = depth >= 3 ? strlen(c->family) : 0;
+	size_t nlen = c->kind == NODE_TEMP ? strlen(c->name) : 0;
 	size_t n = 1;
 	uint8_t *q;
 	int rc;
@@ -122,7 +124,8 @@ coord_key(const struct coord *c, struct buf *key)
 	if (depth >= 4)
 		n += sizeof(uint32_t) + c->qualifier.size;
 	if (depth >= 5)
-		n += sizeof(c->ts);
+		n += c->kind == NODE_TEMP ? sizeof(uint32_t) + nlen :
+		    sizeof(c->ts);
 	buf_clear(key);
 	if ((rc = buf_reserve(key, n)) < 0)
 		return rc;
@@ -136,7 +139,9 @@ coord_key(const struct coord *c, struct buf *key)
 		q = key_field(q, c->family, flen);
 	if (depth >= 4)
 		q = key_field(q, c->qualifier.data, c->qualifier.size);
-	if (depth >= 5) {
+	if (c->kind == NODE_TEMP) {
+		q = key_field(q, c->name, nlen);
+	} else if (depth >= 5) {
 		memcpy(q, &c->ts, sizeof(c->ts));
 		q += sizeof(c->ts);
 	}
@@ -151,6 +156,7 @@ coord_release(struct coord *c)
 	bt_free((void *)c->row.data);
 	bt_free((void *)c->family);
 	bt_free((void *)c->qualifier.data);
+	bt_free((void *)c->name);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -184,6 +190,9 @@ coord_copy(struct coord *dst, const struct coord *src)
 			memcpy((void *)dst->qualifier.data,
 			    src->qualifier.data, src->qualifier.size);
 	}
+	if (src->kind == NODE_TEMP && (dst->name = bt_strdup(src->name)) ==
+	    NULL)
+		goto fail;
 	return 0;
 fail:
 	coord_release(dst);
@@ -224,6 +233,8 @@ fs_init(struct fs *fs)
 		goto out_free;
 	}
 	fs->root = n;		/* the reference is never dropped */
+	if ((rc = temp_set_new(&fs->temps)) < 0)
+		goto out_free;
 	clock_gettime(CLOCK_REALTIME, &fs->started);
 	return 0;
 out_free:
@@ -257,6 +268,7 @@ fs_release(struct fs *fs)
 		coord_release(&fs->pending[i].c);
 		buf_release(&fs->pending[i].key);
 	}
+	temp_set_free(fs->temps);
 	bt_free(fs->pending);
 	bt_free(fs->pending_index);
 	bt_free(fs->by_ino);

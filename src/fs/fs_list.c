@@ -42,6 +42,8 @@ struct dent {
 	enum node_kind kind;
 	int64_t ts;
 	uint64_t size;
+	mode_t mode;		/* temporary files */
+	struct timespec mtime;	/* temporary files */
 	struct buf raw;		/* the row, family or qualifier bytes */
 };
 
@@ -80,9 +82,10 @@ struct dirh {
 
 static void dirh_free(struct fs *fs, struct dirh *dh);
 
-static const char *const table_fixed[] = { ".", "..", ".schema",
-    ".tablets" };
-#define TABLE_FIXED 4
+/* .schema and .tablets are not listed (reachable by name, as latest is),
+ * so that rm -r, tar and rsync of a table see its rows alone. */
+static const char *const table_fixed[] = { ".", ".." };
+#define TABLE_FIXED 2
 
 static void
 dents_free(struct dent *ents, size_t count)
@@ -168,6 +171,33 @@ raw_cmp(const void *a, const void *b)
 	return c != 0 ? c : (x->raw.n > y->raw.n) - (x->raw.n < y->raw.n);
 }
 
+/* Add the temporary files of column c (fs_temp.c) to a listing. */
+static int
+temps_add(struct fs *fs, const struct coord *c, struct dent **ents,
+    size_t *count, size_t *cap)
+{
+	struct temp_attr *attrs;
+	char **names;
+	size_t n;
+	int rc;
+
+	if ((rc = temp_list(fs, c, &names, &attrs, &n)) < 0)
+		return rc;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct dent *d;
+
+		if ((rc = dent_add(ents, count, cap, names[i], NODE_TEMP,
+		    NULL, 0)) < 0)
+			break;
+		d = &(*ents)[*count - 1];
+		d->size = attrs[i].size;
+		d->mode = attrs[i].mode;
+		d->mtime = attrs[i].mtime;
+	}
+	temp_names_free(names, attrs, n);
+	return rc;
+}
+
 /* Read the entries of a root, row, family or column directory. */
 static int
 dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
@@ -238,6 +268,8 @@ dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
 			break;
 		}
 	}
+	if (dir->c.kind == NODE_COLUMN && rc == 0)
+		rc = temps_add(fs, &dir->c, &ents, &count, &cap);
 	/* Pending children not already listed, then sort by raw bytes. */
 	if (dir->c.kind != NODE_COLUMN && pcount > 0) {
 		size_t data_end = count;
@@ -488,11 +520,8 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 	buf_init(&name);
 	while (dh->pos < TABLE_FIXED && !full) {
 		if (dh->pos + 1 > skip) {
-			c = dh->dir->c;
-			c.kind = dh->pos == 2 ? NODE_SCHEMA : NODE_TABLETS;
 			len = dir_add(fs, req, plus, p + *used, size - *used,
-			    table_fixed[dh->pos], dh->pos >= 2 ? &c : NULL,
-			    NULL, dh->pos + 1);
+			    table_fixed[dh->pos], NULL, NULL, dh->pos + 1);
 			if (len == 0) {
 				full = true;
 				break;
@@ -716,16 +745,19 @@ do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 			break;
 		case NODE_VERSION:
 			c.ts = d->ts;
+			fs_stat_file(fs, 0, 0644, d->size, d->ts, &st);
+			break;
+		case NODE_TEMP:
+			c.name = d->name;
+			fs_stat_file(fs, 0, d->mode, d->size, 0, &st);
+			st.st_mtim = st.st_atim = st.st_ctim = d->mtime;
 			break;
 		default:
 			break;
 		}
-		if (d->kind == NODE_VERSION) {
-			fs_stat_file(fs, 0, 0644, d->size, d->ts, &st);
-		}
 		len = dir_add(fs, req, plus, p + used, size - used, d->name,
-		    i < 2 ? NULL : &c, d->kind == NODE_VERSION ? &st : NULL,
-		    (off_t)i + 1);
+		    i < 2 ? NULL : &c, d->kind == NODE_VERSION ||
+		    d->kind == NODE_TEMP ? &st : NULL, (off_t)i + 1);
 		if (len == 0)
 			break;
 		used += len;

@@ -284,6 +284,34 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.statfs = fs_op_statfs,
 };
 
+/*
+ * Name the mount after its store, as sshfs names its remote: mount(8) and
+ * df show "/path/to/store on /mnt type fuse.tabletfs".  libfuse splits
+ * options at commas and reads backslashes as escapes, so both are escaped.
+ */
+static int
+fsname_add(struct fuse_args *args, const char *store)
+{
+	static const char prefix[] = "-ofsname=";
+	size_t n = strlen(store);
+	char *opt, *q;
+	int rc;
+
+	if ((opt = malloc(sizeof(prefix) + 2 * n)) == NULL)
+		return -1;
+	q = stpcpy(opt, prefix);
+	for (const char *p = store; *p != '\0'; p++) {
+		if (*p == ',' || *p == '\\')
+			*q++ = '\\';
+		*q++ = *p;
+	}
+	*q = '\0';
+	rc = fuse_opt_add_arg(args, opt) < 0 ||
+	    fuse_opt_add_arg(args, "-osubtype=tabletfs") < 0 ? -1 : 0;
+	free(opt);
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -338,6 +366,8 @@ main(int argc, char *argv[])
 		goto out_args;
 	}
 	fs.store_path = store;
+	if (fsname_add(&args, store) < 0)
+		goto out_args;
 	if (config_apply(&cfg, &bo, &fs) < 0)
 		goto out_args;
 	if (!opts.foreground && daemon_begin(&verdict_fd) < 0)

@@ -29,18 +29,25 @@ echo -1 | cat > "$R/anchor/n/increment"
 expect_fail "out of range" sh -c "echo -1 | cat > '$R/anchor/n/increment'"
 check_eq "at min" "$(cat "$R/anchor/n/latest")" -9223372036854775808
 
-# ESTALE: cat opens latest for appending, another version lands, then
-# cat writes and closes.
+# ESTALE: cat opens latest for reading and writing (1<>, no O_TRUNC: a
+# read-modify-write), another version lands, then cat writes and closes.
 L=$R/anchor/l
 echo a > "$L/latest"
 expect_fail "Stale file handle" sh -c "{ sleep 0.3; echo other > '$L/latest';
-    echo late; } | cat >> '$L/latest'"
+    echo late; } | cat 1<> '$L/latest'"
 check_eq "other kept" "$(cat "$L/latest")" "other"
 # The same when the version that lands repeats the value seen at open: the
 # check is on the version, not only its bytes.
 expect_fail "Stale file handle" sh -c "{ sleep 0.3; echo other > '$L/latest';
-    echo late; } | cat >> '$L/latest'"
+    echo late; } | cat 1<> '$L/latest'"
 check_eq "rewrite of the same value kept" "$(cat "$L/latest")" "other"
+# >> (O_APPEND) cannot conflict: it appends on the server to whatever is
+# newest when it commits.
+sh -c "{ sleep 0.3; echo other2 > '$L/latest'; echo late; } |
+    cat >> '$L/latest'"
+check_eq "appended to what landed" "$(cat "$L/latest")" "other2
+late"
+echo other > "$L/latest"
 
 # EFBIG: truncate past max_cell, by path and through a handle.
 echo v > "$L/5"
@@ -56,9 +63,9 @@ expect_fail "Operation not permitted" ln "$L/5" "$L/7"
 expect_fail "Operation not permitted" mkfifo "$L/8"
 expect_fail "Operation not permitted" ln -s x "$R/anchor/link"
 
-# A column holds only versions: no subdirectories.
-expect_fail "Invalid argument" mkdir "$L/sub"
-expect_fail "Invalid argument" mkdir "$L/0x10"
+# A column holds only versions (and temporary files): no subdirectories.
+expect_fail "Operation not permitted" mkdir "$L/sub"
+expect_fail "Operation not permitted" mkdir "$L/0x10"
 
 # ENOTEMPTY for a row and a family; EXDEV for a row renamed (another
 # row), so that mv copies.

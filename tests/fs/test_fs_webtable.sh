@@ -41,7 +41,7 @@ check_eq "mtime" "$(stat -c %Y "$R/contents/%/1000000000000005")" 1000000000
 check_eq "latest mtime" "$(stat -c %Y "$R/contents/%/latest")" 1000000000
 check_eq "mode" "$(stat -c %a "$R/contents/%/1000000000000005")" 644
 check_eq "@ mode" "$(stat -c %a "$R/contents/%/@1000000000000005")" 444
-check_eq "increment mode" "$(stat -c %a "$R/contents/%/increment")" 222
+check_eq "increment mode" "$(stat -c %a "$R/contents/%/increment")" 200
 check_eq "dir mode" "$(stat -c %a "$R/contents")" 755
 check_eq "blocks" "$(stat -c %b "$R/anchor/my.look.ca/1000000000000008")" 1
 

@@ -18,17 +18,24 @@ echo one > "$Q/100"
 echo two > "$Q/200"
 echo three > "$Q/300"
 
-# rm of one version, then of latest (300 -> 200 left... then 100).
+# rm of one version; rm of latest deletes none (latest is a view): it
+# hides the name until the next version is written to the column.
 rm "$Q/200"
 check_eq "after rm 200" "$(ls -U "$Q" | tr '\n' ' ')" "300 100 "
 rm "$Q/latest"
-check_eq "after rm latest" "$(ls "$Q")" "100"
-check_eq "latest now" "$(cat "$Q/latest")" "one"
+check_eq "after rm latest" "$(ls -U "$Q" | tr '\n' ' ')" "300 100 "
+expect_fail "No such file" cat "$Q/latest"
+expect_fail "No such file" rm "$Q/latest"
 expect_fail "No such file" rm "$Q/200"
+echo four > "$Q/latest"
+check_eq "latest written again" "$(cat "$Q/latest")" "four"
+ls "$Q" | grep -qx 300 || fail "a version went when latest was written"
+rm "$Q/300"
+check_eq "latest now" "$(cat "$Q/latest")" "four"
 
 # rmdir follows POSIX; the column stays (empty) after its last version.
 expect_fail "Directory not empty" rmdir "$Q"
-rm "$Q/100"
+rm "$Q/"[0-9]*
 [ -d "$Q" ] || fail "column vanished after its last version"
 check_eq "empty column" "$(ls "$Q")" ""
 rmdir "$Q"
@@ -54,7 +61,7 @@ rm -r "$W/r2"
 [ ! -e "$W/r2" ] || fail "rm -r left the row"
 ls "$W" | grep -qx r2 && fail "r2 still listed"
 
-# >> reads, modifies and writes one new version.
+# >> appends on the server as one new version.
 mkdir -p "$W/r3/contents/log"
 L=$W/r3/contents/log
 echo a > "$L/latest"
@@ -62,8 +69,16 @@ echo b >> "$L/latest"
 check_eq "append" "$(cat "$L/latest")" "a
 b"
 check_eq "append versions" "$(ls "$L" | wc -l)" 2
-# A lost update is refused: another version lands between open and close.
+# An append cannot conflict: it lands on whatever is newest at its close.
 exec 3>>"$L/latest"
+echo other > "$L/latest"
+echo late >&3
+exec 3>&-
+check_eq "append after another write" "$(cat "$L/latest")" "other
+late"
+# A read-modify-write open (no O_APPEND, no O_TRUNC) is refused when
+# another version lands between its open and its close.
+exec 3<>"$L/latest"
 echo other > "$L/latest"
 echo late >&3
 exec 3>&-
@@ -98,12 +113,28 @@ expect_fail "Invalid argument" sh -c "env printf abc > '$W/r3/contents/n/increme
 check_eq "bad increment wrote nothing" "$(cat "$W/r3/contents/n/latest")" "10"
 expect_fail "ermission\|Bad file" cat "$W/r3/contents/n/increment"
 
-# Names in a column: neither a timestamp nor a control name.
-expect_fail "Invalid argument" sh -c "echo x > '$L/foo'"
-expect_fail "Invalid argument" sh -c "echo x > '$L/007'"
-expect_fail "Invalid argument" sh -c "echo x > '$L/-1'"
-expect_fail "Invalid argument" sh -c "echo x > '$L/9223372036854775808'"
+# Other names in a column (neither a timestamp nor a control name) are
+# temporary files: held by the daemon, listed while they exist, never
+# stored; renamed onto latest, one becomes a version.
+versions() {
+	ls "$L" | grep -vx 9223372036854775808 | grep '^[1-9][0-9]*$' |
+	    sort -n
+}
+n=$(versions)
+for f in foo 007 -1 9223372036854775808; do
+	echo "t $f" > "$L/$f"
+	check_eq "temporary $f" "$(cat "$L/$f")" "t $f"
+	ls "$L" | grep -qx -- "$f" || fail "temporary $f not listed"
+done
+check_eq "no version made" "$(versions)" "$n"
+mv "$L/foo" "$L/latest"
+check_eq "renamed onto latest" "$(cat "$L/latest")" "t foo"
+check_eq "a new newest version" "$(cat "$L/$(versions | tail -n 1)")" \
+    "t foo"
+rm "$L/007" "$L/-1" "$L/9223372036854775808"
 expect_fail "No such file" cat "$L/foo"
+expect_fail "No such file" cat "$L/007"
+expect_fail "Invalid argument" sh -c "echo x > '$L/@12x'"
 echo max > "$L/9223372036854775807"
 check_eq "largest ts" "$(cat "$L/9223372036854775807")" "max"
 

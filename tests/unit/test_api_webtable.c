@@ -1258,6 +1258,59 @@ test_mutation_sizes(void)
 	tstore_destroy(&t);
 }
 
+/*
+ * After a version with a future client timestamp, what an increment, an
+ * append, bt_put_newest() and a check-and-mutate of the column write
+ * becomes the newest version, one above it (what a write to latest
+ * needs to read back).  Each fails on the code before ts_floor: it is
+ * stored below the future version.
+ */
+static void
+test_newest_above_future(void)
+{
+	static const char *const fams[] = { "f", NULL };
+	const int64_t future = INT64_C(8000000000000000);
+	struct bt_mutation put = { .kind = BT_PUT, .family = "f",
+	    .qualifier = { "p", 1 }, .ts = BT_TS_SERVER,
+	    .value = { "cam", 3 } };
+	struct bt_bytes fut = { "future", 6 };
+	struct tstore t;
+	int64_t stamp = -1;
+	bool applied = false;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "nf", fams));
+	must(put_str(t.s, "nf", "r", "f", "n", future, "7\n"));
+	must(put_str(t.s, "nf", "r", "f", "a", future, "x"));
+	must(put_str(t.s, "nf", "r", "f", "w", future, "future"));
+	must(put_str(t.s, "nf", "r", "f", "p", future, "future"));
+	is_int(bt_increment(t.s, "nf", bts("r"), "f", bts("n"), 1, NULL,
+	    NULL, &stamp), 0, "newest: increment");
+	is_int(stamp, future + 1, "newest: increment stamped one above");
+	is_text(newest_text(t.s, "nf", "r", "f", "n"), "8\\x0a@8000000000000001",
+	    "newest: the increment is the newest version");
+	is_int(bt_append(t.s, "nf", bts("r"), "f", bts("a"), bts("y"), NULL,
+	    &stamp), 0, "newest: append");
+	is_text(newest_text(t.s, "nf", "r", "f", "a"), "xy@8000000000000001",
+	    "newest: the append is the newest version");
+	is_int(bt_put_newest(t.s, "nf", bts("r"), "f", bts("w"), bts("now"),
+	    NULL, &stamp), 0, "newest: put_newest");
+	is_text(newest_text(t.s, "nf", "r", "f", "w"), "now@8000000000000001",
+	    "newest: the put is the newest version");
+	is_int(bt_check_version_and_mutate(t.s, "nf", bts("r"), "f",
+	    bts("p"), &fut, future, &put, 1, NULL, &applied, &stamp), 0,
+	    "newest: check-and-mutate");
+	ok(applied && stamp == future + 1,
+	    "newest: check-and-mutate stamped one above, and says so");
+	is_text(newest_text(t.s, "nf", "r", "f", "p"), "cam@8000000000000001",
+	    "newest: the checked put is the newest version");
+	/* Without a later version, the server's clock as before. */
+	is_int(bt_put_newest(t.s, "nf", bts("r"), "f", bts("fresh"),
+	    bts("v"), NULL, &stamp), 0, "newest: a fresh column");
+	ok(stamp > 1000000 && stamp < future, "newest: stamped by the clock");
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -1272,6 +1325,7 @@ main(void)
 	test_schema();
 	test_check_and_mutate();
 	test_increment_append();
+	test_newest_above_future();
 	test_mutation_sizes();
 	return tap_done();
 }
