@@ -255,6 +255,10 @@ void fs_column_filter(const struct coord *c, struct bt_column *col,
     struct bt_read_options *ro);
 void fs_stat_file(struct fs *fs, fuse_ino_t ino, mode_t mode, uint64_t size,
     int64_t ts, struct stat *st);
+/* Set st's times to ts (microseconds since the epoch). */
+void fs_stat_set_time(struct stat *st, int64_t ts);
+/* The newest time among cells (0 for none): a directory's mtime. */
+int64_t fs_cells_newest(const struct bt_cell *cells, size_t count);
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void fs_op_forget_multi(fuse_req_t req, size_t count,

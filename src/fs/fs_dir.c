@@ -191,6 +191,47 @@ fs_read_cell(struct fs *fs, const struct coord *c, bool keys_only,
 	return 0;
 }
 
+/*
+ * The time of the newest version under row, family or column c in *ts:
+ * 0, BT_NOTFOUND when it holds none, or an error.  A directory's mtime is
+ * this, so that find -newer and ls -t see where writes went.
+ */
+static int
+dir_newest(struct fs *fs, const struct coord *c, int64_t *ts)
+{
+	struct bt_read_options ro = { .cells_per_column = 1,
+	    .keys_only = true };
+	struct bt_column col;
+	struct bt_row *row;
+	int rc;
+
+	fs_column_filter(c, &col, &ro);
+	if ((rc = bt_read_row(fs->store, c->table, c->row, &ro, &row)) != 0)
+		return rc;
+	*ts = fs_cells_newest(row->cells, row->cell_count);
+	bt_row_free(row);
+	return 0;
+}
+
+int64_t
+fs_cells_newest(const struct bt_cell *cells, size_t count)
+{
+	int64_t ts = 0;
+
+	for (size_t i = 0; i < count; i++)
+		if (cells[i].ts > ts)
+			ts = cells[i].ts;
+	return ts;
+}
+
+void
+fs_stat_set_time(struct stat *st, int64_t ts)
+{
+	st->st_mtim.tv_sec = ts / 1000000;
+	st->st_mtim.tv_nsec = (long)(ts % 1000000) * 1000;
+	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
 /* 0 if family is in table's schema, -ENOENT if not, or an error. */
 int
 fs_family_known(struct fs *fs, const char *table, const char *family)
@@ -300,9 +341,7 @@ fs_stat_file(struct fs *fs, fuse_ino_t ino, mode_t mode, uint64_t size,
 	st->st_size = (off_t)size;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
-	st->st_mtim.tv_sec = ts / 1000000;
-	st->st_mtim.tv_nsec = (long)(ts % 1000000) * 1000;
-	st->st_atim = st->st_ctim = st->st_mtim;
+	fs_stat_set_time(st, ts);
 }
 
 /* The attributes of n; -ENOENT when a file no longer exists. */
@@ -314,9 +353,25 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 	struct temp_attr ta;
 	struct bt_row *row;
 	struct buf text;
+	int64_t ts = 0;
 	int rc;
 
 	switch (n->c.kind) {
+	case NODE_ROW:
+	case NODE_FAMILY:
+	case NODE_COLUMN:
+		/* The newest version's time; a pending directory's is the
+		 * mount's. */
+		if ((rc = dir_newest(fs, &n->c, &ts)) == BT_NOTFOUND) {
+			if (!pending_has(fs, &n->c))
+				return -ENOENT;
+			ts = started;
+		} else if (rc < 0) {
+			return rc;
+		}
+		fs_stat_dir(fs, n->ino, st);
+		fs_stat_set_time(st, ts);
+		return 0;
 	case NODE_STATUS:
 	case NODE_SCHEMA:
 	case NODE_TABLETS:
@@ -384,6 +439,16 @@ fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n)
 	return 0;
 }
 
+/* Whether fs_stat() of kind answers -ENOENT for what does not exist,
+ * from the same read that gives its attributes. */
+static bool
+fs_stat_checks_exists(enum node_kind kind)
+{
+	return kind == NODE_VERSION || kind == NODE_LATEST ||
+	    kind == NODE_ASOF || kind == NODE_TEMP || kind == NODE_ROW ||
+	    kind == NODE_FAMILY || kind == NODE_COLUMN;
+}
+
 void
 fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -402,13 +467,11 @@ fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto out;
 	}
 	/*
-	 * A version's attributes are read from the cell whose existence
-	 * fs_exists would read first: fs_reply_entry alone answers ENOENT
-	 * for the same versions, with one read of the row instead of two.
+	 * The attributes of a version or a directory are read from the
+	 * cells whose existence fs_exists would read first: fs_reply_entry
+	 * alone answers ENOENT for them, with one read instead of two.
 	 */
-	if (n->c.kind != NODE_VERSION && n->c.kind != NODE_LATEST &&
-	    n->c.kind != NODE_ASOF && n->c.kind != NODE_TEMP &&
-	    (rc = fs_exists(fs, n)) < 0)
+	if (!fs_stat_checks_exists(n->c.kind) && (rc = fs_exists(fs, n)) < 0)
 		goto out;
 	fs_reply_entry(fs, req, n);
 out:

@@ -245,7 +245,10 @@ void
 fs_column_changed(struct fs *fs, const struct coord *c)
 {
 	struct coord k = *c;
-	static const enum node_kind kinds[] = { NODE_LATEST, NODE_COLUMN };
+	/* The column, family and row directories: their mtime is the
+	 * newest version's. */
+	static const enum node_kind kinds[] = { NODE_LATEST, NODE_COLUMN,
+	    NODE_FAMILY, NODE_ROW };
 	fuse_ino_t ino;
 
 	if (c->kind == NODE_VERSION && (ino = node_peek(fs, c)) != 0)

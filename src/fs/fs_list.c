@@ -136,17 +136,23 @@ name_terminate(struct buf *name)
 }
 
 /* Add raw (a row, family or qualifier) under its escaped name, unless the
- * previous entry had the same bytes or the name is too long to list. */
+ * previous entry had the same bytes or the name is too long to list; ts
+ * is the time of a version in it (the entry keeps the newest: its
+ * mtime), 0 for none. */
 static int
 dent_add_raw(struct dent **ents, size_t *count, size_t *cap,
-    enum node_kind kind, const void *raw, size_t rawn, struct buf *name)
+    enum node_kind kind, const void *raw, size_t rawn, int64_t ts,
+    struct buf *name)
 {
 	struct dent *last = *count > 2 ? &(*ents)[*count - 1] : NULL;
 	int rc;
 
 	if (last != NULL && last->raw.n == rawn &&
-	    (rawn == 0 || memcmp(last->raw.p, raw, rawn) == 0))
+	    (rawn == 0 || memcmp(last->raw.p, raw, rawn) == 0)) {
+		if (ts > last->ts)
+			last->ts = ts;
 		return 0;
+	}
 	buf_clear(name);
 	if (kind == NODE_FAMILY)
 		rc = buf_append(name, raw, rawn);
@@ -158,7 +164,10 @@ dent_add_raw(struct dent **ents, size_t *count, size_t *cap,
 		return rc;
 	if (name->n - 1 > NAMES_MAX_COMPONENT)
 		return 0;
-	return dent_add(ents, count, cap, (char *)name->p, kind, raw, rawn);
+	if ((rc = dent_add(ents, count, cap, (char *)name->p, kind, raw,
+	    rawn)) == 0)
+		(*ents)[*count - 1].ts = ts;
+	return rc;
 }
 
 static int
@@ -250,12 +259,13 @@ dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
 		switch (dir->c.kind) {
 		case NODE_ROW:
 			rc = dent_add_raw(&ents, &count, &cap, NODE_FAMILY,
-			    cell->family, strlen(cell->family), &name);
+			    cell->family, strlen(cell->family), cell->ts,
+			    &name);
 			break;
 		case NODE_FAMILY:
 			rc = dent_add_raw(&ents, &count, &cap, NODE_COLUMN,
 			    cell->qualifier.data, cell->qualifier.size,
-			    &name);
+			    cell->ts, &name);
 			break;
 		default:
 			snprintf(ts, sizeof(ts), "%lld",
@@ -283,7 +293,7 @@ dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
 			if (!dup)
 				rc = dent_add_raw(&ents, &count, &cap,
 				    dir->c.kind + 1, pnames[i].p,
-				    pnames[i].n, &name);
+				    pnames[i].n, 0, &name);
 		}
 		if (rc == 0)
 			qsort(ents + 2, count - 2, sizeof(*ents), raw_cmp);
@@ -496,6 +506,16 @@ dir_add(struct fs *fs, fuse_req_t req, bool plus, char *p, size_t rem,
 	return fuse_add_direntry_plus(req, p, rem, name, &e, off);
 }
 
+/* The attributes of a listed directory whose newest version has time ts
+ * (0: none, a pending directory: the mount's time). */
+static void
+dir_stat(struct fs *fs, int64_t ts, struct stat *st)
+{
+	fs_stat_dir(fs, 0, st);
+	if (ts > 0)
+		fs_stat_set_time(st, ts);
+}
+
 /* Stream a table's rows after the fixed names, merging pending rows: at
  * most max of them, skipping the first skip entries of the listing. */
 static int
@@ -547,7 +567,6 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 	if ((rc = bt_scan_open(fs->store, dh->dir->c.table, &so,
 	    &scan)) < 0)
 		goto out_rc;
-	fs_stat_dir(fs, 0, &st);
 	while (added < max) {
 		int cmp;
 
@@ -581,6 +600,8 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 			c.kind = NODE_ROW;
 			c.row.data = key.p;
 			c.row.size = key.n;
+			dir_stat(fs, cmp <= 0 ? fs_cells_newest(row->cells,
+			    row->cell_count) : 0, &st);
 			len = dir_add(fs, req, plus, p + *used, size - *used,
 			    (char *)name.p, &c, &st, dh->pos + 1);
 			if (len == 0)
@@ -738,10 +759,12 @@ do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 			break;
 		case NODE_FAMILY:
 			c.family = d->name;
+			dir_stat(fs, d->ts, &st);
 			break;
 		case NODE_COLUMN:
 			c.qualifier.data = d->raw.p;
 			c.qualifier.size = d->raw.n;
+			dir_stat(fs, d->ts, &st);
 			break;
 		case NODE_VERSION:
 			c.ts = d->ts;
@@ -757,7 +780,8 @@ do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 		}
 		len = dir_add(fs, req, plus, p + used, size - used, d->name,
 		    i < 2 ? NULL : &c, d->kind == NODE_VERSION ||
-		    d->kind == NODE_TEMP ? &st : NULL, (off_t)i + 1);
+		    d->kind == NODE_TEMP || d->kind == NODE_FAMILY ||
+		    d->kind == NODE_COLUMN ? &st : NULL, (off_t)i + 1);
 		if (len == 0)
 			break;
 		used += len;

@@ -103,6 +103,18 @@ expect_fail "Invalid argument" sh -c "echo old > '$R/old/q/100'"
 echo recent > "$R/old/q/latest"
 check_eq "maxage: a recent write" "$(cat "$R/old/q/latest")" recent
 
+# A directory's mtime is the time of its newest version: find -newer
+# finds where a write went.
+mkdir -p "$M/t/m1/b/old" "$M/t/m1/b/new" "$M/t/m2/b/q"
+echo x > "$M/t/m1/b/old/latest"
+echo x > "$M/t/m2/b/q/latest"
+sleep 1.1
+touch "$T/ref"
+sleep 0.1
+echo y > "$M/t/m1/b/new/latest"
+check_eq "find -newer" "$(cd "$M/t" && find m1 m2 -newer "$T/ref" -type d |
+    LC_ALL=C sort | tr '\n' ' ')" "m1 m1/b m1/b/new "
+
 # mmap of a version and of latest; a second read of a version is served
 # from the page cache.
 Q=$R/b/mm
