@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "fs/fs.h"
-#include "fs/names.h"
+#include "util/names.h"
 #include "util/alloc.h"
 
 /* Parse canonical decimal (no sign, no leading zero) into 0..INT64_MAX. */

@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include "fs/fs.h"
-#include "fs/names.h"
+#include "util/names.h"
 #include "util/alloc.h"
 
 /*

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "fs/names.h"
+#include "util/names.h"
 #include "fuzz.h"
 #include "util/buf.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "fs/names.h"
+#include "util/names.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 

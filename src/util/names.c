@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fs/names.h"
+#include "util/names.h"
 
 static const char hex_upper[] = "0123456789ABCDEF";
 
