@@ -132,8 +132,8 @@ name_terminate(struct buf *name)
 	return buf_append(name, "", 1);
 }
 
-/* Add raw (a row, family or qualifier) under its escaped name, unless the
- * previous entry had the same bytes or the name is too long to list. */
+/* Add raw (a row, family or qualifier) under its escaped name (its short
+ * form when too long), unless the previous entry had the same bytes. */
 static int
 dent_add_raw(struct dent **ents, size_t *count, size_t *cap,
     enum node_kind kind, const void *raw, size_t rawn, struct buf *name)
@@ -148,13 +148,11 @@ dent_add_raw(struct dent **ents, size_t *count, size_t *cap,
 	if (kind == NODE_FAMILY)
 		rc = buf_append(name, raw, rawn);
 	else
-		rc = names_encode(slice_make(raw, rawn), name);
+		rc = names_component(slice_make(raw, rawn), name);
 	if (rc == 0)
 		rc = name_terminate(name);
 	if (rc < 0)
 		return rc;
-	if (name->n - 1 > NAMES_MAX_COMPONENT)
-		return 0;
 	return dent_add(ents, count, cap, (char *)name->p, kind, raw, rawn);
 }
 
@@ -520,6 +518,7 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 		goto out_rc;
 	fs_stat_dir(fs, 0, &st);
 	while (added < max) {
+		size_t slot;
 		int cmp;
 
 		if (row == NULL && !scan_done) {
@@ -544,10 +543,10 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 		key = cmp <= 0 ? slice_make(row->key.data, row->key.size) :
 		    buf_slice(&pnames[pi]);
 		buf_clear(&name);
-		if ((rc = names_encode(key, &name)) < 0 ||
+		if ((rc = names_component(key, &name)) < 0 ||
 		    (rc = name_terminate(&name)) < 0)
 			goto out_rc;
-		if (name.n - 1 <= NAMES_MAX_COMPONENT && dh->pos + 1 > skip) {
+		if (dh->pos + 1 > skip) {
 			c = dh->dir->c;
 			c.kind = NODE_ROW;
 			c.row.data = key.p;
@@ -559,15 +558,11 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 			*used += len;
 			added++;
 		}
-		if (name.n - 1 <= NAMES_MAX_COMPONENT) {
-			size_t slot = (size_t)(++dh->pos % DIR_HISTORY);
-
-			dh->hist[slot].off = -1;
-			if ((rc = buf_set(&dh->hist[slot].key, key.p,
-			    key.n)) < 0)
-				goto out_rc;
-			dh->hist[slot].off = dh->pos;
-		}
+		slot = (size_t)(++dh->pos % DIR_HISTORY);
+		dh->hist[slot].off = -1;
+		if ((rc = buf_set(&dh->hist[slot].key, key.p, key.n)) < 0)
+			goto out_rc;
+		dh->hist[slot].off = dh->pos;
 		if (cmp <= 0)
 			row = NULL;
 		if (cmp >= 0)

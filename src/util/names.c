@@ -6,8 +6,14 @@
  * exactly what literal_len() refuses, and the decoder accepts a literal
  * exactly where literal_len() would have kept it, so every canonical name
  * decodes and re-encodes to itself.
+ *
+ * The short form's hash is SHA-256 from libmd (libbsd's companion, already
+ * a dependency): a standard function whose value never changes between
+ * versions, and whose collisions nobody can make, so that no key can be
+ * given the short name of another on purpose.
  */
 #include <errno.h>
+#include <sha2.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -218,4 +224,87 @@ names_decode(const char *name, size_t n, struct buf *out)
 	}
 	out->n = (size_t)(q - out->p);
 	return 0;
+}
+
+/* Append the short form's suffix for raw: the marker and the hash. */
+static int
+short_suffix_append(struct slice raw, struct buf *out)
+{
+	static const char hex_lower[] = "0123456789abcdef";
+	uint8_t digest[SHA256_DIGEST_LENGTH];
+	char suffix[NAMES_SHORT_SUFFIX];
+	SHA2_CTX ctx;
+	size_t i;
+
+	SHA256Init(&ctx);
+	SHA256Update(&ctx, raw.p, raw.n);
+	SHA256Final(digest, &ctx);
+	memcpy(suffix, NAMES_SHORT_MARK, 2);
+	for (i = 0; i < NAMES_SHORT_HASH_DIGITS / 2; i++) {
+		suffix[2 + 2 * i] = hex_lower[digest[i] >> 4];
+		suffix[3 + 2 * i] = hex_lower[digest[i] & 0xf];
+	}
+	return buf_append(out, suffix, sizeof(suffix));
+}
+
+/*
+ * Encode whole, and only when that is too long cut the spelling back to
+ * the units that fit (the encoder's own walk, so no cut splits a %XX or a
+ * UTF-8 sequence) and add the suffix.
+ */
+int
+names_component(struct slice raw, struct buf *out)
+{
+	size_t start = out->n, i, k, unit, len = 0;
+	int rc;
+
+	if ((rc = names_encode(raw, out)) < 0)
+		return rc;
+	if (out->n - start <= NAMES_MAX_COMPONENT)
+		return 0;
+	for (i = 0; i < raw.n; i += k ? k : 1) {
+		k = literal_len(raw.p + i, raw.n - i, i == 0);
+		unit = k ? k : 3;
+		if (len + unit > NAMES_SHORT_PREFIX_MAX)
+			break;
+		len += unit;
+	}
+	out->n = start + len;
+	if ((rc = short_suffix_append(raw, out)) < 0)
+		out->n = start;
+	return rc;
+}
+
+int
+names_short_prefix(const char *name, size_t n, struct buf *out)
+{
+	const char *mark;
+	size_t i;
+	int rc;
+
+	if (n < NAMES_SHORT_SUFFIX || n > NAMES_MAX_COMPONENT)
+		return 0;
+	mark = name + n - NAMES_SHORT_SUFFIX;
+	if (memcmp(mark, NAMES_SHORT_MARK, 2) != 0)
+		return 0;
+	for (i = 2; i < NAMES_SHORT_SUFFIX; i++)
+		if (!((mark[i] >= '0' && mark[i] <= '9') ||
+		    (mark[i] >= 'a' && mark[i] <= 'f')))
+			return 0;
+	if (mark == name)
+		return -EINVAL;	/* no prefix: never listed */
+	rc = names_decode(name, (size_t)(mark - name), out);
+	return rc == -ENOMEM ? rc : rc < 0 ? -EINVAL : 1;
+}
+
+int
+names_component_is(struct slice raw, const char *name, size_t n,
+    struct buf *scratch)
+{
+	int rc;
+
+	buf_clear(scratch);
+	if ((rc = names_component(raw, scratch)) < 0)
+		return rc;
+	return scratch->n == n && memcmp(scratch->p, name, n) == 0;
 }

@@ -1,7 +1,7 @@
 /*
  * names.h - how row keys and qualifiers (arbitrary bytes) are spelled as
  * path components of the mount and in tabletctl's arguments and output,
- * and back (DESIGN.md section 2, "Names").
+ * and back (DESIGN.md section 2, "Names"; tabletfs(5), NAMES).
  *
  * Printable ASCII (0x20-0x7e) and valid UTF-8 sequences stand for
  * themselves, except '/', '%' and '@'; every other byte, and those three, is
@@ -13,7 +13,22 @@
  * (U+0080..U+009F) are written as %XX bytes too, so that a listing never
  * carries a control character.
  *
- * Both functions keep no state: threads may call them concurrently, each
+ * A spelling longer than a path component may be (NAMES_MAX_COMPONENT) is
+ * listed by the mount under its short form:
+ *
+ *	PREFIX "%~" HASH
+ *
+ * PREFIX is the longest run of whole units (a literal byte, a literal
+ * UTF-8 sequence or a %XX) at the start of the spelling that leaves room
+ * for the rest, at most NAMES_SHORT_PREFIX_MAX bytes; HASH is the first 16
+ * bytes of the SHA-256 of the whole raw key, as 32 lower-case hex digits.
+ * A canonical spelling never holds "%~" ('%' is always followed by two hex
+ * digits), so a short form is never the spelling of another key, and
+ * names_decode() refuses it.  A short form is resolved by decoding PREFIX
+ * and finding, among the keys that start with those bytes, the one whose
+ * names_component() is the name.
+ *
+ * The functions keep no state: threads may call them concurrently, each
  * with its own out buffer.
  */
 #ifndef TABLETFS_UTIL_NAMES_H
@@ -27,14 +42,40 @@
 /* The longest path component of the mount (NAME_MAX, statfs's f_namemax);
  * FUSE passes longer ones, which the mount refuses (ENAMETOOLONG). */
 #define NAMES_MAX_COMPONENT 255
+/* The short form's marker and hash: "%~" and 32 hex digits. */
+#define NAMES_SHORT_MARK "%~"
+#define NAMES_SHORT_HASH_DIGITS 32
+#define NAMES_SHORT_SUFFIX (2 + NAMES_SHORT_HASH_DIGITS)
+#define NAMES_SHORT_PREFIX_MAX (NAMES_MAX_COMPONENT - NAMES_SHORT_SUFFIX)
 
 /*
  * Append the escaped spelling of raw to out (no NUL).  0 or -ENOMEM, which
- * leaves out unchanged.  The result may be longer than NAMES_MAX_COMPONENT;
- * callers that list names skip those (such keys are reachable through
- * tabletctl and the API).
+ * leaves out unchanged.  The result may be longer than NAMES_MAX_COMPONENT
+ * (the mount lists names_component()).
  */
 int names_encode(struct slice raw, struct buf *out);
+
+/*
+ * Append the path component the mount lists for raw: its spelling when
+ * that fits in NAMES_MAX_COMPONENT bytes, else its short form.  0 or
+ * -ENOMEM, which leaves out unchanged.
+ */
+int names_component(struct slice raw, struct buf *out);
+
+/*
+ * Whether the component name (n bytes) has the short form's shape: 1 with
+ * out set to the bytes its PREFIX stands for (every key it may name starts
+ * with them), 0 when it is not a short form (out unchanged), -EINVAL when
+ * it has the shape but PREFIX cannot be decoded, or -ENOMEM.
+ */
+int names_short_prefix(const char *name, size_t n, struct buf *out);
+
+/*
+ * Whether names_component(raw) is exactly the n bytes at name: 1 yes, 0
+ * no, or -ENOMEM.  scratch is working space (its content is replaced).
+ */
+int names_component_is(struct slice raw, const char *name, size_t n,
+    struct buf *scratch);
 
 /*
  * Replace out's content with the bytes that the component name (of length
