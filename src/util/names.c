@@ -180,6 +180,48 @@ names_encode(struct slice raw, struct buf *out)
 	return 0;
 }
 
+/* Whether the n bytes at p are a valid spelling (names_decode()). */
+static bool
+spelling_valid(const uint8_t *p, size_t n)
+{
+	size_t i, k;
+
+	if (n == 0)
+		return false;
+	for (i = 0; i < n; i += k) {
+		if (p[i] == '%') {
+			if (n == 1)
+				return true;	/* the empty string */
+			if (n - i < 3 || hex_value(p[i + 1]) < 0 ||
+			    hex_value(p[i + 2]) < 0)
+				return false;
+			k = 3;
+		} else if ((k = literal_len(p + i, n - i, i == 0)) == 0)
+			return false;
+	}
+	return true;
+}
+
+/* Write the bytes that valid spelling p[0..n) stands for at q, which may
+ * be p itself (they are never more), and return how many. */
+static size_t
+spelling_unescape(const uint8_t *p, size_t n, uint8_t *q)
+{
+	size_t i = 0, o = 0;
+
+	if (n == 1 && p[0] == '%')
+		return 0;
+	while (i < n) {
+		if (p[i] == '%') {
+			q[o++] = (uint8_t)(hex_value(p[i + 1]) << 4 |
+			    hex_value(p[i + 2]));
+			i += 3;
+		} else
+			q[o++] = p[i++];
+	}
+	return o;
+}
+
 /*
  * Validate the whole name before touching out, so that any error leaves
  * out as it was.  A decoded name is never longer than its spelling.
@@ -188,41 +230,29 @@ int
 names_decode(const char *name, size_t n, struct buf *out)
 {
 	const uint8_t *p = (const uint8_t *)name;
-	size_t i, k, old;
-	uint8_t *q;
+	size_t old;
 	int rc;
 
-	if (n == 0)
+	if (!spelling_valid(p, n))
 		return -EINVAL;
-	if (n == 1 && p[0] == '%') {
-		buf_clear(out);
-		return 0;
-	}
-	for (i = 0; i < n; i += k) {
-		if (p[i] == '%') {
-			if (n - i < 3 || hex_value(p[i + 1]) < 0 ||
-			    hex_value(p[i + 2]) < 0)
-				return -EINVAL;
-			k = 3;
-		} else if ((k = literal_len(p + i, n - i, i == 0)) == 0)
-			return -EINVAL;
-	}
 	old = out->n;
 	out->n = 0;
 	if ((rc = buf_reserve(out, n)) < 0) {
 		out->n = old;
 		return rc;
 	}
-	q = out->p;
-	for (i = 0; i < n;) {
-		if (p[i] == '%') {
-			*q++ = (uint8_t)(hex_value(p[i + 1]) << 4 |
-			    hex_value(p[i + 2]));
-			i += 3;
-		} else
-			*q++ = p[i++];
-	}
-	out->n = (size_t)(q - out->p);
+	out->n = spelling_unescape(p, n, out->p);
+	return 0;
+}
+
+int
+names_decode_in_place(char *name, size_t *n)
+{
+	uint8_t *p = (uint8_t *)name;
+
+	if (!spelling_valid(p, *n))
+		return -EINVAL;
+	*n = spelling_unescape(p, *n, p);
 	return 0;
 }
 

@@ -51,7 +51,7 @@
 /*
  * Append the escaped spelling of raw to out (no NUL).  0 or -ENOMEM, which
  * leaves out unchanged.  The result may be longer than NAMES_MAX_COMPONENT
- * (the mount lists names_component()).
+ * (tabletctl prints it whole; the mount lists names_component()).
  */
 int names_encode(struct slice raw, struct buf *out);
 
@@ -88,5 +88,9 @@ int names_component_is(struct slice raw, const char *name, size_t n,
  * bytes, so both reach the same key.
  */
 int names_decode(const char *name, size_t n, struct buf *out);
+
+/* The same in place: name[0..*n) becomes the bytes it stands for and *n
+ * their count.  0, or -EINVAL (name unchanged). */
+int names_decode_in_place(char *name, size_t *n);
 
 #endif

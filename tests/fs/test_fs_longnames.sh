@@ -24,7 +24,7 @@ rep() {
 a256=$(rep 256 a)			# escaped: 256 bytes
 b300=$(rep 300 b)
 utf=$(rep 400 é)			# 800 bytes, shown as is: 800
-ctlb=$(rep 1666 '\x01')x			# 1667 bytes, escaped: 4999
+ctlb=$(rep 1666 %01)x			# 1667 bytes, escaped: 4999
 qlong=$(rep 300 q)			# a qualifier of 300 bytes
 
 # Twenty short rows and five long ones, two versions each; one more

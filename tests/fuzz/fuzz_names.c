@@ -7,7 +7,7 @@
  * form of at most 255 bytes that does not decode, whose prefix decodes to
  * a prefix of the bytes, and that names_component_is() matches.  Any name
  * either fails to decode or decodes to bytes whose canonical name decodes
- * to the same bytes.
+ * to the same bytes, and decodes in place to the same bytes.
  */
 #include <errno.h>
 #include <string.h>
@@ -21,6 +21,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct buf enc, dec, again;
 	char *name;
+	size_t n;
 
 	buf_init(&enc);
 	buf_init(&dec);
@@ -70,6 +71,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(names_decode((const char *)enc.p, enc.n,
 		    &again) == 0);
 		FUZZ_CHECK(slice_equal(buf_slice(&again), buf_slice(&dec)));
+		n = size;
+		FUZZ_CHECK(names_decode_in_place(name, &n) == 0);
+		FUZZ_CHECK(slice_equal(slice_make(name, n), buf_slice(&dec)));
+	} else {
+		n = size;
+		FUZZ_CHECK(names_decode_in_place(name, &n) == -EINVAL);
+		FUZZ_CHECK(n == size && memcmp(name, data, size) == 0);
 	}
 	free(name);
 	buf_release(&enc);

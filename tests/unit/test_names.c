@@ -1210,6 +1210,24 @@ test_short_names(void)
 	buf_release(&out);
 }
 
+/* names_decode_in_place(): the same rule, no buffer. */
+static void
+test_decode_in_place(void)
+{
+	char s1[] = "a%2fb", s2[] = "%", s3[] = "a/b";
+	size_t n1 = 5, n2 = 1, n3 = 3;
+	int rc;
+
+	rc = names_decode_in_place(s1, &n1);
+	ok(rc == 0 && n1 == 3 && memcmp(s1, "a/b", 3) == 0,
+	    "decode in place");
+	rc = names_decode_in_place(s2, &n2);
+	ok(rc == 0 && n2 == 0, "decode in place: %% is empty");
+	rc = names_decode_in_place(s3, &n3);
+	ok(rc == -EINVAL && n3 == 3 && memcmp(s3, "a/b", 3) == 0,
+	    "decode in place refuses, leaving the name as it was");
+}
+
 int
 main(void)
 {
@@ -1226,5 +1244,6 @@ main(void)
 	test_enomem();
 	test_random(&rng);
 	test_short_names();
+	test_decode_in_place();
 	return tap_done();
 }
