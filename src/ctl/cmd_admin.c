@@ -12,17 +12,17 @@
 
 #include "ctl/ctl.h"
 
-/* A tablet bound: escaped, "-" when empty (open); a row that is "-"
- * itself is written \x2d so that the two cannot be confused. */
+/* A tablet bound as the mount spells a row, "-" when empty (open); a row
+ * that is "-" itself is written %2D so that the two cannot be confused. */
 static void
 bound_print(FILE *f, struct bt_bytes b)
 {
 	if (b.size == 0)
 		putc('-', f);
 	else if (b.size == 1 && *(const char *)b.data == '-')
-		fputs("\\x2d", f);
+		fputs("%2D", f);
 	else
-		esc_write(f, b.data, b.size);
+		ctl_name_write(f, b.data, b.size);
 }
 
 static int
@@ -72,12 +72,15 @@ cmd_tablets(struct ctl *c, int argc, char **argv)
 int
 cmd_split(struct ctl *c, int argc, char **argv)
 {
+	struct bt_bytes row;
 	int rc;
 
 	(void)argc;
+	if (!ctl_arg_name(argv[1], &row))
+		return ctl_usage(c, "bad row '%s' (want a name as the mount "
+		    "spells it: %%XX escapes)", argv[1]);
 	bt_error_clear();
-	if ((rc = bt_table_split(c->store, argv[0],
-	    ctl_arg_bytes(argv[1]))) < 0)
+	if ((rc = bt_table_split(c->store, argv[0], row)) < 0)
 		return ctl_fail(c, rc, NULL);
 	return CTL_OK;
 }

@@ -3,9 +3,13 @@
  * compact, status.
  *
  * The import/export format is one line per cell, five tab-separated
- * fields: row, family, qualifier, decimal timestamp, value, each written
- * with esc_write() so that tabs, newlines and other bytes cannot break the
- * line.  import(export(T)) recreates T's cells exactly.
+ * fields: row, family, qualifier, decimal timestamp, value, escaped so
+ * that tabs, newlines and other bytes cannot break the line.  Version 2,
+ * which export writes, starts with the line EXPORT_HEADER; its row and
+ * qualifier are spelled as in the mount (ctl_name_write), its family is
+ * as it is, and its value is written with esc_write().  A file without
+ * the header is version 1, as exports before it were written: every field
+ * with esc_write().  import(export(T)) recreates T's cells exactly.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +19,10 @@
 #include <sys/stat.h>
 
 #include "ctl/ctl.h"
+#include "util/names.h"
+
+/* The first line of an export in version 2. */
+#define EXPORT_HEADER "# tabletfs export 2"
 
 /* Cells of one row are applied together, up to these limits at a time. */
 #define IMPORT_BATCH_CELLS	1024
@@ -55,7 +63,7 @@ import_flush(struct import *im)
 
 /* Declared in ctl.h, for the import format's fuzz target. */
 bool
-import_line_parse(char *line, size_t len, struct bt_bytes *row,
+import_line_parse(char *line, size_t len, int version, struct bt_bytes *row,
     struct bt_mutation *m)
 {
 	char *field[6], *end = line + len, *tab;
@@ -74,7 +82,13 @@ import_line_parse(char *line, size_t len, struct bt_bytes *row,
 	for (int i = 0; i < 5; i++) {
 		n[i] = (size_t)(field[i + 1] - field[i]) - 1;
 		field[i][n[i]] = '\0';
-		if (i != 3 && esc_decode(field[i], n[i], true, &n[i]) < 0)
+		if (i == 3 || (version >= 2 && i == 1))
+			continue;
+		if (version >= 2 && i != 4) {
+			if (n[i] > 0 && names_decode_in_place(field[i],
+			    &n[i]) < 0)
+				return false;
+		} else if (esc_decode(field[i], n[i], true, &n[i]) < 0)
 			return false;
 	}
 	memset(m, 0, sizeof(*m));
@@ -106,7 +120,7 @@ import_file(struct import *im, FILE *f, uint64_t total)
 	char note[48], *line;
 	size_t cap;
 	ssize_t len;
-	int status = CTL_OK;
+	int status = CTL_OK, version = 1;
 
 	progress_init(&p, im->c->progress, im->c->err, "import", total);
 	for (;;) {
@@ -120,7 +134,14 @@ import_file(struct import *im, FILE *f, uint64_t total)
 		done += (uint64_t)len;
 		if (len > 0 && line[len - 1] == '\n')
 			len--;
-		if (!import_line_parse(line, (size_t)len, &row, &m)) {
+		if (line_no == 1 && (size_t)len == strlen(EXPORT_HEADER) &&
+		    memcmp(line, EXPORT_HEADER, (size_t)len) == 0) {
+			version = 2;
+			free(line);
+			continue;
+		}
+		if (!import_line_parse(line, (size_t)len, version, &row,
+		    &m)) {
 			free(line);
 			progress_finish(&p);
 			status = ctl_error(im->c, "%s:%" PRIu64 ": bad line "
@@ -198,15 +219,15 @@ cmd_import(struct ctl *c, int argc, char **argv)
 	return status;
 }
 
-/* One cell as an export line. */
+/* One cell as an export line (version 2). */
 static void
 export_cell(FILE *f, const struct bt_row *r, const struct bt_cell *cell)
 {
-	esc_write(f, r->key.data, r->key.size);
+	ctl_name_write(f, r->key.data, r->key.size);
 	putc('\t', f);
-	esc_write(f, cell->family, strlen(cell->family));
+	fputs(cell->family, f);
 	putc('\t', f);
-	esc_write(f, cell->qualifier.data, cell->qualifier.size);
+	ctl_name_write(f, cell->qualifier.data, cell->qualifier.size);
 	fprintf(f, "\t%" PRId64 "\t", cell->ts);
 	esc_write(f, cell->value.data, cell->value.size);
 	putc('\n', f);
@@ -226,6 +247,7 @@ cmd_export(struct ctl *c, int argc, char **argv)
 	if ((rc = bt_scan_open(c->store, argv[0], NULL, &sc)) < 0)
 		return ctl_fail(c, rc, NULL);
 	progress_init(&p, c->progress, c->err, "export", 0);
+	fputs(EXPORT_HEADER "\n", c->out);
 	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0) {
 		for (size_t i = 0; i < r->cell_count; i++)
 			export_cell(c->out, r, &r->cells[i]);

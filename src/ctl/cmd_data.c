@@ -1,7 +1,9 @@
 /*
  * cmd_data.c - tabletctl's row verbs: set, lookup, read, deleterow,
- * deletecolumn, increment, checkandset, count.  Row keys, qualifiers and
- * values arrive escaped (ctl_arg_bytes) and leave escaped (esc_write).
+ * deletecolumn, increment, checkandset, count.  Row keys and qualifiers
+ * arrive and leave as the mount spells them (ctl_arg_name,
+ * ctl_name_write); values arrive escaped (ctl_arg_bytes) and leave escaped
+ * (esc_write).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +12,16 @@
 #include <string.h>
 
 #include "ctl/ctl.h"
+
+/* A row key argument, decoded in place: CTL_OK or a reported CTL_USAGE. */
+static int
+parse_row(struct ctl *c, char *arg, struct bt_bytes *row)
+{
+	if (!ctl_arg_name(arg, row))
+		return ctl_usage(c, "bad row '%s' (want a name as the mount "
+		    "spells it: %%XX escapes)", arg);
+	return CTL_OK;
+}
 
 /* Parse the cells argv[0..argc) into puts; the caller frees *out. */
 static int
@@ -38,9 +50,10 @@ cmd_set(struct ctl *c, int argc, char **argv)
 	struct bt_bytes row;
 	int rc, status;
 
+	if ((status = parse_row(c, argv[1], &row)) != CTL_OK)
+		return status;
 	if ((status = parse_cells(c, argc - 2, argv + 2, &muts)) != CTL_OK)
 		return status;
-	row = ctl_arg_bytes(argv[1]);
 	bt_error_clear();
 	if ((rc = bt_mutate_row(c->store, argv[0], row, muts,
 	    (size_t)(argc - 2), NULL, NULL)) < 0)
@@ -103,11 +116,11 @@ read_arg(struct ctl *c, char *arg, const char *const *keys,
 		    ra->scan.limit == 0)
 			return ctl_usage(c, "bad count '%s'", v);
 	} else if (strcmp(key, "start") == 0)
-		ra->scan.start = ctl_arg_bytes(v);
+		return parse_row(c, v, &ra->scan.start);
 	else if (strcmp(key, "end") == 0)
-		ra->scan.end = ctl_arg_bytes(v);
+		return parse_row(c, v, &ra->scan.end);
 	else
-		ra->scan.prefix = ctl_arg_bytes(v);
+		return parse_row(c, v, &ra->scan.prefix);
 	return CTL_OK;
 }
 
@@ -122,16 +135,16 @@ cmd_lookup(struct ctl *c, int argc, char **argv)
 	memset(&ra, 0, sizeof(ra));
 	for (int i = 2; i < argc && status == CTL_OK; i++)
 		status = read_arg(c, argv[i], lookup_keys, &ra);
-	if (status != CTL_OK)
+	if (status != CTL_OK || (status = parse_row(c, argv[1], &row)) !=
+	    CTL_OK)
 		goto out;
-	row = ctl_arg_bytes(argv[1]);
 	bt_error_clear();
 	rc = bt_read_row(c->store, argv[0], row, &ra.scan.read, &r);
 	if (rc < 0)
 		status = ctl_fail(c, rc, NULL);
 	else if (rc == BT_NOTFOUND) {
 		fputs("tabletctl: lookup: row ", c->err);
-		esc_write(c->err, row.data, row.size);
+		ctl_name_write(c->err, row.data, row.size);
 		fputs(" not found\n", c->err);
 		status = CTL_FAIL;
 	} else {
@@ -176,11 +189,13 @@ static int
 mutate_one(struct ctl *c, const char *table, char *row,
     const struct bt_mutation *m)
 {
-	int rc;
+	struct bt_bytes key;
+	int rc, status;
 
+	if ((status = parse_row(c, row, &key)) != CTL_OK)
+		return status;
 	bt_error_clear();
-	if ((rc = bt_mutate_row(c->store, table, ctl_arg_bytes(row), m, 1,
-	    NULL, NULL)) < 0)
+	if ((rc = bt_mutate_row(c->store, table, key, m, 1, NULL, NULL)) < 0)
 		return ctl_fail(c, rc, NULL);
 	return CTL_OK;
 }
@@ -199,7 +214,9 @@ cmd_deletecolumn(struct ctl *c, int argc, char **argv)
 	struct bt_mutation m = { .kind = BT_DELETE_COLUMN };
 
 	m.family = argv[2];
-	m.qualifier = ctl_arg_bytes(argv[3]);
+	if (!ctl_arg_name(argv[3], &m.qualifier))
+		return ctl_usage(c, "bad qualifier '%s' (want a name as the "
+		    "mount spells it: %%XX escapes)", argv[3]);
 	return mutate_one(c, argv[0], argv[1], &m);
 }
 
@@ -207,17 +224,19 @@ int
 cmd_increment(struct ctl *c, int argc, char **argv)
 {
 	const char *family;
-	struct bt_bytes q;
+	struct bt_bytes q, row;
 	int64_t delta, result;
-	int rc;
+	int rc, status;
 
+	if ((status = parse_row(c, argv[1], &row)) != CTL_OK)
+		return status;
 	if (!ctl_parse_i64(argv[3], &delta))
 		return ctl_usage(c, "bad delta '%s'", argv[3]);
 	if (!ctl_parse_column(argv[2], &family, &q))
 		return ctl_usage(c, "bad column '%s' (want F:Q)", argv[2]);
 	bt_error_clear();
-	if ((rc = bt_increment(c->store, argv[0], ctl_arg_bytes(argv[1]),
-	    family, q, delta, NULL, &result, NULL)) < 0)
+	if ((rc = bt_increment(c->store, argv[0], row, family, q, delta,
+	    NULL, &result, NULL)) < 0)
 		return ctl_fail(c, rc, NULL);
 	fprintf(c->out, "%" PRId64 "\n", result);
 	return CTL_OK;
@@ -230,24 +249,25 @@ cmd_increment(struct ctl *c, int argc, char **argv)
 int
 cmd_checkandset(struct ctl *c, int argc, char **argv)
 {
-	struct bt_bytes q, expected, *expectp = NULL;
+	struct bt_bytes q, row, expected, *expectp = NULL;
 	struct bt_mutation *muts;
 	const char *family;
 	bool applied;
 	int rc, status;
 
-	if (strchr(argv[2], ':') == NULL || argv[2][0] == ':')
+	if ((status = parse_row(c, argv[1], &row)) != CTL_OK)
+		return status;
+	if (!ctl_parse_column(argv[2], &family, &q))
 		return ctl_usage(c, "bad column '%s' (want F:Q)", argv[2]);
 	if ((status = parse_cells(c, argc - 4, argv + 4, &muts)) != CTL_OK)
 		return status;
-	ctl_parse_column(argv[2], &family, &q);
 	if (strcmp(argv[3], "--absent") != 0) {
 		expected = ctl_arg_bytes(argv[3]);
 		expectp = &expected;
 	}
 	bt_error_clear();
-	rc = bt_check_and_mutate(c->store, argv[0], ctl_arg_bytes(argv[1]),
-	    family, q, expectp, muts, (size_t)(argc - 4), NULL, &applied);
+	rc = bt_check_and_mutate(c->store, argv[0], row, family, q, expectp,
+	    muts, (size_t)(argc - 4), NULL, &applied);
 	free(muts);
 	if (rc < 0)
 		return ctl_fail(c, rc, NULL);

@@ -64,7 +64,8 @@ parse_families(char *list, struct bt_family_spec **out, size_t *count)
 	return 0;
 }
 
-/* "R1,R2,..." into decoded split rows, in place: 0 or -ENOMEM. */
+/* "R1,R2,..." into split rows decoded in place (ctl_arg_name): 0,
+ * -EINVAL for a row that is not a valid name, or -ENOMEM. */
 static int
 parse_splits(char *list, struct bt_bytes **out, size_t *count)
 {
@@ -81,7 +82,10 @@ parse_splits(char *list, struct bt_bytes **out, size_t *count)
 	for (item = list; item != NULL; item = next) {
 		if ((next = strchr(item, ',')) != NULL)
 			*next++ = '\0';
-		s[i++] = ctl_arg_bytes(item);
+		if (!ctl_arg_name(item, &s[i++])) {
+			free(s);
+			return -EINVAL;
+		}
 	}
 	*out = s;
 	*count = i;
@@ -111,7 +115,8 @@ cmd_createtable(struct ctl *c, int argc, char **argv)
 		} else if ((v = ctl_keyword(argv[i], "splits")) != NULL &&
 		    splits == NULL) {
 			if ((rc = parse_splits(v, &splits, &split_count)) < 0) {
-				status = ctl_fail(c, rc, NULL);
+				status = rc == -EINVAL ? ctl_usage(c,
+				    "bad splits list") : ctl_fail(c, rc, NULL);
 				goto out;
 			}
 		}

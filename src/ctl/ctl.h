@@ -88,13 +88,14 @@ int cmd_count(struct ctl *c, int argc, char **argv);
 int cmd_import(struct ctl *c, int argc, char **argv);
 int cmd_export(struct ctl *c, int argc, char **argv);
 /*
- * One line of an import file, without its newline, at line[0..len) with
- * line[len] writable: split into ROW, FAMILY, QUALIFIER, TIMESTAMP and
- * VALUE at tabs and decoded in place into a put (family NUL-terminated,
- * the rest pointing into line).  false if it is malformed.
+ * One line of an import file of format version (1 or 2, tabletctl(1),
+ * EXPORT FORMAT), without its newline, at line[0..len) with line[len]
+ * writable: split into ROW, FAMILY, QUALIFIER, TIMESTAMP and VALUE at tabs
+ * and decoded in place into a put (family NUL-terminated, the rest
+ * pointing into line).  false if it is malformed.
  */
-bool import_line_parse(char *line, size_t len, struct bt_bytes *row,
-    struct bt_mutation *m);
+bool import_line_parse(char *line, size_t len, int version,
+    struct bt_bytes *row, struct bt_mutation *m);
 int cmd_compact(struct ctl *c, int argc, char **argv);
 int cmd_status(struct ctl *c, int argc, char **argv);
 int cmd_tablets(struct ctl *c, int argc, char **argv);	/* cmd_admin.c */
@@ -140,13 +141,25 @@ void *ctl_xrealloc(void *p, size_t count, size_t size);
  * itself, unless strict, where it is -EINVAL (as in import files).
  */
 int esc_decode(char *s, size_t n, bool strict, size_t *out);
-/* Decode a command-line word in place (not strict) and return its bytes. */
+/* Decode a value given on the command line in place (not strict) and
+ * return its bytes. */
 struct bt_bytes ctl_arg_bytes(char *s);
 /*
- * Write bytes escaped: printable ASCII (0x20-0x7e) stands for itself but
- * the backslash, written \\; every other byte is \xNN (lower-case hex).
+ * Write a value's bytes escaped: printable ASCII (0x20-0x7e) stands for
+ * itself but the backslash, written \\; every other byte is \xNN
+ * (lower-case hex).
  */
 void esc_write(FILE *f, const void *p, size_t n);
+
+/*
+ * Decode a row key or qualifier given as the mount spells it (util/names.h:
+ * %XX, "%" the empty string) in place into *out; "" is empty too.  false,
+ * leaving s as it was, if s is not a valid spelling.
+ */
+bool ctl_arg_name(char *s, struct bt_bytes *out);
+/* Write a row key or qualifier as the mount spells it (canonical, whole:
+ * never the short form a listing may show). */
+void ctl_name_write(FILE *f, const void *p, size_t n);
 
 /* If arg is "key=VALUE", the VALUE; else NULL. */
 char *ctl_keyword(char *arg, const char *key);
@@ -157,8 +170,9 @@ bool ctl_parse_ts(const char *s, int64_t *ts);
 bool ctl_parse_i64(const char *s, int64_t *out);
 
 /*
- * "F:Q" into a family (NUL-terminated in place) and a decoded qualifier.
- * false, touching nothing, when there is no ':' or no family.
+ * "F:Q" into a family (NUL-terminated in place) and a decoded qualifier
+ * (ctl_arg_name).  false, touching nothing, when there is no ':', no
+ * family or Q is not a valid name.
  */
 bool ctl_parse_column(char *arg, const char **family, struct bt_bytes *q);
 /*
@@ -169,7 +183,8 @@ bool ctl_parse_column(char *arg, const char **family, struct bt_bytes *q);
 bool ctl_parse_cell(char *arg, struct bt_mutation *m);
 /*
  * "F:Q,F,..." into column filters (array freed with free()).  0, -EINVAL
- * if an item is empty, or -ENOMEM; the list is consumed in place.
+ * if an item is empty or malformed, or -ENOMEM; the list is consumed in
+ * place.
  */
 int ctl_parse_columns(char *list, struct bt_column **cols, size_t *count);
 

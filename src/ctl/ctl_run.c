@@ -230,9 +230,10 @@ cmd_help(struct ctl *c, int argc, char **argv)
 		fputs("  ", c->out);
 		verb_usage(c->out, &verbs[i]);
 	}
-	fprintf(c->out, "\nSTORE defaults to $TABLETFS_STORE.  Bytes in rows, "
-	    "qualifiers and values\nmay be written \\xNN, and a backslash "
-	    "\\\\.  See tabletctl(1).\n");
+	fprintf(c->out, "\nSTORE defaults to $TABLETFS_STORE.  Rows and "
+	    "qualifiers are spelled as in the\nmount (%%XX, %% alone the "
+	    "empty string); bytes in values may be written\n\\xNN, and a "
+	    "backslash \\\\.  See tabletctl(1).\n");
 	return CTL_OK;
 }
 

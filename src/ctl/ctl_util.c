@@ -1,6 +1,7 @@
 /*
- * ctl_util.c - tabletctl's argument parsing and the escaped form of byte
- * strings that its input and output share (tabletctl(1), ESCAPES).
+ * ctl_util.c - tabletctl's argument parsing and the two escaped forms its
+ * input and output share (tabletctl(1), ESCAPES): names (row keys and
+ * qualifiers) as the mount spells them, values with \xNN.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +11,8 @@
 #include <string.h>
 
 #include "ctl/ctl.h"
+#include "util/buf.h"
+#include "util/names.h"
 
 void *
 ctl_calloc(size_t count, size_t size)
@@ -95,6 +98,40 @@ ctl_arg_bytes(char *s)
 	b.data = s;
 	b.size = n;
 	return b;
+}
+
+bool
+ctl_arg_name(char *s, struct bt_bytes *out)
+{
+	size_t n = strlen(s);
+
+	if (n > 0 && names_decode_in_place(s, &n) < 0)
+		return false;
+	out->data = s;
+	out->size = n;
+	return true;
+}
+
+/*
+ * Without memory for the canonical spelling, every byte is written %XX:
+ * a valid spelling of the same bytes, so the output still reads back.
+ */
+void
+ctl_name_write(FILE *f, const void *p, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *b = p;
+	struct buf name;
+
+	buf_init(&name);
+	if (names_encode(slice_make(p, n), &name) == 0)
+		fwrite(name.p, 1, name.n, f);
+	else if (n == 0)
+		putc('%', f);
+	else
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%%%c%c", hex[b[i] >> 4], hex[b[i] & 15]);
+	buf_release(&name);
 }
 
 void
@@ -188,12 +225,15 @@ bool
 ctl_parse_column(char *arg, const char **family, struct bt_bytes *q)
 {
 	char *colon;
+	struct bt_bytes b;
 
 	if ((colon = strchr(arg, ':')) == NULL || colon == arg)
 		return false;
+	if (!ctl_arg_name(colon + 1, &b))
+		return false;
 	*colon = '\0';
 	*family = arg;
-	*q = ctl_arg_bytes(colon + 1);
+	*q = b;
 	return true;
 }
 
@@ -219,8 +259,14 @@ ctl_parse_cell(char *arg, struct bt_mutation *m)
 	memset(m, 0, sizeof(*m));
 	m->kind = BT_PUT;
 	m->ts = ts;
+	if (!ctl_parse_column(arg, &m->family, &m->qualifier)) {
+		*eq = '=';
+		if (at != NULL)
+			*at = '@';
+		return false;
+	}
 	m->value = ctl_arg_bytes(eq + 1);
-	return ctl_parse_column(arg, &m->family, &m->qualifier);
+	return true;
 }
 
 int
@@ -241,7 +287,9 @@ ctl_parse_columns(char *list, struct bt_column **cols, size_t *count)
 		if (*item == '\0' || *item == ':')
 			goto fail;
 		if (strchr(item, ':') != NULL) {
-			ctl_parse_column(item, &c[i].family, &c[i].qualifier);
+			if (!ctl_parse_column(item, &c[i].family,
+			    &c[i].qualifier))
+				goto fail;
 			c[i].has_qualifier = true;
 		} else
 			c[i].family = item;
@@ -259,13 +307,13 @@ void
 ctl_row_print(FILE *f, const struct bt_row *r)
 {
 	fputs("----\n", f);
-	esc_write(f, r->key.data, r->key.size);
+	ctl_name_write(f, r->key.data, r->key.size);
 	putc('\n', f);
 	for (size_t i = 0; i < r->cell_count; i++) {
 		const struct bt_cell *cell = &r->cells[i];
 
 		fprintf(f, "  %s:", cell->family);
-		esc_write(f, cell->qualifier.data, cell->qualifier.size);
+		ctl_name_write(f, cell->qualifier.data, cell->qualifier.size);
 		fprintf(f, " @ %" PRId64 "\n    \"", cell->ts);
 		esc_write(f, cell->value.data, cell->value.size);
 		fputs("\"\n", f);

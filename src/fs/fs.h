@@ -228,6 +228,16 @@ int latest_hide(struct fs *fs, const struct coord *c);
 bool latest_hidden(struct fs *fs, const struct coord *c);
 void latest_show(struct fs *fs, const struct coord *c);
 
+/*
+ * fs_short.c: the bytes that name, a row's name in table directory dir or
+ * a column's in family directory dir, stands for, into out: its decoding
+ * (util/names.h), or the key whose short form it is.  0, -EINVAL when it
+ * cannot be decoded, -ENOENT when it is a short form of no key, or an
+ * error.
+ */
+int fs_name_decode(struct fs *fs, const struct coord *dir, const char *name,
+    struct buf *out);
+
 /* fs_dir.c: lookup, attributes, listings and directory changes. */
 int fs_child(struct fs *fs, const struct node *parent, const char *name,
     bool creating, struct coord *c, struct buf *scratch);

@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "fs/fs.h"
-#include "fs/names.h"
 #include "util/alloc.h"
+#include "util/names.h"
 
 /* Parse canonical decimal (no sign, no leading zero) into 0..INT64_MAX. */
 static int
@@ -33,19 +33,20 @@ ts_parse(const char *s, int64_t *ts)
 
 /*
  * The coordinate of name inside parent.  Bytes decoded from the name go
- * to scratch, which c then borrows.  -ENOENT for a name that cannot exist,
+ * to scratch, which c then borrows; a row or column may be named by its
+ * short form (fs_name_decode()).  -ENOENT for a name that cannot exist,
  * -EINVAL instead when creating, -ENOTDIR under a file, -ENAMETOOLONG for
  * a name longer than statfs's f_namemax: the kernel passes FUSE names of
- * up to 1024 bytes, but a listing leaves such names out, so a file made
- * under one could be reached and never seen.
+ * up to 1024 bytes, but no listing shows such a name (a key that long is
+ * listed under its short form), so a file made under one could be
+ * reached and never seen.
  */
 int
 fs_child(struct fs *fs, const struct node *parent, const char *name,
     bool creating, struct coord *c, struct buf *scratch)
 {
-	int bad = creating ? -EINVAL : -ENOENT;
+	int bad = creating ? -EINVAL : -ENOENT, rc;
 
-	(void)fs;
 	if (strlen(name) > NAMES_MAX_COMPONENT)
 		return -ENAMETOOLONG;
 	*c = parent->c;
@@ -63,9 +64,10 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 			c->kind = name[1] == 's' ? NODE_SCHEMA : NODE_TABLETS;
 			return 0;
 		}
-		if (names_decode(name, strlen(name), scratch) < 0 ||
+		if ((rc = fs_name_decode(fs, &parent->c, name, scratch)) < 0 ||
 		    scratch->n == 0)
-			return bad;
+			return rc < 0 && rc != -EINVAL && rc != -ENOENT ? rc :
+			    bad;
 		c->kind = NODE_ROW;
 		c->row.data = scratch->p;
 		c->row.size = scratch->n;
@@ -77,8 +79,8 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 		c->family = name;
 		return 0;
 	case NODE_FAMILY:
-		if (names_decode(name, strlen(name), scratch) < 0)
-			return bad;
+		if ((rc = fs_name_decode(fs, &parent->c, name, scratch)) < 0)
+			return rc != -EINVAL && rc != -ENOENT ? rc : bad;
 		c->kind = NODE_COLUMN;
 		c->qualifier.data = scratch->p;
 		c->qualifier.size = scratch->n;

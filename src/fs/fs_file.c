@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
-#include "fs/names.h"
 #include "tablet/gc_policy.h"
 #include "util/alloc.h"
+#include "util/names.h"
 
 /*
  * What a handle commits.  One open makes at most one version: the first

@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include "fs/fs.h"
-#include "fs/names.h"
+#include "util/names.h"
 #include "util/alloc.h"
 
 /*
@@ -135,8 +135,8 @@ name_terminate(struct buf *name)
 	return buf_append(name, "", 1);
 }
 
-/* Add raw (a row, family or qualifier) under its escaped name, unless the
- * previous entry had the same bytes or the name is too long to list; ts
+/* Add raw (a row, family or qualifier) under its escaped name (its short
+ * form when too long), unless the previous entry had the same bytes; ts
  * is the time of a version in it (the entry keeps the newest: its
  * mtime), 0 for none. */
 static int
@@ -157,13 +157,11 @@ dent_add_raw(struct dent **ents, size_t *count, size_t *cap,
 	if (kind == NODE_FAMILY)
 		rc = buf_append(name, raw, rawn);
 	else
-		rc = names_encode(slice_make(raw, rawn), name);
+		rc = names_component(slice_make(raw, rawn), name);
 	if (rc == 0)
 		rc = name_terminate(name);
 	if (rc < 0)
 		return rc;
-	if (name->n - 1 > NAMES_MAX_COMPONENT)
-		return 0;
 	if ((rc = dent_add(ents, count, cap, (char *)name->p, kind, raw,
 	    rawn)) == 0)
 		(*ents)[*count - 1].ts = ts;
@@ -568,6 +566,7 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 	    &scan)) < 0)
 		goto out_rc;
 	while (added < max) {
+		size_t slot;
 		int cmp;
 
 		if (row == NULL && !scan_done) {
@@ -592,10 +591,10 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 		key = cmp <= 0 ? slice_make(row->key.data, row->key.size) :
 		    buf_slice(&pnames[pi]);
 		buf_clear(&name);
-		if ((rc = names_encode(key, &name)) < 0 ||
+		if ((rc = names_component(key, &name)) < 0 ||
 		    (rc = name_terminate(&name)) < 0)
 			goto out_rc;
-		if (name.n - 1 <= NAMES_MAX_COMPONENT && dh->pos + 1 > skip) {
+		if (dh->pos + 1 > skip) {
 			c = dh->dir->c;
 			c.kind = NODE_ROW;
 			c.row.data = key.p;
@@ -609,15 +608,11 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 			*used += len;
 			added++;
 		}
-		if (name.n - 1 <= NAMES_MAX_COMPONENT) {
-			size_t slot = (size_t)(++dh->pos % DIR_HISTORY);
-
-			dh->hist[slot].off = -1;
-			if ((rc = buf_set(&dh->hist[slot].key, key.p,
-			    key.n)) < 0)
-				goto out_rc;
-			dh->hist[slot].off = dh->pos;
-		}
+		slot = (size_t)(++dh->pos % DIR_HISTORY);
+		dh->hist[slot].off = -1;
+		if ((rc = buf_set(&dh->hist[slot].key, key.p, key.n)) < 0)
+			goto out_rc;
+		dh->hist[slot].off = dh->pos;
 		if (cmp <= 0)
 			row = NULL;
 		if (cmp >= 0)

@@ -133,7 +133,9 @@ verify() {
 			ctried[a[1] "\t" a[2] "\t" a[3]] = 1
 		}
 	}
-	# The export: row, family, qualifier, ts, value.
+	# The export: its version line, then row, family, qualifier, ts,
+	# value (the rows and qualifiers here need no escapes).
+	NR == 1 && $0 == "# tabletfs export 2" { next }
 	$2 == "f" {
 		k = $1 "\t" $3 "\t" $4 "\t" $5
 		ks = $1 "\t" $3 "\t*\t" $5

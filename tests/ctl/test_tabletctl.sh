@@ -1,10 +1,12 @@
 #!/bin/sh
 # test_tabletctl.sh - tabletctl end to end on a fresh store: schema verbs,
 # the paper's Webtable row read back exactly, scans, counters,
-# check-and-set, deletes, GC policies, an export/import round trip with
-# binary bytes, the lock held by another process, and the exit status and
-# message of every kind of error.  Every check compares exact stdout,
-# stderr and exit status.  Needs only the built tabletctl.
+# check-and-set, deletes, GC policies, row keys and qualifiers spelled as
+# the mount spells them (%XX), an export/import round trip with binary
+# bytes, a version 1 export (\xNN) still imported, the lock held by
+# another process, and the exit status and message of every kind of
+# error.  Every check compares exact stdout, stderr and exit status.
+# Needs only the built tabletctl.
 set -eu
 
 : "${top_builddir:?top_builddir is not set}"
@@ -116,60 +118,60 @@ com.cnn.www
     "CNN"
   anchor:my.look.ca @ 8
     "CNN.com"
-  contents: @ 6
+  contents:% @ 6
     "<html>6"
-  contents: @ 5
+  contents:% @ 5
     "<html>5"
-  contents: @ 3
+  contents:% @ 3
     "<html>3"
-  language: @ 2
+  language:% @ 2
     "EN"' '' tc lookup webtable com.cnn.www
 check "lookup with columns and cells-per-column" 0 \
 '----
 com.cnn.www
   anchor:cnnsi.com @ 9
     "CNN"
-  contents: @ 6
+  contents:% @ 6
     "<html>6"' '' \
     tc lookup webtable com.cnn.www columns=anchor:cnnsi.com,contents \
     cells-per-column=1
 check "lookup at=TS reads as of TS" 0 \
 '----
 com.cnn.www
-  contents: @ 5
+  contents:% @ 5
     "<html>5"
-  contents: @ 3
+  contents:% @ 3
     "<html>3"' '' tc lookup webtable com.cnn.www columns=contents at=5
 check "lookup of a missing row" 1 '' \
     'tabletctl: lookup: row com.nope not found' tc lookup webtable com.nope
 
 # ---- Scans ----
 
-tc set webtable com.cnn.www/sports 'language:=EN@2'
+tc set webtable com.cnn.www%2Fsports 'language:=EN@2'
 tc set webtable com.example 'language:=FR@2'
 tc set webtable org.apache 'language:=DE@2'
 check "read prefix=" 0 \
 '----
 com.cnn.www
-  language: @ 2
+  language:% @ 2
     "EN"
 ----
-com.cnn.www/sports
-  language: @ 2
+com.cnn.www%2Fsports
+  language:% @ 2
     "EN"' '' tc read webtable prefix=com.cnn columns=language
 check "read start= end=" 0 \
 '----
 com.example
-  language: @ 2
+  language:% @ 2
     "FR"
 ----
 org.apache
-  language: @ 2
+  language:% @ 2
     "DE"' '' tc read webtable start=com.d end=org.b
 check "read count=" 0 \
 '----
 com.cnn.www
-  language: @ 2
+  language:% @ 2
     "EN"' '' tc read webtable columns=language count=1
 tc set split n 'f:=n@1'
 tc set split a 'f:=a@1'
@@ -177,15 +179,15 @@ tc set split z 'f:=z@1'
 check "read crosses split tablets in row order" 0 \
 '----
 a
-  f: @ 1
+  f:% @ 1
     "a"
 ----
 n
-  f: @ 1
+  f:% @ 1
     "n"
 ----
 z
-  f: @ 1
+  f:% @ 1
     "z"' '' tc read split
 
 # ---- Counters and check-and-set ----
@@ -226,13 +228,13 @@ check "setgcpolicy" 0 '' '' tc setgcpolicy webtable contents maxversions=1
 check "maxversions=1 hides older versions" 0 \
 '----
 com.cnn.www
-  contents: @ 6
+  contents:% @ 6
     "<html>6"' '' tc lookup webtable com.cnn.www columns=contents
 check "compact --major keeps what reads see" 0 '' '' tc compact webtable --major
 check "after major compaction" 0 \
 '----
 com.cnn.www
-  contents: @ 6
+  contents:% @ 6
     "<html>6"' '' tc lookup webtable com.cnn.www columns=contents
 check "setgcpolicy joins its words" 0 '' '' \
     tc setgcpolicy webtable anchor maxversions=2 or maxage=7d
@@ -244,25 +246,30 @@ tc setgcpolicy webtable anchor never
 
 # ---- Binary bytes, export and import ----
 
-check "set with \\xNN escapes" 0 '' '' \
-    tc set webtable 'bin\x00key\xff' \
-    'anchor:tab\x09q=line1\x0aline2\x09tab\\end@7' 'anchor:=@8' \
-    'language:=a@b@9'
-check "lookup escapes bytes" 0 \
+check "set with %XX names and \\xNN values" 0 '' '' \
+    tc set webtable 'bin%00key%FF' \
+    'anchor:tab%09q=line1\x0aline2\x09tab\\end@7' 'anchor:=@8' \
+    'language:%=a@b@9'
+check "lookup spells names as the mount, escapes values" 0 \
 '----
-bin\x00key\xff
-  anchor: @ 8
+bin%00key%FF
+  anchor:% @ 8
     ""
-  anchor:tab\x09q @ 7
+  anchor:tab%09q @ 7
     "line1\x0aline2\x09tab\\end"
-  language: @ 9
-    "a@b"' '' tc lookup webtable 'bin\x00key\xff'
+  language:% @ 9
+    "a@b"' '' tc lookup webtable 'bin%00key%ff'
+check "a name the mount refuses is a usage error" 2 '' \
+"tabletctl: set: bad row 'a/b' (want a name as the mount spells it: %XX escapes)
+usage: tabletctl [-s STORE] set T ROW F:Q=VALUE[@TS] ..." \
+    tc set webtable a/b 'anchor:=x'
 tc export webtable >"$tmp/export1"
-check "export writes tab-separated escaped cells" 0 \
-'bin\x00key\xff	anchor		8	
-bin\x00key\xff	anchor	tab\x09q	7	line1\x0aline2\x09tab\\end
-bin\x00key\xff	language		9	a@b' '' \
-    sed -n 1,3p "$tmp/export1"
+check "export: version 2, tab-separated, names as the mount spells them" 0 \
+'# tabletfs export 2
+bin%00key%FF	anchor	%	8	
+bin%00key%FF	anchor	tab%09q	7	line1\x0aline2\x09tab\\end
+bin%00key%FF	language	%	9	a@b' '' \
+    sed -n 1,4p "$tmp/export1"
 check "createtable for the copy" 0 '' '' \
     tc createtable copy families=anchor,contents,language
 check "import" 0 '' '' tc import copy "$tmp/export1"
@@ -279,6 +286,22 @@ check "import stops at a bad line" 1 '' \
     tc import copy "$tmp/bad"
 check "the row of a bad line is not written" 1 '' \
     'tabletctl: lookup: row r not found' tc lookup copy r
+printf 'old\\x01row\tanchor\tq\\x2fx\t3\tv\\x0a\na%%41\tanchor\t\t4\tw\n' \
+    >"$tmp/v1"
+check "import reads a version 1 export (\\xNN everywhere)" 0 '' '' \
+    tc import copy "$tmp/v1"
+check "a version 1 name, printed as the mount spells it" 0 \
+'----
+old%01row
+  anchor:q%2Fx @ 3
+    "v\x0a"' '' tc lookup copy old%01row
+check "a version 1 % is the byte itself" 0 \
+'----
+a%2541
+  anchor:% @ 4
+    "w"' '' tc lookup copy a%2541
+tc deleterow copy old%01row
+tc deleterow copy a%2541
 
 # ---- More schema ----
 
@@ -340,15 +363,15 @@ tcs() {
 }
 tcs init
 tcs createtable ranges families=f splits=m,t
-tcs createtable esc families=f 'splits=-,\xff'
+tcs createtable esc families=f 'splits=-,%FF'
 check "tablets T: one line per tablet, - for an open bound" 0 \
 'ranges	-	m	sstables=0	bytes=0	memtable=4152	data=0
 ranges	m	t	sstables=0	bytes=0	memtable=4152	data=0
 ranges	t	-	sstables=0	bytes=0	memtable=4152	data=0' '' tcs tablets ranges
-check "tablets: every table in order, bounds escaped, a row - as \\x2d" 0 \
-'esc	-	\x2d	sstables=0	bytes=0	memtable=4152	data=0
-esc	\x2d	\xff	sstables=0	bytes=0	memtable=4152	data=0
-esc	\xff	-	sstables=0	bytes=0	memtable=4152	data=0
+check "tablets: every table in order, bounds as names, a row - as %2D" 0 \
+'esc	-	%2D	sstables=0	bytes=0	memtable=4152	data=0
+esc	%2D	%FF	sstables=0	bytes=0	memtable=4152	data=0
+esc	%FF	-	sstables=0	bytes=0	memtable=4152	data=0
 ranges	-	m	sstables=0	bytes=0	memtable=4152	data=0
 ranges	m	t	sstables=0	bytes=0	memtable=4152	data=0
 ranges	t	-	sstables=0	bytes=0	memtable=4152	data=0' '' tcs tablets

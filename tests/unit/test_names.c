@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "tap.h"
-#include "fs/names.h"
 #include "util/alloc.h"
 #include "util/buf.h"
+#include "util/names.h"
 
 #define MAXRAW	128			/* longest raw string the model takes */
 #define MAXENC	(3 * MAXRAW + 1)
@@ -1097,6 +1097,137 @@ test_random(uint64_t *rng)
 	buf_release(&dec);
 }
 
+/* The listed component of n copies of unit (raw bytes), into out. */
+static void
+component_of(const char *unit, size_t n, const char *tail, struct buf *raw,
+    struct buf *out)
+{
+	buf_clear(raw);
+	for (size_t i = 0; i < n; i++)
+		(void)buf_append(raw, unit, strlen(unit));
+	(void)buf_append(raw, tail, strlen(tail));
+	buf_clear(out);
+	if (names_component(buf_slice(raw), out) < 0)
+		buf_clear(out);
+}
+
+/* Whether name is prefix_unit repeated k times, "%~" and 32 hex digits. */
+static bool
+short_form_is(const struct buf *name, const char *unit, size_t k)
+{
+	size_t u = strlen(unit), plen = u * k;
+
+	if (name->n != plen + NAMES_SHORT_SUFFIX)
+		return false;
+	for (size_t i = 0; i < k; i++)
+		if (memcmp(name->p + i * u, unit, u) != 0)
+			return false;
+	return memcmp(name->p + plen, "%~", 2) == 0;
+}
+
+/*
+ * Short names (names.h): a spelling that fits is listed as it is; a longer
+ * one is cut at a unit boundary to at most 221 bytes, then "%~" and the
+ * first 128 bits of the SHA-256 of the raw bytes; the form is recognised,
+ * its prefix decoded, and matched against the key it came from only.
+ */
+static void
+test_short_names(void)
+{
+	struct buf raw, name, name2, out;
+	char shape[300];
+
+	buf_init(&raw);
+	buf_init(&name);
+	buf_init(&name2);
+	buf_init(&out);
+	component_of("a", 255, "", &raw, &name);
+	ok(name.n == 255 && memchr(name.p, '%', name.n) == NULL,
+	    "a 255-byte spelling is listed as it is");
+	component_of("a", 256, "", &raw, &name);
+	ok(short_form_is(&name, "a", 221) && memcmp(name.p + 223,
+	    "02d7160d77e18c6447be80c2e355c7ed", 32) == 0,
+	    "256 a's: 221 a's, %%~, SHA-256's first 128 bits (pinned)");
+	is_int(names_short_prefix((const char *)name.p, name.n, &out), 1,
+	    "the short form is recognised");
+	ok(out.n == 221 && memcmp(out.p, raw.p, 221) == 0,
+	    "its prefix decodes to the key's first 221 bytes");
+	ok(names_component_is(buf_slice(&raw), (const char *)name.p, name.n,
+	    &out) == 1, "component_is matches the key it came from");
+	component_of("a", 257, "", &raw, &name2);
+	ok(names_component_is(buf_slice(&raw), (const char *)name.p, name.n,
+	    &out) == 0, "and not a longer key with the same prefix");
+	ok(names_decode((const char *)name.p, name.n, &out) == -EINVAL,
+	    "a short form is not a spelling: decode refuses it");
+	component_of("\x01", 100, "", &raw, &name);
+	ok(short_form_is(&name, "%01", 73), "%%XX units are never cut");
+	component_of("\xc3\xa9", 200, "", &raw, &name);
+	ok(short_form_is(&name, "\xc3\xa9", 110),
+	    "UTF-8 sequences are never cut");
+	component_of("b", 300, "1", &raw, &name);
+	component_of("b", 300, "2", &raw, &name2);
+	ok(short_form_is(&name, "b", 221) && short_form_is(&name2, "b", 221) &&
+	    memcmp(name.p + 223, name2.p + 223, 32) != 0,
+	    "keys sharing 300 bytes get different hashes");
+	buf_clear(&raw);
+	(void)buf_append(&raw, ".", 1);
+	for (int i = 0; i < 300; i++)
+		(void)buf_append(&raw, "b", 1);
+	buf_clear(&name);
+	(void)names_component(buf_slice(&raw), &name);
+	ok(name.n == 221 + NAMES_SHORT_SUFFIX &&
+	    memcmp(name.p, "%2Ebbb", 6) == 0,
+	    "a leading dot stays %%2E in the prefix");
+
+	memset(shape, 'a', sizeof(shape));
+	memcpy(shape + 10, "%~", 2);
+	memset(shape + 12, '0', 32);
+	is_int(names_short_prefix(shape, 44, &out), 1,
+	    "any decodable prefix has the shape");
+	is_int(names_short_prefix(shape + 10, 34, &out), -EINVAL,
+	    "no prefix: EINVAL");
+	shape[12] = 'A';
+	is_int(names_short_prefix(shape, 44, &out), 0,
+	    "upper-case hash digits: not a short form");
+	shape[12] = 'g';
+	is_int(names_short_prefix(shape, 44, &out), 0,
+	    "a non-hex hash: not a short form");
+	shape[12] = '0';
+	is_int(names_short_prefix(shape, 43, &out), 0,
+	    "31 digits: not a short form");
+	shape[3] = '/';
+	is_int(names_short_prefix(shape, 44, &out), -EINVAL,
+	    "an undecodable prefix: EINVAL");
+	memset(shape, 'a', sizeof(shape));
+	memcpy(shape + 222, "%~", 2);
+	memset(shape + 224, '0', 32);
+	is_int(names_short_prefix(shape, 256, &out), 0,
+	    "over 255 bytes: not a short form");
+
+	buf_release(&raw);
+	buf_release(&name);
+	buf_release(&name2);
+	buf_release(&out);
+}
+
+/* names_decode_in_place(): the same rule, no buffer. */
+static void
+test_decode_in_place(void)
+{
+	char s1[] = "a%2fb", s2[] = "%", s3[] = "a/b";
+	size_t n1 = 5, n2 = 1, n3 = 3;
+	int rc;
+
+	rc = names_decode_in_place(s1, &n1);
+	ok(rc == 0 && n1 == 3 && memcmp(s1, "a/b", 3) == 0,
+	    "decode in place");
+	rc = names_decode_in_place(s2, &n2);
+	ok(rc == 0 && n2 == 0, "decode in place: %% is empty");
+	rc = names_decode_in_place(s3, &n3);
+	ok(rc == -EINVAL && n3 == 3 && memcmp(s3, "a/b", 3) == 0,
+	    "decode in place refuses, leaving the name as it was");
+}
+
 int
 main(void)
 {
@@ -1112,5 +1243,7 @@ main(void)
 	test_append_and_replace();
 	test_enomem();
 	test_random(&rng);
+	test_short_names();
+	test_decode_in_place();
 	return tap_done();
 }

@@ -6,13 +6,19 @@
  * exactly what literal_len() refuses, and the decoder accepts a literal
  * exactly where literal_len() would have kept it, so every canonical name
  * decodes and re-encodes to itself.
+ *
+ * The short form's hash is SHA-256 from libmd (libbsd's companion, already
+ * a dependency): a standard function whose value never changes between
+ * versions, and whose collisions nobody can make, so that no key can be
+ * given the short name of another on purpose.
  */
 #include <errno.h>
+#include <sha2.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "fs/names.h"
+#include "util/names.h"
 
 static const char hex_upper[] = "0123456789ABCDEF";
 
@@ -174,6 +180,48 @@ names_encode(struct slice raw, struct buf *out)
 	return 0;
 }
 
+/* Whether the n bytes at p are a valid spelling (names_decode()). */
+static bool
+spelling_valid(const uint8_t *p, size_t n)
+{
+	size_t i, k;
+
+	if (n == 0)
+		return false;
+	for (i = 0; i < n; i += k) {
+		if (p[i] == '%') {
+			if (n == 1)
+				return true;	/* the empty string */
+			if (n - i < 3 || hex_value(p[i + 1]) < 0 ||
+			    hex_value(p[i + 2]) < 0)
+				return false;
+			k = 3;
+		} else if ((k = literal_len(p + i, n - i, i == 0)) == 0)
+			return false;
+	}
+	return true;
+}
+
+/* Write the bytes that valid spelling p[0..n) stands for at q, which may
+ * be p itself (they are never more), and return how many. */
+static size_t
+spelling_unescape(const uint8_t *p, size_t n, uint8_t *q)
+{
+	size_t i = 0, o = 0;
+
+	if (n == 1 && p[0] == '%')
+		return 0;
+	while (i < n) {
+		if (p[i] == '%') {
+			q[o++] = (uint8_t)(hex_value(p[i + 1]) << 4 |
+			    hex_value(p[i + 2]));
+			i += 3;
+		} else
+			q[o++] = p[i++];
+	}
+	return o;
+}
+
 /*
  * Validate the whole name before touching out, so that any error leaves
  * out as it was.  A decoded name is never longer than its spelling.
@@ -182,40 +230,111 @@ int
 names_decode(const char *name, size_t n, struct buf *out)
 {
 	const uint8_t *p = (const uint8_t *)name;
-	size_t i, k, old;
-	uint8_t *q;
+	size_t old;
 	int rc;
 
-	if (n == 0)
+	if (!spelling_valid(p, n))
 		return -EINVAL;
-	if (n == 1 && p[0] == '%') {
-		buf_clear(out);
-		return 0;
-	}
-	for (i = 0; i < n; i += k) {
-		if (p[i] == '%') {
-			if (n - i < 3 || hex_value(p[i + 1]) < 0 ||
-			    hex_value(p[i + 2]) < 0)
-				return -EINVAL;
-			k = 3;
-		} else if ((k = literal_len(p + i, n - i, i == 0)) == 0)
-			return -EINVAL;
-	}
 	old = out->n;
 	out->n = 0;
 	if ((rc = buf_reserve(out, n)) < 0) {
 		out->n = old;
 		return rc;
 	}
-	q = out->p;
-	for (i = 0; i < n;) {
-		if (p[i] == '%') {
-			*q++ = (uint8_t)(hex_value(p[i + 1]) << 4 |
-			    hex_value(p[i + 2]));
-			i += 3;
-		} else
-			*q++ = p[i++];
-	}
-	out->n = (size_t)(q - out->p);
+	out->n = spelling_unescape(p, n, out->p);
 	return 0;
+}
+
+int
+names_decode_in_place(char *name, size_t *n)
+{
+	uint8_t *p = (uint8_t *)name;
+
+	if (!spelling_valid(p, *n))
+		return -EINVAL;
+	*n = spelling_unescape(p, *n, p);
+	return 0;
+}
+
+/* Append the short form's suffix for raw: the marker and the hash. */
+static int
+short_suffix_append(struct slice raw, struct buf *out)
+{
+	static const char hex_lower[] = "0123456789abcdef";
+	uint8_t digest[SHA256_DIGEST_LENGTH];
+	char suffix[NAMES_SHORT_SUFFIX];
+	SHA2_CTX ctx;
+	size_t i;
+
+	SHA256Init(&ctx);
+	SHA256Update(&ctx, raw.p, raw.n);
+	SHA256Final(digest, &ctx);
+	memcpy(suffix, NAMES_SHORT_MARK, 2);
+	for (i = 0; i < NAMES_SHORT_HASH_DIGITS / 2; i++) {
+		suffix[2 + 2 * i] = hex_lower[digest[i] >> 4];
+		suffix[3 + 2 * i] = hex_lower[digest[i] & 0xf];
+	}
+	return buf_append(out, suffix, sizeof(suffix));
+}
+
+/*
+ * Encode whole, and only when that is too long cut the spelling back to
+ * the units that fit (the encoder's own walk, so no cut splits a %XX or a
+ * UTF-8 sequence) and add the suffix.
+ */
+int
+names_component(struct slice raw, struct buf *out)
+{
+	size_t start = out->n, i, k, unit, len = 0;
+	int rc;
+
+	if ((rc = names_encode(raw, out)) < 0)
+		return rc;
+	if (out->n - start <= NAMES_MAX_COMPONENT)
+		return 0;
+	for (i = 0; i < raw.n; i += k ? k : 1) {
+		k = literal_len(raw.p + i, raw.n - i, i == 0);
+		unit = k ? k : 3;
+		if (len + unit > NAMES_SHORT_PREFIX_MAX)
+			break;
+		len += unit;
+	}
+	out->n = start + len;
+	if ((rc = short_suffix_append(raw, out)) < 0)
+		out->n = start;
+	return rc;
+}
+
+int
+names_short_prefix(const char *name, size_t n, struct buf *out)
+{
+	const char *mark;
+	size_t i;
+	int rc;
+
+	if (n < NAMES_SHORT_SUFFIX || n > NAMES_MAX_COMPONENT)
+		return 0;
+	mark = name + n - NAMES_SHORT_SUFFIX;
+	if (memcmp(mark, NAMES_SHORT_MARK, 2) != 0)
+		return 0;
+	for (i = 2; i < NAMES_SHORT_SUFFIX; i++)
+		if (!((mark[i] >= '0' && mark[i] <= '9') ||
+		    (mark[i] >= 'a' && mark[i] <= 'f')))
+			return 0;
+	if (mark == name)
+		return -EINVAL;	/* no prefix: never listed */
+	rc = names_decode(name, (size_t)(mark - name), out);
+	return rc == -ENOMEM ? rc : rc < 0 ? -EINVAL : 1;
+}
+
+int
+names_component_is(struct slice raw, const char *name, size_t n,
+    struct buf *scratch)
+{
+	int rc;
+
+	buf_clear(scratch);
+	if ((rc = names_component(raw, scratch)) < 0)
+		return rc;
+	return scratch->n == n && memcmp(scratch->p, name, n) == 0;
 }
