@@ -1,6 +1,6 @@
 /*
  * tabletfs.h - the public C API of tabletfs: Bigtable's data model on a
- * local store (DESIGN.md section 1).  The filesystem, tabletctl and
+ * local store (docs/design.md section 1).  The filesystem, tabletctl and
  * tabletbench use only this header.
  *
  * Data model: (row, family:qualifier, timestamp) -> value.  Rows are
@@ -125,7 +125,7 @@ struct bt_family_spec {
 	const char *gc_policy;
 };
 
-/* Locality group settings; see DESIGN.md section 3 (setgroup). */
+/* Locality group settings; see docs/design.md section 3 (setgroup). */
 struct bt_group_spec {
 	const char *name;
 	uint32_t block_size;	/* 0: 64 KiB */

@@ -12,8 +12,8 @@
  * version is refused with BT_EFORMAT.
  *
  * A catalog handle serializes its calls with an internal mutex, so it may be
- * shared by threads.  Names are validated here (DESIGN.md section 1): table
- * and family names are [A-Za-z0-9_.-], 1-64 bytes, not starting with '.';
+ * shared by threads.  Names are validated here (docs/design.md section 1):
+ * table and family names are [A-Za-z0-9_.-], 1-64 bytes, not starting with '.';
  * locality group names the same.  Errors: -EINVAL (bad name or argument),
  * -EEXIST, BT_NOTFOUND (for lookups: the name is absent; an invalid name
  * is absent too), -ENOENT (for changes: the table, family, group, tablet or
@@ -40,7 +40,7 @@ struct env;
 
 struct catalog;
 
-/* Settings of a locality group (DESIGN.md section 3, setgroup). */
+/* Settings of a locality group (docs/design.md section 3, setgroup). */
 struct catalog_group {
 	char name[CATALOG_NAME_MAX + 1];
 	uint32_t block_size;	/* bytes; default 64 KiB */

@@ -1,6 +1,6 @@
 /*
  * ctl_socket.h - the control socket: how tabletctl hands a command to the
- * daemon that has the store mounted (DESIGN.md section 3, tabletctl(1)).
+ * daemon that has the store mounted (docs/design.md section 3, tabletctl(1)).
  *
  * The daemon listens on STORE/tabletfs.sock (mode 0600) and serves one
  * connection at a time, from a peer with its own uid only.  A connection

@@ -1,5 +1,5 @@
 /*
- * tabletctl.c - the administration tool of DESIGN.md section 3, with
+ * tabletctl.c - the administration tool of docs/design.md section 3, with
  * Cloud Bigtable's cbt verbs: `tabletctl [-s STORE] VERB ARGS...`.  This
  * file holds main: when a daemon has the store mounted the command goes to
  * it over the control socket (ctl_socket.h), else ctl_run opens the store

@@ -1,5 +1,5 @@
 /*
- * fs.h - the insides of the tabletfs FUSE daemon (DESIGN.md section 2),
+ * fs.h - the insides of the tabletfs FUSE daemon (docs/design.md section 2),
  * shared by src/fs/fs_*.c and main.c.  Nothing outside src/fs includes it.
  *
  * Every inode stands for one coordinate of the data model: a kind plus as

@@ -1,6 +1,6 @@
 /*
  * main.c - tabletfs, the FUSE daemon: tabletfs [-f] [-d] [-o OPT,...]
- * STORE MOUNTPOINT (DESIGN.md section 2, man/tabletfs.1).
+ * STORE MOUNTPOINT (docs/design.md section 2, man/tabletfs.1).
  *
  * Set-up ladder: parse options, fork (unless -f), open the store, create
  * the session, mount, start the control socket, then tell the waiting

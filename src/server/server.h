@@ -1,16 +1,17 @@
 /*
  * server.h - the tablet server of one store: it owns the store lock, the
  * catalog, the commit log, every table's tablets and the background thread
- * that flushes and compacts them (DESIGN.md section 4, Bigtable 5.3), and
- * performs the master's housekeeping that a single process needs (sweeping
- * files the catalog no longer names).
+ * that flushes and compacts them (docs/design.md section 4, Bigtable 5.3),
+ * and performs the master's housekeeping that a single process needs
+ * (sweeping files the catalog no longer names).
  *
- * Write path: validate; take the row's lock; under the sequence mutex take
- * sequence numbers and the server timestamp; append the mutation to the
- * commit log (group commit with concurrent writers); then, in sequence
- * order, apply it to the tablet's memtable and publish it to readers.  A
- * mutation is acknowledged only once it is in the log, and visible to reads
- * only once every earlier mutation is.
+ * Write path: validate; queue in the write queue, whose leader gives the
+ * group its sequence numbers and stamps, appends it to the commit log with
+ * one write (and one sync), applies it to the memtables and publishes it
+ * to readers, in queue order (docs/design.md section 7, W1-W3);
+ * read-modify-writes hold the row's lock across their read and their
+ * commit (W4).  A mutation is acknowledged only once it is in the log, and
+ * visible to reads only once every earlier mutation is.
  *
  * All functions are thread-safe.  Tables are named by their catalog name;
  * errors as in api/tabletfs.h.

@@ -4,7 +4,7 @@
  * Given a sorted stream of internal entries (ikey.h) merged from a tablet's
  * memtables and SSTables, cells_read_row() resolves one row: it drops what
  * the read's snapshot cannot see, applies delete markers, then the family's
- * GC policy, then the caller's filters.  The rules (DESIGN.md section 1):
+ * GC policy, then the caller's filters.  The rules (docs/design.md section 1):
  *
  *   - An entry is visible if its sequence number is at most the snapshot's.
  *   - A row, family or column delete masks the entries it covers whose

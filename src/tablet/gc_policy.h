@@ -1,6 +1,6 @@
 /*
  * gc_policy.h - a column family's garbage-collection policy, as Cloud
- * Bigtable's cbt writes it (DESIGN.md section 1):
+ * Bigtable's cbt writes it (docs/design.md section 1):
  *
  *	never
  *	maxversions=N			N from 1 to 2^63-1

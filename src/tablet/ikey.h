@@ -24,7 +24,7 @@
  * meets every marker before the data it masks.  Family names never contain
  * 0x00, but are escaped like the rest for uniformity.
  *
- * A delete masks only entries with a lower sequence number (DESIGN.md
+ * A delete masks only entries with a lower sequence number (docs/design.md
  * section 1): a later put with an old timestamp is visible.
  */
 #ifndef TABLETFS_TABLET_IKEY_H

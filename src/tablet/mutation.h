@@ -1,5 +1,5 @@
 /*
- * mutation.h - a row mutation: the unit of atomic change (DESIGN.md
+ * mutation.h - a row mutation: the unit of atomic change (docs/design.md
  * section 1), and its commit-log record.
  *
  * A row mutation is a list of puts and deletes on one row of one table.  It

@@ -1,7 +1,7 @@
 /*
  * tablet.h - a tablet: one row range of one table, served from a memtable,
  * a frozen memtable being flushed, and SSTables per locality group
- * (DESIGN.md section 4; Bigtable section 5.3).
+ * (docs/design.md section 4; Bigtable section 5.3).
  *
  * Writes: tablet_apply() inserts a row mutation's entries into the
  * memtable.  The caller (the tablet server) serializes applies and freezes

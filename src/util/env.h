@@ -1,7 +1,7 @@
 /*
  * env.h - the file environment: every byte the engine stores goes through
  * this interface, so that faults can be injected in tests and storage can be
- * replaced (DESIGN.md section 5).
+ * replaced (docs/design.md section 5).
  *
  * Two implementations:
  *   env_posix_new()  the local filesystem (pread/write/fdatasync/rename).

@@ -1,7 +1,7 @@
 /*
  * names.h - how row keys and qualifiers (arbitrary bytes) are spelled as
  * path components of the mount and in tabletctl's arguments and output,
- * and back (DESIGN.md section 2, "Names"; tabletfs(5), NAMES).
+ * and back (docs/design.md section 2, "Names"; tabletfs(5), NAMES).
  *
  * Printable ASCII (0x20-0x7e) and valid UTF-8 sequences stand for
  * themselves, except '/', '%' and '@'; every other byte, and those three, is

@@ -1,5 +1,5 @@
 /*
- * units.h - the size and duration spellings of DESIGN.md section 3.
+ * units.h - the size and duration spellings of docs/design.md section 3.
  *
  * Sizes: a decimal count with an optional k, m or g suffix, either case, in
  * powers of 1024 ("256K", "64k", "1g", "4096").  Durations: a decimal count

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_crash.sh - kill -9 of the daemon under concurrent writers, round
-# after round, on one store (DESIGN.md section 4, Durability).
+# after round, on one store (docs/design.md section 4, Durability).
 #
 # Each round mounts the store and starts three writers through the mount
 # (cat into version files, which reports close(); two write exact

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_fs_corrupt.sh - flipped bytes in the store, read through the
-# mount (DESIGN.md section 4: every byte read is checksummed; a mismatch
+# mount (docs/design.md section 4: every byte read is checksummed; a mismatch
 # is EIO for that read, and tabletctl check reports it; wrong data is
 # never returned).
 #   - A byte of a value in an SSTable data block: reads of the rows in

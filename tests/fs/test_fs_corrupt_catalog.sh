@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_fs_corrupt_catalog.sh - flipped bytes in the catalog (DESIGN.md
+# test_fs_corrupt_catalog.sh - flipped bytes in the catalog (docs/design.md
 # section 4: every byte read from disk is checksummed).  A family's name
 # and a GC policy changed inside catalog.db must make tabletctl check
 # name the catalog, and must never turn into a different schema: the

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_fs_errors.sh - the errors of DESIGN.md section 2 that
+# test_fs_errors.sh - the errors of docs/design.md section 2 that
 # test_fs_write.sh and test_fs_mount.sh leave out: EINVAL and ERANGE from
 # increment when the stored value is not an integer or the sum overflows
 # (reported by close(), so written through cat, which checks it); ESTALE

@@ -1,6 +1,6 @@
 /*
  * test_names.c - row keys and qualifiers spelled as path components
- * (DESIGN.md section 2, "Names"), checked against hand-written spellings
+ * (docs/design.md section 2, "Names"), checked against hand-written spellings
  * and against a model of the rules written here independently of names.c
  * (it decodes code points arithmetically rather than by byte ranges).
  */

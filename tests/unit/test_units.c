@@ -1,4 +1,4 @@
-/* test_units.c - size and duration spellings (DESIGN.md section 3). */
+/* test_units.c - size and duration spellings (docs/design.md section 3). */
 #include <errno.h>
 
 #include "tap.h"
