@@ -224,6 +224,8 @@ int temp_list(struct fs *fs, const struct coord *c, char ***names,
     struct temp_attr **attrs, size_t *count);
 void temp_names_free(char **names, struct temp_attr *attrs, size_t count);
 bool temp_in_column(struct fs *fs, const struct coord *c);
+void temp_dir_moved(struct fs *fs, const struct coord *src,
+    const struct coord *dst);
 int latest_hide(struct fs *fs, const struct coord *c);
 bool latest_hidden(struct fs *fs, const struct coord *c);
 void latest_show(struct fs *fs, const struct coord *c);

@@ -657,6 +657,7 @@ fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
 		family.kind = NODE_FAMILY;
 		(void)pending_add(fs, &family);
 	}
+	temp_dir_moved(fs, src, dst);
 	rc = node_tree_moved(fs, src, dst);
 	if (moved) {
 		pending_settled(fs, dst);

@@ -758,12 +758,13 @@ coord_under(const struct coord *p, const struct coord *c)
 }
 
 /* Whether p is directory c (a row, family or column) or a name in it at
- * any depth, control names (latest, increment, @TS) included. */
+ * any depth, control names (latest, increment, @TS) and temporary files
+ * included. */
 static bool
 coord_within(const struct coord *p, const struct coord *c)
 {
-	return p->kind >= c->kind && p->kind <= NODE_INCREMENT &&
-	    coord_same_upto(p, c, c->kind);
+	return ((p->kind >= c->kind && p->kind <= NODE_INCREMENT) ||
+	    p->kind == NODE_TEMP) && coord_same_upto(p, c, c->kind);
 }
 
 /* p, within directory src, with src's coordinates replaced by dst's (a

@@ -31,6 +31,7 @@ struct temp {
 	struct buf key;		/* coord_key() of its NODE_TEMP coord */
 	struct buf column;	/* coord_key() of its column */
 	char *name;
+	struct buf qualifier;	/* of its column */
 	struct buf data;
 	mode_t mode;
 	struct timespec mtime;
@@ -69,6 +70,7 @@ temp_free(struct temp *t)
 {
 	buf_release(&t->key);
 	buf_release(&t->column);
+	buf_release(&t->qualifier);
 	buf_release(&t->data);
 	bt_free(t->name);
 	bt_free(t);
@@ -177,11 +179,14 @@ temp_create(struct fs *fs, const struct coord *c, mode_t mode, bool excl,
 	} else {
 		buf_init(&t->key);
 		buf_init(&t->column);
+		buf_init(&t->qualifier);
 		buf_init(&t->data);
 		t->mode = mode & 0644;
 		now_into(&t->mtime);
 		if ((t->name = bt_strdup(c->name)) == NULL ||
-		    (rc = keys_of(c, &t->key, &t->column)) < 0) {
+		    (rc = keys_of(c, &t->key, &t->column)) < 0 ||
+		    (rc = buf_set(&t->qualifier, c->qualifier.data,
+		    c->qualifier.size)) < 0) {
 			rc = rc < 0 ? rc : -ENOMEM;
 			temp_free(t);
 		} else {
@@ -448,15 +453,18 @@ temp_rename(struct fs *fs, const struct coord *src, const struct coord *dst,
 				i = j;
 		}
 		t = ts->files[i];
-		buf_release(&t->key);
-		buf_release(&t->column);
-		bt_free(t->name);
-		t->key = dkey;
-		t->column = dcol;
-		t->name = name;
-		buf_init(&dkey);
-		buf_init(&dcol);
-		name = NULL;
+		if ((rc = buf_set(&t->qualifier, dst->qualifier.data,
+		    dst->qualifier.size)) == 0) {
+			buf_release(&t->key);
+			buf_release(&t->column);
+			bt_free(t->name);
+			t->key = dkey;
+			t->column = dcol;
+			t->name = name;
+			buf_init(&dkey);
+			buf_init(&dcol);
+			name = NULL;
+		}
 	}
 	pthread_mutex_unlock(&ts->lock);
 	if (rc == 0)
@@ -467,6 +475,59 @@ out:
 	buf_release(&dkey);
 	buf_release(&dcol);
 	return rc;
+}
+
+/*
+ * After a rename of directory src (a column or a family) to dst, its
+ * temporary files follow it, as files do in a directory that is renamed.
+ * Under memory pressure one may stay behind (its old column is gone:
+ * it is no longer reachable, and goes at unmount).
+ */
+void
+temp_dir_moved(struct fs *fs, const struct coord *src,
+    const struct coord *dst)
+{
+	struct temp_set *ts = fs->temps;
+	struct coord from = *src, to = *dst;
+	struct buf key, col, nkey, ncol;
+	bool moved = false;
+
+	from.kind = to.kind = NODE_TEMP;
+	buf_init(&key);
+	buf_init(&col);
+	buf_init(&nkey);
+	buf_init(&ncol);
+	pthread_mutex_lock(&ts->lock);
+	for (size_t i = 0; i < ts->count; i++) {
+		struct temp *t = ts->files[i];
+
+		if (src->kind == NODE_FAMILY) {
+			from.qualifier = to.qualifier = (struct bt_bytes){
+			    t->qualifier.p, t->qualifier.n };
+		}
+		from.name = to.name = t->name;
+		if (keys_of(&from, &key, &col) < 0 ||
+		    !buf_same(&t->column, &col) ||
+		    keys_of(&to, &nkey, &ncol) < 0)
+			continue;
+		buf_release(&t->key);
+		buf_release(&t->column);
+		t->key = nkey;
+		t->column = ncol;
+		buf_init(&nkey);
+		buf_init(&ncol);
+		if (src->kind == NODE_COLUMN)
+			(void)buf_set(&t->qualifier, dst->qualifier.data,
+			    dst->qualifier.size);
+		moved = true;
+	}
+	pthread_mutex_unlock(&ts->lock);
+	buf_release(&key);
+	buf_release(&col);
+	buf_release(&nkey);
+	buf_release(&ncol);
+	if (moved)
+		listing_changed(fs);
 }
 
 /* The temporary files of column c: names and attributes in two arrays

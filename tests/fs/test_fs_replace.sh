@@ -136,5 +136,17 @@ check_eq "tar out" "$(tar -tf "$T/out.tar" | grep -c '/[1-9][0-9]*$')" \
 tar -tf "$T/out.tar" | grep -q 'schema\|tablets' &&
     fail "tar carried a control file"
 
+# A temporary file is in its column as a file is in a directory: it
+# follows a rename of the column, and keeps rmdir from removing it.
+mkdir -p "$A/moving"
+echo kept > "$A/moving/latest"
+echo draft > "$A/moving/.draft.swp"
+expect_fail "Directory not empty" rmdir "$A/moving"
+mv "$A/moving" "$A/moved"
+check_eq "temporary file moved" "$(cat "$A/moved/.draft.swp")" draft
+[ -e "$A/moving/.draft.swp" ] && fail "temporary file left behind"
+mv "$A/moved/.draft.swp" "$A/moved/latest"
+check_eq "committed after the move" "$(cat "$A/moved/latest")" draft
+
 fs_unmount
 echo "ok"
