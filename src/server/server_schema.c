@@ -495,7 +495,9 @@ server_compact(struct server *s, const char *table, bool major)
 	pthread_mutex_lock(&s->bg_mu);
 	pthread_cond_broadcast(&s->bg_done_cv);
 	pthread_mutex_unlock(&s->bg_mu);
+	space_note(s, first);
 	segments_collect(s);
+	(void)space_full(s);	/* room again: take the reserve back */
 	return first;
 }
 
@@ -587,6 +589,7 @@ server_get_stats(struct server *s, struct server_stats *out)
 	out->log_syncs = ls.syncs;
 	out->log_batches = ls.batches;
 	out->writes_refused = s->broken < 0 ? s->broken : ls.poison;
+	space_get_stats(s, &out->disk_full, &out->reserve_bytes);
 	pthread_mutex_lock(&s->writes.mu);
 	out->write_gathers = s->writes.gathers;
 	pthread_mutex_unlock(&s->writes.mu);
