@@ -527,6 +527,7 @@ background_idle(struct server *s, struct tablet *t, bool *pending)
  * with, and what a writer waiting for memory is told (write_throttle()).
  * The round's error (the first of its other steps, or that) is what
  * bt_store_flush() reports: not a flush that failed and then succeeded.
+ * While the disk is full a round only deletes files and checks for room.
  */
 static int
 background_round(struct server *s, bool trim, bool *idle_pending,
@@ -537,6 +538,13 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 	int rc, first = 0;
 	bool freed = false, flush_failed = false;
 
+	/* A full disk: nothing is flushed or compacted unless asked for
+	 * (server_space.c, rule 2); a writer waiting for memory is told. */
+	if (space_full(s)) {
+		*flush_error = atomic_load(&s->disk_full);
+		segments_collect(s);
+		return master_collect_rounds(s, s->bg_rounds);
+	}
 	master_limit_memory(s);
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
 		return *flush_error = rc;

@@ -18,8 +18,13 @@
  *      the reserve, whose room is then the maintenance's.
  *   2. While full, a mutation that adds data (any put) is refused with
  *      ENOSPC before it reaches the log; deletes are logged and applied
- *      as usual, and flushes, compactions and the deletion of log
- *      segments and obsolete files go on.
+ *      as usual.  The background thread flushes and compacts nothing
+ *      (server.c, background_round): a flush of data that is not
+ *      deleted yet would take the reserve's room while the deletes are
+ *      still coming, and the compaction asked for afterwards would find
+ *      none.  Flushes and compactions run when asked for (tabletctl
+ *      compact, server_compact) and at close, and log segments and
+ *      obsolete files are deleted as usual.
  *   3. Once the filesystem has twice the reserve free (deleting data and
  *      a compaction, or room freed outside the store), the reserve is
  *      taken again (written, synced, its directory entry synced) and the
@@ -49,6 +54,25 @@
 #define SPACE_RESUME_MIN	(1ull << 20)
 /* Zeros written at a time where the filesystem cannot allocate. */
 #define SPACE_ZERO_CHUNK	(64u << 10)
+
+/* The caller's error detail, kept across the file operations here, which
+ * would replace it with their own (a compaction's ENOSPC would read as a
+ * failed removal of the reserve). */
+struct detail_save {
+	char text[512];
+};
+
+static void
+detail_save(struct detail_save *d)
+{
+	snprintf(d->text, sizeof(d->text), "%s", bt_error_detail());
+}
+
+static void
+detail_restore(const struct detail_save *d)
+{
+	(void)bt_error_set(0, "%s", d->text);
+}
 
 /* A 32nd of the filesystem, within [SPACE_RESERVE_MIN, MAX], in whole
  * 4 KiB pages; 0 when the capacity is not known. */
@@ -169,23 +193,29 @@ space_open(struct server *s)
 void
 space_note(struct server *s, int rc)
 {
+	struct detail_save d;
+
 	if (!space_is_full_error(rc) || s->opts.read_only)
 		return;
+	detail_save(&d);
 	pthread_mutex_lock(&s->space_mu);
 	atomic_store(&s->disk_full, rc);
 	if (s->reserve_held)
 		reserve_release_locked(s);
 	pthread_mutex_unlock(&s->space_mu);
+	detail_restore(&d);
 }
 
 bool
 space_full(struct server *s)
 {
+	struct detail_save d;
 	uint64_t available;
 	bool full;
 
 	if (atomic_load(&s->disk_full) == 0)
 		return false;
+	detail_save(&d);
 	pthread_mutex_lock(&s->space_mu);
 	full = atomic_load(&s->disk_full) < 0;
 	if (full && env_path_available(s->env, s->store_dir,
@@ -198,6 +228,7 @@ space_full(struct server *s)
 			atomic_store(&s->disk_full, 0);
 	}
 	pthread_mutex_unlock(&s->space_mu);
+	detail_restore(&d);
 	return full;
 }
 
