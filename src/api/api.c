@@ -1039,6 +1039,8 @@ bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 	out->merges = ss.merges;
 	out->files_collected = ss.files_collected;
 	out->writes_refused = ss.writes_refused;
+	out->disk_full = ss.disk_full;
+	out->reserve_bytes = ss.reserve_bytes;
 	location_cache_get_stats(s->locations, &ls);
 	out->location_lookups = ls.lookups;
 	out->location_hits = ls.hits;

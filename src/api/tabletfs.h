@@ -488,6 +488,14 @@ struct bt_stats {
 	 * against a memtable apply failing for another fault.  Reads go
 	 * on; the reopen replays the log. */
 	int writes_refused;
+	/* 0, or -ENOSPC (-EDQUOT) while the disk is full: a write that
+	 * adds data is refused with that error, deletes are accepted, and
+	 * flushes and compactions go on in the room of the store's
+	 * reserve (STORE/reserve, given up when the disk filled), until
+	 * twice the reserve is free again; and the bytes the reserve
+	 * holds (0 while it is given up, or where there is none). */
+	int disk_full;
+	uint64_t reserve_bytes;
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);
 /*

@@ -328,8 +328,15 @@ cmd_status(struct ctl *c, int argc, char **argv)
 	if (st.writes_refused < 0)
 		fprintf(c->out, "%-15s refused (%s): reopen the store\n",
 		    "writes", bt_strerror(st.writes_refused));
+	else if (st.disk_full < 0)
+		fprintf(c->out, "%-15s deletes only (disk full): delete data "
+		    "and compact to free room\n", "writes");
 	else
 		fprintf(c->out, "%-15s accepted\n", "writes");
+	fprintf(c->out, "%-15s %s\n", "disk", st.disk_full < 0 ? "full" :
+	    "ok");
+	fprintf(c->out, "%-15s %" PRIu64 "\n", "reserve_bytes",
+	    st.reserve_bytes);
 #define STAT(name) fprintf(c->out, "%-15s %" PRIu64 "\n", #name, st.name)
 	STAT(sstables);
 	STAT(damaged_sstables);

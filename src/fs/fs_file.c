@@ -74,6 +74,9 @@ fs_status_text(struct fs *fs, struct buf *out)
 	if (st.writes_refused < 0)
 		snprintf(writes, sizeof(writes), "refused (%s): remount to "
 		    "replay the log", bt_strerror(st.writes_refused));
+	else if (st.disk_full < 0)
+		snprintf(writes, sizeof(writes), "deletes only (disk full): "
+		    "delete data and compact to free room");
 	else
 		snprintf(writes, sizeof(writes), "%s", fs->read_only ?
 		    "refused (read-only mount)" : "accepted");
@@ -82,6 +85,8 @@ fs_status_text(struct fs *fs, struct buf *out)
 	    "store: %s\n"
 	    "mode: %s%s\n"
 	    "writes: %s\n"
+	    "disk: %s\n"
+	    "reserve_bytes: %" PRIu64 "\n"
 	    "mutations: %" PRIu64 "\n"
 	    "reads: %" PRIu64 "\n"
 	    "log_syncs: %" PRIu64 "\n"
@@ -103,7 +108,8 @@ fs_status_text(struct fs *fs, struct buf *out)
 	    "location_levels: %" PRIu64 "\n"
 	    "location_stale: %" PRIu64 "\n",
 	    (long)getpid(), fs->store_path, fs->read_only ? "ro" : "rw",
-	    fs->sync_always ? ",sync=always" : "", writes, st.mutations,
+	    fs->sync_always ? ",sync=always" : "", writes,
+	    st.disk_full < 0 ? "full" : "ok", st.reserve_bytes, st.mutations,
 	    st.reads,
 	    st.log_syncs, st.log_batches, st.flushes, st.compactions,
 	    st.sstables, st.damaged_sstables, st.memtable_bytes, st.last_seq,

@@ -329,6 +329,9 @@ tables_snapshot_free(struct server_table **list, size_t count)
 
 /* ---- Log segments ---- */
 
+/* A segment whose records are all flushed is rotated past this size. */
+#define SEGMENT_ROTATE_FLUSHED	(1ull << 20)
+
 void
 segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq)
 {
@@ -352,7 +355,13 @@ segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq)
 
 /*
  * Delete the log segments that no tablet needs any more: every record in
- * them is in an SSTable.  The segment being written is kept.  A group
+ * them is in an SSTable.  The segment being written is kept, unless all
+ * of it is flushed and it is past SEGMENT_ROTATE_FLUSHED bytes (or holds
+ * anything while the disk is full): it is then finished and a new one
+ * begun, so that it can go.  Segments rotate at their size otherwise
+ * (64 MiB), and a segment that size, every record of it flushed, was
+ * kept on a disk it had filled.  A poisoned writer is not rotated: its
+ * writes stay refused until the reopen (server_write.c).  A group
  * applied after the tablets are read is in no memtable that they show,
  * and by the time apply_mu is taken the next group may have started a
  * new segment, so that the group's is no longer the current one: every
@@ -363,6 +372,8 @@ void
 segments_collect(struct server *s)
 {
 	struct server_table **tables;
+	struct log_writer_stats ls;
+	struct log_position pos;
 	uint64_t oldest, current;
 	size_t count, kept = 0;
 
@@ -385,7 +396,19 @@ segments_collect(struct server *s)
 	}
 	tables_snapshot_free(tables, count);
 	pthread_mutex_lock(&s->apply_mu);
-	current = log_writer_position(s->log).segment;
+	pos = log_writer_position(s->log);
+	current = pos.segment;
+	log_writer_get_stats(s->log, &ls);
+	for (size_t i = 0; i < s->segment_count && ls.poison == 0; i++) {
+		if (s->segments[i].number == current &&
+		    s->segments[i].max_seq < oldest &&
+		    (pos.offset >= SEGMENT_ROTATE_FLUSHED ||
+		    atomic_load(&s->disk_full) < 0)) {
+			if (log_writer_rotate(s->log, NULL) == 0)
+				current = log_writer_position(s->log).segment;
+			break;
+		}
+	}
 	for (size_t i = 0; i < s->segment_count; i++) {
 		struct segment *g = &s->segments[i];
 		char path[4096];
@@ -504,6 +527,7 @@ background_idle(struct server *s, struct tablet *t, bool *pending)
  * with, and what a writer waiting for memory is told (write_throttle()).
  * The round's error (the first of its other steps, or that) is what
  * bt_store_flush() reports: not a flush that failed and then succeeded.
+ * While the disk is full a round only deletes files and checks for room.
  */
 static int
 background_round(struct server *s, bool trim, bool *idle_pending,
@@ -514,6 +538,13 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 	int rc, first = 0;
 	bool freed = false, flush_failed = false;
 
+	/* A full disk: nothing is flushed or compacted unless asked for
+	 * (server_space.c, rule 2); a writer waiting for memory is told. */
+	if (space_full(s)) {
+		*flush_error = atomic_load(&s->disk_full);
+		segments_collect(s);
+		return master_collect_rounds(s, s->bg_rounds);
+	}
 	master_limit_memory(s);
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
 		return *flush_error = rc;
@@ -547,6 +578,8 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 	if (*flush_error < 0 && first == 0)
 		first = *flush_error;
 	tables_snapshot_free(tables, count);
+	space_note(s, *flush_error);
+	space_note(s, first);
 	segments_collect(s);
 	s->bg_trim_pending |= freed;
 	if (trim && s->bg_trim_pending) {
@@ -559,6 +592,7 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 	rc = master_collect_rounds(s, s->bg_rounds);
 	if (rc < 0 && first == 0)
 		first = rc;
+	(void)space_full(s);	/* room again: take the reserve back */
 	return first;
 }
 
@@ -940,16 +974,20 @@ server_recover(struct server *s, uint64_t *next_segment)
 	}
 	if (s->opts.read_only)
 		goto out;
-	if (s->replay_disk_full)
+	if (s->replay_disk_full) {
+		space_note(s, -ENOSPC);
 		goto out_keep;
+	}
 	for (size_t i = 0; i < s->table_count; i++)
 		for (size_t j = 0; j < s->tables[i]->map->count; j++) {
 			struct tablet *t = s->tables[i]->map->tablets[j];
 
 			if ((rc = tablet_freeze(t)) == 0)
 				rc = tablet_flush(t, true);
-			if (rc == -ENOSPC || rc == -EDQUOT)
+			if (space_is_full_error(rc)) {
+				space_note(s, rc);
 				goto out_keep;
+			}
 			if (rc < 0)
 				goto out;
 		}
@@ -1062,6 +1100,7 @@ server_open(const char *path, const struct server_options *opts,
 	pthread_mutex_init(&s->apply_mu, NULL);
 	pthread_mutex_init(&s->work_mu, NULL);
 	pthread_mutex_init(&s->bg_mu, NULL);
+	pthread_mutex_init(&s->space_mu, NULL);
 	pthread_cond_init(&s->bg_cv, NULL);
 	pthread_cond_init(&s->bg_done_cv, NULL);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
@@ -1077,10 +1116,12 @@ server_open(const char *path, const struct server_options *opts,
 			goto out_close;
 		s->env = s->own_env;
 	}
+	s->store_dir = bt_strdup(path);
 	s->log_dir = path_join(path, "log");
 	s->sst_dir = path_join(path, "sst");
 	s->tmp_dir = path_join(path, "tmp");
-	if (s->log_dir == NULL || s->sst_dir == NULL || s->tmp_dir == NULL) {
+	if (s->store_dir == NULL || s->log_dir == NULL || s->sst_dir == NULL ||
+	    s->tmp_dir == NULL) {
 		rc = -ENOMEM;
 		goto out_close;
 	}
@@ -1101,6 +1142,9 @@ server_open(const char *path, const struct server_options *opts,
 	rc = env_lock(s->env, p, &s->lock);
 	bt_free(p);
 	if (rc < 0)
+		goto out_close;
+	/* Before anything writes: a full disk gives up the reserve. */
+	if ((rc = space_open(s)) < 0)
 		goto out_close;
 	if ((p = path_join(path, "catalog.db")) == NULL) {
 		rc = -ENOMEM;
@@ -1123,6 +1167,7 @@ server_open(const char *path, const struct server_options *opts,
 	s->tenv.compact_poll_arg = s;
 	s->tenv.compact_wanted = background_compact_wanted;
 	s->tenv.compact_wanted_arg = s;
+	s->tenv.disk_full = &s->disk_full;
 	if ((rc = catalog_meta_get(s->catalog, "last_seq", 0,
 	    &last_seq)) < 0)
 		goto out_close;
@@ -1249,6 +1294,8 @@ server_close(struct server *s)
 	catalog_close(s->catalog);
 	env_unlock(s->lock);
 	env_free(s->own_env);
+	bt_free(s->store_dir);
+	bt_free(s->reserve_path);
 	bt_free(s->log_dir);
 	bt_free(s->sst_dir);
 	bt_free(s->tmp_dir);
@@ -1261,6 +1308,7 @@ server_close(struct server *s)
 	pthread_mutex_destroy(&s->apply_mu);
 	pthread_mutex_destroy(&s->work_mu);
 	pthread_mutex_destroy(&s->bg_mu);
+	pthread_mutex_destroy(&s->space_mu);
 	pthread_cond_destroy(&s->bg_cv);
 	pthread_cond_destroy(&s->bg_done_cv);
 	bt_free(s);

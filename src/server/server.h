@@ -222,6 +222,11 @@ struct server_stats {
 	/* 0, or the error for which every write is refused until the
 	 * store is reopened (memory fell behind the log or catalog). */
 	int writes_refused;
+	/* 0, or -ENOSPC (-EDQUOT) while the disk is full: writes that
+	 * add data are refused, deletes and compactions go on
+	 * (server_space.c); and the bytes the store's reserve holds. */
+	int disk_full;
+	uint64_t reserve_bytes;
 };
 void server_get_stats(struct server *s, struct server_stats *out);
 /* server_stats.last_seq alone (bt_store_last_seq). */

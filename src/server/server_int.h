@@ -175,6 +175,14 @@ struct server {
 	uint64_t memory_trims;		/* guarded by bg_mu */
 	uint64_t memtable_peak;		/* guarded by apply_mu */
 
+	/* Disk space (server_space.c): the reserve and the disk-full
+	 * state.  disk_full is read anywhere; the rest under space_mu. */
+	pthread_mutex_t space_mu;
+	char *store_dir, *reserve_path;
+	uint64_t reserve_size;		/* 0: no reserve */
+	bool reserve_held;
+	_Atomic int disk_full;		/* 0, or -ENOSPC or -EDQUOT */
+
 	atomic_uint_fast64_t mutations;
 	atomic_uint_fast64_t reads;
 	atomic_uint_fast64_t splits;
@@ -242,6 +250,27 @@ int table_load(struct server *s, const char *name, struct server_table **out);
  * then not fail); caller holds tables_mu. */
 int tables_reserve_locked(struct server *s);
 int tables_add_locked(struct server *s, struct server_table *t);
+
+/* ---- Disk space (server_space.c; its numbered rules) ---- */
+
+/* Whether rc says the disk (or the user's quota) is full. */
+bool space_is_full_error(int rc);
+/* Size the reserve for the store's filesystem, and take it, keep it or
+ * give it up with the disk-full state (rule 4).  Read-only: nothing. */
+int space_open(struct server *s);
+/* An operation failed with rc: when that is a full disk, enter the
+ * disk-full state and give up the reserve (rule 1). */
+void space_note(struct server *s, int rc);
+/* Whether the store is in the disk-full state, after leaving it if
+ * there is room again (rule 3).  Takes space_mu. */
+bool space_full(struct server *s);
+/* 0, or -ENOSPC for a mutation that adds data while the disk is full
+ * (rule 2). */
+int space_refuse(struct server *s, const struct mutation *ops,
+    size_t count);
+/* The state (0 or an errno) and the bytes the reserve holds. */
+void space_get_stats(struct server *s, int *disk_full,
+    uint64_t *reserve_bytes);
 
 /* ---- The master's duties (master.c) ---- */
 

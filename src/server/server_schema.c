@@ -378,40 +378,6 @@ server_group_set(struct server *s, const char *table,
 
 /* ---- Administration ---- */
 
-int
-server_flush(struct server *s)
-{
-	struct server_table **tables;
-	size_t count;
-	int rc;
-
-	if ((rc = check_writable(s)) < 0)
-		return rc;
-	for (int round = 0; round < 3; round++) {
-		bool busy = false;
-
-		if ((rc = tables_snapshot(s, &tables, &count)) < 0)
-			return rc;
-		pthread_mutex_lock(&s->apply_mu);
-		for (size_t i = 0; i < count; i++) {
-			struct tablet_map *m = table_map(tables[i]);
-
-			for (size_t j = 0; j < m->count; j++)
-				if (master_freeze(s, m->tablets[j]) ==
-				    -EBUSY)
-					busy = true;
-			tablet_map_unref(m);
-		}
-		pthread_mutex_unlock(&s->apply_mu);
-		tables_snapshot_free(tables, count);
-		if ((rc = background_wait_round(s)) < 0)
-			return rc;
-		if (!busy)
-			break;
-	}
-	return 0;
-}
-
 /*
  * Flush what tablet t holds in memory, on this thread (work_mu held, so
  * no background flush runs meanwhile): a frozen memtable, then the
@@ -444,27 +410,21 @@ compact_flush(struct server *s, struct tablet *t)
 	return 0;
 }
 
-int
-server_compact(struct server *s, const char *table, bool major)
+/*
+ * Flush every tablet of table (NULL: of every table) and, when compact,
+ * compact it, on the caller's thread, holding the work lock so that no
+ * background flush or compaction runs meanwhile: the background would
+ * flush only after waiting a round, and might then merge the new file
+ * with others just before this rewrites them all.  Returns the first
+ * error.
+ */
+static int
+compact_all(struct server *s, const char *table, bool major, bool compact)
 {
 	struct server_table **tables;
 	size_t count;
 	int rc, first = 0;
 
-	if ((rc = check_writable(s)) < 0)
-		return rc;
-	if (table != NULL) {	/* a table that is not there is an error */
-		struct server_table *t;
-
-		if ((rc = table_get(s, table, &t)) < 0)
-			return rc;
-		table_unref(t);
-	}
-	/* Flush and compact on the caller's thread, holding the work lock
-	 * so that no background flush or compaction runs meanwhile: the
-	 * background would flush only after waiting a round, and might
-	 * then merge the new file with others just before this rewrites
-	 * them all. */
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
 		return rc;
 	pthread_mutex_lock(&s->work_mu);
@@ -477,7 +437,7 @@ server_compact(struct server *s, const char *table, bool major)
 		for (size_t j = 0; j < m->count; j++) {
 			struct tablet *t = m->tablets[j];
 
-			if ((rc = compact_flush(s, t)) == 0)
+			if ((rc = compact_flush(s, t)) == 0 && compact)
 				rc = tablet_compact(t, major, server_now(s));
 			if (rc < 0 && first == 0)
 				first = rc;
@@ -485,7 +445,7 @@ server_compact(struct server *s, const char *table, bool major)
 		tablet_map_unref(m);
 		/* Then split or merge what the compaction resized, as a
 		 * background round would. */
-		if ((rc = master_balance_table(s, tables[i])) < 0 &&
+		if (compact && (rc = master_balance_table(s, tables[i])) < 0 &&
 		    first == 0)
 			first = rc;
 	}
@@ -495,8 +455,64 @@ server_compact(struct server *s, const char *table, bool major)
 	pthread_mutex_lock(&s->bg_mu);
 	pthread_cond_broadcast(&s->bg_done_cv);
 	pthread_mutex_unlock(&s->bg_mu);
+	space_note(s, first);
 	segments_collect(s);
+	(void)space_full(s);	/* room again: take the reserve back */
 	return first;
+}
+
+int
+server_flush(struct server *s)
+{
+	struct server_table **tables;
+	size_t count;
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	/* The background flushes nothing while the disk is full. */
+	if (space_full(s))
+		return compact_all(s, NULL, false, false);
+	for (int round = 0; round < 3; round++) {
+		bool busy = false;
+
+		if ((rc = tables_snapshot(s, &tables, &count)) < 0)
+			return rc;
+		pthread_mutex_lock(&s->apply_mu);
+		for (size_t i = 0; i < count; i++) {
+			struct tablet_map *m = table_map(tables[i]);
+
+			for (size_t j = 0; j < m->count; j++)
+				if (master_freeze(s, m->tablets[j]) ==
+				    -EBUSY)
+					busy = true;
+			tablet_map_unref(m);
+		}
+		pthread_mutex_unlock(&s->apply_mu);
+		tables_snapshot_free(tables, count);
+		if ((rc = background_wait_round(s)) < 0)
+			return rc;
+		if (!busy)
+			break;
+	}
+	return 0;
+}
+
+int
+server_compact(struct server *s, const char *table, bool major)
+{
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	if (table != NULL) {	/* a table that is not there is an error */
+		struct server_table *t;
+
+		if ((rc = table_get(s, table, &t)) < 0)
+			return rc;
+		table_unref(t);
+	}
+	return compact_all(s, table, major, true);
 }
 
 int
@@ -587,6 +603,7 @@ server_get_stats(struct server *s, struct server_stats *out)
 	out->log_syncs = ls.syncs;
 	out->log_batches = ls.batches;
 	out->writes_refused = s->broken < 0 ? s->broken : ls.poison;
+	space_get_stats(s, &out->disk_full, &out->reserve_bytes);
 	pthread_mutex_lock(&s->writes.mu);
 	out->write_gathers = s->writes.gathers;
 	pthread_mutex_unlock(&s->writes.mu);

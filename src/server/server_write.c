@@ -535,6 +535,7 @@ group_log(struct server *s, struct write_waiter *first,
 	rc = log_writer_append_many(s->log, q->slices, n, sync, q->positions);
 	if (rc == BT_ECLOSED)
 		rc = log_refusal(s, rc);
+	space_note(s, rc);
 	*sync_ns = rc == 0 && sync ? monotonic_ns() - t0 : 0;
 	if (q->records.cap > 4 * WRITE_GROUP_BYTES)
 		buf_release(&q->records);
@@ -737,7 +738,8 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 
 	if (s->log == NULL)
 		return bt_error_set(-EROFS, "store is read-only");
-	if ((rc = write_throttle(s)) < 0)
+	if ((rc = space_refuse(s, ops, count)) < 0 ||
+	    (rc = write_throttle(s)) < 0)
 		return rc;
 
 	/* Field by field: the detail buffer is written only on failure. */

@@ -654,3 +654,78 @@ cells_compact_row(struct iter *it, const struct cells_schema *schema,
 	return walk_row(it, UINT64_MAX, schema, &everything, r, &st,
 	    compact_walk_version, &w);
 }
+
+void
+cells_flush_filter_init(struct cells_flush_filter *f)
+{
+	memset(f, 0, sizeof(*f));
+	for (size_t i = 0; i < 3; i++)
+		buf_init(&f->scope[i]);
+	buf_init(&f->slot);
+}
+
+void
+cells_flush_filter_release(struct cells_flush_filter *f)
+{
+	for (size_t i = 0; i < 3; i++)
+		buf_release(&f->scope[i]);
+	buf_release(&f->slot);
+}
+
+/*
+ * Keys come in memtable order, so a marker comes before what it masks
+ * and the newest entry of a slot before the older ones (ikey.h).  The
+ * prefix a marker covers is its key but its 0x00 0x00 and trailer (a row
+ * or family delete) or its be64(0) and trailer (a column delete): every
+ * key it masks starts with it, since escaped components are prefix-free,
+ * and once keys have passed it none does again.
+ */
+int
+cells_flush_filter_keep(struct cells_flush_filter *f, struct slice key)
+{
+	uint64_t trailer, seq;
+	size_t scope, cut;
+	unsigned kind;
+	int rc;
+
+	if (key.n < 10)
+		return 1;	/* not ours to judge; the reader reports it */
+	trailer = ikey_trailer(key);
+	seq = trailer >> 8;
+	kind = (unsigned)(trailer & 0xff);
+	for (size_t i = 0; i < 3; i++)
+		if (f->scope_seq[i] > seq &&
+		    slice_starts_with(key, buf_slice(&f->scope[i])))
+			return 0;
+	switch (kind) {
+	case IKEY_DELETE_ROW:
+		scope = 0;
+		cut = 10;
+		break;
+	case IKEY_DELETE_FAMILY:
+		scope = 1;
+		cut = 10;
+		break;
+	case IKEY_DELETE_COLUMN:
+		scope = 2;
+		cut = 16;
+		break;
+	case IKEY_PUT:
+	case IKEY_DELETE_VERSION:
+		key.n -= 8;
+		if (f->have_slot && slice_equal(key, buf_slice(&f->slot)))
+			return 0;	/* an older entry of the slot */
+		if ((rc = buf_set(&f->slot, key.p, key.n)) < 0)
+			return rc;
+		f->have_slot = true;
+		return 1;
+	default:
+		return 1;
+	}
+	if (key.n < cut)
+		return 1;
+	if ((rc = buf_set(&f->scope[scope], key.p, key.n - cut)) < 0)
+		return rc;
+	f->scope_seq[scope] = seq;
+	return 1;
+}

@@ -172,4 +172,33 @@ int cells_compact_row(struct iter *it, const struct cells_schema *schema,
     int64_t now, struct cells_row *r,
     int (*keep)(void *arg, struct slice key, struct slice value), void *arg);
 
+/*
+ * What a flush (minor compaction) of one memtable may leave out: an entry
+ * that a newer entry of the same memtable hides at every snapshot that a
+ * reader of the flushed data can take (the flushed data is older than
+ * every snapshot taken after the flush): a put or version delete below
+ * the newest entry of its slot (row, family, qualifier, timestamp), and
+ * any entry, delete markers included, that a row, family or column delete
+ * with a higher sequence number covers.  The markers that decide are
+ * kept, since older SSTables may hold what they mask.  Without this, a
+ * flush wrote whatever the memtable held, deleted or not: a memtable of
+ * 20 MB whose rows were all deleted needed 20 MB on disk to flush, and a
+ * full disk could not be freed by deleting data.
+ *
+ * Feed every key of the memtable in order to cells_flush_filter_keep():
+ * 1 to keep it, 0 to leave it out, or -ENOMEM.  One filter per flush;
+ * not thread-safe.
+ */
+struct cells_flush_filter {
+	struct buf scope[3];	/* row, family, column delete: the key
+				 * prefix each covers */
+	uint64_t scope_seq[3];	/* and its sequence number (0: none) */
+	struct buf slot;	/* the last kept version entry's slot */
+	bool have_slot;
+};
+
+void cells_flush_filter_init(struct cells_flush_filter *f);
+void cells_flush_filter_release(struct cells_flush_filter *f);
+int cells_flush_filter_keep(struct cells_flush_filter *f, struct slice key);
+
 #endif

@@ -1055,10 +1055,46 @@ out_readers:
 }
 
 /*
+ * The entries a flush reads: the frozen memtable's, and when with_mem the
+ * active one's too, merged in key order.
+ */
+static int
+flush_iter_new(const struct tablet_version *v, bool with_mem,
+    struct iter **out)
+{
+	struct iter *children[2];
+	int rc;
+
+	if ((rc = memtable_iter_new(v->imm, &children[0])) < 0)
+		return rc;
+	if (!with_mem) {
+		*out = children[0];
+		return 0;
+	}
+	if ((rc = memtable_iter_new(v->mem, &children[1])) < 0) {
+		iter_free(children[0]);
+		return rc;
+	}
+	return merge_iter_new(children, 2, out);
+}
+
+/*
  * Minor compaction: write the frozen memtable as one SSTable per locality
  * group that has entries (a row delete goes to every group, since reads of
  * any group must see it), then name them in the catalog with the new redo
- * point.  Entries of families no longer in the schema are dropped.
+ * point.  Entries of families no longer in the schema are dropped, and so
+ * is what newer entries of the memtable hide (cells_flush_filter).
+ *
+ * While the disk is full (tablet_env.disk_full) the active memtable is
+ * read too, for what its newer entries hide: after a reopen on a full
+ * disk the replayed data is frozen, and the deletes that are to free its
+ * room land in the active memtable, which cannot flush before it.  Its
+ * entries are not written (they stay in it and in the log until their
+ * own flush), and what they hide is hidden from every read already; a
+ * delete being applied as the flush reads it, not yet published, may
+ * hide its put from a read between the flush's end and the publication
+ * (microseconds), as a compaction's drops do from a scan that began
+ * earlier.
  */
 int
 tablet_flush(struct tablet *t, bool parallel)
@@ -1068,11 +1104,14 @@ tablet_flush(struct tablet *t, bool parallel)
 	struct out_file *outs = NULL;
 	struct iter *it = NULL;
 	const struct tablet_family *last = NULL;	/* looked up last */
+	struct cells_flush_filter hidden;
 	struct buf scratch;
 	size_t out_count = 0, last_len = 0;
+	bool with_mem;
 	int rc;
 
 	buf_init(&scratch);
+	cells_flush_filter_init(&hidden);
 	if (v->imm == NULL) {
 		rc = BT_NOTFOUND;
 		goto out;
@@ -1081,7 +1120,9 @@ tablet_flush(struct tablet *t, bool parallel)
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((rc = memtable_iter_new(v->imm, &it)) < 0 ||
+	with_mem = v->mem != NULL && t->tenv.disk_full != NULL &&
+	    atomic_load(t->tenv.disk_full) < 0;
+	if ((rc = flush_iter_new(v, with_mem, &it)) < 0 ||
 	    (rc = iter_seek_first(it)) < 0)
 		goto out_abandon;
 	for (; iter_valid(it); rc = iter_next(it)) {
@@ -1092,6 +1133,12 @@ tablet_flush(struct tablet *t, bool parallel)
 
 		if (rc < 0)
 			goto out_abandon;
+		/* What newer entries of the memtable hide is left out. */
+		if ((rc = cells_flush_filter_keep(&hidden, iter_key(it))) < 0)
+			goto out_abandon;
+		if (rc == 0 || (with_mem && iter_key(it).n >= 8 &&
+		    ikey_trailer(iter_key(it)) >> 8 > t->imm_max_seq))
+			continue;
 		/* Only the family matters here; decode the whole key only
 		 * when the quick look cannot tell. */
 		if ((frc = ikey_family(iter_key(it), &family)) < 0) {
@@ -1160,6 +1207,7 @@ out_abandon:
 		out_file_abandon(t, &outs[g]);
 out:
 	iter_free(it);
+	cells_flush_filter_release(&hidden);
 	buf_release(&scratch);
 	bt_free(outs);
 	tablet_version_unref(v);

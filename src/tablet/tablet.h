@@ -118,6 +118,10 @@ struct tablet_env {
 	 * budget; it must not block (NULL: never called). */
 	void (*compact_wanted)(void *arg);
 	void *compact_wanted_arg;
+	/* Below 0 while the disk is full (NULL: never): a flush then
+	 * reads the active memtable beside the frozen one, so that what
+	 * deletes made since the freeze hide is not written (tablet_flush). */
+	_Atomic int *disk_full;
 };
 
 #define TABLET_COMPACT_POLL_ROWS 256

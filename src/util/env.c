@@ -121,6 +121,12 @@ env_path_available(struct env *env, const char *path, uint64_t *bytes)
 }
 
 int
+env_path_capacity(struct env *env, const char *path, uint64_t *bytes)
+{
+	return env->ops->path_capacity(env, path, bytes);
+}
+
+int
 env_path_rename(struct env *env, const char *from, const char *to)
 {
 	return env->ops->path_rename(env, from, to);

@@ -54,6 +54,8 @@ struct env_ops {
 	int (*path_size)(struct env *env, const char *path, uint64_t *size);
 	int (*path_available)(struct env *env, const char *path,
 	    uint64_t *bytes);
+	int (*path_capacity)(struct env *env, const char *path,
+	    uint64_t *bytes);
 	int (*path_rename)(struct env *env, const char *from, const char *to);
 	int (*path_remove)(struct env *env, const char *path);
 	int (*dir_create)(struct env *env, const char *path);
@@ -194,6 +196,9 @@ int env_path_size(struct env *env, const char *path, uint64_t *size);
  * (statvfs(3)'s f_bavail blocks; UINT64_MAX in the in-memory env unless
  * a test sets it, env_fault_set_available()). */
 int env_path_available(struct env *env, const char *path, uint64_t *bytes);
+/* The size of the filesystem holding path (statvfs(3)'s f_blocks;
+ * UINT64_MAX, unknown, in the in-memory env). */
+int env_path_capacity(struct env *env, const char *path, uint64_t *bytes);
 static inline bool
 env_path_exists(struct env *env, const char *path)
 {

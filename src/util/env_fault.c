@@ -642,6 +642,15 @@ fault_path_size(struct env *env, const char *path, uint64_t *size)
 }
 
 static int
+fault_path_capacity(struct env *env, const char *path, uint64_t *bytes)
+{
+	(void)env;
+	(void)path;
+	*bytes = UINT64_MAX;
+	return 0;
+}
+
+static int
 fault_path_available(struct env *env, const char *path, uint64_t *bytes)
 {
 	struct fault_env *e = (struct fault_env *)env;
@@ -959,6 +968,7 @@ static const struct env_ops fault_ops = {
 	.file_close = fault_file_close,
 	.path_size = fault_path_size,
 	.path_available = fault_path_available,
+	.path_capacity = fault_path_capacity,
 	.path_rename = fault_path_rename,
 	.path_remove = fault_path_remove,
 	.dir_create = fault_dir_create,

@@ -716,6 +716,18 @@ posix_path_available(struct env *env, const char *path, uint64_t *bytes)
 }
 
 static int
+posix_path_capacity(struct env *env, const char *path, uint64_t *bytes)
+{
+	struct statvfs sv;
+
+	(void)env;
+	if (statvfs(path, &sv) < 0)
+		return posix_error(errno, path, "statvfs");
+	*bytes = (uint64_t)sv.f_blocks * (uint64_t)sv.f_frsize;
+	return 0;
+}
+
+static int
 posix_path_rename(struct env *env, const char *from, const char *to)
 {
 	if (rename(from, to) < 0)
@@ -902,6 +914,7 @@ static const struct env_ops posix_ops = {
 	.file_close = posix_file_close,
 	.path_size = posix_path_size,
 	.path_available = posix_path_available,
+	.path_capacity = posix_path_capacity,
 	.path_rename = posix_path_rename,
 	.path_remove = posix_path_remove,
 	.dir_create = posix_dir_create,

@@ -40,11 +40,14 @@ ctl createtable t families=f
 dd if=/dev/zero of="$T/small/ballast1" bs=1024 count=1024 2>/dev/null
 dd if=/dev/zero of="$T/small/ballast2" bs=1024 count=2048 2>/dev/null
 # Incompressible text (Snappy keeps it raw), so that flushes need as much
-# room as the log.
+# room as the log; a different slice for each value, since a block of one
+# value repeated compresses (the store, which deletes flushed log
+# segments, then took thousands of values before it filled).
 head -c 4718592 /dev/urandom | base64 -w 0 >"$T/chunk"
-for size in 65536 4096 64; do
-	head -c $size "$T/chunk" >"$T/value.$size"
-done
+# value N SIZE: the text of value N, SIZE bytes.
+value() {
+	tail -c +$(($1 * 4099 % 6000000 + 1)) "$T/chunk" | head -c "$2"
+}
 # shellcheck disable=SC2086
 fs_mount $MOUNT_OPTS
 C=$M/t/r/f
@@ -66,7 +69,7 @@ fill() {
 			err= k=0
 			while [ $k -lt 1000 ]; do
 				k=$((k + 1)) n=$((n + 1))
-				if cat "$T/value.$size" 2>"$T/err" \
+				if value $n $size | cat 2>"$T/err" \
 				    >"$C/fill/$n"; then
 					echo "$n $size" >>"$T/acked"
 				else
@@ -90,7 +93,7 @@ fill() {
 verify_acked() {
 	check_eq "$1: before" "$(cat "$C/before/1")" kept
 	while read -r k size; do
-		cmp -s "$T/value.$size" "$C/fill/$k" ||
+		value "$k" "$size" | cmp -s - "$C/fill/$k" ||
 		    fail "$1: acknowledged value $k lost or wrong"
 	done <"$T/acked"
 	for k in $failed; do
@@ -114,7 +117,7 @@ full_writes_fail() {
 		tries=$((tries + 1))
 		[ $tries -le 5 ] || fail "the disk does not stay full"
 		n=$((n + 1))
-		if cat "$T/value.65536" 2>"$T/err" >"$C/fill/$n"; then
+		if value $n 65536 | cat 2>"$T/err" >"$C/fill/$n"; then
 			echo "$n 65536" >>"$T/acked"
 			fill
 			continue
