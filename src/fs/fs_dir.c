@@ -86,17 +86,17 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 		c->qualifier.size = scratch->n;
 		return 0;
 	case NODE_COLUMN:
-		if (strcmp(name, "latest") == 0)
+		if (strcmp(name, "latest") == 0) {
 			c->kind = NODE_LATEST;
-		else if (strcmp(name, "increment") == 0)
+		} else if (strcmp(name, "increment") == 0) {
 			c->kind = NODE_INCREMENT;
-		else if (name[0] == '@' && ts_parse(name + 1, &c->ts) == 0)
+		} else if (name[0] == '@') {
+			if (ts_parse(name + 1, &c->ts) < 0)
+				return bad;
 			c->kind = NODE_ASOF;
-		else if (ts_parse(name, &c->ts) == 0)
+		} else if (ts_parse(name, &c->ts) == 0) {
 			c->kind = NODE_VERSION;
-		else if (name[0] == '@')
-			return bad;
-		else {
+		} else {
 			c->kind = NODE_TEMP;	/* fs_temp.c */
 			c->name = name;
 		}
