@@ -12,9 +12,10 @@
  * expected outcomes named below; a negative value for errors: -errno (e.g.
  * -ENOENT for a table or family that does not exist, -EINVAL for bad
  * arguments, -EFBIG for a value over max_cell, -ENOSPC), or a BT_E* code
- * from error.h.  bt_strerror() names any code; bt_error_detail() gives a
- * one-line explanation of the calling thread's last failed call (every
- * call clears it first).
+ * from tabletfs_error.h (installed beside this header, which includes
+ * it).  bt_strerror() names any code; bt_error_detail() gives a one-line
+ * explanation of the calling thread's last failed call (every call
+ * clears it first).
  *
  * Threads: a store handle and everything reached through it may be used
  * from any number of threads at once, except that one scan is used by one
@@ -31,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "tabletfs_error.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "error.h"
+#include "util/error.h"
 
 #define ENGINE_MALFORMED	100
 

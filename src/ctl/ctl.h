@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "api/tabletfs.h"
+#include "util/error.h"
 
 /* Exit statuses, returned by every verb. */
 enum {

@@ -39,6 +39,7 @@
 #include "log/log.h"
 #include "util/coding.h"
 #include "util/env.h"
+#include "util/error.h"
 #include "api_util.h"
 
 #define ROWS 40
