@@ -180,6 +180,9 @@ int node_tree_moved(struct fs *fs, const struct coord *src,
     const struct coord *dst);
 void node_writers_add(struct fs *fs, struct node *n, int delta);
 uint32_t node_writers(struct fs *fs, struct node *n);
+/* Tell the kernel that the files of column c changed (after a commit),
+ * and the attributes of the directories above it. */
+void fs_column_changed(struct fs *fs, const struct coord *c);
 
 int pending_add(struct fs *fs, const struct coord *c);
 bool pending_has(struct fs *fs, const struct coord *c);
@@ -262,6 +265,13 @@ int fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
 int fs_read_cell(struct fs *fs, const struct coord *c, bool keys_only,
     struct bt_row **rowp, const struct bt_cell **cellp);
 int fs_family_known(struct fs *fs, const char *table, const char *family);
+/* The value of version node c into out, its time into *ts (may be NULL);
+ * *found tells whether one exists (out stays empty if not). */
+int fs_load_value(struct fs *fs, const struct coord *c, struct buf *out,
+    bool *found, int64_t *ts);
+/* -EINVAL when a version at c would be condemned by its family's GC
+ * policy the moment it is written; 0 otherwise, or an error. */
+int fs_version_condemned(struct fs *fs, const struct coord *c);
 /* The read filter selecting everything under c (a row needs none). */
 void fs_column_filter(const struct coord *c, struct bt_column *col,
     struct bt_read_options *ro);
@@ -295,13 +305,15 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 int fs_rename_dir(struct fs *fs, const struct coord *src,
     const struct coord *dst, unsigned int flags);
 
-/* fs_file.c: file handles, writes, deletes and renames. */
+/* fs_control.c: the text of the control files. */
 int fs_status_text(struct fs *fs, struct buf *out);
 /* One line per tablet of table: "START END sstables=N bytes=B
  * memtable=M", bounds escaped, an empty bound "-". */
 int fs_tablets_text(struct fs *fs, const char *table, struct buf *out);
 /* The content of control file c (.status, .schema or .tablets). */
 int fs_control_text(struct fs *fs, const struct coord *c, struct buf *out);
+
+/* fs_file.c: open files, their reads, writes and commits. */
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode, struct fuse_file_info *fi);
@@ -316,6 +328,8 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino,
     struct fuse_file_info *fi);
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
     int to_set, struct fuse_file_info *fi);
+
+/* fs_rename.c: changes to names. */
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
     fuse_ino_t newparent, const char *newname, unsigned int flags);
@@ -325,7 +339,6 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
     const char *name);
 void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
     const char *newname);
-/* Tell the kernel that the files of column c changed (after a commit). */
-void fs_column_changed(struct fs *fs, const struct coord *c);
+
 
 #endif

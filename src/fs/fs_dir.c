@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "fs/fs.h"
+#include "tablet/gc_policy.h"
 #include "util/alloc.h"
 #include "util/names.h"
 
@@ -232,6 +233,102 @@ fs_stat_set_time(struct stat *st, int64_t ts)
 	st->st_mtim.tv_sec = ts / 1000000;
 	st->st_mtim.tv_nsec = (long)(ts % 1000000) * 1000;
 	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+/* Load the value of version node c into out, and its timestamp into *ts
+ * (may be NULL); found tells whether one exists (out stays empty if not). */
+int
+fs_load_value(struct fs *fs, const struct coord *c, struct buf *out,
+    bool *found, int64_t *ts)
+{
+	const struct bt_cell *cell;
+	struct bt_row *row;
+	int rc;
+
+	buf_clear(out);
+	*found = false;
+	rc = fs_read_cell(fs, c, false, &row, &cell);
+	if (rc == BT_NOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	rc = buf_set(out, cell->value.data, cell->value.size);
+	if (ts != NULL)
+		*ts = cell->ts;
+	bt_row_free(row);
+	*found = rc == 0;
+	return rc;
+}
+
+/* The GC policy text of c's family, from the table's schema ("FAMILY
+ * group=G gc=POLICY" lines); freed with bt_free(). */
+static int
+family_gc_text(struct fs *fs, const struct coord *c, char **out)
+{
+	size_t n = strlen(c->family);
+	char *text, *line, *gc, *end;
+	int rc;
+
+	if ((rc = bt_table_describe(fs->store, c->table, &text)) < 0)
+		return rc;
+	rc = -ENOENT;
+	for (line = text; line != NULL && *line != '\0'; ) {
+		if (strncmp(line, c->family, n) == 0 && line[n] == ' ' &&
+		    (end = strchr(line, '\n')) != NULL &&
+		    (gc = strstr(line, " gc=")) != NULL && gc < end) {
+			gc += 4;
+			rc = -ENOMEM;
+			if ((*out = bt_malloc((size_t)(end - gc) + 1)) !=
+			    NULL) {
+				memcpy(*out, gc, (size_t)(end - gc));
+				(*out)[end - gc] = '\0';
+				rc = 0;
+			}
+			break;
+		}
+		if ((line = strchr(line, '\n')) != NULL)
+			line++;
+	}
+	free(text);
+	return rc;
+}
+
+/*
+ * -EINVAL when a version at c (a timestamp) would be condemned by its
+ * family's GC policy the moment it is written: older than maxage, or
+ * behind maxversions newer versions.  Such a write must fail where the
+ * shell sees it, not vanish.  0 otherwise, or an error.
+ */
+int
+fs_version_condemned(struct fs *fs, const struct coord *c)
+{
+	struct bt_read_options ro = { .keys_only = true };
+	struct gc_policy *policy = NULL;
+	struct bt_row *row = NULL;
+	struct timespec now;
+	struct bt_column col;
+	uint64_t newer = 0;
+	char *text = NULL;
+	int rc;
+
+	if ((rc = family_gc_text(fs, c, &text)) < 0 ||
+	    (rc = gc_policy_parse(text, &policy)) < 0)
+		goto out;
+	if (gc_policy_keeps_all(policy))
+		goto out;
+	fs_column_filter(c, &col, &ro);
+	if ((rc = bt_read_row(fs->store, c->table, c->row, &ro, &row)) < 0)
+		goto out;
+	for (size_t i = 0; rc == 0 && i < row->cell_count; i++)
+		newer += row->cells[i].ts > c->ts;
+	clock_gettime(CLOCK_REALTIME, &now);
+	rc = gc_policy_condemns(policy, newer, c->ts, (int64_t)now.tv_sec *
+	    1000000 + now.tv_nsec / 1000) ? -EINVAL : 0;
+out:
+	bt_row_free(row);
+	gc_policy_free(policy);
+	bt_free(text);
+	return rc == BT_NOTFOUND ? 0 : rc;
 }
 
 /* 0 if family is in table's schema, -ENOENT if not, or an error. */

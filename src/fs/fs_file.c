@@ -1,7 +1,8 @@
 /*
- * fs_file.c - files: open reads a value into the handle; writes fill a
- * per-handle buffer that flush (close) and fsync commit as one row
- * mutation.  Also unlink, rename, setattr and the .status text.
+ * fs_file.c - open files: open reads a value into the handle; writes fill
+ * a per-handle buffer that flush (close) and fsync commit as one row
+ * mutation; setattr sizes a file.  Changes to names are fs_rename.c's,
+ * control files' text fs_control.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +14,6 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
-#include "tablet/gc_policy.h"
 #include "util/alloc.h"
 #include "util/names.h"
 
@@ -63,163 +63,6 @@ fileh_bytes(const struct fileh *fh)
 	return (struct bt_bytes){ fh->data.p, fh->data.n };
 }
 
-int
-fs_status_text(struct fs *fs, struct buf *out)
-{
-	struct bt_stats st;
-	char text[1024], writes[128];
-	int n;
-
-	bt_store_get_stats(fs->store, &st);
-	if (st.writes_refused < 0)
-		snprintf(writes, sizeof(writes), "refused (%s): remount to "
-		    "replay the log", bt_strerror(st.writes_refused));
-	else if (st.disk_full < 0)
-		snprintf(writes, sizeof(writes), "deletes only (disk full): "
-		    "delete data and compact to free room");
-	else
-		snprintf(writes, sizeof(writes), "%s", fs->read_only ?
-		    "refused (read-only mount)" : "accepted");
-	n = snprintf(text, sizeof(text),
-	    "daemon: tabletfs pid %ld\n"
-	    "store: %s\n"
-	    "mode: %s%s\n"
-	    "writes: %s\n"
-	    "disk: %s\n"
-	    "reserve_bytes: %" PRIu64 "\n"
-	    "mutations: %" PRIu64 "\n"
-	    "reads: %" PRIu64 "\n"
-	    "log_syncs: %" PRIu64 "\n"
-	    "log_batches: %" PRIu64 "\n"
-	    "flushes: %" PRIu64 "\n"
-	    "compactions: %" PRIu64 "\n"
-	    "sstables: %" PRIu64 "\n"
-	    "damaged_sstables: %" PRIu64 "\n"
-	    "memtable_bytes: %" PRIu64 "\n"
-	    "last_seq: %" PRIu64 "\n"
-	    "cache_hits: %" PRIu64 "\n"
-	    "cache_misses: %" PRIu64 "\n"
-	    "tablets: %" PRIu64 "\n"
-	    "splits: %" PRIu64 "\n"
-	    "merges: %" PRIu64 "\n"
-	    "files_collected: %" PRIu64 "\n"
-	    "location_lookups: %" PRIu64 "\n"
-	    "location_hits: %" PRIu64 "\n"
-	    "location_levels: %" PRIu64 "\n"
-	    "location_stale: %" PRIu64 "\n",
-	    (long)getpid(), fs->store_path, fs->read_only ? "ro" : "rw",
-	    fs->sync_always ? ",sync=always" : "", writes,
-	    st.disk_full < 0 ? "full" : "ok", st.reserve_bytes, st.mutations,
-	    st.reads,
-	    st.log_syncs, st.log_batches, st.flushes, st.compactions,
-	    st.sstables, st.damaged_sstables, st.memtable_bytes, st.last_seq,
-	    st.cache_hits, st.cache_misses, st.tablets, st.splits, st.merges,
-	    st.files_collected, st.location_lookups, st.location_hits,
-	    st.location_levels, st.location_stale);
-	return buf_set(out, text, (size_t)n < sizeof(text) ? (size_t)n :
-	    sizeof(text) - 1);
-}
-
-/*
- * Append a tablet bound as one blank-free field: its escaped name with
- * spaces as %20, "-" for empty, and a key "-" as %2D.  Both are valid
- * (non-canonical) spellings of the same bytes.
- */
-static int
-bound_append(struct bt_bytes b, struct buf *out)
-{
-	struct buf name;
-	size_t i;
-	int rc;
-
-	if (b.size == 0)
-		return buf_append(out, "-", 1);
-	if (b.size == 1 && *(const char *)b.data == '-')
-		return buf_append(out, "%2D", 3);
-	buf_init(&name);
-	if ((rc = names_encode(slice_make(b.data, b.size), &name)) < 0)
-		goto out;
-	for (i = 0; i < name.n && rc == 0; i++)
-		rc = name.p[i] == ' ' ? buf_append(out, "%20", 3) :
-		    buf_append(out, &name.p[i], 1);
-out:
-	buf_release(&name);
-	return rc;
-}
-
-int
-fs_tablets_text(struct fs *fs, const char *table, struct buf *out)
-{
-	struct bt_tablet_info *tablets;
-	char text[128];
-	size_t count;
-	int rc, n;
-
-	buf_clear(out);
-	if ((rc = bt_table_tablets(fs->store, table, &tablets, &count)) < 0)
-		return rc;
-	for (size_t i = 0; i < count && rc == 0; i++) {
-		n = snprintf(text, sizeof(text), " sstables=%" PRIu64
-		    " bytes=%" PRIu64 " memtable=%" PRIu64 "\n",
-		    tablets[i].sstables, tablets[i].sstable_bytes,
-		    tablets[i].memtable_bytes);
-		if ((rc = bound_append(tablets[i].start, out)) < 0 ||
-		    (rc = buf_append(out, " ", 1)) < 0 ||
-		    (rc = bound_append(tablets[i].end, out)) < 0)
-			break;
-		rc = buf_append(out, text, (size_t)n);
-	}
-	bt_tablets_free(tablets);
-	return rc;
-}
-
-int
-fs_control_text(struct fs *fs, const struct coord *c, struct buf *out)
-{
-	char *text;
-	int rc;
-
-	switch (c->kind) {
-	case NODE_STATUS:
-		return fs_status_text(fs, out);
-	case NODE_TABLETS:
-		return fs_tablets_text(fs, c->table, out);
-	case NODE_SCHEMA:
-		if ((rc = bt_table_describe(fs->store, c->table, &text)) < 0)
-			return rc;
-		rc = buf_set(out, text, strlen(text));
-		free(text);
-		return rc;
-	default:
-		return -EINVAL;
-	}
-}
-
-/* Load the value of version node c into out, and its timestamp into *ts
- * (may be NULL); found tells whether one exists (out stays empty if not). */
-static int
-load_value(struct fs *fs, const struct coord *c, struct buf *out,
-    bool *found, int64_t *ts)
-{
-	const struct bt_cell *cell;
-	struct bt_row *row;
-	int rc;
-
-	buf_clear(out);
-	*found = false;
-	rc = fs_read_cell(fs, c, false, &row, &cell);
-	if (rc == BT_NOTFOUND)
-		return 0;
-	if (rc < 0)
-		return rc;
-	rc = buf_set(out, cell->value.data, cell->value.size);
-	if (ts != NULL)
-		*ts = cell->ts;
-	bt_row_free(row);
-	*found = rc == 0;
-	return rc;
-}
-
 /* Parse an increment text: an optional sign, digits, an optional "\n". */
 static int
 delta_parse(const struct buf *b, int64_t *delta)
@@ -247,25 +90,6 @@ delta_parse(const struct buf *b, int64_t *delta)
 	return 0;
 }
 
-void
-fs_column_changed(struct fs *fs, const struct coord *c)
-{
-	struct coord k = *c;
-	/* The column, family and row directories: their mtime is the
-	 * newest version's. */
-	static const enum node_kind kinds[] = { NODE_LATEST, NODE_COLUMN,
-	    NODE_FAMILY, NODE_ROW };
-	fuse_ino_t ino;
-
-	if (c->kind == NODE_VERSION && (ino = node_peek(fs, c)) != 0)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		k.kind = kinds[i];
-		if ((ino = node_peek(fs, &k)) != 0)
-			fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
-	}
-}
-
 /*
  * Append fh's buffer to the column at c as an O_APPEND open does: the
  * first commit appends on the server (no conflict is possible); later
@@ -287,7 +111,7 @@ commit_append(struct fs *fs, struct fileh *fh, const struct coord *c,
 	if (fh->stamp >= 0) {
 		mine.kind = NODE_VERSION;
 		mine.ts = fh->stamp;
-		if ((rc = load_value(fs, &mine, &fh->seen, &found, NULL)) < 0)
+		if ((rc = fs_load_value(fs, &mine, &fh->seen, &found, NULL)) < 0)
 			return rc;
 		if (found && (rc = buf_append(&fh->seen, suffix.data,
 		    suffix.size)) < 0)
@@ -405,77 +229,6 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 	return rc;
 }
 
-/* The GC policy text of c's family, from the table's schema ("FAMILY
- * group=G gc=POLICY" lines); freed with bt_free(). */
-static int
-family_gc_text(struct fs *fs, const struct coord *c, char **out)
-{
-	size_t n = strlen(c->family);
-	char *text, *line, *gc, *end;
-	int rc;
-
-	if ((rc = bt_table_describe(fs->store, c->table, &text)) < 0)
-		return rc;
-	rc = -ENOENT;
-	for (line = text; line != NULL && *line != '\0'; ) {
-		if (strncmp(line, c->family, n) == 0 && line[n] == ' ' &&
-		    (end = strchr(line, '\n')) != NULL &&
-		    (gc = strstr(line, " gc=")) != NULL && gc < end) {
-			gc += 4;
-			rc = -ENOMEM;
-			if ((*out = bt_malloc((size_t)(end - gc) + 1)) !=
-			    NULL) {
-				memcpy(*out, gc, (size_t)(end - gc));
-				(*out)[end - gc] = '\0';
-				rc = 0;
-			}
-			break;
-		}
-		if ((line = strchr(line, '\n')) != NULL)
-			line++;
-	}
-	free(text);
-	return rc;
-}
-
-/*
- * -EINVAL when a version at c (a timestamp) would be condemned by its
- * family's GC policy the moment it is written: older than maxage, or
- * behind maxversions newer versions.  Such a write must fail where the
- * shell sees it, not vanish.  0 otherwise, or an error.
- */
-static int
-version_condemned(struct fs *fs, const struct coord *c)
-{
-	struct bt_read_options ro = { .keys_only = true };
-	struct gc_policy *policy = NULL;
-	struct bt_row *row = NULL;
-	struct timespec now;
-	struct bt_column col;
-	uint64_t newer = 0;
-	char *text = NULL;
-	int rc;
-
-	if ((rc = family_gc_text(fs, c, &text)) < 0 ||
-	    (rc = gc_policy_parse(text, &policy)) < 0)
-		goto out;
-	if (gc_policy_keeps_all(policy))
-		goto out;
-	fs_column_filter(c, &col, &ro);
-	if ((rc = bt_read_row(fs->store, c->table, c->row, &ro, &row)) < 0)
-		goto out;
-	for (size_t i = 0; rc == 0 && i < row->cell_count; i++)
-		newer += row->cells[i].ts > c->ts;
-	clock_gettime(CLOCK_REALTIME, &now);
-	rc = gc_policy_condemns(policy, newer, c->ts, (int64_t)now.tv_sec *
-	    1000000 + now.tv_nsec / 1000) ? -EINVAL : 0;
-out:
-	bt_row_free(row);
-	gc_policy_free(policy);
-	bt_free(text);
-	return rc == BT_NOTFOUND ? 0 : rc;
-}
-
 static void
 fileh_free(struct fs *fs, struct fileh *fh)
 {
@@ -513,7 +266,7 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 	if (coord_is_dir(n->c.kind))
 		return -EISDIR;
 	if (writing && n->c.kind == NODE_VERSION &&
-	    (rc = version_condemned(fs, &n->c)) < 0)
+	    (rc = fs_version_condemned(fs, &n->c)) < 0)
 		return rc;
 	if ((fh = bt_calloc(1, sizeof(*fh))) == NULL)
 		return -ENOMEM;
@@ -552,10 +305,10 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 			fh->truncated = true;	/* ": > f" commits "" */
 		} else if (n->c.kind == NODE_VERSION) {
 			fh->mode = FH_PUT;
-			rc = load_value(fs, &n->c, &fh->data, &found, NULL);
+			rc = fs_load_value(fs, &n->c, &fh->data, &found, NULL);
 		} else {
 			fh->mode = FH_RMW;
-			rc = load_value(fs, &n->c, &fh->seen, &found,
+			rc = fs_load_value(fs, &n->c, &fh->seen, &found,
 			    &fh->seen_ts);
 			fh->seen_present = found;
 			if (rc == 0)
@@ -701,7 +454,7 @@ fileh_load_latest(struct fs *fs, struct fileh *fh, struct buf *out)
 {
 	bool found;
 
-	return load_value(fs, &fh->node->c, out, &found, NULL);
+	return fs_load_value(fs, &fh->node->c, out, &found, NULL);
 }
 
 /*
@@ -911,7 +664,7 @@ truncate_path(struct fs *fs, struct node *n, off_t size)
 	if ((uint64_t)size > fs->max_cell)
 		return -EFBIG;
 	buf_init(&value);
-	if ((rc = load_value(fs, &n->c, &value, &found, NULL)) < 0)
+	if ((rc = fs_load_value(fs, &n->c, &value, &found, NULL)) < 0)
 		goto out;
 	if (found && value.n == (size_t)size)
 		goto out;
@@ -1020,288 +773,4 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	else
 		fuse_reply_attr(req, &st, fs->timeout);
 	node_put(fs, n);
-}
-
-/* Special files and links have no place in the data model: EPERM, as
- * from a filesystem without them (EROFS on a read-only mount). */
-static void
-reply_not_permitted(fuse_req_t req)
-{
-	struct fs *fs = fuse_req_userdata(req);
-
-	fuse_reply_err(req, fs->read_only ? EROFS : EPERM);
-}
-
-void
-fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-    mode_t mode, dev_t rdev)
-{
-	(void)parent;
-	(void)name;
-	(void)mode;
-	(void)rdev;
-	reply_not_permitted(req);
-}
-
-void
-fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-    const char *name)
-{
-	(void)link;
-	(void)parent;
-	(void)name;
-	reply_not_permitted(req);
-}
-
-void
-fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-    const char *newname)
-{
-	(void)ino;
-	(void)newparent;
-	(void)newname;
-	reply_not_permitted(req);
-}
-
-/* Keep a column's directories after its last version goes. */
-static void
-column_keep(struct fs *fs, const struct coord *c)
-{
-	struct coord col = *c;
-
-	col.kind = NODE_COLUMN;
-	(void)pending_add(fs, &col);
-}
-
-void
-fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct fs *fs = fuse_req_userdata(req);
-	struct bt_write_options wo = { .sync = false };
-	struct bt_mutation m = { .kind = BT_DELETE_VERSION };
-	const struct bt_cell *cell;
-	struct bt_row *row;
-	struct buf scratch;
-	struct node *dir;
-	struct coord c;
-	int rc;
-
-	buf_init(&scratch);
-	if ((rc = fs_child_at(fs, parent, name, false, &dir, &c,
-	    &scratch)) < 0)
-		goto out;
-	if (coord_is_dir(c.kind)) {
-		rc = -EISDIR;
-		goto out;
-	}
-	if (fs->read_only || (c.kind != NODE_VERSION &&
-	    c.kind != NODE_LATEST && c.kind != NODE_TEMP)) {
-		rc = -EROFS;
-		goto out;
-	}
-	if (c.kind == NODE_TEMP) {
-		rc = temp_take(fs, &c, NULL);
-		goto out;
-	}
-	if ((c.kind == NODE_LATEST && latest_hidden(fs, &c)) ||
-	    (rc = fs_read_cell(fs, &c, true, &row, &cell)) != 0) {
-		rc = rc == BT_NOTFOUND || rc == 0 ? -ENOENT : rc;
-		goto out;
-	}
-	if (c.kind == NODE_LATEST) {
-		/* latest is a view: its name goes, no version does. */
-		bt_row_free(row);
-		rc = latest_hide(fs, &c);
-		goto out;
-	}
-	m.family = c.family;
-	m.qualifier = c.qualifier;
-	m.ts = cell->ts;
-	bt_row_free(row);
-	column_keep(fs, &c);
-	if ((rc = bt_mutate_row(fs->store, c.table, c.row, &m, 1, &wo,
-	    NULL)) == 0)
-		fs_column_changed(fs, &c);
-out:
-	fuse_reply_err(req, fs_errno(rc));
-	node_put(fs, dir);
-	buf_release(&scratch);
-}
-
-/* Commit value as file c: latest's new newest version, or the version at
- * c's time (refused when its GC policy condemns it at once). */
-static int
-value_commit(struct fs *fs, const struct coord *c, struct buf *value)
-{
-	struct bt_write_options wo = { .sync = false };
-	struct bt_mutation m = { .kind = BT_PUT, .family = c->family,
-	    .qualifier = c->qualifier, .ts = c->ts,
-	    .value = { value->p, value->n } };
-	int rc;
-
-	if (c->kind == NODE_LATEST)
-		rc = bt_put_newest(fs->store, c->table, c->row, c->family,
-		    c->qualifier, m.value, &wo, NULL);
-	else if ((rc = version_condemned(fs, c)) == 0)
-		rc = bt_mutate_row(fs->store, c->table, c->row, &m, 1, &wo,
-		    NULL);
-	if (rc == 0) {
-		pending_settled(fs, c);
-		latest_show(fs, c);
-		fs_column_changed(fs, c);
-	}
-	return rc;
-}
-
-/*
- * A rename from or to a temporary file.  Onto latest or a timestamp, the
- * temporary file's content becomes one version, atomically (the save of
- * sed -i, rsync, editors and scripts); between temporary names it is
- * renamed; latest renamed to a temporary name gives it a copy of the
- * newest value and hides latest (it is a view: no version goes).  A
- * version renamed to a temporary name is EPERM: the temporary file would
- * hold the only copy of a stored value, and it is never stored.
- */
-static int
-rename_temp(struct fs *fs, const struct coord *src, const struct coord *dst,
-    unsigned int flags)
-{
-	const struct bt_cell *cell;
-	struct bt_row *row;
-	struct buf value;
-	int rc;
-
-	if ((dst->kind != NODE_TEMP && dst->kind != NODE_LATEST &&
-	    dst->kind != NODE_VERSION) || (src->kind != NODE_TEMP &&
-	    src->kind != NODE_LATEST && src->kind != NODE_VERSION))
-		return -EROFS;
-	if (src->kind == NODE_VERSION)
-		return -EPERM;
-	buf_init(&value);
-	if (src->kind == NODE_LATEST) {
-		bool found = false;
-
-		rc = latest_hidden(fs, src) ? 0 : load_value(fs, src, &value,
-		    &found, NULL);
-		if (rc == 0 && !found)
-			rc = -ENOENT;
-		if (rc == 0 && (flags & RENAME_NOREPLACE) &&
-		    temp_attr(fs, dst, &(struct temp_attr){ 0 }) == 0)
-			rc = -EEXIST;
-		if (rc == 0 && (rc = temp_put(fs, dst, value.p,
-		    value.n)) == 0)
-			rc = latest_hide(fs, src);
-	} else if (dst->kind == NODE_TEMP) {
-		rc = temp_rename(fs, src, dst, flags & RENAME_NOREPLACE);
-	} else if ((flags & RENAME_NOREPLACE) && !(dst->kind == NODE_LATEST &&
-	    latest_hidden(fs, dst)) && fs_read_cell(fs, dst, true, &row,
-	    &cell) == 0) {
-		bt_row_free(row);
-		rc = -EEXIST;
-	} else if ((rc = temp_take(fs, src, &value)) == 0 &&
-	    (rc = value_commit(fs, dst, &value)) < 0) {
-		/* Nothing was stored: the temporary file stays. */
-		(void)temp_put(fs, src, value.p, value.n);
-	}
-	if (rc == 0)
-		(void)node_moved(fs, src, dst);
-	buf_release(&value);
-	return rc;
-}
-
-/*
- * Rename a version within one row: one atomic mutation (bt_move_version)
- * puts it at the new place and deletes the old version; directories are
- * fs_rename_dir()'s.  Other rows: EXDEV, so that mv copies and deletes.
- */
-void
-fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-    fuse_ino_t newparent, const char *newname, unsigned int flags)
-{
-	struct fs *fs = fuse_req_userdata(req);
-	struct bt_write_options wo = { .sync = false };
-	struct node *sdir, *ddir = NULL;
-	const struct bt_cell *cell, *dcell;
-	struct bt_row *row = NULL, *drow;
-	struct buf s1, s2;
-	struct coord src, dst;
-	bool locked = false;
-	int rc;
-
-	buf_init(&s1);
-	buf_init(&s2);
-	if ((sdir = node_get(fs, parent)) == NULL ||
-	    (ddir = node_get(fs, newparent)) == NULL) {
-		rc = -ENOENT;
-		goto out;
-	}
-	if (flags & ~RENAME_NOREPLACE) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if ((rc = fs_child(fs, sdir, name, false, &src, &s1)) < 0 ||
-	    (rc = fs_child(fs, ddir, newname, true, &dst, &s2)) < 0)
-		goto out;
-	if (fs->read_only) {
-		rc = -EROFS;
-		goto out;
-	}
-	pthread_rwlock_wrlock(&fs->rename_lock);
-	locked = true;
-	if (src.kind == NODE_TABLE || dst.kind == NODE_TABLE) {
-		rc = -EPERM;
-		goto out;
-	}
-	if (coord_is_dir(src.kind) || coord_is_dir(dst.kind)) {
-		rc = fs_rename_dir(fs, &src, &dst, flags);
-		goto out;
-	}
-	if (src.kind == NODE_TEMP || dst.kind == NODE_TEMP) {
-		rc = rename_temp(fs, &src, &dst, flags);
-		goto out;
-	}
-	if (!coord_same_upto(&src, &dst, NODE_ROW)) {
-		rc = -EXDEV;
-		goto out;
-	}
-	if ((src.kind != NODE_VERSION && src.kind != NODE_LATEST) ||
-	    (dst.kind != NODE_VERSION && dst.kind != NODE_LATEST)) {
-		rc = -EROFS;
-		goto out;
-	}
-	if ((rc = fs_read_cell(fs, &src, false, &row, &cell)) != 0) {
-		rc = rc == BT_NOTFOUND ? -ENOENT : rc;
-		goto out;
-	}
-	if ((flags & RENAME_NOREPLACE) &&
-	    fs_read_cell(fs, &dst, true, &drow, &dcell) == 0) {
-		bt_row_free(drow);
-		rc = -EEXIST;
-		goto out;
-	}
-	if (dst.kind == NODE_VERSION && dst.ts == cell->ts &&
-	    coord_same_upto(&dst, &src, NODE_COLUMN))
-		goto out;	/* onto itself */
-	/* The engine re-reads the version under the row's lock, so the
-	 * value moved is the one there at the moment of the move. */
-	column_keep(fs, &src);
-	if ((rc = bt_move_version(fs->store, src.table, src.row, src.family,
-	    src.qualifier, cell->ts, dst.family, dst.qualifier,
-	    dst.kind == NODE_VERSION ? dst.ts : BT_TS_SERVER, &wo,
-	    NULL)) == 0) {
-		/* The kernel now gives src's inode the new name. */
-		(void)node_moved(fs, &src, &dst);
-		pending_settled(fs, &dst);
-		fs_column_changed(fs, &src);
-		fs_column_changed(fs, &dst);
-	}
-out:
-	if (locked)
-		pthread_rwlock_unlock(&fs->rename_lock);
-	fuse_reply_err(req, fs_errno(rc));
-	bt_row_free(row);
-	node_put(fs, ddir);
-	node_put(fs, sdir);
-	buf_release(&s1);
-	buf_release(&s2);
 }

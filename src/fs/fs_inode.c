@@ -961,3 +961,22 @@ pending_children(struct fs *fs, const struct coord *c, struct buf **out,
 	*count = n;
 	return 0;
 }
+
+void
+fs_column_changed(struct fs *fs, const struct coord *c)
+{
+	struct coord k = *c;
+	/* The column, family and row directories: their mtime is the
+	 * newest version's. */
+	static const enum node_kind kinds[] = { NODE_LATEST, NODE_COLUMN,
+	    NODE_FAMILY, NODE_ROW };
+	fuse_ino_t ino;
+
+	if (c->kind == NODE_VERSION && (ino = node_peek(fs, c)) != 0)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		k.kind = kinds[i];
+		if ((ino = node_peek(fs, &k)) != 0)
+			fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	}
+}
