@@ -260,34 +260,45 @@ fs_load_value(struct fs *fs, const struct coord *c, struct buf *out,
 	return rc;
 }
 
-/* The GC policy text of c's family, from the table's schema ("FAMILY
- * group=G gc=POLICY" lines); freed with bt_free(). */
+/* The line of family in a table's schema text ("FAMILY group=G
+ * gc=POLICY" lines, bt_table_describe()), or NULL. */
+static const char *
+family_line(const char *text, const char *family)
+{
+	size_t n = strlen(family);
+
+	for (const char *line = text; line != NULL && *line != '\0'; ) {
+		if (strncmp(line, family, n) == 0 &&
+		    (line[n] == ' ' || line[n] == '\n' || line[n] == '\0'))
+			return line;
+		if ((line = strchr(line, '\n')) != NULL)
+			line++;
+	}
+	return NULL;
+}
+
+/* The GC policy text of c's family, from the table's schema; freed with
+ * bt_free(). */
 static int
 family_gc_text(struct fs *fs, const struct coord *c, char **out)
 {
-	size_t n = strlen(c->family);
-	char *text, *line, *gc, *end;
+	const char *line, *gc, *end;
+	char *text;
 	int rc;
 
 	if ((rc = bt_table_describe(fs->store, c->table, &text)) < 0)
 		return rc;
 	rc = -ENOENT;
-	for (line = text; line != NULL && *line != '\0'; ) {
-		if (strncmp(line, c->family, n) == 0 && line[n] == ' ' &&
-		    (end = strchr(line, '\n')) != NULL &&
-		    (gc = strstr(line, " gc=")) != NULL && gc < end) {
-			gc += 4;
-			rc = -ENOMEM;
-			if ((*out = bt_malloc((size_t)(end - gc) + 1)) !=
-			    NULL) {
-				memcpy(*out, gc, (size_t)(end - gc));
-				(*out)[end - gc] = '\0';
-				rc = 0;
-			}
-			break;
+	if ((line = family_line(text, c->family)) != NULL &&
+	    (end = strchr(line, '\n')) != NULL &&
+	    (gc = strstr(line, " gc=")) != NULL && gc < end) {
+		gc += 4;
+		rc = -ENOMEM;
+		if ((*out = bt_malloc((size_t)(end - gc) + 1)) != NULL) {
+			memcpy(*out, gc, (size_t)(end - gc));
+			(*out)[end - gc] = '\0';
+			rc = 0;
 		}
-		if ((line = strchr(line, '\n')) != NULL)
-			line++;
 	}
 	free(text);
 	return rc;
@@ -335,22 +346,12 @@ out:
 int
 fs_family_known(struct fs *fs, const char *table, const char *family)
 {
-	size_t n = strlen(family);
-	char *text, *line;
+	char *text;
 	int rc;
 
 	if ((rc = bt_table_describe(fs->store, table, &text)) < 0)
 		return rc;
-	rc = -ENOENT;
-	for (line = text; line != NULL && *line != '\0'; ) {
-		if (strncmp(line, family, n) == 0 &&
-		    (line[n] == ' ' || line[n] == '\n' || line[n] == '\0')) {
-			rc = 0;
-			break;
-		}
-		if ((line = strchr(line, '\n')) != NULL)
-			line++;
-	}
+	rc = family_line(text, family) != NULL ? 0 : -ENOENT;
 	free(text);
 	return rc;
 }

@@ -13,7 +13,8 @@
  *     --remove-destination, tar -x) can.
  *
  * Both are bounded (TEMP_MAX_FILES files of at most max_cell bytes each,
- * TEMP_MAX_BYTES in all, HIDDEN_MAX names) and both vanish at unmount.
+ * TEMP_MAX_CELLS times max_cell in all, HIDDEN_MAX names) and both
+ * vanish at unmount.
  * Lookups are linear: the sets are small and short-lived.
  */
 #include <errno.h>
@@ -24,7 +25,7 @@
 #include "util/alloc.h"
 
 #define TEMP_MAX_FILES	1024
-#define TEMP_MAX_BYTES	((uint64_t)256 << 20)
+#define TEMP_MAX_CELLS	4	/* 256 MiB with the default max_cell */
 #define HIDDEN_MAX	4096
 
 struct temp {
@@ -286,7 +287,7 @@ resize_do(struct temp_set *ts, struct temp *t, void *arg)
 	if (a->size > a->max)
 		return -EFBIG;
 	if (a->size > old) {
-		if (ts->bytes + (a->size - old) > TEMP_MAX_BYTES)
+		if (ts->bytes + (a->size - old) > TEMP_MAX_CELLS * a->max)
 			return -ENOSPC;
 		if ((rc = buf_reserve(&t->data, (size_t)a->size - old)) < 0)
 			return rc;
@@ -367,34 +368,32 @@ temp_set_attr(struct fs *fs, const struct coord *c, const mode_t *mode,
 	return temp_with(fs, c, set_do, &a);
 }
 
+static int
+take_do(struct temp_set *ts, struct temp *t, void *arg)
+{
+	struct buf *data = arg;
+	size_t i = 0;
+
+	while (ts->files[i] != t)
+		i++;
+	if (data != NULL) {
+		ts->bytes -= t->data.n;	/* temp_drop() counts what is left */
+		buf_release(data);
+		*data = t->data;
+		buf_init(&t->data);
+	}
+	temp_drop(ts, i);
+	return 0;
+}
+
 /* Remove temp c; its data moves to *data unless data is NULL. */
 int
 temp_take(struct fs *fs, const struct coord *c, struct buf *data)
 {
-	struct temp_set *ts = fs->temps;
-	struct buf key;
-	ssize_t i;
 	int rc;
 
-	buf_init(&key);
-	if ((rc = keys_of(c, &key, NULL)) < 0)
-		goto out;
-	pthread_mutex_lock(&ts->lock);
-	if ((i = temp_find(ts, &key)) < 0) {
-		rc = -ENOENT;
-	} else {
-		if (data != NULL) {
-			buf_release(data);
-			*data = ts->files[i]->data;
-			buf_init(&ts->files[i]->data);
-		}
-		temp_drop(ts, (size_t)i);
-	}
-	pthread_mutex_unlock(&ts->lock);
-	if (rc == 0)
+	if ((rc = temp_with(fs, c, take_do, data)) == 0)
 		listing_changed(fs);
-out:
-	buf_release(&key);
 	return rc;
 }
 

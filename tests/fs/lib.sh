@@ -124,3 +124,26 @@ expect_fail() {
 check_eq() {
 	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
 }
+
+# fs_small_store SIZE: put the store S on a tmpfs of SIZE (6m, 20m) at
+# $T/small, unmounted in the EXIT trap after the mounts; skip (77) when
+# not root or no tmpfs can be mounted.
+fs_small_store() {
+	[ "$(id -u)" -eq 0 ] || skip "not root: cannot mount a tmpfs"
+	mkdir "$T/small"
+	mount -t tmpfs -o size="$1" tmpfs "$T/small" 2>/dev/null ||
+	    skip "cannot mount a tmpfs"
+	S=$T/small/store
+	trap fs_small_cleanup EXIT
+}
+
+fs_small_cleanup() {
+	for m in "$T"/mnt*; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" || :
+		fi
+	done
+	fs_wait_daemon || :
+	umount "$T/small" 2>/dev/null || umount -l "$T/small" || :
+	rm -rf "$T"
+}

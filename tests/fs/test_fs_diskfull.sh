@@ -14,24 +14,7 @@
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
-[ "$(id -u)" -eq 0 ] || skip "not root: cannot mount a tmpfs"
-mkdir "$T/small"
-mount -t tmpfs -o size=6m tmpfs "$T/small" 2>/dev/null ||
-    skip "cannot mount a tmpfs"
-S=$T/small/store
-
-# lib.sh's cleanup, and the tmpfs unmounted before the removal.
-small_cleanup() {
-	for m in "$T"/mnt*; do
-		if mountpoint -q "$m" 2>/dev/null; then
-			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" || :
-		fi
-	done
-	fs_wait_daemon || :
-	umount "$T/small" 2>/dev/null || umount -l "$T/small" || :
-	rm -rf "$T"
-}
-trap small_cleanup EXIT
+fs_small_store 6m
 
 MOUNT_OPTS="-o memtable_size=256k"
 ctl init

@@ -135,6 +135,22 @@ rm "$L/007" "$L/-1" "$L/9223372036854775808"
 expect_fail "No such file" cat "$L/foo"
 expect_fail "No such file" cat "$L/007"
 expect_fail "Invalid argument" sh -c "echo x > '$L/@12x'"
+# Temporary files are bounded: max_cell each (1k here), four times that
+# in all while they exist; what was renamed into place no longer counts.
+i=0
+while [ $i -lt 10 ]; do
+	head -c 1000 /dev/zero > "$L/t.$i"
+	mv "$L/t.$i" "$L/latest"
+	i=$((i + 1))
+done
+check_eq "ten saved through temporary files" "$(stat -c %s "$L/latest")" \
+    1000
+for i in 1 2 3 4; do
+	head -c 1000 /dev/zero > "$L/held.$i"
+done
+expect_fail "No space left" sh -c "head -c 1000 /dev/zero > '$L/held.5'"
+expect_fail "File too large" sh -c "head -c 1025 /dev/zero > '$L/big.tmp'"
+rm -f "$L"/held.* "$L/big.tmp"
 echo max > "$L/9223372036854775807"
 check_eq "largest ts" "$(cat "$L/9223372036854775807")" "max"
 
