@@ -144,10 +144,13 @@ fs_column_filter(const struct coord *c, struct bt_column *col,
 	ro->column_count = 1;
 }
 
-/* Whether row, family or column c holds a live cell: 0, BT_NOTFOUND or an
- * error. */
+/*
+ * The time of the newest version under row, family or column c in *ts:
+ * 0, BT_NOTFOUND when it holds none, or an error.  A directory's mtime is
+ * this, so that find -newer and ls -t see where writes went.
+ */
 static int
-has_data(struct fs *fs, const struct coord *c)
+dir_newest(struct fs *fs, const struct coord *c, int64_t *ts)
 {
 	struct bt_read_options ro = { .cells_per_column = 1,
 	    .keys_only = true };
@@ -156,10 +159,21 @@ has_data(struct fs *fs, const struct coord *c)
 	int rc;
 
 	fs_column_filter(c, &col, &ro);
-	rc = bt_read_row(fs->store, c->table, c->row, &ro, &row);
-	if (rc == 0)
-		bt_row_free(row);
-	return rc;
+	if ((rc = bt_read_row(fs->store, c->table, c->row, &ro, &row)) != 0)
+		return rc;
+	*ts = fs_cells_newest(row->cells, row->cell_count);
+	bt_row_free(row);
+	return 0;
+}
+
+/* Whether row, family or column c holds a live cell: 0, BT_NOTFOUND or an
+ * error. */
+static int
+has_data(struct fs *fs, const struct coord *c)
+{
+	int64_t ts;
+
+	return dir_newest(fs, c, &ts);
 }
 
 /*
@@ -194,27 +208,6 @@ fs_read_cell(struct fs *fs, const struct coord *c, bool keys_only,
 	return 0;
 }
 
-/*
- * The time of the newest version under row, family or column c in *ts:
- * 0, BT_NOTFOUND when it holds none, or an error.  A directory's mtime is
- * this, so that find -newer and ls -t see where writes went.
- */
-static int
-dir_newest(struct fs *fs, const struct coord *c, int64_t *ts)
-{
-	struct bt_read_options ro = { .cells_per_column = 1,
-	    .keys_only = true };
-	struct bt_column col;
-	struct bt_row *row;
-	int rc;
-
-	fs_column_filter(c, &col, &ro);
-	if ((rc = bt_read_row(fs->store, c->table, c->row, &ro, &row)) != 0)
-		return rc;
-	*ts = fs_cells_newest(row->cells, row->cell_count);
-	bt_row_free(row);
-	return 0;
-}
 
 int64_t
 fs_cells_newest(const struct bt_cell *cells, size_t count)
