@@ -48,18 +48,6 @@ ctl_xrealloc(void *p, size_t count, size_t size)
 	return p;
 }
 
-static int
-hex_value(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 int
 esc_decode(char *s, size_t n, bool strict, size_t *out)
 {
@@ -75,8 +63,8 @@ esc_decode(char *s, size_t n, bool strict, size_t *out)
 			s[o++] = '\\';
 			i += 2;
 		} else if (i + 3 < n && s[i + 1] == 'x' &&
-		    (hi = hex_value(s[i + 2])) >= 0 &&
-		    (lo = hex_value(s[i + 3])) >= 0) {
+		    (hi = names_hex_value((unsigned char)s[i + 2])) >= 0 &&
+		    (lo = names_hex_value((unsigned char)s[i + 3])) >= 0) {
 			s[o++] = (char)(hi << 4 | lo);
 			i += 4;
 		} else if (strict) {

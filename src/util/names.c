@@ -127,8 +127,8 @@ plain_ascii_span(const uint8_t *p, size_t n)
 	return i;
 }
 
-static int
-hex_value(uint8_t c)
+int
+names_hex_value(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -192,8 +192,8 @@ spelling_valid(const uint8_t *p, size_t n)
 		if (p[i] == '%') {
 			if (n == 1)
 				return true;	/* the empty string */
-			if (n - i < 3 || hex_value(p[i + 1]) < 0 ||
-			    hex_value(p[i + 2]) < 0)
+			if (n - i < 3 || names_hex_value(p[i + 1]) < 0 ||
+			    names_hex_value(p[i + 2]) < 0)
 				return false;
 			k = 3;
 		} else if ((k = literal_len(p + i, n - i, i == 0)) == 0)
@@ -213,8 +213,8 @@ spelling_unescape(const uint8_t *p, size_t n, uint8_t *q)
 		return 0;
 	while (i < n) {
 		if (p[i] == '%') {
-			q[o++] = (uint8_t)(hex_value(p[i + 1]) << 4 |
-			    hex_value(p[i + 2]));
+			q[o++] = (uint8_t)(names_hex_value(p[i + 1]) << 4 |
+			    names_hex_value(p[i + 2]));
 			i += 3;
 		} else
 			q[o++] = p[i++];

@@ -88,6 +88,8 @@ int names_component_is(struct slice raw, const char *name, size_t n,
  * bytes, so both reach the same key.
  */
 int names_decode(const char *name, size_t n, struct buf *out);
+/* The value of hex digit c (either case), or -1. */
+int names_hex_value(int c);
 
 /* The same in place: name[0..*n) becomes the bytes it stands for and *n
  * their count.  0, or -EINVAL (name unchanged). */
