@@ -379,11 +379,11 @@ catalog_begin(struct catalog *c, bool write)
 	sqlite3_stmt *st;
 	int rc;
 
-	pthread_mutex_lock(&c->mu);
+	mutex_lock(&c->mu);
 	bt_error_clear();
 	st = catalog_stmt(c, write ? STMT_BEGIN_WRITE : STMT_BEGIN_READ);
 	if ((rc = catalog_exec(c, st)) < 0)
-		pthread_mutex_unlock(&c->mu);
+		mutex_unlock(&c->mu);
 	return rc;
 }
 
@@ -410,7 +410,7 @@ catalog_end(struct catalog *c, int rc)
 		sqlite3_step(st);
 		catalog_stmt_done(st);
 	}
-	pthread_mutex_unlock(&c->mu);
+	mutex_unlock(&c->mu);
 	return rc;
 }
 
@@ -767,7 +767,7 @@ catalog_open(struct env *env, const char *path, struct catalog **out)
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	if ((rc = -pthread_mutex_init(&c->mu, NULL)) < 0) {
+	if ((rc = mutex_init(&c->mu)) < 0) {
 		bt_error_set(rc, "catalog %s: mutex: %s", path, strerror(-rc));
 		goto out_free;
 	}
@@ -788,7 +788,7 @@ out_close:
 	sqlite3_close(c->db);
 	sqlite_env_unregister(c->vfs);
 out_mutex:
-	pthread_mutex_destroy(&c->mu);
+	mutex_destroy(&c->mu);
 out_free:
 	bt_free(c->path);
 	bt_free(c);
@@ -830,7 +830,7 @@ catalog_check(struct catalog *c,
 	const char *msg;
 	int rc, src, pages, problems = 0;
 
-	pthread_mutex_lock(&c->mu);
+	mutex_lock(&c->mu);
 	bt_error_clear();
 	/* Copy the WAL into the database first: it reads (and so checks)
 	 * the newest image of every page there, and leaves no page of the
@@ -871,7 +871,7 @@ out:
 		return catalog_end(c, rc);
 	/* An I/O error ended the read transaction already. */
 out_unlock:
-	pthread_mutex_unlock(&c->mu);
+	mutex_unlock(&c->mu);
 	return rc;
 }
 
@@ -885,7 +885,7 @@ catalog_close(struct catalog *c)
 		sqlite3_finalize(c->stmts[i]);
 	sqlite3_close(c->db);
 	sqlite_env_unregister(c->vfs);
-	pthread_mutex_destroy(&c->mu);
+	mutex_destroy(&c->mu);
 	bt_free(c->path);
 	bt_free(c);
 }

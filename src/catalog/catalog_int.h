@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "catalog/catalog.h"
+#include "util/mutex.h"
 
 enum catalog_stmt_id {
 	STMT_BEGIN_READ,
@@ -59,7 +60,7 @@ enum catalog_stmt_id {
 struct sqlite_env;
 
 struct catalog {
-	pthread_mutex_t mu;	/* serializes every call on db */
+	struct mutex mu;	/* serializes every call on db */
 	struct sqlite_env *vfs;	/* db's files, through the store's env */
 	sqlite3 *db;
 	char *path;		/* for error details */

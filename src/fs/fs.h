@@ -33,6 +33,7 @@
 
 #include "api/tabletfs.h"
 #include "util/buf.h"
+#include "util/mutex.h"
 
 enum node_kind {
 	NODE_ROOT = 1,
@@ -121,7 +122,7 @@ struct fs {
 	 * (a rename's data move and its node changes happen together).
 	 */
 	pthread_rwlock_t rename_lock;
-	pthread_mutex_t lock;
+	struct mutex lock;
 	struct node **by_ino;
 	struct node **by_key;
 	size_t buckets;

@@ -33,7 +33,7 @@ enum fh_mode {
 };
 
 struct fileh {
-	pthread_mutex_t lock;
+	struct mutex lock;
 	struct node *node;
 	int flags;
 	enum fh_mode mode;
@@ -238,7 +238,7 @@ fileh_free(struct fs *fs, struct fileh *fh)
 	buf_release(&fh->data);
 	buf_release(&fh->seen);
 	bt_row_free(fh->row);
-	pthread_mutex_destroy(&fh->lock);
+	mutex_destroy(&fh->lock);
 	bt_free(fh);
 }
 
@@ -270,7 +270,7 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 		return rc;
 	if ((fh = bt_calloc(1, sizeof(*fh))) == NULL)
 		return -ENOMEM;
-	pthread_mutex_init(&fh->lock, NULL);
+	mutex_init(&fh->lock);
 	buf_init(&fh->data);
 	buf_init(&fh->seen);
 	fh->node = n;
@@ -489,7 +489,7 @@ fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)ino;
 	buf_init(&out);
-	pthread_mutex_lock(&fh->lock);
+	mutex_lock(&fh->lock);
 	switch (fh->mode) {
 	case FH_INCREMENT:
 		rc = -EBADF;
@@ -520,7 +520,7 @@ fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, fs_errno(rc));
 	else
 		fuse_reply_buf(req, n ? (const char *)b.data + off : NULL, n);
-	pthread_mutex_unlock(&fh->lock);
+	mutex_unlock(&fh->lock);
 	buf_release(&out);
 }
 
@@ -548,7 +548,7 @@ fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size,
 	int rc = 0;
 
 	(void)ino;
-	pthread_mutex_lock(&fh->lock);
+	mutex_lock(&fh->lock);
 	old = fh->data.n;
 	if (fh->mode == FH_READ) {
 		rc = -EBADF;
@@ -590,7 +590,7 @@ fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size,
 	if (fh->mode == FH_INCREMENT && fh->data.p[fh->data.n - 1] == '\n')
 		rc = commit(fs, fh, false, true);
 out:
-	pthread_mutex_unlock(&fh->lock);
+	mutex_unlock(&fh->lock);
 	if (rc < 0)
 		fuse_reply_err(req, fs_errno(rc));
 	else
@@ -605,7 +605,7 @@ fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	(void)ino;
-	pthread_mutex_lock(&fh->lock);
+	mutex_lock(&fh->lock);
 	/*
 	 * A truncation with nothing written commits at the second close: a
 	 * shell's "cmd > f" closes the descriptor it opened once after
@@ -614,7 +614,7 @@ fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * shows "" in between.  A lone close leaves it to release.
 	 */
 	rc = commit(fs, fh, false, ++fh->flushes >= 2);
-	pthread_mutex_unlock(&fh->lock);
+	mutex_unlock(&fh->lock);
 	fuse_reply_err(req, fs_errno(rc));
 }
 
@@ -628,9 +628,9 @@ fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 	(void)ino;
 	(void)datasync;
-	pthread_mutex_lock(&fh->lock);
+	mutex_lock(&fh->lock);
 	rc = commit(fs, fh, true, true);
-	pthread_mutex_unlock(&fh->lock);
+	mutex_unlock(&fh->lock);
 	fuse_reply_err(req, fs_errno(rc));
 }
 
@@ -641,9 +641,9 @@ fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fileh *fh = (struct fileh *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	pthread_mutex_lock(&fh->lock);
+	mutex_lock(&fh->lock);
 	(void)commit(fs, fh, false, true);	/* errors have no reader */
-	pthread_mutex_unlock(&fh->lock);
+	mutex_unlock(&fh->lock);
 	fileh_free(fs, fh);
 	fuse_reply_err(req, 0);
 }
@@ -741,7 +741,7 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		rc = temp_setattr(fs, n, attr, to_set);
 		fh = NULL;	/* the temporary file is what a handle sees */
 	} else if ((to_set & FUSE_SET_ATTR_SIZE) && fh != NULL) {
-		pthread_mutex_lock(&fh->lock);
+		mutex_lock(&fh->lock);
 		if (fh->mode == FH_READ)
 			rc = -EBADF;
 		else if ((uint64_t)attr->st_size > fs->max_cell)
@@ -755,7 +755,7 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			fh->data.n = (size_t)attr->st_size;
 			fh->dirty = true;
 		}
-		pthread_mutex_unlock(&fh->lock);
+		mutex_unlock(&fh->lock);
 	} else if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = truncate_path(fs, n, attr->st_size);
 	}
@@ -763,10 +763,10 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		rc = 0;		/* not committed yet: describe the buffer */
 	if (rc == 0 && fh != NULL && fh->mode != FH_READ &&
 	    fh->mode != FH_APPEND) {
-		pthread_mutex_lock(&fh->lock);
+		mutex_lock(&fh->lock);
 		st.st_size = (off_t)fh->data.n;
 		st.st_blocks = (blkcnt_t)((fh->data.n + 511) / 512);
-		pthread_mutex_unlock(&fh->lock);
+		mutex_unlock(&fh->lock);
 	}
 	if (rc < 0)
 		fuse_reply_err(req, fs_errno(rc));

@@ -207,8 +207,8 @@ fs_init(struct fs *fs)
 	pthread_rwlockattr_t ra;
 	int rc;
 
-	if ((rc = pthread_mutex_init(&fs->lock, NULL)) != 0)
-		return -rc;
+	if ((rc = mutex_init(&fs->lock)) < 0)
+		return rc;
 	pthread_rwlockattr_init(&ra);
 	/* A rename waits for the commits in flight, not for every one
 	 * that comes after it. */
@@ -217,7 +217,7 @@ fs_init(struct fs *fs)
 	rc = pthread_rwlock_init(&fs->rename_lock, &ra);
 	pthread_rwlockattr_destroy(&ra);
 	if (rc != 0) {
-		pthread_mutex_destroy(&fs->lock);
+		mutex_destroy(&fs->lock);
 		return -rc;
 	}
 	fs->buckets = INITIAL_BUCKETS;
@@ -241,7 +241,7 @@ out_free:
 	bt_free(fs->by_ino);
 	bt_free(fs->by_key);
 	pthread_rwlock_destroy(&fs->rename_lock);
-	pthread_mutex_destroy(&fs->lock);
+	mutex_destroy(&fs->lock);
 	return rc;
 }
 
@@ -275,7 +275,7 @@ fs_release(struct fs *fs)
 	bt_free(fs->by_key);
 	buf_release(&fs->peek_key);
 	pthread_rwlock_destroy(&fs->rename_lock);
-	pthread_mutex_destroy(&fs->lock);
+	mutex_destroy(&fs->lock);
 }
 
 /* Double the buckets when the tables get crowded; on ENOMEM keep going
@@ -336,14 +336,14 @@ node_obtain(struct fs *fs, const struct coord *c)
 	if (coord_key(c, &key) < 0)
 		goto fail;
 	hash = hash64(buf_slice(&key), 0x7462);
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	if ((n = find_key(fs, &key, hash)) != NULL) {
 		n->refs++;
-		pthread_mutex_unlock(&fs->lock);
+		mutex_unlock(&fs->lock);
 		buf_release(&key);
 		return n;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 
 	if ((n = bt_calloc(1, sizeof(*n))) == NULL)
 		goto fail;
@@ -355,13 +355,13 @@ node_obtain(struct fs *fs, const struct coord *c)
 	n->hash = hash;
 	n->refs = 1;
 
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	{
 		struct node *other = find_key(fs, &n->key, hash);
 
 		if (other != NULL) {	/* another thread won the race */
 			other->refs++;
-			pthread_mutex_unlock(&fs->lock);
+			mutex_unlock(&fs->lock);
 			node_free(n);
 			return other;
 		}
@@ -374,7 +374,7 @@ node_obtain(struct fs *fs, const struct coord *c)
 	n->key_next = fs->by_key[hash % fs->buckets];
 	fs->by_key[hash % fs->buckets] = n;
 	fs->count++;
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	return n;
 fail:
 	buf_release(&key);
@@ -407,22 +407,22 @@ node_get(struct fs *fs, fuse_ino_t ino)
 {
 	struct node *n;
 
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	if ((n = find_ino(fs, ino)) != NULL) {
 		n = node_moved_to(n);
 		n->refs++;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	return n;
 }
 
 struct node *
 node_follow(struct fs *fs, struct node *n)
 {
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	n = node_moved_to(n);
 	n->refs++;
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	return n;
 }
 
@@ -479,7 +479,7 @@ node_moved(struct fs *fs, const struct coord *src, const struct coord *dst)
 		node_put(fs, to);
 		goto out;
 	}
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	from = find_key(fs, &key, hash64(buf_slice(&key), 0x7462));
 	if (from != NULL && from != to) {
 		node_orphan(fs, from);
@@ -493,7 +493,7 @@ node_moved(struct fs *fs, const struct coord *src, const struct coord *dst)
 		to->refs--;
 		node_maybe_free(fs, to);
 	}
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 out:
 	buf_release(&key);
 	return rc;
@@ -504,18 +504,18 @@ node_put(struct fs *fs, struct node *n)
 {
 	if (n == NULL)
 		return;
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	n->refs--;
 	node_maybe_free(fs, n);
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 }
 
 void
 node_lookup_add(struct fs *fs, struct node *n)
 {
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	n->nlookup++;
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 }
 
 void
@@ -523,12 +523,12 @@ node_forget(struct fs *fs, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct node *n;
 
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	if ((n = find_ino(fs, ino)) != NULL && n != fs->root) {
 		n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
 		node_maybe_free(fs, n);
 	}
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 }
 
 fuse_ino_t
@@ -538,23 +538,23 @@ node_peek(struct fs *fs, const struct coord *c)
 	fuse_ino_t ino = 0;
 
 	/* A listing asks for every entry: no allocation per call. */
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	if (coord_key(c, &fs->peek_key) == 0) {
 		n = find_key(fs, &fs->peek_key,
 		    hash64(buf_slice(&fs->peek_key), 0x7462));
 		if (n != NULL && n->nlookup > 0)
 			ino = n->ino;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	return ino;
 }
 
 void
 node_writers_add(struct fs *fs, struct node *n, int delta)
 {
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	n->writers += delta;
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 }
 
 uint32_t
@@ -562,9 +562,9 @@ node_writers(struct fs *fs, struct node *n)
 {
 	uint32_t w;
 
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	w = n->writers;
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	return w;
 }
 
@@ -701,13 +701,13 @@ pending_add(struct fs *fs, const struct coord *c)
 	struct coord up = *c;
 	int rc = 0;
 
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	for (up.kind = c->kind; up.kind >= NODE_ROW && rc == 0; up.kind--) {
 		if (up.kind == NODE_ROW || up.kind == NODE_FAMILY ||
 		    up.kind == NODE_COLUMN)
 			rc = pending_add_one(fs, &up);
 	}
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	return rc;
 }
 
@@ -721,9 +721,9 @@ pending_has(struct fs *fs, const struct coord *c)
 	if (coord_key(c, &key) == 0) {
 		uint64_t hash = hash64(buf_slice(&key), PENDING_SEED);
 
-		pthread_mutex_lock(&fs->lock);
+		mutex_lock(&fs->lock);
 		found = pending_find(fs, &key, hash) >= 0;
-		pthread_mutex_unlock(&fs->lock);
+		mutex_unlock(&fs->lock);
 	}
 	buf_release(&key);
 	return found;
@@ -832,7 +832,7 @@ node_tree_moved(struct fs *fs, const struct coord *src,
 	struct coord to;
 	int rc = 0;
 
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	for (size_t b = 0; b < fs->buckets && rc == 0; b++)
 		for (struct node *n = fs->by_ino[b]; n != NULL && rc == 0;
 		    n = n->ino_next)
@@ -841,7 +841,7 @@ node_tree_moved(struct fs *fs, const struct coord *src,
 	for (size_t i = 0; i < fs->pending_count && rc == 0; i++)
 		if (coord_within(&fs->pending[i].c, src))
 			rc = coord_list_add(&pend, &fs->pending[i].c);
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	for (size_t i = 0; i < nodes.n && rc == 0; i++) {
 		to = coord_rebased(&nodes.v[i], dst);
 		rc = node_moved(fs, &nodes.v[i], &to);
@@ -861,10 +861,10 @@ pending_has_child(struct fs *fs, const struct coord *c)
 {
 	bool found = false;
 
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	for (size_t i = 0; i < fs->pending_count && !found; i++)
 		found = coord_under(&fs->pending[i].c, c);
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	return found;
 }
 
@@ -878,13 +878,13 @@ pending_remove(struct fs *fs, const struct coord *c)
 	buf_init(&key);
 	if ((rc = coord_key(c, &key)) < 0)
 		goto out;
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	if ((i = pending_find(fs, &key, hash64(buf_slice(&key),
 	    PENDING_SEED))) < 0)
 		rc = BT_NOTFOUND;
 	else
 		pending_drop(fs, (size_t)i);
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 out:
 	buf_release(&key);
 	return rc;
@@ -930,7 +930,7 @@ pending_children(struct fs *fs, const struct coord *c, struct buf **out,
 	size_t n = 0;
 	int rc = 0;
 
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	if (fs->pending_count > 0 &&
 	    (names = bt_calloc(fs->pending_count, sizeof(*names))) == NULL)
 		rc = -ENOMEM;
@@ -950,7 +950,7 @@ pending_children(struct fs *fs, const struct coord *c, struct buf **out,
 			    p->qualifier.size);
 		n++;
 	}
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	if (rc < 0) {
 		pending_names_free(names, n);
 		return rc;

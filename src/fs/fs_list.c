@@ -48,7 +48,7 @@ struct dent {
 };
 
 struct dirh {
-	pthread_mutex_t lock;
+	struct mutex lock;
 	struct node *dir;
 	struct dent *ents;	/* snapshot directories */
 	size_t count;
@@ -314,9 +314,9 @@ static void
 dir_version_get(struct fs *fs, struct dir_version *v)
 {
 	v->seq = bt_store_last_seq(fs->store);
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	v->gen = fs->pending_gen;
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 }
 
 static double
@@ -334,11 +334,11 @@ dir_listing_fresh(struct fs *fs, struct node *dir,
 {
 	bool fresh;
 
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	fresh = dir->listed && dir->listed_seq == v->seq &&
 	    dir->listed_gen == v->gen &&
 	    seconds_since(&dir->listed_at, now) < fs->timeout;
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 	return fresh;
 }
 
@@ -352,12 +352,12 @@ dir_listing_done(struct fs *fs, struct dirh *dh)
 	dir_version_get(fs, &now);
 	if (now.seq != dh->version.seq || now.gen != dh->version.gen)
 		return;
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	dh->dir->listed = true;
 	dh->dir->listed_seq = now.seq;
 	dh->dir->listed_gen = now.gen;
 	dh->dir->listed_at = dh->opened;
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 }
 
 void
@@ -392,7 +392,7 @@ fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			dh->hist[i].off = -1;
 		}
 	}
-	pthread_mutex_init(&dh->lock, NULL);
+	mutex_init(&dh->lock);
 	dh->dir = n;
 	if (n->c.kind != NODE_ROOT && fs->timeout > 0) {
 		/* Before anything is read, so a change meanwhile counts. */
@@ -415,7 +415,7 @@ fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		dirh_free(fs, dh);
 	return;
 out_free:
-	pthread_mutex_destroy(&dh->lock);
+	mutex_destroy(&dh->lock);
 	bt_free(dh->hist);
 	bt_free(dh);
 out_put:
@@ -432,7 +432,7 @@ dirh_free(struct fs *fs, struct dirh *dh)
 	bt_free(dh->hist);
 	bt_free(dh->ahead.buf);
 	node_put(fs, dh->dir);
-	pthread_mutex_destroy(&dh->lock);
+	mutex_destroy(&dh->lock);
 	bt_free(dh);
 }
 
@@ -444,8 +444,8 @@ fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	/* The thread that answered the last READDIR may still be building
 	 * the next reply ahead: it holds the lock until it is done. */
-	pthread_mutex_lock(&dh->lock);
-	pthread_mutex_unlock(&dh->lock);
+	mutex_lock(&dh->lock);
+	mutex_unlock(&dh->lock);
 	dirh_free(fuse_req_userdata(req), dh);
 	fuse_reply_err(req, 0);
 }
@@ -705,7 +705,7 @@ do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 	bool end = false;
 	int rc = 0;
 
-	pthread_mutex_lock(&dh->lock);
+	mutex_lock(&dh->lock);
 	if (table && a->ready && !plus && off == a->from && size == a->size) {
 		a->ready = false;
 		reply = a->buf;
@@ -792,7 +792,7 @@ out:
 	/* Under the lock, so that the next request waits for it. */
 	if (table && rc == 0 && used > 0 && !end)
 		table_fill_ahead(fs, dh, size);
-	pthread_mutex_unlock(&dh->lock);
+	mutex_unlock(&dh->lock);
 	bt_free(p);
 }
 

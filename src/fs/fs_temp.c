@@ -39,7 +39,7 @@ struct temp {
 };
 
 struct temp_set {
-	pthread_mutex_t lock;
+	struct mutex lock;
 	struct temp **files;
 	size_t count;
 	uint64_t bytes;
@@ -61,7 +61,7 @@ temp_set_new(struct temp_set **out)
 		bt_free(ts);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&ts->lock, NULL);
+	mutex_init(&ts->lock);
 	*out = ts;
 	return 0;
 }
@@ -88,7 +88,7 @@ temp_set_free(struct temp_set *ts)
 		buf_release(&ts->hidden[i]);
 	bt_free(ts->files);
 	bt_free(ts->hidden);
-	pthread_mutex_destroy(&ts->lock);
+	mutex_destroy(&ts->lock);
 	bt_free(ts);
 }
 
@@ -133,9 +133,9 @@ temp_drop(struct temp_set *ts, size_t i)
 static void
 listing_changed(struct fs *fs)
 {
-	pthread_mutex_lock(&fs->lock);
+	mutex_lock(&fs->lock);
 	fs->pending_gen++;
-	pthread_mutex_unlock(&fs->lock);
+	mutex_unlock(&fs->lock);
 }
 
 static void
@@ -163,7 +163,7 @@ temp_create(struct fs *fs, const struct coord *c, mode_t mode, bool excl,
 	buf_init(&key);
 	if ((rc = keys_of(c, &key, NULL)) < 0)
 		goto out;
-	pthread_mutex_lock(&ts->lock);
+	mutex_lock(&ts->lock);
 	if ((i = temp_find(ts, &key)) >= 0) {
 		t = ts->files[i];
 		if (excl) {
@@ -195,7 +195,7 @@ temp_create(struct fs *fs, const struct coord *c, mode_t mode, bool excl,
 			made = true;
 		}
 	}
-	pthread_mutex_unlock(&ts->lock);
+	mutex_unlock(&ts->lock);
 	if (made)
 		listing_changed(fs);
 out:
@@ -216,10 +216,10 @@ temp_with(struct fs *fs, const struct coord *c,
 	buf_init(&key);
 	if ((rc = keys_of(c, &key, NULL)) < 0)
 		goto out;
-	pthread_mutex_lock(&ts->lock);
+	mutex_lock(&ts->lock);
 	i = temp_find(ts, &key);
 	rc = i < 0 ? -ENOENT : fn(ts, ts->files[i], arg);
-	pthread_mutex_unlock(&ts->lock);
+	mutex_unlock(&ts->lock);
 out:
 	buf_release(&key);
 	return rc;
@@ -436,7 +436,7 @@ temp_rename(struct fs *fs, const struct coord *src, const struct coord *dst,
 		rc = -ENOMEM;
 		goto out;
 	}
-	pthread_mutex_lock(&ts->lock);
+	mutex_lock(&ts->lock);
 	i = temp_find(ts, &skey);
 	j = temp_find(ts, &dkey);
 	if (i < 0) {
@@ -465,7 +465,7 @@ temp_rename(struct fs *fs, const struct coord *src, const struct coord *dst,
 			name = NULL;
 		}
 	}
-	pthread_mutex_unlock(&ts->lock);
+	mutex_unlock(&ts->lock);
 	if (rc == 0)
 		listing_changed(fs);
 out:
@@ -496,7 +496,7 @@ temp_dir_moved(struct fs *fs, const struct coord *src,
 	buf_init(&col);
 	buf_init(&nkey);
 	buf_init(&ncol);
-	pthread_mutex_lock(&ts->lock);
+	mutex_lock(&ts->lock);
 	for (size_t i = 0; i < ts->count; i++) {
 		struct temp *t = ts->files[i];
 
@@ -520,7 +520,7 @@ temp_dir_moved(struct fs *fs, const struct coord *src,
 			    dst->qualifier.size);
 		moved = true;
 	}
-	pthread_mutex_unlock(&ts->lock);
+	mutex_unlock(&ts->lock);
 	buf_release(&key);
 	buf_release(&col);
 	buf_release(&nkey);
@@ -546,7 +546,7 @@ temp_list(struct fs *fs, const struct coord *c, char ***names,
 	buf_init(&col);
 	if ((rc = keys_of(c, NULL, &col)) < 0)
 		goto out;
-	pthread_mutex_lock(&ts->lock);
+	mutex_lock(&ts->lock);
 	for (size_t i = 0; i < ts->count; i++)
 		n += buf_same(&ts->files[i]->column, &col);
 	if (n > 0 && ((*names = bt_calloc(n, sizeof(**names))) == NULL ||
@@ -563,7 +563,7 @@ temp_list(struct fs *fs, const struct coord *c, char ***names,
 		}
 		(void)attr_get(ts, t, &(*attrs)[(*count)++]);
 	}
-	pthread_mutex_unlock(&ts->lock);
+	mutex_unlock(&ts->lock);
 	if (rc < 0) {
 		temp_names_free(*names, *attrs, *count);
 		*names = NULL;
@@ -594,10 +594,10 @@ temp_in_column(struct fs *fs, const struct coord *c)
 
 	buf_init(&col);
 	if (keys_of(c, NULL, &col) == 0) {
-		pthread_mutex_lock(&ts->lock);
+		mutex_lock(&ts->lock);
 		for (size_t i = 0; i < ts->count && !found; i++)
 			found = buf_same(&ts->files[i]->column, &col);
-		pthread_mutex_unlock(&ts->lock);
+		mutex_unlock(&ts->lock);
 	}
 	buf_release(&col);
 	return found;
@@ -637,14 +637,14 @@ latest_hide(struct fs *fs, const struct coord *c)
 		buf_release(&col);
 		return rc;
 	}
-	pthread_mutex_lock(&ts->lock);
+	mutex_lock(&ts->lock);
 	if (hidden_find(ts, &col) < 0) {
 		if (ts->hidden_count == HIDDEN_MAX)
 			hidden_drop(ts, 0);
 		ts->hidden[ts->hidden_count++] = col;
 		buf_init(&col);
 	}
-	pthread_mutex_unlock(&ts->lock);
+	mutex_unlock(&ts->lock);
 	buf_release(&col);
 	return 0;
 }
@@ -659,21 +659,21 @@ latest_check(struct fs *fs, const struct coord *c, bool show)
 	bool hidden = false;
 	ssize_t i;
 
-	pthread_mutex_lock(&ts->lock);
+	mutex_lock(&ts->lock);
 	hidden = ts->hidden_count > 0;
-	pthread_mutex_unlock(&ts->lock);
+	mutex_unlock(&ts->lock);
 	if (!hidden)		/* the usual case: no key to make */
 		return false;
 	hidden = false;
 	buf_init(&col);
 	if (keys_of(c, NULL, &col) == 0) {
-		pthread_mutex_lock(&ts->lock);
+		mutex_lock(&ts->lock);
 		if ((i = hidden_find(ts, &col)) >= 0) {
 			hidden = true;
 			if (show)
 				hidden_drop(ts, (size_t)i);
 		}
-		pthread_mutex_unlock(&ts->lock);
+		mutex_unlock(&ts->lock);
 	}
 	buf_release(&col);
 	return hidden;

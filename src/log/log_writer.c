@@ -41,6 +41,7 @@
 #include "util/coding.h"
 #include "util/crc32c.h"
 #include "util/error.h"
+#include "util/mutex.h"
 
 #define LOG_DEFAULT_SEGMENT_SIZE	(64ull << 20)
 /* A write buffer grown past 4 times this is given back after use. */
@@ -59,7 +60,7 @@ struct log_writer {
 	uint64_t segment_size;
 	uint64_t headroom;	/* log_options.reserve_headroom */
 
-	pthread_mutex_t mu;
+	struct mutex mu;
 
 	/* Read under mu by any thread; written by the appender under mu. */
 	uint64_t segment;
@@ -258,7 +259,7 @@ log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
 		goto out_dir;
 	if ((w->next_path = bt_malloc(w->path_size)) == NULL)
 		goto out_path;
-	if ((rc = -pthread_mutex_init(&w->mu, NULL)) < 0)
+	if ((rc = mutex_init(&w->mu)) < 0)
 		goto out_next_path;
 	log_segment_path(w->path, w->path_size, dir, first_segment);
 	if ((rc = segment_create(env, dir, w->path, w->segment_size,
@@ -272,7 +273,7 @@ log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
 	*out = w;
 	return 0;
 out_mutex:
-	pthread_mutex_destroy(&w->mu);
+	mutex_destroy(&w->mu);
 out_next_path:
 	bt_free(w->next_path);
 out_path:
@@ -290,9 +291,9 @@ out:
 static void
 writer_poison(struct log_writer *w, int rc)
 {
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	w->stats.poison = rc;
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 }
 
 /* The error an append or sync of a poisoned writer returns. */
@@ -310,11 +311,11 @@ writer_sync_file(struct log_writer *w)
 	int rc;
 
 	rc = env_file_sync(w->file);
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	w->stats.syncs++;
 	if (rc < 0)
 		w->stats.poison = rc;
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 	if (rc == 0)
 		w->synced = w->offset;
 	return rc;
@@ -353,11 +354,11 @@ writer_rotate(struct log_writer *w)
 	w->reserve_next = 0;
 	w->file_end = file_end;
 	w->zeroed = LOG_SEGMENT_HEADER_SIZE;
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	w->segment = next;
 	w->offset = LOG_SEGMENT_HEADER_SIZE;
 	w->stats.poison = 0;
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 	return 0;
 }
 
@@ -432,11 +433,11 @@ writer_write(struct log_writer *w, const struct slice *records,
 	}
 	if (w->synced > w->marked)
 		w->marked = w->synced;
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	w->offset += w->batch.n;
 	w->stats.records += count;
 	w->stats.batches++;
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 	if (sync) {
 		writer_zero_ahead(w, w->offset);
 		rc = writer_sync_file(w);
@@ -511,7 +512,7 @@ log_writer_close(struct log_writer *w)
 		rc = crc;
 	buf_release(&w->batch);
 	bt_free(w->zeros);
-	pthread_mutex_destroy(&w->mu);
+	mutex_destroy(&w->mu);
 	bt_free(w->next_path);
 	bt_free(w->path);
 	bt_free(w->dir);
@@ -528,23 +529,23 @@ log_writer_position(struct log_writer *w)
 {
 	struct log_position pos;
 
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	pos.segment = w->segment;
 	pos.offset = w->offset;
 	if (pos.offset >= w->segment_size) {
 		pos.segment++;
 		pos.offset = LOG_SEGMENT_HEADER_SIZE;
 	}
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 	return pos;
 }
 
 void
 log_writer_get_stats(struct log_writer *w, struct log_writer_stats *out)
 {
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	*out = w->stats;
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 }
 
 struct segment_list {

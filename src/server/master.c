@@ -142,10 +142,10 @@ master_limit_memory(struct server *s)
 			}
 		if (big == NULL)
 			break;
-		pthread_mutex_lock(&s->apply_mu);
+		mutex_lock(&s->apply_mu);
 		if (master_freeze(s, big) < 0)
 			most = total;	/* cannot: stop here */
-		pthread_mutex_unlock(&s->apply_mu);
+		mutex_unlock(&s->apply_mu);
 		total -= most < total ? most : total;
 		if (total <= limit / 2)
 			break;
@@ -193,9 +193,9 @@ tablet_preflush(struct server *s, struct tablet *t)
 {
 	int rc;
 
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_lock(&s->apply_mu);
 	rc = master_freeze(s, t);
-	pthread_mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->apply_mu);
 	if (rc < 0 && rc != -EBUSY)
 		return rc;
 	rc = tablet_flush(t, false);
@@ -417,7 +417,7 @@ split_tablet(struct server *s, struct server_table *t, struct tablet_map *m,
 		return rc;
 	if ((left_auto = tablet_auto_split(s, t->id, old)) < 0)
 		return left_auto;
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_lock(&s->apply_mu);
 	if ((rc = s->broken) < 0 || (rc = tablet_drain_locked(p)) < 0)
 		goto out_unlock;
 	if ((rc = files_union(s, &p, 1, &files, &count)) < 0)
@@ -434,7 +434,7 @@ split_tablet(struct server *s, struct server_table *t, struct tablet_map *m,
 	row_release(&rows[1]);
 	bt_free(files);
 out_unlock:
-	pthread_mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->apply_mu);
 	return rc;
 }
 
@@ -506,7 +506,7 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 	left_auto = tablet_auto_split(s, t->id, tablet_id(pair[0]));
 	if (left_auto < 0)
 		return left_auto;
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_lock(&s->apply_mu);
 	rc = s->broken;
 	for (size_t k = 0; k < 2 && rc == 0; k++)
 		rc = tablet_drain_locked(pair[k]);
@@ -521,7 +521,7 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 	row_release(&row);
 	bt_free(files);
 out_unlock:
-	pthread_mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->apply_mu);
 	return rc;
 }
 

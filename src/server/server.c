@@ -93,10 +93,10 @@ table_map(struct server_table *t)
 {
 	struct tablet_map *m;
 
-	pthread_mutex_lock(&t->map_mu);
+	mutex_lock(&t->map_mu);
 	m = t->map;
 	atomic_fetch_add(&m->refs, 1);
-	pthread_mutex_unlock(&t->map_mu);
+	mutex_unlock(&t->map_mu);
 	return m;
 }
 
@@ -105,9 +105,9 @@ table_serves_row(struct server_table *t, uint64_t tablet, struct slice row)
 {
 	bool serves;
 
-	pthread_mutex_lock(&t->map_mu);
+	mutex_lock(&t->map_mu);
 	serves = tablet_id(tablet_map_find(t->map, row)) == tablet;
-	pthread_mutex_unlock(&t->map_mu);
+	mutex_unlock(&t->map_mu);
 	return serves;
 }
 
@@ -122,10 +122,10 @@ table_map_install(struct server_table *t, struct tablet_map *m)
 {
 	struct tablet_map *old;
 
-	pthread_mutex_lock(&t->map_mu);
+	mutex_lock(&t->map_mu);
 	old = t->map;
 	t->map = m;
-	pthread_mutex_unlock(&t->map_mu);
+	mutex_unlock(&t->map_mu);
 	tablet_map_unref(old);
 }
 
@@ -135,7 +135,7 @@ table_unref(struct server_table *t)
 	if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
 		return;
 	tablet_map_unref(t->map);
-	pthread_mutex_destroy(&t->map_mu);
+	mutex_destroy(&t->map_mu);
 	tablet_schema_unref(t->schema);
 	bt_free(t);
 }
@@ -165,9 +165,9 @@ table_get_schema(struct server *s, const char *name,
 {
 	struct server_table *t;
 
-	pthread_mutex_lock(&s->tables_mu);
+	mutex_lock(&s->tables_mu);
 	if ((t = table_find_locked(s, name)) == NULL) {
-		pthread_mutex_unlock(&s->tables_mu);
+		mutex_unlock(&s->tables_mu);
 		return bt_error_set(-ENOENT, "table %s: no such table", name);
 	}
 	atomic_fetch_add(&t->refs, 1);
@@ -175,7 +175,7 @@ table_get_schema(struct server *s, const char *name,
 		*schema = t->schema;
 		tablet_schema_ref(*schema);
 	}
-	pthread_mutex_unlock(&s->tables_mu);
+	mutex_unlock(&s->tables_mu);
 	*out = t;
 	return 0;
 }
@@ -187,10 +187,10 @@ table_id_get(struct server *s, const char *name, uint64_t *id)
 {
 	struct server_table *t;
 
-	pthread_mutex_lock(&s->tables_mu);
+	mutex_lock(&s->tables_mu);
 	if ((t = table_find_locked(s, name)) != NULL)
 		*id = t->id;
-	pthread_mutex_unlock(&s->tables_mu);
+	mutex_unlock(&s->tables_mu);
 	if (t == NULL)
 		return bt_error_set(-ENOENT, "table %s: no such table", name);
 	return 0;
@@ -222,7 +222,7 @@ table_build(struct server *s, const struct catalog_table *ct,
 	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
 		return -ENOMEM;
 	atomic_init(&t->refs, 1);
-	pthread_mutex_init(&t->map_mu, NULL);
+	mutex_init(&t->map_mu);
 	snprintf(t->name, sizeof(t->name), "%s", ct->name);
 	t->id = ct->id;
 	t->tablet_size = ct->tablet_size;
@@ -303,10 +303,10 @@ tables_snapshot(struct server *s, struct server_table ***out, size_t *count)
 {
 	struct server_table **list;
 
-	pthread_mutex_lock(&s->tables_mu);
+	mutex_lock(&s->tables_mu);
 	list = bt_calloc(s->table_count + 1, sizeof(*list));
 	if (list == NULL) {
-		pthread_mutex_unlock(&s->tables_mu);
+		mutex_unlock(&s->tables_mu);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < s->table_count; i++) {
@@ -314,7 +314,7 @@ tables_snapshot(struct server *s, struct server_table ***out, size_t *count)
 		atomic_fetch_add(&list[i]->refs, 1);
 	}
 	*count = s->table_count;
-	pthread_mutex_unlock(&s->tables_mu);
+	mutex_unlock(&s->tables_mu);
 	*out = list;
 	return 0;
 }
@@ -395,7 +395,7 @@ segments_collect(struct server *s)
 		tablet_map_unref(m);
 	}
 	tables_snapshot_free(tables, count);
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_lock(&s->apply_mu);
 	pos = log_writer_position(s->log);
 	current = pos.segment;
 	log_writer_get_stats(s->log, &ls);
@@ -422,7 +422,7 @@ segments_collect(struct server *s)
 		}
 	}
 	s->segment_count = kept;
-	pthread_mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->apply_mu);
 }
 
 /* ---- Background work ---- */
@@ -476,9 +476,9 @@ background_poll(void *arg)
 	tables_snapshot_free(tables, count);
 	if (!flushed)
 		return;
-	pthread_mutex_lock(&s->bg_mu);
+	mutex_lock(&s->bg_mu);
 	pthread_cond_broadcast(&s->bg_done_cv);
-	pthread_mutex_unlock(&s->bg_mu);
+	mutex_unlock(&s->bg_mu);
 }
 
 /*
@@ -498,9 +498,9 @@ background_idle(struct server *s, struct tablet *t, bool *pending)
 	    !tablet_idle_check(t, server_now(s), &freeze, pending) ||
 	    !freeze)
 		return 0;
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_lock(&s->apply_mu);
 	rc = master_freeze(s, t);
-	pthread_mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->apply_mu);
 	if (rc == BT_NOTFOUND || rc == -EBUSY)
 		return 0;
 	if (rc < 0 || (rc = tablet_flush(t, false)) < 0)
@@ -585,9 +585,9 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 	if (trim && s->bg_trim_pending) {
 		bt_alloc_trim();
 		s->bg_trim_pending = false;
-		pthread_mutex_lock(&s->bg_mu);
+		mutex_lock(&s->bg_mu);
 		s->memory_trims++;
-		pthread_mutex_unlock(&s->bg_mu);
+		mutex_unlock(&s->bg_mu);
 	}
 	rc = master_collect_rounds(s, s->bg_rounds);
 	if (rc < 0 && first == 0)
@@ -608,7 +608,7 @@ background_main(void *arg)
 	bool trim, idle_soon = false;
 	int rc, flush_rc;
 
-	pthread_mutex_lock(&s->bg_mu);
+	mutex_lock(&s->bg_mu);
 	while (!s->bg_stop) {
 		trim = false;
 		if (!s->bg_wanted) {
@@ -628,7 +628,7 @@ background_main(void *arg)
 			} else {
 				until.tv_sec += 1;
 			}
-			pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &until);
+			cond_timedwait(&s->bg_cv, &s->bg_mu, &until);
 			if (s->bg_stop)
 				break;
 			trim = !s->bg_wanted && !idle_soon;
@@ -637,28 +637,28 @@ background_main(void *arg)
 		s->bg_trim_wanted = false;
 		s->bg_wanted = false;
 		s->bg_begun++;
-		pthread_mutex_unlock(&s->bg_mu);
-		pthread_mutex_lock(&s->work_mu);
+		mutex_unlock(&s->bg_mu);
+		mutex_lock(&s->work_mu);
 		idle_soon = false;
 		rc = background_round(s, trim, &idle_soon, &flush_rc);
-		pthread_mutex_unlock(&s->work_mu);
-		pthread_mutex_lock(&s->bg_mu);
+		mutex_unlock(&s->work_mu);
+		mutex_lock(&s->bg_mu);
 		s->bg_error = rc;
 		s->bg_flush_error = flush_rc;
 		s->bg_rounds++;
 		pthread_cond_broadcast(&s->bg_done_cv);
 	}
-	pthread_mutex_unlock(&s->bg_mu);
+	mutex_unlock(&s->bg_mu);
 	return NULL;
 }
 
 void
 background_wake(struct server *s)
 {
-	pthread_mutex_lock(&s->bg_mu);
+	mutex_lock(&s->bg_mu);
 	s->bg_wanted = true;
 	pthread_cond_signal(&s->bg_cv);
-	pthread_mutex_unlock(&s->bg_mu);
+	mutex_unlock(&s->bg_mu);
 }
 
 /* The tablets' compact_wanted: reads used up a tablet's budget
@@ -679,7 +679,7 @@ background_wait_round(struct server *s)
 	uint64_t target;
 	int rc;
 
-	pthread_mutex_lock(&s->bg_mu);
+	mutex_lock(&s->bg_mu);
 	s->bg_wanted = true;
 	s->bg_trim_wanted = true;
 	pthread_cond_signal(&s->bg_cv);
@@ -687,10 +687,10 @@ background_wait_round(struct server *s)
 	while (s->bg_rounds < target && !s->bg_stop) {
 		s->bg_wanted = true;
 		pthread_cond_signal(&s->bg_cv);
-		pthread_cond_wait(&s->bg_done_cv, &s->bg_mu);
+		cond_wait(&s->bg_done_cv, &s->bg_mu);
 	}
 	rc = s->bg_stop ? BT_ECLOSED : s->bg_error;
-	pthread_mutex_unlock(&s->bg_mu);
+	mutex_unlock(&s->bg_mu);
 	return rc;
 }
 
@@ -1014,11 +1014,11 @@ out_keep:
 	 * A damaged one is not noted, so the background does not delete it:
 	 * a clean close moves it to lost/ (or the next open does).
 	 */
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_lock(&s->apply_mu);
 	for (size_t i = 0; i < count; i++)
 		if (!damaged[i])
 			segment_note_locked(s, segments[i], s->next_seq - 1);
-	pthread_mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->apply_mu);
 	rc = 0;
 	for (size_t i = 0; i < count; i++)
 		if (damaged[i])
@@ -1091,20 +1091,20 @@ server_open(const char *path, const struct server_options *opts,
 		s->opts.block_cache_size = DEFAULT_CACHE_SIZE;
 	if (s->opts.max_cell == 0)
 		s->opts.max_cell = DEFAULT_MAX_CELL;
-	pthread_mutex_init(&s->tables_mu, NULL);
+	mutex_init(&s->tables_mu);
 	if ((rc = write_queue_init(&s->writes)) < 0) {
-		pthread_mutex_destroy(&s->tables_mu);
+		mutex_destroy(&s->tables_mu);
 		bt_free(s);
 		return rc;
 	}
-	pthread_mutex_init(&s->apply_mu, NULL);
-	pthread_mutex_init(&s->work_mu, NULL);
-	pthread_mutex_init(&s->bg_mu, NULL);
-	pthread_mutex_init(&s->space_mu, NULL);
+	mutex_init(&s->apply_mu);
+	mutex_init(&s->work_mu);
+	mutex_init(&s->bg_mu);
+	mutex_init(&s->space_mu);
 	pthread_cond_init(&s->bg_cv, NULL);
 	pthread_cond_init(&s->bg_done_cv, NULL);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
-		pthread_mutex_init(&s->row_locks[i], NULL);
+		mutex_init(&s->row_locks[i]);
 	for (size_t i = 0; i < RMW_ROWS; i++) {
 		atomic_flag_clear(&s->rmw_taken[i]);
 		cells_row_init(&s->rmw_rows[i]);
@@ -1221,11 +1221,11 @@ server_close(struct server *s)
 	if (s == NULL)
 		return 0;
 	if (s->bg_started) {
-		pthread_mutex_lock(&s->bg_mu);
+		mutex_lock(&s->bg_mu);
 		s->bg_stop = true;
 		pthread_cond_broadcast(&s->bg_cv);
 		pthread_cond_broadcast(&s->bg_done_cv);
-		pthread_mutex_unlock(&s->bg_mu);
+		mutex_unlock(&s->bg_mu);
 		pthread_join(s->bg_thread, NULL);
 	}
 	/* Flush everything so the next open replays nothing. */
@@ -1256,9 +1256,9 @@ server_close(struct server *s)
 	if (rc == 0)
 		rc = s->broken;
 	if (s->log != NULL && rc == 0) {
-		pthread_mutex_lock(&s->apply_mu);
+		mutex_lock(&s->apply_mu);
 		s->segment_count = 0;
-		pthread_mutex_unlock(&s->apply_mu);
+		mutex_unlock(&s->apply_mu);
 		s->log = NULL;
 		/* Everything is in SSTables: the log can go. */
 		uint64_t *segs = NULL;
@@ -1300,15 +1300,15 @@ server_close(struct server *s)
 	bt_free(s->sst_dir);
 	bt_free(s->tmp_dir);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
-		pthread_mutex_destroy(&s->row_locks[i]);
+		mutex_destroy(&s->row_locks[i]);
 	for (size_t i = 0; i < RMW_ROWS; i++)
 		cells_row_release(&s->rmw_rows[i]);
-	pthread_mutex_destroy(&s->tables_mu);
+	mutex_destroy(&s->tables_mu);
 	write_queue_release(&s->writes);
-	pthread_mutex_destroy(&s->apply_mu);
-	pthread_mutex_destroy(&s->work_mu);
-	pthread_mutex_destroy(&s->bg_mu);
-	pthread_mutex_destroy(&s->space_mu);
+	mutex_destroy(&s->apply_mu);
+	mutex_destroy(&s->work_mu);
+	mutex_destroy(&s->bg_mu);
+	mutex_destroy(&s->space_mu);
 	pthread_cond_destroy(&s->bg_cv);
 	pthread_cond_destroy(&s->bg_done_cv);
 	bt_free(s);

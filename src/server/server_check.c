@@ -413,7 +413,7 @@ server_check(struct server *s,
 
 	/* No flush or compaction may rename, name or delete a file while
 	 * the catalog and sst/ are compared. */
-	pthread_mutex_lock(&s->work_mu);
+	mutex_lock(&s->work_mu);
 	if ((rc = check_catalog(&ck)) < 0)
 		goto out_unlock;
 	if ((rc = check_gather(&ck)) < 0)
@@ -437,7 +437,7 @@ server_check(struct server *s,
 	if ((rc = catalog_location_check(s->catalog, check_location,
 	    &ck)) < 0)
 		goto out_unlock;
-	pthread_mutex_unlock(&s->work_mu);
+	mutex_unlock(&s->work_mu);
 
 	for (size_t i = 0; i < segment_count; i++)
 		if ((rc = check_segment(&ck, segments[i],
@@ -458,7 +458,7 @@ server_check(struct server *s,
 		*bytes = ck.bytes;
 	goto out;
 out_unlock:
-	pthread_mutex_unlock(&s->work_mu);
+	mutex_unlock(&s->work_mu);
 	rc = check_catalog_stopped(&ck, rc);
 out:
 	for (size_t i = 0; i < lost.count; i++)

@@ -13,6 +13,7 @@
 #include "server/server.h"
 #include "tablet/tablet.h"
 #include "util/cache.h"
+#include "util/mutex.h"
 
 /*
  * Row locks are striped by a hash of the row.  A writer holds its row's
@@ -51,7 +52,7 @@ struct server_table {
 	uint64_t id;
 	uint64_t tablet_size;		/* split past this many bytes */
 	struct tablet_schema *schema;	/* guarded by server.tables_mu */
-	pthread_mutex_t map_mu;
+	struct mutex map_mu;
 	struct tablet_map *map;		/* guarded by map_mu */
 };
 
@@ -69,7 +70,7 @@ struct write_waiter;
  * (one append, at most one sync), apply and publication.  Guarded by mu.
  */
 struct write_queue {
-	pthread_mutex_t mu;
+	struct mutex mu;
 	struct write_waiter *head, *tail;
 	/* Gathering (see server_write.c): synced mutations queued and not
 	 * yet in a group; how many the next synced group expects; the
@@ -118,7 +119,7 @@ struct server {
 	struct cache *cache;
 	struct tablet_env tenv;
 
-	pthread_mutex_t tables_mu;
+	struct mutex tables_mu;
 	struct server_table **tables;
 	size_t table_count, table_cap;
 
@@ -134,7 +135,7 @@ struct server {
 
 	/* The apply turn: a write group's reservation, log append and apply,
 	 * one group at a time; freezes, splits, merges; the segments. */
-	pthread_mutex_t apply_mu;
+	struct mutex apply_mu;
 	uint64_t applied_upto;
 	_Atomic uint64_t visible_seq;
 	struct segment *segments;
@@ -151,14 +152,14 @@ struct server {
 	 * writes until a reopen.  Set under apply_mu, read anywhere. */
 	_Atomic int broken;
 
-	pthread_mutex_t row_locks[ROW_LOCKS];
+	struct mutex row_locks[ROW_LOCKS];
 	atomic_flag rmw_taken[RMW_ROWS];
 	struct cells_row rmw_rows[RMW_ROWS];
 
-	pthread_mutex_t work_mu;	/* held by a flush/compaction round */
+	struct mutex work_mu;	/* held by a flush/compaction round */
 	pthread_t bg_thread;
 	bool bg_started;
-	pthread_mutex_t bg_mu;
+	struct mutex bg_mu;
 	pthread_cond_t bg_cv;		/* work for the background thread */
 	pthread_cond_t bg_done_cv;	/* a background round finished */
 	bool bg_stop;
@@ -177,7 +178,7 @@ struct server {
 
 	/* Disk space (server_space.c): the reserve and the disk-full
 	 * state.  disk_full is read anywhere; the rest under space_mu. */
-	pthread_mutex_t space_mu;
+	struct mutex space_mu;
 	char *store_dir, *reserve_path;
 	uint64_t reserve_size;		/* 0: no reserve */
 	bool reserve_held;

@@ -108,10 +108,10 @@ schema_diverged(struct server *s, const char *table, int rc)
 {
 	rc = bt_error_set(rc, "table %s: schema changed in the catalog but "
 	    "not in memory; reopen the store", table);
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_lock(&s->apply_mu);
 	if (s->broken == 0)
 		s->broken = rc;
-	pthread_mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->apply_mu);
 	return rc;
 }
 
@@ -134,8 +134,8 @@ schema_change_begin(struct server *s, const char *table,
 	p->s = s;
 	if ((rc = table_get(s, table, &p->t)) < 0)
 		return rc;
-	pthread_mutex_lock(&s->work_mu);
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_lock(&s->work_mu);
+	mutex_lock(&s->apply_mu);
 	return 0;
 }
 
@@ -148,11 +148,11 @@ schema_change_end(struct server *s, struct schema_prep *p, int rc)
 	int irc = 0;
 
 	if (rc == 0) {
-		pthread_mutex_lock(&s->tables_mu);
+		mutex_lock(&s->tables_mu);
 		old = p->t->schema;
 		p->t->schema = p->schema;
 		p->schema = NULL;
-		pthread_mutex_unlock(&s->tables_mu);
+		mutex_unlock(&s->tables_mu);
 		tablet_schema_unref(old);
 		for (size_t i = 0; i < p->map->count; i++) {
 			int trc = tablet_schema_install(p->changes[i]);
@@ -162,8 +162,8 @@ schema_change_end(struct server *s, struct schema_prep *p, int rc)
 				irc = trc;
 		}
 	}
-	pthread_mutex_unlock(&s->apply_mu);
-	pthread_mutex_unlock(&s->work_mu);
+	mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->work_mu);
 	if (irc < 0)
 		rc = schema_diverged(s, p->t->name, irc);
 	schema_prep_release(p);
@@ -206,7 +206,7 @@ server_table_create(struct server *s, const char *name,
 	p.prepare.fn = table_prepare;
 	p.prepare.arg = &p;
 	p.s = s;
-	pthread_mutex_lock(&s->tables_mu);
+	mutex_lock(&s->tables_mu);
 	rc = catalog_table_create(s->catalog, name,
 	    tablet_size ? tablet_size : CATALOG_DEFAULT_TABLET_SIZE, fams,
 	    family_count, NULL, 0, splits, split_count, NULL, &p.prepare);
@@ -214,7 +214,7 @@ server_table_create(struct server *s, const char *name,
 		s->tables[s->table_count++] = p.made;	/* reserved */
 		p.made = NULL;
 	}
-	pthread_mutex_unlock(&s->tables_mu);
+	mutex_unlock(&s->tables_mu);
 	schema_prep_release(&p);
 out:
 	bt_free(fams);
@@ -232,7 +232,7 @@ server_table_drop(struct server *s, const char *name)
 
 	if ((rc = check_writable(s)) < 0)
 		return rc;
-	pthread_mutex_lock(&s->tables_mu);
+	mutex_lock(&s->tables_mu);
 	for (size_t i = 0; i < s->table_count; i++) {
 		if (strcmp(s->tables[i]->name, name) == 0) {
 			t = s->tables[i];
@@ -240,7 +240,7 @@ server_table_drop(struct server *s, const char *name)
 		}
 	}
 	if (t == NULL) {
-		pthread_mutex_unlock(&s->tables_mu);
+		mutex_unlock(&s->tables_mu);
 		return bt_error_set(-ENOENT, "table %s: no such table", name);
 	}
 	/* Remember the files, so they can go once the catalog forgets. */
@@ -270,10 +270,10 @@ server_table_drop(struct server *s, const char *name)
 			if (s->tables[i] == t)
 				s->tables[i] = s->tables[--s->table_count];
 	}
-	pthread_mutex_unlock(&s->tables_mu);
+	mutex_unlock(&s->tables_mu);
 	if (rc == 0) {
 		/* Under the work lock, so that check sees no half-gone table. */
-		pthread_mutex_lock(&s->work_mu);
+		mutex_lock(&s->work_mu);
 		for (size_t i = 0; i < file_count; i++) {
 			char path[4096];
 
@@ -281,7 +281,7 @@ server_table_drop(struct server *s, const char *name)
 			    s->sst_dir, files[i]);
 			env_path_remove(s->env, path);
 		}
-		pthread_mutex_unlock(&s->work_mu);
+		mutex_unlock(&s->work_mu);
 		table_unref(t);
 	}
 	catalog_tablets_free(cts, count);
@@ -395,9 +395,9 @@ compact_flush(struct server *s, struct tablet *t)
 	for (int turn = 0; turn < 3; turn++) {
 		if ((rc = tablet_flush(t, true)) < 0)
 			return rc;
-		pthread_mutex_lock(&s->apply_mu);
+		mutex_lock(&s->apply_mu);
 		rc = master_freeze(s, t);
-		pthread_mutex_unlock(&s->apply_mu);
+		mutex_unlock(&s->apply_mu);
 		if (rc == BT_NOTFOUND)
 			return 0;
 		if (rc == 0) {
@@ -427,7 +427,7 @@ compact_all(struct server *s, const char *table, bool major, bool compact)
 
 	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
 		return rc;
-	pthread_mutex_lock(&s->work_mu);
+	mutex_lock(&s->work_mu);
 	for (size_t i = 0; i < count; i++) {
 		struct tablet_map *m;
 
@@ -449,12 +449,12 @@ compact_all(struct server *s, const char *table, bool major, bool compact)
 		    first == 0)
 			first = rc;
 	}
-	pthread_mutex_unlock(&s->work_mu);
+	mutex_unlock(&s->work_mu);
 	tables_snapshot_free(tables, count);
 	/* Writers that wait for memory wait for a round's end. */
-	pthread_mutex_lock(&s->bg_mu);
+	mutex_lock(&s->bg_mu);
 	pthread_cond_broadcast(&s->bg_done_cv);
-	pthread_mutex_unlock(&s->bg_mu);
+	mutex_unlock(&s->bg_mu);
 	space_note(s, first);
 	segments_collect(s);
 	(void)space_full(s);	/* room again: take the reserve back */
@@ -478,7 +478,7 @@ server_flush(struct server *s)
 
 		if ((rc = tables_snapshot(s, &tables, &count)) < 0)
 			return rc;
-		pthread_mutex_lock(&s->apply_mu);
+		mutex_lock(&s->apply_mu);
 		for (size_t i = 0; i < count; i++) {
 			struct tablet_map *m = table_map(tables[i]);
 
@@ -488,7 +488,7 @@ server_flush(struct server *s)
 					busy = true;
 			tablet_map_unref(m);
 		}
-		pthread_mutex_unlock(&s->apply_mu);
+		mutex_unlock(&s->apply_mu);
 		tables_snapshot_free(tables, count);
 		if ((rc = background_wait_round(s)) < 0)
 			return rc;
@@ -528,9 +528,9 @@ server_split(struct server *s, const char *table, struct slice row)
 		    "allowed)", row.n, SERVER_MAX_ROW);
 	if ((rc = table_get(s, table, &t)) < 0)
 		return rc;
-	pthread_mutex_lock(&s->work_mu);
+	mutex_lock(&s->work_mu);
 	rc = master_split_at(s, t, row, false);
-	pthread_mutex_unlock(&s->work_mu);
+	mutex_unlock(&s->work_mu);
 	table_unref(t);
 	return rc;
 }
@@ -604,16 +604,16 @@ server_get_stats(struct server *s, struct server_stats *out)
 	out->log_batches = ls.batches;
 	out->writes_refused = s->broken < 0 ? s->broken : ls.poison;
 	space_get_stats(s, &out->disk_full, &out->reserve_bytes);
-	pthread_mutex_lock(&s->writes.mu);
+	mutex_lock(&s->writes.mu);
 	out->write_gathers = s->writes.gathers;
-	pthread_mutex_unlock(&s->writes.mu);
-	pthread_mutex_lock(&s->bg_mu);
+	mutex_unlock(&s->writes.mu);
+	mutex_lock(&s->bg_mu);
 	out->write_waits = s->write_waits;
 	out->memory_trims = s->memory_trims;
-	pthread_mutex_unlock(&s->bg_mu);
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_unlock(&s->bg_mu);
+	mutex_lock(&s->apply_mu);
 	out->memtable_peak_bytes = s->memtable_peak;
-	pthread_mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->apply_mu);
 	cache_get_stats(s->cache, &cs);
 	out->cache_hits = cs.hits;
 	out->cache_misses = cs.misses;

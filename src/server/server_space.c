@@ -169,7 +169,7 @@ space_open(struct server *s)
 	s->reserve_size = space_reserve_size(capacity);
 	if ((rc = env_path_available(s->env, s->store_dir, &available)) < 0)
 		return rc;
-	pthread_mutex_lock(&s->space_mu);
+	mutex_lock(&s->space_mu);
 	if (env_path_size(s->env, s->reserve_path, &size) < 0)
 		size = 0;
 	if (s->reserve_size == 0) {
@@ -186,7 +186,7 @@ space_open(struct server *s)
 	} else {
 		atomic_store(&s->disk_full, -ENOSPC);
 	}
-	pthread_mutex_unlock(&s->space_mu);
+	mutex_unlock(&s->space_mu);
 	return 0;
 }
 
@@ -198,11 +198,11 @@ space_note(struct server *s, int rc)
 	if (!space_is_full_error(rc) || s->opts.read_only)
 		return;
 	detail_save(&d);
-	pthread_mutex_lock(&s->space_mu);
+	mutex_lock(&s->space_mu);
 	atomic_store(&s->disk_full, rc);
 	if (s->reserve_held)
 		reserve_release_locked(s);
-	pthread_mutex_unlock(&s->space_mu);
+	mutex_unlock(&s->space_mu);
 	detail_restore(&d);
 }
 
@@ -216,7 +216,7 @@ space_full(struct server *s)
 	if (atomic_load(&s->disk_full) == 0)
 		return false;
 	detail_save(&d);
-	pthread_mutex_lock(&s->space_mu);
+	mutex_lock(&s->space_mu);
 	full = atomic_load(&s->disk_full) < 0;
 	if (full && env_path_available(s->env, s->store_dir,
 	    &available) == 0) {
@@ -227,7 +227,7 @@ space_full(struct server *s)
 		if (!full)
 			atomic_store(&s->disk_full, 0);
 	}
-	pthread_mutex_unlock(&s->space_mu);
+	mutex_unlock(&s->space_mu);
 	detail_restore(&d);
 	return full;
 }
@@ -253,8 +253,8 @@ space_refuse(struct server *s, const struct mutation *ops, size_t count)
 void
 space_get_stats(struct server *s, int *disk_full, uint64_t *reserve_bytes)
 {
-	pthread_mutex_lock(&s->space_mu);
+	mutex_lock(&s->space_mu);
 	*disk_full = atomic_load(&s->disk_full);
 	*reserve_bytes = s->reserve_held ? s->reserve_size : 0;
-	pthread_mutex_unlock(&s->space_mu);
+	mutex_unlock(&s->space_mu);
 }

@@ -56,7 +56,7 @@ tablet_check_serves(struct server_table *t, uint64_t tablet, struct slice row)
 
 /* ---- Writes ---- */
 
-static pthread_mutex_t *
+static struct mutex *
 row_lock(struct server *s, uint64_t table_id, struct slice row)
 {
 	return &s->row_locks[hash64(row, table_id) % ROW_LOCKS];
@@ -139,7 +139,7 @@ write_throttle(struct server *s)
 
 	if (!write_must_wait(s))
 		return 0;
-	pthread_mutex_lock(&s->bg_mu);
+	mutex_lock(&s->bg_mu);
 	begun = s->bg_begun;
 	while (write_must_wait(s) && !s->bg_stop) {
 		if (s->bg_rounds > begun && s->bg_flush_error < 0) {
@@ -151,9 +151,9 @@ write_throttle(struct server *s)
 		s->bg_wanted = true;
 		s->write_waits++;
 		pthread_cond_signal(&s->bg_cv);
-		pthread_cond_wait(&s->bg_done_cv, &s->bg_mu);
+		cond_wait(&s->bg_done_cv, &s->bg_mu);
 	}
-	pthread_mutex_unlock(&s->bg_mu);
+	mutex_unlock(&s->bg_mu);
 	return rc;
 }
 
@@ -238,7 +238,7 @@ write_queue_init(struct write_queue *q)
 {
 	memset(q, 0, sizeof(*q));
 	buf_init(&q->records);
-	return -pthread_mutex_init(&q->mu, NULL);
+	return mutex_init(&q->mu);
 }
 
 void
@@ -247,7 +247,7 @@ write_queue_release(struct write_queue *q)
 	buf_release(&q->records);
 	bt_free(q->slices);
 	bt_free(q->positions);
-	pthread_mutex_destroy(&q->mu);
+	mutex_destroy(&q->mu);
 }
 
 static bool
@@ -375,17 +375,17 @@ write_gather(struct write_queue *q, struct write_waiter *me)
 	end = monotonic_ns() + wait_ns;
 	q->gatherer = me;
 	q->gathers++;
-	pthread_mutex_unlock(&q->mu);
+	mutex_unlock(&q->mu);
 	/* The only wake a gatherer gets is its group's acknowledgement. */
 	if (waiter_sleep(q, me, end))
 		return false;	/* taken over, and the group is done */
-	pthread_mutex_lock(&q->mu);
+	mutex_lock(&q->mu);
 	if (q->gatherer == me) {
 		q->gatherer = NULL;	/* the time is up: lead what came */
 		return true;
 	}
 	/* Taken over just as the time ran out: the wake is coming. */
-	pthread_mutex_unlock(&q->mu);
+	mutex_unlock(&q->mu);
 	waiter_sleep(q, me, 0);
 	return false;
 }
@@ -666,14 +666,14 @@ again:
 		n++;
 	}
 	q->queued_syncs -= taken_syncs;
-	pthread_mutex_unlock(&q->mu);
+	mutex_unlock(&q->mu);
 
-	pthread_mutex_lock(&s->apply_mu);
+	mutex_lock(&s->apply_mu);
 	rc = group_log(s, first, last, n, sync, &sync_ns);
 	group_apply(s, first, last, rc);
-	pthread_mutex_unlock(&s->apply_mu);
+	mutex_unlock(&s->apply_mu);
 
-	pthread_mutex_lock(&q->mu);
+	mutex_lock(&q->mu);
 	/* Those just acknowledged may come back, and those queued meanwhile
 	 * are waiting: the next synced group expects them all. */
 	if (sync)
@@ -687,7 +687,7 @@ again:
 	q->head = next;
 	if (next == NULL)
 		q->tail = NULL;
-	pthread_mutex_unlock(&q->mu);
+	mutex_unlock(&q->mu);
 
 	for (p = first; p != NULL; p = follow) {
 		follow = p == last ? NULL : p->next;
@@ -699,7 +699,7 @@ again:
 		/* The group ended just before self, now the head. */
 		waiters_wake(q, mask);
 		mask = 0;
-		pthread_mutex_lock(&q->mu);
+		mutex_lock(&q->mu);
 		goto again;
 	}
 	if (next != NULL) {
@@ -759,7 +759,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	me.first_seq = 0;
 	me.record_end = 0;
 	me.detail[0] = '\0';
-	pthread_mutex_lock(&q->mu);
+	mutex_lock(&q->mu);
 	me.bit = 1u << (q->next_bit++ % 32);
 	if (q->tail != NULL)
 		q->tail->next = &me;
@@ -781,7 +781,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 		lead = true;
 	}
 	if (!lead)
-		pthread_mutex_unlock(&q->mu);
+		mutex_unlock(&q->mu);
 	for (;;) {
 		if (lead && write_lead(s, &me))
 			break;
@@ -789,7 +789,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 		if (atomic_load_explicit(&me.done, memory_order_acquire))
 			break;
 		atomic_store_explicit(&me.lead, false, memory_order_relaxed);
-		pthread_mutex_lock(&q->mu);	/* woken to lead */
+		mutex_lock(&q->mu);	/* woken to lead */
 		lead = true;
 	}
 	if (me.rc < 0)
@@ -806,7 +806,7 @@ server_mutate(struct server *s, const char *table, uint64_t tablet,
 {
 	struct server_table *t;
 	struct tablet_schema *schema;
-	pthread_mutex_t *lock;
+	struct mutex *lock;
 	int rc;
 
 	if ((rc = table_get_schema(s, table, &t, &schema)) < 0)
@@ -815,9 +815,9 @@ server_mutate(struct server *s, const char *table, uint64_t tablet,
 	    (rc = mutation_validate(s, t, schema, row, ops, count)) < 0)
 		goto out;
 	lock = row_lock(s, t->id, row);
-	pthread_mutex_lock(lock);
+	mutex_lock(lock);
 	rc = mutation_commit(s, t, row, ops, count, sync, stamp);
-	pthread_mutex_unlock(lock);
+	mutex_unlock(lock);
 out:
 	tablet_schema_unref(schema);
 	table_unref(t);
@@ -905,7 +905,7 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 	struct mutation probe = { .kind = MUTATION_PUT, .family = family,
 	    .qualifier = qualifier, .ts = MUTATION_TS_SERVER };
 	struct mutation *ops;
-	pthread_mutex_t *lock;
+	struct mutex *lock;
 	struct cells_row own, *r;
 	struct cell c = { .ts = 0 };
 	size_t count;
@@ -918,7 +918,7 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 		goto out;
 	r = rmw_row_take(s, &own);
 	lock = row_lock(s, t->id, row);
-	pthread_mutex_lock(lock);
+	mutex_lock(lock);
 	found = column_newest(s, t, row, family, qualifier, as_of, r, &c);
 	if (found < 0) {
 		rc = found;
@@ -931,7 +931,7 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 	} else if (rc == 1) {
 		rc = 0;
 	}
-	pthread_mutex_unlock(lock);
+	mutex_unlock(lock);
 	rmw_row_give(s, r, &own);
 out:
 	tablet_schema_unref(schema);
@@ -1479,7 +1479,7 @@ server_move_column(struct server *s, const char *table, uint64_t tablet,
 	struct tablet_schema *schema;
 	struct mutation *ops = NULL;
 	struct cells_row r;
-	pthread_mutex_t *lock;
+	struct mutex *lock;
 	size_t count = 0;
 	int rc;
 
@@ -1493,7 +1493,7 @@ server_move_column(struct server *s, const char *table, uint64_t tablet,
 		goto out;
 	cells_row_init(&r);
 	lock = row_lock(s, t->id, row);
-	pthread_mutex_lock(lock);
+	mutex_lock(lock);
 	if (slice_equal(src->family, dst->family) &&
 	    (!src->has_qualifier || slice_equal(src->qualifier,
 	    dst->qualifier))) {
@@ -1506,7 +1506,7 @@ server_move_column(struct server *s, const char *table, uint64_t tablet,
 	    (rc = mutation_validate(s, t, schema, row, ops, count)) == 0) {
 		rc = mutation_commit(s, t, row, ops, count, sync, NULL);
 	}
-	pthread_mutex_unlock(lock);
+	mutex_unlock(lock);
 	bt_free(ops);
 	cells_row_release(&r);
 out:

@@ -40,6 +40,7 @@
 #include "util/compress.h"
 #include "util/crc32c.h"
 #include "util/error.h"
+#include "util/mutex.h"
 
 /* An entry (key + value) may take at most this much: blocks stay < 4 GiB. */
 #define SST_MAX_ENTRY_SIZE	(1ull << 30)
@@ -76,7 +77,7 @@ struct sst_slot {
 /* The compression worker of a parallel builder. */
 struct sst_worker {
 	pthread_t thread;
-	pthread_mutex_t mu;
+	struct mutex mu;
 	pthread_cond_t queued;		/* blocks submitted, or stop */
 	pthread_cond_t sealed;		/* a block sealed */
 	bool compress;
@@ -341,10 +342,10 @@ sst_worker_seal(struct sst_worker *w, uint64_t i)
 {
 	struct sst_slot *s = &w->slots[i % w->slot_count];
 
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 	s->rc = sst_block_seal(buf_slice(&s->raw), w->compress,
 	    &s->compressed, &s->stored, s->trailer);
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	s->sealed = true;
 	if (w->builder_waits)
 		pthread_cond_signal(&w->sealed);
@@ -356,18 +357,18 @@ sst_worker_main(void *arg)
 {
 	struct sst_worker *w = arg;
 
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	for (;;) {
 		while (w->claimed == w->submitted && !w->stop) {
 			w->worker_waits = true;
-			pthread_cond_wait(&w->queued, &w->mu);
+			cond_wait(&w->queued, &w->mu);
 			w->worker_waits = false;
 		}
 		if (w->stop)
 			break;
 		sst_worker_seal(w, w->claimed++);
 	}
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 	return NULL;
 }
 
@@ -393,7 +394,7 @@ sst_worker_start(struct sst_builder *b)
 		buf_init(&w->slots[i].compressed);
 		buf_init(&w->slots[i].last_key);
 	}
-	if (pthread_mutex_init(&w->mu, NULL) != 0)
+	if (mutex_init(&w->mu) != 0)
 		goto out_free;
 	if (pthread_cond_init(&w->queued, NULL) != 0)
 		goto out_mutex;
@@ -408,7 +409,7 @@ out_sealed:
 out_queued:
 	pthread_cond_destroy(&w->queued);
 out_mutex:
-	pthread_mutex_destroy(&w->mu);
+	mutex_destroy(&w->mu);
 out_free:
 	bt_free(w);
 	b->opts.parallel = false;
@@ -424,14 +425,14 @@ sst_worker_stop(struct sst_builder *b)
 
 	if (w == NULL)
 		return;
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	w->stop = true;
 	pthread_cond_signal(&w->queued);
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 	pthread_join(w->thread, NULL);
 	pthread_cond_destroy(&w->sealed);
 	pthread_cond_destroy(&w->queued);
-	pthread_mutex_destroy(&w->mu);
+	mutex_destroy(&w->mu);
 	for (size_t i = 0; i < SST_PARALLEL_BLOCKS; i++) {
 		buf_release(&w->slots[i].raw);
 		buf_release(&w->slots[i].compressed);
@@ -453,7 +454,7 @@ sst_worker_write(struct sst_builder *b, bool all)
 	struct sst_worker *w = b->worker;
 	int rc;
 
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	if (all && w->worker_waits && w->claimed < w->submitted)
 		pthread_cond_signal(&w->queued);
 	for (;;) {
@@ -463,7 +464,7 @@ sst_worker_write(struct sst_builder *b, bool all)
 		    w->slots[(w->written + n) % w->slot_count].sealed)
 			n++;
 		if (n > 0) {
-			pthread_mutex_unlock(&w->mu);
+			mutex_unlock(&w->mu);
 			for (; n > 0; n--, w->written++) {
 				struct sst_slot *s = &w->slots[w->written %
 				    w->slot_count];
@@ -478,7 +479,7 @@ sst_worker_write(struct sst_builder *b, bool all)
 				    size, s->lone_value)) < 0)
 					return rc;
 			}
-			pthread_mutex_lock(&w->mu);
+			mutex_lock(&w->mu);
 			continue;	/* more may be sealed by now */
 		}
 		if (all ? w->written == w->submitted :
@@ -489,10 +490,10 @@ sst_worker_write(struct sst_builder *b, bool all)
 			continue;
 		}
 		w->builder_waits = true;
-		pthread_cond_wait(&w->sealed, &w->mu);
+		cond_wait(&w->sealed, &w->mu);
 		w->builder_waits = false;
 	}
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 	return 0;
 }
 
@@ -516,13 +517,13 @@ sst_worker_submit(struct sst_builder *b)
 	if ((rc = buf_set(&s->last_key, b->last_key.p, b->last_key.n)) < 0 ||
 	    (rc = block_builder_take(&b->data_block, &s->raw)) < 0)
 		return rc;
-	pthread_mutex_lock(&w->mu);
+	mutex_lock(&w->mu);
 	s->sealed = false;
 	w->submitted++;
 	if (w->worker_waits &&
 	    w->submitted - w->claimed >= w->slot_count / 2)
 		pthread_cond_signal(&w->queued);
-	pthread_mutex_unlock(&w->mu);
+	mutex_unlock(&w->mu);
 	return 0;
 }
 

@@ -272,10 +272,10 @@ tablet_version_get(struct tablet *t)
 {
 	struct tablet_version *v;
 
-	pthread_mutex_lock(&t->mu);
+	mutex_lock(&t->mu);
 	v = t->current;
 	atomic_fetch_add(&v->refs, 1);
-	pthread_mutex_unlock(&t->mu);
+	mutex_unlock(&t->mu);
 	return v;
 }
 
@@ -427,7 +427,7 @@ tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	buf_init(&t->key_lo);
 	buf_init(&t->key_hi);
 	buf_init(&t->key_scratch);
-	pthread_mutex_init(&t->mu, NULL);
+	mutex_init(&t->mu);
 	if (buf_set(&t->start, ct->start.p, ct->start.n) < 0 ||
 	    buf_set(&t->end, ct->end.p, ct->end.n) < 0)
 		goto out_free;
@@ -633,7 +633,7 @@ tablet_unref(struct tablet *t)
 		frozen_bytes_add(t, -(int64_t)t->imm_bytes);
 	active_bytes_add(t, -(int64_t)atomic_load(&t->mem_usage));
 	tablet_version_unref(t->current);
-	pthread_mutex_destroy(&t->mu);
+	mutex_destroy(&t->mu);
 	buf_release(&t->start);
 	buf_release(&t->end);
 	buf_release(&t->key_lo);
@@ -689,9 +689,9 @@ tablet_schema_prepare(struct tablet *t, struct tablet_schema *schema,
 
 	if ((c = bt_calloc(1, sizeof(*c))) == NULL)
 		return -ENOMEM;
-	pthread_mutex_lock(&t->mu);
+	mutex_lock(&t->mu);
 	c->room = t->current->file_count;
-	pthread_mutex_unlock(&t->mu);
+	mutex_unlock(&t->mu);
 	if ((c->v = version_alloc(c->room)) == NULL) {
 		bt_free(c);
 		return -ENOMEM;
@@ -710,7 +710,7 @@ tablet_schema_install(struct tablet_schema_change *c)
 	struct tablet_version *v = c->v;
 	int rc = 0;
 
-	pthread_mutex_lock(&t->mu);
+	mutex_lock(&t->mu);
 	if (t->current->file_count <= c->room) {
 		c->v = NULL;	/* installed below */
 	} else if ((v = version_alloc(t->current->file_count)) == NULL) {
@@ -727,7 +727,7 @@ tablet_schema_install(struct tablet_schema_change *c)
 		    v->files[i].meta.group);
 	version_install_locked(t, v);
 out:
-	pthread_mutex_unlock(&t->mu);
+	mutex_unlock(&t->mu);
 	tablet_schema_change_free(c);
 	return rc;
 }
@@ -856,9 +856,9 @@ tablet_freeze(struct tablet *t)
 		return -EBUSY;
 	if ((rc = memtable_new(&mem)) < 0)
 		return rc;
-	pthread_mutex_lock(&t->mu);
+	mutex_lock(&t->mu);
 	if ((v = version_copy(t->current, 0)) == NULL) {
-		pthread_mutex_unlock(&t->mu);
+		mutex_unlock(&t->mu);
 		memtable_unref(mem);
 		return -ENOMEM;
 	}
@@ -875,7 +875,7 @@ tablet_freeze(struct tablet *t)
 	t->mem_base = memtable_memory_usage(mem);
 	atomic_store(&t->mem_usage, 0);
 	version_install_locked(t, v);
-	pthread_mutex_unlock(&t->mu);
+	mutex_unlock(&t->mu);
 	return 0;
 }
 
@@ -1009,7 +1009,7 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 		goto out_readers;
 	}
 
-	pthread_mutex_lock(&t->mu);
+	mutex_lock(&t->mu);
 	version_share(v, t->current);
 	/* New files first (newest), then the survivors in their order. */
 	for (size_t i = 0; i < v->file_count; i++) {
@@ -1042,7 +1042,7 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 		atomic_store(&t->flushed_seq, flushed_seq);
 	tablet_seek_reset(t, v);
 	version_install_locked(t, v);
-	pthread_mutex_unlock(&t->mu);
+	mutex_unlock(&t->mu);
 	bt_free(added);
 	bt_free(readers);
 	return 0;
@@ -1464,9 +1464,9 @@ version_files_get(struct tablet *t)
 {
 	struct tablet_version *v;
 
-	pthread_mutex_lock(&t->mu);
+	mutex_lock(&t->mu);
 	v = version_copy(t->current, 0);
-	pthread_mutex_unlock(&t->mu);
+	mutex_unlock(&t->mu);
 	if (v == NULL)
 		return NULL;
 	memtable_unref(v->mem);

@@ -17,6 +17,7 @@
 #include "tablet/tablet.h"
 #include "util/buf.h"
 #include "util/iter.h"
+#include "util/mutex.h"
 
 #define NO_GROUP SIZE_MAX	/* a file of a group the schema lost */
 
@@ -79,7 +80,7 @@ struct tablet {
 	 * empty for an open bound (range_iter.h). */
 	struct buf key_lo, key_hi;
 
-	pthread_mutex_t mu;		/* guards current */
+	struct mutex mu;		/* guards current */
 	struct tablet_version *current;
 
 	/* Writer side. */

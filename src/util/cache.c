@@ -21,6 +21,7 @@
 #include "util/alloc.h"
 #include "util/cache.h"
 #include "util/hash.h"
+#include "util/mutex.h"
 
 #define CACHE_SHARD_BITS 4
 #define CACHE_SHARDS (1 << CACHE_SHARD_BITS)
@@ -43,7 +44,7 @@ struct cache_handle {
 };
 
 struct cache_shard {
-	pthread_mutex_t mu;
+	struct mutex mu;
 	size_t capacity;
 	size_t usage;			/* charge of the entries in_cache */
 	struct cache_handle *lru_oldest;
@@ -220,8 +221,7 @@ cache_new(size_t capacity, struct cache **out)
 			rc = -ENOMEM;
 			goto out_shards;
 		}
-		if ((rc = pthread_mutex_init(&s->mu, NULL)) != 0) {
-			rc = -rc;
+		if ((rc = mutex_init(&s->mu)) < 0) {
 			bt_free(s->table);
 			goto out_shards;
 		}
@@ -230,7 +230,7 @@ cache_new(size_t capacity, struct cache **out)
 	return 0;
 out_shards:
 	while (i-- > 0) {
-		pthread_mutex_destroy(&c->shards[i].mu);
+		mutex_destroy(&c->shards[i].mu);
 		bt_free(c->shards[i].table);
 	}
 	bt_free(c);
@@ -257,7 +257,7 @@ cache_free(struct cache *c)
 			}
 		}
 		cache_bury(dead);
-		pthread_mutex_destroy(&s->mu);
+		mutex_destroy(&s->mu);
 		bt_free(s->table);
 	}
 	bt_free(c);
@@ -288,7 +288,7 @@ cache_insert(struct cache *c, struct slice key, void *value, size_t charge,
 		memcpy(e->key, key.p, key.n);
 
 	s = cache_shard_of(c, e->hash);
-	pthread_mutex_lock(&s->mu);
+	mutex_lock(&s->mu);
 	pp = cache_table_find(s, key, e->hash);
 	old = *pp;
 	e->next_hash = old != NULL ? old->next_hash : NULL;
@@ -300,7 +300,7 @@ cache_insert(struct cache *c, struct slice key, void *value, size_t charge,
 		cache_finish_erase(s, old, &dead);
 	cache_shard_trim(s, &dead);
 	cache_table_grow(s);
-	pthread_mutex_unlock(&s->mu);
+	mutex_unlock(&s->mu);
 
 	cache_bury(dead);
 	*out = e;
@@ -314,7 +314,7 @@ cache_lookup(struct cache *c, struct slice key)
 	struct cache_shard *s = cache_shard_of(c, hash);
 	struct cache_handle *e;
 
-	pthread_mutex_lock(&s->mu);
+	mutex_lock(&s->mu);
 	if ((e = *cache_table_find(s, key, hash)) != NULL) {
 		if (e->refs == 1)
 			cache_lru_remove(s, e);
@@ -323,7 +323,7 @@ cache_lookup(struct cache *c, struct slice key)
 	} else {
 		s->misses++;
 	}
-	pthread_mutex_unlock(&s->mu);
+	mutex_unlock(&s->mu);
 	return e;
 }
 
@@ -337,10 +337,10 @@ cache_release(struct cache *c, struct cache_handle *h)
 	struct cache_shard *s = cache_shard_of(c, h->hash);
 	struct cache_handle *dead = NULL;
 
-	pthread_mutex_lock(&s->mu);
+	mutex_lock(&s->mu);
 	cache_unref(s, h, &dead);
 	cache_shard_trim(s, &dead);
-	pthread_mutex_unlock(&s->mu);
+	mutex_unlock(&s->mu);
 	cache_bury(dead);
 }
 
@@ -357,13 +357,13 @@ cache_erase(struct cache *c, struct slice key)
 	struct cache_shard *s = cache_shard_of(c, hash);
 	struct cache_handle *e, **pp, *dead = NULL;
 
-	pthread_mutex_lock(&s->mu);
+	mutex_lock(&s->mu);
 	pp = cache_table_find(s, key, hash);
 	if ((e = *pp) != NULL) {
 		*pp = e->next_hash;
 		cache_finish_erase(s, e, &dead);
 	}
-	pthread_mutex_unlock(&s->mu);
+	mutex_unlock(&s->mu);
 	cache_bury(dead);
 }
 
@@ -381,12 +381,12 @@ cache_get_stats(struct cache *c, struct cache_stats *out)
 	for (int i = 0; i < CACHE_SHARDS; i++) {
 		struct cache_shard *s = &c->shards[i];
 
-		pthread_mutex_lock(&s->mu);
+		mutex_lock(&s->mu);
 		out->hits += s->hits;
 		out->misses += s->misses;
 		out->inserts += s->inserts;
 		out->evictions += s->evictions;
 		out->usage += s->usage;
-		pthread_mutex_unlock(&s->mu);
+		mutex_unlock(&s->mu);
 	}
 }

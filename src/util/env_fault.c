@@ -24,6 +24,7 @@
 #include "util/buf.h"
 #include "util/env.h"
 #include "util/error.h"
+#include "util/mutex.h"
 
 /* Files live in memory: refuse to grow one past this by truncation. */
 #define FAULT_MAX_FILE	((uint64_t)1 << 40)
@@ -65,7 +66,7 @@ struct fault_lock {
 
 struct fault_env {
 	struct env base;
-	pthread_mutex_t mu;
+	struct mutex mu;
 	struct fault_node *root;
 	struct fault_trigger triggers[ENV_FAULT_RENAME + 1];
 	uint64_t clock;		/* 0: the real clock */
@@ -366,7 +367,7 @@ fault_file_open(struct env *env, const char *path, enum env_open_mode mode,
 	}
 	f->base.env = env;
 	f->writable = mode != ENV_READ;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	if (f->writable && (rc = fault_fire(e, ENV_FAULT_OPEN, path)) < 0)
 		goto out_unlock;
 	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0) {
@@ -402,11 +403,11 @@ fault_file_open(struct env *env, const char *path, enum env_open_mode mode,
 	}
 	node_ref(node);
 	f->node = node;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	*out = &f->base;
 	return 0;
 out_unlock:
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	bt_free(f->base.path);
 out_free:
 	bt_free(f);
@@ -423,14 +424,14 @@ fault_file_read_at(struct env_file *base, uint64_t offset, void *dst,
 	struct buf *data = &f->node->data;
 	size_t k = 0;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	if (offset < data->n) {
 		k = data->n - (size_t)offset;
 		if (k > n)
 			k = n;
 		memcpy(dst, data->p + offset, k);
 	}
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	*got = k;
 	return 0;
 }
@@ -444,12 +445,12 @@ fault_file_append(struct env_file *base, const void *p, size_t n)
 
 	if (!f->writable)
 		return fault_error(-EBADF, base->path, "append");
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->stats.appends++;
 	if ((rc = fault_fire(e, ENV_FAULT_APPEND, base->path)) == 0 &&
 	    (rc = buf_append(&f->node->data, p, n)) < 0)
 		rc = fault_error(rc, base->path, "append");
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -473,7 +474,7 @@ fault_file_write_at(struct env_file *base, uint64_t offset, const void *p,
 	if (offset > FAULT_MAX_FILE || n > FAULT_MAX_FILE - offset)
 		return fault_error(-EFBIG, base->path, "write at");
 	end = (size_t)offset + n;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->stats.appends++;
 	if ((rc = fault_fire(e, ENV_FAULT_APPEND, base->path)) < 0)
 		goto out;
@@ -496,7 +497,7 @@ fault_file_write_at(struct env_file *base, uint64_t offset, const void *p,
 out_error:
 	rc = fault_error(rc, base->path, "write at");
 out:
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -515,9 +516,9 @@ fault_file_allocate(struct env_file *base, uint64_t offset, uint64_t len)
 		return fault_error(-EBADF, base->path, "allocate");
 	if (offset > FAULT_MAX_FILE || len > FAULT_MAX_FILE - offset)
 		return fault_error(-EFBIG, base->path, "allocate");
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->stats.allocates++;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return 0;
 }
 
@@ -533,9 +534,9 @@ fault_file_start_writeback(struct env_file *base, uint64_t offset,
 	(void)len;
 	if (!f->writable)
 		return fault_error(-EBADF, base->path, "start writeback");
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->stats.writebacks++;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return 0;
 }
 
@@ -549,7 +550,7 @@ fault_file_sync(struct env_file *base)
 	uint64_t delay;
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->stats.file_syncs++;
 	if ((rc = fault_fire(e, ENV_FAULT_SYNC, base->path)) == 0) {
 		f->node->synced = f->node->data.n;
@@ -557,7 +558,7 @@ fault_file_sync(struct env_file *base)
 		buf_clear(&f->node->shadow);
 	}
 	delay = e->sync_delay;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	if (delay > 0) {
 		pause.tv_sec = (time_t)(delay / 1000000);
 		pause.tv_nsec = (long)(delay % 1000000) * 1000;
@@ -584,7 +585,7 @@ fault_file_truncate(struct env_file *base, uint64_t size)
 		return fault_error(-EBADF, base->path, "truncate");
 	if (size > FAULT_MAX_FILE)
 		return fault_error(-EFBIG, base->path, "truncate");
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	if (size <= data->n) {
 		data->n = (size_t)size;
 		if (f->node->synced > size)
@@ -595,7 +596,7 @@ fault_file_truncate(struct env_file *base, uint64_t size)
 		memset(data->p + data->n, 0, (size_t)size - data->n);
 		data->n = (size_t)size;
 	}
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -605,9 +606,9 @@ fault_file_size(struct env_file *base, uint64_t *size)
 	struct fault_env *e = (struct fault_env *)base->env;
 	struct fault_file *f = (struct fault_file *)base;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	*size = f->node->data.n;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return 0;
 }
 
@@ -617,9 +618,9 @@ fault_file_close(struct env_file *base)
 	struct fault_env *e = (struct fault_env *)base->env;
 	struct fault_file *f = (struct fault_file *)base;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	node_unref(f->node);
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	bt_free(base->path);
 	bt_free(f);
 	return 0;
@@ -632,12 +633,12 @@ fault_path_size(struct env *env, const char *path, uint64_t *size)
 	struct fault_node *node;
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	if ((rc = fault_find(e, path, &node)) < 0)
 		rc = fault_error(rc, path, "stat");
 	else
 		*size = node->is_dir ? 0 : node->data.n;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -656,9 +657,9 @@ fault_path_available(struct env *env, const char *path, uint64_t *bytes)
 	struct fault_env *e = (struct fault_env *)env;
 
 	(void)path;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	*bytes = e->available;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return 0;
 }
 
@@ -672,7 +673,7 @@ fault_path_rename(struct env *env, const char *from, const char *to)
 	size_t flen, tlen;
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->stats.renames++;
 	if ((rc = fault_fire(e, ENV_FAULT_RENAME, from)) < 0)
 		goto out;
@@ -702,7 +703,7 @@ fault_path_rename(struct env *env, const char *from, const char *to)
 		dir_unset(fdir, fname, flen);
 	node_unref(node);
 out:
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -715,7 +716,7 @@ fault_path_remove(struct env *env, const char *path)
 	size_t len;
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0) {
 		rc = fault_error(rc, path, "remove");
 		goto out;
@@ -734,7 +735,7 @@ fault_path_remove(struct env *env, const char *path)
 	}
 	dir_unset(parent, name, len);
 out:
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -747,7 +748,7 @@ fault_dir_create(struct env *env, const char *path)
 	size_t len;
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0) {
 		rc = fault_error(rc, path, "mkdir");
 		goto out;
@@ -766,7 +767,7 @@ fault_dir_create(struct env *env, const char *path)
 	rc = dir_set(parent, name, len, node);
 	node_unref(node);
 out:
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -779,7 +780,7 @@ fault_dir_sync(struct env *env, const char *path)
 	size_t i;
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->stats.dir_syncs++;
 	if ((rc = fault_fire(e, ENV_FAULT_SYNC, path)) < 0)
 		goto out;
@@ -798,7 +799,7 @@ fault_dir_sync(struct env *env, const char *path)
 	}
 	dir_compact(dir);
 out:
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -816,7 +817,7 @@ fault_dir_list(struct env *env, const char *path,
 	size_t i, n = 0;
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	if ((rc = fault_find(e, path, &dir)) < 0) {
 		rc = fault_error(rc, path, "list");
 		goto out_unlock;
@@ -838,12 +839,12 @@ fault_dir_list(struct env *env, const char *path,
 		}
 		n++;
 	}
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	for (i = 0; i < n && rc == 0; i++)
 		rc = fn(arg, names[i]);
 	goto out_free;
 out_unlock:
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 out_free:
 	for (i = 0; i < n; i++)
 		bt_free(names[i]);
@@ -864,7 +865,7 @@ fault_lock(struct env *env, const char *path, struct env_lock **out)
 
 	if ((l = bt_calloc(1, sizeof(*l))) == NULL)
 		return -ENOMEM;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0 ||
 	    parent == NULL) {
 		rc = fault_error(rc < 0 ? rc : -EISDIR, path, "lock");
@@ -902,11 +903,11 @@ fault_lock(struct env *env, const char *path, struct env_lock **out)
 	l->node = node;
 	l->next = e->locks;
 	e->locks = l;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	*out = &l->base;
 	return 0;
 out_unlock:
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	bt_free(l);
 	return rc;
 }
@@ -917,7 +918,7 @@ fault_unlock(struct env_lock *base)
 	struct fault_env *e = (struct fault_env *)base->env;
 	struct fault_lock *l = (struct fault_lock *)base, **pp;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	for (pp = &e->locks; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == l) {
 			*pp = l->next;
@@ -925,7 +926,7 @@ fault_unlock(struct env_lock *base)
 		}
 	}
 	node_unref(l->node);
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	bt_free(l);
 }
 
@@ -936,9 +937,9 @@ fault_now_micros(struct env *env)
 	struct timespec ts;
 	uint64_t clock;
 
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	clock = e->clock;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	if (clock != 0)
 		return clock;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -951,7 +952,7 @@ fault_free(struct env *env)
 	struct fault_env *e = (struct fault_env *)env;
 
 	node_unref(e->root);
-	pthread_mutex_destroy(&e->mu);
+	mutex_destroy(&e->mu);
 	bt_free(e);
 }
 
@@ -994,7 +995,7 @@ env_fault_new(struct env **out)
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	if ((rc = -pthread_mutex_init(&e->mu, NULL)) < 0)
+	if ((rc = mutex_init(&e->mu)) < 0)
 		goto out_root;
 	e->available = UINT64_MAX;
 	e->base.ops = &fault_ops;
@@ -1018,12 +1019,12 @@ env_fault_fail_after(struct env *env, enum env_fault_op op, long n, int rc,
 	if (e == NULL || (unsigned)op > ENV_FAULT_RENAME)
 		return;
 	t = &e->triggers[op];
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	t->countdown = n > 0 ? n : 0;
 	t->rc = rc;
 	t->sticky = sticky;
 	t->tripped = false;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 }
 
 /* Put a file's shadow back as its content, without allocating. */
@@ -1116,9 +1117,9 @@ env_fault_drop_unsynced(struct env *env)
 
 	if (e == NULL)
 		return;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	fault_drop_dir(e->root, NULL);
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 }
 
 void
@@ -1129,9 +1130,9 @@ env_fault_drop_unsynced_torn(struct env *env, uint64_t seed)
 
 	if (e == NULL)
 		return;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	fault_drop_dir(e->root, &rng);
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 }
 
 int
@@ -1144,7 +1145,7 @@ env_fault_flip_byte(struct env *env, const char *path, uint64_t offset,
 
 	if (e == NULL)
 		return bt_error_set(-EINVAL, "%s: not a fault env", path);
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	if ((rc = fault_find(e, path, &node)) < 0) {
 		rc = fault_error(rc, path, "flip byte");
 		goto out;
@@ -1162,7 +1163,7 @@ env_fault_flip_byte(struct env *env, const char *path, uint64_t offset,
 	if (node->overwritten && offset < node->shadow.n)
 		node->shadow.p[offset] ^= mask;
 out:
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -1173,9 +1174,9 @@ env_fault_set_clock(struct env *env, uint64_t micros)
 
 	if (e == NULL)
 		return;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->clock = micros;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 }
 
 void
@@ -1185,9 +1186,9 @@ env_fault_set_available(struct env *env, uint64_t bytes)
 
 	if (e == NULL)
 		return;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->available = bytes;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 }
 
 void
@@ -1197,9 +1198,9 @@ env_fault_set_sync_delay(struct env *env, uint64_t micros)
 
 	if (e == NULL)
 		return;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	e->sync_delay = micros;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 }
 
 void
@@ -1210,7 +1211,7 @@ env_fault_get_stats(struct env *env, struct env_fault_stats *out)
 	memset(out, 0, sizeof(*out));
 	if (e == NULL)
 		return;
-	pthread_mutex_lock(&e->mu);
+	mutex_lock(&e->mu);
 	*out = e->stats;
-	pthread_mutex_unlock(&e->mu);
+	mutex_unlock(&e->mu);
 }
