@@ -75,10 +75,9 @@ struct node {
 	struct coord c;		/* owns its strings and bytes */
 	struct buf key;		/* c serialised: the identity */
 	/*
-	 * Directories: the last listing read to its end while nothing
-	 * changed (fs_list.c).  While it is younger than the cache timeout
-	 * and the store and the pending directories are as they were, the
-	 * kernel may keep listing the directory from its readdir cache.
+	 * Directories: the kernel may hold a listing in its readdir cache,
+	 * sent whole, that began when the store and the pending directories
+	 * were at listed_seq and listed_gen (fs_list.c's rules).
 	 */
 	bool listed;
 	uint64_t listed_seq;	/* the store's last sequence number then */
@@ -137,6 +136,8 @@ struct fs {
 	size_t *pending_index;		/* hash chains of array positions */
 	size_t pending_buckets;
 	struct temp_set *temps;		/* fs_temp.c, with its own lock */
+	struct listings *listings;	/* fs_list.c, with its own lock */
+	bool no_opendir;	/* the kernel lists without opening */
 };
 
 /*
@@ -182,7 +183,8 @@ int node_tree_moved(struct fs *fs, const struct coord *src,
 void node_writers_add(struct fs *fs, struct node *n, int delta);
 uint32_t node_writers(struct fs *fs, struct node *n);
 /* Tell the kernel that the files of column c changed (after a commit),
- * and the attributes of the directories above it. */
+ * and the attributes and listings of the directories above it (rule 1
+ * of fs_list.c). */
 void fs_column_changed(struct fs *fs, const struct coord *c);
 
 int pending_add(struct fs *fs, const struct coord *c);
@@ -288,7 +290,14 @@ void fs_op_forget_multi(fuse_req_t req, size_t count,
     struct fuse_forget_data *forgets);
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
-/* fs_list.c: listings. */
+/* fs_list.c: listings (its rules 1-3 say what the kernel caches). */
+int fs_listings_new(struct fs *fs);
+void fs_listings_free(struct fs *fs);
+/* Rule 3: drop the kernel's listing of n if it may be stale; wherever
+ * n's attributes are sent. */
+void fs_listing_check(struct fs *fs, struct node *n);
+/* Rule 2: drop every listing the kernel holds. */
+void fs_listings_changed(struct fs *fs);
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi);

@@ -523,6 +523,7 @@ fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n)
 		fuse_reply_err(req, fs_errno(rc));
 		return fs_errno(rc);
 	}
+	fs_listing_check(fs, n);
 	e.ino = n->ino;
 	e.attr_timeout = fs->timeout;
 	e.entry_timeout = fs->timeout;
@@ -606,6 +607,7 @@ fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	fs_listing_check(fs, n);
 	if ((rc = fs_stat(fs, n, &st)) < 0)
 		fuse_reply_err(req, fs_errno(rc));
 	else

@@ -235,6 +235,10 @@ fs_init(struct fs *fs)
 	fs->root = n;		/* the reference is never dropped */
 	if ((rc = temp_set_new(&fs->temps)) < 0)
 		goto out_free;
+	if ((rc = fs_listings_new(fs)) < 0) {
+		temp_set_free(fs->temps);
+		goto out_free;
+	}
 	clock_gettime(CLOCK_REALTIME, &fs->started);
 	return 0;
 out_free:
@@ -256,6 +260,7 @@ node_free(struct node *n)
 void
 fs_release(struct fs *fs)
 {
+	fs_listings_free(fs);	/* their references first */
 	for (size_t i = 0; i < fs->buckets; i++) {
 		struct node *n, *next;
 
@@ -970,7 +975,8 @@ fs_column_changed(struct fs *fs, const struct coord *c)
 	 * newest version's. */
 	static const enum node_kind kinds[] = { NODE_LATEST, NODE_COLUMN,
 	    NODE_FAMILY, NODE_ROW };
-	fuse_ino_t ino;
+	fuse_ino_t ino = 0;
+	struct node *n;
 
 	if (c->kind == NODE_VERSION && (ino = node_peek(fs, c)) != 0)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
@@ -979,4 +985,18 @@ fs_column_changed(struct fs *fs, const struct coord *c)
 		if ((ino = node_peek(fs, &k)) != 0)
 			fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 	}
+	/* The table's listing, only if the kernel holds one: a delete may
+	 * have taken the row's last cell. */
+	k.kind = NODE_TABLE;
+	ino = 0;
+	mutex_lock(&fs->lock);
+	if (coord_key(&k, &fs->peek_key) == 0 && (n = find_key(fs,
+	    &fs->peek_key, hash64(buf_slice(&fs->peek_key), 0x7462))) != NULL &&
+	    n->listed) {
+		n->listed = false;
+		ino = n->ino;
+	}
+	mutex_unlock(&fs->lock);
+	if (ino != 0)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 }

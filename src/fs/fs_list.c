@@ -2,18 +2,33 @@
  * fs_list.c - directory listings.  A table streams its rows from a scan,
  * resumed after the last row sent, so that ls of millions of rows runs in
  * bounded memory; the root, row, family and column directories are read
- * once per listing (at opendir, or at the first readdir when the kernel
- * was expected to list from its cache) and again at rewinddir.
+ * whole when a listing starts (offset 0: a first read, or rewinddir).
  *
- * Every directory but the root is opened with the kernel's readdir cache
- * (cache_readdir), and kept (keep_cache) only while the last listing
- * read to its end is younger than the cache timeout and nothing that a
- * listing shows has changed since its opendir: no mutation in the store
- * (its last sequence number, which commits through this mount and
- * tabletctl's both advance) and no pending directory made or dropped.
- * Otherwise the kernel drops what it cached and asks again.  The root
- * lists tables, which schema changes make and drop without a sequence
- * number, so it is always read afresh.
+ * The kernel lists directories without opening them where it can
+ * (FUSE_CAP_NO_OPENDIR_SUPPORT: opendir answers ENOSYS), so a walk costs
+ * two requests a directory, its READDIRPLUS and the empty READDIR that
+ * ends it, instead of four.  A listing in progress is therefore found by
+ * its directory and the offset it has reached, among the few the daemon
+ * keeps (LISTINGS); a request that finds none starts afresh, skipping to
+ * its offset.
+ *
+ * The kernel then caches every listing (its readdir cache) until the
+ * directory's inode is invalidated, and itself drops what it cached when
+ * it creates, removes or renames an entry there, or when the directory's
+ * mtime changes.  The daemon invalidates the rest:
+ *   1. a commit through the mount, the directories of its column
+ *      (fs_column_changed());
+ *   2. a command through the control socket, every listing the kernel
+ *      holds (fs_listings_changed());
+ *   3. anything else (the GC policy's maxage condemning versions as time
+ *      passes): whenever the daemon sends a directory's attributes
+ *      (GETATTR, LOOKUP, a READDIRPLUS entry), which the kernel must ask
+ *      for before it lists from its cache once they are older than the
+ *      cache timeout, a listing that is older too, or that the store or
+ *      the pending directories changed since, is dropped
+ *      (fs_listing_check()).
+ * Where the kernel opens directories (it lacks that capability), opendir
+ * keeps the cached listing under the same rules.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +50,9 @@
 #define DIR_HISTORY 2048
 #define AHEAD_MAX (DIR_HISTORY / 2)
 #define UNKNOWN_INO 0xffffffffu	/* d_ino for entries not yet looked up */
+/* Listings in progress the daemon keeps (a reader that stops before the
+ * end leaves one behind until it is the oldest). */
+#define LISTINGS 64
 
 /* One entry of a directory read at opendir. */
 struct dent {
@@ -47,26 +65,36 @@ struct dent {
 	struct buf raw;		/* the row, family or qualifier bytes */
 };
 
-struct dirh {
+/* What a listing depends on. */
+struct dir_version {
+	uint64_t seq;	/* the store's last sequence number */
+	uint64_t gen;	/* fs.pending_gen */
+};
+
+/* A listing in progress. */
+struct listing {
 	struct mutex lock;
-	struct node *dir;
+	struct node *dir;	/* a reference */
+	fuse_ino_t ino;
+	/* Under listings.lock: */
+	unsigned users;		/* requests using it */
+	uint64_t used;		/* listings.tick at its last request */
+	off_t next;		/* the offset its next request comes at */
+	bool kept;		/* in listings.slot */
+	bool done;		/* read to its end: freed by its last user */
+	bool whole;		/* began at offset 0 in this listing */
 	struct dent *ents;	/* snapshot directories */
 	size_t count;
 	off_t pos;		/* table directories: offset last emitted */
-	bool fresh;		/* ents read at opendir, not yet listed */
-	bool cacheable;		/* opened with cache_readdir */
-	struct dir_version {
-		uint64_t seq;	/* the store's last sequence number */
-		uint64_t gen;	/* fs.pending_gen */
-	} version;		/* at opendir */
-	struct timespec opened;	/* CLOCK_MONOTONIC */
+	struct dir_version version;	/* when it began */
+	struct timespec opened;	/* CLOCK_MONOTONIC, when it began */
 	struct dir_row {
 		struct buf key;
 		off_t off;	/* -1: none */
 	} *hist;		/* tables: the row at offset o at o % HISTORY */
 	/*
 	 * Table directories: the plain reply to the next READDIR, built
-	 * ahead (table_fill_ahead).  dh->pos is already past it; a request
+	 * ahead (table_fill_ahead).  l->pos is already past it; a request
 	 * it does not answer puts the listing back at from.
 	 */
 	struct dir_ahead {
@@ -80,7 +108,11 @@ struct dirh {
 	} ahead;
 };
 
-static void dirh_free(struct fs *fs, struct dirh *dh);
+struct listings {
+	struct mutex lock;
+	struct listing *slot[LISTINGS];
+	uint64_t tick;
+};
 
 /* .schema and .tablets are not listed (reachable by name, as latest is),
  * so that rm -r, tar and rsync of a table see its rows alone. */
@@ -326,127 +358,334 @@ seconds_since(const struct timespec *then, const struct timespec *now)
 	    (double)(now->tv_nsec - then->tv_nsec) / 1e9;
 }
 
-/* Whether the kernel may list dir from what it cached: its last complete
- * listing shows the directory as it is at v and is not too old. */
+/* Whether the kernel's listing of dir shows the directory as it is at v
+ * and is not too old (rule 3); caller holds fs->lock. */
 static bool
 dir_listing_fresh(struct fs *fs, struct node *dir,
     const struct dir_version *v, const struct timespec *now)
 {
-	bool fresh;
-
-	mutex_lock(&fs->lock);
-	fresh = dir->listed && dir->listed_seq == v->seq &&
+	mutex_assert_held(&fs->lock);
+	return dir->listed && dir->listed_seq == v->seq &&
 	    dir->listed_gen == v->gen &&
 	    seconds_since(&dir->listed_at, now) < fs->timeout;
-	mutex_unlock(&fs->lock);
-	return fresh;
 }
 
-/* The kernel has been sent all of dh's listing: remember it as dh->dir's
- * last complete one if nothing changed while it was read. */
+/* The kernel has been sent all of l's listing, which it caches: what it
+ * shows is the directory as it was when the listing began, or older. */
 static void
-dir_listing_done(struct fs *fs, struct dirh *dh)
+dir_listing_done(struct fs *fs, struct listing *l)
 {
-	struct dir_version now;
-
-	dir_version_get(fs, &now);
-	if (now.seq != dh->version.seq || now.gen != dh->version.gen)
+	if (!l->whole)
 		return;
 	mutex_lock(&fs->lock);
-	dh->dir->listed = true;
-	dh->dir->listed_seq = now.seq;
-	dh->dir->listed_gen = now.gen;
-	dh->dir->listed_at = dh->opened;
+	l->dir->listed = true;
+	l->dir->listed_seq = l->version.seq;
+	l->dir->listed_gen = l->version.gen;
+	l->dir->listed_at = l->opened;
 	mutex_unlock(&fs->lock);
 }
 
 void
+fs_listing_check(struct fs *fs, struct node *n)
+{
+	struct dir_version v;
+	struct timespec now;
+	bool drop;
+
+	mutex_lock(&fs->lock);
+	drop = n->listed;
+	mutex_unlock(&fs->lock);
+	if (!drop)
+		return;
+	dir_version_get(fs, &v);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	mutex_lock(&fs->lock);
+	drop = n->listed && !dir_listing_fresh(fs, n, &v, &now);
+	if (drop)
+		n->listed = false;
+	mutex_unlock(&fs->lock);
+	if (drop)
+		fuse_lowlevel_notify_inval_inode(fs->se, n->ino, 0, 0);
+}
+
+void
+fs_listings_changed(struct fs *fs)
+{
+	fuse_ino_t *inos = NULL, *more;
+	size_t count = 0, cap = 0;
+
+	mutex_lock(&fs->lock);
+	for (size_t b = 0; b < fs->buckets; b++) {
+		for (struct node *n = fs->by_ino[b]; n != NULL;
+		    n = n->ino_next) {
+			if (!n->listed)
+				continue;
+			if (count == cap) {
+				cap = cap ? cap * 2 : 64;
+				if ((more = bt_realloc(inos,
+				    cap * sizeof(*inos))) == NULL)
+					break;	/* the rest wait for rule 3 */
+				inos = more;
+			}
+			n->listed = false;
+			inos[count++] = n->ino;
+		}
+	}
+	mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < count; i++)
+		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], 0, 0);
+	bt_free(inos);
+}
+
+int
+fs_listings_new(struct fs *fs)
+{
+	struct listings *ls;
+	int rc;
+
+	if ((ls = bt_calloc(1, sizeof(*ls))) == NULL)
+		return -ENOMEM;
+	if ((rc = mutex_init(&ls->lock)) < 0) {
+		bt_free(ls);
+		return rc;
+	}
+	fs->listings = ls;
+	return 0;
+}
+
+static void
+listing_free(struct fs *fs, struct listing *l)
+{
+	dents_free(l->ents, l->count);
+	for (size_t i = 0; l->hist != NULL && i < DIR_HISTORY; i++)
+		buf_release(&l->hist[i].key);
+	bt_free(l->hist);
+	bt_free(l->ahead.buf);
+	node_put(fs, l->dir);
+	mutex_destroy(&l->lock);
+	bt_free(l);
+}
+
+void
+fs_listings_free(struct fs *fs)
+{
+	struct listings *ls = fs->listings;
+
+	if (ls == NULL)
+		return;
+	for (size_t i = 0; i < LISTINGS; i++) {
+		if (ls->slot[i] != NULL) {
+			assert(ls->slot[i]->users == 0);
+			listing_free(fs, ls->slot[i]);
+		}
+	}
+	mutex_destroy(&ls->lock);
+	bt_free(ls);
+	fs->listings = NULL;
+}
+
+/* A new listing of directory n (whose reference it takes), not yet
+ * begun. */
+static int
+listing_new(struct node *n, struct listing **out)
+{
+	struct listing *l;
+	int rc;
+
+	if ((l = bt_calloc(1, sizeof(*l))) == NULL)
+		return -ENOMEM;
+	if (n->c.kind == NODE_TABLE) {
+		if ((l->hist = bt_calloc(DIR_HISTORY,
+		    sizeof(*l->hist))) == NULL) {
+			rc = -ENOMEM;
+			goto out_free;
+		}
+		for (size_t i = 0; i < DIR_HISTORY; i++) {
+			buf_init(&l->hist[i].key);
+			l->hist[i].off = -1;
+		}
+	}
+	if ((rc = mutex_init(&l->lock)) < 0)
+		goto out_free;
+	l->dir = n;
+	l->ino = n->ino;
+	*out = l;
+	return 0;
+out_free:
+	bt_free(l->hist);
+	bt_free(l);
+	return rc;
+}
+
+/* Where a listing that continues at off is among the kept ones, or
+ * LISTINGS; caller holds ls->lock. */
+static size_t
+listing_find(struct listings *ls, fuse_ino_t ino, off_t off)
+{
+	mutex_assert_held(&ls->lock);
+	for (size_t i = 0; off > 0 && i < LISTINGS; i++) {
+		struct listing *l = ls->slot[i];
+
+		if (l != NULL && l->ino == ino && !l->done && l->next == off)
+			return i;
+	}
+	return LISTINGS;
+}
+
+/* Keep l, in a free slot or in place of the oldest listing no request
+ * uses (returned, for the caller to free), or not at all when every
+ * slot is in use; caller holds ls->lock. */
+static struct listing *
+listing_keep(struct listings *ls, struct listing *l)
+{
+	size_t oldest = LISTINGS;
+	struct listing *old = NULL;
+
+	mutex_assert_held(&ls->lock);
+	for (size_t i = 0; i < LISTINGS; i++) {
+		struct listing *c = ls->slot[i];
+
+		if (c == NULL) {
+			ls->slot[i] = l;
+			l->kept = true;
+			return NULL;
+		}
+		if (c->users == 0 && (oldest == LISTINGS ||
+		    c->used < ls->slot[oldest]->used))
+			oldest = i;
+	}
+	if (oldest < LISTINGS) {
+		old = ls->slot[oldest];
+		ls->slot[oldest] = l;
+		l->kept = true;
+	}
+	return old;
+}
+
+/*
+ * The listing of directory ino that a request at off continues, or a new
+ * one (which begins there: at 0 every listing does).  Returned in use by
+ * the caller until listing_give().  0, -ENOENT, -ENOTDIR or -ENOMEM.
+ */
+static int
+listing_take(struct fs *fs, fuse_ino_t ino, off_t off, struct listing **out)
+{
+	struct listings *ls = fs->listings;
+	struct listing *l, *old;
+	struct node *n;
+	size_t i;
+	int rc;
+
+	mutex_lock(&ls->lock);
+	ls->tick++;
+	if ((i = listing_find(ls, ino, off)) < LISTINGS) {
+		l = ls->slot[i];
+		l->users++;
+		l->used = ls->tick;
+		mutex_unlock(&ls->lock);
+		*out = l;
+		return 0;
+	}
+	mutex_unlock(&ls->lock);
+	if ((n = node_get(fs, ino)) == NULL)
+		return -ENOENT;
+	if (!coord_is_dir(n->c.kind)) {
+		node_put(fs, n);
+		return -ENOTDIR;
+	}
+	if ((rc = listing_new(n, &l)) < 0) {
+		node_put(fs, n);
+		return rc;
+	}
+	l->whole = off == 0;
+	l->next = off;
+	l->users = 1;
+	/* Before anything is read, so that a change meanwhile counts. */
+	dir_version_get(fs, &l->version);
+	clock_gettime(CLOCK_MONOTONIC, &l->opened);
+	mutex_lock(&ls->lock);
+	l->used = ls->tick;
+	old = listing_keep(ls, l);
+	mutex_unlock(&ls->lock);
+	if (old != NULL)
+		listing_free(fs, old);
+	*out = l;
+	return 0;
+}
+
+/* Where l's next request is expected: at next. */
+static void
+listing_advance(struct fs *fs, struct listing *l, off_t next)
+{
+	mutex_lock(&fs->listings->lock);
+	l->next = next;
+	mutex_unlock(&fs->listings->lock);
+}
+
+/* The caller is done with l, and l with its directory when done. */
+static void
+listing_give(struct fs *fs, struct listing *l, bool done)
+{
+	struct listings *ls = fs->listings;
+	bool last;
+
+	mutex_lock(&ls->lock);
+	assert(l->users > 0);
+	if (done)
+		l->done = true;
+	last = --l->users == 0 && (l->done || !l->kept);
+	if (last && l->kept) {
+		for (size_t i = 0; i < LISTINGS; i++)
+			if (ls->slot[i] == l)
+				ls->slot[i] = NULL;
+	}
+	mutex_unlock(&ls->lock);
+	if (last)
+		listing_free(fs, l);
+}
+
+/*
+ * Where the kernel can list without opening (rule 3 and fs_op_init), an
+ * open is refused with ENOSYS, which tells it so; elsewhere an open
+ * keeps the kernel's cached listing while it is fresh.
+ */
+void
 fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	struct dirh *dh;
+	struct dir_version v;
+	struct timespec now;
 	struct node *n;
-	int rc;
 
+	if (fs->no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if ((n = node_get(fs, ino)) == NULL) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
 	if (!coord_is_dir(n->c.kind)) {
-		rc = -ENOTDIR;
-		goto out_put;
+		node_put(fs, n);
+		fuse_reply_err(req, ENOTDIR);
+		return;
 	}
-	if ((dh = bt_calloc(1, sizeof(*dh))) == NULL) {
-		rc = -ENOMEM;
-		goto out_put;
-	}
-	if (n->c.kind == NODE_TABLE) {
-		if ((dh->hist = bt_calloc(DIR_HISTORY,
-		    sizeof(*dh->hist))) == NULL) {
-			bt_free(dh);
-			rc = -ENOMEM;
-			goto out_put;
-		}
-		for (size_t i = 0; i < DIR_HISTORY; i++) {
-			buf_init(&dh->hist[i].key);
-			dh->hist[i].off = -1;
-		}
-	}
-	mutex_init(&dh->lock);
-	dh->dir = n;
-	if (n->c.kind != NODE_ROOT && fs->timeout > 0) {
-		/* Before anything is read, so a change meanwhile counts. */
-		dir_version_get(fs, &dh->version);
-		clock_gettime(CLOCK_MONOTONIC, &dh->opened);
-		dh->cacheable = true;
-		fi->cache_readdir = 1;
-		fi->keep_cache = dir_listing_fresh(fs, n, &dh->version,
-		    &dh->opened);
-	}
-	/* Read now so that opendir reports the errors, unless the kernel
-	 * will most likely list from its cache. */
-	if (n->c.kind != NODE_TABLE && !fi->keep_cache) {
-		if ((rc = dir_snapshot(fs, n, &dh->ents, &dh->count)) < 0)
-			goto out_free;
-		dh->fresh = true;
-	}
-	fi->fh = (uintptr_t)dh;
-	if (fuse_reply_open(req, fi) != 0)
-		dirh_free(fs, dh);
-	return;
-out_free:
-	mutex_destroy(&dh->lock);
-	bt_free(dh->hist);
-	bt_free(dh);
-out_put:
+	dir_version_get(fs, &v);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	fi->cache_readdir = 1;
+	mutex_lock(&fs->lock);
+	fi->keep_cache = dir_listing_fresh(fs, n, &v, &now);
+	mutex_unlock(&fs->lock);
 	node_put(fs, n);
-	fuse_reply_err(req, fs_errno(rc));
-}
-
-static void
-dirh_free(struct fs *fs, struct dirh *dh)
-{
-	dents_free(dh->ents, dh->count);
-	for (size_t i = 0; dh->hist != NULL && i < DIR_HISTORY; i++)
-		buf_release(&dh->hist[i].key);
-	bt_free(dh->hist);
-	bt_free(dh->ahead.buf);
-	node_put(fs, dh->dir);
-	mutex_destroy(&dh->lock);
-	bt_free(dh);
+	fi->fh = 0;
+	fuse_reply_open(req, fi);
 }
 
 void
 fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
-
 	(void)ino;
-	/* The thread that answered the last READDIR may still be building
-	 * the next reply ahead: it holds the lock until it is done. */
-	mutex_lock(&dh->lock);
-	mutex_unlock(&dh->lock);
-	dirh_free(fuse_req_userdata(req), dh);
+	(void)fi;
 	fuse_reply_err(req, 0);
 }
 
@@ -496,6 +735,8 @@ dir_add(struct fs *fs, fuse_req_t req, bool plus, char *p, size_t rem,
 	} else if (fs_stat(fs, n, &e.attr) < 0) {
 		fs_stat_dir(fs, n->ino, &e.attr);	/* gone meanwhile */
 	}
+	if (coord_is_dir(c->kind))
+		fs_listing_check(fs, n);
 	e.ino = n->ino;
 	e.attr_timeout = fs->timeout;
 	e.entry_timeout = fs->timeout;
@@ -517,7 +758,7 @@ dir_stat(struct fs *fs, int64_t ts, struct stat *st)
 /* Stream a table's rows after the fixed names, merging pending rows: at
  * most max of them, skipping the first skip entries of the listing. */
 static int
-table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
+table_fill(struct fs *fs, fuse_req_t req, struct listing *l, bool plus,
     char *p, size_t size, off_t skip, size_t max, size_t *used, bool *end)
 {
 	/* A listing reads every block of the table once: kept in the block
@@ -536,33 +777,33 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 	int rc;
 
 	buf_init(&name);
-	while (dh->pos < TABLE_FIXED && !full) {
-		if (dh->pos + 1 > skip) {
+	while (l->pos < TABLE_FIXED && !full) {
+		if (l->pos + 1 > skip) {
 			len = dir_add(fs, req, plus, p + *used, size - *used,
-			    table_fixed[dh->pos], NULL, NULL, dh->pos + 1);
+			    table_fixed[l->pos], NULL, NULL, l->pos + 1);
 			if (len == 0) {
 				full = true;
 				break;
 			}
 			*used += len;
 		}
-		dh->pos++;
+		l->pos++;
 	}
 	if (full)
 		goto out;
-	if (dh->pos > TABLE_FIXED) {
-		const struct buf *last = &dh->hist[dh->pos % DIR_HISTORY].key;
+	if (l->pos > TABLE_FIXED) {
+		const struct buf *last = &l->hist[l->pos % DIR_HISTORY].key;
 
 		so.start.data = last->p;
 		so.start.size = last->n;
 	}
-	if ((rc = pending_children(fs, &dh->dir->c, &pnames, &pcount)) < 0)
+	if ((rc = pending_children(fs, &l->dir->c, &pnames, &pcount)) < 0)
 		goto out_rc;
 	while (pi < pcount && so.start.size > 0 && slice_compare(
 	    buf_slice(&pnames[pi]), slice_make(so.start.data,
 	    so.start.size)) <= 0)
 		pi++;
-	if ((rc = bt_scan_open(fs->store, dh->dir->c.table, &so,
+	if ((rc = bt_scan_open(fs->store, l->dir->c.table, &so,
 	    &scan)) < 0)
 		goto out_rc;
 	while (added < max) {
@@ -594,25 +835,25 @@ table_fill(struct fs *fs, fuse_req_t req, struct dirh *dh, bool plus,
 		if ((rc = names_component(key, &name)) < 0 ||
 		    (rc = name_terminate(&name)) < 0)
 			goto out_rc;
-		if (dh->pos + 1 > skip) {
-			c = dh->dir->c;
+		if (l->pos + 1 > skip) {
+			c = l->dir->c;
 			c.kind = NODE_ROW;
 			c.row.data = key.p;
 			c.row.size = key.n;
 			dir_stat(fs, cmp <= 0 ? fs_cells_newest(row->cells,
 			    row->cell_count) : 0, &st);
 			len = dir_add(fs, req, plus, p + *used, size - *used,
-			    (char *)name.p, &c, &st, dh->pos + 1);
+			    (char *)name.p, &c, &st, l->pos + 1);
 			if (len == 0)
 				break;
 			*used += len;
 			added++;
 		}
-		slot = (size_t)(++dh->pos % DIR_HISTORY);
-		dh->hist[slot].off = -1;
-		if ((rc = buf_set(&dh->hist[slot].key, key.p, key.n)) < 0)
+		slot = (size_t)(++l->pos % DIR_HISTORY);
+		l->hist[slot].off = -1;
+		if ((rc = buf_set(&l->hist[slot].key, key.p, key.n)) < 0)
 			goto out_rc;
-		dh->hist[slot].off = dh->pos;
+		l->hist[slot].off = l->pos;
 		if (cmp <= 0)
 			row = NULL;
 		if (cmp >= 0)
@@ -633,18 +874,18 @@ out_rc:
  * first off entries (the returned count).
  */
 static off_t
-table_seek(struct dirh *dh, off_t off)
+table_seek(struct listing *l, off_t off)
 {
-	if (off > TABLE_FIXED && dh->hist[off % DIR_HISTORY].off == off) {
-		dh->pos = off;
+	if (off > TABLE_FIXED && l->hist[off % DIR_HISTORY].off == off) {
+		l->pos = off;
 		return 0;
 	}
-	if (off == dh->pos && off <= TABLE_FIXED)
+	if (off == l->pos && off <= TABLE_FIXED)
 		return 0;
 	/* Offsets are counted afresh from here. */
 	for (size_t i = 0; i < DIR_HISTORY; i++)
-		dh->hist[i].off = -1;
-	dh->pos = 0;
+		l->hist[i].off = -1;
+	l->pos = 0;
 	return off;
 }
 
@@ -652,10 +893,10 @@ table_seek(struct dirh *dh, off_t off)
  * (whose row the history still holds, the reply being at most half of
  * it). */
 static void
-table_ahead_drop(struct dirh *dh)
+table_ahead_drop(struct listing *l)
 {
-	dh->ahead.ready = false;
-	dh->pos = dh->ahead.from;
+	l->ahead.ready = false;
+	l->pos = l->ahead.from;
 }
 
 /*
@@ -668,9 +909,9 @@ table_ahead_drop(struct dirh *dh)
  * nothing is kept, and the request meets the error itself.
  */
 static void
-table_fill_ahead(struct fs *fs, struct dirh *dh, size_t size)
+table_fill_ahead(struct fs *fs, struct listing *l, size_t size)
 {
-	struct dir_ahead *a = &dh->ahead;
+	struct dir_ahead *a = &l->ahead;
 	char *p;
 	int rc;
 
@@ -680,32 +921,38 @@ table_fill_ahead(struct fs *fs, struct dirh *dh, size_t size)
 		a->buf = p;
 		a->cap = size;
 	}
-	a->from = dh->pos;
+	a->from = l->pos;
 	a->size = size;
 	a->used = 0;
 	a->end = false;
 	a->ready = true;
-	rc = table_fill(fs, NULL, dh, false, a->buf, size, 0, AHEAD_MAX,
+	rc = table_fill(fs, NULL, l, false, a->buf, size, 0, AHEAD_MAX,
 	    &a->used, &a->end);
 	if (rc < 0 || (a->used == 0 && !a->end))
-		table_ahead_drop(dh);
+		table_ahead_drop(l);
 }
 
 static void
-do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
+do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     bool plus)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
-	struct dir_ahead *a = &dh->ahead;
-	bool table = dh->dir->c.kind == NODE_TABLE;
-	size_t used = 0, len;
+	struct listing *l;
+	struct dir_ahead *a;
+	bool table;
+	size_t used = 0, len, i;
 	char *p = NULL, *reply = NULL;
 	struct stat st;
 	bool end = false;
-	int rc = 0;
+	int rc;
 
-	mutex_lock(&dh->lock);
+	if ((rc = listing_take(fs, ino, off, &l)) < 0) {
+		fuse_reply_err(req, fs_errno(rc));
+		return;
+	}
+	a = &l->ahead;
+	table = l->dir->c.kind == NODE_TABLE;
+	mutex_lock(&l->lock);
 	if (table && a->ready && !plus && off == a->from && size == a->size) {
 		a->ready = false;
 		reply = a->buf;
@@ -721,31 +968,18 @@ do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 	if (table) {
 		/* Continue, go back within the history, or rescan. */
 		if (a->ready)
-			table_ahead_drop(dh);
-		rc = table_fill(fs, req, dh, plus, p, size,
-		    table_seek(dh, off), SIZE_MAX, &used, &end);
+			table_ahead_drop(l);
+		rc = table_fill(fs, req, l, plus, p, size,
+		    table_seek(l, off), SIZE_MAX, &used, &end);
 		goto out;
 	}
-	/* rewinddir, or a listing the kernel did not find cached: read
-	 * afresh, unless opendir just did. */
-	if ((off == 0 && !dh->fresh) || dh->ents == NULL) {
-		struct dent *ents;
-		size_t count;
-
-		if ((rc = dir_snapshot(fs, dh->dir, &ents, &count)) == 0) {
-			dents_free(dh->ents, dh->count);
-			dh->ents = ents;
-			dh->count = count;
-		} else if (dh->ents == NULL) {
-			goto out;
-		}
-		rc = 0;		/* a failed rewind lists what was read */
-	}
-	dh->fresh = false;
-	end = (size_t)off >= dh->count;
-	for (size_t i = (size_t)off; i < dh->count; i++) {
-		struct dent *d = &dh->ents[i];
-		struct coord c = dh->dir->c;
+	if (l->ents == NULL &&
+	    (rc = dir_snapshot(fs, l->dir, &l->ents, &l->count)) < 0)
+		goto out;
+	end = (size_t)off >= l->count;
+	for (i = (size_t)off; i < l->count; i++) {
+		struct dent *d = &l->ents[i];
+		struct coord c = l->dir->c;
 
 		c.kind = d->kind;
 		switch (d->kind) {
@@ -781,34 +1015,39 @@ do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 			break;
 		used += len;
 	}
+	listing_advance(fs, l, (off_t)i);
 out:
+	if (table && rc == 0)
+		listing_advance(fs, l, a->ready ? a->from : l->pos);
 	/* An empty reply is the end the kernel's cache waits for. */
-	if (rc == 0 && end && used == 0 && dh->cacheable)
-		dir_listing_done(fs, dh);
+	if (rc == 0 && end && used == 0)
+		dir_listing_done(fs, l);
 	if (rc < 0 && used == 0)
 		fuse_reply_err(req, fs_errno(rc));
 	else
 		fuse_reply_buf(req, reply, used);
 	/* Under the lock, so that the next request waits for it. */
-	if (table && rc == 0 && used > 0 && !end)
-		table_fill_ahead(fs, dh, size);
-	mutex_unlock(&dh->lock);
+	if (table && rc == 0 && used > 0 && !end) {
+		table_fill_ahead(fs, l, size);	/* from l->next */
+	}
+	mutex_unlock(&l->lock);
 	bt_free(p);
+	listing_give(fs, l, rc < 0 || (end && used == 0));
 }
 
 void
 fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi)
 {
-	(void)ino;
-	do_readdir(req, size, off, fi, false);
+	(void)fi;	/* no handle: see rule 3 */
+	do_readdir(req, ino, size, off, false);
 }
 
 void
 fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi)
 {
-	(void)ino;
-	do_readdir(req, size, off, fi, true);
+	(void)fi;
+	do_readdir(req, ino, size, off, true);
 }
 

@@ -233,11 +233,15 @@ mountpoint_check(const char *path)
 static void
 fs_op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct fs *fs = userdata;
+
 	/* O_TRUNC comes with open, so truncation stays in the handle. */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* Listings need no handle (fs_list.c), so the kernel may skip
+	 * OPENDIR and RELEASEDIR. */
+	fs->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
 }
 
 /* Space figures are those of the filesystem holding the store. */
