@@ -58,6 +58,7 @@ struct fileh {
 static struct bt_bytes
 fileh_bytes(const struct fileh *fh)
 {
+	mutex_assert_held(&fh->lock);
 	if (fh->row != NULL)
 		return fh->row->cells[0].value;
 	return (struct bt_bytes){ fh->data.p, fh->data.n };
@@ -189,6 +190,7 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 	int64_t delta;
 	int rc;
 
+	mutex_assert_held(&fh->lock);
 	if (fh->refused < 0)
 		return fh->refused;
 	if (!fh->dirty && !(all && fh->truncated))
@@ -442,6 +444,7 @@ fileh_temp_read(struct fs *fs, struct fileh *fh, off_t off, size_t size,
 	struct node *now = node_follow(fs, fh->node);
 	int rc;
 
+	mutex_assert_held(&fh->lock);
 	rc = now->c.kind == NODE_TEMP ? temp_read(fs, &now->c, off, size,
 	    out) : -ESTALE;
 	node_put(fs, now);
@@ -454,6 +457,7 @@ fileh_load_latest(struct fs *fs, struct fileh *fh, struct buf *out)
 {
 	bool found;
 
+	mutex_assert_held(&fh->lock);
 	return fs_load_value(fs, &fh->node->c, out, &found, NULL);
 }
 
@@ -469,6 +473,7 @@ fileh_reread(struct fs *fs, struct fileh *fh)
 	struct bt_row *row;
 	int rc;
 
+	mutex_assert_held(&fh->lock);
 	if ((rc = fs_read_cell(fs, &fh->node->c, false, &row, &cell)) != 0)
 		return rc == BT_NOTFOUND ? 0 : rc;
 	bt_row_free(fh->row);

@@ -291,6 +291,7 @@ tables_grow(struct fs *fs)
 	size_t nb = fs->buckets * 2;
 	struct node **bi, **bk;
 
+	mutex_assert_held(&fs->lock);
 	bi = bt_calloc(nb, sizeof(*bi));
 	bk = bt_calloc(nb, sizeof(*bk));
 	if (bi == NULL || bk == NULL) {
@@ -323,6 +324,7 @@ find_key(struct fs *fs, const struct buf *key, uint64_t hash)
 {
 	struct node *n;
 
+	mutex_assert_held(&fs->lock);
 	for (n = fs->by_key[hash % fs->buckets]; n != NULL; n = n->key_next)
 		if (n->hash == hash && n->key.n == key->n &&
 		    memcmp(n->key.p, key->p, key->n) == 0)
@@ -391,6 +393,7 @@ find_ino(struct fs *fs, fuse_ino_t ino)
 {
 	struct node *n;
 
+	mutex_assert_held(&fs->lock);
 	for (n = fs->by_ino[ino % fs->buckets]; n != NULL; n = n->ino_next)
 		if (n->ino == ino)
 			return n;
@@ -437,6 +440,8 @@ node_maybe_free(struct fs *fs, struct node *n)
 {
 	struct node **pp, *moved;
 
+	mutex_assert_held(&fs->lock);
+	assert(n != fs->root || n->refs > 0);
 	while (n != NULL && n->refs == 0 && n->nlookup == 0) {
 		for (pp = &fs->by_ino[n->ino % fs->buckets]; *pp != n;
 		    pp = &(*pp)->ino_next)
@@ -462,6 +467,8 @@ node_orphan(struct fs *fs, struct node *n)
 {
 	struct node **pp;
 
+	mutex_assert_held(&fs->lock);
+	assert(!n->orphan);
 	for (pp = &fs->by_key[n->hash % fs->buckets]; *pp != n;
 	    pp = &(*pp)->key_next)
 		;
@@ -510,6 +517,7 @@ node_put(struct fs *fs, struct node *n)
 	if (n == NULL)
 		return;
 	mutex_lock(&fs->lock);
+	assert(n->refs > 0);
 	n->refs--;
 	node_maybe_free(fs, n);
 	mutex_unlock(&fs->lock);
@@ -586,6 +594,7 @@ pending_find(struct fs *fs, const struct buf *key, uint64_t hash)
 {
 	const struct pending *p;
 
+	mutex_assert_held(&fs->lock);
 	if (fs->pending_buckets == 0)
 		return -1;
 	for (size_t i = fs->pending_index[hash % fs->pending_buckets];
@@ -604,6 +613,8 @@ pending_link(struct fs *fs, size_t i)
 	size_t *head = &fs->pending_index[fs->pending[i].hash %
 	    fs->pending_buckets];
 
+	mutex_assert_held(&fs->lock);
+	assert(i < fs->pending_cap);
 	fs->pending[i].next = *head;
 	*head = i;
 }
@@ -627,6 +638,7 @@ pending_reserve(struct fs *fs)
 	struct pending *p;
 	size_t nb, *idx;
 
+	mutex_assert_held(&fs->lock);
 	if (fs->pending_count == fs->pending_cap) {
 		size_t cap = fs->pending_cap ? fs->pending_cap * 2 : 16;
 
@@ -656,6 +668,8 @@ pending_drop(struct fs *fs, size_t i)
 {
 	size_t last = fs->pending_count - 1;
 
+	mutex_assert_held(&fs->lock);
+	assert(i < fs->pending_count);
 	pending_unlink(fs, i);
 	coord_release(&fs->pending[i].c);
 	buf_release(&fs->pending[i].key);

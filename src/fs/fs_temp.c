@@ -115,6 +115,7 @@ buf_same(const struct buf *a, const struct buf *b)
 static ssize_t
 temp_find(struct temp_set *ts, const struct buf *key)
 {
+	mutex_assert_held(&ts->lock);
 	for (size_t i = 0; i < ts->count; i++)
 		if (buf_same(&ts->files[i]->key, key))
 			return (ssize_t)i;
@@ -124,6 +125,8 @@ temp_find(struct temp_set *ts, const struct buf *key)
 static void
 temp_drop(struct temp_set *ts, size_t i)
 {
+	mutex_assert_held(&ts->lock);
+	assert(i < ts->count && ts->bytes >= ts->files[i]->data.n);
 	ts->bytes -= ts->files[i]->data.n;
 	temp_free(ts->files[i]);
 	ts->files[i] = ts->files[--ts->count];
@@ -608,6 +611,7 @@ temp_in_column(struct fs *fs, const struct coord *c)
 static ssize_t
 hidden_find(struct temp_set *ts, const struct buf *col)
 {
+	mutex_assert_held(&ts->lock);
 	for (size_t i = 0; i < ts->hidden_count; i++)
 		if (buf_same(&ts->hidden[i], col))
 			return (ssize_t)i;

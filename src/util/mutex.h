@@ -22,8 +22,8 @@
 struct mutex {
 	pthread_mutex_t mu;
 #ifndef NDEBUG
-	/* the holder's thread id (gettid()), 0 when free */
-	atomic_int holder;
+	/* the holding thread (mutex.c's self()), 0 when free */
+	atomic_uintptr_t holder;
 #endif
 };
 
@@ -37,7 +37,7 @@ void mutex_unlock(struct mutex *m);
 
 #ifndef NDEBUG
 /* Abort unless the calling thread holds m. */
-void mutex_assert_held(struct mutex *m);
+void mutex_assert_held(const struct mutex *m);
 #else
 #define mutex_assert_held(m) ((void)(m))
 #endif
