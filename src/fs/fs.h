@@ -80,6 +80,7 @@ struct node {
 	 * were at listed_seq and listed_gen (fs_list.c's rules).
 	 */
 	bool listed;
+	bool listed_ages;	/* in a table with a maxage GC policy */
 	uint64_t listed_seq;	/* the store's last sequence number then */
 	uint64_t listed_gen;	/* fs.pending_gen then */
 	struct timespec listed_at;	/* CLOCK_MONOTONIC, at its opendir */

@@ -20,13 +20,14 @@
  *      (fs_column_changed());
  *   2. a command through the control socket, every listing the kernel
  *      holds (fs_listings_changed());
- *   3. anything else (the GC policy's maxage condemning versions as time
- *      passes): whenever the daemon sends a directory's attributes
+ *   3. anything else: whenever the daemon sends a directory's attributes
  *      (GETATTR, LOOKUP, a READDIRPLUS entry), which the kernel must ask
  *      for before it lists from its cache once they are older than the
- *      cache timeout, a listing that is older too, or that the store or
- *      the pending directories changed since, is dropped
- *      (fs_listing_check()).
+ *      cache timeout, a listing is dropped if the store or the pending
+ *      directories changed since it began, or if it is older than the
+ *      cache timeout in a table whose versions age out (a maxage GC
+ *      policy) (fs_listing_check()).  An unchanged listing elsewhere
+ *      stays, so walking an idle tree again lists nothing afresh.
  * Where the kernel opens directories (it lacks that capability), opendir
  * keeps the cached listing under the same rules.
  */
@@ -112,6 +113,10 @@ struct listings {
 	struct mutex lock;
 	struct listing *slot[LISTINGS];
 	uint64_t tick;
+	/* The table last asked whether its listings age (listing_ages),
+	 * until a control command (which may change its schema). */
+	char *ages_table;
+	bool ages;
 };
 
 /* .schema and .tablets are not listed (reachable by name, as latest is),
@@ -359,15 +364,52 @@ seconds_since(const struct timespec *then, const struct timespec *now)
 }
 
 /* Whether the kernel's listing of dir shows the directory as it is at v
- * and is not too old (rule 3); caller holds fs->lock. */
+ * and, if it can age, is not too old (rule 3); caller holds fs->lock. */
 static bool
 dir_listing_fresh(struct fs *fs, struct node *dir,
     const struct dir_version *v, const struct timespec *now)
 {
 	mutex_assert_held(&fs->lock);
 	return dir->listed && dir->listed_seq == v->seq &&
-	    dir->listed_gen == v->gen &&
-	    seconds_since(&dir->listed_at, now) < fs->timeout;
+	    dir->listed_gen == v->gen && (!dir->listed_ages ||
+	    seconds_since(&dir->listed_at, now) < fs->timeout);
+}
+
+/*
+ * Whether a listing of dir can change with time alone: one in a table
+ * with a maxage GC policy, whose versions leave as they age.  On an
+ * error, yes.
+ */
+static bool
+listing_ages(struct fs *fs, const struct node *dir)
+{
+	struct listings *ls = fs->listings;
+	const char *table = dir->c.table;
+	char *text, *copy;
+	bool ages;
+
+	if (dir->c.kind == NODE_ROOT)
+		return false;
+	mutex_lock(&ls->lock);
+	if (ls->ages_table != NULL && strcmp(ls->ages_table, table) == 0) {
+		ages = ls->ages;
+		mutex_unlock(&ls->lock);
+		return ages;
+	}
+	mutex_unlock(&ls->lock);
+	if (bt_table_describe(fs->store, table, &text) < 0)
+		return true;
+	/* "FAMILY ... gc=POLICY" lines; family names hold no '='. */
+	ages = strstr(text, "maxage=") != NULL;
+	free(text);
+	if ((copy = bt_strdup(table)) == NULL)
+		return ages;
+	mutex_lock(&ls->lock);
+	bt_free(ls->ages_table);
+	ls->ages_table = copy;
+	ls->ages = ages;
+	mutex_unlock(&ls->lock);
+	return ages;
 }
 
 /* The kernel has been sent all of l's listing, which it caches: what it
@@ -375,10 +417,14 @@ dir_listing_fresh(struct fs *fs, struct node *dir,
 static void
 dir_listing_done(struct fs *fs, struct listing *l)
 {
+	bool ages;
+
 	if (!l->whole)
 		return;
+	ages = listing_ages(fs, l->dir);
 	mutex_lock(&fs->lock);
 	l->dir->listed = true;
+	l->dir->listed_ages = ages;
 	l->dir->listed_seq = l->version.seq;
 	l->dir->listed_gen = l->version.gen;
 	l->dir->listed_at = l->opened;
@@ -435,6 +481,10 @@ fs_listings_changed(struct fs *fs)
 	for (size_t i = 0; i < count; i++)
 		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], 0, 0);
 	bt_free(inos);
+	mutex_lock(&fs->listings->lock);
+	bt_free(fs->listings->ages_table);
+	fs->listings->ages_table = NULL;
+	mutex_unlock(&fs->listings->lock);
 }
 
 int
@@ -479,6 +529,7 @@ fs_listings_free(struct fs *fs)
 			listing_free(fs, ls->slot[i]);
 		}
 	}
+	bt_free(ls->ages_table);
 	mutex_destroy(&ls->lock);
 	bt_free(ls);
 	fs->listings = NULL;

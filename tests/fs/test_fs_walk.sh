@@ -6,7 +6,8 @@
 # READDIRPLUS replies carried.  The kernel then keeps each listing in its cache; the
 # daemon drops it when a listing shows something else: after a commit
 # through the mount, a tabletctl command, or a version that the family's
-# maxage condemns as time passes.
+# maxage condemns as time passes; an idle tree is walked again from the
+# cache alone.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -76,7 +77,7 @@ ls "$W" | grep -qx row0009 && fail "row0009 listed after deleterow"
 # Rule 3: a family whose versions maxage condemns leaves the row's
 # listing once the cached one is older than the cache time.
 fs_unmount
-"$TABLETFS" -o cache_timeout=1 "$S" "$M"
+"$TABLETFS" -f -d -o cache_timeout=1 "$S" "$M" 2>"$T/requests" &
 fs_wait_mounted "$M" || fail "$M not mounted after 5 s"
 ctl createfamily webtable brief
 ctl setgcpolicy webtable brief maxage=3s
@@ -92,4 +93,26 @@ while [ "$(ls "$W/row0010")" != anchor ]; do
 	[ $i -le 100 ] || fail "a condemned family still listed after 10 s"
 	sleep 0.1
 done
+
+# Elsewhere a listing does not age: walking an idle tree again after the
+# cache time sends no READDIR (the kernel revalidates each name and
+# lists from its cache).  Three tries, as the kernel may reclaim its
+# cache under memory pressure.
+awk 'BEGIN { for (i = 0; i < 20; i++) printf "r%02d\tf\tq\t1\tv\n", i }' \
+    > "$T/idle"
+ctl createtable idle families=f
+ctl import idle "$T/idle"
+try=1
+while :; do
+	find "$M/idle" > /dev/null
+	sleep 1.5
+	start=$(wc -l < "$T/requests")
+	check_eq "names in idle" "$(find "$M/idle" | wc -l)" 81
+	since "$start" > "$T/walk"
+	[ "$(n READDIR)" -ne 0 ] && [ $try -lt 3 ] || break
+	try=$((try + 1))
+done
+check_eq "READDIR requests walking an idle tree again" "$(n READDIR)" 0
+check_eq "READDIRPLUS requests walking an idle tree again" \
+    "$(n READDIRPLUS)" 0
 fs_unmount
