@@ -116,12 +116,12 @@ master_limit_memory(struct server *s)
 	size_t count;
 	uint64_t total = 0;
 
-	if (tables_snapshot(s, &tables, &count) < 0)
+	if (server_tables_snapshot(s, &tables, &count) < 0)
 		return;
 	if ((maps = bt_calloc(count + 1, sizeof(*maps))) == NULL)
 		goto out;
 	for (size_t i = 0; i < count; i++) {
-		maps[i] = table_map(tables[i]);
+		maps[i] = server_table_map(tables[i]);
 		for (size_t j = 0; j < maps[i]->count; j++)
 			total += tablet_memtable_usage(maps[i]->tablets[j]);
 	}
@@ -151,10 +151,10 @@ master_limit_memory(struct server *s)
 			break;
 	}
 	for (size_t i = 0; i < count; i++)
-		tablet_map_unref(maps[i]);
+		server_tablet_map_unref(maps[i]);
 	bt_free(maps);
 out:
-	tables_snapshot_free(tables, count);
+	server_tables_snapshot_free(tables, count);
 }
 
 /* ---- Flushing in the apply turn ---- */
@@ -300,7 +300,7 @@ map_build(const struct tablet_map *m, size_t first, size_t old_count,
 	struct tablet_map *nm;
 	size_t k = 0;
 
-	nm = tablet_map_new(m->count - old_count + fresh_count);
+	nm = server_tablet_map_new(m->count - old_count + fresh_count);
 	if (nm == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < first; i++) {
@@ -391,10 +391,11 @@ replace_commit(struct server *s, struct replace_build *b,
 	rc = catalog_tablet_replace(s->catalog, old, b->parents, specs, b->n,
 	    NULL, &prep);
 	if (rc < 0) {
-		tablet_map_unref(b->made);	/* built, then not committed */
+		/* built, then not committed */
+		server_tablet_map_unref(b->made);
 		return rc;
 	}
-	table_map_install(b->t, b->made);
+	server_table_map_install(b->t, b->made);
 	return 0;
 }
 
@@ -442,8 +443,8 @@ int
 master_split_at(struct server *s, struct server_table *t, struct slice row,
     bool auto_split)
 {
-	struct tablet_map *m = table_map(t);
-	size_t i = tablet_map_index(m, row);
+	struct tablet_map *m = server_table_map(t);
+	size_t i = server_tablet_map_index(m, row);
 	int rc;
 
 	if (slice_equal(tablet_start(m->tablets[i]), row))
@@ -451,7 +452,7 @@ master_split_at(struct server *s, struct server_table *t, struct slice row,
 		    "starts at that row", t->name);
 	else
 		rc = split_tablet(s, t, m, i, row, auto_split);
-	tablet_map_unref(m);
+	server_tablet_map_unref(m);
 	return rc;
 }
 
@@ -532,7 +533,7 @@ out_unlock:
 static int
 balance_split_one(struct server *s, struct server_table *t)
 {
-	struct tablet_map *m = table_map(t);
+	struct tablet_map *m = server_table_map(t);
 	struct buf row;
 	int rc = 1;
 
@@ -552,7 +553,7 @@ balance_split_one(struct server *s, struct server_table *t)
 			rc = split_tablet(s, t, m, i, buf_slice(&row), true);
 	}
 	buf_release(&row);
-	tablet_map_unref(m);
+	server_tablet_map_unref(m);
 	return rc;
 }
 
@@ -569,7 +570,7 @@ balance_merge_one(struct server *s, struct server_table *t)
 
 	if ((rc = catalog_tablets_list(s->catalog, t->id, &rows, &n)) != 0)
 		return rc < 0 ? rc : 1;
-	m = table_map(t);
+	m = server_table_map(t);
 	rc = 1;
 	for (size_t i = 0; i + 1 < m->count && rc == 1; i++) {
 		/* The catalog rows and the map list the same tablets in the
@@ -583,7 +584,7 @@ balance_merge_one(struct server *s, struct server_table *t)
 			continue;
 		rc = merge_tablets(s, t, m, i, server_now(s));
 	}
-	tablet_map_unref(m);
+	server_tablet_map_unref(m);
 	catalog_tablets_free(rows, n);
 	return rc;
 }

@@ -92,7 +92,7 @@ space_reserve_size(uint64_t capacity)
 }
 
 bool
-space_is_full_error(int rc)
+server_space_is_full_error(int rc)
 {
 	return rc == -ENOSPC || rc == -EDQUOT;
 }
@@ -154,7 +154,7 @@ reserve_release_locked(struct server *s)
 }
 
 int
-space_open(struct server *s)
+server_space_open(struct server *s)
 {
 	uint64_t capacity, available, size = 0;
 	int rc;
@@ -191,11 +191,11 @@ space_open(struct server *s)
 }
 
 void
-space_note(struct server *s, int rc)
+server_space_note(struct server *s, int rc)
 {
 	struct detail_save d;
 
-	if (!space_is_full_error(rc) || s->opts.read_only)
+	if (!server_space_is_full_error(rc) || s->opts.read_only)
 		return;
 	detail_save(&d);
 	mutex_lock(&s->space_mu);
@@ -207,7 +207,7 @@ space_note(struct server *s, int rc)
 }
 
 bool
-space_full(struct server *s)
+server_space_full(struct server *s)
 {
 	struct detail_save d;
 	uint64_t available;
@@ -233,7 +233,7 @@ space_full(struct server *s)
 }
 
 int
-space_refuse(struct server *s, const struct mutation *ops, size_t count)
+server_space_refuse(struct server *s, const struct mutation *ops, size_t count)
 {
 	bool adds = false;
 
@@ -241,7 +241,7 @@ space_refuse(struct server *s, const struct mutation *ops, size_t count)
 		return 0;
 	for (size_t i = 0; i < count; i++)
 		adds |= ops[i].kind == MUTATION_PUT;
-	if (!adds || !space_full(s))
+	if (!adds || !server_space_full(s))
 		return 0;
 	return bt_error_set(-ENOSPC, "the disk is full: writes are refused "
 	    "until deleting data (deletes are accepted) and a compaction, "
@@ -251,7 +251,8 @@ space_refuse(struct server *s, const struct mutation *ops, size_t count)
 }
 
 void
-space_get_stats(struct server *s, int *disk_full, uint64_t *reserve_bytes)
+server_space_get_stats(struct server *s, int *disk_full,
+    uint64_t *reserve_bytes)
 {
 	mutex_lock(&s->space_mu);
 	*disk_full = atomic_load(&s->disk_full);

@@ -20,36 +20,11 @@
 #include "util/error.h"
 #include "util/hash.h"
 
-/* ---- Locations ---- */
-
-int
-server_table_id(struct server *s, const char *table, uint64_t *id)
-{
-	return table_id_get(s, table, id);
-}
-
-int
-server_locate(struct server *s, const char *table, struct slice row,
-    struct catalog_location *loc, int *levels)
-{
-	struct server_table *t;
-	int rc;
-
-	if ((rc = table_get(s, table, &t)) < 0)
-		return rc;
-	rc = catalog_location_walk(s->catalog, t->id, row, loc, levels);
-	if (rc == BT_NOTFOUND)
-		rc = bt_error_set(BT_ECORRUPT, "table %s: no location for a "
-		    "row", table);
-	table_unref(t);
-	return rc;
-}
-
 /* BT_STALE when tablet is not 0 and is not the tablet serving row. */
 static int
 tablet_check_serves(struct server_table *t, uint64_t tablet, struct slice row)
 {
-	if (tablet == 0 || table_serves_row(t, tablet, row))
+	if (tablet == 0 || server_table_serves_row(t, tablet, row))
 		return 0;
 	return BT_STALE;
 }
@@ -234,7 +209,7 @@ monotonic_ns(void)
 }
 
 int
-write_queue_init(struct write_queue *q)
+server_queue_init(struct write_queue *q)
 {
 	memset(q, 0, sizeof(*q));
 	buf_init(&q->records);
@@ -242,7 +217,7 @@ write_queue_init(struct write_queue *q)
 }
 
 void
-write_queue_release(struct write_queue *q)
+server_queue_release(struct write_queue *q)
 {
 	buf_release(&q->records);
 	bt_free(q->slices);
@@ -427,7 +402,8 @@ group_reserve(struct server *s, struct write_waiter *first,
 	int rc;
 
 	for (p = first;; p = p->next) {
-		tablet = tablet_map_find(table_map_locked(p->t), p->row);
+		tablet = server_tablet_map_find(server_table_map_locked(s,
+		    p->t), p->row);
 		p->tablet = tablet;
 		if ((rc = tablet_reserve(tablet, p->row, p->ops,
 		    p->count)) < 0)
@@ -535,7 +511,7 @@ group_log(struct server *s, struct write_waiter *first,
 	rc = log_writer_append_many(s->log, q->slices, n, sync, q->positions);
 	if (rc == BT_ECLOSED)
 		rc = log_refusal(s, rc);
-	space_note(s, rc);
+	server_space_note(s, rc);
 	*sync_ns = rc == 0 && sync ? monotonic_ns() - t0 : 0;
 	if (q->records.cap > 4 * WRITE_GROUP_BYTES)
 		buf_release(&q->records);
@@ -578,7 +554,7 @@ group_apply(struct server *s, struct write_waiter *first,
 			s->applied_bytes += p->bytes;
 			if (s->applied_bytes > s->opts.memtable_size / 4) {
 				s->applied_bytes = 0;
-				background_wake(s);
+				server_background_wake(s);
 			}
 			if ((arc = tablet_apply(p->tablet, p->first_seq,
 			    p->row, p->ops, p->count)) < 0) {
@@ -590,7 +566,8 @@ group_apply(struct server *s, struct write_waiter *first,
 				p->rc = 0;
 				applied++;
 			}
-			segment_note_locked(s, s->writes.positions[i].segment,
+			server_segment_note_locked(s,
+			    s->writes.positions[i].segment,
 			    p->first_seq + p->count - 1);
 		}
 		i++;
@@ -606,7 +583,7 @@ group_apply(struct server *s, struct write_waiter *first,
 			    tablet_memtable_usage(p->tablet) >=
 			    master_freeze_size(s) &&
 			    tablet_freeze(p->tablet) == 0)
-				background_wake(s);
+				server_background_wake(s);
 		}
 		if (p == last)
 			break;
@@ -738,7 +715,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 
 	if (s->log == NULL)
 		return bt_error_set(-EROFS, "store is read-only");
-	if ((rc = space_refuse(s, ops, count)) < 0 ||
+	if ((rc = server_space_refuse(s, ops, count)) < 0 ||
 	    (rc = write_throttle(s)) < 0)
 		return rc;
 
@@ -809,7 +786,7 @@ server_mutate(struct server *s, const char *table, uint64_t tablet,
 	struct mutex *lock;
 	int rc;
 
-	if ((rc = table_get_schema(s, table, &t, &schema)) < 0)
+	if ((rc = server_table_lookup_schema(s, table, &t, &schema)) < 0)
 		return rc;
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, ops, count)) < 0)
@@ -820,7 +797,7 @@ server_mutate(struct server *s, const char *table, uint64_t tablet,
 	mutex_unlock(lock);
 out:
 	tablet_schema_unref(schema);
-	table_unref(t);
+	server_table_unref(t);
 	return rc;
 }
 
@@ -832,12 +809,12 @@ table_read_row(struct server *s, struct server_table *t, struct slice row,
 	/* The snapshot before the map: a tablet that came later by a split
 	 * holds everything up to it, a tablet the split replaced too. */
 	uint64_t snapshot = atomic_load(&s->visible_seq);
-	struct tablet_map *m = table_map(t);
+	struct tablet_map *m = server_table_map(t);
 	int rc;
 
-	rc = tablet_read_row(tablet_map_find(m, row), snapshot, row,
+	rc = tablet_read_row(server_tablet_map_find(m, row), snapshot, row,
 	    server_now(s), filter, out);
-	tablet_map_unref(m);
+	server_tablet_map_unref(m);
 	return rc;
 }
 
@@ -911,7 +888,7 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 	size_t count;
 	int rc, found;
 
-	if ((rc = table_get_schema(s, table, &t, &schema)) < 0)
+	if ((rc = server_table_lookup_schema(s, table, &t, &schema)) < 0)
 		return rc;
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, &probe, 1)) < 0)
@@ -935,7 +912,7 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 	rmw_row_give(s, r, &own);
 out:
 	tablet_schema_unref(schema);
-	table_unref(t);
+	server_table_unref(t);
 	return rc;
 }
 
@@ -1181,24 +1158,6 @@ server_put_newest(struct server *s, const char *table, uint64_t tablet,
 /* ---- Reads ---- */
 
 int
-server_table_ref(struct server *s, const char *name,
-    struct server_table **out, uint64_t *id)
-{
-	int rc;
-
-	if ((rc = table_get(s, name, out)) < 0)
-		return rc;
-	*id = (*out)->id;
-	return 0;
-}
-
-void
-server_table_unref(struct server_table *t)
-{
-	table_unref(t);
-}
-
-int
 server_read_row(struct server *s, struct server_table *t, uint64_t tablet,
     struct slice row, const struct cells_filter *filter,
     struct cells_row *out)
@@ -1211,15 +1170,15 @@ server_read_row(struct server *s, struct server_table *t, uint64_t tablet,
 		/* As table_read_row(), with one look at the map for the
 		 * staleness check and the read. */
 		uint64_t snapshot = atomic_load(&s->visible_seq);
-		struct tablet_map *m = table_map(t);
-		struct tablet *tab = tablet_map_find(m, row);
+		struct tablet_map *m = server_table_map(t);
+		struct tablet *tab = server_tablet_map_find(m, row);
 
 		if (tablet != 0 && tablet_id(tab) != tablet)
 			rc = BT_STALE;
 		else
 			rc = tablet_read_row(tab, snapshot, row,
 			    server_now(s), filter, out);
-		tablet_map_unref(m);
+		server_tablet_map_unref(m);
 	}
 	atomic_fetch_add(&s->reads, 1);
 	return rc;
@@ -1275,14 +1234,14 @@ server_scan_open(struct server *s, const char *table, struct slice start,
 	buf_init(&sc->start);
 	buf_init(&sc->end);
 	sc->s = s;
-	if ((rc = table_get(s, table, &sc->t)) < 0)
+	if ((rc = server_table_lookup(s, table, &sc->t)) < 0)
 		goto out_free;
 	/* The snapshot before the map, as in table_read_row(). */
 	sc->snapshot = atomic_load(&s->visible_seq);
-	sc->map = table_map(sc->t);
+	sc->map = server_table_map(sc->t);
 	/* Skip the tablets before start. */
 	if (start.n > 0)
-		sc->next_tablet = tablet_map_index(sc->map, start);
+		sc->next_tablet = server_tablet_map_index(sc->map, start);
 	sc->now = server_now(s);
 	sc->filter = filter;
 	sc->start_exclusive = start_exclusive;
@@ -1317,8 +1276,8 @@ server_scan_close(struct server_scan *sc)
 	if (sc == NULL)
 		return;
 	tablet_scan_close(sc->cur);
-	tablet_map_unref(sc->map);
-	table_unref(sc->t);
+	server_tablet_map_unref(sc->map);
+	server_table_unref(sc->t);
 	buf_release(&sc->start);
 	buf_release(&sc->end);
 	bt_free(sc);
@@ -1486,7 +1445,7 @@ server_move_column(struct server *s, const char *table, uint64_t tablet,
 	if (src->has_qualifier != dst->has_qualifier)
 		return bt_error_set(-EINVAL, "a column moves to a column and "
 		    "a family to a family");
-	if ((rc = table_get_schema(s, table, &t, &schema)) < 0)
+	if ((rc = server_table_lookup_schema(s, table, &t, &schema)) < 0)
 		return rc;
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, probe, 2)) < 0)
@@ -1511,6 +1470,6 @@ server_move_column(struct server *s, const char *table, uint64_t tablet,
 	cells_row_release(&r);
 out:
 	tablet_schema_unref(schema);
-	table_unref(t);
+	server_table_unref(t);
 	return rc;
 }
