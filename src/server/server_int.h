@@ -65,14 +65,14 @@ struct segment {
 struct write_waiter;
 
 /*
- * The write queue (server_write.c): mutations wait here in arrival order,
+ * The write queue (server_queue.c): mutations wait here in arrival order,
  * and the one at the head leads a write group, doing everyone's log append
  * (one append, at most one sync), apply and publication.  Guarded by mu.
  */
 struct write_queue {
 	struct mutex mu;
 	struct write_waiter *head, *tail;
-	/* Gathering (see server_write.c): synced mutations queued and not
+	/* Gathering (see server_queue.c): synced mutations queued and not
 	 * yet in a group; how many the next synced group expects; the
 	 * leader waiting for them, if one is; the recent latency of a
 	 * synced group's log append, in nanoseconds. */
@@ -81,7 +81,7 @@ struct write_queue {
 	struct write_waiter *gatherer;
 	uint64_t sync_ns;
 	uint64_t gathers;		/* waits, for the statistics */
-	/* The futex word every waiter sleeps on (server_write.c), and the
+	/* The futex word every waiter sleeps on (server_queue.c), and the
 	 * bit the next waiter to queue takes. */
 	_Atomic uint32_t wakes;
 	uint32_t next_bit;
@@ -92,8 +92,6 @@ struct write_queue {
 	size_t slots;
 };
 
-int server_queue_init(struct write_queue *q);
-void server_queue_release(struct write_queue *q);
 
 /*
  * A log segment in which recovery found damage, kept in STORE/lost/.
@@ -350,5 +348,27 @@ int server_background_wait_round(struct server *s);
  * with the server as their argument. */
 void server_background_poll(void *arg);
 void server_background_compact_wanted(void *arg);
+
+/* ---- The write queue (server_queue.c) ---- */
+
+int server_queue_init(struct write_queue *q);
+void server_queue_release(struct write_queue *q);
+/*
+ * Commit a validated mutation of row in table t through the write queue:
+ * log it in a write group and apply and publish it (W1, W2), its server
+ * stamp in *stamp when not NULL.  The caller holds the row's lock and
+ * has checked that the store is writable and has room for it.
+ */
+int server_queue_commit(struct server *s, struct server_table *t,
+    struct slice row, struct mutation *ops, size_t count, bool sync,
+    int64_t *stamp);
+
+/* ---- Reads (server_read.c) ---- */
+
+/* Read one row of t from the tablet serving it now, at the published
+ * snapshot: 0 or BT_NOTFOUND. */
+int server_table_read_row(struct server *s, struct server_table *t,
+    struct slice row, const struct cells_filter *filter,
+    struct cells_row *out);
 
 #endif

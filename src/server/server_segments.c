@@ -40,7 +40,7 @@ server_segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq)
  * begun, so that it can go.  Segments rotate at their size otherwise
  * (64 MiB), and a segment that size, every record of it flushed, was
  * kept on a disk it had filled.  A poisoned writer is not rotated: its
- * writes stay refused until the reopen (server_write.c).  A group
+ * writes stay refused until the reopen (server_queue.c).  A group
  * applied after the tablets are read is in no memtable that they show,
  * and by the time apply_mu is taken the next group may have started a
  * new segment, so that the group's is no longer the current one: every

@@ -19,7 +19,7 @@
  *   2. While full, a mutation that adds data (any put) is refused with
  *      ENOSPC before it reaches the log; deletes are logged and applied
  *      as usual.  The background thread flushes and compacts nothing
- *      (server.c, background_round): a flush of data that is not
+ *      (server_background.c, background_round): a flush of data that is not
  *      deleted yet would take the reserve's room while the deletes are
  *      still coming, and the compaction asked for afterwards would find
  *      none.  Flushes and compactions run when asked for (tabletctl
