@@ -380,7 +380,7 @@ mutations_free(struct mutation *ops, struct mutation *local)
  * the walk fails (the call then reports what is wrong).
  */
 static uint64_t
-row_locate_in(struct bt_store *s, const char *table, uint64_t table_id,
+row_locate(struct bt_store *s, const char *table, uint64_t table_id,
     struct bt_bytes row, int attempt)
 {
 	struct catalog_location loc;
@@ -408,28 +408,28 @@ row_locate_in(struct bt_store *s, const char *table, uint64_t table_id,
 	return tablet;
 }
 
-/* row_locate_in() for a table known by its name only. */
-static uint64_t
-row_locate(struct bt_store *s, const char *table, struct bt_bytes row,
-    int attempt)
-{
-	uint64_t table_id;
-
-	if (table == NULL || server_table_id(s->server, table, &table_id) < 0)
-		return 0;
-	return row_locate_in(s, table, table_id, row, attempt);
-}
-
-/* Run call (one server call on row, naming its tablet) until it does not
- * meet a stale location. */
+/*
+ * Run call, one server call on row of the table named table that names
+ * the tablet it believes serves the row (tablet) and the table by its
+ * reference (t), until it does not meet a stale location.  The name is
+ * looked up once, for the location cache and every try of the call; rc
+ * is the lookup's error when there is no such table.
+ */
 #define ON_ROW(s, table, row, rc, call) do {				\
+	struct server_table *t;						\
+	uint64_t on_row_id_;						\
+									\
+	if (((rc) = server_table_ref((s)->server, (table), &t,		\
+	    &on_row_id_)) < 0)						\
+		break;							\
 	for (int on_row_try_ = 0;; on_row_try_++) {			\
-		uint64_t tablet = row_locate((s), (table), (row),	\
-		    on_row_try_);					\
+		uint64_t tablet = row_locate((s), (table), on_row_id_,	\
+		    (row), on_row_try_);				\
 									\
 		if (((rc) = (call)) != BT_STALE)			\
 			break;						\
 	}								\
+	server_table_unref(t);						\
 } while (0)
 
 static bool
@@ -449,7 +449,7 @@ bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if ((rc = mutations_from(muts, count, local, &ops)) < 0)
 		return rc;
-	ON_ROW(s, table, row, rc, server_mutate(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_mutate(s->server, t, tablet,
 	    bytes_slice(row), ops, count, want_sync(wopts), stamp));
 	mutations_free(ops, local);
 	return rc;
@@ -483,7 +483,7 @@ bt_check_version_and_mutate(struct bt_store *s, const char *table,
 		return rc;
 	if (expected != NULL)
 		exp = bytes_slice(*expected);
-	ON_ROW(s, table, row, rc, server_check_and_mutate(s->server, table,
+	ON_ROW(s, table, row, rc, server_check_and_mutate(s->server, t,
 	    tablet, bytes_slice(row), slice_str(family),
 	    bytes_slice(qualifier), expected ? &exp : NULL, expected_ts, ops,
 	    count, want_sync(wopts), applied));
@@ -503,7 +503,7 @@ bt_increment(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	ON_ROW(s, table, row, rc, server_increment(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_increment(s->server, t, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    delta, want_sync(wopts), result, stamp));
 	return rc;
@@ -519,7 +519,7 @@ bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	ON_ROW(s, table, row, rc, server_append(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_append(s->server, t, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    bytes_slice(suffix), want_sync(wopts), stamp));
 	return rc;
@@ -535,7 +535,7 @@ bt_put_newest(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	ON_ROW(s, table, row, rc, server_put_newest(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_put_newest(s->server, t, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    bytes_slice(value), want_sync(wopts), stamp));
 	return rc;
@@ -552,7 +552,7 @@ bt_move_version(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (src_family == NULL || dst_family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	ON_ROW(s, table, row, rc, server_move_version(s->server, table,
+	ON_ROW(s, table, row, rc, server_move_version(s->server, t,
 	    tablet, bytes_slice(row), slice_str(src_family),
 	    bytes_slice(src_qualifier), src_ts, slice_str(dst_family),
 	    bytes_slice(dst_qualifier), dst_ts, want_sync(wopts), stamp));
@@ -575,7 +575,7 @@ bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
 	    src->has_qualifier, bytes_slice(src->qualifier) };
 	to = (struct cells_column){ slice_str(dst->family),
 	    dst->has_qualifier, bytes_slice(dst->qualifier) };
-	ON_ROW(s, table, row, rc, server_move_column(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_move_column(s->server, t, tablet,
 	    bytes_slice(row), &from, &to, want_sync(wopts)));
 	return rc;
 }
@@ -730,31 +730,18 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	struct cells_column *columns;
 	struct cells_filter f;
 	struct cells_row own, *r;
-	struct server_table *t;
-	uint64_t table_id;
 	int rc;
 
 	bt_error_clear();
 	if ((rc = filter_from(ropts, &f, &columns)) < 0)
 		return rc;
-	if ((rc = server_table_ref(s->server, table, &t, &table_id)) < 0)
-		goto out_free;
 	r = row_take(s, &own);
-	/* ON_ROW, with the name looked up once for both the location cache
-	 * and the read. */
-	for (int try = 0;; try++) {
-		uint64_t tablet = row_locate_in(s, table, table_id, row, try);
-
-		if ((rc = server_read_row(s->server, t, tablet,
-		    bytes_slice(row), &f, r)) != BT_STALE)
-			break;
-	}
+	ON_ROW(s, table, row, rc, server_read_row(s->server, t, tablet,
+	    bytes_slice(row), &f, r));
 	/* A row the pool would not keep gives its buffer to the export. */
 	if (rc == 0)
 		rc = row_export(r, cells_row_memory(r) > ROW_POOL_KEEP, out);
 	row_give(s, r, &own);
-	server_table_unref(t);
-out_free:
 	bt_free(columns);
 	return rc;
 }

@@ -220,10 +220,10 @@ server_next_seq(struct server *s)
  * -ENOENT if there is none. */
 int server_table_lookup(struct server *s, const char *name,
     struct server_table **out);
-/* server_table_lookup() and, when schema is not NULL, the table's schema
- * (referenced) under one hold of tables_mu. */
-int server_table_lookup_schema(struct server *s, const char *name,
-    struct server_table **out, struct tablet_schema **schema);
+/* The schema of t, referenced (tablet_schema_unref()): a schema change
+ * replaces it under tables_mu. */
+struct tablet_schema *server_table_schema(struct server *s,
+    struct server_table *t);
 /* The table with this catalog id, or NULL; caller holds tables_mu. */
 struct server_table *server_table_find_id_locked(struct server *s,
     uint64_t id);

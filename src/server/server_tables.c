@@ -126,15 +126,6 @@ int
 server_table_lookup(struct server *s, const char *name,
     struct server_table **out)
 {
-	return server_table_lookup_schema(s, name, out, NULL);
-}
-
-/* server_table_lookup(), and when schema is not NULL the table's schema,
- * referenced, under the same hold of tables_mu: a write asks for both. */
-int
-server_table_lookup_schema(struct server *s, const char *name,
-    struct server_table **out, struct tablet_schema **schema)
-{
 	struct server_table *t;
 
 	mutex_lock(&s->tables_mu);
@@ -143,13 +134,21 @@ server_table_lookup_schema(struct server *s, const char *name,
 		return bt_error_set(-ENOENT, "table %s: no such table", name);
 	}
 	atomic_fetch_add(&t->refs, 1);
-	if (schema != NULL) {
-		*schema = t->schema;
-		tablet_schema_ref(*schema);
-	}
 	mutex_unlock(&s->tables_mu);
 	*out = t;
 	return 0;
+}
+
+struct tablet_schema *
+server_table_schema(struct server *s, struct server_table *t)
+{
+	struct tablet_schema *schema;
+
+	mutex_lock(&s->tables_mu);
+	schema = t->schema;
+	tablet_schema_ref(schema);
+	mutex_unlock(&s->tables_mu);
+	return schema;
 }
 
 /* The id of the table named name, without taking a reference: an id is

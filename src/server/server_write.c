@@ -145,17 +145,15 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 }
 
 int
-server_mutate(struct server *s, const char *table, uint64_t tablet,
+server_mutate(struct server *s, struct server_table *t, uint64_t tablet,
     struct slice row, struct mutation *ops, size_t count, bool sync,
     int64_t *stamp)
 {
-	struct server_table *t;
 	struct tablet_schema *schema;
 	struct mutex *lock;
 	int rc;
 
-	if ((rc = server_table_lookup_schema(s, table, &t, &schema)) < 0)
-		return rc;
+	schema = server_table_schema(s, t);
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, ops, count)) < 0)
 		goto out;
@@ -165,7 +163,6 @@ server_mutate(struct server *s, const char *table, uint64_t tablet,
 	mutex_unlock(lock);
 out:
 	tablet_schema_unref(schema);
-	server_table_unref(t);
 	return rc;
 }
 
@@ -221,14 +218,12 @@ column_newest(struct server *s, struct server_table *t, struct slice row,
  * done, so that the usual read-modify-write allocates nothing to read.
  */
 static int
-column_rmw(struct server *s, const char *table, uint64_t tablet,
-    struct slice row,
-    struct slice family, struct slice qualifier, bool sync,
+column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
+    struct slice row, struct slice family, struct slice qualifier, bool sync,
     int64_t as_of,
     int (*decide)(void *arg, int found, struct slice value, int64_t ts,
     struct mutation **ops, size_t *count), void *arg, int64_t *stamp)
 {
-	struct server_table *t;
 	struct tablet_schema *schema;
 	struct mutation probe = { .kind = MUTATION_PUT, .family = family,
 	    .qualifier = qualifier, .ts = MUTATION_TS_SERVER };
@@ -239,8 +234,7 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 	size_t count;
 	int rc, found;
 
-	if ((rc = server_table_lookup_schema(s, table, &t, &schema)) < 0)
-		return rc;
+	schema = server_table_schema(s, t);
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, &probe, 1)) < 0)
 		goto out;
@@ -263,7 +257,6 @@ column_rmw(struct server *s, const char *table, uint64_t tablet,
 	rmw_row_give(s, r, &own);
 out:
 	tablet_schema_unref(schema);
-	server_table_unref(t);
 	return rc;
 }
 
@@ -312,16 +305,16 @@ check_decide(void *arg, int found, struct slice value, int64_t ts,
 }
 
 int
-server_check_and_mutate(struct server *s, const char *table, uint64_t tablet,
-    struct slice row, struct slice family, struct slice qualifier,
-    const struct slice *expected, int64_t expected_ts, struct mutation *ops,
-    size_t count, bool sync, bool *applied)
+server_check_and_mutate(struct server *s, struct server_table *t,
+    uint64_t tablet, struct slice row, struct slice family,
+    struct slice qualifier, const struct slice *expected, int64_t expected_ts,
+    struct mutation *ops, size_t count, bool sync, bool *applied)
 {
 	struct check_arg a = { family, qualifier, expected, expected_ts, ops,
 	    count, applied };
 
 	*applied = false;
-	return column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
+	return column_rmw(s, t, tablet, row, family, qualifier, sync, -1,
 	    check_decide, &a, NULL);
 }
 
@@ -408,16 +401,15 @@ increment_decide(void *arg, int found, struct slice value, int64_t ts,
 }
 
 int
-server_increment(struct server *s, const char *table, uint64_t tablet,
-    struct slice row,
-    struct slice family, struct slice qualifier, int64_t delta, bool sync,
-    int64_t *result, int64_t *stamp)
+server_increment(struct server *s, struct server_table *t, uint64_t tablet,
+    struct slice row, struct slice family, struct slice qualifier,
+    int64_t delta, bool sync, int64_t *result, int64_t *stamp)
 {
 	struct increment_arg a = { .family = family, .qualifier = qualifier,
 	    .delta = delta };
 	int rc;
 
-	rc = column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
+	rc = column_rmw(s, t, tablet, row, family, qualifier, sync, -1,
 	    increment_decide, &a, stamp);
 	if (rc == 0 && result != NULL)
 		*result = a.result;
@@ -454,17 +446,16 @@ append_decide(void *arg, int found, struct slice value, int64_t ts,
 }
 
 int
-server_append(struct server *s, const char *table, uint64_t tablet,
-    struct slice row,
-    struct slice family, struct slice qualifier, struct slice suffix,
-    bool sync, int64_t *stamp)
+server_append(struct server *s, struct server_table *t, uint64_t tablet,
+    struct slice row, struct slice family, struct slice qualifier,
+    struct slice suffix, bool sync, int64_t *stamp)
 {
 	struct append_arg a = { .family = family, .qualifier = qualifier,
 	    .suffix = suffix };
 	int rc;
 
 	buf_init(&a.joined);
-	rc = column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
+	rc = column_rmw(s, t, tablet, row, family, qualifier, sync, -1,
 	    append_decide, &a, stamp);
 	buf_release(&a.joined);
 	if (rc == 0 && stamp != NULL)
@@ -490,7 +481,7 @@ put_newest_decide(void *arg, int found, struct slice value, int64_t ts,
 }
 
 int
-server_put_newest(struct server *s, const char *table, uint64_t tablet,
+server_put_newest(struct server *s, struct server_table *t, uint64_t tablet,
     struct slice row, struct slice family, struct slice qualifier,
     struct slice value, bool sync, int64_t *stamp)
 {
@@ -499,7 +490,7 @@ server_put_newest(struct server *s, const char *table, uint64_t tablet,
 	    .ts = MUTATION_TS_SERVER, .value = value } };
 	int rc;
 
-	rc = column_rmw(s, table, tablet, row, family, qualifier, sync, -1,
+	rc = column_rmw(s, t, tablet, row, family, qualifier, sync, -1,
 	    put_newest_decide, &a, stamp);
 	if (rc == 0 && stamp != NULL)
 		*stamp = a.op.ts;
@@ -543,11 +534,10 @@ move_decide(void *arg, int found, struct slice value, int64_t ts,
 }
 
 int
-server_move_version(struct server *s, const char *table, uint64_t tablet,
-    struct slice row,
-    struct slice src_family, struct slice src_qualifier, int64_t src_ts,
-    struct slice dst_family, struct slice dst_qualifier, int64_t dst_ts,
-    bool sync, int64_t *stamp)
+server_move_version(struct server *s, struct server_table *t, uint64_t tablet,
+    struct slice row, struct slice src_family, struct slice src_qualifier,
+    int64_t src_ts, struct slice dst_family, struct slice dst_qualifier,
+    int64_t dst_ts, bool sync, int64_t *stamp)
 {
 	struct move_arg a = { .src_family = src_family,
 	    .src_qualifier = src_qualifier, .src_ts = src_ts,
@@ -559,7 +549,7 @@ server_move_version(struct server *s, const char *table, uint64_t tablet,
 		return bt_error_set(-EINVAL, "timestamp %" PRId64
 		    " out of range", src_ts);
 	buf_init(&a.value);
-	rc = column_rmw(s, table, tablet, row, src_family, src_qualifier, sync,
+	rc = column_rmw(s, t, tablet, row, src_family, src_qualifier, sync,
 	    src_ts, move_decide, &a, stamp);
 	buf_release(&a.value);
 	return rc;
@@ -646,8 +636,8 @@ move_build(struct server *s, struct server_table *t, struct slice row,
 }
 
 int
-server_move_column(struct server *s, const char *table, uint64_t tablet,
-    struct slice row, const struct cells_column *src,
+server_move_column(struct server *s, struct server_table *t,
+    uint64_t tablet, struct slice row, const struct cells_column *src,
     const struct cells_column *dst, bool sync)
 {
 	struct mutation probe[2] = {
@@ -656,7 +646,6 @@ server_move_column(struct server *s, const char *table, uint64_t tablet,
 		{ .kind = MUTATION_PUT, .family = dst->family,
 		    .qualifier = dst->qualifier, .ts = MUTATION_TS_SERVER },
 	};
-	struct server_table *t;
 	struct tablet_schema *schema;
 	struct mutation *ops = NULL;
 	struct cells_row r;
@@ -667,8 +656,7 @@ server_move_column(struct server *s, const char *table, uint64_t tablet,
 	if (src->has_qualifier != dst->has_qualifier)
 		return bt_error_set(-EINVAL, "a column moves to a column and "
 		    "a family to a family");
-	if ((rc = server_table_lookup_schema(s, table, &t, &schema)) < 0)
-		return rc;
+	schema = server_table_schema(s, t);
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, probe, 2)) < 0)
 		goto out;
@@ -692,6 +680,5 @@ server_move_column(struct server *s, const char *table, uint64_t tablet,
 	cells_row_release(&r);
 out:
 	tablet_schema_unref(schema);
-	server_table_unref(t);
 	return rc;
 }
