@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,21 +21,13 @@
  * is asked to route the row itself. */
 #define LOCATE_TRIES 3
 
-/* Resolved rows kept between point reads, so that their buffers' growth
- * is reused rather than allocated again: a reader takes a free slot by
- * its flag (or uses a row of its own when all are taken), and a row that
- * grew past ROW_POOL_KEEP bytes has its buffers freed before it goes
- * back. */
-#define ROW_POOL_SLOTS 4
-#define ROW_POOL_KEEP ((size_t)64 << 10)
-
 struct bt_store {
 	struct server *server;
 	/* Where rows live (Bigtable 5.1): consulted before each call on a
 	 * row, filled by walking the catalog's location hierarchy. */
 	struct location_cache *locations;
-	atomic_flag row_taken[ROW_POOL_SLOTS];
-	struct cells_row rows[ROW_POOL_SLOTS];
+	/* Rows for the point reads. */
+	struct server_row_pool rows;
 };
 
 struct bt_scan {
@@ -102,10 +93,7 @@ bt_store_open(const char *path, const struct bt_options *opts,
 	}
 	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
-	for (size_t i = 0; i < ROW_POOL_SLOTS; i++) {
-		atomic_flag_clear(&s->row_taken[i]);
-		cells_row_init(&s->rows[i]);
-	}
+	server_row_pool_init(&s->rows);
 	server_options_from(opts, &so);
 	if ((rc = location_cache_new(0, &s->locations)) < 0) {
 		bt_free(s);
@@ -130,8 +118,7 @@ bt_store_close(struct bt_store *s)
 		return 0;
 	rc = server_close(s->server);
 	location_cache_free(s->locations);
-	for (size_t i = 0; i < ROW_POOL_SLOTS; i++)
-		cells_row_release(&s->rows[i]);
+	server_row_pool_release(&s->rows);
 	bt_free(s);
 	return rc;
 }
@@ -698,31 +685,6 @@ row_export(struct cells_row *r, bool take, struct bt_row **out)
 	return 0;
 }
 
-/* A pooled row, or own (initialized) when every slot is taken. */
-static struct cells_row *
-row_take(struct bt_store *s, struct cells_row *own)
-{
-	for (size_t i = 0; i < ROW_POOL_SLOTS; i++)
-		if (!atomic_flag_test_and_set_explicit(&s->row_taken[i],
-		    memory_order_acquire))
-			return &s->rows[i];
-	cells_row_init(own);
-	return own;
-}
-
-static void
-row_give(struct bt_store *s, struct cells_row *r, struct cells_row *own)
-{
-	if (r == own) {
-		cells_row_release(own);
-		return;
-	}
-	if (cells_row_memory(r) > ROW_POOL_KEEP)
-		cells_row_release(r);
-	atomic_flag_clear_explicit(&s->row_taken[r - s->rows],
-	    memory_order_release);
-}
-
 int
 bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
     const struct bt_read_options *ropts, struct bt_row **out)
@@ -735,13 +697,14 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if ((rc = filter_from(ropts, &f, &columns)) < 0)
 		return rc;
-	r = row_take(s, &own);
+	r = server_row_pool_take(&s->rows, &own);
 	ON_ROW(s, table, row, rc, server_read_row(s->server, t, tablet,
 	    bytes_slice(row), &f, r));
 	/* A row the pool would not keep gives its buffer to the export. */
 	if (rc == 0)
-		rc = row_export(r, cells_row_memory(r) > ROW_POOL_KEEP, out);
-	row_give(s, r, &own);
+		rc = row_export(r, cells_row_memory(r) >
+		    SERVER_ROW_POOL_KEEP, out);
+	server_row_pool_give(&s->rows, r, &own);
 	bt_free(columns);
 	return rc;
 }

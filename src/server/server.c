@@ -438,10 +438,7 @@ server_open(const char *path, const struct server_options *opts,
 	pthread_cond_init(&s->bg_done_cv, NULL);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
 		mutex_init(&s->row_locks[i]);
-	for (size_t i = 0; i < RMW_ROWS; i++) {
-		atomic_flag_clear(&s->rmw_taken[i]);
-		cells_row_init(&s->rmw_rows[i]);
-	}
+	server_row_pool_init(&s->rmw_rows);
 	s->next_seq = 1;
 	server_name(s->name, sizeof(s->name));
 	if ((s->env = opts->env) == NULL) {
@@ -623,8 +620,7 @@ server_close(struct server *s)
 	bt_free(s->tmp_dir);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
 		mutex_destroy(&s->row_locks[i]);
-	for (size_t i = 0; i < RMW_ROWS; i++)
-		cells_row_release(&s->rmw_rows[i]);
+	server_row_pool_release(&s->rmw_rows);
 	mutex_destroy(&s->tables_mu);
 	server_queue_release(&s->writes);
 	mutex_destroy(&s->apply_mu);

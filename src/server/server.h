@@ -20,6 +20,7 @@
 #ifndef TABLETFS_SERVER_SERVER_H
 #define TABLETFS_SERVER_SERVER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -162,6 +163,29 @@ int server_move_column(struct server *s, struct server_table *t,
 int server_read_row(struct server *s, struct server_table *t,
     uint64_t tablet, struct slice row, const struct cells_filter *filter,
     struct cells_row *out);
+
+/*
+ * Resolved rows kept between reads, so that their buffers' growth is
+ * reused rather than allocated again (the API's point reads, the
+ * server's read-modify-writes): a reader takes a free slot by its flag,
+ * or uses a row of its own when all are taken, and a row that grew past
+ * SERVER_ROW_POOL_KEEP bytes has its buffers freed before it goes back.
+ * Thread-safe without a lock.
+ */
+#define SERVER_ROW_POOL_SLOTS	4
+#define SERVER_ROW_POOL_KEEP	((size_t)64 << 10)
+struct server_row_pool {
+	atomic_flag taken[SERVER_ROW_POOL_SLOTS];
+	struct cells_row rows[SERVER_ROW_POOL_SLOTS];
+};
+void server_row_pool_init(struct server_row_pool *p);
+void server_row_pool_release(struct server_row_pool *p);
+/* A pooled row, or own (initialized) when every slot is taken. */
+struct cells_row *server_row_pool_take(struct server_row_pool *p,
+    struct cells_row *own);
+/* Give back r, from server_row_pool_take(p, own). */
+void server_row_pool_give(struct server_row_pool *p, struct cells_row *r,
+    struct cells_row *own);
 
 /* A scan of rows [start, end) (empty end: to the end of the table); the
  * filter's arrays must outlive the scan. */

@@ -25,11 +25,6 @@
  * throughput and a fifth of its p99.  4096 stripes take 160 KiB.
  */
 #define ROW_LOCKS 4096
-/* Resolved rows kept for read-modify-writes (server_write.c): a writer
- * takes a free slot by its flag, or uses a row of its own when all are
- * taken; a row that grew past RMW_ROW_KEEP bytes is emptied first. */
-#define RMW_ROWS 4
-#define RMW_ROW_KEEP ((size_t)64 << 10)
 #define DEFAULT_MEMTABLE_SIZE (64ull << 20)
 #define DEFAULT_CACHE_SIZE (64ull << 20)
 #define DEFAULT_MAX_CELL (64ull << 20)
@@ -151,8 +146,8 @@ struct server {
 	_Atomic int broken;
 
 	struct mutex row_locks[ROW_LOCKS];
-	atomic_flag rmw_taken[RMW_ROWS];
-	struct cells_row rmw_rows[RMW_ROWS];
+	/* Rows for the read-modify-writes (server_write.c). */
+	struct server_row_pool rmw_rows;
 
 	struct mutex work_mu;	/* held by a flush/compaction round */
 	pthread_t bg_thread;

@@ -9,6 +9,47 @@
 #include "util/alloc.h"
 #include "util/error.h"
 
+void
+server_row_pool_init(struct server_row_pool *p)
+{
+	for (size_t i = 0; i < SERVER_ROW_POOL_SLOTS; i++) {
+		atomic_flag_clear(&p->taken[i]);
+		cells_row_init(&p->rows[i]);
+	}
+}
+
+void
+server_row_pool_release(struct server_row_pool *p)
+{
+	for (size_t i = 0; i < SERVER_ROW_POOL_SLOTS; i++)
+		cells_row_release(&p->rows[i]);
+}
+
+struct cells_row *
+server_row_pool_take(struct server_row_pool *p, struct cells_row *own)
+{
+	for (size_t i = 0; i < SERVER_ROW_POOL_SLOTS; i++)
+		if (!atomic_flag_test_and_set_explicit(&p->taken[i],
+		    memory_order_acquire))
+			return &p->rows[i];
+	cells_row_init(own);
+	return own;
+}
+
+void
+server_row_pool_give(struct server_row_pool *p, struct cells_row *r,
+    struct cells_row *own)
+{
+	if (r == own) {
+		cells_row_release(own);
+		return;
+	}
+	if (cells_row_memory(r) > SERVER_ROW_POOL_KEEP)
+		cells_row_release(r);
+	atomic_flag_clear_explicit(&p->taken[r - p->rows],
+	    memory_order_release);
+}
+
 int
 server_table_read_row(struct server *s, struct server_table *t,
     struct slice row, const struct cells_filter *filter,

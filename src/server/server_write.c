@@ -166,32 +166,6 @@ out:
 	return rc;
 }
 
-/* A pooled row for a read-modify-write, or own (initialized) when every
- * slot is taken. */
-static struct cells_row *
-rmw_row_take(struct server *s, struct cells_row *own)
-{
-	for (size_t i = 0; i < RMW_ROWS; i++)
-		if (!atomic_flag_test_and_set_explicit(&s->rmw_taken[i],
-		    memory_order_acquire))
-			return &s->rmw_rows[i];
-	cells_row_init(own);
-	return own;
-}
-
-static void
-rmw_row_give(struct server *s, struct cells_row *r, struct cells_row *own)
-{
-	if (r == own) {
-		cells_row_release(own);
-		return;
-	}
-	if (cells_row_memory(r) > RMW_ROW_KEEP)
-		cells_row_release(r);
-	atomic_flag_clear_explicit(&s->rmw_taken[r - s->rmw_rows],
-	    memory_order_release);
-}
-
 /* The newest visible version of one column, resolved into r: 0 with the
  * value and timestamp in *c (borrowed from r), or BT_NOTFOUND. */
 static int
@@ -238,7 +212,7 @@ column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, &probe, 1)) < 0)
 		goto out;
-	r = rmw_row_take(s, &own);
+	r = server_row_pool_take(&s->rmw_rows, &own);
 	lock = row_lock(s, t->id, row);
 	mutex_lock(lock);
 	found = column_newest(s, t, row, family, qualifier, as_of, r, &c);
@@ -254,7 +228,7 @@ column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
 		rc = 0;
 	}
 	mutex_unlock(lock);
-	rmw_row_give(s, r, &own);
+	server_row_pool_give(&s->rmw_rows, r, &own);
 out:
 	tablet_schema_unref(schema);
 	return rc;
