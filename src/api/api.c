@@ -3,6 +3,7 @@
  * checks, conversion between the public types and the engine's, and result
  * rows that the caller owns.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -415,6 +416,7 @@ row_locate(struct bt_store *s, const char *table, uint64_t table_id,
 									\
 		if (((rc) = (call)) != BT_STALE)			\
 			break;						\
+		assert(tablet != 0);	/* routed by the server */	\
 	}								\
 	server_table_unref(t);						\
 } while (0)

@@ -121,7 +121,10 @@ replay_record(struct server *s, struct slice data)
 		    rec.ops[i].ts > s->last_stamp &&
 		    rec.ops[i].ts <= server_now(s) + 1000000)
 			s->last_stamp = rec.ops[i].ts;
+	/* Alone at open, but a table is found under tables_mu. */
+	mutex_lock(&s->tables_mu);
 	t = server_table_find_id_locked(s, rec.table_id);
+	mutex_unlock(&s->tables_mu);
 	if (t == NULL)
 		goto out;	/* the table was dropped */
 	tablet = server_tablet_map_find(t->map, rec.row);
@@ -377,7 +380,10 @@ server_load_tables(struct server *s)
 
 		if ((rc = server_table_load(s, names[i], &t)) < 0)
 			break;
-		if ((rc = server_tables_add_locked(s, t)) < 0) {
+		mutex_lock(&s->tables_mu);
+		rc = server_tables_add_locked(s, t);
+		mutex_unlock(&s->tables_mu);
+		if (rc < 0) {
 			server_table_unref(t);
 			break;
 		}
@@ -509,9 +515,14 @@ server_open(const char *path, const struct server_options *opts,
 	s->last_stamp = (int64_t)last_stamp;
 	if ((rc = server_load_tables(s)) < 0)
 		goto out_close;
-	if (!s->opts.read_only && ((rc = master_collect_files(s)) < 0 ||
-	    (rc = master_assign_tablets(s)) < 0))
-		goto out_close;
+	if (!s->opts.read_only) {
+		/* The sweep's lock, though no flush runs yet. */
+		mutex_lock(&s->work_mu);
+		rc = master_collect_files(s);
+		mutex_unlock(&s->work_mu);
+		if (rc < 0 || (rc = master_assign_tablets(s)) < 0)
+			goto out_close;
+	}
 	if ((rc = server_recover(s, &next_segment)) < 0)
 		goto out_close;
 	s->applied_upto = s->next_seq - 1;

@@ -3,6 +3,7 @@
  * compactions, idle checks and the master's balancing, started by the
  * timer, by writers that need memory, or by a caller waiting for one.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -50,6 +51,7 @@ server_background_poll(void *arg)
 	size_t count;
 	bool flushed = false;
 
+	mutex_assert_held(&s->work_mu);
 	if (atomic_load(&s->active_bytes) > (int64_t)master_freeze_size(s))
 		master_limit_memory(s);
 	if (atomic_load(&s->frozen_bytes) <= 0)
@@ -122,6 +124,7 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 	int rc, first = 0;
 	bool freed = false, flush_failed = false;
 
+	mutex_assert_held(&s->work_mu);
 	/* A full disk: nothing is flushed or compacted unless asked for
 	 * (server_space.c, rule 2); a writer waiting for memory is told. */
 	if (server_space_full(s)) {
@@ -284,6 +287,7 @@ server_background_start(struct server *s)
 {
 	int rc;
 
+	assert(!s->bg_started && !s->opts.read_only);
 	if ((rc = pthread_create(&s->bg_thread, NULL, background_main,
 	    s)) != 0)
 		return -rc;

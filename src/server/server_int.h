@@ -234,8 +234,9 @@ bool server_table_serves_row(struct server_table *t, uint64_t tablet,
 struct tablet_map *server_table_map_locked(struct server *s,
     struct server_table *t);
 /* Install m (taking the caller's reference) in place of the current map,
- * which is unreferenced. */
-void server_table_map_install(struct server_table *t, struct tablet_map *m);
+ * which is unreferenced; caller holds apply_mu (see above). */
+void server_table_map_install(struct server *s, struct server_table *t,
+    struct tablet_map *m);
 /* A map with room for count tablets (count set, slots NULL). */
 struct tablet_map *server_tablet_map_new(size_t count);
 /* Accepts NULL. */

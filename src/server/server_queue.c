@@ -4,6 +4,7 @@
  * published in sequence order by its leader (docs/design.md section 7,
  * W1 and W2).
  */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -224,6 +225,8 @@ write_gather(struct write_queue *q, struct write_waiter *me)
 {
 	uint64_t wait_ns, end;
 
+	mutex_assert_held(&q->mu);
+	assert(q->head == me);
 	if (q->queued_syncs == 0 || q->queued_syncs >= q->expected_syncs)
 		return true;
 	wait_ns = q->sync_ns + q->sync_ns / 4;
@@ -340,9 +343,12 @@ group_log(struct server *s, struct write_waiter *first,
 	uint64_t t0, seq;
 	int rc;
 
+	mutex_assert_held(&s->apply_mu);
 	*sync_ns = 0;
-	/* The leader alone writes next_seq and last_stamp: no lock. */
+	/* The leader alone writes next_seq and last_stamp: no lock.  Every
+	 * group before this one was applied, or failed, whole (W2). */
 	seq = atomic_load_explicit(&s->next_seq, memory_order_relaxed);
+	assert(seq == s->applied_upto + 1);
 	for (p = first;; p = p->next) {
 		int64_t now = server_now(s);
 
@@ -391,6 +397,7 @@ group_log(struct server *s, struct write_waiter *first,
 		if (p == last)
 			break;
 	}
+	assert(i == n);		/* n members, first to last */
 	t0 = sync ? monotonic_ns() : 0;	/* a clock read costs */
 	rc = log_writer_append_many(s->log, q->slices, n, sync, q->positions);
 	if (rc == BT_ECLOSED)
@@ -421,13 +428,18 @@ group_apply(struct server *s, struct write_waiter *first,
 	struct write_waiter *p;
 	size_t i = 0;
 	uint64_t applied = 0, publish = last->first_seq + last->count - 1;
+	uint64_t seq_end = 0;
 	int64_t held;
 	int arc;
 
+	mutex_assert_held(&s->apply_mu);
 	if (s->broken < 0)
 		publish = atomic_load_explicit(&s->visible_seq,
 		    memory_order_relaxed);
 	for (p = first;; p = p->next) {
+		/* In sequence order, one record per member (W2). */
+		assert(p == first || p->first_seq == seq_end + 1);
+		seq_end = p->first_seq + p->count - 1;
 		if (log_rc < 0) {
 			waiter_fail(p, log_rc);
 		} else if (s->broken) {
@@ -450,6 +462,7 @@ group_apply(struct server *s, struct write_waiter *first,
 				p->rc = 0;
 				applied++;
 			}
+			assert(i < s->writes.slots);
 			server_segment_note_locked(s,
 			    s->writes.positions[i].segment,
 			    p->first_seq + p->count - 1);
@@ -482,6 +495,9 @@ group_apply(struct server *s, struct write_waiter *first,
 	atomic_store_explicit(&s->mutations, atomic_load_explicit(
 	    &s->mutations, memory_order_relaxed) + applied,
 	    memory_order_relaxed);
+	/* What readers see only grows. */
+	assert(publish >= atomic_load_explicit(&s->visible_seq,
+	    memory_order_relaxed));
 	atomic_store_explicit(&s->visible_seq, publish, memory_order_release);
 }
 
@@ -506,7 +522,9 @@ write_lead(struct server *s, struct write_waiter *self)
 	int rc;
 
 again:
+	mutex_assert_held(&q->mu);
 	first = q->head;
+	assert(first != NULL);
 	if (first == self && !write_gather(q, self))
 		return true;
 	last = first;
@@ -526,6 +544,7 @@ again:
 		last = p;
 		n++;
 	}
+	assert(q->queued_syncs >= taken_syncs);
 	q->queued_syncs -= taken_syncs;
 	mutex_unlock(&q->mu);
 
@@ -593,6 +612,7 @@ server_queue_commit(struct server *s, struct server_table *t,
 	struct write_waiter me;
 	bool lead;
 
+	assert(s->log != NULL && count > 0);
 	/* Field by field: the detail buffer is written only on failure. */
 	me.next = NULL;
 	atomic_init(&me.lead, false);
@@ -643,6 +663,8 @@ server_queue_commit(struct server *s, struct server_table *t,
 		mutex_lock(&q->mu);	/* woken to lead */
 		lead = true;
 	}
+	/* Done, and out of the queue: me is on this stack. */
+	assert(atomic_load_explicit(&me.done, memory_order_relaxed));
 	if (me.rc < 0)
 		return bt_error_set(me.rc, "%s", me.detail);
 	if (stamp != NULL)

@@ -3,6 +3,7 @@
  * row and scans over a table's tablets (server.h), each at the snapshot
  * of the mutations published to readers (docs/design.md section 7, W2).
  */
+#include <assert.h>
 #include <errno.h>
 
 #include "server/server_int.h"
@@ -44,6 +45,7 @@ server_row_pool_give(struct server_row_pool *p, struct cells_row *r,
 		cells_row_release(own);
 		return;
 	}
+	assert(r >= p->rows && r < p->rows + SERVER_ROW_POOL_SLOTS);
 	if (cells_row_memory(r) > SERVER_ROW_POOL_KEEP)
 		cells_row_release(r);
 	atomic_flag_clear_explicit(&p->taken[r - p->rows],

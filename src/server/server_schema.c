@@ -54,6 +54,9 @@ schema_prepare(void *arg, const struct catalog_table *ct,
 	struct schema_prep *p = arg;
 	int rc;
 
+	/* Between schema_change_begin() and schema_change_end(). */
+	mutex_assert_held(&p->s->work_mu);
+	mutex_assert_held(&p->s->apply_mu);
 	(void)tablets;
 	(void)tablet_count;
 	if ((rc = tablet_schema_new(ct, &p->schema)) < 0)
@@ -77,6 +80,7 @@ table_prepare(void *arg, const struct catalog_table *ct,
 	struct schema_prep *p = arg;
 	int rc;
 
+	mutex_assert_held(&p->s->tables_mu);
 	if ((rc = server_tables_reserve_locked(p->s)) < 0)
 		return rc;
 	return server_table_build(p->s, ct, tablets, tablet_count, true,
@@ -148,6 +152,8 @@ schema_change_end(struct server *s, struct schema_prep *p, int rc)
 	struct tablet_schema *old;
 	int irc = 0;
 
+	mutex_assert_held(&s->work_mu);
+	mutex_assert_held(&s->apply_mu);
 	if (rc == 0) {
 		mutex_lock(&s->tables_mu);
 		old = p->t->schema;
@@ -393,6 +399,7 @@ compact_flush(struct server *s, struct tablet *t)
 {
 	int rc;
 
+	mutex_assert_held(&s->work_mu);
 	for (int turn = 0; turn < 3; turn++) {
 		if ((rc = tablet_flush(t, true)) < 0)
 			return rc;

@@ -16,6 +16,7 @@ server_segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq)
 {
 	struct segment *n;
 
+	mutex_assert_held(&s->apply_mu);
 	for (size_t i = 0; i < s->segment_count; i++) {
 		if (s->segments[i].number == number) {
 			if (max_seq > s->segments[i].max_seq)

@@ -124,6 +124,7 @@ reserve_take_locked(struct server *s)
 	struct env_file *f;
 	int rc;
 
+	mutex_assert_held(&s->space_mu);
 	env_path_remove(s->env, s->reserve_path);
 	if ((rc = env_file_open(s->env, s->reserve_path, ENV_CREATE,
 	    &f)) < 0)
@@ -148,6 +149,7 @@ out:
 static void
 reserve_release_locked(struct server *s)
 {
+	mutex_assert_held(&s->space_mu);
 	if (env_path_remove(s->env, s->reserve_path) == 0)
 		(void)env_dir_sync(s->env, s->store_dir);
 	s->reserve_held = false;

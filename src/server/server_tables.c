@@ -3,6 +3,7 @@
  * each table's tablet map: the bottom of src/server, which every other
  * file of it uses and which calls none of them.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,9 +15,10 @@
 struct tablet_map *
 server_tablet_map_new(size_t count)
 {
-	struct tablet_map *m = bt_calloc(1, sizeof(*m) +
-	    (count + 1) * sizeof(m->tablets[0]));
+	struct tablet_map *m;
 
+	assert(count > 0);	/* a map tiles the whole key space */
+	m = bt_calloc(1, sizeof(*m) + (count + 1) * sizeof(m->tablets[0]));
 	if (m == NULL)
 		return NULL;
 	atomic_init(&m->refs, 1);
@@ -40,6 +42,7 @@ server_tablet_map_index(const struct tablet_map *m, struct slice row)
 	size_t lo = 0, hi = m->count;
 
 	/* The last tablet whose start is <= row; the first starts at "". */
+	assert(m->count > 0 && tablet_start(m->tablets[0]).n == 0);
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -89,10 +92,13 @@ server_table_map_locked(struct server *s, struct server_table *t)
 }
 
 void
-server_table_map_install(struct server_table *t, struct tablet_map *m)
+server_table_map_install(struct server *s, struct server_table *t,
+    struct tablet_map *m)
 {
 	struct tablet_map *old;
 
+	mutex_assert_held(&s->apply_mu);
+	assert(m->count > 0);
 	mutex_lock(&t->map_mu);
 	old = t->map;
 	t->map = m;
@@ -115,6 +121,7 @@ server_table_unref(struct server_table *t)
 static struct server_table *
 table_find_locked(struct server *s, const char *name)
 {
+	mutex_assert_held(&s->tables_mu);
 	for (size_t i = 0; i < s->table_count; i++)
 		if (strcmp(s->tables[i]->name, name) == 0)
 			return s->tables[i];
@@ -170,6 +177,7 @@ server_table_id(struct server *s, const char *name, uint64_t *id)
 struct server_table *
 server_table_find_id_locked(struct server *s, uint64_t id)
 {
+	mutex_assert_held(&s->tables_mu);
 	for (size_t i = 0; i < s->table_count; i++)
 		if (s->tables[i]->id == id)
 			return s->tables[i];
@@ -247,6 +255,7 @@ server_tables_reserve_locked(struct server *s)
 {
 	struct server_table **n;
 
+	mutex_assert_held(&s->tables_mu);
 	if (s->table_count < s->table_cap)
 		return 0;
 	if ((n = bt_realloc(s->tables, (s->table_cap + 8) *

@@ -5,6 +5,7 @@
  * row's lock (docs/design.md section 7, W4), and the admission of each
  * to the write queue (server_queue.c).
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -136,6 +137,7 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 {
 	int rc;
 
+	mutex_assert_held(row_lock(s, t->id, row));
 	if (s->log == NULL)
 		return bt_error_set(-EROFS, "store is read-only");
 	if ((rc = server_space_refuse(s, ops, count)) < 0 ||
@@ -218,14 +220,16 @@ column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
 	found = column_newest(s, t, row, family, qualifier, as_of, r, &c);
 	if (found < 0) {
 		rc = found;
-	} else if ((rc = decide(arg, found == 0, found == 0 ? c.value :
-	    slice_make(NULL, 0), c.ts, &ops, &count)) == 0) {
-		if ((rc = mutation_validate(s, t, schema, row, ops,
+	} else {
+		rc = decide(arg, found == 0, found == 0 ? c.value :
+		    slice_make(NULL, 0), c.ts, &ops, &count);
+		assert(rc <= 1);
+		if (rc == 0 && (rc = mutation_validate(s, t, schema, row, ops,
 		    count)) == 0)
 			rc = mutation_commit(s, t, row, ops, count, sync,
 			    stamp);
-	} else if (rc == 1) {
-		rc = 0;
+		else if (rc == 1)
+			rc = 0;
 	}
 	mutex_unlock(lock);
 	server_row_pool_give(&s->rmw_rows, r, &own);
@@ -564,6 +568,7 @@ move_build(struct server *s, struct server_table *t, struct slice row,
 	size_t n;
 	int rc;
 
+	mutex_assert_held(row_lock(s, t->id, row));
 	if ((rc = column_versions(s, t, row, dst, true, r)) < 0)
 		return rc;
 	if (r->count > 0)
