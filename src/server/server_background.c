@@ -102,10 +102,10 @@ background_idle(struct server *s, struct tablet *t, bool *pending)
  * (malloc_trim) only in a round that writers did not ask for (trim): one
  * that the timer started, writes having paused for a second, or one that
  * a caller waits for (bt_store_flush).  Right after a flush the writers'
- * next memtable is about to take that memory again, and a trim there
- * made it fault every page back in (16,000 page faults instead of
- * 10,000 in a 50 MB fill), after 1-7 ms of malloc_trim per flush.  The
- * peak (the active and frozen memtables both full) is the same.
+ * next memtable is about to take that memory again: a trim there would
+ * cost a malloc_trim per flush and make the new memtable fault every page
+ * back in, for no lower peak (the active and frozen memtables both full);
+ * bench/results.md has the figures.
  *
  * A flush that failed (a full disk) is tried once more at the end of the
  * round, after its compactions, which hold room for their output until

@@ -20,9 +20,8 @@
  * stripe through the whole commit, sync included, so a writer whose row
  * shares a stripe with another's in flight waits a whole group commit
  * for nothing and misses the next group.  With W writers that happens to
- * (W - 1) / ROW_LOCKS of the writes: at 256 stripes 1.2 % of them with 4
- * writers, which cost fillsync with 4 threads about 4 % of its
- * throughput and a fifth of its p99.  4096 stripes take 160 KiB.
+ * (W - 1) / ROW_LOCKS of the writes, so the stripes are many: 4096 take
+ * 160 KiB (bench/results.md has what fewer cost).
  */
 #define ROW_LOCKS 4096
 #define DEFAULT_MEMTABLE_SIZE (64ull << 20)

@@ -48,10 +48,9 @@
  * rather than after the waiting leader has been woken and scheduled.
  * The waiting leader sleeps on until that group is acknowledged, about
  * one sync after it began to wait, so its deadline lies past that: a
- * deadline inside the group's sync (half the sync latency, as it was)
- * woke it there for nothing, and with 4 writers on 2 processors that
- * cost 15 % of the throughput (medians of 5 alternations of 3 runs each:
- * 16,883 ops/s against 19,797).
+ * deadline inside the group's sync would wake it there for nothing, and
+ * that wake-up takes a processor from the group it is waiting for
+ * (bench/results.md).
  */
 #define WRITE_GROUP_BYTES	(1u << 20)
 /* What a write that a broken store refuses is told. */
@@ -136,13 +135,13 @@ waiter_ready(const struct write_waiter *p)
  * deadline: true when it became done or the leader meanwhile.  A futex
  * wake reaches a thread whose processor went idle during the sync only
  * after an inter-processor interrupt and, on a virtual machine, the
- * host's rescheduling of that processor: 30-45 us on this 2-vCPU machine,
- * in every group's critical path.  Polling for up to twice the recent
- * sync latency (at most WRITE_SPIN_MAX_US) took fillsync with 4 writers
- * from about 21,800 to 26,000 ops/s here, for about 50 us of processor
- * time per synced write; RocksDB's writers yield-spin the same way
- * (enable_write_thread_adaptive_yield).  A waiter not asking for a sync
- * waits for a log write of a few microseconds and sleeps at once.
+ * host's rescheduling of that processor: tens of microseconds in every
+ * group's critical path.  Polling for up to twice the recent sync
+ * latency (at most WRITE_SPIN_MAX_US) takes that off the path, for some
+ * processor time per synced write (bench/results.md); RocksDB's writers
+ * yield-spin the same way (enable_write_thread_adaptive_yield).  A waiter
+ * not asking for a sync waits for a log write of a few microseconds and
+ * sleeps at once.
  */
 static bool
 waiter_spin(const struct write_waiter *p, uint64_t deadline_ns)

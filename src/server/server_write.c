@@ -334,8 +334,8 @@ counter_parse(struct slice v, int64_t *out)
 }
 
 /* Write x in ASCII decimal and a newline at out (room for 21 bytes);
- * returns the length.  snprintf() cost more than the rest of the
- * decision. */
+ * returns the length.  By hand: snprintf() would be the dearest step of
+ * an increment's decision. */
 static size_t
 counter_format(int64_t x, char *out)
 {
@@ -593,7 +593,7 @@ move_build(struct server *s, struct server_table *t, struct slice row,
 		    "commit log record holds (%u bytes)", n, LOG_MAX_RECORD);
 	if ((rc = column_versions(s, t, row, src, false, r)) < 0)
 		return rc;
-	n = r->count;	/* the row lock keeps it as it was */
+	n = r->count;	/* the row lock keeps it unchanged */
 	if ((ops = bt_calloc(n + 1, sizeof(*ops))) == NULL)
 		return -ENOMEM;
 	ops[0].kind = src->has_qualifier ? MUTATION_DELETE_COLUMN :
