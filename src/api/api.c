@@ -3,9 +3,9 @@
  * checks, conversion between the public types and the engine's, and result
  * rows that the caller owns.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,21 +22,13 @@
  * is asked to route the row itself. */
 #define LOCATE_TRIES 3
 
-/* Resolved rows kept between point reads, so that their buffers' growth
- * is reused rather than allocated again: a reader takes a free slot by
- * its flag (or uses a row of its own when all are taken), and a row that
- * grew past ROW_POOL_KEEP bytes has its buffers freed before it goes
- * back. */
-#define ROW_POOL_SLOTS 4
-#define ROW_POOL_KEEP ((size_t)64 << 10)
-
 struct bt_store {
 	struct server *server;
 	/* Where rows live (Bigtable 5.1): consulted before each call on a
 	 * row, filled by walking the catalog's location hierarchy. */
 	struct location_cache *locations;
-	atomic_flag row_taken[ROW_POOL_SLOTS];
-	struct cells_row rows[ROW_POOL_SLOTS];
+	/* Rows for the point reads. */
+	struct server_row_pool rows;
 };
 
 struct bt_scan {
@@ -102,10 +94,7 @@ bt_store_open(const char *path, const struct bt_options *opts,
 	}
 	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
-	for (size_t i = 0; i < ROW_POOL_SLOTS; i++) {
-		atomic_flag_clear(&s->row_taken[i]);
-		cells_row_init(&s->rows[i]);
-	}
+	server_row_pool_init(&s->rows);
 	server_options_from(opts, &so);
 	if ((rc = location_cache_new(0, &s->locations)) < 0) {
 		bt_free(s);
@@ -130,8 +119,7 @@ bt_store_close(struct bt_store *s)
 		return 0;
 	rc = server_close(s->server);
 	location_cache_free(s->locations);
-	for (size_t i = 0; i < ROW_POOL_SLOTS; i++)
-		cells_row_release(&s->rows[i]);
+	server_row_pool_release(&s->rows);
 	bt_free(s);
 	return rc;
 }
@@ -380,7 +368,7 @@ mutations_free(struct mutation *ops, struct mutation *local)
  * the walk fails (the call then reports what is wrong).
  */
 static uint64_t
-row_locate_in(struct bt_store *s, const char *table, uint64_t table_id,
+row_locate(struct bt_store *s, const char *table, uint64_t table_id,
     struct bt_bytes row, int attempt)
 {
 	struct catalog_location loc;
@@ -408,28 +396,29 @@ row_locate_in(struct bt_store *s, const char *table, uint64_t table_id,
 	return tablet;
 }
 
-/* row_locate_in() for a table known by its name only. */
-static uint64_t
-row_locate(struct bt_store *s, const char *table, struct bt_bytes row,
-    int attempt)
-{
-	uint64_t table_id;
-
-	if (table == NULL || server_table_id(s->server, table, &table_id) < 0)
-		return 0;
-	return row_locate_in(s, table, table_id, row, attempt);
-}
-
-/* Run call (one server call on row, naming its tablet) until it does not
- * meet a stale location. */
+/*
+ * Run call, one server call on row of the table named table that names
+ * the tablet it believes serves the row (tablet) and the table by its
+ * reference (t), until it does not meet a stale location.  The name is
+ * looked up once, for the location cache and every try of the call; rc
+ * is the lookup's error when there is no such table.
+ */
 #define ON_ROW(s, table, row, rc, call) do {				\
+	struct server_table *t;						\
+	uint64_t on_row_id_;						\
+									\
+	if (((rc) = server_table_ref((s)->server, (table), &t,		\
+	    &on_row_id_)) < 0)						\
+		break;							\
 	for (int on_row_try_ = 0;; on_row_try_++) {			\
-		uint64_t tablet = row_locate((s), (table), (row),	\
-		    on_row_try_);					\
+		uint64_t tablet = row_locate((s), (table), on_row_id_,	\
+		    (row), on_row_try_);				\
 									\
 		if (((rc) = (call)) != BT_STALE)			\
 			break;						\
+		assert(tablet != 0);	/* routed by the server */	\
 	}								\
+	server_table_unref(t);						\
 } while (0)
 
 static bool
@@ -449,7 +438,7 @@ bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if ((rc = mutations_from(muts, count, local, &ops)) < 0)
 		return rc;
-	ON_ROW(s, table, row, rc, server_mutate(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_mutate(s->server, t, tablet,
 	    bytes_slice(row), ops, count, want_sync(wopts), stamp));
 	mutations_free(ops, local);
 	return rc;
@@ -483,7 +472,7 @@ bt_check_version_and_mutate(struct bt_store *s, const char *table,
 		return rc;
 	if (expected != NULL)
 		exp = bytes_slice(*expected);
-	ON_ROW(s, table, row, rc, server_check_and_mutate(s->server, table,
+	ON_ROW(s, table, row, rc, server_check_and_mutate(s->server, t,
 	    tablet, bytes_slice(row), slice_str(family),
 	    bytes_slice(qualifier), expected ? &exp : NULL, expected_ts, ops,
 	    count, want_sync(wopts), applied));
@@ -503,7 +492,7 @@ bt_increment(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	ON_ROW(s, table, row, rc, server_increment(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_increment(s->server, t, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    delta, want_sync(wopts), result, stamp));
 	return rc;
@@ -519,7 +508,7 @@ bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	ON_ROW(s, table, row, rc, server_append(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_append(s->server, t, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    bytes_slice(suffix), want_sync(wopts), stamp));
 	return rc;
@@ -535,7 +524,7 @@ bt_put_newest(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	ON_ROW(s, table, row, rc, server_put_newest(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_put_newest(s->server, t, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    bytes_slice(value), want_sync(wopts), stamp));
 	return rc;
@@ -552,7 +541,7 @@ bt_move_version(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (src_family == NULL || dst_family == NULL)
 		return bt_error_set(-EINVAL, "no family");
-	ON_ROW(s, table, row, rc, server_move_version(s->server, table,
+	ON_ROW(s, table, row, rc, server_move_version(s->server, t,
 	    tablet, bytes_slice(row), slice_str(src_family),
 	    bytes_slice(src_qualifier), src_ts, slice_str(dst_family),
 	    bytes_slice(dst_qualifier), dst_ts, want_sync(wopts), stamp));
@@ -575,7 +564,7 @@ bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
 	    src->has_qualifier, bytes_slice(src->qualifier) };
 	to = (struct cells_column){ slice_str(dst->family),
 	    dst->has_qualifier, bytes_slice(dst->qualifier) };
-	ON_ROW(s, table, row, rc, server_move_column(s->server, table, tablet,
+	ON_ROW(s, table, row, rc, server_move_column(s->server, t, tablet,
 	    bytes_slice(row), &from, &to, want_sync(wopts)));
 	return rc;
 }
@@ -698,31 +687,6 @@ row_export(struct cells_row *r, bool take, struct bt_row **out)
 	return 0;
 }
 
-/* A pooled row, or own (initialized) when every slot is taken. */
-static struct cells_row *
-row_take(struct bt_store *s, struct cells_row *own)
-{
-	for (size_t i = 0; i < ROW_POOL_SLOTS; i++)
-		if (!atomic_flag_test_and_set_explicit(&s->row_taken[i],
-		    memory_order_acquire))
-			return &s->rows[i];
-	cells_row_init(own);
-	return own;
-}
-
-static void
-row_give(struct bt_store *s, struct cells_row *r, struct cells_row *own)
-{
-	if (r == own) {
-		cells_row_release(own);
-		return;
-	}
-	if (cells_row_memory(r) > ROW_POOL_KEEP)
-		cells_row_release(r);
-	atomic_flag_clear_explicit(&s->row_taken[r - s->rows],
-	    memory_order_release);
-}
-
 int
 bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
     const struct bt_read_options *ropts, struct bt_row **out)
@@ -730,31 +694,19 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	struct cells_column *columns;
 	struct cells_filter f;
 	struct cells_row own, *r;
-	struct server_table *t;
-	uint64_t table_id;
 	int rc;
 
 	bt_error_clear();
 	if ((rc = filter_from(ropts, &f, &columns)) < 0)
 		return rc;
-	if ((rc = server_table_ref(s->server, table, &t, &table_id)) < 0)
-		goto out_free;
-	r = row_take(s, &own);
-	/* ON_ROW, with the name looked up once for both the location cache
-	 * and the read. */
-	for (int try = 0;; try++) {
-		uint64_t tablet = row_locate_in(s, table, table_id, row, try);
-
-		if ((rc = server_read_row(s->server, t, tablet,
-		    bytes_slice(row), &f, r)) != BT_STALE)
-			break;
-	}
+	r = server_row_pool_take(&s->rows, &own);
+	ON_ROW(s, table, row, rc, server_read_row(s->server, t, tablet,
+	    bytes_slice(row), &f, r));
 	/* A row the pool would not keep gives its buffer to the export. */
 	if (rc == 0)
-		rc = row_export(r, cells_row_memory(r) > ROW_POOL_KEEP, out);
-	row_give(s, r, &own);
-	server_table_unref(t);
-out_free:
+		rc = row_export(r, cells_row_memory(r) >
+		    SERVER_ROW_POOL_KEEP, out);
+	server_row_pool_give(&s->rows, r, &own);
 	bt_free(columns);
 	return rc;
 }

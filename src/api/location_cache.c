@@ -9,6 +9,7 @@
  * byte (atomically), so lookups run in parallel; CLOCK eviction clears
  * those bytes under the write lock.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -172,6 +173,7 @@ entries_remove(struct location_cache *lc, size_t ti, size_t from, size_t to)
 {
 	struct lc_table *t = &lc->tables[ti];
 
+	assert(ti < lc->table_count && from <= to && to <= t->n);
 	for (size_t i = from; i < to; i++)
 		bt_free(t->v[i].bytes);
 	memmove(&t->v[from], &t->v[to], (t->n - to) * sizeof(t->v[0]));
@@ -228,6 +230,7 @@ evict_one(struct location_cache *lc)
 		    memory_order_relaxed);
 		return;
 	}
+	assert(lc->entries == 0);	/* the two turns found none */
 }
 
 /* The table entry for table_id, added if new: its index, or -ENOMEM. */
@@ -299,6 +302,10 @@ entry_put(struct location_cache *lc, size_t ti, const struct lc_entry *e)
 	}
 	bt_free(t->v[from].bytes);
 	t->v[from] = *e;
+	/* Cached ranges never overlap. */
+	assert(from == 0 || !before_end(start, &t->v[from - 1]));
+	assert(from + 1 == t->n || (e->end_n > 0 &&
+	    slice_compare(end, entry_start(&t->v[from + 1])) <= 0));
 	return 0;
 }
 

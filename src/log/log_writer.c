@@ -2,7 +2,7 @@
  * log_writer.c - appending to the commit log.
  *
  * One caller at a time appends, syncs and rotates: the tablet server's
- * write queue (server_write.c) batches concurrent mutations into one
+ * write queue (server_queue.c) batches concurrent mutations into one
  * append_many() and at most one sync, and so is the group commit; a
  * second queue here would only hand the same batch over again.  Each
  * append encodes its records into one buffer and writes it in place with

@@ -17,6 +17,7 @@
  * Nothing is copied: the new tablets share the old SSTables, each reading
  * only its own rows, until compactions rewrite them.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -67,6 +68,7 @@ master_collect_files(struct server *s)
 	struct sweep sst = { s, s->sst_dir, false };
 	int rc;
 
+	mutex_assert_held(&s->work_mu);
 	if ((rc = env_dir_list(s->env, s->tmp_dir, sweep_one, &tmp)) < 0)
 		return rc;
 	return env_dir_list(s->env, s->sst_dir, sweep_one, &sst);
@@ -116,12 +118,12 @@ master_limit_memory(struct server *s)
 	size_t count;
 	uint64_t total = 0;
 
-	if (tables_snapshot(s, &tables, &count) < 0)
+	if (server_tables_snapshot(s, &tables, &count) < 0)
 		return;
 	if ((maps = bt_calloc(count + 1, sizeof(*maps))) == NULL)
 		goto out;
 	for (size_t i = 0; i < count; i++) {
-		maps[i] = table_map(tables[i]);
+		maps[i] = server_table_map(tables[i]);
 		for (size_t j = 0; j < maps[i]->count; j++)
 			total += tablet_memtable_usage(maps[i]->tablets[j]);
 	}
@@ -151,10 +153,10 @@ master_limit_memory(struct server *s)
 			break;
 	}
 	for (size_t i = 0; i < count; i++)
-		tablet_map_unref(maps[i]);
+		server_tablet_map_unref(maps[i]);
 	bt_free(maps);
 out:
-	tables_snapshot_free(tables, count);
+	server_tables_snapshot_free(tables, count);
 }
 
 /* ---- Flushing in the apply turn ---- */
@@ -162,6 +164,7 @@ out:
 int
 master_freeze(struct server *s, struct tablet *t)
 {
+	mutex_assert_held(&s->apply_mu);
 	return s->broken < 0 ? s->broken : tablet_freeze(t);
 }
 
@@ -169,10 +172,13 @@ master_freeze(struct server *s, struct tablet *t)
  * nothing new arrives), has found the store not broken, and holds work_mu
  * (so nothing else flushes). */
 static int
-tablet_drain_locked(struct tablet *t)
+tablet_drain_locked(struct server *s, struct tablet *t)
 {
 	int rc;
 
+	mutex_assert_held(&s->apply_mu);
+	mutex_assert_held(&s->work_mu);
+	assert(s->broken == 0);
 	for (int i = 0; i < 3; i++) {
 		if ((rc = tablet_flush(t, false)) < 0)
 			return rc;
@@ -300,7 +306,8 @@ map_build(const struct tablet_map *m, size_t first, size_t old_count,
 	struct tablet_map *nm;
 	size_t k = 0;
 
-	nm = tablet_map_new(m->count - old_count + fresh_count);
+	assert(first + old_count <= m->count && fresh_count > 0);
+	nm = server_tablet_map_new(m->count - old_count + fresh_count);
 	if (nm == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < first; i++) {
@@ -313,6 +320,7 @@ map_build(const struct tablet_map *m, size_t first, size_t old_count,
 		tablet_ref(m->tablets[i]);
 		nm->tablets[k++] = m->tablets[i];
 	}
+	assert(k == nm->count);
 	*out = nm;
 	return 0;
 }
@@ -374,6 +382,8 @@ replace_commit(struct server *s, struct replace_build *b,
 	uint64_t old[2];
 	int rc;
 
+	/* In the apply turn (the top of this file). */
+	mutex_assert_held(&s->apply_mu);
 	/* A split or a merge: the only shapes replace_prepare() builds. */
 	if (!(b->parents == 1 && b->n == 2) && !(b->parents == 2 && b->n == 1))
 		return -EINVAL;
@@ -391,10 +401,11 @@ replace_commit(struct server *s, struct replace_build *b,
 	rc = catalog_tablet_replace(s->catalog, old, b->parents, specs, b->n,
 	    NULL, &prep);
 	if (rc < 0) {
-		tablet_map_unref(b->made);	/* built, then not committed */
+		/* built, then not committed */
+		server_tablet_map_unref(b->made);
 		return rc;
 	}
-	table_map_install(b->t, b->made);
+	server_table_map_install(s, b->t, b->made);
 	return 0;
 }
 
@@ -413,12 +424,14 @@ split_tablet(struct server *s, struct server_table *t, struct tablet_map *m,
 	uint64_t old = tablet_id(p);
 	int rc, left_auto;
 
+	mutex_assert_held(&s->work_mu);
+	assert(i < m->count);
 	if ((rc = tablet_preflush(s, p)) < 0)
 		return rc;
 	if ((left_auto = tablet_auto_split(s, t->id, old)) < 0)
 		return left_auto;
 	mutex_lock(&s->apply_mu);
-	if ((rc = s->broken) < 0 || (rc = tablet_drain_locked(p)) < 0)
+	if ((rc = s->broken) < 0 || (rc = tablet_drain_locked(s, p)) < 0)
 		goto out_unlock;
 	if ((rc = files_union(s, &p, 1, &files, &count)) < 0)
 		goto out_unlock;
@@ -442,16 +455,17 @@ int
 master_split_at(struct server *s, struct server_table *t, struct slice row,
     bool auto_split)
 {
-	struct tablet_map *m = table_map(t);
-	size_t i = tablet_map_index(m, row);
+	struct tablet_map *m = server_table_map(t);
+	size_t i = server_tablet_map_index(m, row);
 	int rc;
 
+	mutex_assert_held(&s->work_mu);
 	if (slice_equal(tablet_start(m->tablets[i]), row))
 		rc = bt_error_set(-EEXIST, "table %s: a tablet already "
 		    "starts at that row", t->name);
 	else
 		rc = split_tablet(s, t, m, i, row, auto_split);
-	tablet_map_unref(m);
+	server_tablet_map_unref(m);
 	return rc;
 }
 
@@ -495,6 +509,8 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 	size_t count = 0;
 	int rc, left_auto;
 
+	mutex_assert_held(&s->work_mu);
+	assert(i + 1 < m->count);
 	for (size_t k = 0; k < 2; k++) {
 		if ((rc = tablet_preflush(s, pair[k])) < 0)
 			return rc;
@@ -509,7 +525,7 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 	mutex_lock(&s->apply_mu);
 	rc = s->broken;
 	for (size_t k = 0; k < 2 && rc == 0; k++)
-		rc = tablet_drain_locked(pair[k]);
+		rc = tablet_drain_locked(s, pair[k]);
 	if (rc < 0 || (rc = files_union(s, pair, 2, &files, &count)) < 0)
 		goto out_unlock;
 	row_init(&row, tablet_start(pair[0]), tablet_end(pair[1]),
@@ -532,7 +548,7 @@ out_unlock:
 static int
 balance_split_one(struct server *s, struct server_table *t)
 {
-	struct tablet_map *m = table_map(t);
+	struct tablet_map *m = server_table_map(t);
 	struct buf row;
 	int rc = 1;
 
@@ -552,7 +568,7 @@ balance_split_one(struct server *s, struct server_table *t)
 			rc = split_tablet(s, t, m, i, buf_slice(&row), true);
 	}
 	buf_release(&row);
-	tablet_map_unref(m);
+	server_tablet_map_unref(m);
 	return rc;
 }
 
@@ -569,7 +585,7 @@ balance_merge_one(struct server *s, struct server_table *t)
 
 	if ((rc = catalog_tablets_list(s->catalog, t->id, &rows, &n)) != 0)
 		return rc < 0 ? rc : 1;
-	m = table_map(t);
+	m = server_table_map(t);
 	rc = 1;
 	for (size_t i = 0; i + 1 < m->count && rc == 1; i++) {
 		/* The catalog rows and the map list the same tablets in the
@@ -583,7 +599,7 @@ balance_merge_one(struct server *s, struct server_table *t)
 			continue;
 		rc = merge_tablets(s, t, m, i, server_now(s));
 	}
-	tablet_map_unref(m);
+	server_tablet_map_unref(m);
 	catalog_tablets_free(rows, n);
 	return rc;
 }
@@ -593,6 +609,7 @@ master_balance_table(struct server *s, struct server_table *t)
 {
 	int rc = 0;
 
+	mutex_assert_held(&s->work_mu);
 	for (int i = 0; i < MASTER_MAX_CHANGES && rc == 0; i++)
 		rc = balance_split_one(s, t);
 	if (rc < 0)

@@ -1,7 +1,8 @@
 /*
- * server.c - the tablet server's tables, log segments, background flush and
- * compaction thread, and the opening, recovery and closing of a store
- * (server.h).
+ * server.c - creating, opening (recovery included) and closing a store:
+ * the top of src/server, which drives the registry (server_tables.c),
+ * the master (master.c), the background thread (server_background.c) and
+ * the rest, and which none of them calls.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,19 +16,6 @@
 #include "server/server_int.h"
 #include "util/alloc.h"
 #include "util/error.h"
-#include "util/hash.h"
-
-int64_t
-server_now(struct server *s)
-{
-	return (int64_t)env_now_micros(s->env);
-}
-
-uint64_t
-server_next_seq(struct server *s)
-{
-	return atomic_load_explicit(&s->next_seq, memory_order_relaxed);
-}
 
 static char *
 path_join(const char *dir, const char *name)
@@ -39,662 +27,6 @@ path_join(const char *dir, const char *name)
 		snprintf(p, n, "%s/%s", dir, name);
 	return p;
 }
-
-/* ---- Tables ---- */
-
-struct tablet_map *
-tablet_map_new(size_t count)
-{
-	struct tablet_map *m = bt_calloc(1, sizeof(*m) +
-	    (count + 1) * sizeof(m->tablets[0]));
-
-	if (m == NULL)
-		return NULL;
-	atomic_init(&m->refs, 1);
-	m->count = count;
-	return m;
-}
-
-void
-tablet_map_unref(struct tablet_map *m)
-{
-	if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
-		return;
-	for (size_t i = 0; i < m->count; i++)
-		tablet_unref(m->tablets[i]);
-	bt_free(m);
-}
-
-size_t
-tablet_map_index(const struct tablet_map *m, struct slice row)
-{
-	size_t lo = 0, hi = m->count;
-
-	/* The last tablet whose start is <= row; the first starts at "". */
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (slice_compare(tablet_start(m->tablets[mid]), row) <= 0)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-struct tablet *
-tablet_map_find(const struct tablet_map *m, struct slice row)
-{
-	return m->tablets[tablet_map_index(m, row)];
-}
-
-struct tablet_map *
-table_map(struct server_table *t)
-{
-	struct tablet_map *m;
-
-	mutex_lock(&t->map_mu);
-	m = t->map;
-	atomic_fetch_add(&m->refs, 1);
-	mutex_unlock(&t->map_mu);
-	return m;
-}
-
-bool
-table_serves_row(struct server_table *t, uint64_t tablet, struct slice row)
-{
-	bool serves;
-
-	mutex_lock(&t->map_mu);
-	serves = tablet_id(tablet_map_find(t->map, row)) == tablet;
-	mutex_unlock(&t->map_mu);
-	return serves;
-}
-
-struct tablet_map *
-table_map_locked(struct server_table *t)
-{
-	return t->map;
-}
-
-void
-table_map_install(struct server_table *t, struct tablet_map *m)
-{
-	struct tablet_map *old;
-
-	mutex_lock(&t->map_mu);
-	old = t->map;
-	t->map = m;
-	mutex_unlock(&t->map_mu);
-	tablet_map_unref(old);
-}
-
-void
-table_unref(struct server_table *t)
-{
-	if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
-		return;
-	tablet_map_unref(t->map);
-	mutex_destroy(&t->map_mu);
-	tablet_schema_unref(t->schema);
-	bt_free(t);
-}
-
-/* The table named name, or NULL; caller holds tables_mu. */
-static struct server_table *
-table_find_locked(struct server *s, const char *name)
-{
-	for (size_t i = 0; i < s->table_count; i++)
-		if (strcmp(s->tables[i]->name, name) == 0)
-			return s->tables[i];
-	return NULL;
-}
-
-/* Find a table by name and take a reference; -ENOENT if absent. */
-int
-table_get(struct server *s, const char *name, struct server_table **out)
-{
-	return table_get_schema(s, name, out, NULL);
-}
-
-/* table_get(), and when schema is not NULL the table's schema,
- * referenced, under the same hold of tables_mu: a write asks for both. */
-int
-table_get_schema(struct server *s, const char *name,
-    struct server_table **out, struct tablet_schema **schema)
-{
-	struct server_table *t;
-
-	mutex_lock(&s->tables_mu);
-	if ((t = table_find_locked(s, name)) == NULL) {
-		mutex_unlock(&s->tables_mu);
-		return bt_error_set(-ENOENT, "table %s: no such table", name);
-	}
-	atomic_fetch_add(&t->refs, 1);
-	if (schema != NULL) {
-		*schema = t->schema;
-		tablet_schema_ref(*schema);
-	}
-	mutex_unlock(&s->tables_mu);
-	*out = t;
-	return 0;
-}
-
-/* The id of the table named name, without taking a reference: an id is
- * only a key to its holder; -ENOENT if absent. */
-int
-table_id_get(struct server *s, const char *name, uint64_t *id)
-{
-	struct server_table *t;
-
-	mutex_lock(&s->tables_mu);
-	if ((t = table_find_locked(s, name)) != NULL)
-		*id = t->id;
-	mutex_unlock(&s->tables_mu);
-	if (t == NULL)
-		return bt_error_set(-ENOENT, "table %s: no such table", name);
-	return 0;
-}
-
-struct server_table *
-table_find_id_locked(struct server *s, uint64_t id)
-{
-	for (size_t i = 0; i < s->table_count; i++)
-		if (s->tables[i]->id == id)
-			return s->tables[i];
-	return NULL;
-}
-
-/* Build a table from its schema and tablets as the catalog has them,
- * opening the tablets: with their files, or (made) a new table's, which
- * have none. */
-int
-table_build(struct server *s, const struct catalog_table *ct,
-    const struct catalog_tablet *cts, size_t count, bool made,
-    struct server_table **out)
-{
-	struct server_table *t;
-	int rc;
-
-	if (count == 0)
-		return bt_error_set(BT_ECORRUPT, "table %s: no tablets",
-		    ct->name);
-	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
-		return -ENOMEM;
-	atomic_init(&t->refs, 1);
-	mutex_init(&t->map_mu);
-	snprintf(t->name, sizeof(t->name), "%s", ct->name);
-	t->id = ct->id;
-	t->tablet_size = ct->tablet_size;
-	if ((rc = tablet_schema_new(ct, &t->schema)) < 0)
-		goto out_free;
-	if ((t->map = tablet_map_new(count)) == NULL) {
-		rc = -ENOMEM;
-		goto out_free;
-	}
-	for (size_t i = 0; i < count; i++) {
-		rc = made ? tablet_open_files(&s->tenv, &cts[i], t->schema,
-		    NULL, 0, &t->map->tablets[i]) : tablet_open(&s->tenv,
-		    &cts[i], t->schema, &t->map->tablets[i]);
-		if (rc < 0)
-			goto out_free;
-	}
-	*out = t;
-	return 0;
-out_free:
-	table_unref(t);
-	return rc;
-}
-
-/* Load a table and open its tablets from the catalog. */
-int
-table_load(struct server *s, const char *name, struct server_table **out)
-{
-	struct catalog_tablet *cts = NULL;
-	struct catalog_table *ct = NULL;
-	size_t count = 0;
-	int rc;
-
-	if ((rc = catalog_table_get(s->catalog, name, &ct)) != 0) {
-		if (rc == BT_NOTFOUND)
-			rc = bt_error_set(-ENOENT, "table %s: not in the "
-			    "catalog", name);
-		return rc;
-	}
-	/* None (BT_NOTFOUND) is the build's error. */
-	if ((rc = catalog_tablets_list(s->catalog, ct->id, &cts,
-	    &count)) >= 0)
-		rc = table_build(s, ct, cts, count, false, out);
-	catalog_tablets_free(cts, count);
-	catalog_table_free(ct);
-	return rc;
-}
-
-/* Room in s->tables for one more table. */
-int
-tables_reserve_locked(struct server *s)
-{
-	struct server_table **n;
-
-	if (s->table_count < s->table_cap)
-		return 0;
-	if ((n = bt_realloc(s->tables, (s->table_cap + 8) *
-	    sizeof(*n))) == NULL)
-		return -ENOMEM;
-	s->tables = n;
-	s->table_cap += 8;
-	return 0;
-}
-
-int
-tables_add_locked(struct server *s, struct server_table *t)
-{
-	int rc;
-
-	if ((rc = tables_reserve_locked(s)) < 0)
-		return rc;
-	s->tables[s->table_count++] = t;
-	return 0;
-}
-
-/* References to every table, for work that runs without the mutex. */
-int
-tables_snapshot(struct server *s, struct server_table ***out, size_t *count)
-{
-	struct server_table **list;
-
-	mutex_lock(&s->tables_mu);
-	list = bt_calloc(s->table_count + 1, sizeof(*list));
-	if (list == NULL) {
-		mutex_unlock(&s->tables_mu);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < s->table_count; i++) {
-		list[i] = s->tables[i];
-		atomic_fetch_add(&list[i]->refs, 1);
-	}
-	*count = s->table_count;
-	mutex_unlock(&s->tables_mu);
-	*out = list;
-	return 0;
-}
-
-void
-tables_snapshot_free(struct server_table **list, size_t count)
-{
-	for (size_t i = 0; i < count; i++)
-		table_unref(list[i]);
-	bt_free(list);
-}
-
-/* ---- Log segments ---- */
-
-/* A segment whose records are all flushed is rotated past this size. */
-#define SEGMENT_ROTATE_FLUSHED	(1ull << 20)
-
-void
-segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq)
-{
-	struct segment *n;
-
-	for (size_t i = 0; i < s->segment_count; i++) {
-		if (s->segments[i].number == number) {
-			if (max_seq > s->segments[i].max_seq)
-				s->segments[i].max_seq = max_seq;
-			return;
-		}
-	}
-	n = bt_realloc(s->segments, (s->segment_count + 1) * sizeof(*n));
-	if (n == NULL)
-		return;		/* the segment is then kept until close */
-	s->segments = n;
-	s->segments[s->segment_count].number = number;
-	s->segments[s->segment_count].max_seq = max_seq;
-	s->segment_count++;
-}
-
-/*
- * Delete the log segments that no tablet needs any more: every record in
- * them is in an SSTable.  The segment being written is kept, unless all
- * of it is flushed and it is past SEGMENT_ROTATE_FLUSHED bytes (or holds
- * anything while the disk is full): it is then finished and a new one
- * begun, so that it can go.  Segments rotate at their size otherwise
- * (64 MiB), and a segment that size, every record of it flushed, was
- * kept on a disk it had filled.  A poisoned writer is not rotated: its
- * writes stay refused until the reopen (server_write.c).  A group
- * applied after the tablets are read is in no memtable that they show,
- * and by the time apply_mu is taken the next group may have started a
- * new segment, so that the group's is no longer the current one: every
- * sequence number past visible_seq, read before the tablets, counts as
- * unflushed.
- */
-void
-segments_collect(struct server *s)
-{
-	struct server_table **tables;
-	struct log_writer_stats ls;
-	struct log_position pos;
-	uint64_t oldest, current;
-	size_t count, kept = 0;
-
-	if (s->log == NULL)
-		return;
-	oldest = atomic_load(&s->visible_seq) + 1;
-	if (tables_snapshot(s, &tables, &count) < 0)
-		return;
-	for (size_t i = 0; i < count; i++) {
-		struct tablet_map *m = table_map(tables[i]);
-
-		for (size_t j = 0; j < m->count; j++) {
-			uint64_t u = tablet_oldest_unflushed_seq(
-			    m->tablets[j]);
-
-			if (u < oldest)
-				oldest = u;
-		}
-		tablet_map_unref(m);
-	}
-	tables_snapshot_free(tables, count);
-	mutex_lock(&s->apply_mu);
-	pos = log_writer_position(s->log);
-	current = pos.segment;
-	log_writer_get_stats(s->log, &ls);
-	for (size_t i = 0; i < s->segment_count && ls.poison == 0; i++) {
-		if (s->segments[i].number == current &&
-		    s->segments[i].max_seq < oldest &&
-		    (pos.offset >= SEGMENT_ROTATE_FLUSHED ||
-		    atomic_load(&s->disk_full) < 0)) {
-			if (log_writer_rotate(s->log, NULL) == 0)
-				current = log_writer_position(s->log).segment;
-			break;
-		}
-	}
-	for (size_t i = 0; i < s->segment_count; i++) {
-		struct segment *g = &s->segments[i];
-		char path[4096];
-
-		if (g->number != current && g->max_seq < oldest) {
-			log_segment_path(path, sizeof(path), s->log_dir,
-			    g->number);
-			env_path_remove(s->env, path);
-		} else {
-			s->segments[kept++] = *g;
-		}
-	}
-	s->segment_count = kept;
-	mutex_unlock(&s->apply_mu);
-}
-
-/* ---- Background work ---- */
-
-/* Flush every frozen memtable of tables; *flushed is set when one was.
- * Returns the first error, or 0. */
-static int
-flush_frozen(struct server_table **tables, size_t count, bool *flushed)
-{
-	int rc, first = 0;
-
-	for (size_t i = 0; i < count; i++) {
-		struct tablet_map *m = table_map(tables[i]);
-
-		for (size_t j = 0; j < m->count; j++) {
-			if (!tablet_has_frozen(m->tablets[j]))
-				continue;
-			if ((rc = tablet_flush(m->tablets[j], false)) == 0)
-				*flushed = true;
-			else if (first == 0)
-				first = rc;
-		}
-		tablet_map_unref(m);
-	}
-	return first;
-}
-
-/*
- * The tablets' compact_poll: in the middle of a compaction (which holds
- * work_mu, so no other flush runs), freeze what the memory budget needs
- * and flush every frozen memtable, then wake the writers waiting for
- * memory.  Without this a writer that filled the budget would wait for
- * the end of the compaction, which may rewrite a whole tablet.  A failed
- * flush is left for the round's own flush to retry and report.
- */
-static void
-background_poll(void *arg)
-{
-	struct server *s = arg;
-	struct server_table **tables;
-	size_t count;
-	bool flushed = false;
-
-	if (atomic_load(&s->active_bytes) > (int64_t)master_freeze_size(s))
-		master_limit_memory(s);
-	if (atomic_load(&s->frozen_bytes) <= 0)
-		return;
-	if (tables_snapshot(s, &tables, &count) < 0)
-		return;
-	(void)flush_frozen(tables, count, &flushed);
-	tables_snapshot_free(tables, count);
-	if (!flushed)
-		return;
-	mutex_lock(&s->bg_mu);
-	pthread_cond_broadcast(&s->bg_done_cv);
-	mutex_unlock(&s->bg_mu);
-}
-
-/*
- * The idle check of tablet t in a round (tablet.h, TABLET_IDLE_USEC):
- * when t has been idle long enough and its memtable is worth it, freeze
- * it in the apply turn and flush it, so that the round's compaction
- * merges its file with the others.  *pending is set when t may go idle
- * with work to do, so that the next round comes sooner.
- */
-static int
-background_idle(struct server *s, struct tablet *t, bool *pending)
-{
-	bool freeze;
-	int rc;
-
-	if (s->opts.read_only ||
-	    !tablet_idle_check(t, server_now(s), &freeze, pending) ||
-	    !freeze)
-		return 0;
-	mutex_lock(&s->apply_mu);
-	rc = master_freeze(s, t);
-	mutex_unlock(&s->apply_mu);
-	if (rc == BT_NOTFOUND || rc == -EBUSY)
-		return 0;
-	if (rc < 0 || (rc = tablet_flush(t, false)) < 0)
-		return rc;
-	return 0;
-}
-
-/*
- * Flush every frozen memtable, run the idle checks (background_idle; a
- * tablet that may go idle with work sets *idle_pending) and compact what
- * needs it; one round.  The
- * memory that flushes and compactions free is handed back to the system
- * (malloc_trim) only in a round that writers did not ask for (trim): one
- * that the timer started, writes having paused for a second, or one that
- * a caller waits for (bt_store_flush).  Right after a flush the writers'
- * next memtable is about to take that memory again, and a trim there
- * made it fault every page back in (16,000 page faults instead of
- * 10,000 in a 50 MB fill), after 1-7 ms of malloc_trim per flush.  The
- * peak (the active and frozen memtables both full) is the same.
- *
- * A flush that failed (a full disk) is tried once more at the end of the
- * round, after its compactions, which hold room for their output until
- * they end; *flush_error is what the memtables still frozen then failed
- * with, and what a writer waiting for memory is told (write_throttle()).
- * The round's error (the first of its other steps, or that) is what
- * bt_store_flush() reports: not a flush that failed and then succeeded.
- * While the disk is full a round only deletes files and checks for room.
- */
-static int
-background_round(struct server *s, bool trim, bool *idle_pending,
-    int *flush_error)
-{
-	struct server_table **tables;
-	size_t count;
-	int rc, first = 0;
-	bool freed = false, flush_failed = false;
-
-	/* A full disk: nothing is flushed or compacted unless asked for
-	 * (server_space.c, rule 2); a writer waiting for memory is told. */
-	if (space_full(s)) {
-		*flush_error = atomic_load(&s->disk_full);
-		segments_collect(s);
-		return master_collect_rounds(s, s->bg_rounds);
-	}
-	master_limit_memory(s);
-	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
-		return *flush_error = rc;
-	for (size_t i = 0; i < count; i++) {
-		struct tablet_map *m = table_map(tables[i]);
-
-		for (size_t j = 0; j < m->count; j++) {
-			struct tablet *t = m->tablets[j];
-
-			rc = tablet_flush(t, false);
-			flush_failed |= rc < 0;
-			freed |= rc == 0;
-			rc = background_idle(s, t, idle_pending);
-			if (rc < 0 && first == 0)
-				first = rc;
-			flush_failed |= rc < 0;
-			if (tablet_needs_compaction(t)) {
-				rc = tablet_compact(t, false, server_now(s));
-				if (rc < 0 && first == 0)
-					first = rc;
-				freed = true;
-			}
-		}
-		tablet_map_unref(m);
-		rc = master_balance_table(s, tables[i]);
-		if (rc < 0 && first == 0)
-			first = rc;
-	}
-	*flush_error = flush_failed ?
-	    flush_frozen(tables, count, &freed) : 0;
-	if (*flush_error < 0 && first == 0)
-		first = *flush_error;
-	tables_snapshot_free(tables, count);
-	space_note(s, *flush_error);
-	space_note(s, first);
-	segments_collect(s);
-	s->bg_trim_pending |= freed;
-	if (trim && s->bg_trim_pending) {
-		bt_alloc_trim();
-		s->bg_trim_pending = false;
-		mutex_lock(&s->bg_mu);
-		s->memory_trims++;
-		mutex_unlock(&s->bg_mu);
-	}
-	rc = master_collect_rounds(s, s->bg_rounds);
-	if (rc < 0 && first == 0)
-		first = rc;
-	(void)space_full(s);	/* room again: take the reserve back */
-	return first;
-}
-
-/* The wait between rounds while a tablet may go idle with work to do: a
- * third of TABLET_IDLE_USEC, so that its idle compaction starts within
- * about 1.3 times that after its last write. */
-#define BACKGROUND_IDLE_POLL_NSEC (TABLET_IDLE_USEC * 1000L / 3)
-
-static void *
-background_main(void *arg)
-{
-	struct server *s = arg;
-	bool trim, idle_soon = false;
-	int rc, flush_rc;
-
-	mutex_lock(&s->bg_mu);
-	while (!s->bg_stop) {
-		trim = false;
-		if (!s->bg_wanted) {
-			struct timespec until;
-
-			/* Wake now and then for merging compactions, and
-			 * soon when a tablet may go idle with work to do
-			 * (a round then that nothing asked for does not
-			 * trim: writes may be about to resume). */
-			clock_gettime(CLOCK_REALTIME, &until);
-			if (idle_soon) {
-				until.tv_nsec += BACKGROUND_IDLE_POLL_NSEC;
-				if (until.tv_nsec >= 1000000000L) {
-					until.tv_sec++;
-					until.tv_nsec -= 1000000000L;
-				}
-			} else {
-				until.tv_sec += 1;
-			}
-			cond_timedwait(&s->bg_cv, &s->bg_mu, &until);
-			if (s->bg_stop)
-				break;
-			trim = !s->bg_wanted && !idle_soon;
-		}
-		trim |= s->bg_trim_wanted;
-		s->bg_trim_wanted = false;
-		s->bg_wanted = false;
-		s->bg_begun++;
-		mutex_unlock(&s->bg_mu);
-		mutex_lock(&s->work_mu);
-		idle_soon = false;
-		rc = background_round(s, trim, &idle_soon, &flush_rc);
-		mutex_unlock(&s->work_mu);
-		mutex_lock(&s->bg_mu);
-		s->bg_error = rc;
-		s->bg_flush_error = flush_rc;
-		s->bg_rounds++;
-		pthread_cond_broadcast(&s->bg_done_cv);
-	}
-	mutex_unlock(&s->bg_mu);
-	return NULL;
-}
-
-void
-background_wake(struct server *s)
-{
-	mutex_lock(&s->bg_mu);
-	s->bg_wanted = true;
-	pthread_cond_signal(&s->bg_cv);
-	mutex_unlock(&s->bg_mu);
-}
-
-/* The tablets' compact_wanted: reads used up a tablet's budget
- * (TABLET_SEEK_BYTES); run a round now rather than at the timer. */
-static void
-background_compact_wanted(void *arg)
-{
-	background_wake(arg);
-}
-
-/*
- * Wait until a background round that starts after this call has ended, and
- * return that round's first error.
- */
-int
-background_wait_round(struct server *s)
-{
-	uint64_t target;
-	int rc;
-
-	mutex_lock(&s->bg_mu);
-	s->bg_wanted = true;
-	s->bg_trim_wanted = true;
-	pthread_cond_signal(&s->bg_cv);
-	target = s->bg_rounds + 2;
-	while (s->bg_rounds < target && !s->bg_stop) {
-		s->bg_wanted = true;
-		pthread_cond_signal(&s->bg_cv);
-		cond_wait(&s->bg_done_cv, &s->bg_mu);
-	}
-	rc = s->bg_stop ? BT_ECLOSED : s->bg_error;
-	mutex_unlock(&s->bg_mu);
-	return rc;
-}
-
-/* ---- Opening, recovery, closing ---- */
 
 /*
  * Make directory dir and whichever of its ancestors are missing, each
@@ -789,10 +121,13 @@ replay_record(struct server *s, struct slice data)
 		    rec.ops[i].ts > s->last_stamp &&
 		    rec.ops[i].ts <= server_now(s) + 1000000)
 			s->last_stamp = rec.ops[i].ts;
-	t = table_find_id_locked(s, rec.table_id);
+	/* Alone at open, but a table is found under tables_mu. */
+	mutex_lock(&s->tables_mu);
+	t = server_table_find_id_locked(s, rec.table_id);
+	mutex_unlock(&s->tables_mu);
 	if (t == NULL)
 		goto out;	/* the table was dropped */
-	tablet = tablet_map_find(t->map, rec.row);
+	tablet = server_tablet_map_find(t->map, rec.row);
 	if (last <= tablet_flushed_seq(tablet))
 		goto out;
 	if ((rc = tablet_apply(tablet, rec.seq, rec.row, rec.ops,
@@ -975,7 +310,7 @@ server_recover(struct server *s, uint64_t *next_segment)
 	if (s->opts.read_only)
 		goto out;
 	if (s->replay_disk_full) {
-		space_note(s, -ENOSPC);
+		server_space_note(s, -ENOSPC);
 		goto out_keep;
 	}
 	for (size_t i = 0; i < s->table_count; i++)
@@ -984,8 +319,8 @@ server_recover(struct server *s, uint64_t *next_segment)
 
 			if ((rc = tablet_freeze(t)) == 0)
 				rc = tablet_flush(t, true);
-			if (space_is_full_error(rc)) {
-				space_note(s, rc);
+			if (server_space_is_full_error(rc)) {
+				server_space_note(s, rc);
 				goto out_keep;
 			}
 			if (rc < 0)
@@ -1017,7 +352,8 @@ out_keep:
 	mutex_lock(&s->apply_mu);
 	for (size_t i = 0; i < count; i++)
 		if (!damaged[i])
-			segment_note_locked(s, segments[i], s->next_seq - 1);
+			server_segment_note_locked(s, segments[i],
+			    s->next_seq - 1);
 	mutex_unlock(&s->apply_mu);
 	rc = 0;
 	for (size_t i = 0; i < count; i++)
@@ -1042,10 +378,13 @@ server_load_tables(struct server *s)
 	for (size_t i = 0; i < count && rc == 0; i++) {
 		struct server_table *t;
 
-		if ((rc = table_load(s, names[i], &t)) < 0)
+		if ((rc = server_table_load(s, names[i], &t)) < 0)
 			break;
-		if ((rc = tables_add_locked(s, t)) < 0) {
-			table_unref(t);
+		mutex_lock(&s->tables_mu);
+		rc = server_tables_add_locked(s, t);
+		mutex_unlock(&s->tables_mu);
+		if (rc < 0) {
+			server_table_unref(t);
 			break;
 		}
 		for (size_t j = 0; j < t->map->count; j++) {
@@ -1092,7 +431,7 @@ server_open(const char *path, const struct server_options *opts,
 	if (s->opts.max_cell == 0)
 		s->opts.max_cell = DEFAULT_MAX_CELL;
 	mutex_init(&s->tables_mu);
-	if ((rc = write_queue_init(&s->writes)) < 0) {
+	if ((rc = server_queue_init(&s->writes)) < 0) {
 		mutex_destroy(&s->tables_mu);
 		bt_free(s);
 		return rc;
@@ -1105,10 +444,7 @@ server_open(const char *path, const struct server_options *opts,
 	pthread_cond_init(&s->bg_done_cv, NULL);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
 		mutex_init(&s->row_locks[i]);
-	for (size_t i = 0; i < RMW_ROWS; i++) {
-		atomic_flag_clear(&s->rmw_taken[i]);
-		cells_row_init(&s->rmw_rows[i]);
-	}
+	server_row_pool_init(&s->rmw_rows);
 	s->next_seq = 1;
 	server_name(s->name, sizeof(s->name));
 	if ((s->env = opts->env) == NULL) {
@@ -1144,7 +480,7 @@ server_open(const char *path, const struct server_options *opts,
 	if (rc < 0)
 		goto out_close;
 	/* Before anything writes: a full disk gives up the reserve. */
-	if ((rc = space_open(s)) < 0)
+	if ((rc = server_space_open(s)) < 0)
 		goto out_close;
 	if ((p = path_join(path, "catalog.db")) == NULL) {
 		rc = -ENOMEM;
@@ -1163,9 +499,9 @@ server_open(const char *path, const struct server_options *opts,
 	s->tenv.catalog = s->catalog;
 	s->tenv.frozen_bytes = &s->frozen_bytes;
 	s->tenv.active_bytes = &s->active_bytes;
-	s->tenv.compact_poll = background_poll;
+	s->tenv.compact_poll = server_background_poll;
 	s->tenv.compact_poll_arg = s;
-	s->tenv.compact_wanted = background_compact_wanted;
+	s->tenv.compact_wanted = server_background_compact_wanted;
 	s->tenv.compact_wanted_arg = s;
 	s->tenv.disk_full = &s->disk_full;
 	if ((rc = catalog_meta_get(s->catalog, "last_seq", 0,
@@ -1179,9 +515,14 @@ server_open(const char *path, const struct server_options *opts,
 	s->last_stamp = (int64_t)last_stamp;
 	if ((rc = server_load_tables(s)) < 0)
 		goto out_close;
-	if (!s->opts.read_only && ((rc = master_collect_files(s)) < 0 ||
-	    (rc = master_assign_tablets(s)) < 0))
-		goto out_close;
+	if (!s->opts.read_only) {
+		/* The sweep's lock, though no flush runs yet. */
+		mutex_lock(&s->work_mu);
+		rc = master_collect_files(s);
+		mutex_unlock(&s->work_mu);
+		if (rc < 0 || (rc = master_assign_tablets(s)) < 0)
+			goto out_close;
+	}
 	if ((rc = server_recover(s, &next_segment)) < 0)
 		goto out_close;
 	s->applied_upto = s->next_seq - 1;
@@ -1198,12 +539,8 @@ server_open(const char *path, const struct server_options *opts,
 		if ((rc = log_writer_open(s->env, s->log_dir, next_segment,
 		    &log_opts, &s->log)) < 0)
 			goto out_close;
-		if ((rc = pthread_create(&s->bg_thread, NULL,
-		    background_main, s)) != 0) {
-			rc = -rc;
+		if ((rc = server_background_start(s)) < 0)
 			goto out_close;
-		}
-		s->bg_started = true;
 	}
 	*out = s;
 	return 0;
@@ -1220,14 +557,7 @@ server_close(struct server *s)
 
 	if (s == NULL)
 		return 0;
-	if (s->bg_started) {
-		mutex_lock(&s->bg_mu);
-		s->bg_stop = true;
-		pthread_cond_broadcast(&s->bg_cv);
-		pthread_cond_broadcast(&s->bg_done_cv);
-		mutex_unlock(&s->bg_mu);
-		pthread_join(s->bg_thread, NULL);
-	}
+	server_background_stop(s);
 	/* Flush everything so the next open replays nothing. */
 	if (s->log != NULL && !s->broken) {
 		for (size_t i = 0; i < s->table_count; i++)
@@ -1286,7 +616,7 @@ server_close(struct server *s)
 		bt_free(segs);
 	}
 	for (size_t i = 0; i < s->table_count; i++)
-		table_unref(s->tables[i]);
+		server_table_unref(s->tables[i]);
 	bt_free(s->tables);
 	bt_free(s->segments);
 	bt_free(s->lost_pending);
@@ -1301,10 +631,9 @@ server_close(struct server *s)
 	bt_free(s->tmp_dir);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
 		mutex_destroy(&s->row_locks[i]);
-	for (size_t i = 0; i < RMW_ROWS; i++)
-		cells_row_release(&s->rmw_rows[i]);
+	server_row_pool_release(&s->rmw_rows);
 	mutex_destroy(&s->tables_mu);
-	write_queue_release(&s->writes);
+	server_queue_release(&s->writes);
 	mutex_destroy(&s->apply_mu);
 	mutex_destroy(&s->work_mu);
 	mutex_destroy(&s->bg_mu);

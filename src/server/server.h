@@ -13,12 +13,14 @@
  * commit (W4).  A mutation is acknowledged only once it is in the log, and
  * visible to reads only once every earlier mutation is.
  *
- * All functions are thread-safe.  Tables are named by their catalog name;
+ * All functions are thread-safe.  Tables are named by their catalog name,
+ * or, in the calls on one row, by a reference from server_table_ref();
  * errors as in api/tabletfs.h.
  */
 #ifndef TABLETFS_SERVER_SERVER_H
 #define TABLETFS_SERVER_SERVER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,41 +97,55 @@ int server_locate(struct server *s, const char *table, struct slice row,
     struct catalog_location *loc, int *levels);
 
 /*
+ * The table named name, referenced, and its catalog id in *id, for a
+ * caller that makes calls on rows of the table (they take t) and needs
+ * its id too (for its location cache): one lookup of the name, not one
+ * per call.  0 or -ENOENT; server_table_unref() releases it.  A table
+ * dropped while referenced stays readable and writable by its holder,
+ * as during any call on it.
+ */
+int server_table_ref(struct server *s, const char *name,
+    struct server_table **out, uint64_t *id);
+/* Accepts NULL. */
+void server_table_unref(struct server_table *t);
+
+/*
  * Apply a row mutation atomically.  Puts with ts MUTATION_TS_SERVER get the
  * server's stamp (returned in *stamp if not NULL); ops is modified to hold
  * the final timestamps.
  */
-int server_mutate(struct server *s, const char *table, uint64_t tablet,
+int server_mutate(struct server *s, struct server_table *t, uint64_t tablet,
     struct slice row, struct mutation *ops, size_t count, bool sync,
     int64_t *stamp);
 
 /* Check-and-mutate; expected NULL means "the column has no version";
  * expected_ts >= 0 also requires the newest version to have that stamp. */
-int server_check_and_mutate(struct server *s, const char *table,
+int server_check_and_mutate(struct server *s, struct server_table *t,
     uint64_t tablet, struct slice row, struct slice family,
     struct slice qualifier,
     const struct slice *expected, int64_t expected_ts, struct mutation *ops,
     size_t count, bool sync, bool *applied);
 
-int server_increment(struct server *s, const char *table, uint64_t tablet,
-    struct slice row, struct slice family, struct slice qualifier,
-    int64_t delta, bool sync, int64_t *result, int64_t *stamp);
-int server_append(struct server *s, const char *table, uint64_t tablet,
+int server_increment(struct server *s, struct server_table *t,
+    uint64_t tablet, struct slice row, struct slice family,
+    struct slice qualifier, int64_t delta, bool sync, int64_t *result,
+    int64_t *stamp);
+int server_append(struct server *s, struct server_table *t, uint64_t tablet,
     struct slice row, struct slice family, struct slice qualifier,
     struct slice suffix, bool sync, int64_t *stamp);
 /* Put value as the column's newest version: stamped with the server's
  * clock, or one above the newest version when that is later. */
-int server_put_newest(struct server *s, const char *table, uint64_t tablet,
-    struct slice row, struct slice family, struct slice qualifier,
-    struct slice value, bool sync, int64_t *stamp);
+int server_put_newest(struct server *s, struct server_table *t,
+    uint64_t tablet, struct slice row, struct slice family,
+    struct slice qualifier, struct slice value, bool sync, int64_t *stamp);
 
 /* Move version src_ts of one column to another place in the row (dst_ts
  * may be MUTATION_TS_SERVER) as one atomic mutation; -ENOENT if there is no
  * such version. */
-int server_move_version(struct server *s, const char *table, uint64_t tablet,
-    struct slice row, struct slice src_family, struct slice src_qualifier,
-    int64_t src_ts, struct slice dst_family, struct slice dst_qualifier,
-    int64_t dst_ts, bool sync, int64_t *stamp);
+int server_move_version(struct server *s, struct server_table *t,
+    uint64_t tablet, struct slice row, struct slice src_family,
+    struct slice src_qualifier, int64_t src_ts, struct slice dst_family,
+    struct slice dst_qualifier, int64_t dst_ts, bool sync, int64_t *stamp);
 
 /*
  * Move a column, or every column of a family, to another column or family
@@ -139,26 +155,37 @@ int server_move_version(struct server *s, const char *table, uint64_t tablet,
  * max_cell bytes or the move would not fit one commit log record; onto
  * itself, nothing changes.
  */
-int server_move_column(struct server *s, const char *table, uint64_t tablet,
-    struct slice row, const struct cells_column *src,
+int server_move_column(struct server *s, struct server_table *t,
+    uint64_t tablet, struct slice row, const struct cells_column *src,
     const struct cells_column *dst, bool sync);
-
-/*
- * The table named name, referenced, and its catalog id in *id, for a
- * caller that makes a call on the table and needs its id too (a read and
- * its location cache): one lookup of the name, not two.  0 or -ENOENT;
- * server_table_unref() releases it.  A table dropped while referenced
- * stays readable by its holder, as during any call on it.
- */
-int server_table_ref(struct server *s, const char *name,
-    struct server_table **out, uint64_t *id);
-/* Accepts NULL. */
-void server_table_unref(struct server_table *t);
 
 /* Read a row of table t (from server_table_ref()): 0 or BT_NOTFOUND. */
 int server_read_row(struct server *s, struct server_table *t,
     uint64_t tablet, struct slice row, const struct cells_filter *filter,
     struct cells_row *out);
+
+/*
+ * Resolved rows kept between reads, so that their buffers' growth is
+ * reused rather than allocated again (the API's point reads, the
+ * server's read-modify-writes): a reader takes a free slot by its flag,
+ * or uses a row of its own when all are taken, and a row that grew past
+ * SERVER_ROW_POOL_KEEP bytes has its buffers freed before it goes back.
+ * Thread-safe without a lock.
+ */
+#define SERVER_ROW_POOL_SLOTS	4
+#define SERVER_ROW_POOL_KEEP	((size_t)64 << 10)
+struct server_row_pool {
+	atomic_flag taken[SERVER_ROW_POOL_SLOTS];
+	struct cells_row rows[SERVER_ROW_POOL_SLOTS];
+};
+void server_row_pool_init(struct server_row_pool *p);
+void server_row_pool_release(struct server_row_pool *p);
+/* A pooled row, or own (initialized) when every slot is taken. */
+struct cells_row *server_row_pool_take(struct server_row_pool *p,
+    struct cells_row *own);
+/* Give back r, from server_row_pool_take(p, own). */
+void server_row_pool_give(struct server_row_pool *p, struct cells_row *r,
+    struct cells_row *own);
 
 /* A scan of rows [start, end) (empty end: to the end of the table); the
  * filter's arrays must outlive the scan. */

@@ -100,6 +100,8 @@ check_gather(struct check *ck)
 	size_t count = 0, cap = 0, n = 0;
 	int rc;
 
+	/* No flush or compaction names or deletes a file meanwhile. */
+	mutex_assert_held(&ck->s->work_mu);
 	if ((rc = catalog_table_list(c, &names, &count)) < 0)
 		return rc;
 	for (size_t i = 0; i < count && rc >= 0; i++) {

@@ -1,7 +1,7 @@
 /*
- * server_int.h - the tablet server's internals, shared by server.c (open,
- * recovery, background work), server_write.c (writes and reads) and
- * server_schema.c (schema changes and administration).
+ * server_int.h - the tablet server's internals, shared by the files of
+ * src/server (the order in which they call each other is below, above
+ * their declarations).
  */
 #ifndef TABLETFS_SERVER_SERVER_INT_H
 #define TABLETFS_SERVER_SERVER_INT_H
@@ -20,16 +20,10 @@
  * stripe through the whole commit, sync included, so a writer whose row
  * shares a stripe with another's in flight waits a whole group commit
  * for nothing and misses the next group.  With W writers that happens to
- * (W - 1) / ROW_LOCKS of the writes: at 256 stripes 1.2 % of them with 4
- * writers, which cost fillsync with 4 threads about 4 % of its
- * throughput and a fifth of its p99.  4096 stripes take 160 KiB.
+ * (W - 1) / ROW_LOCKS of the writes, so the stripes are many: 4096 take
+ * 160 KiB (bench/results.md has what fewer cost).
  */
 #define ROW_LOCKS 4096
-/* Resolved rows kept for read-modify-writes (server_write.c): a writer
- * takes a free slot by its flag, or uses a row of its own when all are
- * taken; a row that grew past RMW_ROW_KEEP bytes is emptied first. */
-#define RMW_ROWS 4
-#define RMW_ROW_KEEP ((size_t)64 << 10)
 #define DEFAULT_MEMTABLE_SIZE (64ull << 20)
 #define DEFAULT_CACHE_SIZE (64ull << 20)
 #define DEFAULT_MAX_CELL (64ull << 20)
@@ -65,14 +59,14 @@ struct segment {
 struct write_waiter;
 
 /*
- * The write queue (server_write.c): mutations wait here in arrival order,
+ * The write queue (server_queue.c): mutations wait here in arrival order,
  * and the one at the head leads a write group, doing everyone's log append
  * (one append, at most one sync), apply and publication.  Guarded by mu.
  */
 struct write_queue {
 	struct mutex mu;
 	struct write_waiter *head, *tail;
-	/* Gathering (see server_write.c): synced mutations queued and not
+	/* Gathering (see server_queue.c): synced mutations queued and not
 	 * yet in a group; how many the next synced group expects; the
 	 * leader waiting for them, if one is; the recent latency of a
 	 * synced group's log append, in nanoseconds. */
@@ -81,7 +75,7 @@ struct write_queue {
 	struct write_waiter *gatherer;
 	uint64_t sync_ns;
 	uint64_t gathers;		/* waits, for the statistics */
-	/* The futex word every waiter sleeps on (server_write.c), and the
+	/* The futex word every waiter sleeps on (server_queue.c), and the
 	 * bit the next waiter to queue takes. */
 	_Atomic uint32_t wakes;
 	uint32_t next_bit;
@@ -92,8 +86,6 @@ struct write_queue {
 	size_t slots;
 };
 
-int write_queue_init(struct write_queue *q);
-void write_queue_release(struct write_queue *q);
 
 /*
  * A log segment in which recovery found damage, kept in STORE/lost/.
@@ -153,8 +145,8 @@ struct server {
 	_Atomic int broken;
 
 	struct mutex row_locks[ROW_LOCKS];
-	atomic_flag rmw_taken[RMW_ROWS];
-	struct cells_row rmw_rows[RMW_ROWS];
+	/* Rows for the read-modify-writes (server_write.c). */
+	struct server_row_pool rmw_rows;
 
 	struct mutex work_mu;	/* held by a flush/compaction round */
 	pthread_t bg_thread;
@@ -191,86 +183,104 @@ struct server {
 	atomic_uint_fast64_t files_collected;
 };
 
-int64_t server_now(struct server *s);
+/* The server's clock, in microseconds. */
+static inline int64_t
+server_now(struct server *s)
+{
+	return (int64_t)env_now_micros(s->env);
+}
+
 /* The sequence number the next mutation will take. */
-uint64_t server_next_seq(struct server *s);
-/* Tables are reference-counted; the last unref closes its tablets. */
-void table_unref(struct server_table *t);
-/* A referenced table by name; -ENOENT if there is none. */
-int table_get(struct server *s, const char *name, struct server_table **out);
-/* table_get() and, when schema is not NULL, the table's schema
- * (referenced) under one hold of tables_mu. */
-int table_get_schema(struct server *s, const char *name,
-    struct server_table **out, struct tablet_schema **schema);
-/* The id of the table named name (no reference); -ENOENT if none. */
-int table_id_get(struct server *s, const char *name, uint64_t *id);
+static inline uint64_t
+server_next_seq(struct server *s)
+{
+	return atomic_load_explicit(&s->next_seq, memory_order_relaxed);
+}
+
+/*
+ * The files of src/server call one way, each only into those listed
+ * before it here: the registry (server_tables.c), disk space
+ * (server_space.c), the master (master.c), the log segments
+ * (server_segments.c), the background thread (server_background.c), the
+ * write queue (server_queue.c), reads (server_read.c), writes
+ * (server_write.c); schema changes and administration
+ * (server_schema.c), the check (server_check.c), and opening and closing
+ * (server.c) call any of them.
+ */
+
+/* ---- The table registry and tablet maps (server_tables.c) ---- */
+
+/* server_table_ref() without the id: a referenced table by name;
+ * -ENOENT if there is none. */
+int server_table_lookup(struct server *s, const char *name,
+    struct server_table **out);
+/* The schema of t, referenced (tablet_schema_unref()): a schema change
+ * replaces it under tables_mu. */
+struct tablet_schema *server_table_schema(struct server *s,
+    struct server_table *t);
 /* The table with this catalog id, or NULL; caller holds tables_mu. */
-struct server_table *table_find_id_locked(struct server *s, uint64_t id);
+struct server_table *server_table_find_id_locked(struct server *s,
+    uint64_t id);
 /* The table's current tablets, referenced. */
-struct tablet_map *table_map(struct server_table *t);
+struct tablet_map *server_table_map(struct server_table *t);
 /* Whether the tablet with id tablet serves row in the current map (a
  * look under map_mu, without a reference to the map). */
-bool table_serves_row(struct server_table *t, uint64_t tablet,
+bool server_table_serves_row(struct server_table *t, uint64_t tablet,
     struct slice row);
 /* The table's current tablets, borrowed: the caller holds apply_mu, and
  * splits and merges install maps only in the apply turn (master.c), so
  * the map stays current and alive until apply_mu is released. */
-struct tablet_map *table_map_locked(struct server_table *t);
+struct tablet_map *server_table_map_locked(struct server *s,
+    struct server_table *t);
 /* Install m (taking the caller's reference) in place of the current map,
- * which is unreferenced. */
-void table_map_install(struct server_table *t, struct tablet_map *m);
+ * which is unreferenced; caller holds apply_mu (see above). */
+void server_table_map_install(struct server *s, struct server_table *t,
+    struct tablet_map *m);
 /* A map with room for count tablets (count set, slots NULL). */
-struct tablet_map *tablet_map_new(size_t count);
+struct tablet_map *server_tablet_map_new(size_t count);
 /* Accepts NULL. */
-void tablet_map_unref(struct tablet_map *m);
+void server_tablet_map_unref(struct tablet_map *m);
 /* The index of the tablet serving row (binary search on starts). */
-size_t tablet_map_index(const struct tablet_map *m, struct slice row);
+size_t server_tablet_map_index(const struct tablet_map *m, struct slice row);
 /* The tablet serving row, borrowed from m. */
-struct tablet *tablet_map_find(const struct tablet_map *m, struct slice row);
+struct tablet *server_tablet_map_find(const struct tablet_map *m,
+    struct slice row);
 /* References to every table, for work done without tables_mu. */
-int tables_snapshot(struct server *s, struct server_table ***out,
+int server_tables_snapshot(struct server *s, struct server_table ***out,
     size_t *count);
-void tables_snapshot_free(struct server_table **list, size_t count);
-/* Record that segment number holds sequence numbers up to max_seq;
- * caller holds apply_mu. */
-void segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq);
-/* Delete the log segments every tablet has flushed past. */
-void segments_collect(struct server *s);
-/* Ask the background thread for a flush and compaction round. */
-void background_wake(struct server *s);
-/* Run a whole background round and return its first error. */
-int background_wait_round(struct server *s);
+void server_tables_snapshot_free(struct server_table **list, size_t count);
 /* A table with its schema and tablets as the catalog has them (build:
  * given them, and made: a new table's, which have no files; load:
  * reading them), its tablets open. */
-int table_build(struct server *s, const struct catalog_table *ct,
+int server_table_build(struct server *s, const struct catalog_table *ct,
     const struct catalog_tablet *cts, size_t count, bool made,
     struct server_table **out);
-int table_load(struct server *s, const char *name, struct server_table **out);
+int server_table_load(struct server *s, const char *name,
+    struct server_table **out);
 /* Make room for one more table (reserve), or add one (add, which may
  * then not fail); caller holds tables_mu. */
-int tables_reserve_locked(struct server *s);
-int tables_add_locked(struct server *s, struct server_table *t);
+int server_tables_reserve_locked(struct server *s);
+int server_tables_add_locked(struct server *s, struct server_table *t);
 
 /* ---- Disk space (server_space.c; its numbered rules) ---- */
 
 /* Whether rc says the disk (or the user's quota) is full. */
-bool space_is_full_error(int rc);
+bool server_space_is_full_error(int rc);
 /* Size the reserve for the store's filesystem, and take it, keep it or
  * give it up with the disk-full state (rule 4).  Read-only: nothing. */
-int space_open(struct server *s);
+int server_space_open(struct server *s);
 /* An operation failed with rc: when that is a full disk, enter the
  * disk-full state and give up the reserve (rule 1). */
-void space_note(struct server *s, int rc);
+void server_space_note(struct server *s, int rc);
 /* Whether the store is in the disk-full state, after leaving it if
  * there is room again (rule 3).  Takes space_mu. */
-bool space_full(struct server *s);
+bool server_space_full(struct server *s);
 /* 0, or -ENOSPC for a mutation that adds data while the disk is full
  * (rule 2). */
-int space_refuse(struct server *s, const struct mutation *ops,
+int server_space_refuse(struct server *s, const struct mutation *ops,
     size_t count);
 /* The state (0 or an errno) and the bytes the reserve holds. */
-void space_get_stats(struct server *s, int *disk_full,
+void server_space_get_stats(struct server *s, int *disk_full,
     uint64_t *reserve_bytes);
 
 /* ---- The master's duties (master.c) ---- */
@@ -309,5 +319,51 @@ void master_limit_memory(struct server *s);
 int master_assign_tablets(struct server *s);
 /* The sweep, every so many background rounds. */
 int master_collect_rounds(struct server *s, uint64_t round);
+
+/* ---- The log segments (server_segments.c) ---- */
+
+/* Record that segment number holds sequence numbers up to max_seq;
+ * caller holds apply_mu. */
+void server_segment_note_locked(struct server *s, uint64_t number,
+    uint64_t max_seq);
+/* Delete the log segments every tablet has flushed past. */
+void server_segments_collect(struct server *s);
+
+/* ---- The background thread (server_background.c) ---- */
+
+/* Start the thread (at open), or stop it and wait for it to end (at
+ * close; nothing when it was not started). */
+int server_background_start(struct server *s);
+void server_background_stop(struct server *s);
+/* Ask the background thread for a flush and compaction round. */
+void server_background_wake(struct server *s);
+/* Run a whole background round and return its first error. */
+int server_background_wait_round(struct server *s);
+/* The tablet_env callbacks (tablet.h): compact_poll and compact_wanted,
+ * with the server as their argument. */
+void server_background_poll(void *arg);
+void server_background_compact_wanted(void *arg);
+
+/* ---- The write queue (server_queue.c) ---- */
+
+int server_queue_init(struct write_queue *q);
+void server_queue_release(struct write_queue *q);
+/*
+ * Commit a validated mutation of row in table t through the write queue:
+ * log it in a write group and apply and publish it (W1, W2), its server
+ * stamp in *stamp when not NULL.  The caller holds the row's lock and
+ * has checked that the store is writable and has room for it.
+ */
+int server_queue_commit(struct server *s, struct server_table *t,
+    struct slice row, struct mutation *ops, size_t count, bool sync,
+    int64_t *stamp);
+
+/* ---- Reads (server_read.c) ---- */
+
+/* Read one row of t from the tablet serving it now, at the published
+ * snapshot: 0 or BT_NOTFOUND. */
+int server_table_read_row(struct server *s, struct server_table *t,
+    struct slice row, const struct cells_filter *filter,
+    struct cells_row *out);
 
 #endif

@@ -54,11 +54,14 @@ schema_prepare(void *arg, const struct catalog_table *ct,
 	struct schema_prep *p = arg;
 	int rc;
 
+	/* Between schema_change_begin() and schema_change_end(). */
+	mutex_assert_held(&p->s->work_mu);
+	mutex_assert_held(&p->s->apply_mu);
 	(void)tablets;
 	(void)tablet_count;
 	if ((rc = tablet_schema_new(ct, &p->schema)) < 0)
 		return rc;
-	p->map = table_map(p->t);
+	p->map = server_table_map(p->t);
 	if ((p->changes = bt_calloc(p->map->count + 1,
 	    sizeof(*p->changes))) == NULL)
 		return -ENOMEM;
@@ -77,9 +80,11 @@ table_prepare(void *arg, const struct catalog_table *ct,
 	struct schema_prep *p = arg;
 	int rc;
 
-	if ((rc = tables_reserve_locked(p->s)) < 0)
+	mutex_assert_held(&p->s->tables_mu);
+	if ((rc = server_tables_reserve_locked(p->s)) < 0)
 		return rc;
-	return table_build(p->s, ct, tablets, tablet_count, true, &p->made);
+	return server_table_build(p->s, ct, tablets, tablet_count, true,
+	    &p->made);
 }
 
 static void
@@ -89,9 +94,9 @@ schema_prep_release(struct schema_prep *p)
 		tablet_schema_change_free(p->changes[i]);
 	bt_free(p->changes);
 	tablet_schema_unref(p->schema);
-	tablet_map_unref(p->map);
-	table_unref(p->made);
-	table_unref(p->t);
+	server_tablet_map_unref(p->map);
+	server_table_unref(p->made);
+	server_table_unref(p->t);
 }
 
 /*
@@ -132,7 +137,7 @@ schema_change_begin(struct server *s, const char *table,
 	p->prepare.fn = schema_prepare;
 	p->prepare.arg = p;
 	p->s = s;
-	if ((rc = table_get(s, table, &p->t)) < 0)
+	if ((rc = server_table_lookup(s, table, &p->t)) < 0)
 		return rc;
 	mutex_lock(&s->work_mu);
 	mutex_lock(&s->apply_mu);
@@ -147,6 +152,8 @@ schema_change_end(struct server *s, struct schema_prep *p, int rc)
 	struct tablet_schema *old;
 	int irc = 0;
 
+	mutex_assert_held(&s->work_mu);
+	mutex_assert_held(&s->apply_mu);
 	if (rc == 0) {
 		mutex_lock(&s->tables_mu);
 		old = p->t->schema;
@@ -282,7 +289,7 @@ server_table_drop(struct server *s, const char *name)
 			env_path_remove(s->env, path);
 		}
 		mutex_unlock(&s->work_mu);
-		table_unref(t);
+		server_table_unref(t);
 	}
 	catalog_tablets_free(cts, count);
 	bt_free(files);
@@ -392,6 +399,7 @@ compact_flush(struct server *s, struct tablet *t)
 {
 	int rc;
 
+	mutex_assert_held(&s->work_mu);
 	for (int turn = 0; turn < 3; turn++) {
 		if ((rc = tablet_flush(t, true)) < 0)
 			return rc;
@@ -425,7 +433,7 @@ compact_all(struct server *s, const char *table, bool major, bool compact)
 	size_t count;
 	int rc, first = 0;
 
-	if ((rc = tables_snapshot(s, &tables, &count)) < 0)
+	if ((rc = server_tables_snapshot(s, &tables, &count)) < 0)
 		return rc;
 	mutex_lock(&s->work_mu);
 	for (size_t i = 0; i < count; i++) {
@@ -433,7 +441,7 @@ compact_all(struct server *s, const char *table, bool major, bool compact)
 
 		if (table != NULL && strcmp(tables[i]->name, table) != 0)
 			continue;
-		m = table_map(tables[i]);
+		m = server_table_map(tables[i]);
 		for (size_t j = 0; j < m->count; j++) {
 			struct tablet *t = m->tablets[j];
 
@@ -442,7 +450,7 @@ compact_all(struct server *s, const char *table, bool major, bool compact)
 			if (rc < 0 && first == 0)
 				first = rc;
 		}
-		tablet_map_unref(m);
+		server_tablet_map_unref(m);
 		/* Then split or merge what the compaction resized, as a
 		 * background round would. */
 		if (compact && (rc = master_balance_table(s, tables[i])) < 0 &&
@@ -450,14 +458,15 @@ compact_all(struct server *s, const char *table, bool major, bool compact)
 			first = rc;
 	}
 	mutex_unlock(&s->work_mu);
-	tables_snapshot_free(tables, count);
+	server_tables_snapshot_free(tables, count);
 	/* Writers that wait for memory wait for a round's end. */
 	mutex_lock(&s->bg_mu);
 	pthread_cond_broadcast(&s->bg_done_cv);
 	mutex_unlock(&s->bg_mu);
-	space_note(s, first);
-	segments_collect(s);
-	(void)space_full(s);	/* room again: take the reserve back */
+	server_space_note(s, first);
+	server_segments_collect(s);
+	/* Room again: take the reserve back. */
+	(void)server_space_full(s);
 	return first;
 }
 
@@ -471,26 +480,26 @@ server_flush(struct server *s)
 	if ((rc = check_writable(s)) < 0)
 		return rc;
 	/* The background flushes nothing while the disk is full. */
-	if (space_full(s))
+	if (server_space_full(s))
 		return compact_all(s, NULL, false, false);
 	for (int round = 0; round < 3; round++) {
 		bool busy = false;
 
-		if ((rc = tables_snapshot(s, &tables, &count)) < 0)
+		if ((rc = server_tables_snapshot(s, &tables, &count)) < 0)
 			return rc;
 		mutex_lock(&s->apply_mu);
 		for (size_t i = 0; i < count; i++) {
-			struct tablet_map *m = table_map(tables[i]);
+			struct tablet_map *m = server_table_map(tables[i]);
 
 			for (size_t j = 0; j < m->count; j++)
 				if (master_freeze(s, m->tablets[j]) ==
 				    -EBUSY)
 					busy = true;
-			tablet_map_unref(m);
+			server_tablet_map_unref(m);
 		}
 		mutex_unlock(&s->apply_mu);
-		tables_snapshot_free(tables, count);
-		if ((rc = background_wait_round(s)) < 0)
+		server_tables_snapshot_free(tables, count);
+		if ((rc = server_background_wait_round(s)) < 0)
 			return rc;
 		if (!busy)
 			break;
@@ -508,9 +517,9 @@ server_compact(struct server *s, const char *table, bool major)
 	if (table != NULL) {	/* a table that is not there is an error */
 		struct server_table *t;
 
-		if ((rc = table_get(s, table, &t)) < 0)
+		if ((rc = server_table_lookup(s, table, &t)) < 0)
 			return rc;
-		table_unref(t);
+		server_table_unref(t);
 	}
 	return compact_all(s, table, major, true);
 }
@@ -526,12 +535,12 @@ server_split(struct server *s, const char *table, struct slice row)
 	if (row.n == 0 || row.n > SERVER_MAX_ROW)
 		return bt_error_set(-EINVAL, "split row of %zu bytes (1 to %u "
 		    "allowed)", row.n, SERVER_MAX_ROW);
-	if ((rc = table_get(s, table, &t)) < 0)
+	if ((rc = server_table_lookup(s, table, &t)) < 0)
 		return rc;
 	mutex_lock(&s->work_mu);
 	rc = master_split_at(s, t, row, false);
 	mutex_unlock(&s->work_mu);
-	table_unref(t);
+	server_table_unref(t);
 	return rc;
 }
 
@@ -547,9 +556,9 @@ server_table_tablets(struct server *s, const char *table,
 	size_t n = 0;
 	int rc = 0;
 
-	if ((rc = table_get(s, table, &t)) < 0)
+	if ((rc = server_table_lookup(s, table, &t)) < 0)
 		return rc;
-	m = table_map(t);
+	m = server_table_map(t);
 	list = bt_calloc(m->count + 1, sizeof(*list));
 	st = bt_calloc(m->count + 1, sizeof(*st));
 	if (list == NULL || st == NULL)
@@ -567,8 +576,8 @@ server_table_tablets(struct server *s, const char *table,
 		if ((rc = buf_set(&list[n].start, a.p, a.n)) == 0)
 			rc = buf_set(&list[n].end, b.p, b.n);
 	}
-	tablet_map_unref(m);
-	table_unref(t);
+	server_tablet_map_unref(m);
+	server_table_unref(t);
 	if (rc < 0) {
 		catalog_tablets_free(list, n);
 		bt_free(st);
@@ -603,7 +612,7 @@ server_get_stats(struct server *s, struct server_stats *out)
 	out->log_syncs = ls.syncs;
 	out->log_batches = ls.batches;
 	out->writes_refused = s->broken < 0 ? s->broken : ls.poison;
-	space_get_stats(s, &out->disk_full, &out->reserve_bytes);
+	server_space_get_stats(s, &out->disk_full, &out->reserve_bytes);
 	mutex_lock(&s->writes.mu);
 	out->write_gathers = s->writes.gathers;
 	mutex_unlock(&s->writes.mu);
@@ -617,10 +626,10 @@ server_get_stats(struct server *s, struct server_stats *out)
 	cache_get_stats(s->cache, &cs);
 	out->cache_hits = cs.hits;
 	out->cache_misses = cs.misses;
-	if (tables_snapshot(s, &tables, &count) < 0)
+	if (server_tables_snapshot(s, &tables, &count) < 0)
 		return;
 	for (size_t i = 0; i < count; i++) {
-		struct tablet_map *m = table_map(tables[i]);
+		struct tablet_map *m = server_table_map(tables[i]);
 
 		out->tablets += m->count;
 		for (size_t j = 0; j < m->count; j++) {
@@ -633,10 +642,10 @@ server_get_stats(struct server *s, struct server_stats *out)
 			out->damaged_sstables += ts.damaged_sstables;
 			out->memtable_bytes += ts.memtable_bytes;
 		}
-		tablet_map_unref(m);
+		server_tablet_map_unref(m);
 	}
 	out->splits = atomic_load(&s->splits);
 	out->merges = atomic_load(&s->merges);
 	out->files_collected = atomic_load(&s->files_collected);
-	tables_snapshot_free(tables, count);
+	server_tables_snapshot_free(tables, count);
 }

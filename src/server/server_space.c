@@ -19,7 +19,7 @@
  *   2. While full, a mutation that adds data (any put) is refused with
  *      ENOSPC before it reaches the log; deletes are logged and applied
  *      as usual.  The background thread flushes and compacts nothing
- *      (server.c, background_round): a flush of data that is not
+ *      (server_background.c, background_round): a flush of data that is not
  *      deleted yet would take the reserve's room while the deletes are
  *      still coming, and the compaction asked for afterwards would find
  *      none.  Flushes and compactions run when asked for (tabletctl
@@ -92,7 +92,7 @@ space_reserve_size(uint64_t capacity)
 }
 
 bool
-space_is_full_error(int rc)
+server_space_is_full_error(int rc)
 {
 	return rc == -ENOSPC || rc == -EDQUOT;
 }
@@ -124,6 +124,7 @@ reserve_take_locked(struct server *s)
 	struct env_file *f;
 	int rc;
 
+	mutex_assert_held(&s->space_mu);
 	env_path_remove(s->env, s->reserve_path);
 	if ((rc = env_file_open(s->env, s->reserve_path, ENV_CREATE,
 	    &f)) < 0)
@@ -148,13 +149,14 @@ out:
 static void
 reserve_release_locked(struct server *s)
 {
+	mutex_assert_held(&s->space_mu);
 	if (env_path_remove(s->env, s->reserve_path) == 0)
 		(void)env_dir_sync(s->env, s->store_dir);
 	s->reserve_held = false;
 }
 
 int
-space_open(struct server *s)
+server_space_open(struct server *s)
 {
 	uint64_t capacity, available, size = 0;
 	int rc;
@@ -191,11 +193,11 @@ space_open(struct server *s)
 }
 
 void
-space_note(struct server *s, int rc)
+server_space_note(struct server *s, int rc)
 {
 	struct detail_save d;
 
-	if (!space_is_full_error(rc) || s->opts.read_only)
+	if (!server_space_is_full_error(rc) || s->opts.read_only)
 		return;
 	detail_save(&d);
 	mutex_lock(&s->space_mu);
@@ -207,7 +209,7 @@ space_note(struct server *s, int rc)
 }
 
 bool
-space_full(struct server *s)
+server_space_full(struct server *s)
 {
 	struct detail_save d;
 	uint64_t available;
@@ -233,7 +235,7 @@ space_full(struct server *s)
 }
 
 int
-space_refuse(struct server *s, const struct mutation *ops, size_t count)
+server_space_refuse(struct server *s, const struct mutation *ops, size_t count)
 {
 	bool adds = false;
 
@@ -241,7 +243,7 @@ space_refuse(struct server *s, const struct mutation *ops, size_t count)
 		return 0;
 	for (size_t i = 0; i < count; i++)
 		adds |= ops[i].kind == MUTATION_PUT;
-	if (!adds || !space_full(s))
+	if (!adds || !server_space_full(s))
 		return 0;
 	return bt_error_set(-ENOSPC, "the disk is full: writes are refused "
 	    "until deleting data (deletes are accepted) and a compaction, "
@@ -251,7 +253,8 @@ space_refuse(struct server *s, const struct mutation *ops, size_t count)
 }
 
 void
-space_get_stats(struct server *s, int *disk_full, uint64_t *reserve_bytes)
+server_space_get_stats(struct server *s, int *disk_full,
+    uint64_t *reserve_bytes)
 {
 	mutex_lock(&s->space_mu);
 	*disk_full = atomic_load(&s->disk_full);

@@ -1,0 +1,338 @@
+/*
+ * server_tables.c - the tablet server's table registry (server.tables) and
+ * each table's tablet map: the bottom of src/server, which every other
+ * file of it uses and which calls none of them.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/server_int.h"
+#include "util/alloc.h"
+#include "util/error.h"
+
+struct tablet_map *
+server_tablet_map_new(size_t count)
+{
+	struct tablet_map *m;
+
+	assert(count > 0);	/* a map tiles the whole key space */
+	m = bt_calloc(1, sizeof(*m) + (count + 1) * sizeof(m->tablets[0]));
+	if (m == NULL)
+		return NULL;
+	atomic_init(&m->refs, 1);
+	m->count = count;
+	return m;
+}
+
+void
+server_tablet_map_unref(struct tablet_map *m)
+{
+	if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
+		return;
+	for (size_t i = 0; i < m->count; i++)
+		tablet_unref(m->tablets[i]);
+	bt_free(m);
+}
+
+size_t
+server_tablet_map_index(const struct tablet_map *m, struct slice row)
+{
+	size_t lo = 0, hi = m->count;
+
+	/* The last tablet whose start is <= row; the first starts at "". */
+	assert(m->count > 0 && tablet_start(m->tablets[0]).n == 0);
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (slice_compare(tablet_start(m->tablets[mid]), row) <= 0)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct tablet *
+server_tablet_map_find(const struct tablet_map *m, struct slice row)
+{
+	return m->tablets[server_tablet_map_index(m, row)];
+}
+
+struct tablet_map *
+server_table_map(struct server_table *t)
+{
+	struct tablet_map *m;
+
+	mutex_lock(&t->map_mu);
+	m = t->map;
+	atomic_fetch_add(&m->refs, 1);
+	mutex_unlock(&t->map_mu);
+	return m;
+}
+
+bool
+server_table_serves_row(struct server_table *t, uint64_t tablet,
+    struct slice row)
+{
+	bool serves;
+
+	mutex_lock(&t->map_mu);
+	serves = tablet_id(server_tablet_map_find(t->map, row)) == tablet;
+	mutex_unlock(&t->map_mu);
+	return serves;
+}
+
+struct tablet_map *
+server_table_map_locked(struct server *s, struct server_table *t)
+{
+	mutex_assert_held(&s->apply_mu);
+	return t->map;
+}
+
+void
+server_table_map_install(struct server *s, struct server_table *t,
+    struct tablet_map *m)
+{
+	struct tablet_map *old;
+
+	mutex_assert_held(&s->apply_mu);
+	assert(m->count > 0);
+	mutex_lock(&t->map_mu);
+	old = t->map;
+	t->map = m;
+	mutex_unlock(&t->map_mu);
+	server_tablet_map_unref(old);
+}
+
+void
+server_table_unref(struct server_table *t)
+{
+	if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
+		return;
+	server_tablet_map_unref(t->map);
+	mutex_destroy(&t->map_mu);
+	tablet_schema_unref(t->schema);
+	bt_free(t);
+}
+
+/* The table named name, or NULL; caller holds tables_mu. */
+static struct server_table *
+table_find_locked(struct server *s, const char *name)
+{
+	mutex_assert_held(&s->tables_mu);
+	for (size_t i = 0; i < s->table_count; i++)
+		if (strcmp(s->tables[i]->name, name) == 0)
+			return s->tables[i];
+	return NULL;
+}
+
+/* Find a table by name and take a reference; -ENOENT if absent. */
+int
+server_table_lookup(struct server *s, const char *name,
+    struct server_table **out)
+{
+	struct server_table *t;
+
+	mutex_lock(&s->tables_mu);
+	if ((t = table_find_locked(s, name)) == NULL) {
+		mutex_unlock(&s->tables_mu);
+		return bt_error_set(-ENOENT, "table %s: no such table", name);
+	}
+	atomic_fetch_add(&t->refs, 1);
+	mutex_unlock(&s->tables_mu);
+	*out = t;
+	return 0;
+}
+
+struct tablet_schema *
+server_table_schema(struct server *s, struct server_table *t)
+{
+	struct tablet_schema *schema;
+
+	mutex_lock(&s->tables_mu);
+	schema = t->schema;
+	tablet_schema_ref(schema);
+	mutex_unlock(&s->tables_mu);
+	return schema;
+}
+
+/* The id of the table named name, without taking a reference: an id is
+ * only a key to its holder; -ENOENT if absent. */
+int
+server_table_id(struct server *s, const char *name, uint64_t *id)
+{
+	struct server_table *t;
+
+	mutex_lock(&s->tables_mu);
+	if ((t = table_find_locked(s, name)) != NULL)
+		*id = t->id;
+	mutex_unlock(&s->tables_mu);
+	if (t == NULL)
+		return bt_error_set(-ENOENT, "table %s: no such table", name);
+	return 0;
+}
+
+struct server_table *
+server_table_find_id_locked(struct server *s, uint64_t id)
+{
+	mutex_assert_held(&s->tables_mu);
+	for (size_t i = 0; i < s->table_count; i++)
+		if (s->tables[i]->id == id)
+			return s->tables[i];
+	return NULL;
+}
+
+/* Build a table from its schema and tablets as the catalog has them,
+ * opening the tablets: with their files, or (made) a new table's, which
+ * have none. */
+int
+server_table_build(struct server *s, const struct catalog_table *ct,
+    const struct catalog_tablet *cts, size_t count, bool made,
+    struct server_table **out)
+{
+	struct server_table *t;
+	int rc;
+
+	if (count == 0)
+		return bt_error_set(BT_ECORRUPT, "table %s: no tablets",
+		    ct->name);
+	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
+		return -ENOMEM;
+	atomic_init(&t->refs, 1);
+	mutex_init(&t->map_mu);
+	snprintf(t->name, sizeof(t->name), "%s", ct->name);
+	t->id = ct->id;
+	t->tablet_size = ct->tablet_size;
+	if ((rc = tablet_schema_new(ct, &t->schema)) < 0)
+		goto out_free;
+	if ((t->map = server_tablet_map_new(count)) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (size_t i = 0; i < count; i++) {
+		rc = made ? tablet_open_files(&s->tenv, &cts[i], t->schema,
+		    NULL, 0, &t->map->tablets[i]) : tablet_open(&s->tenv,
+		    &cts[i], t->schema, &t->map->tablets[i]);
+		if (rc < 0)
+			goto out_free;
+	}
+	*out = t;
+	return 0;
+out_free:
+	server_table_unref(t);
+	return rc;
+}
+
+/* Load a table and open its tablets from the catalog. */
+int
+server_table_load(struct server *s, const char *name, struct server_table **out)
+{
+	struct catalog_tablet *cts = NULL;
+	struct catalog_table *ct = NULL;
+	size_t count = 0;
+	int rc;
+
+	if ((rc = catalog_table_get(s->catalog, name, &ct)) != 0) {
+		if (rc == BT_NOTFOUND)
+			rc = bt_error_set(-ENOENT, "table %s: not in the "
+			    "catalog", name);
+		return rc;
+	}
+	/* None (BT_NOTFOUND) is the build's error. */
+	if ((rc = catalog_tablets_list(s->catalog, ct->id, &cts,
+	    &count)) >= 0)
+		rc = server_table_build(s, ct, cts, count, false, out);
+	catalog_tablets_free(cts, count);
+	catalog_table_free(ct);
+	return rc;
+}
+
+/* Room in s->tables for one more table. */
+int
+server_tables_reserve_locked(struct server *s)
+{
+	struct server_table **n;
+
+	mutex_assert_held(&s->tables_mu);
+	if (s->table_count < s->table_cap)
+		return 0;
+	if ((n = bt_realloc(s->tables, (s->table_cap + 8) *
+	    sizeof(*n))) == NULL)
+		return -ENOMEM;
+	s->tables = n;
+	s->table_cap += 8;
+	return 0;
+}
+
+int
+server_tables_add_locked(struct server *s, struct server_table *t)
+{
+	int rc;
+
+	if ((rc = server_tables_reserve_locked(s)) < 0)
+		return rc;
+	s->tables[s->table_count++] = t;
+	return 0;
+}
+
+/* References to every table, for work that runs without the mutex. */
+int
+server_tables_snapshot(struct server *s, struct server_table ***out,
+    size_t *count)
+{
+	struct server_table **list;
+
+	mutex_lock(&s->tables_mu);
+	list = bt_calloc(s->table_count + 1, sizeof(*list));
+	if (list == NULL) {
+		mutex_unlock(&s->tables_mu);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->table_count; i++) {
+		list[i] = s->tables[i];
+		atomic_fetch_add(&list[i]->refs, 1);
+	}
+	*count = s->table_count;
+	mutex_unlock(&s->tables_mu);
+	*out = list;
+	return 0;
+}
+
+void
+server_tables_snapshot_free(struct server_table **list, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		server_table_unref(list[i]);
+	bt_free(list);
+}
+
+int
+server_table_ref(struct server *s, const char *name,
+    struct server_table **out, uint64_t *id)
+{
+	int rc;
+
+	if ((rc = server_table_lookup(s, name, out)) < 0)
+		return rc;
+	*id = (*out)->id;
+	return 0;
+}
+
+int
+server_locate(struct server *s, const char *table, struct slice row,
+    struct catalog_location *loc, int *levels)
+{
+	struct server_table *t;
+	int rc;
+
+	if ((rc = server_table_lookup(s, table, &t)) < 0)
+		return rc;
+	rc = catalog_location_walk(s->catalog, t->id, row, loc, levels);
+	if (rc == BT_NOTFOUND)
+		rc = bt_error_set(BT_ECORRUPT, "table %s: no location for a "
+		    "row", table);
+	server_table_unref(t);
+	return rc;
+}
