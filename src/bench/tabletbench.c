@@ -53,7 +53,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
+#include <string.h>	/* with libbsd's overlay: strlcpy */
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1255,14 +1255,19 @@ bench_root_make(struct bench *b)
 	struct stat st;
 
 	if (b->o.db == NULL) {
-		snprintf(b->root, sizeof(b->root), "/tmp/tabletbench.XXXXXX");
+		strlcpy(b->root, "/tmp/tabletbench.XXXXXX", sizeof(b->root));
 		if (mkdtemp(b->root) == NULL) {
 			perror("tabletbench: mkdtemp");
 			return -1;
 		}
 		b->root_made = true;
 	} else {
-		snprintf(b->root, sizeof(b->root), "%s", b->o.db);
+		if (strlcpy(b->root, b->o.db, sizeof(b->root)) >=
+		    sizeof(b->root)) {
+			fprintf(stderr, "tabletbench: --db %s: %s\n", b->o.db,
+			    strerror(ENAMETOOLONG));
+			return -1;
+		}
 		if (mkdir(b->root, 0777) < 0 && errno != EEXIST) {
 			fprintf(stderr, "tabletbench: %s: %s\n", b->root,
 			    strerror(errno));
