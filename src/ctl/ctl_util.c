@@ -35,13 +35,8 @@ ctl_xcalloc(size_t count, size_t size)
 void *
 ctl_xrealloc(void *p, size_t count, size_t size)
 {
-	size_t bytes = count * size;
-
-	if (size != 0 && count > SIZE_MAX / size)
-		p = NULL;
-	else
-		p = realloc(p, bytes != 0 ? bytes : 1);
-	if (p == NULL) {
+	/* Never size 0, which realloc would take as a free. */
+	if ((p = reallocarray(p, count ? count : 1, size ? size : 1)) == NULL) {
 		fprintf(stderr, "tabletctl: out of memory\n");
 		exit(CTL_FAIL);
 	}
