@@ -3,6 +3,11 @@
  * prepared statements, transactions, and the SQLite error mapping.  The
  * schema calls are in catalog_schema.c, tablets, files and counters in
  * catalog_tablet.c.
+ *
+ * No libbsd here: the catalog is part of the installed libtabletfs, which
+ * does not link it.  Strings are copied with snprintf("%s") where the
+ * tools use strlcpy (glibc has none before 2.38), and arrays grow through
+ * bt_realloc, not reallocarray, so that tests can fail the Nth allocation.
  */
 #include <errno.h>
 #include <stdarg.h>

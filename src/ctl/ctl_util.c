@@ -43,6 +43,13 @@ ctl_xrealloc(void *p, size_t count, size_t size)
 	return p;
 }
 
+/*
+ * Not libbsd's strunvis()/strvis(): vis(3) writes bytes as octal \ddd or
+ * \M- forms and its decoder refuses what it does not know, where values
+ * here are spelled \xNN as cbt spells them, the same in import files and
+ * in tabletctl's output, and a lone backslash on the command line stands
+ * for itself.
+ */
 int
 esc_decode(char *s, size_t n, bool strict, size_t *out)
 {
@@ -98,6 +105,9 @@ ctl_arg_name(char *s, struct bt_bytes *out)
 /*
  * Without memory for the canonical spelling, every byte is written %XX:
  * a valid spelling of the same bytes, so the output still reads back.
+ * vis(3)'s VIS_HTTPSTYLE also writes %XX, but not by util/names.h's rules
+ * (valid UTF-8 stands for itself; a leading '.' and the empty name are
+ * escaped), which tabletctl must share with the mount.
  */
 void
 ctl_name_write(FILE *f, const void *p, size_t n)
