@@ -379,6 +379,38 @@ catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size)
 }
 
 int
+catalog_rows_load(struct catalog *c, sqlite3_stmt *st, int bind_rc,
+    size_t size,
+    int (*read)(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg),
+    void *arg, void (*release)(void *elem), void *arrayp, size_t *countp)
+{
+	char *array = NULL, *elem;
+	size_t n = 0, cap = 0;
+	int rc = bind_rc;
+
+	while (rc >= 0 && (rc = catalog_step(c, st)) == SQLITE_ROW) {
+		if ((rc = catalog_array_grow(&array, &cap, n, size)) < 0)
+			goto out_free;
+		elem = array + n++ * size;
+		memset(elem, 0, size);
+		if ((rc = read(c, st, elem, arg)) < 0)
+			goto out_free;
+	}
+	if (rc < 0)
+		goto out_free;
+	catalog_stmt_done(st);
+	*(void **)arrayp = array;
+	*countp = n;
+	return 0;
+out_free:
+	catalog_stmt_done(st);
+	for (size_t i = 0; release != NULL && i < n; i++)
+		release(array + i * size);
+	bt_free(array);
+	return rc;
+}
+
+int
 catalog_begin(struct catalog *c, bool write)
 {
 	sqlite3_stmt *st;

@@ -129,6 +129,21 @@ int catalog_column_blob(struct catalog *c, sqlite3_stmt *st, int col,
  * them).  0 or -ENOMEM, with the array unchanged. */
 int catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size);
 
+/*
+ * Load every row of st into an array of size-byte elements, unless bind_rc
+ * (the result of binding st) is an error: for each row, read(c, st, elem,
+ * arg) fills the next element, zeroed and already counted, so that
+ * release(elem) (NULL: nothing to undo) can free what a failed read left
+ * half made.  st is released either way.  0 with *arrayp (NULL without
+ * rows; the caller frees its elements and bt_frees it) and *countp, or an
+ * error with every element released, the array freed and the outputs
+ * untouched.
+ */
+int catalog_rows_load(struct catalog *c, sqlite3_stmt *st, int bind_rc,
+    size_t size,
+    int (*read)(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg),
+    void *arg, void (*release)(void *elem), void *arrayp, size_t *countp);
+
 /* Whether a name field of a fixed array (size bytes) is NUL-terminated
  * and a valid name. */
 bool catalog_field_valid(const char *name, size_t size);
