@@ -213,6 +213,7 @@ catalog_sqlite_error(struct catalog *c, int src, const char *what)
 sqlite3_stmt *
 catalog_stmt(struct catalog *c, enum catalog_stmt_id id)
 {
+	mutex_assert_held(&c->mu);
 	catalog_stmt_done(c->stmts[id]);
 	return c->stmts[id];
 }
@@ -366,6 +367,7 @@ catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size)
 	size_t cap = *capp;
 	void *p;
 
+	assert(n <= cap);
 	if (n < cap)
 		return 0;
 	cap = cap ? cap * 2 : 8;
@@ -388,6 +390,7 @@ catalog_rows_load(struct catalog *c, sqlite3_stmt *st, int bind_rc,
 	size_t n = 0, cap = 0;
 	int rc = bind_rc;
 
+	catalog_assert_in_call(c);
 	while (rc >= 0 && (rc = catalog_step(c, st)) == SQLITE_ROW) {
 		if ((rc = catalog_array_grow(&array, &cap, n, size)) < 0)
 			goto out_free;
@@ -435,6 +438,8 @@ catalog_end(struct catalog *c, int rc)
 	sqlite3_stmt *st;
 	int crc;
 
+	/* A failed statement may have rolled the transaction back already. */
+	mutex_assert_held(&c->mu);
 	if (rc >= 0 && (crc = catalog_exec(c,
 	    catalog_stmt(c, STMT_COMMIT))) < 0) {
 		rc = crc;

@@ -17,6 +17,7 @@
 #ifndef TABLETFS_CATALOG_CATALOG_INT_H
 #define TABLETFS_CATALOG_CATALOG_INT_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -72,6 +73,19 @@ struct catalog {
 	bool commit_unknown;
 };
 
+/*
+ * What a body between catalog_begin() and catalog_end() takes for granted,
+ * checked (compiled away with NDEBUG): the calling thread holds c->mu and
+ * the call's transaction is open.  The functions below that say "inside a
+ * call's transaction" start with it.
+ */
+static inline void
+catalog_assert_in_call(struct catalog *c)
+{
+	mutex_assert_held(&c->mu);
+	assert(!sqlite3_get_autocommit(c->db));
+}
+
 /* Take the mutex and BEGIN (IMMEDIATE when write).  On error the mutex is
  * released again. */
 int catalog_begin(struct catalog *c, bool write);
@@ -79,7 +93,7 @@ int catalog_begin(struct catalog *c, bool write);
 int catalog_end(struct catalog *c, int rc);
 
 /* The prepared statement id (all are prepared at open), reset and with no
- * bindings. */
+ * bindings; the caller holds c->mu (checked). */
 sqlite3_stmt *catalog_stmt(struct catalog *c, enum catalog_stmt_id id);
 void catalog_stmt_done(sqlite3_stmt *st);
 
@@ -148,7 +162,8 @@ int catalog_rows_load(struct catalog *c, sqlite3_stmt *st, int bind_rc,
  * and a valid name. */
 bool catalog_field_valid(const char *name, size_t size);
 
-/* The id of a table by name: 0, BT_NOTFOUND or an error. */
+/* The id of a table by name, inside a call's transaction: 0, BT_NOTFOUND
+ * or an error. */
 int catalog_table_id(struct catalog *c, const char *name, uint64_t *id);
 /* catalog_tablets_list()'s body, inside a call's transaction. */
 int catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
@@ -159,7 +174,8 @@ int catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
 int catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
     const struct catalog_file *f);
 
-/* Whether group exists in table_id: 0 (no), 1 (yes) or an error. */
+/* Whether group exists in table_id, inside a call's transaction: 0 (no),
+ * 1 (yes) or an error. */
 int catalog_group_exists(struct catalog *c, uint64_t table_id,
     const char *group);
 

@@ -152,6 +152,7 @@ catalog_location_finalize(struct catalog *c)
 static sqlite3_stmt *
 loc_stmt(struct catalog *c, enum loc_stmt_id id)
 {
+	mutex_assert_held(&c->mu);
 	catalog_stmt_done(c->loc->st[id]);
 	return c->loc->st[id];
 }

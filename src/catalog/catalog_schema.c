@@ -140,7 +140,10 @@ splits_normalize(const struct slice *splits, size_t split_count,
 int
 catalog_table_id(struct catalog *c, const char *name, uint64_t *id)
 {
-	sqlite3_stmt *st = catalog_stmt(c, STMT_TABLE_BY_NAME);
+	sqlite3_stmt *st;
+
+	catalog_assert_in_call(c);
+	st = catalog_stmt(c, STMT_TABLE_BY_NAME);
 
 	return catalog_one_u64(c, st, catalog_bind(c, st, "t", name), id, NULL);
 }
@@ -162,6 +165,7 @@ catalog_group_exists(struct catalog *c, uint64_t table_id, const char *group)
 	sqlite3_stmt *st;
 	int rc;
 
+	catalog_assert_in_call(c);
 	st = catalog_stmt(c, STMT_GROUP_EXISTS);
 	if ((rc = catalog_bind(c, st, "ut", table_id, group)) == 0 &&
 	    (rc = catalog_step(c, st)) >= 0)
@@ -526,6 +530,7 @@ prepare_run(struct catalog *c, const struct catalog_prepare *prep,
 
 	if (rc < 0 || prep == NULL)
 		return rc;
+	catalog_assert_in_call(c);
 	if ((rc = table_get_txn(c, table, 0, &after)) == 0 &&
 	    (rc = catalog_tablets_list_txn(c, after->id, &tablets,
 	    &count)) == 0)

@@ -81,6 +81,7 @@ catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
 	sqlite3_stmt *st;
 	int rc;
 
+	catalog_assert_in_call(c);
 	if ((rc = table_exists(c, table_id)) <= 0)
 		return rc < 0 ? rc : BT_NOTFOUND;
 	st = catalog_stmt(c, STMT_TABLET_LIST);
@@ -172,6 +173,7 @@ catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
 	sqlite3_stmt *st;
 	int rc;
 
+	catalog_assert_in_call(c);
 	if ((rc = catalog_group_exists(c, table_id, f->group)) < 0)
 		return rc;
 	if (rc == 0)
