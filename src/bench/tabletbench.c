@@ -960,10 +960,10 @@ bench_read(struct bench *b, enum bench_kind kind, struct bench_result *res)
 
 /*
  * increment: N / 10 counters in a store of their own, each incremented
- * INCREMENTS times in random order (N operations, as the other workloads
- * run: with N / 100 counters the phase took some 25 ms, and the ratio
- * swung with whatever the background did meanwhile); then every sum is
- * read back (adding 0) and checked, off the clock.
+ * INCREMENTS times in random order: N operations, as the other workloads
+ * run, so that the phase lasts long enough for the background's work not
+ * to decide the ratio.  Then every sum is read back (adding 0) and
+ * checked, off the clock.
  */
 static int
 bench_increment(struct bench *b, struct bench_result *res)
@@ -1563,8 +1563,8 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &b.signals, NULL);
 	/* Each engine runs in a forked child: the thread must be done
 	 * starting first, or the child can inherit an allocator lock its
-	 * start held at the fork (a child hung so under AddressSanitizer,
-	 * whose allocator GCC 12 does not lock around fork). */
+	 * start held at the fork and hang (AddressSanitizer's allocator,
+	 * with GCC 12, is not locked around fork). */
 	if (sem_init(&b.signal_ready, 0, 0) != 0 ||
 	    pthread_create(&sigtid, NULL, bench_signal_main, &b) != 0)
 		abort();
