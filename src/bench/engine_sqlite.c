@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 
 #include <sqlite3.h>
@@ -44,7 +45,7 @@ struct sq_conn {
 	sqlite3_stmt *scan;
 	sqlite3_stmt *increment;
 	bool full_sync;		/* synchronous=FULL now, else NORMAL */
-	struct sq_conn *next;
+	LIST_ENTRY(sq_conn) link;	/* in store->conns */
 };
 
 struct sq {
@@ -53,7 +54,7 @@ struct sq {
 	pthread_key_t key;	/* this thread's struct sq_conn */
 	pthread_mutex_t lock;	/* guards conns */
 	pthread_mutex_t write;	/* one writer at a time */
-	struct sq_conn *conns;
+	LIST_HEAD(, sq_conn) conns;
 };
 
 struct sq_scan {
@@ -82,15 +83,11 @@ sq_conn_close(struct sq_conn *c)
 static void
 sq_conn_drop(void *arg)
 {
-	struct sq_conn *c = arg, **pp;
+	struct sq_conn *c = arg;
 	struct sq *s = c->store;
 
 	pthread_mutex_lock(&s->lock);
-	for (pp = &s->conns; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
+	LIST_REMOVE(c, link);
 	pthread_mutex_unlock(&s->lock);
 	sq_conn_close(c);
 }
@@ -171,8 +168,7 @@ sq_conn_get(struct sq *s, struct sq_conn **cp)
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&s->lock);
-	c->next = s->conns;
-	s->conns = c;
+	LIST_INSERT_HEAD(&s->conns, c, link);
 	pthread_mutex_unlock(&s->lock);
 	*cp = c;
 	return 0;
@@ -186,8 +182,8 @@ sq_close(void *db)
 
 	if (s == NULL)
 		return 0;
-	while ((c = s->conns) != NULL) {
-		s->conns = c->next;
+	while ((c = LIST_FIRST(&s->conns)) != NULL) {
+		LIST_REMOVE(c, link);
 		sq_conn_close(c);
 	}
 	/* Only this thread can still hold a (now closed) connection. */
@@ -216,6 +212,7 @@ sq_open(const struct engine_config *cfg, const char *path, void **dbp)
 		return -ENOMEM;
 	}
 	s->cache_kib = cfg->cache_bytes != 0 ? cfg->cache_bytes >> 10 : 2000;
+	LIST_INIT(&s->conns);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->write, NULL);
 	if (pthread_key_create(&s->key, sq_conn_drop) != 0) {

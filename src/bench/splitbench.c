@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <libutil.h>	/* libbsd: humanize_number */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,21 @@
 
 #include "api/tabletfs.h"
 #include "bench/bench.h"
+
+/*
+ * A byte count for people in at most four digits and a suffix, powers of
+ * 1024: "634K", "1.5M", "130M".
+ */
+#define BYTES_TEXT_LEN	24	/* room for any uint64_t in decimal */
+
+static const char *
+bytes_text(char buf[BYTES_TEXT_LEN], uint64_t bytes)
+{
+	if (humanize_number(buf, 6, (int64_t)bytes, "", HN_AUTOSCALE,
+	    HN_DECIMAL | HN_NOSPACE | HN_B) < 0)
+		snprintf(buf, BYTES_TEXT_LEN, "%" PRIu64, bytes);
+	return buf;
+}
 
 /* Seconds on the monotonic clock. */
 static double
@@ -80,6 +96,8 @@ tablets_report(struct bt_store *s, bool print)
 {
 	struct bt_tablet_info *t;
 	uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
+	char lo_text[BYTES_TEXT_LEN], hi_text[BYTES_TEXT_LEN];
+	char sum_text[BYTES_TEXT_LEN];
 	size_t n;
 	int rc;
 
@@ -93,9 +111,10 @@ tablets_report(struct bt_store *s, bool print)
 		sum += b;
 	}
 	if (print)
-		printf("tablets         %zu (own data: min %.1f MiB, max %.1f "
-		    "MiB, total %.1f MiB)\n", n, (double)lo / 1048576.0,
-		    (double)hi / 1048576.0, (double)sum / 1048576.0);
+		printf("tablets         %zu (own data: min %s, max %s, total "
+		    "%s)\n", n, bytes_text(lo_text, lo),
+		    bytes_text(hi_text, hi),
+		    bytes_text(sum_text, sum));
 	bt_tablets_free(t);
 	return n;
 }
@@ -109,7 +128,7 @@ main(int argc, char **argv)
 	struct bt_options opts = { 0 };
 	struct bt_stats st;
 	struct bt_store *s;
-	char path[4096], row[32], *value, *expect;
+	char path[4096], row[32], rss_text[BYTES_TEXT_LEN], *value, *expect;
 	double t0, t1, *lat;
 	size_t before, after;
 	int c, rc;
@@ -222,7 +241,8 @@ main(int argc, char **argv)
 	printf("locations       %" PRIu64 " lookups, %" PRIu64 " cache hits, %"
 	    PRIu64 " levels walked, %" PRIu64 " stale\n", st.location_lookups,
 	    st.location_hits, st.location_levels, st.location_stale);
-	printf("peak RSS        %ld MiB\n", bench_rss_peak_kib() / 1024);
+	printf("peak RSS        %s\n", bytes_text(rss_text,
+	    (uint64_t)bench_rss_peak_kib() * 1024));
 	t0 = now_seconds();
 	if ((rc = bt_store_close(s)) < 0)
 		die("close", rc);

@@ -53,7 +53,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
+#include <string.h>	/* with libbsd's overlay: strlcpy */
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -960,10 +960,10 @@ bench_read(struct bench *b, enum bench_kind kind, struct bench_result *res)
 
 /*
  * increment: N / 10 counters in a store of their own, each incremented
- * INCREMENTS times in random order (N operations, as the other workloads
- * run: with N / 100 counters the phase took some 25 ms, and the ratio
- * swung with whatever the background did meanwhile); then every sum is
- * read back (adding 0) and checked, off the clock.
+ * INCREMENTS times in random order: N operations, as the other workloads
+ * run, so that the phase lasts long enough for the background's work not
+ * to decide the ratio.  Then every sum is read back (adding 0) and
+ * checked, off the clock.
  */
 static int
 bench_increment(struct bench *b, struct bench_result *res)
@@ -1255,14 +1255,19 @@ bench_root_make(struct bench *b)
 	struct stat st;
 
 	if (b->o.db == NULL) {
-		snprintf(b->root, sizeof(b->root), "/tmp/tabletbench.XXXXXX");
+		strlcpy(b->root, "/tmp/tabletbench.XXXXXX", sizeof(b->root));
 		if (mkdtemp(b->root) == NULL) {
 			perror("tabletbench: mkdtemp");
 			return -1;
 		}
 		b->root_made = true;
 	} else {
-		snprintf(b->root, sizeof(b->root), "%s", b->o.db);
+		if (strlcpy(b->root, b->o.db, sizeof(b->root)) >=
+		    sizeof(b->root)) {
+			fprintf(stderr, "tabletbench: --db %s: %s\n", b->o.db,
+			    strerror(ENAMETOOLONG));
+			return -1;
+		}
 		if (mkdir(b->root, 0777) < 0 && errno != EEXIST) {
 			fprintf(stderr, "tabletbench: %s: %s\n", b->root,
 			    strerror(errno));
@@ -1558,8 +1563,8 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &b.signals, NULL);
 	/* Each engine runs in a forked child: the thread must be done
 	 * starting first, or the child can inherit an allocator lock its
-	 * start held at the fork (a child hung so under AddressSanitizer,
-	 * whose allocator GCC 12 does not lock around fork). */
+	 * start held at the fork and hang (AddressSanitizer's allocator,
+	 * with GCC 12, is not locked around fork). */
 	if (sem_init(&b.signal_ready, 0, 0) != 0 ||
 	    pthread_create(&sigtid, NULL, bench_signal_main, &b) != 0)
 		abort();

@@ -3,6 +3,11 @@
  * prepared statements, transactions, and the SQLite error mapping.  The
  * schema calls are in catalog_schema.c, tablets, files and counters in
  * catalog_tablet.c.
+ *
+ * No libbsd here: the catalog is part of the installed libtabletfs, which
+ * does not link it.  Strings are copied with snprintf("%s") where the
+ * tools use strlcpy (glibc has none before 2.38), and arrays grow through
+ * bt_realloc, not reallocarray, so that tests can fail the Nth allocation.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -208,6 +213,7 @@ catalog_sqlite_error(struct catalog *c, int src, const char *what)
 sqlite3_stmt *
 catalog_stmt(struct catalog *c, enum catalog_stmt_id id)
 {
+	mutex_assert_held(&c->mu);
 	catalog_stmt_done(c->stmts[id]);
 	return c->stmts[id];
 }
@@ -361,6 +367,7 @@ catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size)
 	size_t cap = *capp;
 	void *p;
 
+	assert(n <= cap);
 	if (n < cap)
 		return 0;
 	cap = cap ? cap * 2 : 8;
@@ -371,6 +378,39 @@ catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size)
 	*array = p;
 	*capp = cap;
 	return 0;
+}
+
+int
+catalog_rows_load(struct catalog *c, sqlite3_stmt *st, int bind_rc,
+    size_t size,
+    int (*read)(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg),
+    void *arg, void (*release)(void *elem), void *arrayp, size_t *countp)
+{
+	char *array = NULL, *elem;
+	size_t n = 0, cap = 0;
+	int rc = bind_rc;
+
+	catalog_assert_in_call(c);
+	while (rc >= 0 && (rc = catalog_step(c, st)) == SQLITE_ROW) {
+		if ((rc = catalog_array_grow(&array, &cap, n, size)) < 0)
+			goto out_free;
+		elem = array + n++ * size;
+		memset(elem, 0, size);
+		if ((rc = read(c, st, elem, arg)) < 0)
+			goto out_free;
+	}
+	if (rc < 0)
+		goto out_free;
+	catalog_stmt_done(st);
+	*(void **)arrayp = array;
+	*countp = n;
+	return 0;
+out_free:
+	catalog_stmt_done(st);
+	for (size_t i = 0; release != NULL && i < n; i++)
+		release(array + i * size);
+	bt_free(array);
+	return rc;
 }
 
 int
@@ -398,6 +438,8 @@ catalog_end(struct catalog *c, int rc)
 	sqlite3_stmt *st;
 	int crc;
 
+	/* A failed statement may have rolled the transaction back already. */
+	mutex_assert_held(&c->mu);
 	if (rc >= 0 && (crc = catalog_exec(c,
 	    catalog_stmt(c, STMT_COMMIT))) < 0) {
 		rc = crc;

@@ -17,6 +17,7 @@
 #ifndef TABLETFS_CATALOG_CATALOG_INT_H
 #define TABLETFS_CATALOG_CATALOG_INT_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -72,6 +73,19 @@ struct catalog {
 	bool commit_unknown;
 };
 
+/*
+ * What a body between catalog_begin() and catalog_end() takes for granted,
+ * checked (compiled away with NDEBUG): the calling thread holds c->mu and
+ * the call's transaction is open.  The functions below that say "inside a
+ * call's transaction" start with it.
+ */
+static inline void
+catalog_assert_in_call(struct catalog *c)
+{
+	mutex_assert_held(&c->mu);
+	assert(!sqlite3_get_autocommit(c->db));
+}
+
 /* Take the mutex and BEGIN (IMMEDIATE when write).  On error the mutex is
  * released again. */
 int catalog_begin(struct catalog *c, bool write);
@@ -79,7 +93,7 @@ int catalog_begin(struct catalog *c, bool write);
 int catalog_end(struct catalog *c, int rc);
 
 /* The prepared statement id (all are prepared at open), reset and with no
- * bindings. */
+ * bindings; the caller holds c->mu (checked). */
 sqlite3_stmt *catalog_stmt(struct catalog *c, enum catalog_stmt_id id);
 void catalog_stmt_done(sqlite3_stmt *st);
 
@@ -129,11 +143,27 @@ int catalog_column_blob(struct catalog *c, sqlite3_stmt *st, int col,
  * them).  0 or -ENOMEM, with the array unchanged. */
 int catalog_array_grow(void *arrayp, size_t *capp, size_t n, size_t size);
 
+/*
+ * Load every row of st into an array of size-byte elements, unless bind_rc
+ * (the result of binding st) is an error: for each row, read(c, st, elem,
+ * arg) fills the next element, zeroed and already counted, so that
+ * release(elem) (NULL: nothing to undo) can free what a failed read left
+ * half made.  st is released either way.  0 with *arrayp (NULL without
+ * rows; the caller frees its elements and bt_frees it) and *countp, or an
+ * error with every element released, the array freed and the outputs
+ * untouched.
+ */
+int catalog_rows_load(struct catalog *c, sqlite3_stmt *st, int bind_rc,
+    size_t size,
+    int (*read)(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg),
+    void *arg, void (*release)(void *elem), void *arrayp, size_t *countp);
+
 /* Whether a name field of a fixed array (size bytes) is NUL-terminated
  * and a valid name. */
 bool catalog_field_valid(const char *name, size_t size);
 
-/* The id of a table by name: 0, BT_NOTFOUND or an error. */
+/* The id of a table by name, inside a call's transaction: 0, BT_NOTFOUND
+ * or an error. */
 int catalog_table_id(struct catalog *c, const char *name, uint64_t *id);
 /* catalog_tablets_list()'s body, inside a call's transaction. */
 int catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
@@ -144,7 +174,8 @@ int catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
 int catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
     const struct catalog_file *f);
 
-/* Whether group exists in table_id: 0 (no), 1 (yes) or an error. */
+/* Whether group exists in table_id, inside a call's transaction: 0 (no),
+ * 1 (yes) or an error. */
 int catalog_group_exists(struct catalog *c, uint64_t table_id,
     const char *group);
 

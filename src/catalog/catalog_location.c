@@ -152,6 +152,7 @@ catalog_location_finalize(struct catalog *c)
 static sqlite3_stmt *
 loc_stmt(struct catalog *c, enum loc_stmt_id id)
 {
+	mutex_assert_held(&c->mu);
 	catalog_stmt_done(c->loc->st[id]);
 	return c->loc->st[id];
 }
@@ -203,13 +204,21 @@ catalog_locations_free(struct catalog_location *locs, size_t count)
 	bt_free(locs);
 }
 
+static void
+meta_tablet_release(void *elem)
+{
+	struct catalog_meta_tablet *m = elem;
+
+	buf_release(&m->end_row);
+}
+
 void
 catalog_meta_tablets_free(struct catalog_meta_tablet *m, size_t count)
 {
 	if (m == NULL)
 		return;
 	for (size_t i = 0; i < count; i++)
-		buf_release(&m[i].end_row);
+		meta_tablet_release(&m[i]);
 	bt_free(m);
 }
 
@@ -394,44 +403,26 @@ catalog_location_walk(struct catalog *c, uint64_t table_id,
 
 /* ---- Listing and assignment ---- */
 
+/* A row of LOC_META_LIST. */
 static int
-meta_list_txn(struct catalog *c, struct catalog_meta_tablet **out,
-    size_t *count)
+meta_tablet_read(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg)
 {
-	struct catalog_meta_tablet *list = NULL, *m;
-	sqlite3_stmt *st = loc_stmt(c, LOC_META_LIST);
-	size_t n = 0, cap = 0;
+	struct catalog_meta_tablet *m = elem;
 	int rc;
 
-	while ((rc = catalog_step(c, st)) == SQLITE_ROW) {
-		if ((rc = catalog_array_grow(&list, &cap, n,
-		    sizeof(*list))) < 0)
-			goto out_free;
-		m = &list[n++];
-		memset(m, 0, sizeof(*m));
-		buf_init(&m->end_row);
-		m->id = catalog_column_u64(st, 0);
-		m->parent_id = catalog_column_u64(st, 1);
-		m->end_table = catalog_column_u64(st, 2);
-		if (m->end_table == (uint64_t)INT64_MAX)
-			m->end_table = UINT64_MAX;
-		m->end_last = sqlite3_column_int(st, 3) != 0;
-		m->row_count = catalog_column_u64(st, 5);
-		if ((rc = catalog_column_blob(c, st, 4, &m->end_row)) < 0 ||
-		    (rc = catalog_column_text(c, st, 6, m->server,
-		    sizeof(m->server))) < 0)
-			goto out_free;
-	}
-	if (rc < 0)
-		goto out_free;
-	catalog_stmt_done(st);
-	*out = list;
-	*count = n;
+	buf_init(&m->end_row);
+	m->id = catalog_column_u64(st, 0);
+	m->parent_id = catalog_column_u64(st, 1);
+	m->end_table = catalog_column_u64(st, 2);
+	if (m->end_table == (uint64_t)INT64_MAX)
+		m->end_table = UINT64_MAX;
+	m->end_last = sqlite3_column_int(st, 3) != 0;
+	m->row_count = catalog_column_u64(st, 5);
+	if ((rc = catalog_column_blob(c, st, 4, &m->end_row)) < 0 ||
+	    (rc = catalog_column_text(c, st, 6, m->server,
+	    sizeof(m->server))) < 0)
+		return rc;
 	return 0;
-out_free:
-	catalog_stmt_done(st);
-	catalog_meta_tablets_free(list, n);
-	return rc;
 }
 
 int
@@ -442,7 +433,9 @@ catalog_meta_tablets_list(struct catalog *c, struct catalog_meta_tablet **out,
 
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
-	return catalog_end(c, meta_list_txn(c, out, count));
+	return catalog_end(c, catalog_rows_load(c, loc_stmt(c, LOC_META_LIST),
+	    0, sizeof(**out), meta_tablet_read, NULL, meta_tablet_release,
+	    out, count));
 }
 
 static int
@@ -481,38 +474,27 @@ catalog_meta_tablet_assign(struct catalog *c, uint64_t meta_tablet_id,
 	    server);
 }
 
-static int
-unassigned_txn(struct catalog *c, struct catalog_location **out,
-    size_t *count)
+static void
+location_release(void *elem)
 {
-	struct catalog_location *list = NULL, *l;
-	sqlite3_stmt *st = loc_stmt(c, LOC_UNASSIGNED);
-	size_t n = 0, cap = 0;
+	catalog_location_release(elem);
+}
+
+/* A row of LOC_UNASSIGNED. */
+static int
+unassigned_read(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg)
+{
+	struct catalog_location *l = elem;
 	int rc;
 
-	while ((rc = catalog_step(c, st)) == SQLITE_ROW) {
-		if ((rc = catalog_array_grow(&list, &cap, n,
-		    sizeof(*list))) < 0)
-			goto out_free;
-		l = &list[n++];
-		catalog_location_init(l);
-		l->tablet_id = catalog_column_u64(st, 0);
-		l->table_id = catalog_column_u64(st, 1);
-		l->meta_tablet_id = catalog_column_u64(st, 5);
-		if ((rc = catalog_column_blob(c, st, 2, &l->start)) < 0 ||
-		    (rc = catalog_column_blob(c, st, 3, &l->end)) < 0)
-			goto out_free;
-	}
-	if (rc < 0)
-		goto out_free;
-	catalog_stmt_done(st);
-	*out = list;
-	*count = n;
+	catalog_location_init(l);
+	l->tablet_id = catalog_column_u64(st, 0);
+	l->table_id = catalog_column_u64(st, 1);
+	l->meta_tablet_id = catalog_column_u64(st, 5);
+	if ((rc = catalog_column_blob(c, st, 2, &l->start)) < 0 ||
+	    (rc = catalog_column_blob(c, st, 3, &l->end)) < 0)
+		return rc;
 	return 0;
-out_free:
-	catalog_stmt_done(st);
-	catalog_locations_free(list, n);
-	return rc;
 }
 
 int
@@ -523,7 +505,9 @@ catalog_tablets_unassigned(struct catalog *c, struct catalog_location **out,
 
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
-	return catalog_end(c, unassigned_txn(c, out, count));
+	return catalog_end(c, catalog_rows_load(c, loc_stmt(c, LOC_UNASSIGNED),
+	    0, sizeof(**out), unassigned_read, NULL, location_release, out,
+	    count));
 }
 
 /* ---- Replacing tablets: split and merge ---- */

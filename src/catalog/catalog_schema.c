@@ -140,7 +140,10 @@ splits_normalize(const struct slice *splits, size_t split_count,
 int
 catalog_table_id(struct catalog *c, const char *name, uint64_t *id)
 {
-	sqlite3_stmt *st = catalog_stmt(c, STMT_TABLE_BY_NAME);
+	sqlite3_stmt *st;
+
+	catalog_assert_in_call(c);
+	st = catalog_stmt(c, STMT_TABLE_BY_NAME);
 
 	return catalog_one_u64(c, st, catalog_bind(c, st, "t", name), id, NULL);
 }
@@ -162,6 +165,7 @@ catalog_group_exists(struct catalog *c, uint64_t table_id, const char *group)
 	sqlite3_stmt *st;
 	int rc;
 
+	catalog_assert_in_call(c);
 	st = catalog_stmt(c, STMT_GROUP_EXISTS);
 	if ((rc = catalog_bind(c, st, "ut", table_id, group)) == 0 &&
 	    (rc = catalog_step(c, st)) >= 0)
@@ -285,6 +289,33 @@ table_create_txn(struct catalog *c, const char *name, uint64_t tablet_size,
 static int prepare_run(struct catalog *c, const struct catalog_prepare *prep,
     const char *table, int rc);
 
+/*
+ * A change to an existing table: unless table's name is bad or check_rc
+ * (the caller's checks of its other arguments) is an error, run
+ * change(c, table, id, arg) in a write transaction on the table's id, then
+ * prep on the table as changed (prepare_run; prep may be NULL).  -ENOENT
+ * when the table is absent.
+ */
+static int
+table_change(struct catalog *c, const char *table, int check_rc,
+    int (*change)(struct catalog *c, const char *table, uint64_t id,
+    const void *arg), const void *arg, const struct catalog_prepare *prep)
+{
+	uint64_t id;
+	int rc;
+
+	if (!catalog_name_valid(table))
+		return bt_error_set(-EINVAL, "catalog: bad table name '%s'",
+		    table != NULL ? table : "(null)");
+	if (check_rc < 0)
+		return check_rc;
+	if ((rc = catalog_begin(c, true)) < 0)
+		return rc;
+	if ((rc = table_id_for_change(c, table, &id)) >= 0)
+		rc = change(c, table, id, arg);
+	return catalog_end(c, prepare_run(c, prep, table, rc));
+}
+
 int
 catalog_table_create(struct catalog *c, const char *name,
     uint64_t tablet_size, const struct catalog_family *families,
@@ -321,14 +352,12 @@ out:
 }
 
 static int
-table_drop_txn(struct catalog *c, const char *name)
+table_drop_txn(struct catalog *c, const char *name, uint64_t id,
+    const void *arg)
 {
 	sqlite3_stmt *st;
-	uint64_t id;
 	int rc;
 
-	if ((rc = table_id_for_change(c, name, &id)) < 0)
-		return rc;
 	st = catalog_stmt(c, STMT_TABLE_DELETE);
 	if ((rc = catalog_bind(c, st, "u", id)) < 0) {
 		catalog_stmt_done(st);
@@ -340,14 +369,7 @@ table_drop_txn(struct catalog *c, const char *name)
 int
 catalog_table_drop(struct catalog *c, const char *name)
 {
-	int rc;
-
-	if (!catalog_name_valid(name))
-		return bt_error_set(-EINVAL, "catalog: bad table name '%s'",
-		    name != NULL ? name : "(null)");
-	if ((rc = catalog_begin(c, true)) < 0)
-		return rc;
-	return catalog_end(c, table_drop_txn(c, name));
+	return table_change(c, name, 0, table_drop_txn, NULL, NULL);
 }
 
 void
@@ -360,71 +382,57 @@ catalog_table_free(struct catalog_table *t)
 	bt_free(t);
 }
 
+/* A row of STMT_GROUP_LIST. */
 static int
-table_load_groups(struct catalog *c, struct catalog_table *t)
+group_read(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg)
 {
-	struct catalog_group *g;
+	struct catalog_group *g = elem;
+	int rc;
+
+	if ((rc = catalog_column_text(c, st, 0, g->name,
+	    sizeof(g->name))) < 0)
+		return rc;
+	g->block_size = (uint32_t)sqlite3_column_int64(st, 1);
+	g->compress = sqlite3_column_int(st, 2) != 0;
+	g->bloom = sqlite3_column_int(st, 3) != 0;
+	g->in_memory = sqlite3_column_int(st, 4) != 0;
+	return 0;
+}
+
+/* A row of STMT_FAMILY_LIST. */
+static int
+family_read(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg)
+{
+	struct catalog_family *f = elem;
+	int rc;
+
+	if ((rc = catalog_column_text(c, st, 0, f->name,
+	    sizeof(f->name))) < 0 ||
+	    (rc = catalog_column_text(c, st, 1, f->group,
+	    sizeof(f->group))) < 0 ||
+	    (rc = catalog_column_text(c, st, 2, f->gc_policy,
+	    sizeof(f->gc_policy))) < 0)
+		return rc;
+	f->created_seq = catalog_column_u64(st, 3);
+	return 0;
+}
+
+/* Load t's groups and families (t->id set). */
+static int
+table_load_schema(struct catalog *c, struct catalog_table *t)
+{
 	sqlite3_stmt *st;
-	size_t cap = 0;
 	int rc;
 
 	st = catalog_stmt(c, STMT_GROUP_LIST);
-	if ((rc = catalog_bind(c, st, "u", t->id)) < 0)
-		goto out;
-	while ((rc = catalog_step(c, st)) == SQLITE_ROW) {
-		if ((rc = catalog_array_grow(&t->groups, &cap, t->group_count,
-		    sizeof(*t->groups))) < 0)
-			goto out;
-		g = &t->groups[t->group_count];
-		memset(g, 0, sizeof(*g));
-		if ((rc = catalog_column_text(c, st, 0, g->name,
-		    sizeof(g->name))) < 0)
-			goto out;
-		g->block_size = (uint32_t)sqlite3_column_int64(st, 1);
-		g->compress = sqlite3_column_int(st, 2) != 0;
-		g->bloom = sqlite3_column_int(st, 3) != 0;
-		g->in_memory = sqlite3_column_int(st, 4) != 0;
-		t->group_count++;
-	}
-	if (rc == SQLITE_DONE)
-		rc = 0;
-out:
-	catalog_stmt_done(st);
-	return rc;
-}
-
-static int
-table_load_families(struct catalog *c, struct catalog_table *t)
-{
-	struct catalog_family *f;
-	sqlite3_stmt *st;
-	size_t cap = 0;
-	int rc;
-
+	if ((rc = catalog_rows_load(c, st, catalog_bind(c, st, "u", t->id),
+	    sizeof(*t->groups), group_read, NULL, NULL, &t->groups,
+	    &t->group_count)) < 0)
+		return rc;
 	st = catalog_stmt(c, STMT_FAMILY_LIST);
-	if ((rc = catalog_bind(c, st, "u", t->id)) < 0)
-		goto out;
-	while ((rc = catalog_step(c, st)) == SQLITE_ROW) {
-		if ((rc = catalog_array_grow(&t->families, &cap,
-		    t->family_count, sizeof(*t->families))) < 0)
-			goto out;
-		f = &t->families[t->family_count];
-		memset(f, 0, sizeof(*f));
-		if ((rc = catalog_column_text(c, st, 0, f->name,
-		    sizeof(f->name))) < 0 ||
-		    (rc = catalog_column_text(c, st, 1, f->group,
-		    sizeof(f->group))) < 0 ||
-		    (rc = catalog_column_text(c, st, 2, f->gc_policy,
-		    sizeof(f->gc_policy))) < 0)
-			goto out;
-		f->created_seq = catalog_column_u64(st, 3);
-		t->family_count++;
-	}
-	if (rc == SQLITE_DONE)
-		rc = 0;
-out:
-	catalog_stmt_done(st);
-	return rc;
+	return catalog_rows_load(c, st, catalog_bind(c, st, "u", t->id),
+	    sizeof(*t->families), family_read, NULL, NULL, &t->families,
+	    &t->family_count);
 }
 
 /*
@@ -453,9 +461,7 @@ table_load(struct catalog *c, sqlite3_stmt *st, struct catalog_table **out)
 	    sizeof(t->name))) < 0)
 		goto out_free;
 	catalog_stmt_done(st);
-	if ((rc = table_load_groups(c, t)) < 0)
-		goto out_free;
-	if ((rc = table_load_families(c, t)) < 0)
+	if ((rc = table_load_schema(c, t)) < 0)
 		goto out_free;
 	*out = t;
 	return 0;
@@ -524,6 +530,7 @@ prepare_run(struct catalog *c, const struct catalog_prepare *prep,
 
 	if (rc < 0 || prep == NULL)
 		return rc;
+	catalog_assert_in_call(c);
 	if ((rc = table_get_txn(c, table, 0, &after)) == 0 &&
 	    (rc = catalog_tablets_list_txn(c, after->id, &tablets,
 	    &count)) == 0)
@@ -593,14 +600,9 @@ catalog_table_list(struct catalog *c, char ***names, size_t *count)
 }
 
 static int
-family_create_txn(struct catalog *c, const char *table,
-    const struct catalog_family *f)
+family_create_txn(struct catalog *c, const char *table, uint64_t id,
+    const void *f)
 {
-	uint64_t id;
-	int rc;
-
-	if ((rc = table_id_for_change(c, table, &id)) < 0)
-		return rc;
 	return family_insert(c, table, id, f);
 }
 
@@ -608,39 +610,32 @@ int
 catalog_family_create(struct catalog *c, const char *table,
     const struct catalog_family *f, const struct catalog_prepare *prep)
 {
-	int rc;
-
-	if (!catalog_name_valid(table))
-		return bt_error_set(-EINVAL, "catalog: bad table name '%s'",
-		    table != NULL ? table : "(null)");
-	if (f == NULL)
-		return bt_error_set(-EINVAL, "catalog: no family");
-	if ((rc = family_check(f)) < 0)
-		return rc;
-	if ((rc = catalog_begin(c, true)) < 0)
-		return rc;
-	return catalog_end(c, prepare_run(c, prep, table,
-	    family_create_txn(c, table, f)));
+	return table_change(c, table, f == NULL ? bt_error_set(-EINVAL,
+	    "catalog: no family") : family_check(f), family_create_txn, f,
+	    prep);
 }
 
-/*
- * Run a family change (STMT_FAMILY_DELETE or STMT_FAMILY_SET_GC, with
- * gc_policy as its third parameter); -ENOENT if the table or the family is
- * absent.
- */
+/* A family change: STMT_FAMILY_DELETE, or STMT_FAMILY_SET_GC with
+ * gc_policy as its third parameter. */
+struct family_edit {
+	enum catalog_stmt_id which;
+	const char *family;
+	const char *gc_policy;
+};
+
+/* Run a family change; -ENOENT if the family is absent. */
 static int
-family_change_txn(struct catalog *c, enum catalog_stmt_id which,
-    const char *table, const char *family, const char *gc_policy)
+family_change_txn(struct catalog *c, const char *table, uint64_t id,
+    const void *arg)
 {
+	const struct family_edit *fc = arg;
+	const char *family = fc->family;
 	sqlite3_stmt *st;
-	uint64_t id;
 	int rc;
 
-	if ((rc = table_id_for_change(c, table, &id)) < 0)
-		return rc;
-	st = catalog_stmt(c, which);
-	if (gc_policy != NULL)
-		rc = catalog_bind(c, st, "utt", id, family, gc_policy);
+	st = catalog_stmt(c, fc->which);
+	if (fc->gc_policy != NULL)
+		rc = catalog_bind(c, st, "utt", id, family, fc->gc_policy);
 	else
 		rc = catalog_bind(c, st, "ut", id, family);
 	if (rc < 0) {
@@ -660,18 +655,13 @@ family_change(struct catalog *c, enum catalog_stmt_id which,
     const char *table, const char *family, const char *gc_policy,
     const struct catalog_prepare *prep)
 {
-	int rc;
+	const struct family_edit fc = { which, family, gc_policy };
+	int check_rc = 0;
 
-	if (!catalog_name_valid(table))
-		return bt_error_set(-EINVAL, "catalog: bad table name '%s'",
-		    table != NULL ? table : "(null)");
 	if (!catalog_name_valid(family))
-		return bt_error_set(-EINVAL, "catalog: bad family name '%s'",
-		    family != NULL ? family : "(null)");
-	if ((rc = catalog_begin(c, true)) < 0)
-		return rc;
-	return catalog_end(c, prepare_run(c, prep, table,
-	    family_change_txn(c, which, table, family, gc_policy)));
+		check_rc = bt_error_set(-EINVAL, "catalog: bad family name "
+		    "'%s'", family != NULL ? family : "(null)");
+	return table_change(c, table, check_rc, family_change_txn, &fc, prep);
 }
 
 int
@@ -696,14 +686,9 @@ catalog_family_set_gc(struct catalog *c, const char *table,
 }
 
 static int
-group_set_txn(struct catalog *c, const char *table,
-    const struct catalog_group *g)
+group_set_txn(struct catalog *c, const char *table, uint64_t id,
+    const void *g)
 {
-	uint64_t id;
-	int rc;
-
-	if ((rc = table_id_for_change(c, table, &id)) < 0)
-		return rc;
 	return group_write(c, STMT_GROUP_UPSERT, id, g);
 }
 
@@ -711,17 +696,6 @@ int
 catalog_group_set(struct catalog *c, const char *table,
     const struct catalog_group *g, const struct catalog_prepare *prep)
 {
-	int rc;
-
-	if (!catalog_name_valid(table))
-		return bt_error_set(-EINVAL, "catalog: bad table name '%s'",
-		    table != NULL ? table : "(null)");
-	if (g == NULL)
-		return bt_error_set(-EINVAL, "catalog: no group");
-	if ((rc = group_check(g)) < 0)
-		return rc;
-	if ((rc = catalog_begin(c, true)) < 0)
-		return rc;
-	return catalog_end(c, prepare_run(c, prep, table,
-	    group_set_txn(c, table, g)));
+	return table_change(c, table, g == NULL ? bt_error_set(-EINVAL,
+	    "catalog: no group") : group_check(g), group_set_txn, g, prep);
 }

@@ -36,57 +36,57 @@ tablet_get(struct catalog *c, uint64_t tablet_id, uint64_t *table_id,
 	    table_id, flushed_seq);
 }
 
+static void
+tablet_release(void *elem)
+{
+	struct catalog_tablet *t = elem;
+
+	buf_release(&t->start);
+	buf_release(&t->end);
+}
+
 void
 catalog_tablets_free(struct catalog_tablet *t, size_t count)
 {
 	if (t == NULL)
 		return;
-	for (size_t i = 0; i < count; i++) {
-		buf_release(&t[i].start);
-		buf_release(&t[i].end);
-	}
+	for (size_t i = 0; i < count; i++)
+		tablet_release(&t[i]);
 	bt_free(t);
+}
+
+/* A row of STMT_TABLET_LIST; arg is the table's id. */
+static int
+tablet_read(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg)
+{
+	struct catalog_tablet *t = elem;
+	int rc;
+
+	buf_init(&t->start);
+	buf_init(&t->end);
+	t->id = catalog_column_u64(st, 0);
+	t->table_id = *(const uint64_t *)arg;
+	t->flushed_seq = catalog_column_u64(st, 3);
+	t->auto_split = catalog_column_u64(st, 4) != 0;
+	if ((rc = catalog_column_blob(c, st, 1, &t->start)) < 0 ||
+	    (rc = catalog_column_blob(c, st, 2, &t->end)) < 0)
+		return rc;
+	return 0;
 }
 
 int
 catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
     struct catalog_tablet **out, size_t *count)
 {
-	struct catalog_tablet *tablets = NULL, *t;
 	sqlite3_stmt *st;
-	size_t n = 0, cap = 0;
 	int rc;
 
+	catalog_assert_in_call(c);
 	if ((rc = table_exists(c, table_id)) <= 0)
 		return rc < 0 ? rc : BT_NOTFOUND;
 	st = catalog_stmt(c, STMT_TABLET_LIST);
-	if ((rc = catalog_bind(c, st, "u", table_id)) < 0)
-		goto out_free;
-	while ((rc = catalog_step(c, st)) == SQLITE_ROW) {
-		if ((rc = catalog_array_grow(&tablets, &cap, n,
-		    sizeof(*tablets))) < 0)
-			goto out_free;
-		t = &tablets[n++];
-		buf_init(&t->start);
-		buf_init(&t->end);
-		t->id = catalog_column_u64(st, 0);
-		t->table_id = table_id;
-		t->flushed_seq = catalog_column_u64(st, 3);
-		t->auto_split = catalog_column_u64(st, 4) != 0;
-		if ((rc = catalog_column_blob(c, st, 1, &t->start)) < 0 ||
-		    (rc = catalog_column_blob(c, st, 2, &t->end)) < 0)
-			goto out_free;
-	}
-	if (rc < 0)
-		goto out_free;
-	catalog_stmt_done(st);
-	*out = tablets;
-	*count = n;
-	return 0;
-out_free:
-	catalog_stmt_done(st);
-	catalog_tablets_free(tablets, n);
-	return rc;
+	return catalog_rows_load(c, st, catalog_bind(c, st, "u", table_id),
+	    sizeof(**out), tablet_read, &table_id, tablet_release, out, count);
 }
 
 int
@@ -101,47 +101,37 @@ catalog_tablets_list(struct catalog *c, uint64_t table_id,
 	    count));
 }
 
+/* A row of STMT_FILE_LIST; arg is the tablet's id. */
+static int
+file_read(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg)
+{
+	struct catalog_file *f = elem;
+	int rc;
+
+	f->number = catalog_column_u64(st, 0);
+	f->tablet_id = *(const uint64_t *)arg;
+	if ((rc = catalog_column_text(c, st, 1, f->group,
+	    sizeof(f->group))) < 0)
+		return rc;
+	f->size = catalog_column_u64(st, 2);
+	f->entry_count = catalog_column_u64(st, 3);
+	f->max_seq = catalog_column_u64(st, 4);
+	return 0;
+}
+
 static int
 files_list_txn(struct catalog *c, uint64_t tablet_id,
     struct catalog_file **out, size_t *count)
 {
-	struct catalog_file *files = NULL, *f;
 	sqlite3_stmt *st;
 	uint64_t table_id, seq;
-	size_t n = 0, cap = 0;
 	int rc;
 
 	if ((rc = tablet_get(c, tablet_id, &table_id, &seq)) != 0)
 		return rc;
 	st = catalog_stmt(c, STMT_FILE_LIST);
-	if ((rc = catalog_bind(c, st, "u", tablet_id)) < 0)
-		goto out_free;
-	while ((rc = catalog_step(c, st)) == SQLITE_ROW) {
-		if ((rc = catalog_array_grow(&files, &cap, n,
-		    sizeof(*files))) < 0)
-			goto out_free;
-		f = &files[n];
-		memset(f, 0, sizeof(*f));
-		f->number = catalog_column_u64(st, 0);
-		f->tablet_id = tablet_id;
-		if ((rc = catalog_column_text(c, st, 1, f->group,
-		    sizeof(f->group))) < 0)
-			goto out_free;
-		f->size = catalog_column_u64(st, 2);
-		f->entry_count = catalog_column_u64(st, 3);
-		f->max_seq = catalog_column_u64(st, 4);
-		n++;
-	}
-	if (rc < 0)
-		goto out_free;
-	catalog_stmt_done(st);
-	*out = files;
-	*count = n;
-	return 0;
-out_free:
-	catalog_stmt_done(st);
-	bt_free(files);
-	return rc;
+	return catalog_rows_load(c, st, catalog_bind(c, st, "u", tablet_id),
+	    sizeof(**out), file_read, &tablet_id, NULL, out, count);
 }
 
 int
@@ -183,6 +173,7 @@ catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
 	sqlite3_stmt *st;
 	int rc;
 
+	catalog_assert_in_call(c);
 	if ((rc = catalog_group_exists(c, table_id, f->group)) < 0)
 		return rc;
 	if (rc == 0)

@@ -35,19 +35,21 @@ ctl_xcalloc(size_t count, size_t size)
 void *
 ctl_xrealloc(void *p, size_t count, size_t size)
 {
-	size_t bytes = count * size;
-
-	if (size != 0 && count > SIZE_MAX / size)
-		p = NULL;
-	else
-		p = realloc(p, bytes != 0 ? bytes : 1);
-	if (p == NULL) {
+	/* Never size 0, which realloc would take as a free. */
+	if ((p = reallocarray(p, count ? count : 1, size ? size : 1)) == NULL) {
 		fprintf(stderr, "tabletctl: out of memory\n");
 		exit(CTL_FAIL);
 	}
 	return p;
 }
 
+/*
+ * Not libbsd's strunvis()/strvis(): vis(3) writes bytes as octal \ddd or
+ * \M- forms and its decoder refuses what it does not know, where values
+ * here are spelled \xNN as cbt spells them, the same in import files and
+ * in tabletctl's output, and a lone backslash on the command line stands
+ * for itself.
+ */
 int
 esc_decode(char *s, size_t n, bool strict, size_t *out)
 {
@@ -103,6 +105,9 @@ ctl_arg_name(char *s, struct bt_bytes *out)
 /*
  * Without memory for the canonical spelling, every byte is written %XX:
  * a valid spelling of the same bytes, so the output still reads back.
+ * vis(3)'s VIS_HTTPSTYLE also writes %XX, but not by util/names.h's rules
+ * (valid UTF-8 stands for itself; a leading '.' and the empty name are
+ * escaped), which tabletctl must share with the mount.
  */
 void
 ctl_name_write(FILE *f, const void *p, size_t n)

@@ -9,6 +9,11 @@
  * reach the terminal.  The fork comes first because bt_store_open starts
  * threads, which a fork after it would not carry over.  Teardown runs the
  * ladder backwards; bt_store_close flushes the memtables.
+ *
+ * No pid file of the daemon's own (libbsd's pidfile_open): bt_store_open
+ * already takes STORE/LOCK with flock(2) and writes the holder's pid into
+ * it after the fork, which is all pidfile_open would do in a second file;
+ * an init system can name STORE/LOCK as the pid file (man/tabletfs.1).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +25,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
-#include <unistd.h>
+#include <unistd.h>	/* with libbsd's overlay: closefrom, setproctitle */
 
 #include "fs/fs.h"
 #include "util/units.h"
@@ -157,6 +162,10 @@ config_apply(const struct fs_config *cfg, struct bt_options *bo,
  * Fork into the background.  The parent waits on a pipe for the child's
  * verdict (a NUL byte once mounted; end of file if it failed after
  * printing why) and exits 0 or 1 accordingly.  The child gets the pipe.
+ * Descriptors above stderr that the caller left open (a pipe a script
+ * reads to its end, a file a shell redirected) are closed first: the
+ * daemon outlives its caller and would hold them for as long as it runs.
+ * Nothing of the daemon's own is open yet (the store opens after this).
  */
 static int
 daemon_begin(int *verdict_fd)
@@ -165,6 +174,7 @@ daemon_begin(int *verdict_fd)
 	char verdict;
 	pid_t pid;
 
+	closefrom(STDERR_FILENO + 1);
 	if (pipe(p) < 0 || (pid = fork()) < 0) {
 		perror("tabletfs: fork");
 		return -1;
@@ -317,7 +327,7 @@ fsname_add(struct fuse_args *args, const char *store)
 }
 
 int
-main(int argc, char *argv[])
+main(int argc, char *argv[], char *envp[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts opts;
@@ -329,6 +339,12 @@ main(int argc, char *argv[])
 	int rc, verdict_fd = -1, status = 1;
 	struct fs fs;
 
+	/*
+	 * libbsd's setproctitle writes over argv and the environment, which
+	 * this moves aside first; the build links no libbsd-ctor to do it.
+	 * fuse_opt_parse below copies the arguments it keeps.
+	 */
+	setproctitle_init(argc, argv, envp);
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&opts, 0, sizeof(opts));
 	memset(&bo, 0, sizeof(bo));
@@ -400,6 +416,8 @@ main(int argc, char *argv[])
 		    bt_strerror(rc));
 		goto out_unmount;
 	}
+	/* ps shows "tabletfs: STORE on MOUNT": which store a daemon serves. */
+	setproctitle("%s on %s", store, opts.mountpoint);
 	daemon_ready(verdict_fd);
 	verdict_fd = -1;
 

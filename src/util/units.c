@@ -1,4 +1,20 @@
-/* units.c - parse and format the size and duration spellings. */
+/*
+ * units.c - parse and format the size and duration spellings.
+ *
+ * Why not libbsd's expand_number() and humanize_number(), which the tools
+ * use elsewhere: this file is in libengine, so in the installed shared
+ * libtabletfs (api.c formats sizes into error details, gc_policy.c parses
+ * and prints maxage durations), which should not make every application
+ * load libbsd; and neither function spells what docs/design.md section 3
+ * documents.  expand_number() reads its count with strtoumax(base 0), so
+ * "010" is 8 and "0x10" is 16, takes a sign ("-1" is 2^64 - 1) and leading
+ * blanks, the suffixes b, t, p and e, and ignores what follows the suffix
+ * ("64kjunk" is 64k), all spellings tests/unit/test_units.c refuses;
+ * checking the documented spelling first would leave it only the
+ * multiplication to do.  humanize_number() rounds to a few
+ * digits ("977K" for 1000001), where format_size() must print what
+ * parse_size() reads back exactly.  Durations are ours in any case.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>

@@ -4,7 +4,8 @@
 # LevelDB and RocksDB when configure found them) on a small store and exits
 # 0, which it does only when every value it read back was the one written
 # and every counter holds its sum; its JSON names every engine for every
-# benchmark; an unknown engine or benchmark is refused with status 2; and
+# benchmark; an unknown engine or benchmark is refused with status 2, and
+# a --db longer than PATH_MAX is refused rather than cut short; and
 # fsbench checks its own reads in a plain directory.  No timing is
 # asserted: figures are for scripts/bench.
 set -eu
@@ -95,6 +96,17 @@ if [ "$status" -eq 2 ] && grep -q 'unknown benchmark "nosuch"' "$tmp/err"; then
 	ok "an unknown benchmark is refused with status 2"
 else
 	not_ok "an unknown benchmark is refused with status 2 (got $status)"
+fi
+status=0
+# Short components, so that only the whole is too long (a cut-short path
+# fails too, but on its missing parent).
+long=$tmp$(printf '/d%.0s' $(seq 2100))
+"$bench" --engines tabletfs --benchmarks fillseq --num 10 --db "$long" \
+    2> "$tmp/err" || status=$?
+if [ "$status" -ne 0 ] && grep -q "File name too long" "$tmp/err"; then
+	ok "a --db longer than PATH_MAX is refused, not cut short"
+else
+	not_ok "a --db longer than PATH_MAX is refused (got $status)"
 fi
 
 mkdir "$tmp/plain"

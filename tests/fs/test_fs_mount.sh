@@ -3,9 +3,10 @@
 # with one line; a second mount of a locked store fails naming the
 # holder; data written survives fusermount3 -u and SIGTERM (both unmount
 # cleanly) and a remount; -o ro refuses every change with EROFS;
-# fstab-style options are accepted; -f stays in the foreground; -d logs
-# requests, and a reader's close sends no FLUSH; mount(8) with type
-# fuse.tabletfs works.
+# fstab-style options are accepted; the daemon closes the descriptors
+# its caller left open and ps shows it as "tabletfs: STORE on MOUNT";
+# -f stays in the foreground; -d logs requests, and a reader's close
+# sends no FLUSH; mount(8) with type fuse.tabletfs works.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -25,7 +26,18 @@ expect_fail "the largest value a commit log record holds" "$TABLETFS" \
 expect_fail "sync=" "$TABLETFS" -o sync=sometimes "$S" "$M"
 mountpoint -q "$M" && fail "mounted after an error"
 
+# The daemon keeps none of its caller's descriptors: fd 3 here stays open
+# in this shell only.
+exec 3>"$T/caller-fd"
 fs_mount
+exec 3>&-
+pid=$(fs_daemon_pid)
+if ls -l "/proc/$pid/fd" | grep -q "caller-fd"; then
+	fail "the daemon holds its caller's fd 3"
+fi
+# ps names the store (as an absolute path) and the mount point.
+check_eq "ps title" "$(ps -o args= -p "$pid")" \
+    "tabletfs: $(realpath "$S") on $M"
 R=$M/webtable/row
 mkdir -p "$R/anchor/a"
 echo kept > "$R/anchor/a/42"

@@ -21,24 +21,9 @@
 #include <string.h>
 #include <time.h>
 
-static int tap_count;
-static int tap_failed;
-
-static inline bool __attribute__((format(printf, 2, 3)))
-ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", ++tap_count);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond)
-		tap_failed++;
-	fflush(stdout);
-	return cond;
-}
+/* Report one test point; returns cond. */
+bool ok(bool cond, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ok() for integers, printing both values when they differ. */
 #define is_int(got, want, ...) do {					\
@@ -47,60 +32,18 @@ ok(bool cond, const char *fmt, ...)
 		printf("#   got %lld, want %lld\n", tap_g_, tap_w_);	\
 } while (0)
 
-static inline void __attribute__((format(printf, 1, 2)))
-diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
+/* A "# " comment line. */
+void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Abort the whole test program (TAP "Bail out!"). */
-static inline void __attribute__((noreturn))
-tap_bail(const char *why)
-{
-	printf("Bail out! %s\n", why);
-	exit(1);
-}
+void tap_bail(const char *why) __attribute__((noreturn));
 
-static inline uint64_t
-tap_seed(void)
-{
-	const char *s = getenv("TEST_SEED");
-	uint64_t seed;
-
-	if (s != NULL && *s != '\0')
-		seed = strtoull(s, NULL, 0);
-	else
-		seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
-	diag("seed %" PRIu64 " (rerun with TEST_SEED=%" PRIu64 ")", seed, seed);
-	return seed;
-}
+uint64_t tap_seed(void);
 
 /* A small, fast PRNG (xorshift64*) for tests; never returns to state 0. */
-static inline uint64_t
-tap_rand(uint64_t *state)
-{
-	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*state = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
+uint64_t tap_rand(uint64_t *state);
 
 /* Print the plan and return the exit status. */
-static inline int
-tap_done(void)
-{
-	printf("1..%d\n", tap_count);
-	return tap_failed ? 1 : 0;
-}
+int tap_done(void);
 
 #endif

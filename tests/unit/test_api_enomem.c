@@ -153,7 +153,7 @@ main(void)
 
 	sqlite_alloc_route();
 	sweep_init(e != NULL && *e != '\0');
-	for (size_t i = 0; i < sizeof(sweep_ops) / sizeof(sweep_ops[0]); i++) {
+	for (size_t i = 0; i < sweep_op_count; i++) {
 		struct reference ref;
 
 		if (only != NULL && strcmp(only, sweep_ops[i].name) != 0)

@@ -137,7 +137,7 @@ main(void)
 	const char *point = getenv("TEST_IOFAULT_N");
 
 	sweep_init(e != NULL && *e != '\0');
-	for (size_t i = 0; i < sizeof(sweep_ops) / sizeof(sweep_ops[0]); i++) {
+	for (size_t i = 0; i < sweep_op_count; i++) {
 		const struct op *op = &sweep_ops[i];
 		struct reference ref;
 
