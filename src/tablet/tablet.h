@@ -42,7 +42,7 @@
 
 /*
  * A group with this many SSTables gets a merging compaction (of the files
- * compact_pick in tablet.c takes).  Not 3 (HBase's
+ * compact_pick in tablet_compact.c takes).  Not 3 (HBase's
  * hbase.hstore.compaction.min): at 3 the files a sequential load leaves,
  * whose rows do not overlap, were merged in the middle of the reads that
  * followed (the Figure 6 set's readseq, 0.16-1.52x LevelDB against
@@ -75,10 +75,11 @@
  * idle ones): once no write has reached a tablet for TABLET_IDLE_USEC,
  * its memtable is flushed when it holds at least TABLET_IDLE_FLUSH_MIN
  * bytes and a fraction of its SSTables' bytes (COMPACT_SIZE_RATIO in
- * tablet.c), and each group whose files are all within that ratio of
- * the newer ones taken together is merged into one file.  Scans after a
- * write burst then meet one file per group and no memtable, instead of
- * the files the burst left below TABLET_MERGE_THRESHOLD.  The size rule
+ * tablet_compact.c), and each group whose files are all within that
+ * ratio of the newer ones taken together is merged into one file.
+ * Scans after a write burst then meet one file per group and no
+ * memtable, instead of the files the burst left below
+ * TABLET_MERGE_THRESHOLD.  The size rule
  * is the merging compaction's, so that a small flush does not rewrite a
  * large file.  Nothing is done when the tablet's data does not overlap
  * (files of disjoint rows and a memtable past them, as a sequential load

@@ -1,6 +1,8 @@
 /*
- * tablet_int.h - what tablet.c and tablet_read.c share: the tablet, its
- * versions, files and schema, and the helpers both sides use.
+ * tablet_int.h - what the tablet's files share: the tablet, its versions,
+ * files and schema, and tablet.c's helpers for them.  tablet.c is the
+ * bottom of the folder's tablet files; tablet_read.c, tablet_compact.c
+ * and tablet_split.c call into it, never the other way.
  */
 #ifndef TABLETFS_TABLET_TABLET_INT_H
 #define TABLETFS_TABLET_TABLET_INT_H
@@ -119,6 +121,9 @@ struct tablet {
 	bool idle_decided;	/* idle_overlap() asked this quiet period */
 };
 
+/* The index in s->groups of the group named name, or NO_GROUP. */
+size_t tablet_schema_group_index(const struct tablet_schema *s,
+    const char *name);
 /* The family of the schema named family, or NULL. */
 const struct tablet_family *tablet_schema_family(
     const struct tablet_schema *s, struct slice family);
@@ -127,9 +132,48 @@ bool tablet_schema_family_policy(void *arg, struct slice family,
     const struct gc_policy **policy, uint64_t *created_seq);
 /* The error of a read that needs damaged file f, naming it. */
 int tablet_file_error(const struct tablet_file *f);
+/* Take another reference to f's reader or damage (for a copy of f); and
+ * drop one. */
+void tablet_file_ref(const struct tablet_file *f);
+void tablet_file_unref(const struct tablet_file *f);
+/* The path of SSTable number in dir. */
+void tablet_sst_path(char *dst, size_t size, const char *dir,
+    uint64_t number);
+/* Open SSTable meta, warming the block cache when its group is in
+ * memory. */
+int tablet_file_open(const struct tablet_env *tenv,
+    const struct catalog_file *meta, const struct tablet_schema *schema,
+    struct sst_reader **out);
+
 /* The current version, referenced; and dropping a reference. */
 struct tablet_version *tablet_version_get(struct tablet *t);
 void tablet_version_unref(struct tablet_version *v);
+/* An empty version with room for room files, for tablet_version_share();
+ * NULL on allocation failure. */
+struct tablet_version *tablet_version_alloc(size_t room);
+/* Make the empty version v, with room for from's files, share everything
+ * with from. */
+void tablet_version_share(struct tablet_version *v,
+    const struct tablet_version *from);
+/* A new version sharing everything with from, with room for extra more
+ * files; NULL on allocation failure. */
+struct tablet_version *tablet_version_copy(const struct tablet_version *from,
+    size_t extra);
+/* Give the version (made without files) room for count files. */
+int tablet_version_files_alloc(struct tablet_version *v, size_t count);
+/* Install v, built from t->current, as current.  Caller holds t->mu. */
+void tablet_version_install_locked(struct tablet *t,
+    struct tablet_version *v);
+
+/* A tablet for catalog row ct with an empty memtable and no files yet:
+ * the common start of opening, splitting and merging. */
+int tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
+    struct tablet_schema *schema, struct tablet **out);
+/* Count delta bytes more (or fewer) in the frozen memtables of all
+ * tablets. */
+void tablet_frozen_bytes_add(struct tablet *t, int64_t delta);
+/* A new read budget for the files of v (tablet.h, TABLET_SEEK_BYTES). */
+void tablet_seek_reset(struct tablet *t, const struct tablet_version *v);
 /* Charge t cost reads that consulted several files of group g (tablet.h,
  * TABLET_SEEK_BYTES): one relaxed atomic add; the read that uses the
  * budget up records g and calls tenv.compact_wanted. */
