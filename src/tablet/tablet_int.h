@@ -2,7 +2,8 @@
  * tablet_int.h - what the tablet's files share: the tablet, its versions,
  * files and schema, and tablet.c's helpers for them.  tablet.c is the
  * bottom of the folder's tablet files; tablet_read.c, tablet_compact.c
- * and tablet_split.c call into it, never the other way.
+ * and tablet_split.c call into it, never the other way; tablet_point.c
+ * calls into tablet_read.c (the read sources) and tablet.c.
  */
 #ifndef TABLETFS_TABLET_TABLET_INT_H
 #define TABLETFS_TABLET_TABLET_INT_H
@@ -181,5 +182,48 @@ void tablet_read_charge(struct tablet *t, size_t g, int64_t cost);
 /* Restrict an iterator to the tablet's own rows (a split child shares
  * its parent's files); takes ownership of *it. */
 int tablet_range_wrap(struct tablet *t, struct iter **it);
+
+/*
+ * What a read consulted, for its charge (tablet_read_charge()): the group
+ * of the first SSTable visited and how many of that group's were.  A read
+ * of several groups is charged for the first only: the common case is one
+ * group, and a cheap count keeps the charge off the read's cost.
+ */
+struct tablet_charge {
+	size_t group;
+	size_t visits;
+};
+
+#define TABLET_CHARGE_INIT { NO_GROUP, 0 }
+
+static inline void
+tablet_charge_visit(struct tablet_charge *c, size_t g)
+{
+	if (c->group == NO_GROUP)
+		c->group = g;
+	if (c->group == g)
+		c->visits++;
+}
+
+/* Whether the read consulted two files of one group: worth charging. */
+static inline bool
+tablet_charge_due(const struct tablet_charge *c)
+{
+	return c->visits >= 2;
+}
+
+/* Whether a read with filter f needs group g's files (schema s). */
+bool tablet_filter_needs_group(const struct tablet_schema *s,
+    const struct cells_filter *f, size_t g);
+/*
+ * A merging iterator over v's memtables and the SSTables that filter f
+ * needs; when row_prefix is not empty, SSTables whose Bloom filter rules
+ * the row out are left out.  The SSTables opened are counted in *charge
+ * (NULL: not counted).  A memtable empty now is left out too: every read
+ * through it is at a snapshot no newer than now.
+ */
+int tablet_version_iter_new(struct tablet_version *v,
+    const struct cells_filter *f, struct slice row_prefix,
+    struct tablet_charge *charge, struct iter **out);
 
 #endif
