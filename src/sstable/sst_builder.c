@@ -27,6 +27,7 @@
  * are under the worker's mutex; a slot's contents belong to whoever
  * claimed it until it is sealed, to the builder otherwise.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -82,7 +83,8 @@ struct sst_worker {
 	pthread_cond_t sealed;		/* a block sealed */
 	bool compress;
 	uint64_t slot_count;		/* of slots, the ring's size */
-	/* Under mu. */
+	/* Under mu.  Block numbers, each a count of blocks so far:
+	 * written <= claimed <= submitted <= written + slot_count. */
 	uint64_t submitted, claimed;
 	bool stop;
 	bool worker_waits, builder_waits;
@@ -342,6 +344,8 @@ sst_worker_seal(struct sst_worker *w, uint64_t i)
 {
 	struct sst_slot *s = &w->slots[i % w->slot_count];
 
+	mutex_assert_held(&w->mu);
+	assert(i < w->submitted);
 	mutex_unlock(&w->mu);
 	s->rc = sst_block_seal(buf_slice(&s->raw), w->compress,
 	    &s->compressed, &s->stored, s->trailer);
@@ -455,6 +459,7 @@ sst_worker_write(struct sst_builder *b, bool all)
 	int rc;
 
 	mutex_lock(&w->mu);
+	assert(w->written <= w->claimed && w->claimed <= w->submitted);
 	if (all && w->worker_waits && w->claimed < w->submitted)
 		pthread_cond_signal(&w->queued);
 	for (;;) {
@@ -512,6 +517,7 @@ sst_worker_submit(struct sst_builder *b)
 	if ((rc = sst_worker_write(b, false)) < 0)
 		return rc;
 	/* The slot is free: written, and submitted only changes here. */
+	assert(w->submitted - w->written < w->slot_count);
 	s = &w->slots[w->submitted % w->slot_count];
 	s->lone_value = sst_builder_lone_value(b);
 	if ((rc = buf_set(&s->last_key, b->last_key.p, b->last_key.n)) < 0 ||
