@@ -11,6 +11,7 @@
  * installs it under the mutex; readers take a reference to the current
  * version and never block the writer.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -280,11 +281,15 @@ tablet_version_get(struct tablet *t)
 	return v;
 }
 
-/* Install v as current (the caller built it from current under t->mu). */
+/* Install v as current (the caller built it from current under t->mu,
+ * T1). */
 void
 tablet_version_install_locked(struct tablet *t, struct tablet_version *v)
 {
 	struct tablet_version *old = t->current;
+
+	mutex_assert_held(&t->mu);
+	assert(v != old);
 
 	t->current = v;
 	tablet_version_unref(old);
@@ -718,6 +723,8 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 	size_t usage;
 	int rc;
 
+	assert(count > 0 && first_seq > atomic_load_explicit(
+	    &t->last_applied_seq, memory_order_relaxed));	/* T2 */
 	for (size_t i = 0; i < count; i++) {
 		const struct mutation *m = &ops[i];
 		struct ikey k = {
@@ -810,6 +817,7 @@ tablet_freeze(struct tablet *t)
 		memtable_unref(mem);
 		return -ENOMEM;
 	}
+	assert(v->mem == t->mem);	/* T3 */
 	v->imm = v->mem;	/* the copy's reference moves to imm */
 	v->mem = mem;
 	t->imm_max_seq = atomic_load_explicit(&t->last_applied_seq,

@@ -10,6 +10,7 @@
  * directory synced, and only then named in the catalog and installed in
  * a new version (docs/design.md section 7, W6).
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -129,8 +130,8 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 	/*
 	 * The new version is allocated before the catalog names the
 	 * outputs: after that nothing may fail, or the caller would delete
-	 * files that the catalog names.  Only this thread adds files to t
-	 * (tablet.h), so the room counted above is enough.
+	 * files that the catalog names.  The room counted above is enough
+	 * (T4).
 	 */
 	if ((v = tablet_version_alloc(room)) == NULL) {
 		rc = -ENOMEM;
@@ -143,6 +144,7 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 	}
 
 	mutex_lock(&t->mu);
+	assert(t->current->file_count + out_count <= room);	/* T4 */
 	tablet_version_share(v, t->current);
 	/* New files first (newest), then the survivors in their order. */
 	for (size_t i = 0; i < v->file_count; i++) {
@@ -489,6 +491,7 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	bool whole = take == version_group_files(v, g);
 	int rc;
 
+	assert(take > 0 && take <= version_group_files(v, g));
 	cells_row_init(&row);
 	children = bt_calloc(v->file_count + 1, sizeof(*children));
 	removed = bt_calloc(v->file_count + 1, sizeof(*removed));

@@ -72,6 +72,21 @@ struct tablet_version {
 	struct tablet_file *files;	/* newest first */
 };
 
+/*
+ * The tablet's invariants, cited by number in the tablet files:
+ *
+ * T1. Versions.  current changes only under mu, to a version built from
+ *     current under mu (tablet_version_install_locked()); a version is
+ *     never changed once installed, so readers use it without the lock.
+ * T2. Sequence order.  Applies and freezes come from one thread at a
+ *     time, in sequence order (tablet.h; docs/design.md section 7, W2):
+ *     each apply's first sequence number is above every one applied.
+ * T3. The active memtable.  mem is current->mem; a freeze replaces both
+ *     under mu, moving the old one to current->imm.
+ * T4. One file adder.  Only the thread that runs the tablet's flushes and
+ *     compactions adds files to it (tablet.h), so room counted for a new
+ *     version before the catalog changes is room enough after.
+ */
 struct tablet {
 	atomic_int refs;
 	struct tablet_env tenv;
@@ -83,11 +98,11 @@ struct tablet {
 	 * empty for an open bound (range_iter.h). */
 	struct buf key_lo, key_hi;
 
-	struct mutex mu;		/* guards current */
+	struct mutex mu;		/* guards current (T1) */
 	struct tablet_version *current;
 
 	/* Writer side. */
-	struct memtable *mem;		/* == current->mem */
+	struct memtable *mem;		/* == current->mem (T3) */
 	/* Bytes of mem's entries (beyond what an empty one holds), for
 	 * threads not applying. */
 	_Atomic size_t mem_usage;
@@ -162,7 +177,8 @@ struct tablet_version *tablet_version_copy(const struct tablet_version *from,
     size_t extra);
 /* Give the version (made without files) room for count files. */
 int tablet_version_files_alloc(struct tablet_version *v, size_t count);
-/* Install v, built from t->current, as current.  Caller holds t->mu. */
+/* Install v, built from t->current, as current.  Caller holds t->mu
+ * (T1). */
 void tablet_version_install_locked(struct tablet *t,
     struct tablet_version *v);
 

@@ -5,6 +5,7 @@
  * into one sorted array, and resolved by cells.c.  A row too large to
  * gather is streamed through tablet_read.c's merging iterator instead.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -292,6 +293,7 @@ point_iter_key(const struct iter *it)
 {
 	const struct point_iter *pi = (const struct point_iter *)it;
 
+	assert(pi->i < pi->n);	/* util/iter.h: only while valid */
 	return pi->e[pi->i].key;
 }
 
@@ -300,6 +302,7 @@ point_iter_value(const struct iter *it)
 {
 	const struct point_iter *pi = (const struct point_iter *)it;
 
+	assert(pi->i < pi->n);
 	return pi->e[pi->i].value;
 }
 

@@ -8,6 +8,7 @@
  * It builds on tablet.c's versions and files and is not called back by
  * it.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -66,6 +67,7 @@ tablet_from(const struct catalog_tablet *ct, struct tablet *const *parents,
 		return -EINVAL;
 	for (size_t i = 0; i < parent_count; i++) {
 		pv[i] = tablet_version_get(parents[i]);
+		assert(memtable_count(pv[i]->mem) == 0 && pv[i]->imm == NULL);
 		total += pv[i]->file_count;
 	}
 	if ((rc = tablet_new(&parents[0]->tenv, ct, pv[0]->schema, &t)) < 0)
