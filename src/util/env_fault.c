@@ -11,6 +11,7 @@
  * length (or swaps its shadow back in), which undoes unsynced creates,
  * renames and removes without any allocation.  One mutex guards the tree.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -129,7 +130,10 @@ node_unref(struct fault_node *node)
 {
 	size_t i;
 
-	if (node == NULL || --node->refs > 0)
+	if (node == NULL)
+		return;
+	assert(node->refs > 0);
+	if (--node->refs > 0)
 		return;
 	for (i = 0; i < node->n; i++) {
 		bt_free(node->v[i].name);
@@ -283,6 +287,7 @@ fault_walk(struct fault_env *e, const char *path, struct fault_node **parent,
 	const char *p = path, *seg, *last = NULL;
 	size_t seglen, lastlen = 0;
 
+	mutex_assert_held(&e->mu);	/* the mutex guards the tree */
 	for (;;) {
 		while (*p == '/')
 			p++;
@@ -337,6 +342,7 @@ fault_fire(struct fault_env *e, enum env_fault_op op, const char *path)
 {
 	struct fault_trigger *t = &e->triggers[op];
 
+	mutex_assert_held(&e->mu);
 	if (t->tripped)
 		return fault_error(t->rc, path, "injected fault");
 	if (t->countdown == 0 || --t->countdown > 0)
