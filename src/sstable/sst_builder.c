@@ -6,8 +6,9 @@
  * written with its trailer, and indexed by its last key.  The Bloom filter
  * is built at the end from the hashes of every distinct consecutive filter
  * prefix, so memory grows by 8 bytes per entry at most.  What is written
- * goes out in appends of SST_WRITE_BUFFER_SIZE, not two per block (a
- * write call each was a tenth of a flush's CPU at 4 KiB blocks).  Every
+ * goes out in appends of SST_WRITE_BUFFER_SIZE, not two per block: at
+ * small block sizes a system call per block and trailer is a large
+ * share of a flush's CPU.  Every
  * SST_WRITEBACK_SIZE appended, the disk is asked to start writing them
  * (env_file_start_writeback), so that the sync at the end waits for the
  * last stretch only, not for the whole file.
@@ -56,9 +57,8 @@
  * The ring of a parallel builder holds SST_PARALLEL_BYTES of blocks, but
  * never fewer than 4 or more than SST_PARALLEL_BLOCKS.  Half of it is
  * queued before the sleeping worker is woken: a wake-up is a system call
- * and a context switch, and made for every 4 KiB block they doubled the
- * worker's CPU time (0.06 s against 0.034 s for the 6,250 blocks of
- * tabletbench's compaction), so each covers a batch.
+ * and a context switch, which cost more than sealing a small block, so
+ * each covers a batch.
  */
 #define SST_PARALLEL_BYTES	(256u << 10)
 #define SST_PARALLEL_MIN_BLOCKS	4

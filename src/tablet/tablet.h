@@ -44,10 +44,11 @@
  * A group with this many SSTables gets a merging compaction (of the files
  * compact_pick in tablet_compact.c takes).  Not 3 (HBase's
  * hbase.hstore.compaction.min): at 3 the files a sequential load leaves,
- * whose rows do not overlap, were merged in the middle of the reads that
- * followed (the Figure 6 set's readseq, 0.16-1.52x LevelDB against
- * 0.83-1.85x); what the files of a write burst cost later scans is the
- * idle compaction's (TABLET_IDLE_USEC).
+ * whose rows do not overlap and which scans meet one after the other,
+ * are merged in the middle of the reads that follow, which then compete
+ * with the merge for the disk and the cores (bench/results.md, "Figures
+ * behind the code"); what the files of a write burst cost later scans
+ * is the idle compaction's (TABLET_IDLE_USEC).
  */
 #define TABLET_MERGE_THRESHOLD 4
 
@@ -250,7 +251,9 @@ uint64_t tablet_oldest_unflushed_seq(const struct tablet *t);
  * parallel: compress its blocks on a second thread (sst_options.parallel),
  * for a flush that no stream of writes competes with for the cores; a
  * background flush beside the writers filling the next memtable is
- * serial (a thread of its own made fillrandom slower, 4 runs in 4). */
+ * serial: a second thread there takes a core from the writers, which
+ * already keep both cores busy (bench/results.md, "Figures behind the
+ * code"). */
 int tablet_flush(struct tablet *t, bool parallel);
 /* Whether some group has TABLET_MERGE_THRESHOLD files or more, the
  * reads have used up the budget and their group has two files or more,
