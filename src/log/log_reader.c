@@ -67,6 +67,7 @@ reader_fill(struct log_reader *r, uint64_t off, size_t n, const uint8_t **out)
 	size_t keep = 0;
 	int rc;
 
+	assert(off <= r->size && n <= r->size - off);
 	if (off >= r->win_off && off + n <= r->win_off + r->win.n) {
 		*out = r->win.p + (off - r->win_off);
 		return 0;

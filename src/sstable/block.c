@@ -287,6 +287,7 @@ block_iter_restart_offset(const struct block_iter *it, uint32_t i)
 {
 	const uint8_t *p = it->restarts + 4 * (size_t)i;
 
+	assert(i < it->restart_count);
 	/* get_fixed32(), inline: a seek reads a dozen of these. */
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	    (uint32_t)p[3] << 24;
