@@ -2,8 +2,8 @@
  * tablet.c - a tablet's schema, versions, files and memtables (tablet.h):
  * opening and closing a tablet, and the writer side.  The files above it
  * in the folder build on what is here and are not called back:
- * tablet_read.c (the read path), tablet_compact.c (flushes and
- * compactions) and tablet_split.c (splits and merges).
+ * tablet_read.c and tablet_point.c (the read path), tablet_compact.c
+ * (flushes and compactions) and tablet_split.c (splits and merges).
  *
  * The tablet's state visible to readers is a version: memtable, frozen
  * memtable, schema and SSTable readers, all referenced.  A change (freeze,
