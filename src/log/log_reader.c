@@ -20,6 +20,7 @@
  * that no later record's synced field covers was never synced (the disk
  * wrote unsynced pages out of order), so the segment is torn there.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ struct log_reader {
 	int state;		/* 0 while reading, then BT_DONE or an error */
 	uint32_t version;	/* of the segment's format */
 	bool sealed;		/* synced whole: damage is never torn */
+	bool reading;		/* log_reader_next() was called */
 	bool damaged;		/* state is damage at bad_pos */
 	uint64_t bad_pos;
 	uint64_t dropped;
@@ -65,6 +67,7 @@ reader_fill(struct log_reader *r, uint64_t off, size_t n, const uint8_t **out)
 	size_t keep = 0;
 	int rc;
 
+	assert(off <= r->size && n <= r->size - off);
 	if (off >= r->win_off && off + n <= r->win_off + r->win.n) {
 		*out = r->win.p + (off - r->win_off);
 		return 0;
@@ -300,6 +303,7 @@ log_reader_next(struct log_reader *r, struct slice *record,
 	bool zero, valid;
 	int rc;
 
+	r->reading = true;
 	if (r->state != 0) {
 		if (r->state < 0)
 			bt_error_set(r->state, "%s", r->detail);
@@ -533,5 +537,6 @@ log_reader_skip_damage(struct log_reader *r, uint64_t *offset,
 void
 log_reader_set_sealed(struct log_reader *r)
 {
+	assert(!r->reading);	/* log.h: before the first record is read */
 	r->sealed = true;
 }

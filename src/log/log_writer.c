@@ -23,13 +23,23 @@
  * records of later groups land in space already written: their syncs
  * flush data alone.  Appends that do not sync never write zeros.
  *
- * The fields marked "appender" are the calling thread's alone; the
- * fields that other threads read (position, stats with the poison) are
- * changed under the mutex.
+ * The invariants, cited by number below:
+ *
+ * L1. One appender.  Appends, syncs, rotations and the close run one at
+ *     a time (log.h); the fields marked "appender" are that thread's
+ *     alone.  Debug builds check it.
+ * L2. Durability marks.  In the current segment, marked <= synced <=
+ *     offset: the segment is durable up to synced, and the last synced
+ *     field written into a record says marked.
+ * L3. Shared fields.  segment, offset and stats (with the poison) are
+ *     changed by the appender under mu, so any thread may read them
+ *     under mu.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +90,35 @@ struct log_writer {
 	char *next_path;	/* scratch for the next one */
 	size_t path_size;
 	struct buf batch;
+#ifndef NDEBUG
+	atomic_int appending;	/* L1: an appender is inside */
+#endif
 };
+
+/* Enter and leave an appender's call (L1): abort when another is
+ * inside. */
+static inline void
+appender_enter(struct log_writer *w)
+{
+#ifndef NDEBUG
+	int inside = atomic_exchange_explicit(&w->appending, 1,
+	    memory_order_acquire);
+
+	assert(inside == 0);
+#else
+	(void)w;
+#endif
+}
+
+static inline void
+appender_leave(struct log_writer *w)
+{
+#ifndef NDEBUG
+	atomic_store_explicit(&w->appending, 0, memory_order_release);
+#else
+	(void)w;
+#endif
+}
 
 void
 log_segment_path(char *dst, size_t size, const char *dir, uint64_t n)
@@ -318,6 +356,7 @@ writer_sync_file(struct log_writer *w)
 	mutex_unlock(&w->mu);
 	if (rc == 0)
 		w->synced = w->offset;
+	assert(w->marked <= w->synced && w->synced <= w->offset);	/* L2 */
 	return rc;
 }
 
@@ -453,6 +492,7 @@ log_writer_append_many(struct log_writer *w, const struct slice *records,
     size_t count, bool sync, struct log_position *positions)
 {
 	size_t bytes = 0;
+	int rc;
 
 	if (count == 0)
 		return bt_error_set(-EINVAL, "%s: no log records", w->dir);
@@ -469,7 +509,10 @@ log_writer_append_many(struct log_writer *w, const struct slice *records,
 			    "too big together", w->dir, count);
 		bytes += LOG_RECORD_HEADER_SIZE + records[i].n;
 	}
-	return writer_write(w, records, count, bytes, sync, positions);
+	appender_enter(w);
+	rc = writer_write(w, records, count, bytes, sync, positions);
+	appender_leave(w);
+	return rc;
 }
 
 int
@@ -479,8 +522,9 @@ log_writer_append(struct log_writer *w, struct slice record, bool sync,
 	return log_writer_append_many(w, &record, 1, sync, pos);
 }
 
-int
-log_writer_sync(struct log_writer *w)
+/* Sync for the appender (L1) inside log_writer_sync() or _close(). */
+static int
+writer_sync(struct log_writer *w)
 {
 	if (w->stats.poison < 0)
 		return writer_poisoned(w);
@@ -490,12 +534,25 @@ log_writer_sync(struct log_writer *w)
 }
 
 int
+log_writer_sync(struct log_writer *w)
+{
+	int rc;
+
+	appender_enter(w);
+	rc = writer_sync(w);
+	appender_leave(w);
+	return rc;
+}
+
+int
 log_writer_rotate(struct log_writer *w, uint64_t *next)
 {
 	int rc;
 
+	appender_enter(w);
 	if ((rc = writer_rotate(w)) == 0 && next != NULL)
 		*next = w->segment;
+	appender_leave(w);
 	return rc;
 }
 
@@ -506,7 +563,8 @@ log_writer_close(struct log_writer *w)
 
 	if (w == NULL)
 		return 0;
-	rc = log_writer_sync(w);
+	appender_enter(w);
+	rc = writer_sync(w);
 	segment_trim(w->file, w->offset, w->file_end);
 	if ((crc = env_file_close(w->file)) < 0 && rc == 0)
 		rc = crc;

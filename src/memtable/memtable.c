@@ -14,7 +14,23 @@
  * The height of the list is published the same way.  A reader that sees a
  * new height before the head's pointers at the new levels finds NULL there
  * and descends, which is harmless.
+ *
+ * The invariants, cited by number below:
+ *
+ * M1. One writer.  memtable_add() and memtable_reserve() run one at a
+ *     time (the caller serializes them); debug builds check it.
+ * M2. Order.  Level 0 holds every node in strictly ascending key_less()
+ *     order, and a node linked at level i is linked at every level below
+ *     it.  Each insertion checks that its node goes between a smaller key
+ *     and a larger one.
+ * M3. Publication.  A node is linked at a level only after its key,
+ *     value and own next pointer there are written (a release store),
+ *     and count is raised only after all its links.
+ * M4. The writer's hint.  last is the node added last, and splice[i] the
+ *     last node at level i at or before it; memtable_find_after_last()
+ *     relies on that, and M2's check catches a wrong hint.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -59,6 +75,9 @@ struct memtable {
 	 * come in ascending order. */
 	struct mt_node *last;
 	struct mt_node *splice[MEMTABLE_MAX_HEIGHT];
+#ifndef NDEBUG
+	atomic_int writing;		/* M1: a writer is inside */
+#endif
 };
 
 struct memtable_iter {
@@ -267,6 +286,9 @@ memtable_new(struct memtable **out)
 	m->last = NULL;
 	for (int i = 0; i < MEMTABLE_MAX_HEIGHT; i++)
 		m->splice[i] = head;
+#ifndef NDEBUG
+	atomic_init(&m->writing, 0);
+#endif
 	*out = m;
 	return 0;
 out_arena:
@@ -290,12 +312,40 @@ memtable_ref(struct memtable *m)
 void
 memtable_unref(struct memtable *m)
 {
+	unsigned refs;
+
 	if (m == NULL)
 		return;
-	if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
+	refs = atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel);
+	assert(refs > 0);
+	if (refs != 1)
 		return;
 	arena_free(m->arena);
 	bt_free(m);
+}
+
+/* Enter and leave a writer's call (M1): abort when another is inside. */
+static inline void
+writer_enter(struct memtable *m)
+{
+#ifndef NDEBUG
+	int inside = atomic_exchange_explicit(&m->writing, 1,
+	    memory_order_acquire);
+
+	assert(inside == 0);
+#else
+	(void)m;
+#endif
+}
+
+static inline void
+writer_leave(struct memtable *m)
+{
+#ifndef NDEBUG
+	atomic_store_explicit(&m->writing, 0, memory_order_release);
+#else
+	(void)m;
+#endif
 }
 
 /* A node's allocation at its tallest, less its key and value. */
@@ -306,29 +356,34 @@ int
 memtable_reserve(struct memtable *m, size_t count, size_t key_bytes,
     size_t value_bytes)
 {
+	int rc;
+
 	if (count > SIZE_MAX / MEMTABLE_NODE_MAX ||
 	    key_bytes > SIZE_MAX - count * MEMTABLE_NODE_MAX ||
 	    value_bytes > SIZE_MAX - count * MEMTABLE_NODE_MAX - key_bytes)
 		return -ENOMEM;
-	return arena_reserve(m->arena, count * MEMTABLE_NODE_MAX + key_bytes +
+	writer_enter(m);
+	rc = arena_reserve(m->arena, count * MEMTABLE_NODE_MAX + key_bytes +
 	    value_bytes, count);
+	writer_leave(m);
+	return rc;
 }
 
 void
 memtable_reserve_end(struct memtable *m)
 {
+	writer_enter(m);
 	arena_reserve_end(m->arena);
+	writer_leave(m);
 }
 
 /*
  * Link a new node between its predecessors and successors, level by level
- * from the bottom.  The node's own next pointers are set before the release
- * store that publishes it at each level.  The count is bumped last, with
- * release, so a reader that reads count n can then iterate over at least n
- * entries.
+ * from the bottom (M2, M3).  The count is bumped last, with release, so a
+ * reader that reads count n can then iterate over at least n entries.
  */
-int
-memtable_add(struct memtable *m, struct slice key, struct slice value)
+static int
+memtable_insert(struct memtable *m, struct slice key, struct slice value)
 {
 	struct mt_node *prev[MEMTABLE_MAX_HEIGHT], *x, *succ;
 	int height, cur, i;
@@ -343,6 +398,8 @@ memtable_add(struct memtable *m, struct slice key, struct slice value)
 		x = memtable_find_ge(m, key, prev);
 	if (x != NULL && slice_equal(node_key(x), key))
 		return -EEXIST;
+	assert(prev[0] == m->head || key_less(node_key(prev[0]), key));
+	assert(x == NULL || key_less(key, node_key(x)));	/* M2 */
 	height = memtable_random_height(m);
 	if ((x = node_new(m->arena, height, key, value)) == NULL)
 		return -ENOMEM;
@@ -368,6 +425,17 @@ memtable_add(struct memtable *m, struct slice key, struct slice value)
 	count = atomic_load_explicit(&m->count, memory_order_relaxed);
 	atomic_store_explicit(&m->count, count + 1, memory_order_release);
 	return 0;
+}
+
+int
+memtable_add(struct memtable *m, struct slice key, struct slice value)
+{
+	int rc;
+
+	writer_enter(m);
+	rc = memtable_insert(m, key, value);
+	writer_leave(m);
+	return rc;
 }
 
 int
@@ -450,6 +518,7 @@ memtable_iter_key(const struct iter *it)
 {
 	const struct memtable_iter *mi = (const struct memtable_iter *)it;
 
+	assert(mi->node != NULL);	/* util/iter.h: only while valid */
 	return node_key(mi->node);
 }
 
@@ -458,6 +527,7 @@ memtable_iter_value(const struct iter *it)
 {
 	const struct memtable_iter *mi = (const struct memtable_iter *)it;
 
+	assert(mi->node != NULL);
 	return node_value(mi->node);
 }
 

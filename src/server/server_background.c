@@ -105,7 +105,7 @@ background_idle(struct server *s, struct tablet *t, bool *pending)
  * next memtable is about to take that memory again: a trim there would
  * cost a malloc_trim per flush and make the new memtable fault every page
  * back in, for no lower peak (the active and frozen memtables both full);
- * bench/results.md has the figures.
+ * bench/figures.md has the figures.
  *
  * A flush that failed (a full disk) is tried once more at the end of the
  * round, after its compactions, which hold room for their output until

@@ -21,7 +21,7 @@
  * shares a stripe with another's in flight waits a whole group commit
  * for nothing and misses the next group.  With W writers that happens to
  * (W - 1) / ROW_LOCKS of the writes, so the stripes are many: 4096 take
- * 160 KiB (bench/results.md has what fewer cost).
+ * 160 KiB (bench/figures.md has what fewer cost).
  */
 #define ROW_LOCKS 4096
 #define DEFAULT_MEMTABLE_SIZE (64ull << 20)

@@ -50,7 +50,7 @@
  * one sync after it began to wait, so its deadline lies past that: a
  * deadline inside the group's sync would wake it there for nothing, and
  * that wake-up takes a processor from the group it is waiting for
- * (bench/results.md).
+ * (bench/figures.md).
  */
 #define WRITE_GROUP_BYTES	(1u << 20)
 /* What a write that a broken store refuses is told. */
@@ -138,7 +138,7 @@ waiter_ready(const struct write_waiter *p)
  * host's rescheduling of that processor: tens of microseconds in every
  * group's critical path.  Polling for up to twice the recent sync
  * latency (at most WRITE_SPIN_MAX_US) takes that off the path, for some
- * processor time per synced write (bench/results.md); RocksDB's writers
+ * processor time per synced write (bench/figures.md); RocksDB's writers
  * yield-spin the same way (enable_write_thread_adaptive_yield).  A waiter
  * not asking for a sync waits for a log write of a few microseconds and
  * sleeps at once.

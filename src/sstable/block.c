@@ -10,6 +10,7 @@
  * checked against the end of the entry area before it is used, and a flaw
  * yields BT_ECORRUPT with a detail naming the offset in the block.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ block_builder_init(struct block_builder *b, int restart_interval)
 	b->restart_interval = restart_interval < 1 ? 1 : restart_interval;
 	b->since_restart = 0;
 	b->count = 0;
+	b->finished = false;
 }
 
 void
@@ -49,6 +51,7 @@ block_builder_reset(struct block_builder *b)
 	buf_clear(&b->last_key);
 	b->since_restart = 0;
 	b->count = 0;
+	b->finished = false;
 }
 
 size_t
@@ -72,6 +75,9 @@ block_builder_add(struct block_builder *b, struct slice key,
 	bool restart;
 	int rc;
 
+	assert(!b->finished);
+	assert(b->count == 0 ||
+	    slice_compare(key, buf_slice(&b->last_key)) > 0);
 	restart = b->count == 0 || b->since_restart >= b->restart_interval;
 	if (!restart) {
 		limit = b->last_key.n < key.n ? b->last_key.n : key.n;
@@ -125,6 +131,7 @@ block_builder_finish(struct block_builder *b, struct slice *out)
 	uint32_t count;
 	int rc;
 
+	assert(!b->finished);
 	if ((rc = buf_reserve(&b->data, b->restarts.n + 8)) < 0)
 		return rc;
 	if (b->restarts.n == 0 && (rc = buf_put_fixed32(&b->restarts, 0)) < 0)
@@ -132,6 +139,7 @@ block_builder_finish(struct block_builder *b, struct slice *out)
 	count = (uint32_t)(b->restarts.n / 4);
 	(void)buf_append(&b->data, b->restarts.p, b->restarts.n);
 	(void)buf_put_fixed32(&b->data, count);
+	b->finished = true;
 	*out = buf_slice(&b->data);
 	return 0;
 }
@@ -279,6 +287,7 @@ block_iter_restart_offset(const struct block_iter *it, uint32_t i)
 {
 	const uint8_t *p = it->restarts + 4 * (size_t)i;
 
+	assert(i < it->restart_count);
 	/* get_fixed32(), inline: a seek reads a dozen of these. */
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	    (uint32_t)p[3] << 24;
@@ -470,13 +479,19 @@ block_iter_valid(const struct iter *base)
 static struct slice
 block_iter_key(const struct iter *base)
 {
-	return buf_slice(&((const struct block_iter *)base)->key);
+	const struct block_iter *it = (const struct block_iter *)base;
+
+	assert(it->valid);	/* util/iter.h */
+	return buf_slice(&it->key);
 }
 
 static struct slice
 block_iter_value(const struct iter *base)
 {
-	return ((const struct block_iter *)base)->value;
+	const struct block_iter *it = (const struct block_iter *)base;
+
+	assert(it->valid);
+	return it->value;
 }
 
 static void

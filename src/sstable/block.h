@@ -6,6 +6,7 @@
 #ifndef TABLETFS_SSTABLE_BLOCK_H
 #define TABLETFS_SSTABLE_BLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,7 @@ struct block_builder {
 	int restart_interval;
 	int since_restart;	/* entries since the last restart point */
 	uint64_t count;		/* entries in this block */
+	bool finished;		/* finish called: only reset or release */
 };
 
 void block_builder_init(struct block_builder *b, int restart_interval);
@@ -28,8 +30,10 @@ void block_builder_release(struct block_builder *b);
 void block_builder_reset(struct block_builder *b);
 
 /*
- * Add an entry; keys must increase (not checked here).  0, -ENOMEM (the
- * block is unchanged), or BT_ETOOBIG when the block would reach 4 GiB.
+ * Add an entry, its key above the last one's (slice_compare order; an
+ * assert() checks it, the SSTable builder returns -EINVAL to its callers
+ * first), to a block not yet finished.  0, -ENOMEM (the block is
+ * unchanged), or BT_ETOOBIG when the block would reach 4 GiB.
  */
 int block_builder_add(struct block_builder *b, struct slice key,
     struct slice value);
@@ -39,7 +43,8 @@ size_t block_builder_size_estimate(const struct block_builder *b);
 
 /*
  * Append the restart array and count, and return the finished block
- * contents in *out (borrowed until the next reset).  0 or -ENOMEM.
+ * contents in *out (borrowed until the next reset).  Once per block:
+ * after it only reset or release.  0 or -ENOMEM.
  */
 int block_builder_finish(struct block_builder *b, struct slice *out);
 

@@ -110,7 +110,7 @@ sst_block_cache_deleter(struct slice key, void *value)
  * long scan makes one read call per window rather than one per block.
  * The window grows from SST_READAHEAD_MIN to SST_READAHEAD_MAX while the
  * scan stays sequential, and a seek elsewhere starts over; a short scan
- * (seek and a few rows) reads block by block as before.  Bytes from the
+ * (seek and a few rows) reads block by block.  Bytes from the
  * window are checked like any others.
  */
 #define SST_READAHEAD_AFTER	4	/* back-to-back blocks before it starts */

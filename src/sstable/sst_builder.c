@@ -6,8 +6,9 @@
  * written with its trailer, and indexed by its last key.  The Bloom filter
  * is built at the end from the hashes of every distinct consecutive filter
  * prefix, so memory grows by 8 bytes per entry at most.  What is written
- * goes out in appends of SST_WRITE_BUFFER_SIZE, not two per block (a
- * write call each was a tenth of a flush's CPU at 4 KiB blocks).  Every
+ * goes out in appends of SST_WRITE_BUFFER_SIZE, not two per block: at
+ * small block sizes a system call per block and trailer is a large
+ * share of a flush's CPU.  Every
  * SST_WRITEBACK_SIZE appended, the disk is asked to start writing them
  * (env_file_start_writeback), so that the sync at the end waits for the
  * last stretch only, not for the whole file.
@@ -27,6 +28,7 @@
  * are under the worker's mutex; a slot's contents belong to whoever
  * claimed it until it is sealed, to the builder otherwise.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -55,9 +57,8 @@
  * The ring of a parallel builder holds SST_PARALLEL_BYTES of blocks, but
  * never fewer than 4 or more than SST_PARALLEL_BLOCKS.  Half of it is
  * queued before the sleeping worker is woken: a wake-up is a system call
- * and a context switch, and made for every 4 KiB block they doubled the
- * worker's CPU time (0.06 s against 0.034 s for the 6,250 blocks of
- * tabletbench's compaction), so each covers a batch.
+ * and a context switch, which cost more than sealing a small block, so
+ * each covers a batch.
  */
 #define SST_PARALLEL_BYTES	(256u << 10)
 #define SST_PARALLEL_MIN_BLOCKS	4
@@ -82,7 +83,8 @@ struct sst_worker {
 	pthread_cond_t sealed;		/* a block sealed */
 	bool compress;
 	uint64_t slot_count;		/* of slots, the ring's size */
-	/* Under mu. */
+	/* Under mu.  Block numbers, each a count of blocks so far:
+	 * written <= claimed <= submitted <= written + slot_count. */
 	uint64_t submitted, claimed;
 	bool stop;
 	bool worker_waits, builder_waits;
@@ -342,6 +344,8 @@ sst_worker_seal(struct sst_worker *w, uint64_t i)
 {
 	struct sst_slot *s = &w->slots[i % w->slot_count];
 
+	mutex_assert_held(&w->mu);
+	assert(i < w->submitted);
 	mutex_unlock(&w->mu);
 	s->rc = sst_block_seal(buf_slice(&s->raw), w->compress,
 	    &s->compressed, &s->stored, s->trailer);
@@ -455,6 +459,7 @@ sst_worker_write(struct sst_builder *b, bool all)
 	int rc;
 
 	mutex_lock(&w->mu);
+	assert(w->written <= w->claimed && w->claimed <= w->submitted);
 	if (all && w->worker_waits && w->claimed < w->submitted)
 		pthread_cond_signal(&w->queued);
 	for (;;) {
@@ -512,6 +517,7 @@ sst_worker_submit(struct sst_builder *b)
 	if ((rc = sst_worker_write(b, false)) < 0)
 		return rc;
 	/* The slot is free: written, and submitted only changes here. */
+	assert(w->submitted - w->written < w->slot_count);
 	s = &w->slots[w->submitted % w->slot_count];
 	s->lone_value = sst_builder_lone_value(b);
 	if ((rc = buf_set(&s->last_key, b->last_key.p, b->last_key.n)) < 0 ||

@@ -342,8 +342,8 @@ judge_version(struct resolver *st, const struct ikey *k, int64_t now)
 
 /*
  * The smallest value lent rather than copied when the row lends: below
- * it a copy costs fewer instructions than the pin (measured with
- * callgrind over tabletbench's scans).
+ * it a copy costs fewer instructions than pinning the block that holds
+ * it (bench/figures.md).
  */
 #define CELLS_LEND_MIN	256
 

@@ -15,7 +15,7 @@
  *     a put is a version, a version delete is no version.  A deleted
  *     version keeps its slot, so deleting the newest version does not bring
  *     back one that GC already condemned; a major compaction drops both
- *     together (tablet.c).
+ *     together (tablet_compact.c).
  *   - GC: gc_policy_condemns(policy, slot index (0 = newest), ts, now).
  *     Condemned versions are never returned.  Families not in the schema
  *     (dropped) return nothing.

@@ -7,6 +7,7 @@
  * of its own kind, so that every spelling of one policy parses to the same
  * tree and formats to the same text.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -466,6 +467,8 @@ gc_format_node(struct gc_out *o, const struct gc_policy *p)
 		for (i = 0; i < p->nchild; i++) {
 			const struct gc_policy *c = p->child[i];
 			bool paren = c->kind == GC_AND || c->kind == GC_OR;
+
+			assert(c->kind != p->kind);
 
 			if (i > 0)
 				gc_out_str(o, p->kind == GC_AND ? " and " :

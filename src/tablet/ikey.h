@@ -30,6 +30,7 @@
 #ifndef TABLETFS_TABLET_IKEY_H
 #define TABLETFS_TABLET_IKEY_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -85,6 +86,7 @@ int ikey_decode(struct slice key, struct ikey *k, struct buf *scratch);
 static inline uint64_t
 ikey_trailer(struct slice key)
 {
+	assert(key.n >= 8);
 	return ~get_be64(key.p + key.n - 8);
 }
 

@@ -2,6 +2,7 @@
  * merge.c - k-way merge of sorted iterators with a binary min-heap of the
  * valid children, ties broken by child order.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 
@@ -213,6 +214,7 @@ merge_key(const struct iter *it)
 {
 	const struct merge_iter *m = (const struct merge_iter *)it;
 
+	assert(m->heap_n > 0);	/* util/iter.h: only while valid */
 	return m->top_key;
 }
 
@@ -221,6 +223,7 @@ merge_value(const struct iter *it)
 {
 	const struct merge_iter *m = (const struct merge_iter *)it;
 
+	assert(m->heap_n > 0);
 	return iter_value(m->children[m->heap[0]]);
 }
 

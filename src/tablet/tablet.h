@@ -42,12 +42,13 @@
 
 /*
  * A group with this many SSTables gets a merging compaction (of the files
- * compact_pick in tablet.c takes).  Not 3 (HBase's
+ * compact_pick in tablet_compact.c takes).  Not 3 (HBase's
  * hbase.hstore.compaction.min): at 3 the files a sequential load leaves,
- * whose rows do not overlap, were merged in the middle of the reads that
- * followed (the Figure 6 set's readseq, 0.16-1.52x LevelDB against
- * 0.83-1.85x); what the files of a write burst cost later scans is the
- * idle compaction's (TABLET_IDLE_USEC).
+ * whose rows do not overlap and which scans meet one after the other,
+ * are merged in the middle of the reads that follow, which then compete
+ * with the merge for the disk and the cores (bench/figures.md); what
+ * the files of a write burst cost later scans
+ * is the idle compaction's (TABLET_IDLE_USEC).
  */
 #define TABLET_MERGE_THRESHOLD 4
 
@@ -75,10 +76,11 @@
  * idle ones): once no write has reached a tablet for TABLET_IDLE_USEC,
  * its memtable is flushed when it holds at least TABLET_IDLE_FLUSH_MIN
  * bytes and a fraction of its SSTables' bytes (COMPACT_SIZE_RATIO in
- * tablet.c), and each group whose files are all within that ratio of
- * the newer ones taken together is merged into one file.  Scans after a
- * write burst then meet one file per group and no memtable, instead of
- * the files the burst left below TABLET_MERGE_THRESHOLD.  The size rule
+ * tablet_compact.c), and each group whose files are all within that
+ * ratio of the newer ones taken together is merged into one file.
+ * Scans after a write burst then meet one file per group and no
+ * memtable, instead of the files the burst left below
+ * TABLET_MERGE_THRESHOLD.  The size rule
  * is the merging compaction's, so that a small flush does not rewrite a
  * large file.  Nothing is done when the tablet's data does not overlap
  * (files of disjoint rows and a memtable past them, as a sequential load
@@ -249,7 +251,8 @@ uint64_t tablet_oldest_unflushed_seq(const struct tablet *t);
  * parallel: compress its blocks on a second thread (sst_options.parallel),
  * for a flush that no stream of writes competes with for the cores; a
  * background flush beside the writers filling the next memtable is
- * serial (a thread of its own made fillrandom slower, 4 runs in 4). */
+ * serial: a second thread there takes a core from the writers, which
+ * already keep both cores busy (bench/figures.md). */
 int tablet_flush(struct tablet *t, bool parallel);
 /* Whether some group has TABLET_MERGE_THRESHOLD files or more, the
  * reads have used up the budget and their group has two files or more,

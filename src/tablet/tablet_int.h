@@ -1,6 +1,9 @@
 /*
- * tablet_int.h - what tablet.c and tablet_read.c share: the tablet, its
- * versions, files and schema, and the helpers both sides use.
+ * tablet_int.h - what the tablet's files share: the tablet, its versions,
+ * files and schema, and tablet.c's helpers for them.  tablet.c is the
+ * bottom of the folder's tablet files; tablet_read.c, tablet_compact.c
+ * and tablet_split.c call into it, never the other way; tablet_point.c
+ * calls into tablet_read.c (the read sources) and tablet.c.
  */
 #ifndef TABLETFS_TABLET_TABLET_INT_H
 #define TABLETFS_TABLET_TABLET_INT_H
@@ -69,6 +72,21 @@ struct tablet_version {
 	struct tablet_file *files;	/* newest first */
 };
 
+/*
+ * The tablet's invariants, cited by number in the tablet files:
+ *
+ * T1. Versions.  current changes only under mu, to a version built from
+ *     current under mu (tablet_version_install_locked()); a version is
+ *     never changed once installed, so readers use it without the lock.
+ * T2. Sequence order.  Applies and freezes come from one thread at a
+ *     time, in sequence order (tablet.h; docs/design.md section 7, W2):
+ *     each apply's first sequence number is above every one applied.
+ * T3. The active memtable.  mem is current->mem; a freeze replaces both
+ *     under mu, moving the old one to current->imm.
+ * T4. One file adder.  Only the thread that runs the tablet's flushes and
+ *     compactions adds files to it (tablet.h), so room counted for a new
+ *     version before the catalog changes is room enough after.
+ */
 struct tablet {
 	atomic_int refs;
 	struct tablet_env tenv;
@@ -80,11 +98,11 @@ struct tablet {
 	 * empty for an open bound (range_iter.h). */
 	struct buf key_lo, key_hi;
 
-	struct mutex mu;		/* guards current */
+	struct mutex mu;		/* guards current (T1) */
 	struct tablet_version *current;
 
 	/* Writer side. */
-	struct memtable *mem;		/* == current->mem */
+	struct memtable *mem;		/* == current->mem (T3) */
 	/* Bytes of mem's entries (beyond what an empty one holds), for
 	 * threads not applying. */
 	_Atomic size_t mem_usage;
@@ -119,6 +137,9 @@ struct tablet {
 	bool idle_decided;	/* idle_overlap() asked this quiet period */
 };
 
+/* The index in s->groups of the group named name, or NO_GROUP. */
+size_t tablet_schema_group_index(const struct tablet_schema *s,
+    const char *name);
 /* The family of the schema named family, or NULL. */
 const struct tablet_family *tablet_schema_family(
     const struct tablet_schema *s, struct slice family);
@@ -127,9 +148,49 @@ bool tablet_schema_family_policy(void *arg, struct slice family,
     const struct gc_policy **policy, uint64_t *created_seq);
 /* The error of a read that needs damaged file f, naming it. */
 int tablet_file_error(const struct tablet_file *f);
+/* Take another reference to f's reader or damage (for a copy of f); and
+ * drop one. */
+void tablet_file_ref(const struct tablet_file *f);
+void tablet_file_unref(const struct tablet_file *f);
+/* The path of SSTable number in dir. */
+void tablet_sst_path(char *dst, size_t size, const char *dir,
+    uint64_t number);
+/* Open SSTable meta, warming the block cache when its group is in
+ * memory. */
+int tablet_file_open(const struct tablet_env *tenv,
+    const struct catalog_file *meta, const struct tablet_schema *schema,
+    struct sst_reader **out);
+
 /* The current version, referenced; and dropping a reference. */
 struct tablet_version *tablet_version_get(struct tablet *t);
 void tablet_version_unref(struct tablet_version *v);
+/* An empty version with room for room files, for tablet_version_share();
+ * NULL on allocation failure. */
+struct tablet_version *tablet_version_alloc(size_t room);
+/* Make the empty version v, with room for from's files, share everything
+ * with from. */
+void tablet_version_share(struct tablet_version *v,
+    const struct tablet_version *from);
+/* A new version sharing everything with from, with room for extra more
+ * files; NULL on allocation failure. */
+struct tablet_version *tablet_version_copy(const struct tablet_version *from,
+    size_t extra);
+/* Give the version (made without files) room for count files. */
+int tablet_version_files_alloc(struct tablet_version *v, size_t count);
+/* Install v, built from t->current, as current.  Caller holds t->mu
+ * (T1). */
+void tablet_version_install_locked(struct tablet *t,
+    struct tablet_version *v);
+
+/* A tablet for catalog row ct with an empty memtable and no files yet:
+ * the common start of opening, splitting and merging. */
+int tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
+    struct tablet_schema *schema, struct tablet **out);
+/* Count delta bytes more (or fewer) in the frozen memtables of all
+ * tablets. */
+void tablet_frozen_bytes_add(struct tablet *t, int64_t delta);
+/* A new read budget for the files of v (tablet.h, TABLET_SEEK_BYTES). */
+void tablet_seek_reset(struct tablet *t, const struct tablet_version *v);
 /* Charge t cost reads that consulted several files of group g (tablet.h,
  * TABLET_SEEK_BYTES): one relaxed atomic add; the read that uses the
  * budget up records g and calls tenv.compact_wanted. */
@@ -137,5 +198,48 @@ void tablet_read_charge(struct tablet *t, size_t g, int64_t cost);
 /* Restrict an iterator to the tablet's own rows (a split child shares
  * its parent's files); takes ownership of *it. */
 int tablet_range_wrap(struct tablet *t, struct iter **it);
+
+/*
+ * What a read consulted, for its charge (tablet_read_charge()): the group
+ * of the first SSTable visited and how many of that group's were.  A read
+ * of several groups is charged for the first only: the common case is one
+ * group, and a cheap count keeps the charge off the read's cost.
+ */
+struct tablet_charge {
+	size_t group;
+	size_t visits;
+};
+
+#define TABLET_CHARGE_INIT { NO_GROUP, 0 }
+
+static inline void
+tablet_charge_visit(struct tablet_charge *c, size_t g)
+{
+	if (c->group == NO_GROUP)
+		c->group = g;
+	if (c->group == g)
+		c->visits++;
+}
+
+/* Whether the read consulted two files of one group: worth charging. */
+static inline bool
+tablet_charge_due(const struct tablet_charge *c)
+{
+	return c->visits >= 2;
+}
+
+/* Whether a read with filter f needs group g's files (schema s). */
+bool tablet_filter_needs_group(const struct tablet_schema *s,
+    const struct cells_filter *f, size_t g);
+/*
+ * A merging iterator over v's memtables and the SSTables that filter f
+ * needs; when row_prefix is not empty, SSTables whose Bloom filter rules
+ * the row out are left out.  The SSTables opened are counted in *charge
+ * (NULL: not counted).  A memtable empty now is left out too: every read
+ * through it is at a snapshot no newer than now.
+ */
+int tablet_version_iter_new(struct tablet_version *v,
+    const struct cells_filter *f, struct slice row_prefix,
+    struct tablet_charge *charge, struct iter **out);
 
 #endif

@@ -35,7 +35,8 @@ void bt_alloc_trim(void);
  * has just grown by, or taken back after a flushed memtable was freed);
  * on memory already resident the call is wasted.  Below BT_PREFAULT_MIN
  * bytes it does nothing, the call costing more than the faults it would
- * save.  Best effort: where the call fails the writes fault as before.
+ * save.  Best effort: where the call fails the writes fault page by
+ * page, as they would without it.
  * Returns 0, or the call's -errno (-ENOSYS where the kernel headers lack
  * it), so that a caller can stop asking.
  */

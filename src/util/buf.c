@@ -1,4 +1,5 @@
 /* buf.c - growable byte buffer. */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ buf_reserve(struct buf *b, size_t extra)
 
 	if (extra > SIZE_MAX - b->n)
 		return -ENOMEM;
+	assert(b->n <= b->cap);	/* callers that set n directly keep it so */
 	want = b->n + extra;
 	if (want <= b->cap)
 		return 0;

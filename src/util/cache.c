@@ -84,6 +84,7 @@ cache_lru_remove(struct cache_shard *s, struct cache_handle *e)
 static void
 cache_lru_append(struct cache_shard *s, struct cache_handle *e)
 {
+	assert(e->in_cache && e->refs == 1);	/* module comment */
 	e->lru_next = NULL;
 	e->lru_prev = s->lru_newest;
 	if (s->lru_newest != NULL)
@@ -165,6 +166,7 @@ cache_shard_trim(struct cache_shard *s, struct cache_handle **dead)
 {
 	struct cache_handle *e, **pp;
 
+	mutex_assert_held(&s->mu);
 	while (s->usage > s->capacity && (e = s->lru_oldest) != NULL) {
 		pp = cache_table_find(s, cache_entry_key(e), e->hash);
 		assert(*pp == e);

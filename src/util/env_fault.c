@@ -1,15 +1,14 @@
 /*
- * env_fault.c - an in-memory filesystem that injects faults, for tests.
+ * env_fault.c - an in-memory filesystem that injects faults, for tests:
+ * the env's operations over the tree of env_fault_tree.c, and the
+ * triggers, clock and space that tests set (util/env.h).
  *
- * The tree is made of nodes (files and directories) with reference counts.
  * A file keeps its current content and how much of it was synced, and,
  * once a write at an offset changes synced bytes, a copy of the synced
  * content (the shadow) until the next sync.  A directory keeps, per name,
- * two slots: the node the name refers to now, and the node it referred to
- * at the last dir sync.  Power loss (env_fault_drop_unsynced) copies every
- * "durable" slot back over "now" and truncates every file to its synced
- * length (or swaps its shadow back in), which undoes unsynced creates,
- * renames and removes without any allocation.  One mutex guards the tree.
+ * the node the name refers to now and the node it referred to at the
+ * last dir sync, so that power loss (env_fault_power.c) can undo what was
+ * not synced.  One mutex guards the tree.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,64 +22,9 @@
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/env.h"
+#include "util/env_fault_int.h"
 #include "util/error.h"
 #include "util/mutex.h"
-
-/* Files live in memory: refuse to grow one past this by truncation. */
-#define FAULT_MAX_FILE	((uint64_t)1 << 40)
-
-struct fault_node;
-
-/* One name in a directory; a slot is NULL where the name is absent. */
-struct fault_entry {
-	char *name;
-	struct fault_node *now;
-	struct fault_node *durable;	/* as of the last dir sync */
-};
-
-struct fault_node {
-	int refs;		/* entry slots, open files and locks */
-	bool is_dir;
-	/* file */
-	struct buf data;
-	uint64_t synced;	/* bytes of data that survive power loss */
-	struct buf shadow;	/* the synced bytes, while overwritten */
-	bool overwritten;	/* data differs from shadow below synced */
-	/* directory: entries sorted by name */
-	struct fault_entry *v;
-	size_t n, cap;
-};
-
-struct fault_trigger {
-	long countdown;		/* calls until the failure; 0: disarmed */
-	int rc;
-	bool sticky;
-	bool tripped;		/* a sticky failure is in force */
-};
-
-struct fault_lock {
-	struct env_lock base;
-	struct fault_node *node;
-	struct fault_lock *next;
-};
-
-struct fault_env {
-	struct env base;
-	struct mutex mu;
-	struct fault_node *root;
-	struct fault_trigger triggers[ENV_FAULT_RENAME + 1];
-	uint64_t clock;		/* 0: the real clock */
-	uint64_t sync_delay;	/* micros added to each file sync */
-	uint64_t available;	/* what env_path_available() reports */
-	struct env_fault_stats stats;
-	struct fault_lock *locks;
-};
-
-struct fault_file {
-	struct env_file base;
-	struct fault_node *node;
-	bool writable;
-};
 
 static const struct env_ops fault_ops;
 
@@ -91,244 +35,16 @@ static const char *const fault_op_names[] = {
 	[ENV_FAULT_RENAME] = "rename",
 };
 
-static struct fault_env *
+struct fault_env *
 fault_env_of(struct env *env)
 {
 	return env->ops == &fault_ops ? (struct fault_env *)env : NULL;
 }
 
-static int
+int
 fault_error(int rc, const char *path, const char *what)
 {
 	return bt_error_set(rc, "%s: %s: %s", path, what, bt_strerror(rc));
-}
-
-static struct fault_node *
-node_new(bool is_dir)
-{
-	struct fault_node *node;
-
-	if ((node = bt_calloc(1, sizeof(*node))) == NULL)
-		return NULL;
-	node->refs = 1;
-	node->is_dir = is_dir;
-	buf_init(&node->data);
-	buf_init(&node->shadow);
-	return node;
-}
-
-static void
-node_ref(struct fault_node *node)
-{
-	if (node != NULL)
-		node->refs++;
-}
-
-static void
-node_unref(struct fault_node *node)
-{
-	size_t i;
-
-	if (node == NULL || --node->refs > 0)
-		return;
-	for (i = 0; i < node->n; i++) {
-		bt_free(node->v[i].name);
-		node_unref(node->v[i].now);
-		node_unref(node->v[i].durable);
-	}
-	bt_free(node->v);
-	buf_release(&node->data);
-	buf_release(&node->shadow);
-	bt_free(node);
-}
-
-/* Compare a counted name with an entry's NUL-terminated one. */
-static int
-name_compare(const char *name, size_t len, const char *entry)
-{
-	size_t elen = strlen(entry);
-	int c = memcmp(name, entry, len < elen ? len : elen);
-
-	if (c != 0)
-		return c;
-	return len < elen ? -1 : len > elen;
-}
-
-/* The index of name in dir, or where it would be inserted. */
-static size_t
-dir_search(struct fault_node *dir, const char *name, size_t len, bool *found)
-{
-	size_t lo = 0, hi = dir->n, mid;
-	int c;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		c = name_compare(name, len, dir->v[mid].name);
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	*found = false;
-	return lo;
-}
-
-/* What name refers to now in dir, or NULL. */
-static struct fault_node *
-dir_get(struct fault_node *dir, const char *name, size_t len)
-{
-	bool found;
-	size_t i = dir_search(dir, name, len, &found);
-
-	return found ? dir->v[i].now : NULL;
-}
-
-/* Make name refer to node now (taking a reference).  0 or -ENOMEM. */
-static int
-dir_set(struct fault_node *dir, const char *name, size_t len,
-    struct fault_node *node)
-{
-	struct fault_entry *v;
-	bool found;
-	size_t i = dir_search(dir, name, len, &found), cap;
-	char *copy;
-
-	if (found) {
-		node_ref(node);
-		node_unref(dir->v[i].now);
-		dir->v[i].now = node;
-		return 0;
-	}
-	if (dir->n == dir->cap) {
-		cap = dir->cap ? dir->cap * 2 : 8;
-		if ((v = bt_realloc(dir->v, cap * sizeof(*v))) == NULL)
-			return -ENOMEM;
-		dir->v = v;
-		dir->cap = cap;
-	}
-	if ((copy = bt_malloc(len + 1)) == NULL)
-		return -ENOMEM;
-	memcpy(copy, name, len);
-	copy[len] = '\0';
-	memmove(&dir->v[i + 1], &dir->v[i], (dir->n - i) * sizeof(*dir->v));
-	dir->v[i].name = copy;
-	dir->v[i].now = node;
-	dir->v[i].durable = NULL;
-	dir->n++;
-	node_ref(node);
-	return 0;
-}
-
-/* Remove name from dir now; it stays in the durable slot if synced. */
-static void
-dir_unset(struct fault_node *dir, const char *name, size_t len)
-{
-	bool found;
-	size_t i = dir_search(dir, name, len, &found);
-
-	if (!found)
-		return;
-	node_unref(dir->v[i].now);
-	dir->v[i].now = NULL;
-	if (dir->v[i].durable == NULL) {
-		bt_free(dir->v[i].name);
-		memmove(&dir->v[i], &dir->v[i + 1],
-		    (dir->n - i - 1) * sizeof(*dir->v));
-		dir->n--;
-	}
-}
-
-/* Drop entries that are absent both now and durably. */
-static void
-dir_compact(struct fault_node *dir)
-{
-	size_t i, j;
-
-	for (i = j = 0; i < dir->n; i++) {
-		if (dir->v[i].now == NULL && dir->v[i].durable == NULL) {
-			bt_free(dir->v[i].name);
-			continue;
-		}
-		dir->v[j++] = dir->v[i];
-	}
-	dir->n = j;
-}
-
-static bool
-dir_is_empty(struct fault_node *dir)
-{
-	size_t i;
-
-	for (i = 0; i < dir->n; i++)
-		if (dir->v[i].now != NULL)
-			return false;
-	return true;
-}
-
-/*
- * Split path into its parent directory and last name.  Empty components
- * and "." are skipped; a path with no name left is the root, returned as
- * *parent = NULL.  -ENOENT or -ENOTDIR when a directory on the way is
- * missing or is a file (no detail set: callers name the operation).
- */
-static int
-fault_walk(struct fault_env *e, const char *path, struct fault_node **parent,
-    const char **name, size_t *len)
-{
-	struct fault_node *dir = e->root, *child;
-	const char *p = path, *seg, *last = NULL;
-	size_t seglen, lastlen = 0;
-
-	for (;;) {
-		while (*p == '/')
-			p++;
-		if (*p == '\0')
-			break;
-		seg = p;
-		while (*p != '\0' && *p != '/')
-			p++;
-		seglen = (size_t)(p - seg);
-		if (seglen == 1 && seg[0] == '.')
-			continue;
-		if (last != NULL) {
-			if ((child = dir_get(dir, last, lastlen)) == NULL)
-				return -ENOENT;
-			if (!child->is_dir)
-				return -ENOTDIR;
-			dir = child;
-		}
-		last = seg;
-		lastlen = seglen;
-	}
-	*parent = last != NULL ? dir : NULL;
-	*name = last;
-	*len = lastlen;
-	return 0;
-}
-
-/* The node at path, or -ENOENT / -ENOTDIR. */
-static int
-fault_find(struct fault_env *e, const char *path, struct fault_node **out)
-{
-	struct fault_node *parent, *node;
-	const char *name;
-	size_t len;
-	int rc;
-
-	if ((rc = fault_walk(e, path, &parent, &name, &len)) < 0)
-		return rc;
-	if (parent == NULL) {
-		*out = e->root;
-		return 0;
-	}
-	if ((node = dir_get(parent, name, len)) == NULL)
-		return -ENOENT;
-	*out = node;
-	return 0;
 }
 
 /* Count a call of op and say whether it is to fail, and with what. */
@@ -337,6 +53,7 @@ fault_fire(struct fault_env *e, enum env_fault_op op, const char *path)
 {
 	struct fault_trigger *t = &e->triggers[op];
 
+	mutex_assert_held(&e->mu);
 	if (t->tripped)
 		return fault_error(t->rc, path, "injected fault");
 	if (t->countdown == 0 || --t->countdown > 0)
@@ -378,7 +95,7 @@ fault_file_open(struct env *env, const char *path, enum env_open_mode mode,
 		rc = fault_error(-EISDIR, path, "open");
 		goto out_unlock;
 	}
-	node = dir_get(parent, name, len);
+	node = fault_dir_get(parent, name, len);
 	if (node != NULL && node->is_dir) {
 		rc = fault_error(-EISDIR, path, "open");
 		goto out_unlock;
@@ -392,16 +109,16 @@ fault_file_open(struct env *env, const char *path, enum env_open_mode mode,
 		goto out_unlock;
 	}
 	if (node == NULL) {
-		if ((node = node_new(false)) == NULL) {
+		if ((node = fault_node_new(false)) == NULL) {
 			rc = -ENOMEM;
 			goto out_unlock;
 		}
-		rc = dir_set(parent, name, len, node);
-		node_unref(node);
+		rc = fault_dir_set(parent, name, len, node);
+		fault_node_unref(node);
 		if (rc < 0)
 			goto out_unlock;
 	}
-	node_ref(node);
+	fault_node_ref(node);
 	f->node = node;
 	mutex_unlock(&e->mu);
 	*out = &f->base;
@@ -619,7 +336,7 @@ fault_file_close(struct env_file *base)
 	struct fault_file *f = (struct fault_file *)base;
 
 	mutex_lock(&e->mu);
-	node_unref(f->node);
+	fault_node_unref(f->node);
 	mutex_unlock(&e->mu);
 	bt_free(base->path);
 	bt_free(f);
@@ -683,7 +400,7 @@ fault_path_rename(struct env *env, const char *from, const char *to)
 		rc = fault_error(rc < 0 ? rc : -EBUSY, from, "rename");
 		goto out;
 	}
-	if ((node = dir_get(fdir, fname, flen)) == NULL) {
+	if ((node = fault_dir_get(fdir, fname, flen)) == NULL) {
 		rc = fault_error(-ENOENT, from, "rename");
 		goto out;
 	}
@@ -692,16 +409,16 @@ fault_path_rename(struct env *env, const char *from, const char *to)
 		    "renamed in the fault env", from);
 		goto out;
 	}
-	if ((old = dir_get(tdir, tname, tlen)) != NULL && old->is_dir) {
+	if ((old = fault_dir_get(tdir, tname, tlen)) != NULL && old->is_dir) {
 		rc = fault_error(-EISDIR, to, "rename");
 		goto out;
 	}
 	if (old == node)
 		goto out;
-	node_ref(node);
-	if ((rc = dir_set(tdir, tname, tlen, node)) == 0)
-		dir_unset(fdir, fname, flen);
-	node_unref(node);
+	fault_node_ref(node);
+	if ((rc = fault_dir_set(tdir, tname, tlen, node)) == 0)
+		fault_dir_unset(fdir, fname, flen);
+	fault_node_unref(node);
 out:
 	mutex_unlock(&e->mu);
 	return rc;
@@ -725,15 +442,15 @@ fault_path_remove(struct env *env, const char *path)
 		rc = fault_error(-EBUSY, path, "remove");
 		goto out;
 	}
-	if ((node = dir_get(parent, name, len)) == NULL) {
+	if ((node = fault_dir_get(parent, name, len)) == NULL) {
 		rc = fault_error(-ENOENT, path, "remove");
 		goto out;
 	}
-	if (node->is_dir && !dir_is_empty(node)) {
+	if (node->is_dir && !fault_dir_is_empty(node)) {
 		rc = fault_error(-ENOTEMPTY, path, "remove");
 		goto out;
 	}
-	dir_unset(parent, name, len);
+	fault_dir_unset(parent, name, len);
 out:
 	mutex_unlock(&e->mu);
 	return rc;
@@ -755,17 +472,17 @@ fault_dir_create(struct env *env, const char *path)
 	}
 	if (parent == NULL)
 		goto out;
-	if ((node = dir_get(parent, name, len)) != NULL) {
+	if ((node = fault_dir_get(parent, name, len)) != NULL) {
 		if (!node->is_dir)
 			rc = fault_error(-ENOTDIR, path, "mkdir");
 		goto out;
 	}
-	if ((node = node_new(true)) == NULL) {
+	if ((node = fault_node_new(true)) == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = dir_set(parent, name, len, node);
-	node_unref(node);
+	rc = fault_dir_set(parent, name, len, node);
+	fault_node_unref(node);
 out:
 	mutex_unlock(&e->mu);
 	return rc;
@@ -793,11 +510,11 @@ fault_dir_sync(struct env *env, const char *path)
 		goto out;
 	}
 	for (i = 0; i < dir->n; i++) {
-		node_ref(dir->v[i].now);
-		node_unref(dir->v[i].durable);
+		fault_node_ref(dir->v[i].now);
+		fault_node_unref(dir->v[i].durable);
 		dir->v[i].durable = dir->v[i].now;
 	}
-	dir_compact(dir);
+	fault_dir_compact(dir);
 out:
 	mutex_unlock(&e->mu);
 	return rc;
@@ -871,13 +588,13 @@ fault_lock(struct env *env, const char *path, struct env_lock **out)
 		rc = fault_error(rc < 0 ? rc : -EISDIR, path, "lock");
 		goto out_unlock;
 	}
-	if ((node = dir_get(parent, name, len)) == NULL) {
-		if ((node = node_new(false)) == NULL) {
+	if ((node = fault_dir_get(parent, name, len)) == NULL) {
+		if ((node = fault_node_new(false)) == NULL) {
 			rc = -ENOMEM;
 			goto out_unlock;
 		}
-		rc = dir_set(parent, name, len, node);
-		node_unref(node);
+		rc = fault_dir_set(parent, name, len, node);
+		fault_node_unref(node);
 		if (rc < 0)
 			goto out_unlock;
 	} else if (node->is_dir) {
@@ -898,7 +615,7 @@ fault_lock(struct env *env, const char *path, struct env_lock **out)
 	buf_clear(&node->shadow);
 	if ((rc = buf_append(&node->data, text, (size_t)n)) < 0)
 		goto out_unlock;
-	node_ref(node);
+	fault_node_ref(node);
 	l->base.env = env;
 	l->node = node;
 	l->next = e->locks;
@@ -925,7 +642,7 @@ fault_unlock(struct env_lock *base)
 			break;
 		}
 	}
-	node_unref(l->node);
+	fault_node_unref(l->node);
 	mutex_unlock(&e->mu);
 	bt_free(l);
 }
@@ -951,7 +668,7 @@ fault_free(struct env *env)
 {
 	struct fault_env *e = (struct fault_env *)env;
 
-	node_unref(e->root);
+	fault_node_unref(e->root);
 	mutex_destroy(&e->mu);
 	bt_free(e);
 }
@@ -991,7 +708,7 @@ env_fault_new(struct env **out)
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((e->root = node_new(true)) == NULL) {
+	if ((e->root = fault_node_new(true)) == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -1002,7 +719,7 @@ env_fault_new(struct env **out)
 	*out = &e->base;
 	return 0;
 out_root:
-	node_unref(e->root);
+	fault_node_unref(e->root);
 out_free:
 	bt_free(e);
 out:
@@ -1025,146 +742,6 @@ env_fault_fail_after(struct env *env, enum env_fault_op op, long n, int rc,
 	t->sticky = sticky;
 	t->tripped = false;
 	mutex_unlock(&e->mu);
-}
-
-/* Put a file's shadow back as its content, without allocating. */
-static void
-fault_drop_overwrites(struct fault_node *node)
-{
-	struct buf tmp = node->data;
-
-	node->data = node->shadow;
-	node->shadow = tmp;
-	buf_clear(&node->shadow);
-	node->overwritten = false;
-}
-
-/* The next of a xorshift sequence; never 0 from a non-zero seed. */
-static uint64_t
-fault_rand(uint64_t *state)
-{
-	uint64_t x = *state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *state = x;
-}
-
-/*
- * Cut a file's unsynced part at a random page (or not at all), and zero
- * a random half of the pages before the cut.
- */
-static void
-fault_tear_file(struct fault_node *node, uint64_t *rng)
-{
-	uint64_t page = node->synced - node->synced % ENV_FAULT_PAGE;
-	uint64_t pages = (node->data.n - page) / ENV_FAULT_PAGE + 1;
-	uint64_t end = page + fault_rand(rng) % (pages + 1) * ENV_FAULT_PAGE;
-
-	if (end < node->synced)
-		end = node->synced;
-	if (end < node->data.n)
-		node->data.n = (size_t)end;
-	for (; page < node->data.n; page += ENV_FAULT_PAGE) {
-		uint64_t from = page < node->synced ? node->synced : page;
-		uint64_t to = page + ENV_FAULT_PAGE;
-
-		if (to > node->data.n)
-			to = node->data.n;
-		if (fault_rand(rng) & 1)
-			memset(node->data.p + from, 0, (size_t)(to - from));
-	}
-	node->synced = node->data.n;	/* what is on the disk now */
-}
-
-/*
- * Revert one directory to its durable entries, then what it holds; with
- * rng, the unsynced parts of files are torn rather than cut off.
- */
-static void
-fault_drop_dir(struct fault_node *dir, uint64_t *rng)
-{
-	struct fault_entry *en;
-	struct fault_node *node;
-	size_t i;
-
-	for (i = 0; i < dir->n; i++) {
-		en = &dir->v[i];
-		if (en->now != en->durable) {
-			node_ref(en->durable);
-			node_unref(en->now);
-			en->now = en->durable;
-		}
-		if ((node = en->now) == NULL)
-			continue;
-		if (node->is_dir)
-			fault_drop_dir(node, rng);
-		else if (node->overwritten)
-			fault_drop_overwrites(node);
-		else if (node->data.n > node->synced && rng != NULL)
-			fault_tear_file(node, rng);
-		else if (node->data.n > node->synced)
-			node->data.n = (size_t)node->synced;
-	}
-	dir_compact(dir);
-}
-
-void
-env_fault_drop_unsynced(struct env *env)
-{
-	struct fault_env *e = fault_env_of(env);
-
-	if (e == NULL)
-		return;
-	mutex_lock(&e->mu);
-	fault_drop_dir(e->root, NULL);
-	mutex_unlock(&e->mu);
-}
-
-void
-env_fault_drop_unsynced_torn(struct env *env, uint64_t seed)
-{
-	struct fault_env *e = fault_env_of(env);
-	uint64_t rng = seed | 1;
-
-	if (e == NULL)
-		return;
-	mutex_lock(&e->mu);
-	fault_drop_dir(e->root, &rng);
-	mutex_unlock(&e->mu);
-}
-
-int
-env_fault_flip_byte(struct env *env, const char *path, uint64_t offset,
-    uint8_t mask)
-{
-	struct fault_env *e = fault_env_of(env);
-	struct fault_node *node;
-	int rc;
-
-	if (e == NULL)
-		return bt_error_set(-EINVAL, "%s: not a fault env", path);
-	mutex_lock(&e->mu);
-	if ((rc = fault_find(e, path, &node)) < 0) {
-		rc = fault_error(rc, path, "flip byte");
-		goto out;
-	}
-	if (node->is_dir) {
-		rc = fault_error(-EISDIR, path, "flip byte");
-		goto out;
-	}
-	if (offset >= node->data.n) {
-		rc = bt_error_set(-EINVAL, "%s: flip byte at offset %" PRIu64
-		    " past the end (%zu bytes)", path, offset, node->data.n);
-		goto out;
-	}
-	node->data.p[offset] ^= mask;
-	if (node->overwritten && offset < node->shadow.n)
-		node->shadow.p[offset] ^= mask;
-out:
-	mutex_unlock(&e->mu);
-	return rc;
 }
 
 void

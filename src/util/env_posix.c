@@ -69,7 +69,7 @@
  * POSIX_WRITE_WINDOW bytes around it (no further than the reserved space,
  * to the end of its last page), mapped when first written and
  * unmapped when a write moves on to the next window, and at truncate and
- * close; any other write is a pwrite, as before.
+ * close; any other write is a pwrite.
  *
  * The copy lands in the page cache, exactly where pwrite puts its bytes:
  * a reader of the file (pread, a read mapping, another process) sees them
@@ -93,11 +93,11 @@
  * log of synced commits) pays that on every sync for little saved, so
  * the window is used only from the POSIX_WINDOW_AFTER_WRITES-th write
  * since the file's last sync on, and a sync that comes sooner than that
- * unmaps it first: files synced that often write by pwrite, as before.
- * And a write of more than POSIX_WINDOW_MAX_WRITE bytes is a pwrite: the
- * copy saves one system call but faults once for each page it first
- * dirties, which for a 1 MiB record (a large cell written through the
- * mount) took twice as long as the pwrite (2.2 ms against 1.2 ms, p50).
+ * unmaps it first: files synced that often write by pwrite.  And a
+ * write of more than POSIX_WINDOW_MAX_WRITE bytes is a pwrite: the copy
+ * saves one system call but faults once for each page it first dirties,
+ * and for a large record (a large cell written through the mount) those
+ * faults cost more than the one call they save.
  *
  * Only mapped pages count in the resident set, so one window per file
  * bounds what this adds to it; the window is not counted in
@@ -158,7 +158,7 @@ posix_sigbus(int sig, siginfo_t *info, void *ctx)
 		posix_sigbus_prev.sa_sigaction(sig, info, ctx);
 	} else if (posix_sigbus_prev.sa_handler == SIG_IGN) {
 		if (info == NULL || info->si_code <= 0)
-			return;		/* sent, and ignored as before */
+			return;		/* sent: ignored, as it asked */
 		memset(&dfl, 0, sizeof(dfl));
 		dfl.sa_handler = SIG_DFL;
 		sigemptyset(&dfl.sa_mask);
@@ -311,7 +311,7 @@ posix_window_map(struct posix_env *env, struct posix_file *f,
  * the zeros of reserved space, which they keep until records are copied
  * over them.  Where the call fails (an older kernel, or a page that
  * cannot be had, which the copy then meets itself) the rest of the
- * window faults page by page as before.
+ * window faults page by page, as it would without the call.
  */
 static void
 posix_window_populate(struct posix_env *env, struct posix_file *f,
