@@ -47,8 +47,8 @@
  * whose rows do not overlap and which scans meet one after the other,
  * are merged in the middle of the reads that follow, which then compete
  * with the merge for the disk and the cores (bench/figures.md); what
- * the files of a write burst cost later scans
- * is the idle compaction's (TABLET_IDLE_USEC).
+ * the files of a write burst cost later scans is the idle compaction's
+ * (TABLET_IDLE_USEC).
  */
 #define TABLET_MERGE_THRESHOLD 4
 
