@@ -291,6 +291,34 @@ void fs_op_forget_multi(fuse_req_t req, size_t count,
     struct fuse_forget_data *forgets);
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
+/* fs_snapshot.c: a directory read whole. */
+/* One entry of a directory. */
+struct dent {
+	char *name;
+	enum node_kind kind;
+	int64_t ts;
+	uint64_t size;
+	mode_t mode;		/* temporary files */
+	struct timespec mtime;	/* temporary files */
+	struct buf raw;		/* the row, family or qualifier bytes */
+};
+/* The entries of root, row, family or column directory dir, "." and
+ * ".." first, in listing order; freed with fs_dents_free(). */
+int fs_dir_snapshot(struct fs *fs, struct node *dir, struct dent **ents,
+    size_t *count);
+void fs_dents_free(struct dent *ents, size_t count);
+
+/* End name with a NUL, in place when there is room (every listed row). */
+static inline int
+fs_name_terminate(struct buf *name)
+{
+	if (name->n < name->cap) {
+		name->p[name->n++] = '\0';
+		return 0;
+	}
+	return buf_append(name, "", 1);
+}
+
 /* fs_list.c: listings (its rules 1-3 say what the kernel caches). */
 int fs_listings_new(struct fs *fs);
 void fs_listings_free(struct fs *fs);

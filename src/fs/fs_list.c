@@ -2,7 +2,8 @@
  * fs_list.c - directory listings.  A table streams its rows from a scan,
  * resumed after the last row sent, so that ls of millions of rows runs in
  * bounded memory; the root, row, family and column directories are read
- * whole when a listing starts (offset 0: a first read, or rewinddir).
+ * whole (fs_snapshot.c) when a listing starts (offset 0: a first read, or
+ * rewinddir).
  *
  * The kernel lists directories without opening them where it can
  * (FUSE_CAP_NO_OPENDIR_SUPPORT: opendir answers ENOSYS), so a walk costs
@@ -54,17 +55,6 @@
 /* Listings in progress the daemon keeps (a reader that stops before the
  * end leaves one behind until it is the oldest). */
 #define LISTINGS 64
-
-/* One entry of a directory read at opendir. */
-struct dent {
-	char *name;
-	enum node_kind kind;
-	int64_t ts;
-	uint64_t size;
-	mode_t mode;		/* temporary files */
-	struct timespec mtime;	/* temporary files */
-	struct buf raw;		/* the row, family or qualifier bytes */
-};
 
 /* What a listing depends on. */
 struct dir_version {
@@ -123,228 +113,6 @@ struct listings {
  * so that rm -r, tar and rsync of a table see its rows alone. */
 static const char *const table_fixed[] = { ".", ".." };
 #define TABLE_FIXED 2
-
-static void
-dents_free(struct dent *ents, size_t count)
-{
-	for (size_t i = 0; i < count; i++) {
-		bt_free(ents[i].name);
-		buf_release(&ents[i].raw);
-	}
-	bt_free(ents);
-}
-
-static int
-dent_add(struct dent **ents, size_t *count, size_t *cap, const char *name,
-    enum node_kind kind, const void *raw, size_t rawn)
-{
-	struct dent *d;
-
-	if (*count == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-
-		if ((d = bt_realloc(*ents, nc * sizeof(*d))) == NULL)
-			return -ENOMEM;
-		*ents = d;
-		*cap = nc;
-	}
-	d = &(*ents)[*count];
-	memset(d, 0, sizeof(*d));
-	buf_init(&d->raw);
-	if ((d->name = bt_strdup(name)) == NULL ||
-	    (rawn > 0 && buf_set(&d->raw, raw, rawn) < 0)) {
-		bt_free(d->name);
-		return -ENOMEM;
-	}
-	d->kind = kind;
-	(*count)++;
-	return 0;
-}
-
-/* End name with a NUL, in place when there is room (every listed row). */
-static inline int
-name_terminate(struct buf *name)
-{
-	if (name->n < name->cap) {
-		name->p[name->n++] = '\0';
-		return 0;
-	}
-	return buf_append(name, "", 1);
-}
-
-/* Add raw (a row, family or qualifier) under its escaped name (its short
- * form when too long), unless the previous entry had the same bytes; ts
- * is the time of a version in it (the entry keeps the newest: its
- * mtime), 0 for none. */
-static int
-dent_add_raw(struct dent **ents, size_t *count, size_t *cap,
-    enum node_kind kind, const void *raw, size_t rawn, int64_t ts,
-    struct buf *name)
-{
-	struct dent *last = *count > 2 ? &(*ents)[*count - 1] : NULL;
-	int rc;
-
-	if (last != NULL && last->raw.n == rawn &&
-	    (rawn == 0 || memcmp(last->raw.p, raw, rawn) == 0)) {
-		if (ts > last->ts)
-			last->ts = ts;
-		return 0;
-	}
-	buf_clear(name);
-	if (kind == NODE_FAMILY)
-		rc = buf_append(name, raw, rawn);
-	else
-		rc = names_component(slice_make(raw, rawn), name);
-	if (rc == 0)
-		rc = name_terminate(name);
-	if (rc < 0)
-		return rc;
-	if ((rc = dent_add(ents, count, cap, (char *)name->p, kind, raw,
-	    rawn)) == 0)
-		(*ents)[*count - 1].ts = ts;
-	return rc;
-}
-
-static int
-raw_cmp(const void *a, const void *b)
-{
-	const struct dent *x = a, *y = b;
-	size_t n = x->raw.n < y->raw.n ? x->raw.n : y->raw.n;
-	int c = n ? memcmp(x->raw.p, y->raw.p, n) : 0;
-
-	return c != 0 ? c : (x->raw.n > y->raw.n) - (x->raw.n < y->raw.n);
-}
-
-/* Add the temporary files of column c (fs_temp.c) to a listing. */
-static int
-temps_add(struct fs *fs, const struct coord *c, struct dent **ents,
-    size_t *count, size_t *cap)
-{
-	struct temp_attr *attrs;
-	char **names;
-	size_t n;
-	int rc;
-
-	if ((rc = temp_list(fs, c, &names, &attrs, &n)) < 0)
-		return rc;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct dent *d;
-
-		if ((rc = dent_add(ents, count, cap, names[i], NODE_TEMP,
-		    NULL, 0)) < 0)
-			break;
-		d = &(*ents)[*count - 1];
-		d->size = attrs[i].size;
-		d->mode = attrs[i].mode;
-		d->mtime = attrs[i].mtime;
-	}
-	temp_names_free(names, attrs, n);
-	return rc;
-}
-
-/* Read the entries of a root, row, family or column directory. */
-static int
-dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
-    size_t *countp)
-{
-	struct bt_read_options ro = { .keys_only = true };
-	struct dent *ents = NULL;
-	size_t count = 0, cap = 0, pcount = 0;
-	struct buf *pnames = NULL;
-	struct bt_row *row = NULL;
-	struct bt_column col;
-	struct buf name;
-	char **tables;
-	size_t ntables;
-	int rc;
-
-	buf_init(&name);
-	if ((rc = dent_add(&ents, &count, &cap, ".", dir->c.kind, NULL,
-	    0)) < 0 || (rc = dent_add(&ents, &count, &cap, "..", NODE_ROOT,
-	    NULL, 0)) < 0)
-		goto out;
-	if (dir->c.kind == NODE_ROOT) {
-		if ((rc = dent_add(&ents, &count, &cap, ".status",
-		    NODE_STATUS, NULL, 0)) < 0)
-			goto out;
-		if ((rc = bt_table_list(fs->store, &tables, &ntables)) < 0)
-			goto out;
-		for (size_t i = 0; i < ntables && rc == 0; i++)
-			rc = dent_add(&ents, &count, &cap, tables[i],
-			    NODE_TABLE, tables[i], strlen(tables[i]));
-		bt_names_free(tables);
-		goto out;
-	}
-
-	fs_column_filter(&dir->c, &col, &ro);
-	if (dir->c.kind != NODE_COLUMN)
-		ro.cells_per_column = 1;
-	rc = bt_read_row(fs->store, dir->c.table, dir->c.row, &ro, &row);
-	if (rc == BT_NOTFOUND)
-		rc = 0;
-	if (rc < 0)
-		goto out;
-	if ((rc = pending_children(fs, &dir->c, &pnames, &pcount)) < 0)
-		goto out;
-	for (size_t i = 0; row != NULL && i < row->cell_count && rc == 0;
-	    i++) {
-		const struct bt_cell *cell = &row->cells[i];
-		char ts[24];
-
-		switch (dir->c.kind) {
-		case NODE_ROW:
-			rc = dent_add_raw(&ents, &count, &cap, NODE_FAMILY,
-			    cell->family, strlen(cell->family), cell->ts,
-			    &name);
-			break;
-		case NODE_FAMILY:
-			rc = dent_add_raw(&ents, &count, &cap, NODE_COLUMN,
-			    cell->qualifier.data, cell->qualifier.size,
-			    cell->ts, &name);
-			break;
-		default:
-			snprintf(ts, sizeof(ts), "%lld",
-			    (long long)cell->ts);
-			if ((rc = dent_add(&ents, &count, &cap, ts,
-			    NODE_VERSION, NULL, 0)) == 0) {
-				ents[count - 1].ts = cell->ts;
-				ents[count - 1].size = cell->value_size;
-			}
-			break;
-		}
-	}
-	if (dir->c.kind == NODE_COLUMN && rc == 0)
-		rc = temps_add(fs, &dir->c, &ents, &count, &cap);
-	/* Pending children not already listed, then sort by raw bytes. */
-	if (dir->c.kind != NODE_COLUMN && pcount > 0) {
-		size_t data_end = count;
-
-		for (size_t i = 0; i < pcount && rc == 0; i++) {
-			bool dup = false;
-
-			for (size_t j = 2; j < data_end && !dup; j++)
-				dup = raw_cmp(&ents[j], &(struct dent){
-				    .raw = pnames[i] }) == 0;
-			if (!dup)
-				rc = dent_add_raw(&ents, &count, &cap,
-				    dir->c.kind + 1, pnames[i].p,
-				    pnames[i].n, 0, &name);
-		}
-		if (rc == 0)
-			qsort(ents + 2, count - 2, sizeof(*ents), raw_cmp);
-	}
-out:
-	bt_row_free(row);
-	pending_names_free(pnames, pcount);
-	buf_release(&name);
-	if (rc < 0) {
-		dents_free(ents, count);
-		return rc;
-	}
-	*entsp = ents;
-	*countp = count;
-	return 0;
-}
 
 /* What a listing depends on, as of now. */
 static void
@@ -506,7 +274,7 @@ fs_listings_new(struct fs *fs)
 static void
 listing_free(struct fs *fs, struct listing *l)
 {
-	dents_free(l->ents, l->count);
+	fs_dents_free(l->ents, l->count);
 	for (size_t i = 0; l->hist != NULL && i < DIR_HISTORY; i++)
 		buf_release(&l->hist[i].key);
 	bt_free(l->hist);
@@ -884,7 +652,7 @@ table_fill(struct fs *fs, fuse_req_t req, struct listing *l, bool plus,
 		    buf_slice(&pnames[pi]);
 		buf_clear(&name);
 		if ((rc = names_component(key, &name)) < 0 ||
-		    (rc = name_terminate(&name)) < 0)
+		    (rc = fs_name_terminate(&name)) < 0)
 			goto out_rc;
 		if (l->pos + 1 > skip) {
 			c = l->dir->c;
@@ -1025,7 +793,7 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		goto out;
 	}
 	if (l->ents == NULL &&
-	    (rc = dir_snapshot(fs, l->dir, &l->ents, &l->count)) < 0)
+	    (rc = fs_dir_snapshot(fs, l->dir, &l->ents, &l->count)) < 0)
 		goto out;
 	end = (size_t)off >= l->count;
 	for (i = (size_t)off; i < l->count; i++) {
