@@ -122,6 +122,13 @@ int catalog_exec(struct catalog *c, sqlite3_stmt *st);
 
 /* A code and detail for a failed SQLite call (src, the SQLite result). */
 int catalog_sqlite_error(struct catalog *c, int src, const char *what);
+/* The same for a connection db (NULL when opening it failed) to the
+ * database at name. */
+int catalog_db_error(sqlite3 *db, int src, const char *name,
+    const char *what);
+/* Prepare every statement of c (at open, so that no call can fail
+ * half-way for want of one); 0 or an error. */
+int catalog_prepare(struct catalog *c);
 
 /* Copy text column col into dst (size bytes); BT_ECORRUPT if it does not
  * fit or is NULL. */
@@ -174,10 +181,6 @@ int catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
 int catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
     const struct catalog_file *f);
 
-/* Whether group exists in table_id, inside a call's transaction: 0 (no),
- * 1 (yes) or an error. */
-int catalog_group_exists(struct catalog *c, uint64_t table_id,
-    const char *group);
 
 /* ---- The location hierarchy (catalog_location.c) ---- */
 

@@ -159,21 +159,6 @@ table_id_for_change(struct catalog *c, const char *name, uint64_t *id)
 	return rc;
 }
 
-int
-catalog_group_exists(struct catalog *c, uint64_t table_id, const char *group)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	catalog_assert_in_call(c);
-	st = catalog_stmt(c, STMT_GROUP_EXISTS);
-	if ((rc = catalog_bind(c, st, "ut", table_id, group)) == 0 &&
-	    (rc = catalog_step(c, st)) >= 0)
-		rc = rc == SQLITE_ROW;
-	catalog_stmt_done(st);
-	return rc;
-}
-
 /* Insert (STMT_GROUP_ADD_DEFAULT: unless present) or update a group. */
 static int
 group_write(struct catalog *c, enum catalog_stmt_id which, uint64_t table_id,

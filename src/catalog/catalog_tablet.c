@@ -166,6 +166,23 @@ file_remove(struct catalog *c, uint64_t tablet_id, uint64_t number)
 	return 0;
 }
 
+/* Whether table table_id has locality group group: 1, 0 or an error;
+ * inside a call's transaction. */
+static int
+catalog_group_exists(struct catalog *c, uint64_t table_id, const char *group)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	catalog_assert_in_call(c);
+	st = catalog_stmt(c, STMT_GROUP_EXISTS);
+	if ((rc = catalog_bind(c, st, "ut", table_id, group)) == 0 &&
+	    (rc = catalog_step(c, st)) >= 0)
+		rc = rc == SQLITE_ROW;
+	catalog_stmt_done(st);
+	return rc;
+}
+
 int
 catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
     const struct catalog_file *f)

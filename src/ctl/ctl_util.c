@@ -1,18 +1,108 @@
 /*
- * ctl_util.c - tabletctl's argument parsing and the two escaped forms its
+ * ctl_util.c - what every verb uses: its error and usage messages, the
+ * store's opening, argument parsing, and the two escaped forms tabletctl's
  * input and output share (tabletctl(1), ESCAPES): names (row keys and
  * qualifiers) as the mount spells them, values with \xNN.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ctl/ctl.h"
 #include "util/buf.h"
 #include "util/names.h"
+
+/* How long a verb waits for another process to release the store. */
+#define LOCK_WAIT_MS	5000
+#define LOCK_POLL_MS	50
+
+static const char *
+verb_name(const struct ctl *c)
+{
+	return c->verb != NULL ? c->verb->name : "";
+}
+
+int
+ctl_fail(struct ctl *c, int rc, const char *fmt, ...)
+{
+	const char *detail = bt_error_detail();
+	va_list ap;
+
+	fprintf(c->err, "tabletctl: %s: ", verb_name(c));
+	if (fmt != NULL) {
+		va_start(ap, fmt);
+		vfprintf(c->err, fmt, ap);
+		va_end(ap);
+		fputs(": ", c->err);
+	}
+	if (detail[0] != '\0' && strstr(detail, bt_strerror(rc)) != NULL)
+		fprintf(c->err, "%s\n", detail);
+	else if (detail[0] != '\0')
+		fprintf(c->err, "%s (%s)\n", detail, bt_strerror(rc));
+	else
+		fprintf(c->err, "%s\n", bt_strerror(rc));
+	return CTL_FAIL;
+}
+
+int
+ctl_error(struct ctl *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(c->err, "tabletctl: %s: ", verb_name(c));
+	va_start(ap, fmt);
+	vfprintf(c->err, fmt, ap);
+	va_end(ap);
+	putc('\n', c->err);
+	return CTL_FAIL;
+}
+
+int
+ctl_usage(struct ctl *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt != NULL) {
+		fprintf(c->err, "tabletctl: %s: ", verb_name(c));
+		va_start(ap, fmt);
+		vfprintf(c->err, fmt, ap);
+		va_end(ap);
+		putc('\n', c->err);
+	}
+	if (c->verb != NULL)
+		fprintf(c->err, "usage: tabletctl [-s STORE] %s%s%s\n",
+		    c->verb->name, c->verb->args[0] ? " " : "",
+		    c->verb->args);
+	else
+		fprintf(c->err, "usage: tabletctl [-s STORE] VERB [ARGS...] "
+		    "(tabletctl help: the verbs)\n");
+	return CTL_USAGE;
+}
+
+/*
+ * A daemon that was just unmounted stops answering its socket before it
+ * has flushed and released the lock: give a holder a few seconds to let
+ * go, as a command typed right after fusermount3 -u expects.
+ */
+int
+ctl_store_open(struct ctl *c, const struct bt_options *opts)
+{
+	int rc, waited;
+
+	for (waited = 0;; waited += LOCK_POLL_MS) {
+		bt_error_clear();
+		rc = bt_store_open(c->store_path, opts, &c->store);
+		if (rc != -EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+			return rc;
+		nanosleep(&(struct timespec){ 0, LOCK_POLL_MS * 1000000L },
+		    NULL);
+	}
+}
 
 void *
 ctl_calloc(size_t count, size_t size)

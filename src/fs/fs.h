@@ -77,7 +77,7 @@ struct node {
 	/*
 	 * Directories: the kernel may hold a listing in its readdir cache,
 	 * sent whole, that began when the store and the pending directories
-	 * were at listed_seq and listed_gen (fs_list.c's rules).
+	 * were at listed_seq and listed_gen (fs_cache.c).
 	 */
 	bool listed;
 	bool listed_ages;	/* in a table with a maxage GC policy */
@@ -138,6 +138,10 @@ struct fs {
 	size_t pending_buckets;
 	struct temp_set *temps;		/* fs_temp.c, with its own lock */
 	struct listings *listings;	/* fs_list.c, with its own lock */
+	/* fs_cache.c: the table last asked whether its listings age, until
+	 * a control command (which may change its schema); under lock. */
+	char *ages_table;
+	bool ages;
 	bool no_opendir;	/* the kernel lists without opening */
 };
 
@@ -185,8 +189,11 @@ void node_writers_add(struct fs *fs, struct node *n, int delta);
 uint32_t node_writers(struct fs *fs, struct node *n);
 /* Tell the kernel that the files of column c changed (after a commit),
  * and the attributes and listings of the directories above it (rule 1
- * of fs_list.c). */
+ * of fs_cache.c). */
 void fs_column_changed(struct fs *fs, const struct coord *c);
+/* The read filter selecting everything under c (a row needs none). */
+void fs_column_filter(const struct coord *c, struct bt_column *col,
+    struct bt_read_options *ro);
 
 int pending_add(struct fs *fs, const struct coord *c);
 bool pending_has(struct fs *fs, const struct coord *c);
@@ -276,9 +283,6 @@ int fs_load_value(struct fs *fs, const struct coord *c, struct buf *out,
 /* -EINVAL when a version at c would be condemned by its family's GC
  * policy the moment it is written; 0 otherwise, or an error. */
 int fs_version_condemned(struct fs *fs, const struct coord *c);
-/* The read filter selecting everything under c (a row needs none). */
-void fs_column_filter(const struct coord *c, struct bt_column *col,
-    struct bt_read_options *ro);
 void fs_stat_file(struct fs *fs, fuse_ino_t ino, mode_t mode, uint64_t size,
     int64_t ts, struct stat *st);
 /* Set st's times to ts (microseconds since the epoch). */
@@ -319,14 +323,31 @@ fs_name_terminate(struct buf *name)
 	return buf_append(name, "", 1);
 }
 
-/* fs_list.c: listings (its rules 1-3 say what the kernel caches). */
-int fs_listings_new(struct fs *fs);
-void fs_listings_free(struct fs *fs);
+/* fs_cache.c: the listings the kernel keeps (its rules 1-3). */
+/* What a listing depends on. */
+struct dir_version {
+	uint64_t seq;	/* the store's last sequence number */
+	uint64_t gen;	/* fs.pending_gen */
+};
+/* What a listing depends on, as of now. */
+void fs_dir_version_get(struct fs *fs, struct dir_version *v);
+/* The kernel holds a listing of dir that began at v, at time began
+ * (CLOCK_MONOTONIC). */
+void fs_listing_done(struct fs *fs, struct node *dir,
+    const struct dir_version *v, const struct timespec *began);
+/* Whether the kernel's listing of dir still shows it as it is at v (and,
+ * where listings age, is younger than the cache timeout at now). */
+bool fs_listing_fresh(struct fs *fs, struct node *dir,
+    const struct dir_version *v, const struct timespec *now);
 /* Rule 3: drop the kernel's listing of n if it may be stale; wherever
  * n's attributes are sent. */
 void fs_listing_check(struct fs *fs, struct node *n);
 /* Rule 2: drop every listing the kernel holds. */
 void fs_listings_changed(struct fs *fs);
+
+/* fs_list.c: listings in progress. */
+int fs_listings_new(struct fs *fs);
+void fs_listings_free(struct fs *fs);
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi);

@@ -127,23 +127,6 @@ fs_child_to_create(struct fs *fs, fuse_ino_t parent, const char *name,
 	return fs_child_at(fs, parent, name, true, dirp, c, scratch);
 }
 
-/* The read filter for everything under c (a row needs none). */
-void
-fs_column_filter(const struct coord *c, struct bt_column *col,
-    struct bt_read_options *ro)
-{
-	memset(col, 0, sizeof(*col));
-	if (c->kind == NODE_ROW)
-		return;
-	col->family = c->family;
-	if (c->kind != NODE_FAMILY) {
-		col->has_qualifier = true;
-		col->qualifier = c->qualifier;
-	}
-	ro->columns = col;
-	ro->column_count = 1;
-}
-
 /*
  * The time of the newest version under row, family or column c in *ts:
  * 0, BT_NOTFOUND when it holds none, or an error.  A directory's mtime is

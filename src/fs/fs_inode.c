@@ -199,6 +199,23 @@ fail:
 	return -ENOMEM;
 }
 
+/* The read filter for everything under c (a row needs none). */
+void
+fs_column_filter(const struct coord *c, struct bt_column *col,
+    struct bt_read_options *ro)
+{
+	memset(col, 0, sizeof(*col));
+	if (c->kind == NODE_ROW)
+		return;
+	col->family = c->family;
+	if (c->kind != NODE_FAMILY) {
+		col->has_qualifier = true;
+		col->qualifier = c->qualifier;
+	}
+	ro->columns = col;
+	ro->column_count = 1;
+}
+
 int
 fs_init(struct fs *fs)
 {
@@ -233,12 +250,6 @@ fs_init(struct fs *fs)
 		goto out_free;
 	}
 	fs->root = n;		/* the reference is never dropped */
-	if ((rc = temp_set_new(&fs->temps)) < 0)
-		goto out_free;
-	if ((rc = fs_listings_new(fs)) < 0) {
-		temp_set_free(fs->temps);
-		goto out_free;
-	}
 	clock_gettime(CLOCK_REALTIME, &fs->started);
 	return 0;
 out_free:
@@ -260,7 +271,6 @@ node_free(struct node *n)
 void
 fs_release(struct fs *fs)
 {
-	fs_listings_free(fs);	/* their references first */
 	for (size_t i = 0; i < fs->buckets; i++) {
 		struct node *n, *next;
 
@@ -273,7 +283,7 @@ fs_release(struct fs *fs)
 		coord_release(&fs->pending[i].c);
 		buf_release(&fs->pending[i].key);
 	}
-	temp_set_free(fs->temps);
+	bt_free(fs->ages_table);
 	bt_free(fs->pending);
 	bt_free(fs->pending_index);
 	bt_free(fs->by_ino);

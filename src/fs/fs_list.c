@@ -13,22 +13,8 @@
  * keeps (LISTINGS); a request that finds none starts afresh, skipping to
  * its offset.
  *
- * The kernel then caches every listing (its readdir cache) until the
- * directory's inode is invalidated, and itself drops what it cached when
- * it creates, removes or renames an entry there, or when the directory's
- * mtime changes.  The daemon invalidates the rest:
- *   1. a commit through the mount, the directories of its column
- *      (fs_column_changed());
- *   2. a command through the control socket, every listing the kernel
- *      holds (fs_listings_changed());
- *   3. anything else: whenever the daemon sends a directory's attributes
- *      (GETATTR, LOOKUP, a READDIRPLUS entry), which the kernel must ask
- *      for before it lists from its cache once they are older than the
- *      cache timeout, a listing is dropped if the store or the pending
- *      directories changed since it began, or if it is older than the
- *      cache timeout in a table whose versions age out (a maxage GC
- *      policy) (fs_listing_check()).  An unchanged listing elsewhere
- *      stays, so walking an idle tree again lists nothing afresh.
+ * The kernel then caches every listing; fs_cache.c says when the daemon
+ * drops one.
  * Where the kernel opens directories (it lacks that capability), opendir
  * keeps the cached listing under the same rules.
  */
@@ -55,12 +41,6 @@
 /* Listings in progress the daemon keeps (a reader that stops before the
  * end leaves one behind until it is the oldest). */
 #define LISTINGS 64
-
-/* What a listing depends on. */
-struct dir_version {
-	uint64_t seq;	/* the store's last sequence number */
-	uint64_t gen;	/* fs.pending_gen */
-};
 
 /* A listing in progress. */
 struct listing {
@@ -103,157 +83,12 @@ struct listings {
 	struct mutex lock;
 	struct listing *slot[LISTINGS];
 	uint64_t tick;
-	/* The table last asked whether its listings age (listing_ages),
-	 * until a control command (which may change its schema). */
-	char *ages_table;
-	bool ages;
 };
 
 /* .schema and .tablets are not listed (reachable by name, as latest is),
  * so that rm -r, tar and rsync of a table see its rows alone. */
 static const char *const table_fixed[] = { ".", ".." };
 #define TABLE_FIXED 2
-
-/* What a listing depends on, as of now. */
-static void
-dir_version_get(struct fs *fs, struct dir_version *v)
-{
-	v->seq = bt_store_last_seq(fs->store);
-	mutex_lock(&fs->lock);
-	v->gen = fs->pending_gen;
-	mutex_unlock(&fs->lock);
-}
-
-static double
-seconds_since(const struct timespec *then, const struct timespec *now)
-{
-	return (double)(now->tv_sec - then->tv_sec) +
-	    (double)(now->tv_nsec - then->tv_nsec) / 1e9;
-}
-
-/* Whether the kernel's listing of dir shows the directory as it is at v
- * and, if it can age, is not too old (rule 3); caller holds fs->lock. */
-static bool
-dir_listing_fresh(struct fs *fs, struct node *dir,
-    const struct dir_version *v, const struct timespec *now)
-{
-	mutex_assert_held(&fs->lock);
-	return dir->listed && dir->listed_seq == v->seq &&
-	    dir->listed_gen == v->gen && (!dir->listed_ages ||
-	    seconds_since(&dir->listed_at, now) < fs->timeout);
-}
-
-/*
- * Whether a listing of dir can change with time alone: one in a table
- * with a maxage GC policy, whose versions leave as they age.  On an
- * error, yes.
- */
-static bool
-listing_ages(struct fs *fs, const struct node *dir)
-{
-	struct listings *ls = fs->listings;
-	const char *table = dir->c.table;
-	char *text, *copy;
-	bool ages;
-
-	if (dir->c.kind == NODE_ROOT)
-		return false;
-	mutex_lock(&ls->lock);
-	if (ls->ages_table != NULL && strcmp(ls->ages_table, table) == 0) {
-		ages = ls->ages;
-		mutex_unlock(&ls->lock);
-		return ages;
-	}
-	mutex_unlock(&ls->lock);
-	if (bt_table_describe(fs->store, table, &text) < 0)
-		return true;
-	/* "FAMILY ... gc=POLICY" lines; family names hold no '='. */
-	ages = strstr(text, "maxage=") != NULL;
-	free(text);
-	if ((copy = bt_strdup(table)) == NULL)
-		return ages;
-	mutex_lock(&ls->lock);
-	bt_free(ls->ages_table);
-	ls->ages_table = copy;
-	ls->ages = ages;
-	mutex_unlock(&ls->lock);
-	return ages;
-}
-
-/* The kernel has been sent all of l's listing, which it caches: what it
- * shows is the directory as it was when the listing began, or older. */
-static void
-dir_listing_done(struct fs *fs, struct listing *l)
-{
-	bool ages;
-
-	if (!l->whole)
-		return;
-	ages = listing_ages(fs, l->dir);
-	mutex_lock(&fs->lock);
-	l->dir->listed = true;
-	l->dir->listed_ages = ages;
-	l->dir->listed_seq = l->version.seq;
-	l->dir->listed_gen = l->version.gen;
-	l->dir->listed_at = l->opened;
-	mutex_unlock(&fs->lock);
-}
-
-void
-fs_listing_check(struct fs *fs, struct node *n)
-{
-	struct dir_version v;
-	struct timespec now;
-	bool drop;
-
-	mutex_lock(&fs->lock);
-	drop = n->listed;
-	mutex_unlock(&fs->lock);
-	if (!drop)
-		return;
-	dir_version_get(fs, &v);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	mutex_lock(&fs->lock);
-	drop = n->listed && !dir_listing_fresh(fs, n, &v, &now);
-	if (drop)
-		n->listed = false;
-	mutex_unlock(&fs->lock);
-	if (drop)
-		fuse_lowlevel_notify_inval_inode(fs->se, n->ino, 0, 0);
-}
-
-void
-fs_listings_changed(struct fs *fs)
-{
-	fuse_ino_t *inos = NULL, *more;
-	size_t count = 0, cap = 0;
-
-	mutex_lock(&fs->lock);
-	for (size_t b = 0; b < fs->buckets; b++) {
-		for (struct node *n = fs->by_ino[b]; n != NULL;
-		    n = n->ino_next) {
-			if (!n->listed)
-				continue;
-			if (count == cap) {
-				cap = cap ? cap * 2 : 64;
-				if ((more = bt_realloc(inos,
-				    cap * sizeof(*inos))) == NULL)
-					break;	/* the rest wait for rule 3 */
-				inos = more;
-			}
-			n->listed = false;
-			inos[count++] = n->ino;
-		}
-	}
-	mutex_unlock(&fs->lock);
-	for (size_t i = 0; i < count; i++)
-		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], 0, 0);
-	bt_free(inos);
-	mutex_lock(&fs->listings->lock);
-	bt_free(fs->listings->ages_table);
-	fs->listings->ages_table = NULL;
-	mutex_unlock(&fs->listings->lock);
-}
 
 int
 fs_listings_new(struct fs *fs)
@@ -297,7 +132,6 @@ fs_listings_free(struct fs *fs)
 			listing_free(fs, ls->slot[i]);
 		}
 	}
-	bt_free(ls->ages_table);
 	mutex_destroy(&ls->lock);
 	bt_free(ls);
 	fs->listings = NULL;
@@ -420,7 +254,7 @@ listing_take(struct fs *fs, fuse_ino_t ino, off_t off, struct listing **out)
 	l->next = off;
 	l->users = 1;
 	/* Before anything is read, so that a change meanwhile counts. */
-	dir_version_get(fs, &l->version);
+	fs_dir_version_get(fs, &l->version);
 	clock_gettime(CLOCK_MONOTONIC, &l->opened);
 	mutex_lock(&ls->lock);
 	l->used = ls->tick;
@@ -464,7 +298,7 @@ listing_give(struct fs *fs, struct listing *l, bool done)
 }
 
 /*
- * Where the kernel can list without opening (rule 3 and fs_op_init), an
+ * Where the kernel can list without opening (fs_op_init), an
  * open is refused with ENOSYS, which tells it so; elsewhere an open
  * keeps the kernel's cached listing while it is fresh.
  */
@@ -489,12 +323,10 @@ fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	dir_version_get(fs, &v);
+	fs_dir_version_get(fs, &v);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	fi->cache_readdir = 1;
-	mutex_lock(&fs->lock);
-	fi->keep_cache = dir_listing_fresh(fs, n, &v, &now);
-	mutex_unlock(&fs->lock);
+	fi->keep_cache = fs_listing_fresh(fs, n, &v, &now);
 	node_put(fs, n);
 	fi->fh = 0;
 	fuse_reply_open(req, fi);
@@ -840,7 +672,8 @@ out:
 		listing_advance(fs, l, a->ready ? a->from : l->pos);
 	/* An empty reply is the end the kernel's cache waits for. */
 	if (rc == 0 && end && used == 0)
-		dir_listing_done(fs, l);
+		if (l->whole)
+			fs_listing_done(fs, l->dir, &l->version, &l->opened);
 	if (rc < 0 && used == 0)
 		fuse_reply_err(req, fs_errno(rc));
 	else

@@ -71,7 +71,7 @@ socket_serve(struct fs_socket *s, int fd)
 		(void)fgetc(in);	/* at its end: empty */
 	status = ctl_run(s->fs->store, req.argv[0], req.argc - 1,
 	    req.argv + 1, in, outf, errf);
-	/* Whatever it changed, the kernel lists afresh (fs_list.c). */
+	/* Whatever it changed, the kernel lists afresh (fs_cache.c). */
 	fs_listings_changed(s->fs);
 out:
 	if (in != NULL)

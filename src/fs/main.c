@@ -403,6 +403,11 @@ main(int argc, char *argv[], char *envp[])
 		fprintf(stderr, "tabletfs: %s\n", bt_strerror(rc));
 		goto out_store;
 	}
+	if ((rc = temp_set_new(&fs.temps)) < 0 ||
+	    (rc = fs_listings_new(&fs)) < 0) {
+		fprintf(stderr, "tabletfs: %s\n", bt_strerror(rc));
+		goto out_fs;
+	}
 	if ((se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops),
 	    &fs)) == NULL)
 		goto out_fs;
@@ -441,6 +446,8 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_fs:
+	fs_listings_free(&fs);	/* their node references first */
+	temp_set_free(fs.temps);
 	fs_release(&fs);
 out_store:
 	if ((rc = bt_store_close(fs.store)) < 0) {
