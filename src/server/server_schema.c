@@ -111,6 +111,8 @@ schema_prep_release(struct schema_prep *p)
 static int
 schema_diverged(struct server *s, const char *table, int rc)
 {
+	mutex_assert_not_held(&s->tables_mu);
+	mutex_assert_not_held(&s->apply_mu);
 	rc = bt_error_set(rc, "table %s: schema changed in the catalog but "
 	    "not in memory; reopen the store", table);
 	mutex_lock(&s->apply_mu);

@@ -38,6 +38,14 @@ mutex_assert_held(const struct mutex *m)
 	    self());
 	(void)m;
 }
+
+void
+mutex_assert_not_held(const struct mutex *m)
+{
+	assert(atomic_load_explicit(&m->holder, memory_order_relaxed) !=
+	    self());
+	(void)m;
+}
 #else
 #define holder_set(m) ((void)(m))
 #define holder_clear(m) ((void)(m))

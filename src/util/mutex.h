@@ -38,8 +38,11 @@ void mutex_unlock(struct mutex *m);
 #ifndef NDEBUG
 /* Abort unless the calling thread holds m. */
 void mutex_assert_held(const struct mutex *m);
+/* Abort if the calling thread holds m (it is about to take it). */
+void mutex_assert_not_held(const struct mutex *m);
 #else
 #define mutex_assert_held(m) ((void)(m))
+#define mutex_assert_not_held(m) ((void)(m))
 #endif
 
 /*
