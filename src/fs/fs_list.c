@@ -14,9 +14,8 @@
  * its offset.
  *
  * The kernel then caches every listing; fs_cache.c says when the daemon
- * drops one.
- * Where the kernel opens directories (it lacks that capability), opendir
- * keeps the cached listing under the same rules.
+ * drops one.  Where the kernel opens directories (it lacks that
+ * capability), opendir keeps the cached listing under the same rules.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -691,7 +690,7 @@ void
 fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi)
 {
-	(void)fi;	/* no handle: see rule 3 */
+	(void)fi;	/* no handle: a listing is found by ino and off */
 	do_readdir(req, ino, size, off, false);
 }
 
