@@ -16,6 +16,7 @@
 
 #define PENDING_NONE SIZE_MAX	/* the end of a hash chain */
 #define PENDING_SEED 0x7064
+#define NODE_KEY_SEED 0x7462	/* hash64 seed of by_key */
 
 /* A pending directory: an owned coordinate, in a chain of fs.pending_index
  * by the hash of its key. */
@@ -352,7 +353,7 @@ node_obtain(struct fs *fs, const struct coord *c)
 	buf_init(&key);
 	if (coord_key(c, &key) < 0)
 		goto fail;
-	hash = hash64(buf_slice(&key), 0x7462);
+	hash = hash64(buf_slice(&key), NODE_KEY_SEED);
 	mutex_lock(&fs->lock);
 	if ((n = find_key(fs, &key, hash)) != NULL) {
 		n->refs++;
@@ -502,7 +503,7 @@ node_moved(struct fs *fs, const struct coord *src, const struct coord *dst)
 		goto out;
 	}
 	mutex_lock(&fs->lock);
-	from = find_key(fs, &key, hash64(buf_slice(&key), 0x7462));
+	from = find_key(fs, &key, hash64(buf_slice(&key), NODE_KEY_SEED));
 	if (from != NULL && from != to) {
 		node_orphan(fs, from);
 		old = from->moved;
@@ -554,20 +555,27 @@ node_forget(struct fs *fs, fuse_ino_t ino, uint64_t nlookup)
 	mutex_unlock(&fs->lock);
 }
 
+/* The node for c, or NULL, found without an allocation (a listing asks
+ * for every entry); lock held. */
+static struct node *
+find_coord(struct fs *fs, const struct coord *c)
+{
+	mutex_assert_held(&fs->lock);
+	if (coord_key(c, &fs->peek_key) < 0)
+		return NULL;
+	return find_key(fs, &fs->peek_key,
+	    hash64(buf_slice(&fs->peek_key), NODE_KEY_SEED));
+}
+
 fuse_ino_t
 node_peek(struct fs *fs, const struct coord *c)
 {
 	struct node *n;
 	fuse_ino_t ino = 0;
 
-	/* A listing asks for every entry: no allocation per call. */
 	mutex_lock(&fs->lock);
-	if (coord_key(c, &fs->peek_key) == 0) {
-		n = find_key(fs, &fs->peek_key,
-		    hash64(buf_slice(&fs->peek_key), 0x7462));
-		if (n != NULL && n->nlookup > 0)
-			ino = n->ino;
-	}
+	if ((n = find_coord(fs, c)) != NULL && n->nlookup > 0)
+		ino = n->ino;
 	mutex_unlock(&fs->lock);
 	return ino;
 }
@@ -1014,9 +1022,7 @@ fs_column_changed(struct fs *fs, const struct coord *c)
 	k.kind = NODE_TABLE;
 	ino = 0;
 	mutex_lock(&fs->lock);
-	if (coord_key(&k, &fs->peek_key) == 0 && (n = find_key(fs,
-	    &fs->peek_key, hash64(buf_slice(&fs->peek_key), 0x7462))) != NULL &&
-	    n->listed) {
+	if ((n = find_coord(fs, &k)) != NULL && n->listed) {
 		n->listed = false;
 		ino = n->ino;
 	}
