@@ -582,8 +582,10 @@ again:
 		goto again;
 	}
 	if (next != NULL) {
-		atomic_store_explicit(&next->lead, true, memory_order_release);
+		/* Its bit first: once it leads, it may return and its entry
+		 * (on its stack) be gone. */
 		mask |= next->bit;
+		atomic_store_explicit(&next->lead, true, memory_order_release);
 	}
 	waiters_wake(q, mask);
 	return self_in;
