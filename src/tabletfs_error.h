@@ -31,6 +31,8 @@ enum {
 	BT_ETOOBIG = -10003,	/* a key or value exceeds its limit */
 	BT_ECLOSED = -10004,	/* the object was closed or poisoned by an
 				   earlier failure and accepts no more work */
+	BT_ENOTSERVING = -10005, /* a cell's server does not serve what a
+				   request names: locate it again */
 };
 
 /* A static description of rc: strerror(-rc) for errno codes. */

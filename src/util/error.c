@@ -30,6 +30,8 @@ bt_strerror(int rc)
 		return "too big";
 	case BT_ECLOSED:
 		return "closed after an earlier failure";
+	case BT_ENOTSERVING:
+		return "not served here: locate it again";
 	}
 	if (rc < 0 && rc > -4096)
 		return strerror(-rc);
