@@ -119,7 +119,12 @@ conn_queue(struct rpc_conn *conn, const struct rpc_frame *f)
 	return 0;
 }
 
-/* The reader thread of a connection. */
+/*
+ * The reader thread of a connection.  A client that ends its stream
+ * cleanly (between frames) still gets the replies to its requests: the
+ * last of them shuts the socket down (note 2); any other end shuts it
+ * down at once.
+ */
 static void *
 conn_read(void *arg)
 {
@@ -129,7 +134,7 @@ conn_read(void *arg)
 	struct rpc_frame f;
 	const char *why;
 	char scratch[64];
-	bool truncated = false;
+	bool truncated = false, drain = false;
 	int rc;
 
 	rpc_reader_init(&r, conn->fd, s->opts.max_frame);
@@ -139,6 +144,7 @@ conn_read(void *arg)
 		if ((rc = conn_queue(conn, &f)) < 0)
 			break;
 	mutex_lock(&s->mu);
+	drain = rc == BT_DONE && !s->closing;
 	if (s->closing)
 		rc = BT_DONE;	/* its own doing: nothing to report */
 	mutex_unlock(&s->mu);
@@ -147,10 +153,10 @@ conn_read(void *arg)
 		rpc_server_log(s, conn->peer, "%s; connection closed", why);
 out:
 	rpc_reader_release(&r);
-	(void)shutdown(conn->fd, SHUT_RDWR);
 	mutex_lock(&s->mu);
 	conn->reader_done = true;
 	conn->refs--;
+	(void)shutdown(conn->fd, drain && conn->refs > 0 ? SHUT_RD : SHUT_RDWR);
 	if (conn->prev != NULL)
 		conn->prev->next = conn->next;
 	else
@@ -321,8 +327,10 @@ rpc_conn_work(void *arg)
 		conn->inflight--;
 		conn->refs--;
 		pthread_cond_signal(&conn->room);
-		if (conn->refs == 0)
+		if (conn->refs == 0 && conn->reader_done) {
+			(void)shutdown(conn->fd, SHUT_RDWR);	/* note 2 */
 			pthread_cond_broadcast(&s->idle);
+		}
 	}
 	mutex_unlock(&s->mu);
 	return NULL;

@@ -106,7 +106,8 @@ server_accept(struct rpc_server *s)
 		rpc_server_log(s, peer, "cannot serve: %s", bt_strerror(rc));
 }
 
-/* The accept thread: until a byte arrives on s->wake[0]. */
+/* The accept thread: takes connections and frees those that ended (note
+ * 3), until a byte arrives on s->wake[0]. */
 static void *
 server_listen(void *arg)
 {
@@ -117,7 +118,7 @@ server_listen(void *arg)
 	};
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		if (poll(pfd, 2, RPC_REAP_INTERVAL_MS) < 0) {
 			if (errno == EINTR)
 				continue;
 			rpc_server_log(s, "-", "poll: %s", strerror(errno));

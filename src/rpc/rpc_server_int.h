@@ -11,13 +11,15 @@
  *    write_mu guards its dead flag and serializes its replies; it is never
  *    taken while s->mu is held.
  * 2. A connection is referenced by its reader thread (until it returns)
- *    and by each job of its requests.  Its socket is shut down when the
- *    reader ends or a reply fails, but closed only when the connection is
- *    freed, so that no worker ever writes to a descriptor number that was
- *    reused.
+ *    and by each job of its requests.  Its socket is shut down when a
+ *    reply fails, when the reader ends on bad input or a closing server,
+ *    and otherwise when the last reference goes, but closed only when the
+ *    connection is freed, so that no worker ever writes to a descriptor
+ *    number that was reused.
  * 3. A connection whose reader has ended moves from s->live to s->done; it
- *    is freed (its reader joined, its socket closed) by the accept thread
- *    after the next accept, or by rpc_server_close, once refs is 0.
+ *    is freed (its reader joined, its socket closed) once refs is 0, by
+ *    the accept thread (which looks every RPC_REAP_INTERVAL_MS) or by
+ *    rpc_server_close.
  * 4. Once s->closing is set, no job is queued, the workers drop the jobs
  *    still queued without running them, and readers waiting for room
  *    give up.
@@ -33,6 +35,8 @@
 #include "rpc/rpc.h"
 #include "rpc/rpc_int.h"
 #include "util/mutex.h"
+
+#define RPC_REAP_INTERVAL_MS	1000
 
 struct rpc_conn {
 	struct rpc_server *s;

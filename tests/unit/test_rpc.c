@@ -7,7 +7,7 @@
  * misbehave (wrong preamble, bad checksum, oversized length, truncated
  * frame, garbage, silence, never reading) losing only their own
  * connection while a normal client is answered throughout; clients that
- * leave mid-request; closing a server or a client with calls in flight;
+ * leave mid-request or end their stream after their requests; closing a server or a client with calls in flight;
  * refused connections.
  *
  * TEST_SMALL=1 shrinks the pipelined calls (for valgrind).
@@ -689,6 +689,34 @@ test_client_leaves(struct rpc_server *s, struct counts *n)
 	}
 }
 
+/* A client that ends its stream after its requests still gets their
+ * replies, then the end of the stream. */
+static void
+test_half_close(struct rpc_server *s)
+{
+	struct rpc_frame f = { .method = M_ECHO, .payload = slice_str("half") };
+	struct buf b;
+	size_t got;
+	int fd, replies = 0;
+
+	fd = raw_connect(s, true);
+	for (uint64_t id = 1; id <= 3; id++) {
+		f.id = id;
+		raw_send_frame(fd, &f);
+	}
+	shutdown(fd, SHUT_WR);
+	buf_init(&b);
+	while (raw_read_frame(fd, &b, &f) == 0 && f.status == 0 &&
+	    slice_equal(f.payload, slice_str("half")))
+		replies++;
+	is_int(replies, 3, "half close: the requests sent before the end of "
+	    "the stream are answered");
+	ok(raw_closed_within(fd, 5000, &got) && got == 0, "half close: then "
+	    "the stream ends");
+	buf_release(&b);
+	close(fd);
+}
+
 /* max_connections: the one over it is closed at once. */
 static void
 test_max_connections(struct counts *n)
@@ -855,6 +883,7 @@ main(void)
 	test_errors(s);
 	test_bad_clients(s);
 	test_client_leaves(s, &n);
+	test_half_close(s);
 	test_client_close_in_flight(s);
 	rpc_server_close(s);
 	test_server_expiry(&n);
