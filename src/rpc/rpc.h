@@ -102,9 +102,10 @@ struct rpc_server_options {
 	int max_connections;		/* beyond it, accept and close; 256 */
 	size_t max_frame;		/* largest request payload;
 					   RPC_MAX_FRAME (also the most) */
-	int send_timeout_ms;		/* a reply that cannot be sent in this
-					   long closes its connection; also
-					   the wait for a preamble; 10000 */
+	int send_timeout_ms;		/* a reply that makes no progress in
+					   this long closes its connection;
+					   also the wait for a preamble;
+					   10000 */
 	int max_inflight_per_connection; /* requests queued or running, past
 					   which a connection is not read; 256 */
 };

@@ -245,9 +245,11 @@ rpc_conn_reap(struct rpc_server *s)
 }
 
 /*
- * Run job's request (unless its time ran out) and send the reply, which
- * must leave within the send timeout: a client that does not read holds
- * a worker no longer than that, and loses its connection.
+ * Run job's request (unless its time ran out) and send the reply.  A send
+ * that makes no progress for the send timeout (SO_SNDTIMEO) closes the
+ * connection: a client that does not read holds a worker no longer than
+ * that.  The timeout is on progress, not on the whole reply, so that a
+ * large reply to a slow reader still goes out.
  */
 static void
 conn_answer(struct rpc_server *s, struct rpc_job *job)
@@ -288,13 +290,12 @@ conn_answer(struct rpc_server *s, struct rpc_job *job)
 	iov[1] = (struct iovec){ reply.p, reply.n };
 
 	mutex_lock(&conn->write_mu);
-	if (!conn->dead && (rc = rpc_socket_send(conn->fd, iov, 2,
-	    rpc_now_ns() + (int64_t)s->opts.send_timeout_ms * 1000000,
-	    &written)) < 0) {
+	if (!conn->dead &&
+	    (rc = rpc_socket_send(conn->fd, iov, 2, 0, &written)) < 0) {
 		conn->dead = true;
 		(void)shutdown(conn->fd, SHUT_RDWR);
 		if (rc == -ETIMEDOUT)
-			rpc_server_log(s, conn->peer, "reply not taken in %d "
+			rpc_server_log(s, conn->peer, "reply not taken for %d "
 			    "ms; connection closed", s->opts.send_timeout_ms);
 	}
 	mutex_unlock(&conn->write_mu);
