@@ -2,8 +2,8 @@
  * fuzz_seeds.c - writes the seed corpora of the fuzz targets into
  * DIR/<target>/ (tests/fuzz/run --seeds regenerates tests/fuzz/corpus):
  * real SSTables, blocks, log segments and mutation records made by the
- * engine's own writers, and a few typical names, GC policies, import
- * lines and control-socket requests.
+ * engine's own writers, a few typical names, GC policies, import lines
+ * and control-socket requests, and RPC frames.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 
 #include "ctl/ctl_socket.h"
 #include "log/log.h"
+#include "rpc/rpc.h"
 #include "sstable/block.h"
 #include "sstable/sstable.h"
 #include "tablet/mutation.h"
@@ -299,6 +300,38 @@ seeds_requests(void)
 	seed_request("import", 4, imp, "r\tf\tq\t1\tv\n");
 }
 
+/* RPC frames as rpc_frame_encode writes them, behind the flag byte of
+ * fuzz_rpc_frame.c: 8 the largest max_frame, 9 the same with crcs fixed,
+ * 6 a max_frame of 4096. */
+static void
+seeds_rpc(void)
+{
+	static const char msg[] = "tablet not served here";
+	struct rpc_frame req = { .id = 1, .method = 7, .timeout_ms = 1500,
+	    .payload = { (const uint8_t *)"row\0column", 10 } };
+	struct rpc_frame empty = { .id = 2, .method = 1 };
+	struct rpc_frame err = { .id = 1, .method = 7, .status = -71,
+	    .payload = slice_make(msg, sizeof(msg) - 1) };
+	struct buf b;
+
+	buf_init(&b);
+	if (rpc_frame_encode(&b, &req) < 0)
+		die("rpc_frame_encode");
+	seed("fuzz_rpc_frame", "request", 8, b.p, b.n);
+	if (rpc_frame_encode(&b, &empty) < 0 || rpc_frame_encode(&b, &err) < 0)
+		die("rpc_frame_encode");
+	seed("fuzz_rpc_frame", "stream", 8, b.p, b.n);
+	seed("fuzz_rpc_frame", "truncated", 8, b.p, b.n - 3);
+	b.p[b.n - 1] ^= 0x20;
+	seed("fuzz_rpc_frame", "badcrc", 8, b.p, b.n);
+	seed("fuzz_rpc_frame", "fixcrc", 9, b.p, b.n);
+	buf_clear(&b);
+	if (rpc_frame_encode(&b, &err) < 0)
+		die("rpc_frame_encode");
+	seed("fuzz_rpc_frame", "small-max", 6, b.p, b.n);
+	buf_release(&b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -317,6 +350,7 @@ main(int argc, char **argv)
 	seeds_log(env);
 	seeds_text();
 	seeds_requests();
+	seeds_rpc();
 	env_free(env);
 	return 0;
 }

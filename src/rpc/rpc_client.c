@@ -1,0 +1,318 @@
+/*
+ * rpc_client.c - the RPC client: one connection, many calling threads.
+ *
+ * NOTES ON THE DESIGN
+ *
+ * 1. Every call waiting for a reply has a struct pending on its own stack,
+ *    in the table under its id while it is WAITING.  c->mu guards the
+ *    table, the states, c->error, c->sending and c->callers.
+ * 2. The reader thread alone takes a pending out of the table for a reply
+ *    (it becomes CLAIMED), appends the payload to the caller's buffer
+ *    without the lock, then marks it DONE.  A caller returns only from
+ *    WAITING (it takes itself out: timeout) or DONE, never while CLAIMED,
+ *    so the reader never writes to a buffer whose caller has gone.
+ * 3. One caller at a time sends (c->sending), so frames never interleave.
+ *    A send that stops partway leaves the stream unframed: the connection
+ *    is broken.
+ * 4. Once c->error is set it stays: the socket is shut down, every WAITING
+ *    call is DONE with the error, and new calls fail at once with nothing
+ *    sent.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rpc/rpc.h"
+#include "rpc/rpc_int.h"
+#include "util/alloc.h"
+#include "util/error.h"
+#include "util/mutex.h"
+
+#define PENDING_BUCKETS	64
+
+enum pending_state { PENDING_WAITING, PENDING_CLAIMED, PENDING_DONE };
+
+struct pending {
+	uint64_t id;
+	struct pending *next;		/* in its bucket, while WAITING */
+	pthread_cond_t cond;		/* signalled when DONE */
+	enum pending_state state;
+	struct buf *reply;
+	int32_t status;
+	int rc;				/* 0, or why the call failed */
+};
+
+struct rpc_client {
+	int fd;
+	pthread_t reader;
+	struct mutex mu;
+	pthread_cond_t send_cond;	/* sending became false, or error */
+	pthread_cond_t callers_cond;	/* callers reached 0 while closing */
+	bool sending;			/* a caller is writing (note 3) */
+	bool closing;
+	int callers;			/* threads inside rpc_client_call */
+	int error;			/* note 4 */
+	atomic_bool broken;		/* error != 0, read without mu */
+	uint64_t next_id;
+	struct pending *table[PENDING_BUCKETS];
+};
+
+static struct pending **
+table_slot(struct rpc_client *c, uint64_t id)
+{
+	struct pending **pp = &c->table[id % PENDING_BUCKETS];
+
+	while (*pp != NULL && (*pp)->id != id)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Take the WAITING call id out of the table; NULL if there is none. */
+static struct pending *
+table_remove(struct rpc_client *c, uint64_t id)
+{
+	struct pending **pp, *p;
+
+	mutex_assert_held(&c->mu);
+	pp = table_slot(c, id);
+	if ((p = *pp) != NULL) {
+		*pp = p->next;
+		p->next = NULL;
+	}
+	return p;
+}
+
+/* Note 4: fail the connection with rc, once. */
+static void
+client_break(struct rpc_client *c, int rc)
+{
+	struct pending *p;
+
+	mutex_assert_held(&c->mu);
+	assert(rc < 0);
+	if (c->error != 0)
+		return;
+	c->error = rc;
+	atomic_store(&c->broken, true);
+	(void)shutdown(c->fd, SHUT_RDWR);
+	for (size_t i = 0; i < PENDING_BUCKETS; i++) {
+		while ((p = c->table[i]) != NULL) {
+			c->table[i] = p->next;
+			p->next = NULL;
+			p->state = PENDING_DONE;
+			p->rc = rc;
+			pthread_cond_signal(&p->cond);
+		}
+	}
+	pthread_cond_broadcast(&c->send_cond);
+}
+
+/* The reader thread: hands each reply to its caller (note 2). */
+static void *
+client_read(void *arg)
+{
+	struct rpc_client *c = arg;
+	struct rpc_reader r;
+	struct rpc_frame f;
+	struct pending *p;
+	bool truncated;
+	int rc, arc;
+
+	rpc_reader_init(&r, c->fd, RPC_MAX_FRAME);
+	while ((rc = rpc_reader_next(&r, &f, &truncated)) == 0) {
+		mutex_lock(&c->mu);
+		if ((p = table_remove(c, f.id)) != NULL)
+			p->state = PENDING_CLAIMED;
+		mutex_unlock(&c->mu);
+		if (p == NULL)
+			continue;	/* its caller gave up */
+		arc = buf_append(p->reply, f.payload.p, f.payload.n);
+		mutex_lock(&c->mu);
+		p->status = f.status;
+		p->rc = arc;
+		p->state = PENDING_DONE;
+		pthread_cond_signal(&p->cond);
+		mutex_unlock(&c->mu);
+	}
+	if (rc == BT_DONE || rc == BT_ECHECKSUM || rc == -EMSGSIZE)
+		rc = rc == BT_DONE ? -ECONNRESET : -EPROTO;
+	mutex_lock(&c->mu);
+	client_break(c, rc);
+	mutex_unlock(&c->mu);
+	rpc_reader_release(&r);
+	return NULL;
+}
+
+int
+rpc_client_open(const char *address, int64_t deadline_ns,
+    struct rpc_client **out)
+{
+	struct iovec iov = { (void *)RPC_PREAMBLE, RPC_PREAMBLE_SIZE };
+	uint8_t answer[RPC_PREAMBLE_SIZE];
+	struct rpc_client *c;
+	size_t written;
+	int rc;
+
+	if ((c = bt_calloc(1, sizeof(*c))) == NULL)
+		return -ENOMEM;
+	if ((rc = mutex_init(&c->mu)) < 0)
+		goto out_free;
+	if ((rc = rpc_cond_init(&c->send_cond)) < 0)
+		goto out_mutex;
+	if ((rc = rpc_cond_init(&c->callers_cond)) < 0)
+		goto out_send_cond;
+	if ((rc = rpc_socket_connect(address, deadline_ns, &c->fd)) < 0)
+		goto out_callers_cond;
+	if ((rc = rpc_socket_send(c->fd, &iov, 1, deadline_ns,
+	    &written)) < 0 ||
+	    (rc = rpc_socket_recv_exact(c->fd, answer, sizeof(answer),
+	    deadline_ns)) < 0)
+		goto out_close;
+	if (memcmp(answer, RPC_PREAMBLE, RPC_PREAMBLE_SIZE) != 0) {
+		rc = -EPROTO;
+		goto out_close;
+	}
+	if ((rc = -pthread_create(&c->reader, NULL, client_read, c)) < 0)
+		goto out_close;
+	*out = c;
+	return 0;
+out_close:
+	close(c->fd);
+out_callers_cond:
+	pthread_cond_destroy(&c->callers_cond);
+out_send_cond:
+	pthread_cond_destroy(&c->send_cond);
+out_mutex:
+	mutex_destroy(&c->mu);
+out_free:
+	bt_free(c);
+	return rc;
+}
+
+void
+rpc_client_close(struct rpc_client *c)
+{
+	if (c == NULL)
+		return;
+	mutex_lock(&c->mu);
+	c->closing = true;
+	client_break(c, -ECONNRESET);
+	while (c->callers > 0)
+		cond_wait(&c->callers_cond, &c->mu);
+	mutex_unlock(&c->mu);
+	pthread_join(c->reader, NULL);
+	close(c->fd);
+	pthread_cond_destroy(&c->callers_cond);
+	pthread_cond_destroy(&c->send_cond);
+	mutex_destroy(&c->mu);
+	bt_free(c);
+}
+
+bool
+rpc_client_broken(const struct rpc_client *c)
+{
+	return atomic_load(&((struct rpc_client *)c)->broken);
+}
+
+/* Wait on cond until deadline_ns (0: until signalled).  0 or ETIMEDOUT. */
+static int
+client_wait(struct rpc_client *c, pthread_cond_t *cond, int64_t deadline_ns)
+{
+	struct timespec ts;
+
+	if (deadline_ns == 0) {
+		cond_wait(cond, &c->mu);
+		return 0;
+	}
+	ts = rpc_abstime(deadline_ns);
+	return cond_timedwait(cond, &c->mu, &ts);
+}
+
+/* Send request id when its turn comes (note 3).  Called and returns with
+ * mu held.  0 or a negative code; *sent as for rpc_client_call. */
+static int
+client_send(struct rpc_client *c, uint32_t method, struct slice req,
+    int64_t deadline_ns, bool *sent, uint64_t id)
+{
+	uint8_t hdr[RPC_FRAME_HEADER_SIZE];
+	struct rpc_frame f = { .id = id, .method = method, .payload = req };
+	struct iovec iov[2];
+	size_t written;
+	int rc;
+
+	while (c->sending && c->error == 0)
+		if (client_wait(c, &c->send_cond, deadline_ns) == ETIMEDOUT)
+			return -ETIMEDOUT;
+	if (c->error != 0)
+		return c->error;
+	f.timeout_ms = rpc_timeout_ms(deadline_ns, rpc_now_ns());
+	if (deadline_ns != 0 && rpc_now_ns() >= deadline_ns)
+		return -ETIMEDOUT;
+	c->sending = true;
+	mutex_unlock(&c->mu);
+
+	rpc_frame_header_encode(hdr, &f);
+	iov[0] = (struct iovec){ hdr, sizeof(hdr) };
+	iov[1] = (struct iovec){ (void *)req.p, req.n };
+	rc = rpc_socket_send(c->fd, iov, 2, deadline_ns, &written);
+
+	mutex_lock(&c->mu);
+	c->sending = false;
+	pthread_cond_signal(&c->send_cond);
+	*sent = written > 0;
+	if (rc < 0 && (written > 0 || rc != -ETIMEDOUT))
+		client_break(c, rc == -ETIMEDOUT ? -ECONNABORTED : rc);
+	return rc;
+}
+
+int
+rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
+    int64_t deadline_ns, struct buf *reply, int32_t *status, bool *sent)
+{
+	struct pending p = { .state = PENDING_WAITING, .reply = reply };
+	struct pending **slot;
+	int rc;
+
+	*sent = false;
+	if (req.n > RPC_MAX_FRAME)
+		return -EMSGSIZE;
+	if ((rc = rpc_cond_init(&p.cond)) < 0)
+		return rc;
+	mutex_lock(&c->mu);
+	assert(!c->closing);
+	if (c->error != 0) {
+		rc = c->error;
+		goto out_unlock;
+	}
+	c->callers++;
+	p.id = ++c->next_id;
+	slot = table_slot(c, p.id);
+	assert(*slot == NULL);
+	*slot = &p;
+	if ((rc = client_send(c, method, req, deadline_ns, sent, p.id)) < 0) {
+		if (p.state == PENDING_WAITING)
+			table_remove(c, p.id);
+		goto out_callers;
+	}
+	while (p.state != PENDING_DONE) {
+		if (client_wait(c, &p.cond, deadline_ns) == ETIMEDOUT &&
+		    p.state == PENDING_WAITING) {
+			table_remove(c, p.id);
+			rc = -ETIMEDOUT;
+			goto out_callers;
+		}
+	}
+	if ((rc = p.rc) == 0)
+		*status = p.status;
+out_callers:
+	if (--c->callers == 0 && c->closing)
+		pthread_cond_signal(&c->callers_cond);
+out_unlock:
+	mutex_unlock(&c->mu);
+	pthread_cond_destroy(&p.cond);
+	return rc;
+}
