@@ -67,6 +67,7 @@ coord_cell_create(struct coord *c, const char *settings)
 {
 	int rc;
 
+	assert(settings != NULL);
 	if ((rc = coord_enter(c)) < 0)
 		return rc;
 	rc = cell_create(c, settings);
@@ -131,6 +132,7 @@ coord_server_register(struct coord *c, const char *name, const char *data)
 {
 	int rc;
 
+	assert(data != NULL);
 	if ((rc = coord_enter(c)) < 0)
 		return rc;
 	rc = server_register(c, name, data);

@@ -157,9 +157,11 @@ coord_master_elect(struct coord *c, const char *data, int64_t deadline_ns)
 	char dir[COORD_PATH_MAX], prefix[COORD_PATH_MAX];
 	char created[COORD_PATH_MAX];
 	const char *mine;
-	size_t len = strlen(data);
+	size_t len;
 	int zrc, rc;
 
+	assert(data != NULL);
+	len = strlen(data);
 	mutex_lock(&c->mu);
 	assert(!c->elected);
 	c->elected = true;

@@ -93,6 +93,25 @@ session_wait_connected(struct coord *c, int64_t deadline_ns)
 	return rc;
 }
 
+/*
+ * One round trip before the lease starts, timed like a ping (invariant 3):
+ * a connection that took most of the timeout to come up would otherwise
+ * start the lease from before it, already lapsed.
+ */
+static int
+session_first_trip(struct coord *c)
+{
+	int64_t sent = coord_now_ns();
+	int zrc = zoo_exists(c->zh, "/", 0, NULL);
+
+	if (zrc != ZOK)
+		return coord_zk_error(c, zrc, "first round trip");
+	mutex_lock(&c->mu);
+	c->last_ok_ns = sent;
+	mutex_unlock(&c->mu);
+	return 0;
+}
+
 static int
 coord_new(const char *address, struct coord **out)
 {
@@ -152,6 +171,7 @@ coord_open(const char *address, int session_timeout_ms,
 	int64_t started;
 	int rc;
 
+	assert(address != NULL && out != NULL);
 	assert(session_timeout_ms > 0);
 	if ((rc = coord_new(address, &c)) < 0)
 		goto out;
@@ -171,6 +191,8 @@ coord_open(const char *address, int session_timeout_ms,
 	if ((rc = session_wait_connected(c, deadline_ns)) < 0)
 		goto out_close;
 	c->timeout_ms = zoo_recv_timeout(c->zh);
+	if ((rc = session_first_trip(c)) < 0)
+		goto out_close;
 	if ((rc = coord_lease_start(c)) < 0)
 		goto out_close;
 	*out = c;
