@@ -213,11 +213,12 @@ lease_thread(void *arg)
 		lease_check(c, now);
 		if (c->lost) {
 			void (*cb)(void *) = c->lost_cb;
+			void *cb_arg = c->lost_arg;
 
 			if (cb != NULL && !c->lost_notified) {
 				c->lost_notified = true;
 				mutex_unlock(&c->mu);
-				cb(c->lost_arg);	/* invariant 5 */
+				cb(cb_arg);		/* invariant 5 */
 				mutex_lock(&c->mu);
 			} else if (!c->session_ended) {
 				session_end(c);
