@@ -1,6 +1,6 @@
 /*
  * coord.h - a cell's coordination in ZooKeeper: what Chubby does for
- * Bigtable (docs/DESIGN.md section 5).  The master election, the live
+ * Bigtable (docs/design.md section 5).  The master election, the live
  * tablet servers (one ephemeral node each), the cell's settings and a few
  * small named values such as the root location.
  *
@@ -26,6 +26,7 @@
  *	-EEXIST		the node exists already
  *	-ENOENT		the cell (or a parent) does not exist
  *	-ESTALE		a compare-and-set saw another version
+ *	BT_ETOOBIG	data beyond COORD_VALUE_MAX
  *	-ENOMEM, -EIO	and other -errno for the rest
  * Every call returns within about the session timeout: the ZooKeeper client
  * fails a request pending on a connection that gets no reply for 2/3 of
@@ -34,7 +35,9 @@
  * Thread safety: every function may be called from any thread on one
  * struct coord, except coord_close, which must come after every other call
  * on it has returned.  Callbacks run on the coord's own thread, one at a
- * time; they must not block long, and must not call coord_close.
+ * time; they must not block long (they delay the others and the lost
+ * callback), and must not call coord_close.  They may call the other
+ * functions: the coord's thread is not ZooKeeper's.
  */
 #ifndef TABLETFS_COORD_COORD_H
 #define TABLETFS_COORD_COORD_H
