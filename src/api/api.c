@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_cell.h"
 #include "api/location_cache.h"
 #include "api/tabletfs.h"
 #include "server/server.h"
@@ -23,7 +24,11 @@
 #define LOCATE_TRIES 3
 
 struct bt_store {
+	/* An embedded store's server, or a cell's client (bt_store_open()
+	 * of a cell address): exactly one is set, and every call goes to
+	 * it. */
 	struct server *server;
+	struct cell_client *cell;
 	/* Where rows live (Bigtable 5.1): consulted before each call on a
 	 * row, filled by walking the catalog's location hierarchy. */
 	struct location_cache *locations;
@@ -32,7 +37,8 @@ struct bt_store {
 };
 
 struct bt_scan {
-	struct server_scan *scan;
+	struct server_scan *scan;	/* or, on a cell: */
+	struct cell_scan *cell;
 	struct cells_row row;
 	struct cells_column *columns;
 	struct cells_filter filter;
@@ -72,6 +78,9 @@ int
 bt_store_create(const char *path, const struct bt_options *opts)
 {
 	bt_error_clear();
+	if (path != NULL && cell_client_address(path))
+		return bt_error_set(-EINVAL, "%s: a cell is created with "
+		    "tabletctl init, not as a store", path);
 	return server_create(path, opts ? opts->env : NULL);
 }
 
@@ -100,7 +109,12 @@ bt_store_open(const char *path, const struct bt_options *opts,
 		bt_free(s);
 		return rc;
 	}
-	if ((rc = server_open(path, &so, &s->server)) < 0) {
+	if (path != NULL && cell_client_address(path))
+		rc = cell_client_open(path, opts ? opts->deadline_ms : 0,
+		    &s->cell);
+	else
+		rc = server_open(path, &so, &s->server);
+	if (rc < 0) {
 		location_cache_free(s->locations);
 		bt_free(s);
 		return rc;
@@ -118,6 +132,7 @@ bt_store_close(struct bt_store *s)
 	if (s == NULL)
 		return 0;
 	rc = server_close(s->server);
+	cell_client_close(s->cell);
 	location_cache_free(s->locations);
 	server_row_pool_release(&s->rows);
 	bt_free(s);
@@ -154,6 +169,9 @@ bt_table_create(struct bt_store *s, const char *table,
 	int rc = -ENOMEM;
 
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_table_create(s->cell, table, families,
+		    family_count, splits, split_count, tablet_size);
 	fams = bt_calloc(family_count + 1, sizeof(*fams));
 	sp = bt_calloc(split_count + 1, sizeof(*sp));
 	if (fams == NULL || sp == NULL)
@@ -177,6 +195,8 @@ bt_table_delete(struct bt_store *s, const char *table)
 	uint64_t id;
 
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_table_delete(s->cell, table);
 	if (table != NULL && server_table_id(s->server, table, &id) == 0)
 		location_cache_invalidate_table(s->locations, id);
 	return server_table_drop(s->server, table);
@@ -186,6 +206,8 @@ int
 bt_table_list(struct bt_store *s, char ***names, size_t *count)
 {
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_table_list(s->cell, names, count);
 	return server_table_list(s->server, names, count);
 }
 
@@ -209,6 +231,8 @@ bt_family_create(struct bt_store *s, const char *table,
 	bt_error_clear();
 	if ((rc = family_from_spec(family, &f)) < 0)
 		return rc;
+	if (s->cell != NULL)
+		return cell_family_create(s->cell, table, family);
 	return server_family_create(s->server, table, &f);
 }
 
@@ -216,6 +240,8 @@ int
 bt_family_delete(struct bt_store *s, const char *table, const char *family)
 {
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_family_delete(s->cell, table, family);
 	return server_family_drop(s->server, table, family);
 }
 
@@ -224,6 +250,8 @@ bt_family_set_gc(struct bt_store *s, const char *table, const char *family,
     const char *gc_policy)
 {
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_family_set_gc(s->cell, table, family, gc_policy);
 	return server_family_set_gc(s->server, table, family, gc_policy);
 }
 
@@ -238,6 +266,8 @@ bt_group_set(struct bt_store *s, const char *table,
 	bt_error_clear();
 	if (spec->name == NULL || strlen(spec->name) > CATALOG_NAME_MAX)
 		return bt_error_set(-EINVAL, "bad group name");
+	if (s->cell != NULL)
+		return cell_group_set(s->cell, table, spec);
 	if ((rc = server_table_get(s->server, table, &ct)) < 0)
 		return rc;
 	catalog_group_default(&g, spec->name);
@@ -269,6 +299,8 @@ table_describe(struct bt_store *s, const char *table, bool groups,
 	int rc;
 
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_table_describe(s->cell, table, groups, text);
 	if ((rc = server_table_get(s->server, table, &ct)) < 0)
 		return rc;
 	if ((f = open_memstream(&out, &size)) == NULL) {
@@ -436,6 +468,10 @@ bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	int rc;
 
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_mutate_row(s->cell, table, row, muts, count,
+		    want_sync(wopts), false, NULL, (struct bt_bytes){ 0 },
+		    NULL, -1, NULL, stamp);
 	if ((rc = mutations_from(muts, count, local, &ops)) < 0)
 		return rc;
 	ON_ROW(s, table, row, rc, server_mutate(s->server, t, tablet,
@@ -468,6 +504,10 @@ bt_check_version_and_mutate(struct bt_store *s, const char *table,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
+	if (s->cell != NULL)
+		return cell_mutate_row(s->cell, table, row, muts, count,
+		    want_sync(wopts), true, family, qualifier, expected,
+		    expected_ts, applied, stamp);
 	if ((rc = mutations_from(muts, count, local, &ops)) < 0)
 		return rc;
 	if (expected != NULL)
@@ -492,6 +532,13 @@ bt_increment(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
+	if (s->cell != NULL) {
+		struct cell_rmw op = { .kind = CELL_RMW_INCREMENT,
+		    .delta = delta };
+
+		return cell_read_modify_write(s->cell, table, row, family,
+		    qualifier, &op, want_sync(wopts), result, stamp);
+	}
 	ON_ROW(s, table, row, rc, server_increment(s->server, t, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    delta, want_sync(wopts), result, stamp));
@@ -508,6 +555,13 @@ bt_append(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
+	if (s->cell != NULL) {
+		struct cell_rmw op = { .kind = CELL_RMW_APPEND,
+		    .bytes = suffix };
+
+		return cell_read_modify_write(s->cell, table, row, family,
+		    qualifier, &op, want_sync(wopts), NULL, stamp);
+	}
 	ON_ROW(s, table, row, rc, server_append(s->server, t, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    bytes_slice(suffix), want_sync(wopts), stamp));
@@ -524,6 +578,13 @@ bt_put_newest(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
+	if (s->cell != NULL) {
+		struct cell_rmw op = { .kind = CELL_RMW_PUT_NEWEST,
+		    .bytes = value };
+
+		return cell_read_modify_write(s->cell, table, row, family,
+		    qualifier, &op, want_sync(wopts), NULL, stamp);
+	}
 	ON_ROW(s, table, row, rc, server_put_newest(s->server, t, tablet,
 	    bytes_slice(row), slice_str(family), bytes_slice(qualifier),
 	    bytes_slice(value), want_sync(wopts), stamp));
@@ -541,6 +602,14 @@ bt_move_version(struct bt_store *s, const char *table, struct bt_bytes row,
 	bt_error_clear();
 	if (src_family == NULL || dst_family == NULL)
 		return bt_error_set(-EINVAL, "no family");
+	if (s->cell != NULL) {
+		struct cell_rmw op = { .kind = CELL_RMW_MOVE_VERSION,
+		    .src_ts = src_ts, .dst_family = dst_family,
+		    .dst_qualifier = dst_qualifier, .dst_ts = dst_ts };
+
+		return cell_read_modify_write(s->cell, table, row, src_family,
+		    src_qualifier, &op, want_sync(wopts), NULL, stamp);
+	}
 	ON_ROW(s, table, row, rc, server_move_version(s->server, t,
 	    tablet, bytes_slice(row), slice_str(src_family),
 	    bytes_slice(src_qualifier), src_ts, slice_str(dst_family),
@@ -560,6 +629,9 @@ bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
 	if (src == NULL || dst == NULL || src->family == NULL ||
 	    dst->family == NULL)
 		return bt_error_set(-EINVAL, "no family");
+	if (s->cell != NULL)
+		return cell_move_column(s->cell, table, row, src, dst,
+		    want_sync(wopts));
 	from = (struct cells_column){ slice_str(src->family),
 	    src->has_qualifier, bytes_slice(src->qualifier) };
 	to = (struct cells_column){ slice_str(dst->family),
@@ -700,8 +772,11 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	if ((rc = filter_from(ropts, &f, &columns)) < 0)
 		return rc;
 	r = server_row_pool_take(&s->rows, &own);
-	ON_ROW(s, table, row, rc, server_read_row(s->server, t, tablet,
-	    bytes_slice(row), &f, r));
+	if (s->cell != NULL)
+		rc = cell_read_row(s->cell, table, row, ropts, r);
+	else
+		ON_ROW(s, table, row, rc, server_read_row(s->server, t,
+		    tablet, bytes_slice(row), &f, r));
 	/* A row the pool would not keep gives its buffer to the export. */
 	if (rc == 0)
 		rc = row_export(r, cells_row_memory(r) >
@@ -776,9 +851,17 @@ bt_scan_open(struct bt_store *s, const char *table,
 		    (end.n == 0 || slice_compare(buf_slice(&sc->end), end) < 0))
 			end = buf_slice(&sc->end);
 	}
-	if ((rc = server_scan_open(s->server, table, start,
-	    opts->start_exclusive && slice_equal(start,
-	    bytes_slice(opts->start)), end, &sc->filter, &sc->scan)) < 0)
+	if (s->cell != NULL)
+		rc = cell_scan_open(s->cell, table, (struct bt_bytes){
+		    start.p, start.n }, opts->start_exclusive &&
+		    slice_equal(start, bytes_slice(opts->start)),
+		    (struct bt_bytes){ end.p, end.n }, &opts->read,
+		    opts->no_cache_fill, opts->limit, &sc->cell);
+	else
+		rc = server_scan_open(s->server, table, start,
+		    opts->start_exclusive && slice_equal(start,
+		    bytes_slice(opts->start)), end, &sc->filter, &sc->scan);
+	if (rc < 0)
 		goto out_free;
 	*out = sc;
 	return 0;
@@ -799,6 +882,8 @@ scan_fetch(struct bt_scan *sc, bool lend)
 	if (sc->limit != 0 && sc->returned >= sc->limit)
 		return BT_DONE;
 	sc->row.lend_values = lend;
+	if (sc->cell != NULL)
+		return cell_scan_next(sc->cell, &sc->row);
 	return server_scan_next(sc->scan, &sc->row);
 }
 
@@ -863,6 +948,7 @@ bt_scan_close(struct bt_scan *sc)
 	if (sc == NULL)
 		return;
 	server_scan_close(sc->scan);
+	cell_scan_close(sc->cell);
 	cells_row_release(&sc->row);
 	bt_free(sc->lent_cells);
 	bt_free(sc->columns);
@@ -876,6 +962,8 @@ int
 bt_store_flush(struct bt_store *s)
 {
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_store_flush(s->cell);
 	return server_flush(s->server);
 }
 
@@ -883,6 +971,8 @@ int
 bt_store_compact(struct bt_store *s, const char *table, bool major)
 {
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_store_compact(s->cell, table, major);
 	return server_compact(s->server, table, major);
 }
 
@@ -890,6 +980,8 @@ int
 bt_table_split(struct bt_store *s, const char *table, struct bt_bytes row)
 {
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_table_split(s->cell, table, row);
 	return server_split(s->server, table, bytes_slice(row));
 }
 
@@ -905,6 +997,8 @@ bt_table_tablets(struct bt_store *s, const char *table,
 	int rc;
 
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_table_tablets(s->cell, table, out, count);
 	if ((rc = server_table_tablets(s->server, table, &list, &stats,
 	    &n)) < 0)
 		return rc;
@@ -954,12 +1048,20 @@ bt_store_check(struct bt_store *s,
     uint64_t *files, uint64_t *bytes)
 {
 	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_store_check(s->cell, report, arg, files, bytes);
 	return server_check(s->server, report, progress, arg, files, bytes);
 }
 
 uint64_t
 bt_store_last_seq(struct bt_store *s)
 {
+	struct bt_stats st;
+
+	if (s->cell != NULL) {
+		cell_store_get_stats(s->cell, &st);
+		return st.last_seq;
+	}
 	return server_last_seq(s->server);
 }
 
@@ -969,6 +1071,10 @@ bt_store_get_stats(struct bt_store *s, struct bt_stats *out)
 	struct server_stats ss;
 	struct location_cache_stats ls;
 
+	if (s->cell != NULL) {
+		cell_store_get_stats(s->cell, out);
+		return;
+	}
 	server_get_stats(s->server, &ss);
 	out->mutations = ss.mutations;
 	out->reads = ss.reads;

@@ -84,6 +84,15 @@ struct bt_options {
 	 */
 	void (*notice)(void *arg, const char *line);
 	void *notice_arg;
+	/*
+	 * A cell only: how long one call may take, its retries included,
+	 * before it fails with -ETIMEDOUT (0: 30 s).  A call whose server
+	 * fails is sent again to the server that takes over, unless it may
+	 * have been applied and would change the row again (a server-stamped
+	 * put, a read-modify-write, a check-and-mutate): such a call fails
+	 * with -EIO, its detail saying that its outcome is unknown.
+	 */
+	uint32_t deadline_ms;
 };
 
 /*
@@ -105,6 +114,12 @@ int bt_store_create(const char *path, const struct bt_options *opts);
  * read goes on to the handler installed before it.  A program that
  * installs a SIGBUS handler of its own after opening a store should pass
  * on the signals it does not handle in the same way.
+ *
+ * path may instead be a cell's address, "zk://HOST:PORT[,HOST:PORT...]/CELL"
+ * (docs/design.md section 5): the handle then reaches the cell's tablet
+ * servers through the network, with the same calls, results and errors;
+ * only opts->deadline_ms applies (the servers have their own settings).
+ * A call meets -ETIMEDOUT when no server serves the cell within it.
  */
 int bt_store_open(const char *path, const struct bt_options *opts,
     struct bt_store **out);

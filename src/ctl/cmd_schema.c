@@ -8,16 +8,68 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "coord/coord.h"
 #include "ctl/ctl.h"
 #include "util/units.h"
+
+/* The ZooKeeper session of a command, and how long it may take to
+ * connect. */
+#define CELL_SESSION_MS 10000
+
+/*
+ * A cell: create its store in the shared storage, then the cell in
+ * ZooKeeper naming it, so that a cell never names a storage that is not
+ * a store.
+ */
+static int
+cell_init(struct ctl *c, const char *storage)
+{
+	char settings[4200];
+	struct coord *coord;
+	struct timespec now;
+	int rc;
+
+	if (storage[0] != '/')
+		return ctl_error(c, "--storage %s: give an absolute path, the "
+		    "same for every process of the cell", storage);
+	snprintf(settings, sizeof(settings), "storage=%s\n", storage);
+	if ((rc = bt_store_create(storage, NULL)) < 0)
+		return ctl_fail(c, rc, storage);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((rc = coord_open(c->store_path, CELL_SESSION_MS,
+	    (int64_t)now.tv_sec * 1000000000 + now.tv_nsec +
+	    (int64_t)CELL_SESSION_MS * 1000000, &coord)) < 0)
+		return ctl_fail(c, rc, c->store_path);
+	rc = coord_cell_create(coord, settings);
+	coord_close(coord);
+	if (rc == -EEXIST)
+		return ctl_error(c, "%s: the cell exists already",
+		    c->store_path);
+	if (rc < 0)
+		return ctl_fail(c, rc, c->store_path);
+	return CTL_OK;
+}
 
 int
 cmd_init(struct ctl *c, int argc, char **argv)
 {
+	const char *storage = NULL;
 	int rc;
 
 	bt_error_clear();
+	if (argc == 2 && strcmp(argv[0], "--storage") == 0)
+		storage = argv[1];
+	else if (argc != 0)
+		return ctl_usage(c, NULL);
+	if (coord_address_is_cell(c->store_path)) {
+		if (storage == NULL)
+			return ctl_usage(c, "a cell needs --storage DIR");
+		return cell_init(c, storage);
+	}
+	if (storage != NULL)
+		return ctl_usage(c, "--storage is for a cell (zk://...)");
 	if ((rc = bt_store_create(c->store_path, NULL)) < 0)
 		return ctl_fail(c, rc, NULL);
 	return CTL_OK;

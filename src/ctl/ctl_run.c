@@ -12,16 +12,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coord/coord.h"
 #include "ctl/ctl.h"
 
 
 static int cmd_help(struct ctl *c, int argc, char **argv);
 
 static const struct ctl_verb verbs[] = {
-	{ "init", "",
+	{ "init", "[--storage DIR]",
 	  "Create an empty store in the STORE directory (made if absent, with\n"
-	  "any missing parents).",
-	  0, 0, CTL_STORE_PATH, cmd_init },
+	  "any missing parents); for a cell (STORE zk://HOST:PORT/NAME), the\n"
+	  "cell with its store in DIR, shared storage every server reaches.",
+	  0, 2, CTL_STORE_PATH, cmd_init },
 	{ "createtable",
 	  "T [families=F:POLICY,...] [splits=ROW,...] [tablet_size=SIZE]",
 	  "Create table T with families (each F or F:POLICY; no policy keeps\n"
@@ -181,7 +183,8 @@ store_open(struct ctl *c)
 
 	/* Say plainly that there is no store, and leave no LOCK behind. */
 	snprintf(catalog, sizeof(catalog), "%s/catalog.db", c->store_path);
-	if (access(catalog, F_OK) < 0 && errno == ENOENT)
+	if (!coord_address_is_cell(c->store_path) &&
+	    access(catalog, F_OK) < 0 && errno == ENOENT)
 		return ctl_error(c, "%s: not a tabletfs store (tabletctl init "
 		    "makes one)", c->store_path);
 	memset(&opts, 0, sizeof(opts));

@@ -106,6 +106,7 @@ struct fs {
 	struct bt_store *store;
 	struct fuse_session *se;
 	const char *store_path;
+	bool cell;		/* store_path is a cell's address */
 	bool read_only;
 	bool sync_always;
 	double timeout;		/* entry and attribute cache, seconds */

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>	/* with libbsd's overlay: closefrom, setproctitle */
 
+#include "coord/coord.h"
 #include "fs/fs.h"
 #include "util/units.h"
 
@@ -262,7 +263,9 @@ fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs sv;
 
 	(void)ino;
-	if (statvfs(fs->store_path, &sv) < 0) {
+	memset(&sv, 0, sizeof(sv));
+	/* A cell's storage is not here to measure: no figures. */
+	if (!fs->cell && statvfs(fs->store_path, &sv) < 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}
@@ -380,7 +383,12 @@ main(int argc, char *argv[], char *envp[])
 	}
 	if (mountpoint_check(opts.mountpoint) < 0)
 		goto out_args;
-	if ((store = realpath(cfg.store, NULL)) == NULL) {
+	fs.cell = coord_address_is_cell(cfg.store);
+	if (fs.cell)
+		store = strdup(cfg.store);
+	else
+		store = realpath(cfg.store, NULL);
+	if (store == NULL) {
 		fprintf(stderr, "tabletfs: %s: %s\n", cfg.store,
 		    strerror(errno));
 		goto out_args;
@@ -416,7 +424,8 @@ main(int argc, char *argv[], char *envp[])
 		goto out_session;
 	if (fuse_session_mount(se, opts.mountpoint) != 0)
 		goto out_signals;
-	if ((rc = fs_socket_start(&fs)) < 0) {
+	/* tabletctl reaches a cell itself, not through the mount. */
+	if (!fs.cell && (rc = fs_socket_start(&fs)) < 0) {
 		fprintf(stderr, "tabletfs: %s/tabletfs.sock: %s\n", store,
 		    bt_strerror(rc));
 		goto out_unmount;

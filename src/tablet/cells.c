@@ -243,6 +243,57 @@ bytes_put(struct buf *b, const void *p, size_t n)
 	b->n += n;
 }
 
+int
+cells_row_start(struct cells_row *r, struct slice key)
+{
+	int rc;
+
+	if ((rc = buf_set(&r->key, key.p, key.n)) < 0 ||
+	    (rc = buf_reserve(&r->key, 1)) < 0)
+		return rc;
+	r->key.p[r->key.n] = '\0';
+	r->bytes.n = 0;
+	r->count = 0;
+	return 0;
+}
+
+int
+cells_row_add(struct cells_row *r, const struct cell *c)
+{
+	struct cell_span *s;
+	int rc;
+
+	if (r->count == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		struct cell_span *n = bt_realloc(r->spans, cap * sizeof(*n));
+
+		if (n == NULL)
+			return -ENOMEM;
+		r->spans = n;
+		r->cap = cap;
+	}
+	if ((rc = room_for(&r->bytes, c->family.n + c->qualifier.n +
+	    c->value.n + 2)) < 0)
+		return rc;
+	s = &r->spans[r->count];
+	s->family_off = r->bytes.n;
+	s->family_len = c->family.n;
+	bytes_put(&r->bytes, c->family.p, c->family.n);
+	r->bytes.p[r->bytes.n++] = '\0';
+	s->qualifier_off = r->bytes.n;
+	s->qualifier_len = c->qualifier.n;
+	bytes_put(&r->bytes, c->qualifier.p, c->qualifier.n);
+	s->value_lent = NULL;
+	s->value_off = r->bytes.n;
+	s->value_len = c->value.n;
+	bytes_put(&r->bytes, c->value.p, c->value.n);
+	r->bytes.p[r->bytes.n++] = '\0';
+	s->ts = c->ts;
+	s->value_size = c->value_size;
+	r->count++;
+	return 0;
+}
+
 /* Add a cell; its value is copied unless lend (value is pinned). */
 static int
 emit(struct cells_row *r, struct resolver *st, int64_t ts,

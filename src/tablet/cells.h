@@ -138,6 +138,15 @@ void cells_row_get(const struct cells_row *r, size_t i, struct cell *out);
 uint8_t *cells_row_take_bytes(struct cells_row *r);
 
 /*
+ * Build a row from cells resolved elsewhere (a cell's server sent them):
+ * cells_row_start() empties r and gives it key; cells_row_add() appends a
+ * cell, copying its parts, in the order the caller gives (a resolved row's:
+ * family, qualifier, newest first).  0 or -ENOMEM.
+ */
+int cells_row_start(struct cells_row *r, struct slice key);
+int cells_row_add(struct cells_row *r, const struct cell *c);
+
+/*
  * Resolve the row of the entry it is positioned on, consuming every entry
  * of that row, and leave it on the first entry of the next row (or
  * invalid).  0 with r filled (r->count may be 0 when nothing is selected or

@@ -130,11 +130,45 @@ xmalloc(size_t n)
 	return p;
 }
 
+/*
+ * With TABLETFS_TEST_CELL set to a cell's address (tests/cell/
+ * test_cell_api.sh), the stores are that cell, emptied of its tables:
+ * the same tests run through the client library against tablet
+ * servers.  t->env stays NULL there, and a reopen is a new client.
+ */
+static bool
+tstore_cell(struct tstore *t, const struct bt_options *opts)
+{
+	const char *cell = getenv("TABLETFS_TEST_CELL");
+	char **names;
+	size_t count;
+	int rc;
+
+	if (cell == NULL || *cell == '\0')
+		return false;
+	memset(t, 0, sizeof(*t));
+	snprintf(t->path, sizeof(t->path), "%s", cell);
+	if ((rc = bt_store_open(t->path, &t->opts, &t->s)) != 0) {
+		diag("bt_store_open %s: %s (%s)", t->path, bt_strerror(rc),
+		    bt_error_detail());
+		tap_bail("cannot open the cell");
+	}
+	if (bt_table_list(t->s, &names, &count) != 0)
+		tap_bail("cannot list the cell's tables");
+	for (size_t i = 0; i < count; i++)
+		if (bt_table_delete(t->s, names[i]) != 0)
+			tap_bail("cannot empty the cell");
+	bt_names_free(names);
+	return true;
+}
+
 void
 tstore_fault(struct tstore *t, const struct bt_options *opts)
 {
 	int rc;
 
+	if (tstore_cell(t, opts))
+		return;
 	memset(t, 0, sizeof(*t));
 	if (opts != NULL)
 		t->opts = *opts;
@@ -166,6 +200,8 @@ tstore_posix(struct tstore *t, const struct bt_options *opts)
 	const char *tmp = getenv("TMPDIR");
 	int rc;
 
+	if (tstore_cell(t, opts))
+		return;
 	memset(t, 0, sizeof(*t));
 	if (opts != NULL)
 		t->opts = *opts;

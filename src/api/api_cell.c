@@ -1,0 +1,335 @@
+/*
+ * api_cell.c - the schema and administration calls on a cell
+ * (api_cell.h); the calls on rows are in api_cell_rows.c.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "api/api_cell.h"
+#include "rpc/tabletfs.pb-c.h"
+#include "util/alloc.h"
+#include "util/error.h"
+
+#define CALL(c, method, req, retry, desc, reply)			\
+	cell_client_call((c), TABLETFS__METHOD__##method,		\
+	    (const ProtobufCMessage *)(req), (retry), (desc),		\
+	    (ProtobufCMessage **)(reply))
+
+/* Strings the generated structs hold as char * but never change. */
+static char *
+str(const char *s)
+{
+	return (char *)s;
+}
+
+static ProtobufCBinaryData
+bin(struct bt_bytes b)
+{
+	return (ProtobufCBinaryData){ b.size, (uint8_t *)b.data };
+}
+
+int
+cell_table_create(struct cell_client *c, const char *table,
+    const struct bt_family_spec *families, size_t family_count,
+    const struct bt_bytes *splits, size_t split_count, uint64_t tablet_size)
+{
+	Tabletfs__TableCreateRequest req = TABLETFS__TABLE_CREATE_REQUEST__INIT;
+	Tabletfs__Family *fams, **famp;
+	ProtobufCBinaryData *sp;
+	int rc = -ENOMEM;
+
+	fams = bt_calloc(family_count + 1, sizeof(*fams));
+	famp = bt_calloc(family_count + 1, sizeof(*famp));
+	sp = bt_calloc(split_count + 1, sizeof(*sp));
+	if (fams == NULL || famp == NULL || sp == NULL)
+		goto out;
+	for (size_t i = 0; i < family_count; i++) {
+		tabletfs__family__init(&fams[i]);
+		fams[i].name = str(families[i].name);
+		fams[i].group = str(families[i].group);
+		fams[i].gc_policy = str(families[i].gc_policy);
+		famp[i] = &fams[i];
+	}
+	for (size_t i = 0; i < split_count; i++)
+		sp[i] = bin(splits[i]);
+	req.table = str(table);
+	req.n_families = family_count;
+	req.families = famp;
+	req.n_splits = split_count;
+	req.splits = sp;
+	req.has_tablet_size = true;
+	req.tablet_size = tablet_size;
+	rc = CALL(c, TABLE_CREATE, &req, CELL_RETRY_UNSENT, NULL, NULL);
+out:
+	bt_free(fams);
+	bt_free(famp);
+	bt_free(sp);
+	return rc;
+}
+
+int
+cell_table_delete(struct cell_client *c, const char *table)
+{
+	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
+
+	req.table = str(table);
+	return CALL(c, TABLE_DELETE, &req, CELL_RETRY_UNSENT, NULL, NULL);
+}
+
+int
+cell_table_list(struct cell_client *c, char ***names, size_t *count)
+{
+	Tabletfs__TableListReply *rep = NULL;
+	char **out;
+	int rc;
+
+	if ((rc = CALL(c, TABLE_LIST, NULL, CELL_RETRY_ANY,
+	    &tabletfs__table_list_reply__descriptor, &rep)) < 0)
+		return rc;
+	if ((out = bt_calloc(rep->n_names + 1, sizeof(*out))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < rep->n_names; i++) {
+		size_t n = strlen(rep->names[i]) + 1;
+
+		if ((out[i] = bt_malloc(n)) == NULL) {
+			bt_names_free(out);
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(out[i], rep->names[i], n);
+	}
+	*names = out;
+	*count = rep->n_names;
+out:
+	cell_client_free(&rep->base);
+	return rc;
+}
+
+static int
+family_call(struct cell_client *c, uint32_t method, const char *table,
+    const char *name, const char *group, const char *gc_policy)
+{
+	Tabletfs__FamilyRequest req = TABLETFS__FAMILY_REQUEST__INIT;
+	Tabletfs__Family f = TABLETFS__FAMILY__INIT;
+
+	f.name = str(name);
+	f.group = str(group);
+	f.gc_policy = str(gc_policy);
+	req.table = str(table);
+	req.family = &f;
+	return cell_client_call(c, method, &req.base, CELL_RETRY_UNSENT,
+	    NULL, NULL);
+}
+
+int
+cell_family_create(struct cell_client *c, const char *table,
+    const struct bt_family_spec *family)
+{
+	if (family == NULL)
+		return bt_error_set(-EINVAL, "no family");
+	return family_call(c, TABLETFS__METHOD__FAMILY_CREATE, table,
+	    family->name, family->group, family->gc_policy);
+}
+
+int
+cell_family_delete(struct cell_client *c, const char *table,
+    const char *family)
+{
+	return family_call(c, TABLETFS__METHOD__FAMILY_DELETE, table, family,
+	    NULL, NULL);
+}
+
+int
+cell_family_set_gc(struct cell_client *c, const char *table,
+    const char *family, const char *gc_policy)
+{
+	return family_call(c, TABLETFS__METHOD__FAMILY_SET_GC, table, family,
+	    NULL, gc_policy);
+}
+
+int
+cell_group_set(struct cell_client *c, const char *table,
+    const struct bt_group_spec *group)
+{
+	Tabletfs__GroupSetRequest req = TABLETFS__GROUP_SET_REQUEST__INIT;
+	Tabletfs__Group g = TABLETFS__GROUP__INIT;
+
+	if (group == NULL)
+		return bt_error_set(-EINVAL, "no group");
+	g.name = str(group->name);
+	g.has_block_size = g.has_compress = g.has_bloom = true;
+	g.has_in_memory = true;
+	g.block_size = group->block_size;
+	g.compress = group->compress;
+	g.bloom = group->bloom;
+	g.in_memory = group->in_memory;
+	req.table = str(table);
+	req.group = &g;
+	return CALL(c, GROUP_SET, &req, CELL_RETRY_ANY, NULL, NULL);
+}
+
+int
+cell_table_describe(struct cell_client *c, const char *table, bool groups,
+    char **text)
+{
+	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
+	Tabletfs__DescribeReply *rep = NULL;
+	const char *t;
+	int rc;
+
+	req.table = str(table);
+	if ((rc = CALL(c, TABLE_DESCRIBE, &req, CELL_RETRY_ANY,
+	    &tabletfs__describe_reply__descriptor, &rep)) < 0)
+		return rc;
+	t = (groups ? rep->groups : rep->families);
+	/* Freed with free() (tabletfs.h), as open_memstream's text is. */
+	if ((*text = strdup(t != NULL ? t : "")) == NULL)
+		rc = -ENOMEM;
+	cell_client_free(&rep->base);
+	return rc;
+}
+
+/* ---- Administration ---- */
+
+int
+cell_store_flush(struct cell_client *c)
+{
+	return CALL(c, FLUSH, NULL, CELL_RETRY_ANY, NULL, NULL);
+}
+
+int
+cell_store_compact(struct cell_client *c, const char *table, bool major)
+{
+	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
+
+	req.table = str(table);
+	req.has_major = true;
+	req.major = major;
+	return CALL(c, COMPACT, &req, CELL_RETRY_ANY, NULL, NULL);
+}
+
+int
+cell_table_split(struct cell_client *c, const char *table,
+    struct bt_bytes row)
+{
+	Tabletfs__SplitRequest req = TABLETFS__SPLIT_REQUEST__INIT;
+
+	req.table = str(table);
+	req.has_row = true;
+	req.row = bin(row);
+	return CALL(c, SPLIT, &req, CELL_RETRY_UNSENT, NULL, NULL);
+}
+
+int
+cell_table_tablets(struct cell_client *c, const char *table,
+    struct bt_tablet_info **out, size_t *count)
+{
+	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
+	Tabletfs__TabletsReply *rep = NULL;
+	struct bt_tablet_info *info;
+	size_t n, bytes = 0;
+	uint8_t *p;
+	int rc;
+
+	req.table = str(table);
+	if ((rc = CALL(c, TABLETS, &req, CELL_RETRY_ANY,
+	    &tabletfs__tablets_reply__descriptor, &rep)) < 0)
+		return rc;
+	n = rep->n_tablets;
+	for (size_t i = 0; i < n; i++)
+		bytes += rep->tablets[i]->start.len + rep->tablets[i]->end.len;
+	/* One allocation, as bt_tablets_free() expects. */
+	if ((info = bt_calloc(1, (n + 1) * sizeof(*info) + bytes)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	p = (uint8_t *)(info + n + 1);
+	for (size_t i = 0; i < n; i++) {
+		const Tabletfs__TabletInfo *t = rep->tablets[i];
+
+		info[i].id = t->id;
+		info[i].start.data = p;
+		info[i].start.size = t->start.len;
+		if (t->start.len > 0)
+			memcpy(p, t->start.data, t->start.len);
+		p += t->start.len;
+		info[i].end.data = p;
+		info[i].end.size = t->end.len;
+		if (t->end.len > 0)
+			memcpy(p, t->end.data, t->end.len);
+		p += t->end.len;
+		info[i].sstables = t->sstables;
+		info[i].sstable_bytes = t->sstable_bytes;
+		info[i].data_bytes = t->data_bytes;
+		info[i].memtable_bytes = t->memtable_bytes;
+		info[i].flushed_seq = t->flushed_seq;
+	}
+	*out = info;
+	*count = n;
+out:
+	cell_client_free(&rep->base);
+	return rc;
+}
+
+int
+cell_store_check(struct cell_client *c,
+    void (*report)(void *arg, const char *problem), void *arg,
+    uint64_t *files, uint64_t *bytes)
+{
+	Tabletfs__CheckReply *rep = NULL;
+	int rc;
+
+	if ((rc = CALL(c, CHECK, NULL, CELL_RETRY_ANY,
+	    &tabletfs__check_reply__descriptor, &rep)) < 0)
+		return rc;
+	for (size_t i = 0; report != NULL && i < rep->n_problems; i++)
+		report(arg, rep->problems[i]);
+	if (files != NULL)
+		*files = rep->files;
+	if (bytes != NULL)
+		*bytes = rep->bytes;
+	rc = rep->result;
+	cell_client_free(&rep->base);
+	return rc;
+}
+
+void
+cell_store_get_stats(struct cell_client *c, struct bt_stats *out)
+{
+	Tabletfs__Stats *st = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (CALL(c, STATS, NULL, CELL_RETRY_ANY, &tabletfs__stats__descriptor,
+	    &st) < 0)
+		return;
+	out->mutations = st->mutations;
+	out->reads = st->reads;
+	out->log_syncs = st->log_syncs;
+	out->log_batches = st->log_batches;
+	out->flushes = st->flushes;
+	out->compactions = st->compactions;
+	out->sstables = st->sstables;
+	out->damaged_sstables = st->damaged_sstables;
+	out->memtable_bytes = st->memtable_bytes;
+	out->last_seq = st->last_seq;
+	out->cache_hits = st->cache_hits;
+	out->cache_misses = st->cache_misses;
+	out->tablets = st->tablets;
+	out->splits = st->splits;
+	out->merges = st->merges;
+	out->files_collected = st->files_collected;
+	out->location_lookups = st->location_lookups;
+	out->location_hits = st->location_hits;
+	out->location_levels = st->location_levels;
+	out->location_stale = st->location_stale;
+	out->write_gathers = st->write_gathers;
+	out->write_waits = st->write_waits;
+	out->memtable_peak_bytes = st->memtable_peak_bytes;
+	out->memory_trims = st->memory_trims;
+	out->writes_refused = st->writes_refused;
+	out->disk_full = st->disk_full;
+	out->reserve_bytes = st->reserve_bytes;
+	cell_client_free(&st->base);
+}

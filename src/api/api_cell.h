@@ -1,0 +1,99 @@
+/*
+ * api_cell.h - the C API's calls on a cell (bt_store_open() of a
+ * "zk://" address): each bt_ call of tabletfs.h as its tabletfs.proto
+ * request through cell_client.h, with the same arguments, results and
+ * errors as on an embedded store.  api.c checks what it checks for both
+ * and calls these; rows come back as cells_row for api.c to export.
+ */
+#ifndef TABLETFS_API_API_CELL_H
+#define TABLETFS_API_API_CELL_H
+
+#include "api/cell_client.h"
+#include "api/tabletfs.h"
+#include "tablet/cells.h"
+
+int cell_table_create(struct cell_client *c, const char *table,
+    const struct bt_family_spec *families, size_t family_count,
+    const struct bt_bytes *splits, size_t split_count, uint64_t tablet_size);
+int cell_table_delete(struct cell_client *c, const char *table);
+int cell_table_list(struct cell_client *c, char ***names, size_t *count);
+int cell_family_create(struct cell_client *c, const char *table,
+    const struct bt_family_spec *family);
+int cell_family_delete(struct cell_client *c, const char *table,
+    const char *family);
+int cell_family_set_gc(struct cell_client *c, const char *table,
+    const char *family, const char *gc_policy);
+int cell_group_set(struct cell_client *c, const char *table,
+    const struct bt_group_spec *group);
+int cell_table_describe(struct cell_client *c, const char *table,
+    bool groups, char **text);
+
+/* bt_mutate_row() when check is false; otherwise a check-and-mutate of
+ * family:qualifier against expected (NULL: the column is absent) and,
+ * when expected_ts >= 0, its timestamp (bt_check_version_and_mutate). */
+int cell_mutate_row(struct cell_client *c, const char *table,
+    struct bt_bytes row, const struct bt_mutation *muts, size_t count,
+    bool sync, bool check, const char *family, struct bt_bytes qualifier,
+    const struct bt_bytes *expected, int64_t expected_ts, bool *applied,
+    int64_t *stamp);
+
+/* The read-modify-writes on one column (bt_increment, bt_append,
+ * bt_put_newest, bt_move_version). */
+enum cell_rmw_kind {
+	CELL_RMW_INCREMENT,
+	CELL_RMW_APPEND,
+	CELL_RMW_PUT_NEWEST,
+	CELL_RMW_MOVE_VERSION,
+};
+struct cell_rmw {
+	enum cell_rmw_kind kind;
+	int64_t delta;			/* increment */
+	struct bt_bytes bytes;		/* append, put_newest */
+	int64_t src_ts;			/* move_version */
+	const char *dst_family;
+	struct bt_bytes dst_qualifier;
+	int64_t dst_ts;
+};
+int cell_read_modify_write(struct cell_client *c, const char *table,
+    struct bt_bytes row, const char *family, struct bt_bytes qualifier,
+    const struct cell_rmw *op, bool sync, int64_t *result, int64_t *stamp);
+int cell_move_column(struct cell_client *c, const char *table,
+    struct bt_bytes row, const struct bt_column *src,
+    const struct bt_column *dst, bool sync);
+
+/* 0 with out filled, or BT_NOTFOUND. */
+int cell_read_row(struct cell_client *c, const char *table,
+    struct bt_bytes row, const struct bt_read_options *ropts,
+    struct cells_row *out);
+
+/*
+ * A scan of rows [start, end) (empty end: to the end of the table), read
+ * from a scanner on the server in batches.  When the scanner is lost (its
+ * server failed or dropped it), a new one resumes after the last row
+ * returned, so a scan that outlives a failover sees each row once, in
+ * order, though not all as of one instant.
+ */
+struct cell_scan;
+int cell_scan_open(struct cell_client *c, const char *table,
+    struct bt_bytes start, bool start_exclusive, struct bt_bytes end,
+    const struct bt_read_options *ropts, bool no_cache_fill, uint64_t limit,
+    struct cell_scan **out);
+/* 0 with the next row in out, or BT_DONE. */
+int cell_scan_next(struct cell_scan *sc, struct cells_row *out);
+/* Accepts NULL. */
+void cell_scan_close(struct cell_scan *sc);
+
+int cell_store_flush(struct cell_client *c);
+int cell_store_compact(struct cell_client *c, const char *table, bool major);
+int cell_table_split(struct cell_client *c, const char *table,
+    struct bt_bytes row);
+int cell_table_tablets(struct cell_client *c, const char *table,
+    struct bt_tablet_info **out, size_t *count);
+int cell_store_check(struct cell_client *c,
+    void (*report)(void *arg, const char *problem), void *arg,
+    uint64_t *files, uint64_t *bytes);
+/* bt_stats as the serving server counts them; zero when it cannot be
+ * reached. */
+void cell_store_get_stats(struct cell_client *c, struct bt_stats *out);
+
+#endif

@@ -1,0 +1,462 @@
+/*
+ * api_cell_rows.c - the calls on rows of a cell (api_cell.h): mutations,
+ * read-modify-writes, point reads and scans.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "api/api_cell.h"
+#include "rpc/tabletfs.pb-c.h"
+#include "util/alloc.h"
+#include "util/buf.h"
+#include "util/error.h"
+
+/* A scan's batch: at most this many rows and about this many bytes. */
+#define SCAN_BATCH_ROWS 256
+#define SCAN_BATCH_BYTES (1u << 20)
+
+static char *
+str(const char *s)
+{
+	return (char *)s;
+}
+
+static ProtobufCBinaryData
+bin(struct bt_bytes b)
+{
+	return (ProtobufCBinaryData){ b.size, (uint8_t *)b.data };
+}
+
+/* Mutations up to this many are converted on the stack. */
+#define MUTATIONS_LOCAL 8
+
+/*
+ * A mutation with a server stamp may not be sent twice: a second copy
+ * would add a second version.  Everything else a mutation does (puts at
+ * a given time, deletes) gives the same row however often it is applied.
+ */
+static bool
+mutations_idempotent(const struct bt_mutation *muts, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (muts[i].kind == BT_PUT && muts[i].ts == BT_TS_SERVER)
+			return false;
+	return true;
+}
+
+int
+cell_mutate_row(struct cell_client *c, const char *table,
+    struct bt_bytes row, const struct bt_mutation *muts, size_t count,
+    bool sync, bool check, const char *family, struct bt_bytes qualifier,
+    const struct bt_bytes *expected, int64_t expected_ts, bool *applied,
+    int64_t *stamp)
+{
+	Tabletfs__MutateRowRequest req = TABLETFS__MUTATE_ROW_REQUEST__INIT;
+	Tabletfs__Condition cond = TABLETFS__CONDITION__INIT;
+	Tabletfs__Mutation local[MUTATIONS_LOCAL], *ms = local;
+	Tabletfs__Mutation *localp[MUTATIONS_LOCAL], **msp = localp;
+	Tabletfs__MutateRowReply *rep = NULL;
+	int rc;
+
+	if (muts == NULL || count == 0)
+		return bt_error_set(-EINVAL, "empty mutation");
+	if (count > MUTATIONS_LOCAL) {
+		ms = bt_calloc(count, sizeof(*ms));
+		msp = bt_calloc(count, sizeof(*msp));
+		if (ms == NULL || msp == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < count; i++) {
+		tabletfs__mutation__init(&ms[i]);
+		ms[i].has_kind = ms[i].has_qualifier = ms[i].has_ts = true;
+		ms[i].has_value = true;
+		ms[i].kind = (Tabletfs__Mutation__Kind)muts[i].kind;
+		ms[i].family = str(muts[i].family);
+		ms[i].qualifier = bin(muts[i].qualifier);
+		ms[i].ts = muts[i].ts;
+		ms[i].value = bin(muts[i].value);
+		msp[i] = &ms[i];
+	}
+	req.table = str(table);
+	req.has_row = req.has_sync = true;
+	req.row = bin(row);
+	req.n_mutations = count;
+	req.mutations = msp;
+	req.sync = sync;
+	if (check) {
+		cond.family = str(family);
+		cond.has_qualifier = true;
+		cond.qualifier = bin(qualifier);
+		if (expected != NULL) {
+			cond.has_expected = true;
+			cond.expected = bin(*expected);
+			if (expected_ts >= 0) {
+				cond.has_expected_ts = true;
+				cond.expected_ts = expected_ts;
+			}
+		}
+		req.condition = &cond;
+	}
+	rc = cell_client_call(c, TABLETFS__METHOD__MUTATE_ROW, &req.base,
+	    !check && mutations_idempotent(muts, count) ? CELL_RETRY_ANY :
+	    CELL_RETRY_UNSENT, &tabletfs__mutate_row_reply__descriptor,
+	    (ProtobufCMessage **)&rep);
+	if (rc < 0)
+		goto out;
+	if (applied != NULL)
+		*applied = rep->applied;
+	if (stamp != NULL && (!check || rep->applied))
+		*stamp = rep->stamp;
+	cell_client_free(&rep->base);
+out:
+	if (ms != local)
+		bt_free(ms);
+	if (msp != localp)
+		bt_free(msp);
+	return rc;
+}
+
+int
+cell_read_modify_write(struct cell_client *c, const char *table,
+    struct bt_bytes row, const char *family, struct bt_bytes qualifier,
+    const struct cell_rmw *op, bool sync, int64_t *result, int64_t *stamp)
+{
+	Tabletfs__ReadModifyWriteRequest req =
+	    TABLETFS__READ_MODIFY_WRITE_REQUEST__INIT;
+	Tabletfs__MoveVersion mv = TABLETFS__MOVE_VERSION__INIT;
+	Tabletfs__ReadModifyWriteReply *rep = NULL;
+	int rc;
+
+	req.table = str(table);
+	req.has_row = req.has_qualifier = req.has_sync = true;
+	req.row = bin(row);
+	req.family = str(family);
+	req.qualifier = bin(qualifier);
+	req.sync = sync;
+	switch (op->kind) {
+	case CELL_RMW_INCREMENT:
+		req.op_case = TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_INCREMENT;
+		req.increment = op->delta;
+		break;
+	case CELL_RMW_APPEND:
+		req.op_case = TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_APPEND;
+		req.append = bin(op->bytes);
+		break;
+	case CELL_RMW_PUT_NEWEST:
+		req.op_case =
+		    TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_PUT_NEWEST;
+		req.put_newest = bin(op->bytes);
+		break;
+	case CELL_RMW_MOVE_VERSION:
+		mv.has_src_ts = mv.has_dst_qualifier = mv.has_dst_ts = true;
+		mv.src_ts = op->src_ts;
+		mv.dst_family = str(op->dst_family);
+		mv.dst_qualifier = bin(op->dst_qualifier);
+		mv.dst_ts = op->dst_ts;
+		req.op_case =
+		    TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_MOVE_VERSION;
+		req.move_version = &mv;
+		break;
+	}
+	if ((rc = cell_client_call(c, TABLETFS__METHOD__READ_MODIFY_WRITE,
+	    &req.base, CELL_RETRY_UNSENT,
+	    &tabletfs__read_modify_write_reply__descriptor,
+	    (ProtobufCMessage **)&rep)) < 0)
+		return rc;
+	if (result != NULL)
+		*result = rep->result;
+	if (stamp != NULL)
+		*stamp = rep->stamp;
+	cell_client_free(&rep->base);
+	return 0;
+}
+
+static void
+column_to(Tabletfs__Column *pc, const struct bt_column *c)
+{
+	tabletfs__column__init(pc);
+	pc->family = str(c->family);
+	if (c->has_qualifier) {
+		pc->has_qualifier = true;
+		pc->qualifier = bin(c->qualifier);
+	}
+}
+
+int
+cell_move_column(struct cell_client *c, const char *table,
+    struct bt_bytes row, const struct bt_column *src,
+    const struct bt_column *dst, bool sync)
+{
+	Tabletfs__MoveColumnRequest req = TABLETFS__MOVE_COLUMN_REQUEST__INIT;
+	Tabletfs__Column from, to;
+
+	column_to(&from, src);
+	column_to(&to, dst);
+	req.table = str(table);
+	req.has_row = req.has_sync = true;
+	req.row = bin(row);
+	req.src = &from;
+	req.dst = &to;
+	req.sync = sync;
+	return cell_client_call(c, TABLETFS__METHOD__MOVE_COLUMN, &req.base,
+	    CELL_RETRY_UNSENT, NULL, NULL);
+}
+
+/* ---- Reading ---- */
+
+/* Read options as a message; the columns are allocated (options_free). */
+static int
+options_to(Tabletfs__ReadOptions *o, const struct bt_read_options *ro)
+{
+	Tabletfs__Column *cols, **colp;
+
+	tabletfs__read_options__init(o);
+	if (ro == NULL)
+		return 0;
+	if (ro->columns != NULL && ro->column_count > 0) {
+		cols = bt_calloc(ro->column_count, sizeof(*cols));
+		colp = bt_calloc(ro->column_count, sizeof(*colp));
+		if (cols == NULL || colp == NULL) {
+			bt_free(cols);
+			bt_free(colp);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < ro->column_count; i++) {
+			column_to(&cols[i], &ro->columns[i]);
+			colp[i] = &cols[i];
+		}
+		o->n_columns = ro->column_count;
+		o->columns = colp;
+	}
+	o->has_cells_per_column = o->has_min_ts = o->has_keys_only = true;
+	o->cells_per_column = ro->cells_per_column;
+	o->min_ts = ro->min_ts;
+	o->keys_only = ro->keys_only;
+	if (ro->has_max_ts) {
+		o->has_max_ts = true;
+		o->max_ts = ro->max_ts;
+	}
+	return 0;
+}
+
+static void
+options_free(Tabletfs__ReadOptions *o)
+{
+	if (o->n_columns > 0) {
+		bt_free(o->columns[0]);
+		bt_free(o->columns);
+	}
+}
+
+/* A row from a reply into out. */
+static int
+row_from(const Tabletfs__Row *pr, struct cells_row *out)
+{
+	int rc;
+
+	if ((rc = cells_row_start(out, slice_make(pr->key.data,
+	    pr->key.len))) < 0)
+		return rc;
+	for (size_t i = 0; i < pr->n_cells; i++) {
+		const Tabletfs__Cell *pc = pr->cells[i];
+		struct cell cell;
+
+		if (pc->family == NULL)
+			return bt_error_set(-EPROTO, "a cell without family");
+		cell.family = slice_str(pc->family);
+		cell.qualifier = slice_make(pc->qualifier.data,
+		    pc->qualifier.len);
+		cell.ts = pc->ts;
+		cell.value = slice_make(pc->value.data, pc->value.len);
+		cell.value_size = pc->value_size;
+		if ((rc = cells_row_add(out, &cell)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
+cell_read_row(struct cell_client *c, const char *table,
+    struct bt_bytes row, const struct bt_read_options *ropts,
+    struct cells_row *out)
+{
+	Tabletfs__ReadRowRequest req = TABLETFS__READ_ROW_REQUEST__INIT;
+	Tabletfs__ReadRowReply *rep = NULL;
+	Tabletfs__ReadOptions o;
+	int rc;
+
+	if ((rc = options_to(&o, ropts)) < 0)
+		return rc;
+	req.table = str(table);
+	req.has_row = true;
+	req.row = bin(row);
+	req.options = &o;
+	rc = cell_client_call(c, TABLETFS__METHOD__READ_ROW, &req.base,
+	    CELL_RETRY_ANY, &tabletfs__read_row_reply__descriptor,
+	    (ProtobufCMessage **)&rep);
+	options_free(&o);
+	if (rc < 0)
+		return rc;
+	if (!rep->found || rep->row == NULL)
+		rc = BT_NOTFOUND;
+	else
+		rc = row_from(rep->row, out);
+	cell_client_free(&rep->base);
+	return rc;
+}
+
+struct cell_scan {
+	struct cell_client *c;
+	Tabletfs__ScanRequest req;	/* the opening request */
+	Tabletfs__ReadOptions options;
+	char *table;
+	struct buf start, end;
+	uint64_t limit;			/* rows still wanted; 0: all */
+	uint64_t scanner;		/* 0: none open */
+	Tabletfs__ScanReply *batch;	/* or NULL */
+	size_t next;			/* the batch's next row */
+	bool done;
+};
+
+int
+cell_scan_open(struct cell_client *c, const char *table,
+    struct bt_bytes start, bool start_exclusive, struct bt_bytes end,
+    const struct bt_read_options *ropts, bool no_cache_fill, uint64_t limit,
+    struct cell_scan **out)
+{
+	struct cell_scan *sc;
+	int rc;
+
+	if (table == NULL)
+		return bt_error_set(-EINVAL, "no table");
+	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
+		return -ENOMEM;
+	buf_init(&sc->start);
+	buf_init(&sc->end);
+	sc->c = c;
+	sc->limit = limit;
+	tabletfs__scan_request__init(&sc->req);
+	if ((rc = options_to(&sc->options, ropts)) < 0) {
+		bt_free(sc);
+		return rc;
+	}
+	if ((sc->table = bt_malloc(strlen(table) + 1)) == NULL ||
+	    (rc = buf_set(&sc->start, start.data, start.size)) < 0 ||
+	    (rc = buf_set(&sc->end, end.data, end.size)) < 0) {
+		cell_scan_close(sc);
+		return -ENOMEM;
+	}
+	memcpy(sc->table, table, strlen(table) + 1);
+	sc->req.table = sc->table;
+	sc->req.has_start = sc->req.has_start_exclusive = true;
+	sc->req.has_end = sc->req.has_no_cache_fill = true;
+	sc->req.start_exclusive = start_exclusive;
+	sc->req.options = &sc->options;
+	sc->req.no_cache_fill = no_cache_fill;
+	sc->req.has_batch_rows = sc->req.has_batch_bytes = true;
+	sc->req.batch_bytes = SCAN_BATCH_BYTES;
+	*out = sc;
+	return 0;
+}
+
+/*
+ * The next batch: from the open scanner, or from a new one that starts
+ * where the last row returned leaves off when there is none (the first
+ * batch) or the server lost it.
+ */
+static int
+scan_fetch(struct cell_scan *sc)
+{
+	Tabletfs__ScanRequest more = TABLETFS__SCAN_REQUEST__INIT;
+	Tabletfs__ScanReply *rep = NULL;
+	uint64_t rows = SCAN_BATCH_ROWS;
+	int rc;
+
+	if (sc->limit != 0 && sc->limit < rows)
+		rows = sc->limit;
+	if (sc->batch != NULL)
+		cell_client_free(&sc->batch->base);
+	sc->batch = NULL;
+	if (sc->scanner != 0) {
+		more.has_scanner_id = more.has_batch_rows = true;
+		more.has_batch_bytes = true;
+		more.scanner_id = sc->scanner;
+		more.batch_rows = (uint32_t)rows;
+		more.batch_bytes = SCAN_BATCH_BYTES;
+		rc = cell_client_call(sc->c, TABLETFS__METHOD__SCAN,
+		    &more.base, CELL_RETRY_NONE,
+		    &tabletfs__scan_reply__descriptor,
+		    (ProtobufCMessage **)&rep);
+		/* Lost, or failed: a new scanner tells which (an error
+		 * of the table's own comes back from it too). */
+		if (rc < 0)
+			sc->scanner = 0;
+	}
+	if (sc->scanner == 0) {
+		sc->req.start.data = sc->start.p;
+		sc->req.start.len = sc->start.n;
+		sc->req.end.data = sc->end.p;
+		sc->req.end.len = sc->end.n;
+		sc->req.batch_rows = (uint32_t)rows;
+		if ((rc = cell_client_call(sc->c, TABLETFS__METHOD__SCAN,
+		    &sc->req.base, CELL_RETRY_ANY,
+		    &tabletfs__scan_reply__descriptor,
+		    (ProtobufCMessage **)&rep)) < 0)
+			return rc;
+		sc->scanner = rep->scanner_id;
+	}
+	sc->batch = rep;
+	sc->next = 0;
+	sc->done = rep->done;
+	if (rep->done)
+		sc->scanner = 0;	/* the server closed it */
+	return 0;
+}
+
+int
+cell_scan_next(struct cell_scan *sc, struct cells_row *out)
+{
+	const Tabletfs__Row *pr;
+	int rc;
+
+	while (sc->batch == NULL || sc->next == sc->batch->n_rows) {
+		if (sc->batch != NULL && sc->done)
+			return BT_DONE;
+		if ((rc = scan_fetch(sc)) < 0)
+			return rc;
+	}
+	pr = sc->batch->rows[sc->next++];
+	if ((rc = row_from(pr, out)) < 0)
+		return rc;
+	/* A scanner opened again resumes after this row. */
+	if ((rc = buf_set(&sc->start, pr->key.data, pr->key.len)) < 0)
+		return rc;
+	sc->req.start_exclusive = true;
+	if (sc->limit != 0)
+		sc->limit--;
+	return 0;
+}
+
+void
+cell_scan_close(struct cell_scan *sc)
+{
+	if (sc == NULL)
+		return;
+	if (sc->scanner != 0) {
+		Tabletfs__ScanRequest req = TABLETFS__SCAN_REQUEST__INIT;
+
+		req.has_scanner_id = true;
+		req.scanner_id = sc->scanner;
+		(void)cell_client_call(sc->c, TABLETFS__METHOD__SCAN_CLOSE,
+		    &req.base, CELL_RETRY_NONE, NULL, NULL);
+	}
+	if (sc->batch != NULL)
+		cell_client_free(&sc->batch->base);
+	options_free(&sc->options);
+	bt_free(sc->table);
+	buf_release(&sc->start);
+	buf_release(&sc->end);
+	bt_free(sc);
+}

@@ -1,0 +1,281 @@
+/*
+ * cell_client.c - calls to a cell's serving tablet server (cell_client.h):
+ * locating it through ZooKeeper, one pipelined connection, retries.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/cell_client.h"
+#include "coord/coord.h"
+#include "rpc/rpc.h"
+#include "util/alloc.h"
+#include "util/buf.h"
+#include "util/error.h"
+#include "util/mutex.h"
+
+/* The first pause between two tries, doubled up to the last. */
+#define RETRY_FIRST_MS 10
+#define RETRY_LAST_MS 500
+#define ADDRESS_MAX 256
+
+struct cell_client {
+	struct coord *coord;
+	int64_t deadline_ns;		/* per call */
+	char cell[ADDRESS_MAX];
+	struct mutex mu;
+	/* The connection calls use, or NULL; and the ones that broke,
+	 * kept until close because other threads may still be in a call
+	 * on them (guarded by mu). */
+	struct rpc_client *rpc;
+	char server[ADDRESS_MAX];
+	struct rpc_client **retired;
+	size_t retired_count;
+};
+
+static void *
+pb_alloc(void *arg, size_t size)
+{
+	return bt_malloc(size);
+}
+
+static void
+pb_free(void *arg, void *p)
+{
+	bt_free(p);
+}
+
+static ProtobufCAllocator pb_allocator = {
+	.alloc = pb_alloc,
+	.free = pb_free,
+};
+
+bool
+cell_client_address(const char *s)
+{
+	return coord_address_is_cell(s);
+}
+
+int
+cell_client_open(const char *address, uint32_t deadline_ms,
+    struct cell_client **out)
+{
+	struct cell_client *c;
+	int rc;
+
+	if ((c = bt_calloc(1, sizeof(*c))) == NULL)
+		return -ENOMEM;
+	if ((rc = mutex_init(&c->mu)) < 0) {
+		bt_free(c);
+		return rc;
+	}
+	c->deadline_ns = (int64_t)(deadline_ms ? deadline_ms :
+	    CELL_CLIENT_DEADLINE_MS) * 1000000;
+	snprintf(c->cell, sizeof(c->cell), "%s", address);
+	if ((rc = coord_open(address, CELL_CLIENT_SESSION_MS,
+	    rpc_now_ns() + c->deadline_ns, &c->coord)) < 0) {
+		mutex_destroy(&c->mu);
+		bt_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void
+cell_client_close(struct cell_client *c)
+{
+	if (c == NULL)
+		return;
+	rpc_client_close(c->rpc);
+	for (size_t i = 0; i < c->retired_count; i++)
+		rpc_client_close(c->retired[i]);
+	bt_free(c->retired);
+	coord_close(c->coord);
+	mutex_destroy(&c->mu);
+	bt_free(c);
+}
+
+/* Stop using rpc (if it is still the current connection): it broke, or
+ * its server does not serve the cell any more. */
+static void
+connection_drop(struct cell_client *c, struct rpc_client *rpc)
+{
+	struct rpc_client **r;
+
+	mutex_lock(&c->mu);
+	if (c->rpc == rpc) {
+		r = bt_realloc(c->retired, (c->retired_count + 1) *
+		    sizeof(*r));
+		if (r != NULL) {
+			c->retired = r;
+			c->retired[c->retired_count++] = rpc;
+		}
+		/* Without room to keep it, it leaks rather than being
+		 * freed under another thread's call. */
+		c->rpc = NULL;
+	}
+	mutex_unlock(&c->mu);
+}
+
+/*
+ * The connection to the server the root location names: the current one,
+ * or a new one.  1 when no server serves the cell yet (try again later).
+ */
+static int
+connection_get(struct cell_client *c, int64_t deadline,
+    struct rpc_client **out)
+{
+	struct rpc_client *rpc;
+	char *root = NULL;
+	size_t len;
+	int32_t version;
+	int rc;
+
+	mutex_lock(&c->mu);
+	if ((rpc = c->rpc) != NULL && !rpc_client_broken(rpc)) {
+		mutex_unlock(&c->mu);
+		*out = rpc;
+		return 0;
+	}
+	mutex_unlock(&c->mu);
+	if (rpc != NULL)
+		connection_drop(c, rpc);
+	rc = coord_value_get(c->coord, "root", &root, &len, &version);
+	if (rc == BT_NOTFOUND || (rc == 0 && len == 0)) {
+		free(root);
+		return 1;
+	}
+	if (rc < 0)
+		return rc;
+	rc = rpc_client_open(root, deadline, &rpc);
+	if (rc < 0) {
+		free(root);
+		return 1;	/* the server may be gone: locate again */
+	}
+	mutex_lock(&c->mu);
+	if (c->rpc == NULL) {
+		c->rpc = rpc;
+		snprintf(c->server, sizeof(c->server), "%s", root);
+	} else {		/* another thread connected first */
+		rpc_client_close(rpc);
+		rpc = c->rpc;
+	}
+	mutex_unlock(&c->mu);
+	free(root);
+	*out = rpc;
+	return 0;
+}
+
+static void
+pause_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int
+request_pack(const ProtobufCMessage *request, struct buf *out)
+{
+	size_t n;
+	int rc;
+
+	if (request == NULL)
+		return 0;
+	n = protobuf_c_message_get_packed_size(request);
+	if ((rc = buf_reserve(out, n)) < 0)
+		return rc;
+	protobuf_c_message_pack(request, out->p);
+	out->n = n;
+	return 0;
+}
+
+/* A non-idempotent call whose connection failed after it was sent. */
+static int
+outcome_unknown(struct cell_client *c, int rc)
+{
+	char server[ADDRESS_MAX];
+
+	mutex_lock(&c->mu);
+	snprintf(server, sizeof(server), "%s", c->server);
+	mutex_unlock(&c->mu);
+	return bt_error_set(-EIO, "cell %s: the connection to %s failed "
+	    "after the request was sent (%s): its outcome is unknown",
+	    c->cell, server, bt_strerror(rc));
+}
+
+int
+cell_client_call(struct cell_client *c, uint32_t method,
+    const ProtobufCMessage *request, enum cell_retry retry,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+{
+	int64_t deadline = rpc_now_ns() + c->deadline_ns;
+	struct buf req, rep;
+	int wait = RETRY_FIRST_MS;
+	int32_t status;
+	int rc;
+
+	buf_init(&req);
+	buf_init(&rep);
+	if ((rc = request_pack(request, &req)) < 0)
+		goto out;
+	for (;;) {
+		struct rpc_client *rpc;
+		bool sent = false;
+
+		rc = connection_get(c, deadline, &rpc);
+		if (rc < 0)
+			goto out;
+		if (rc == 0) {
+			rep.n = 0;
+			rc = rpc_client_call(rpc, method, buf_slice(&req),
+			    deadline, &rep, &status, &sent);
+			if (rc == 0 && status != BT_ENOTSERVING)
+				break;
+			connection_drop(c, rpc);
+			if (retry == CELL_RETRY_NONE) {
+				if (rc == 0)
+					rc = BT_ENOTSERVING;
+				goto out;
+			}
+			if (rc < 0 && sent && retry == CELL_RETRY_UNSENT) {
+				rc = outcome_unknown(c, rc);
+				goto out;
+			}
+		}
+		if (rpc_now_ns() + (int64_t)wait * 1000000 > deadline) {
+			rc = bt_error_set(-ETIMEDOUT, "cell %s: no server "
+			    "answered within the deadline", c->cell);
+			goto out;
+		}
+		pause_ms(wait);
+		wait = wait * 2 > RETRY_LAST_MS ? RETRY_LAST_MS : wait * 2;
+	}
+	if (status != 0) {
+		rc = bt_error_set(status, "%.*s", (int)rep.n,
+		    rep.n ? (const char *)rep.p : bt_strerror(status));
+		goto out;
+	}
+	if (reply_desc != NULL) {
+		*reply = protobuf_c_message_unpack(reply_desc, &pb_allocator,
+		    rep.n, rep.p);
+		if (*reply == NULL)
+			rc = bt_error_set(-EPROTO, "cell %s: a reply does "
+			    "not decode", c->cell);
+	}
+out:
+	buf_release(&req);
+	buf_release(&rep);
+	return rc;
+}
+
+void
+cell_client_free(ProtobufCMessage *reply)
+{
+	if (reply != NULL)
+		protobuf_c_message_free_unpacked(reply, &pb_allocator);
+}

@@ -1,0 +1,40 @@
+/*
+ * tabletd.h - the processes of a cell (docs/design.md section 5):
+ * tabletd master CELL and tabletd server CELL.  main.c parses the command
+ * line and runs one role until it is told to stop or loses its lease.
+ */
+#ifndef TABLETFS_TABLETD_TABLETD_H
+#define TABLETFS_TABLETD_TABLETD_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+/* The session timeout asked of ZooKeeper (ms); a process that loses its
+ * session for this long stops acting for the cell. */
+#define TABLETD_SESSION_MS 4000
+
+struct tabletd_options {
+	const char *cell;	/* "zk://H:P[,H:P]/CELL" */
+	const char *listen;	/* server: "HOST:PORT" ("127.0.0.1:0") */
+	int session_ms;		/* 0: TABLETD_SESSION_MS */
+	/* Set by SIGTERM/SIGINT: leave cleanly. */
+	volatile sig_atomic_t *stop;
+};
+
+/*
+ * Each role returns the process's exit status once stop is set (0) or
+ * when it cannot go on (1, after one line on stderr).  A role that loses
+ * its ZooKeeper lease exits at once, from the lease's callback, with
+ * status TABLETD_EXIT_LEASE: it may no longer act for the cell, and
+ * whatever it held (a store's lock) must be let go for the process that
+ * takes over.
+ */
+#define TABLETD_EXIT_LEASE 3
+int tabletd_master_run(const struct tabletd_options *o);
+int tabletd_server_run(const struct tabletd_options *o);
+
+/* One line on stderr: "tabletd ROLE[pid]: ...". */
+void tabletd_log(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * tabletd_master.c - tabletd master CELL: the cell's master.
+ *
+ * Candidates wait in ZooKeeper's election (coord.h); the one elected
+ * keeps the cell served.  The cell's store (its settings' storage=) is
+ * served by one tablet server at a time, named by the cell's root
+ * location, the ZooKeeper value "root" that clients read.  Each round,
+ * when the set of live servers changes and at least every second, the
+ * master sends SERVE to the server that should serve: the one the root
+ * names while it lives, else another live server; once one answers that
+ * it serves, the root names it.  SERVE is idempotent, so a new master
+ * needs no state of its predecessor's, and a server that restarted under
+ * the same address is told again.  A server that cannot open the store
+ * yet (its lock is still held by a server on its way out) is tried again
+ * the next round.
+ *
+ * Each assignment has an epoch, one above the last, kept in ZooKeeper
+ * ("epoch"), so that what a server was told can be ordered.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coord/coord.h"
+#include "rpc/rpc.h"
+#include "rpc/tabletfs.pb-c.h"
+#include "tabletd/tabletd.h"
+#include "util/buf.h"
+#include "util/error.h"
+
+/* How long a SERVE may take: the store's open replays its log. */
+#define SERVE_DEADLINE_NS ((int64_t)120 * 1000000000)
+#define ROUND_NS ((int64_t)1000000000)
+
+struct master {
+	struct coord *coord;
+	char storage[4096];
+	uint64_t epoch;
+	atomic_bool changed;	/* the servers changed since the last round */
+	atomic_bool closing;
+};
+
+static void
+lease_lost(void *arg)
+{
+	struct master *m = arg;
+
+	if (atomic_load(&m->closing))
+		return;
+	tabletd_log("lease lost: no longer master; exiting");
+	_exit(TABLETD_EXIT_LEASE);
+}
+
+static void
+servers_changed(void *arg)
+{
+	struct master *m = arg;
+
+	atomic_store(&m->changed, true);
+}
+
+static void
+pause_ms(int ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&t, NULL);
+}
+
+/* The storage= line of the cell's settings. */
+static int
+storage_read(struct master *m)
+{
+	char *settings = NULL, *line, *save = NULL;
+	int rc;
+
+	if ((rc = coord_cell_settings(m->coord, &settings)) != 0)
+		return rc == BT_NOTFOUND ? bt_error_set(-ENOENT, "the cell "
+		    "does not exist (tabletctl init creates it)") : rc;
+	rc = bt_error_set(-EINVAL, "the cell's settings name no storage");
+	for (line = strtok_r(settings, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "storage=", 8) == 0 && line[8] != '\0') {
+			snprintf(m->storage, sizeof(m->storage), "%s",
+			    line + 8);
+			rc = 0;
+		}
+	}
+	free(settings);
+	return rc;
+}
+
+/* A new epoch, one above the last any master gave (compare-and-set). */
+static int
+epoch_next(struct master *m)
+{
+	for (;;) {
+		char *data = NULL, text[32];
+		size_t len;
+		int32_t version = -1;
+		uint64_t last = 0;
+		int rc;
+
+		rc = coord_value_get(m->coord, "epoch", &data, &len, &version);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			last = strtoull(data, NULL, 10);
+		free(data);
+		snprintf(text, sizeof(text), "%" PRIu64, last + 1);
+		rc = coord_value_set_if_version(m->coord, "epoch", text,
+		    strlen(text), rc == 0 ? version : -1);
+		if (rc == 0) {
+			m->epoch = last + 1;
+			return 0;
+		}
+		if (rc != -ESTALE && rc != -EEXIST)
+			return rc;
+	}
+}
+
+/* Tell server to serve the store: 0 once it does. */
+static int
+serve_send(struct master *m, const char *server)
+{
+	Tabletfs__ServeRequest req = TABLETFS__SERVE_REQUEST__INIT;
+	int64_t deadline = rpc_now_ns() + SERVE_DEADLINE_NS;
+	struct rpc_client *rpc;
+	struct buf payload, reply;
+	int32_t status = 0;
+	bool sent;
+	int rc;
+
+	req.storage = m->storage;
+	req.has_epoch = true;
+	req.epoch = m->epoch;
+	buf_init(&payload);
+	buf_init(&reply);
+	if ((rc = buf_reserve(&payload,
+	    tabletfs__serve_request__get_packed_size(&req))) < 0)
+		goto out;
+	payload.n = tabletfs__serve_request__pack(&req, payload.p);
+	if ((rc = rpc_client_open(server, deadline, &rpc)) < 0)
+		goto out;
+	rc = rpc_client_call(rpc, TABLETFS__METHOD__SERVE,
+	    buf_slice(&payload), deadline, &reply, &status, &sent);
+	rpc_client_close(rpc);
+	if (rc == 0 && status != 0) {
+		rc = status;
+		tabletd_log("%s does not serve yet: %.*s", server,
+		    (int)reply.n, reply.n ? (const char *)reply.p : "");
+	}
+out:
+	buf_release(&payload);
+	buf_release(&reply);
+	return rc;
+}
+
+static bool
+listed(char **names, size_t count, const char *name)
+{
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* One round: make sure a live server serves the store and the root
+ * names it. */
+static int
+round_run(struct master *m)
+{
+	char **servers = NULL, *root = NULL;
+	size_t count = 0, len = 0, start;
+	int32_t version;
+	int rc;
+
+	if ((rc = coord_servers_list(m->coord, &servers, &count)) < 0)
+		return rc;
+	rc = coord_value_get(m->coord, "root", &root, &len, &version);
+	if (rc < 0)
+		goto out;
+	if (rc == 0 && len > 0 && listed(servers, count, root) &&
+	    serve_send(m, root) == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (count == 0) {
+		rc = 0;		/* nobody to serve: wait for a server */
+		goto out;
+	}
+	/* Another server, starting at a varying place among them. */
+	start = (size_t)rpc_now_ns() % count;
+	for (size_t i = 0; i < count; i++) {
+		const char *s = servers[(start + i) % count];
+
+		if (root != NULL && strcmp(s, root) == 0)
+			continue;
+		if ((rc = epoch_next(m)) < 0)
+			goto out;
+		if (serve_send(m, s) != 0)
+			continue;
+		if ((rc = coord_value_set(m->coord, "root", s,
+		    strlen(s))) < 0)
+			goto out;
+		tabletd_log("%s serves the cell (epoch %" PRIu64 ")", s,
+		    m->epoch);
+		break;
+	}
+	rc = 0;
+out:
+	free(root);
+	coord_names_free(servers, count);
+	return rc;
+}
+
+int
+tabletd_master_run(const struct tabletd_options *o)
+{
+	struct master m;
+	int64_t next = 0;
+	int status = 1, rc;
+
+	memset(&m, 0, sizeof(m));
+	if ((rc = coord_open(o->cell, o->session_ms, rpc_now_ns() +
+	    (int64_t)10 * 1000000000, &m.coord)) < 0) {
+		tabletd_log("%s: %s", o->cell, *bt_error_detail() ?
+		    bt_error_detail() : bt_strerror(rc));
+		goto out;
+	}
+	coord_on_lost(m.coord, lease_lost, &m);
+	tabletd_log("waiting in the election");
+	while (!*o->stop) {
+		rc = coord_master_elect(m.coord, "master",
+		    rpc_now_ns() + ROUND_NS);
+		if (rc == 0)
+			break;
+		if (rc != -ETIMEDOUT) {
+			tabletd_log("election: %s", bt_strerror(rc));
+			goto out;
+		}
+	}
+	if (*o->stop) {
+		status = 0;
+		goto out;
+	}
+	if ((rc = storage_read(&m)) < 0) {
+		tabletd_log("%s: %s", o->cell, bt_error_detail());
+		goto out;
+	}
+	if ((rc = coord_servers_watch(m.coord, servers_changed, &m)) < 0) {
+		tabletd_log("watch servers: %s", bt_strerror(rc));
+		goto out;
+	}
+	tabletd_log("elected master of %s (storage %s)", o->cell, m.storage);
+	while (!*o->stop) {
+		if (atomic_exchange(&m.changed, false) ||
+		    rpc_now_ns() >= next) {
+			if ((rc = round_run(&m)) < 0)
+				tabletd_log("round: %s", *bt_error_detail() ?
+				    bt_error_detail() : bt_strerror(rc));
+			next = rpc_now_ns() + ROUND_NS;
+		}
+		pause_ms(50);
+	}
+	status = 0;
+out:
+	atomic_store(&m.closing, true);
+	coord_close(m.coord);
+	return status;
+}

@@ -1,0 +1,196 @@
+/*
+ * tabletd_server.c - tabletd server CELL: a tablet server of a cell.
+ *
+ * It listens for RPC, registers itself in ZooKeeper under its address
+ * (an ephemeral node: its session is its lease), and waits for the
+ * master's SERVE, which names the cell's store in shared storage.  It
+ * then opens the store, which takes the store's lock and replays its
+ * commit log, and answers every call of tabletfs.proto on it
+ * (service.h).  Until then, and for anything else it does not serve, it
+ * answers BT_ENOTSERVING.
+ *
+ * Fencing: the store's lock is held by one process at a time, so a
+ * server that the master gave up for dead cannot be replaced while it
+ * still runs: the new server's open fails until it is gone.  A server
+ * whose lease ends (coord.h: on its own clock, before ZooKeeper can
+ * expire its session) refuses every call from then on and exits at once,
+ * without flushing, which lets go of the lock; what it acknowledged is in
+ * the commit log, which the next server replays.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/tabletfs.h"
+#include "coord/coord.h"
+#include "rpc/rpc.h"
+#include "rpc/tabletfs.pb-c.h"
+#include "tabletd/service.h"
+#include "tabletd/tabletd.h"
+#include "util/buf.h"
+#include "util/error.h"
+#include "util/mutex.h"
+
+struct tablet_server {
+	struct coord *coord;
+	struct rpc_server *rpc;
+	struct mutex mu;
+	/* What it serves (guarded by mu; set once, by the first SERVE). */
+	struct bt_store *store;
+	struct service *service;
+	char storage[PATH_MAX];
+	uint64_t epoch;
+	atomic_bool closing;	/* the session is being closed on purpose */
+};
+
+static void
+lease_lost(void *arg)
+{
+	struct tablet_server *ts = arg;
+
+	if (atomic_load(&ts->closing))
+		return;
+	tabletd_log("lease lost: no longer serving; exiting");
+	_exit(TABLETD_EXIT_LEASE);
+}
+
+static int
+reply_error(struct buf *reply, int rc, const char *what)
+{
+	reply->n = 0;
+	(void)buf_append(reply, what, strlen(what));
+	return rc;
+}
+
+/* SERVE: open the store the master names, once; later SERVEs of the same
+ * store (a new master's) are answered at once. */
+static int
+serve(struct tablet_server *ts, struct slice request, struct buf *reply)
+{
+	Tabletfs__ServeRequest *req;
+	struct bt_store *store;
+	struct service *svc;
+	char line[PATH_MAX + 128];
+	int rc = 0;
+
+	req = tabletfs__serve_request__unpack(NULL, request.n, request.p);
+	if (req == NULL || req->storage == NULL || req->storage[0] == '\0') {
+		tabletfs__serve_request__free_unpacked(req, NULL);
+		return reply_error(reply, -EINVAL, "SERVE: no storage");
+	}
+	mutex_lock(&ts->mu);
+	if (ts->store != NULL) {
+		if (strcmp(ts->storage, req->storage) != 0)
+			rc = reply_error(reply, -EBUSY,
+			    "SERVE: this server serves another store");
+		else if (req->epoch > ts->epoch)
+			ts->epoch = req->epoch;
+		goto out;
+	}
+	if ((rc = bt_store_open(req->storage, NULL, &store)) < 0) {
+		snprintf(line, sizeof(line), "SERVE: %s: %s", req->storage,
+		    *bt_error_detail() ? bt_error_detail() : bt_strerror(rc));
+		rc = reply_error(reply, rc, line);
+		goto out;
+	}
+	if ((rc = service_new(store, &svc)) < 0) {
+		bt_store_close(store);
+		rc = reply_error(reply, rc, "SERVE: out of memory");
+		goto out;
+	}
+	snprintf(ts->storage, sizeof(ts->storage), "%s", req->storage);
+	ts->epoch = req->epoch;
+	ts->service = svc;
+	ts->store = store;
+	tabletd_log("serving %s (epoch %" PRIu64 ")", ts->storage, ts->epoch);
+out:
+	mutex_unlock(&ts->mu);
+	tabletfs__serve_request__free_unpacked(req, NULL);
+	return rc;
+}
+
+static int
+handle(void *arg, const struct rpc_call *call, struct slice request,
+    struct buf *reply)
+{
+	struct tablet_server *ts = arg;
+	struct service *svc;
+
+	if (!coord_lease_valid(ts->coord))
+		return reply_error(reply, BT_ENOTSERVING,
+		    "this server's lease ended");
+	if (call->method == TABLETFS__METHOD__SERVE)
+		return serve(ts, request, reply);
+	mutex_lock(&ts->mu);
+	svc = ts->service;
+	mutex_unlock(&ts->mu);
+	if (svc == NULL)
+		return reply_error(reply, BT_ENOTSERVING,
+		    "this server serves nothing yet");
+	return service_handle(svc, call->method, request, reply);
+}
+
+static void
+pause_ms(int ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&t, NULL);
+}
+
+int
+tabletd_server_run(const struct tabletd_options *o)
+{
+	struct tablet_server ts;
+	const char *address;
+	int status = 1, rc;
+
+	memset(&ts, 0, sizeof(ts));
+	if (mutex_init(&ts.mu) < 0)
+		return 1;
+	if ((rc = coord_open(o->cell, o->session_ms, rpc_now_ns() +
+	    (int64_t)10 * 1000000000, &ts.coord)) < 0) {
+		tabletd_log("%s: %s", o->cell, *bt_error_detail() ?
+		    bt_error_detail() : bt_strerror(rc));
+		goto out;
+	}
+	coord_on_lost(ts.coord, lease_lost, &ts);
+	if ((rc = rpc_server_open(o->listen, NULL, handle, &ts,
+	    &ts.rpc)) < 0) {
+		tabletd_log("listen on %s: %s", o->listen, *bt_error_detail() ?
+		    bt_error_detail() : bt_strerror(rc));
+		goto out;
+	}
+	address = rpc_server_address(ts.rpc);
+	if ((rc = coord_server_register(ts.coord, address, address)) < 0) {
+		tabletd_log("register %s: %s", address, *bt_error_detail() ?
+		    bt_error_detail() : bt_strerror(rc));
+		goto out;
+	}
+	tabletd_log("listening on %s, session %d ms", address,
+	    coord_session_timeout_ms(ts.coord));
+	while (!*o->stop)
+		pause_ms(100);
+	status = 0;
+out:
+	/* Stop answering, then unregister (closing the session drops the
+	 * node), so that the master looks for another server while this
+	 * one flushes; the store's lock keeps that one waiting until the
+	 * flush is done. */
+	atomic_store(&ts.closing, true);
+	rpc_server_close(ts.rpc);
+	coord_close(ts.coord);
+	service_free(ts.service);
+	if (ts.store != NULL && (rc = bt_store_close(ts.store)) < 0) {
+		tabletd_log("close %s: %s", ts.storage, bt_strerror(rc));
+		status = 1;
+	}
+	mutex_destroy(&ts.mu);
+	return status;
+}

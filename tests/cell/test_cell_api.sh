@@ -1,0 +1,28 @@
+#!/bin/sh
+# The API suites, run again against a cell of three tablet servers
+# through the client library (tests/unit/api_util.c opens the cell named
+# by TABLETFS_TEST_CELL instead of a store of its own): the same calls
+# must give the same results and errors over RPC as embedded.  The
+# suites here need nothing of a store but its API (no fault env, no
+# store options).
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+SUITES="${CELL_API_SUITES:-test_api_webtable test_api_gc test_api_delete
+	test_api_scan test_api_split test_api_move test_api_model
+	test_api_concurrency test_api_point}"
+
+cell_start 3
+failed=""
+for t in $SUITES; do
+	bin=$top_builddir/tests/unit/$t
+	[ -x "$bin" ] || fail "$t is not built"
+	if TABLETFS_TEST_CELL=$CELL "$bin" >"$T/$t.tap" 2>&1; then
+		echo "$t: $(grep -c '^ok' "$T/$t.tap") passed on the cell"
+	else
+		grep -E '^not ok|^Bail|^#' "$T/$t.tap" | head -20 >&2
+		failed="$failed $t"
+	fi
+done
+[ -z "$failed" ] || fail "on the cell:$failed"
+cell_ok=1
