@@ -3,7 +3,7 @@
  * DIR/<target>/ (tests/fuzz/run --seeds regenerates tests/fuzz/corpus):
  * real SSTables, blocks, log segments and mutation records made by the
  * engine's own writers, a few typical names, GC policies, import lines
- * and control-socket requests, and RPC frames.
+ * and control-socket requests, RPC frames, and the service's RPC requests.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +16,7 @@
 #include "ctl/ctl_socket.h"
 #include "log/log.h"
 #include "rpc/rpc.h"
+#include "rpc/tabletfs.pb-c.h"
 #include "sstable/block.h"
 #include "sstable/sstable.h"
 #include "tablet/mutation.h"
@@ -332,6 +333,163 @@ seeds_rpc(void)
 	buf_release(&b);
 }
 
+/* A packed request for fuzz_service: the method number, then the
+ * message. */
+static void
+seed_rpc(const char *name, uint32_t method, const ProtobufCMessage *m)
+{
+	size_t n = m != NULL ? protobuf_c_message_get_packed_size(m) : 0;
+	uint8_t *p = malloc(n + 1);
+
+	if (p == NULL)
+		die("malloc");
+	if (m != NULL)
+		protobuf_c_message_pack(m, p);
+	seed("fuzz_service", name, (int)method, p, n);
+	free(p);
+}
+
+#define PB_STR(s)	((ProtobufCBinaryData){ sizeof(s) - 1, (uint8_t *)(s) })
+
+/* Requests on the fuzz target's table t (families f and g, rows a-c). */
+static void
+seeds_service(void)
+{
+	Tabletfs__Family fam = TABLETFS__FAMILY__INIT, *fams[] = { &fam };
+	Tabletfs__TableCreateRequest tc = TABLETFS__TABLE_CREATE_REQUEST__INIT;
+	Tabletfs__TableRequest tr = TABLETFS__TABLE_REQUEST__INIT;
+	Tabletfs__FamilyRequest fr = TABLETFS__FAMILY_REQUEST__INIT;
+	Tabletfs__Group grp = TABLETFS__GROUP__INIT;
+	Tabletfs__GroupSetRequest gs = TABLETFS__GROUP_SET_REQUEST__INIT;
+	Tabletfs__Mutation m1 = TABLETFS__MUTATION__INIT,
+	    m2 = TABLETFS__MUTATION__INIT, *muts[] = { &m1, &m2 };
+	Tabletfs__Condition cond = TABLETFS__CONDITION__INIT;
+	Tabletfs__MutateRowRequest mr = TABLETFS__MUTATE_ROW_REQUEST__INIT;
+	Tabletfs__ReadModifyWriteRequest rmw =
+	    TABLETFS__READ_MODIFY_WRITE_REQUEST__INIT;
+	Tabletfs__MoveVersion mv = TABLETFS__MOVE_VERSION__INIT;
+	Tabletfs__Column c1 = TABLETFS__COLUMN__INIT,
+	    c2 = TABLETFS__COLUMN__INIT, *cols[] = { &c1 };
+	Tabletfs__MoveColumnRequest mc = TABLETFS__MOVE_COLUMN_REQUEST__INIT;
+	Tabletfs__ReadOptions ro = TABLETFS__READ_OPTIONS__INIT;
+	Tabletfs__ReadRowRequest rr = TABLETFS__READ_ROW_REQUEST__INIT;
+	Tabletfs__ScanRequest sr = TABLETFS__SCAN_REQUEST__INIT;
+	Tabletfs__SplitRequest sp = TABLETFS__SPLIT_REQUEST__INIT;
+	ProtobufCBinaryData splits[] = { PB_STR("m") };
+
+	fam.name = "h";
+	fam.gc_policy = "maxversions=2";
+	tc.table = "u";
+	tc.n_families = 1;
+	tc.families = fams;
+	tc.n_splits = 1;
+	tc.splits = splits;
+	seed_rpc("table_create", TABLETFS__METHOD__TABLE_CREATE, &tc.base);
+	tr.table = "u";
+	seed_rpc("table_delete", TABLETFS__METHOD__TABLE_DELETE, &tr.base);
+	seed_rpc("table_list", TABLETFS__METHOD__TABLE_LIST, NULL);
+	fr.table = "t";
+	fr.family = &fam;
+	seed_rpc("family_create", TABLETFS__METHOD__FAMILY_CREATE, &fr.base);
+	seed_rpc("family_set_gc", TABLETFS__METHOD__FAMILY_SET_GC, &fr.base);
+	seed_rpc("family_delete", TABLETFS__METHOD__FAMILY_DELETE, &fr.base);
+	gs.table = "t";
+	gs.group = &grp;
+	grp.name = "default";
+	grp.has_compress = grp.has_bloom = true;
+	grp.compress = 0;
+	grp.bloom = 1;
+	seed_rpc("group_set", TABLETFS__METHOD__GROUP_SET, &gs.base);
+	tr.table = "t";
+	seed_rpc("table_describe", TABLETFS__METHOD__TABLE_DESCRIBE, &tr.base);
+	seed_rpc("tablets", TABLETFS__METHOD__TABLETS, &tr.base);
+	tr.has_major = tr.major = true;
+	seed_rpc("compact", TABLETFS__METHOD__COMPACT, &tr.base);
+
+	m1.has_kind = m1.has_qualifier = m1.has_ts = m1.has_value = true;
+	m1.kind = TABLETFS__MUTATION__KIND__PUT;
+	m1.family = "f";
+	m1.qualifier = PB_STR("q");
+	m1.ts = -1;
+	m1.value = PB_STR("7\n");
+	m2.has_kind = true;
+	m2.kind = TABLETFS__MUTATION__KIND__DELETE_COLUMN;
+	m2.family = "g";
+	mr.table = "t";
+	mr.has_row = true;
+	mr.row = PB_STR("a");
+	mr.n_mutations = 2;
+	mr.mutations = muts;
+	seed_rpc("mutate_row", TABLETFS__METHOD__MUTATE_ROW, &mr.base);
+	cond.family = "f";
+	cond.has_qualifier = cond.has_expected = cond.has_expected_ts = true;
+	cond.qualifier = PB_STR("q");
+	cond.expected = PB_STR("12\n");
+	cond.expected_ts = 5;
+	mr.condition = &cond;
+	seed_rpc("check_and_mutate", TABLETFS__METHOD__MUTATE_ROW, &mr.base);
+
+	rmw.table = "t";
+	rmw.has_row = rmw.has_qualifier = true;
+	rmw.row = PB_STR("b");
+	rmw.family = "f";
+	rmw.qualifier = PB_STR("q");
+	rmw.op_case = TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_INCREMENT;
+	rmw.increment = 3;
+	seed_rpc("increment", TABLETFS__METHOD__READ_MODIFY_WRITE, &rmw.base);
+	rmw.op_case = TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_APPEND;
+	rmw.append = PB_STR("x");
+	seed_rpc("append", TABLETFS__METHOD__READ_MODIFY_WRITE, &rmw.base);
+	rmw.op_case = TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_MOVE_VERSION;
+	rmw.move_version = &mv;
+	mv.has_src_ts = mv.has_dst_qualifier = true;
+	mv.src_ts = 5;
+	mv.dst_family = "g";
+	mv.dst_qualifier = PB_STR("r");
+	seed_rpc("move_version", TABLETFS__METHOD__READ_MODIFY_WRITE,
+	    &rmw.base);
+
+	mc.table = "t";
+	mc.has_row = true;
+	mc.row = PB_STR("c");
+	mc.src = &c1;
+	mc.dst = &c2;
+	c1.family = "f";
+	c2.family = "g";
+	seed_rpc("move_family", TABLETFS__METHOD__MOVE_COLUMN, &mc.base);
+
+	rr.table = "t";
+	rr.has_row = true;
+	rr.row = PB_STR("a");
+	rr.options = &ro;
+	ro.n_columns = 1;
+	ro.columns = cols;
+	ro.has_cells_per_column = ro.has_max_ts = true;
+	ro.cells_per_column = 1;
+	ro.max_ts = 10;
+	seed_rpc("read_row", TABLETFS__METHOD__READ_ROW, &rr.base);
+	sr.table = "t";
+	sr.has_start = sr.has_batch_rows = true;
+	sr.start = PB_STR("a");
+	sr.batch_rows = 2;
+	sr.options = &ro;
+	seed_rpc("scan", TABLETFS__METHOD__SCAN, &sr.base);
+	tabletfs__scan_request__init(&sr);
+	sr.has_scanner_id = true;
+	sr.scanner_id = 1;
+	seed_rpc("scan_next", TABLETFS__METHOD__SCAN, &sr.base);
+	seed_rpc("scan_close", TABLETFS__METHOD__SCAN_CLOSE, &sr.base);
+
+	sp.table = "t";
+	sp.has_row = true;
+	sp.row = PB_STR("b");
+	seed_rpc("split", TABLETFS__METHOD__SPLIT, &sp.base);
+	seed_rpc("flush", TABLETFS__METHOD__FLUSH, NULL);
+	seed_rpc("check", TABLETFS__METHOD__CHECK, NULL);
+	seed_rpc("stats", TABLETFS__METHOD__STATS, NULL);
+	seed_rpc("unknown", 99, NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -351,6 +509,7 @@ main(int argc, char **argv)
 	seeds_text();
 	seeds_requests();
 	seeds_rpc();
+	seeds_service();
 	env_free(env);
 	return 0;
 }

@@ -1,0 +1,581 @@
+/*
+ * service.c - the service's life and its dispatch (service.h), and the
+ * calls on the schema and the store as a whole; the row calls are in
+ * service_rows.c, the scanners in service_scan.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "tabletd/service_int.h"
+#include "util/alloc.h"
+#include "util/error.h"
+
+#define UNPACK(desc, in, msgp) \
+	service_pb_unpack(&(desc), (in), (ProtobufCMessage **)(msgp))
+
+/* NULL for an absent or empty string: the proto's "empty: the default". */
+static const char *
+empty_null(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+/* ---- Schema ---- */
+
+static int
+table_create(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__TableCreateRequest *r;
+	struct bt_family_spec *fams = NULL;
+	struct bt_bytes *splits = NULL;
+	int rc;
+
+	if ((rc = UNPACK(tabletfs__table_create_request__descriptor, in,
+	    &r)) < 0)
+		return rc;
+	if (r->table == NULL) {
+		rc = service_missing("TableCreateRequest", "table");
+		goto out;
+	}
+	if (r->n_families > 0 &&
+	    (fams = bt_calloc(r->n_families, sizeof(*fams))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < r->n_families; i++) {
+		if (r->families[i]->name == NULL) {
+			rc = service_missing("TableCreateRequest family",
+			    "name");
+			goto out_free;
+		}
+		fams[i].name = r->families[i]->name;
+		fams[i].group = empty_null(r->families[i]->group);
+		fams[i].gc_policy = empty_null(r->families[i]->gc_policy);
+	}
+	if (r->n_splits > 0 &&
+	    (splits = bt_calloc(r->n_splits, sizeof(*splits))) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (size_t i = 0; i < r->n_splits; i++)
+		splits[i] = service_bytes(true, r->splits[i]);
+	rc = bt_table_create(svc->store, r->table, fams, r->n_families,
+	    splits, r->n_splits, r->has_tablet_size ? r->tablet_size : 0);
+	bt_free(splits);
+out_free:
+	bt_free(fams);
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+/* A TableRequest with its table named (or, when may_be_empty, not). */
+static int
+table_request(struct slice in, bool may_be_empty,
+    Tabletfs__TableRequest **out)
+{
+	Tabletfs__TableRequest *r;
+	int rc;
+
+	if ((rc = UNPACK(tabletfs__table_request__descriptor, in, &r)) < 0)
+		return rc;
+	if (r->table == NULL && !may_be_empty) {
+		service_pb_free(&r->base);
+		return service_missing("TableRequest", "table");
+	}
+	*out = r;
+	return 0;
+}
+
+static int
+table_delete(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__TableRequest *r;
+	int rc;
+
+	if ((rc = table_request(in, false, &r)) < 0)
+		return rc;
+	rc = bt_table_delete(svc->store, r->table);
+	service_pb_free(&r->base);
+	return rc;
+}
+
+/* Unpack an Empty request: its bytes must still be a message. */
+static int
+empty_request(struct slice in)
+{
+	Tabletfs__Empty *r;
+	int rc;
+
+	if ((rc = UNPACK(tabletfs__empty__descriptor, in, &r)) < 0)
+		return rc;
+	service_pb_free(&r->base);
+	return 0;
+}
+
+static int
+table_list(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__TableListReply out = TABLETFS__TABLE_LIST_REPLY__INIT;
+	char **names;
+	size_t count;
+	int rc;
+
+	if ((rc = empty_request(in)) < 0)
+		return rc;
+	if ((rc = bt_table_list(svc->store, &names, &count)) < 0)
+		return rc;
+	out.n_names = count;
+	out.names = names;
+	rc = service_pb_pack(&out.base, reply);
+	bt_names_free(names);
+	return rc;
+}
+
+/* A FamilyRequest with its table and family (and the family's name). */
+static int
+family_request(struct slice in, Tabletfs__FamilyRequest **out)
+{
+	Tabletfs__FamilyRequest *r;
+	int rc;
+
+	if ((rc = UNPACK(tabletfs__family_request__descriptor, in, &r)) < 0)
+		return rc;
+	if (r->table == NULL)
+		rc = service_missing("FamilyRequest", "table");
+	else if (r->family == NULL)
+		rc = service_missing("FamilyRequest", "family");
+	else if (r->family->name == NULL)
+		rc = service_missing("FamilyRequest family", "name");
+	if (rc < 0) {
+		service_pb_free(&r->base);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+static int
+family_create(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__FamilyRequest *r;
+	struct bt_family_spec spec;
+	int rc;
+
+	if ((rc = family_request(in, &r)) < 0)
+		return rc;
+	spec.name = r->family->name;
+	spec.group = empty_null(r->family->group);
+	spec.gc_policy = empty_null(r->family->gc_policy);
+	rc = bt_family_create(svc->store, r->table, &spec);
+	service_pb_free(&r->base);
+	return rc;
+}
+
+static int
+family_delete(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__FamilyRequest *r;
+	int rc;
+
+	if ((rc = family_request(in, &r)) < 0)
+		return rc;
+	rc = bt_family_delete(svc->store, r->table, r->family->name);
+	service_pb_free(&r->base);
+	return rc;
+}
+
+static int
+family_set_gc(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__FamilyRequest *r;
+	const char *policy;
+	int rc;
+
+	if ((rc = family_request(in, &r)) < 0)
+		return rc;
+	if (r->family->gc_policy == NULL) {
+		rc = service_missing("FAMILY_SET_GC", "gc_policy");
+		goto out;
+	}
+	policy = empty_null(r->family->gc_policy);
+	rc = bt_family_set_gc(svc->store, r->table, r->family->name,
+	    policy != NULL ? policy : "never");
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+static int
+group_set(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__GroupSetRequest *r;
+	struct bt_group_spec spec;
+	const Tabletfs__Group *g;
+	int rc;
+
+	if ((rc = UNPACK(tabletfs__group_set_request__descriptor, in,
+	    &r)) < 0)
+		return rc;
+	g = r->group;
+	if (r->table == NULL)
+		rc = service_missing("GroupSetRequest", "table");
+	else if (g == NULL || g->name == NULL)
+		rc = service_missing("GroupSetRequest", "group name");
+	if (rc < 0)
+		goto out;
+	spec.name = g->name;
+	spec.block_size = g->has_block_size ? g->block_size : 0;
+	spec.compress = g->has_compress ? g->compress : -1;
+	spec.bloom = g->has_bloom ? g->bloom : -1;
+	spec.in_memory = g->has_in_memory ? g->in_memory : -1;
+	rc = bt_group_set(svc->store, r->table, &spec);
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+static int
+table_describe(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__DescribeReply out = TABLETFS__DESCRIBE_REPLY__INIT;
+	Tabletfs__TableRequest *r;
+	char *families = NULL, *groups = NULL;
+	int rc;
+
+	if ((rc = table_request(in, false, &r)) < 0)
+		return rc;
+	if ((rc = bt_table_describe(svc->store, r->table, &families)) < 0)
+		goto out;
+	if ((rc = bt_table_describe_groups(svc->store, r->table,
+	    &groups)) < 0)
+		goto out_free;
+	out.families = families;
+	out.groups = groups;
+	rc = service_pb_pack(&out.base, reply);
+	free(groups);
+out_free:
+	free(families);
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+/* ---- Administration ---- */
+
+static int
+store_flush(struct service *svc, struct slice in, struct buf *reply)
+{
+	int rc;
+
+	if ((rc = empty_request(in)) < 0)
+		return rc;
+	return bt_store_flush(svc->store);
+}
+
+static int
+store_compact(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__TableRequest *r;
+	int rc;
+
+	if ((rc = table_request(in, true, &r)) < 0)
+		return rc;
+	rc = bt_store_compact(svc->store, empty_null(r->table),
+	    r->has_major && r->major);
+	service_pb_free(&r->base);
+	return rc;
+}
+
+static int
+table_split(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__SplitRequest *r;
+	int rc;
+
+	if ((rc = UNPACK(tabletfs__split_request__descriptor, in, &r)) < 0)
+		return rc;
+	if (r->table == NULL)
+		rc = service_missing("SplitRequest", "table");
+	else
+		rc = bt_table_split(svc->store, r->table,
+		    service_bytes(r->has_row, r->row));
+	service_pb_free(&r->base);
+	return rc;
+}
+
+static int
+table_tablets(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__TabletsReply out = TABLETFS__TABLETS_REPLY__INIT;
+	Tabletfs__TabletInfo *infos = NULL, **ptrs = NULL;
+	struct bt_tablet_info *t;
+	Tabletfs__TableRequest *r;
+	size_t count;
+	int rc;
+
+	if ((rc = table_request(in, false, &r)) < 0)
+		return rc;
+	if ((rc = bt_table_tablets(svc->store, r->table, &t, &count)) < 0)
+		goto out;
+	if (count > 0 && ((infos = bt_calloc(count, sizeof(*infos))) == NULL ||
+	    (ptrs = bt_calloc(count, sizeof(*ptrs))) == NULL)) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (size_t i = 0; i < count; i++) {
+		Tabletfs__TabletInfo *ti = &infos[i];
+
+		tabletfs__tablet_info__init(ti);
+		ti->has_id = ti->has_start = ti->has_end = true;
+		ti->has_sstables = ti->has_sstable_bytes = true;
+		ti->has_data_bytes = ti->has_memtable_bytes = true;
+		ti->has_flushed_seq = true;
+		ti->id = t[i].id;
+		ti->start = service_pb_bytes(t[i].start);
+		ti->end = service_pb_bytes(t[i].end);
+		ti->sstables = t[i].sstables;
+		ti->sstable_bytes = t[i].sstable_bytes;
+		ti->data_bytes = t[i].data_bytes;
+		ti->memtable_bytes = t[i].memtable_bytes;
+		ti->flushed_seq = t[i].flushed_seq;
+		ptrs[i] = ti;
+	}
+	out.n_tablets = count;
+	out.tablets = ptrs;
+	rc = service_pb_pack(&out.base, reply);
+out_free:
+	bt_free(ptrs);
+	bt_free(infos);
+	bt_tablets_free(t);
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+/* The problems a check reports, gathered for CheckReply. */
+struct check_lines {
+	char **lines;
+	size_t count, cap;
+	bool failed;		/* a line could not be kept: -ENOMEM */
+};
+
+static void
+check_report(void *arg, const char *problem)
+{
+	struct check_lines *cl = arg;
+	char *line, **grown;
+
+	if (cl->failed)
+		return;
+	if (cl->count == cl->cap) {
+		size_t cap = cl->cap ? cl->cap * 2 : 16;
+
+		if ((grown = bt_realloc(cl->lines,
+		    cap * sizeof(*grown))) == NULL) {
+			cl->failed = true;
+			return;
+		}
+		cl->lines = grown;
+		cl->cap = cap;
+	}
+	if ((line = bt_strdup(problem)) == NULL) {
+		cl->failed = true;
+		return;
+	}
+	cl->lines[cl->count++] = line;
+}
+
+static int
+store_check(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__CheckReply out = TABLETFS__CHECK_REPLY__INIT;
+	struct check_lines cl = { NULL, 0, 0, false };
+	uint64_t files = 0, bytes = 0;
+	int rc;
+
+	if ((rc = empty_request(in)) < 0)
+		return rc;
+	rc = bt_store_check(svc->store, check_report, NULL, &cl, &files,
+	    &bytes);
+	if (rc < 0 && rc != BT_ECORRUPT)
+		goto out;
+	if (cl.failed) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	out.has_result = out.has_files = out.has_bytes = true;
+	out.result = rc;
+	out.files = files;
+	out.bytes = bytes;
+	out.n_problems = cl.count;
+	out.problems = cl.lines;
+	rc = service_pb_pack(&out.base, reply);
+out:
+	for (size_t i = 0; i < cl.count; i++)
+		bt_free(cl.lines[i]);
+	bt_free(cl.lines);
+	return rc;
+}
+
+#define STAT(field) do {						\
+	out.has_##field = true;						\
+	out.field = st.field;						\
+} while (0)
+
+static int
+store_stats(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__Stats out = TABLETFS__STATS__INIT;
+	struct bt_stats st;
+	int rc;
+
+	if ((rc = empty_request(in)) < 0)
+		return rc;
+	bt_store_get_stats(svc->store, &st);
+	STAT(mutations); STAT(reads); STAT(log_syncs); STAT(log_batches);
+	STAT(flushes); STAT(compactions); STAT(sstables);
+	STAT(damaged_sstables); STAT(memtable_bytes); STAT(last_seq);
+	STAT(cache_hits); STAT(cache_misses); STAT(tablets); STAT(splits);
+	STAT(merges); STAT(files_collected); STAT(location_lookups);
+	STAT(location_hits); STAT(location_levels); STAT(location_stale);
+	STAT(write_gathers); STAT(write_waits); STAT(memtable_peak_bytes);
+	STAT(memory_trims); STAT(writes_refused); STAT(disk_full);
+	STAT(reserve_bytes);
+	return service_pb_pack(&out.base, reply);
+}
+
+/* ---- Dispatch ---- */
+
+typedef int (*service_handler)(struct service *, struct slice,
+    struct buf *);
+
+static const struct {
+	uint32_t method;
+	service_handler handler;
+} handlers[] = {
+	{ TABLETFS__METHOD__TABLE_CREATE, table_create },
+	{ TABLETFS__METHOD__TABLE_DELETE, table_delete },
+	{ TABLETFS__METHOD__TABLE_LIST, table_list },
+	{ TABLETFS__METHOD__FAMILY_CREATE, family_create },
+	{ TABLETFS__METHOD__FAMILY_DELETE, family_delete },
+	{ TABLETFS__METHOD__FAMILY_SET_GC, family_set_gc },
+	{ TABLETFS__METHOD__GROUP_SET, group_set },
+	{ TABLETFS__METHOD__TABLE_DESCRIBE, table_describe },
+	{ TABLETFS__METHOD__MUTATE_ROW, service_mutate_row },
+	{ TABLETFS__METHOD__READ_MODIFY_WRITE, service_read_modify_write },
+	{ TABLETFS__METHOD__MOVE_COLUMN, service_move_column },
+	{ TABLETFS__METHOD__READ_ROW, service_read_row },
+	{ TABLETFS__METHOD__SCAN, service_scan },
+	{ TABLETFS__METHOD__SCAN_CLOSE, service_scan_close },
+	{ TABLETFS__METHOD__FLUSH, store_flush },
+	{ TABLETFS__METHOD__COMPACT, store_compact },
+	{ TABLETFS__METHOD__SPLIT, table_split },
+	{ TABLETFS__METHOD__TABLETS, table_tablets },
+	{ TABLETFS__METHOD__CHECK, store_check },
+	{ TABLETFS__METHOD__STATS, store_stats },
+};
+
+/* Append the error line for rc: the detail, else the code's name, with
+ * every byte outside printable ASCII written '?'. */
+static void
+reply_error(int rc, struct buf *reply)
+{
+	const char *text = bt_error_detail();
+	size_t n;
+
+	if (text[0] == '\0')
+		text = bt_strerror(rc);
+	n = strlen(text);
+	if (buf_reserve(reply, n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)text[i];
+
+		reply->p[reply->n++] = c >= 0x20 && c < 0x7f ? c : '?';
+	}
+}
+
+int
+service_handle(struct service *svc, uint32_t method, struct slice request,
+    struct buf *reply)
+{
+	service_handler handler = NULL;
+	size_t mark = reply->n;
+	int rc;
+
+	assert(svc != NULL && reply != NULL);
+	bt_error_clear();
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		if (handlers[i].method == method)
+			handler = handlers[i].handler;
+	if (handler == NULL)
+		rc = bt_error_set(-ENOSYS, "method %u: not served here",
+		    method);
+	else
+		rc = handler(svc, request, reply);
+	assert(rc <= 0);
+	if (rc < 0) {
+		reply->n = mark;
+		reply_error(rc, reply);
+	}
+	return rc;
+}
+
+/* ---- Life ---- */
+
+int
+service_new(struct bt_store *store, struct service **out)
+{
+	return service_new_with(store, NULL, out);
+}
+
+int
+service_new_with(struct bt_store *store, const struct service_options *opts,
+    struct service **out)
+{
+	struct service *svc;
+	uint32_t idle_ms = SERVICE_SCANNER_IDLE_MS;
+	int rc;
+
+	assert(store != NULL && out != NULL);
+	if (opts != NULL && opts->scanner_idle_ms != 0)
+		idle_ms = opts->scanner_idle_ms;
+	if ((svc = bt_calloc(1, sizeof(*svc))) == NULL)
+		return -ENOMEM;
+	svc->store = store;
+	svc->idle_ns = (uint64_t)idle_ms * 1000000u;
+	if ((svc->scanners = bt_calloc(SERVICE_MAX_SCANNERS,
+	    sizeof(*svc->scanners))) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	if ((rc = mutex_init(&svc->mu)) < 0)
+		goto out_scanners;
+	/* The key only scrambles ids: the clock does when there is no
+	 * randomness to be had. */
+	if (getrandom(&svc->id_key, sizeof(svc->id_key), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(svc->id_key))
+		svc->id_key = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15u;
+	*out = svc;
+	return 0;
+out_scanners:
+	bt_free(svc->scanners);
+out_free:
+	bt_free(svc);
+	return rc;
+}
+
+void
+service_free(struct service *svc)
+{
+	if (svc == NULL)
+		return;
+	service_scanners_close_all(svc);
+	mutex_destroy(&svc->mu);
+	bt_free(svc->scanners);
+	bt_free(svc);
+}

@@ -1,0 +1,121 @@
+/*
+ * service.h - a tablet server's request dispatch: the calls of
+ * src/rpc/tabletfs.proto executed on a store opened with the public API
+ * (docs/design.md section 5), independent of any transport.
+ *
+ * A request is a method (a Tabletfs__Method value) and the packed request
+ * message that the proto names beside it; the reply is the packed reply
+ * message, or a status and one line of text.  Every method but SERVE maps
+ * onto the bt_ calls of src/api/tabletfs.h, whose contracts hold
+ * unchanged; the comments in the proto say which message goes with which
+ * call.  What the messages leave open is settled here:
+ *
+ *  - Absent optional fields take the C API's defaults: an absent row,
+ *    qualifier or value is empty, an absent ts is BT_TS_SERVER (-1), an
+ *    absent group or gc_policy (or an empty one, as the proto says) is
+ *    "default" or "never", absent Group settings are 0 / -1 (unchanged),
+ *    an absent or empty table in COMPACT is every table.
+ *  - What a call cannot do without is -EINVAL with a detail naming it: a
+ *    table name (every call that takes one but COMPACT), a family in a
+ *    FamilyRequest, a Family without a name, a Mutation of kind KIND_NONE
+ *    (or one the proto does not define), a Condition or Column without a
+ *    family, a ReadModifyWrite without family or op, a MoveVersion
+ *    without src_ts or dst_family, a MoveColumn without src or dst, a
+ *    FAMILY_SET_GC without gc_policy (an empty one is "never"), a
+ *    GROUP_SET without a group name.  Bounds and names themselves are
+ *    checked by the bt_ layer.
+ *  - Bytes that do not unpack as the method's request message are
+ *    -EPROTO.  An unknown method, METHOD_NONE and SERVE are -ENOSYS
+ *    (SERVE is the process's own business, handled before this).
+ *  - MUTATE_ROW replies stamp, as the C call reports it (0 for a
+ *    check-and-mutate without expected_ts, whose C call does not, and for
+ *    one not applied), and applied (true for an unconditional mutation
+ *    that succeeded).
+ *  - READ_ROW of a row without a selected cell replies found = false,
+ *    status 0.
+ *  - CHECK replies status 0 whenever the check ran, sound (result 0) or
+ *    not (result BT_ECORRUPT, problems holding the report lines); a check
+ *    that could not run is its error as the status.
+ *  - SCAN: scanners live in the service (see the SCAN comment in the
+ *    proto).  scanner_id 0 opens one with the request's range and
+ *    options; later requests name the id, and may give new batch_rows /
+ *    batch_bytes (else those of the opening request hold).  A batch holds
+ *    up to batch_rows rows (0: SERVICE_BATCH_ROWS) and stops after the row
+ *    that brings its packed size to batch_bytes (0: SERVICE_BATCH_BYTES):
+ *    always at least one row unless the scan is at its end.  done = true
+ *    when the scan reached its end (its last batch may then be empty);
+ *    the scanner is closed and forgotten then, and also when a batch
+ *    fails (the error is the reply; the client reopens after the last row
+ *    it received).  An unknown or forgotten id is BT_ENOTSERVING; an id
+ *    another request is using at that moment, -EBUSY.  SCAN_CLOSE
+ *    answers 0 even for an unknown id (a scanner in use is closed when
+ *    its request ends).  A scanner left idle for the idle time
+ *    (SERVICE_SCANNER_IDLE_MS unless set) is closed by the next request
+ *    that opens or closes one; at most SERVICE_MAX_SCANNERS are open,
+ *    -EMFILE beyond (after closing the idle ones).  Ids are nonzero and
+ *    never reused by one service: a counter, scrambled with a random key
+ *    so that they are not the obvious 1, 2, 3.
+ *
+ * Errors: service_handle() returns a negative tabletfs code (-errno or
+ * BT_E*) and writes the one-line message: the detail that the failing
+ * call recorded (bt_error_detail()), else bt_strerror(rc); bytes outside
+ * printable ASCII are written '?' so that the line is UTF-8 whatever
+ * names it quotes.
+ *
+ * Threads: service_handle() may be called from any number of threads at
+ * once; service_new() and service_free() are not concurrent with it.
+ * Memory goes through util/alloc.h (bt_malloc), protobuf-c's included,
+ * so that a test can fail the Nth allocation: that is -ENOMEM, nothing
+ * leaks, and the store is unchanged unless the call had already
+ * committed.
+ */
+#ifndef TABLETFS_TABLETD_SERVICE_H
+#define TABLETFS_TABLETD_SERVICE_H
+
+#include <stdint.h>
+
+#include "api/tabletfs.h"
+#include "util/buf.h"
+#include "util/slice.h"
+
+#define SERVICE_MAX_SCANNERS	1024
+#define SERVICE_SCANNER_IDLE_MS	60000u
+#define SERVICE_BATCH_ROWS	100u
+#define SERVICE_BATCH_BYTES	(1u << 20)
+
+struct service;
+
+/* Settings of a service; zero means the default. */
+struct service_options {
+	uint32_t scanner_idle_ms;	/* SERVICE_SCANNER_IDLE_MS */
+};
+
+/*
+ * Serve the requests of tabletfs.proto on store (not owned: it must
+ * outlive the service).  0 and *out, or -ENOMEM.
+ */
+int service_new(struct bt_store *store, struct service **out);
+/* The same with settings (opts NULL: the defaults). */
+int service_new_with(struct bt_store *store,
+    const struct service_options *opts, struct service **out);
+
+/* Close every open scanner and free the service; accepts NULL.  No
+ * service_handle() call may be running. */
+void service_free(struct service *svc);
+
+/*
+ * Execute one request: method a Tabletfs__Method value, request the
+ * packed request message.  0 with the packed reply message appended to
+ * *reply (nothing for Empty), or a negative code with *reply holding what
+ * it held before followed by the one-line message (no newline; none when
+ * *reply cannot grow for it: give it room beforehand to be sure of one).
+ * The store's own errors pass through unchanged (-ENOENT, BT_ECORRUPT,
+ * ...), and so does BT_ENOTSERVING.
+ */
+int service_handle(struct service *svc, uint32_t method,
+    struct slice request, struct buf *reply);
+
+/* The scanners open now (for status displays and tests). */
+unsigned service_scanner_count(struct service *svc);
+
+#endif
