@@ -214,8 +214,9 @@ rpc_server_address(const struct rpc_server *s)
 /*
  * The order matters: no new connection (the acceptor is gone), no new job
  * (note 4), every reader woken (its socket shut down, its wait for room
- * given up), the workers joined once the handlers running have returned,
- * then every connection freed.
+ * given up) and every reply still owed cut short (a client that ended its
+ * stream but does not read would hold a worker), the workers joined once
+ * the handlers running have returned, then every connection freed.
  */
 void
 rpc_server_close(struct rpc_server *s)
@@ -239,6 +240,8 @@ rpc_server_close(struct rpc_server *s)
 		(void)shutdown(conn->fd, SHUT_RDWR);
 		pthread_cond_broadcast(&conn->room);
 	}
+	for (conn = s->done; conn != NULL; conn = conn->next)
+		(void)shutdown(conn->fd, SHUT_RDWR);	/* replies owed */
 	pthread_cond_broadcast(&s->work);
 	mutex_unlock(&s->mu);
 	for (int i = 0; i < s->nworkers; i++)

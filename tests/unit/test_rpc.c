@@ -823,6 +823,33 @@ test_server_close_in_flight(struct counts *n)
 	rpc_client_close(c);
 }
 
+/* A client that ended its stream and does not read its 8 MiB reply
+ * holds a worker in a send for up to the send timeout (5 s here), but
+ * not rpc_server_close. */
+static void
+test_server_close_owed_reply(struct counts *n)
+{
+	struct rpc_server_options o = { .send_timeout_ms = 5000 };
+	struct rpc_server *s = server_start(&o, n);
+	uint8_t *big = calloc(1, 8 * MIB);
+	struct rpc_frame f = { .id = 1, .method = M_ECHO,
+	    .payload = slice_make(big, 8 * MIB) };
+	int64_t t0, took;
+	int fd;
+
+	fd = raw_connect(s, true);
+	raw_send_frame(fd, &f);
+	shutdown(fd, SHUT_WR);
+	free(big);
+	sleep_ms(500);
+	t0 = rpc_now_ns();
+	rpc_server_close(s);
+	took = rpc_now_ns() - t0;
+	ok(took < 3000 * MS, "server close: a reply owed to a client that "
+	    "does not read does not hold it (%lld ms)", (long long)(took / MS));
+	close(fd);
+}
+
 static void
 test_client_close_in_flight(struct rpc_server *s)
 {
@@ -890,6 +917,7 @@ main(void)
 	test_max_connections(&n);
 	test_server_max_frame(&n);
 	test_server_close_in_flight(&n);
+	test_server_close_owed_reply(&n);
 	test_refused();
 	return tap_done();
 }
