@@ -147,10 +147,21 @@ test_cell(struct coord *a, struct coord *b)
 /* ---- tablet servers ---- */
 
 static atomic_int servers_changed;
+static atomic_int servers_seen = -1;
 
+/* Callbacks run on the coord's thread, not ZooKeeper's: they may call
+ * the coord, and what they read is covered by the re-armed watch. */
 static void
 on_servers(void *arg)
 {
+	struct coord *c = arg;
+	char **names = NULL;
+	size_t count = 0;
+
+	if (coord_servers_list(c, &names, &count) == 0) {
+		atomic_store(&servers_seen, (int)count);
+		coord_names_free(names, count);
+	}
 	atomic_fetch_add(&servers_changed, 1);
 }
 
@@ -195,7 +206,7 @@ test_servers(struct coord *a)
 	int was;
 	int64_t took;
 
-	is_int(coord_servers_watch(a, on_servers, NULL), 0,
+	is_int(coord_servers_watch(a, on_servers, a), 0,
 	    "servers: watch armed");
 	ok(list_is(a, ""), "servers: none at first");
 	was = atomic_load(&servers_changed);
@@ -222,6 +233,8 @@ test_servers(struct coord *a)
 	coord_close(s1);
 	took = wait_count(&servers_changed, was, 5000);
 	ok(took >= 0, "servers: the watch fired when ts1 closed");
+	is_int(atomic_load(&servers_seen), 1, "servers: the callback listed "
+	    "the servers itself and saw one");
 	diag("watch after ts1's close: %.3f s", secs(took));
 	ok(list_is(a, "ts2"), "servers: ts1 left the list with its session");
 	coord_close(s2);
@@ -406,6 +419,14 @@ on_lost(void *arg)
 	atomic_fetch_add(&lost_calls, 1);
 }
 
+static atomic_int late_lost_calls;
+
+static void
+on_lost_late(void *arg)
+{
+	atomic_fetch_add(&late_lost_calls, 1);
+}
+
 struct frozen_call {
 	struct coord *c;
 	int rc;
@@ -541,6 +562,9 @@ test_lease(pid_t zk_pid)
 	usleep(500 * 1000);
 	is_int(atomic_load(&lost_calls), 1, "lease: the lost callback ran "
 	    "once");
+	coord_on_lost(l, on_lost_late, NULL);
+	ok(wait_count(&late_lost_calls, 0, 2000) >= 0,
+	    "lease: a callback set after the loss runs at once");
 
 	fresh = open_or_bail(SHORT_MS);
 	ok(coord_lease_valid(fresh), "lease: a fresh coord_open works");
