@@ -125,7 +125,8 @@ int64_t coord_lease_expiry_ns(struct coord *c);
 
 /*
  * Call cb(arg) once, on the coord's thread, when the lease is lost (at once
- * if it already is).  Replaces an earlier callback; cb NULL removes it.
+ * if it already is).  Replaces an earlier callback, which will not run if
+ * it has not yet; cb NULL removes it.
  */
 void coord_on_lost(struct coord *c, void (*cb)(void *arg), void *arg);
 

@@ -96,6 +96,7 @@ coord_on_lost(struct coord *c, void (*cb)(void *arg), void *arg)
 	mutex_lock(&c->mu);
 	c->lost_cb = cb;
 	c->lost_arg = arg;
+	c->lost_notified = false;	/* each callback set runs once */
 	pthread_cond_broadcast(&c->cond);
 	mutex_unlock(&c->mu);
 }
