@@ -320,47 +320,6 @@ struct cell_scan {
 	bool done;
 };
 
-int
-cell_scan_open(struct cell_client *c, const char *table,
-    struct bt_bytes start, bool start_exclusive, struct bt_bytes end,
-    const struct bt_read_options *ropts, bool no_cache_fill, uint64_t limit,
-    struct cell_scan **out)
-{
-	struct cell_scan *sc;
-	int rc;
-
-	if (table == NULL)
-		return bt_error_set(-EINVAL, "no table");
-	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
-		return -ENOMEM;
-	buf_init(&sc->start);
-	buf_init(&sc->end);
-	sc->c = c;
-	sc->limit = limit;
-	tabletfs__scan_request__init(&sc->req);
-	if ((rc = options_to(&sc->options, ropts)) < 0) {
-		bt_free(sc);
-		return rc;
-	}
-	if ((sc->table = bt_malloc(strlen(table) + 1)) == NULL ||
-	    (rc = buf_set(&sc->start, start.data, start.size)) < 0 ||
-	    (rc = buf_set(&sc->end, end.data, end.size)) < 0) {
-		cell_scan_close(sc);
-		return -ENOMEM;
-	}
-	memcpy(sc->table, table, strlen(table) + 1);
-	sc->req.table = sc->table;
-	sc->req.has_start = sc->req.has_start_exclusive = true;
-	sc->req.has_end = sc->req.has_no_cache_fill = true;
-	sc->req.start_exclusive = start_exclusive;
-	sc->req.options = &sc->options;
-	sc->req.no_cache_fill = no_cache_fill;
-	sc->req.has_batch_rows = sc->req.has_batch_bytes = true;
-	sc->req.batch_bytes = SCAN_BATCH_BYTES;
-	*out = sc;
-	return 0;
-}
-
 /*
  * The next batch: from the open scanner, or from a new one that starts
  * where the last row returned leaves off when there is none (the first
@@ -412,6 +371,53 @@ scan_fetch(struct cell_scan *sc)
 	sc->done = rep->done;
 	if (rep->done)
 		sc->scanner = 0;	/* the server closed it */
+	return 0;
+}
+
+int
+cell_scan_open(struct cell_client *c, const char *table,
+    struct bt_bytes start, bool start_exclusive, struct bt_bytes end,
+    const struct bt_read_options *ropts, bool no_cache_fill, uint64_t limit,
+    struct cell_scan **out)
+{
+	struct cell_scan *sc;
+	int rc;
+
+	if (table == NULL)
+		return bt_error_set(-EINVAL, "no table");
+	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
+		return -ENOMEM;
+	buf_init(&sc->start);
+	buf_init(&sc->end);
+	sc->c = c;
+	sc->limit = limit;
+	tabletfs__scan_request__init(&sc->req);
+	if ((rc = options_to(&sc->options, ropts)) < 0) {
+		bt_free(sc);
+		return rc;
+	}
+	if ((sc->table = bt_malloc(strlen(table) + 1)) == NULL ||
+	    (rc = buf_set(&sc->start, start.data, start.size)) < 0 ||
+	    (rc = buf_set(&sc->end, end.data, end.size)) < 0) {
+		cell_scan_close(sc);
+		return -ENOMEM;
+	}
+	memcpy(sc->table, table, strlen(table) + 1);
+	sc->req.table = sc->table;
+	sc->req.has_start = sc->req.has_start_exclusive = true;
+	sc->req.has_end = sc->req.has_no_cache_fill = true;
+	sc->req.start_exclusive = start_exclusive;
+	sc->req.options = &sc->options;
+	sc->req.no_cache_fill = no_cache_fill;
+	sc->req.has_batch_rows = sc->req.has_batch_bytes = true;
+	sc->req.batch_bytes = SCAN_BATCH_BYTES;
+	/* The scanner opens now: the scan reads the table as of this
+	 * call, and an unknown table fails here. */
+	if ((rc = scan_fetch(sc)) < 0) {
+		cell_scan_close(sc);
+		return rc;
+	}
+	*out = sc;
 	return 0;
 }
 

@@ -11,6 +11,7 @@
  * pidfile_open(), locked for the process's life.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libutil.h>	/* libbsd's overlay: pidfile_open */
 #include <signal.h>
@@ -43,6 +44,25 @@ static void
 on_stop(int sig)
 {
 	stop_flag = 1;
+}
+
+/* Into the background: a new session, standard input and output on
+ * /dev/null (a caller reading them, such as $(...) in a shell, is not
+ * held), standard error kept for the log lines. */
+static int
+detach(void)
+{
+	int fd;
+
+	if (daemon(0, 1) < 0)
+		return -1;
+	if ((fd = open("/dev/null", O_RDWR)) < 0)
+		return -1;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+	return 0;
 }
 
 static void
@@ -126,7 +146,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	/* Before any thread starts: a fork keeps only the caller's. */
-	if (daemonize && daemon(0, 1) < 0) {
+	if (daemonize && detach() < 0) {
 		fprintf(stderr, "tabletd: daemon: %s\n", strerror(errno));
 		pidfile_remove(pfh);
 		return 1;

@@ -192,7 +192,6 @@ static int
 family_set_gc(struct service *svc, struct slice in, struct buf *reply)
 {
 	Tabletfs__FamilyRequest *r;
-	const char *policy;
 	int rc;
 
 	if ((rc = family_request(in, &r)) < 0)
@@ -201,9 +200,9 @@ family_set_gc(struct service *svc, struct slice in, struct buf *reply)
 		rc = service_missing("FAMILY_SET_GC", "gc_policy");
 		goto out;
 	}
-	policy = empty_null(r->family->gc_policy);
+	/* Empty text is refused, as by the C call: "never" says never. */
 	rc = bt_family_set_gc(svc->store, r->table, r->family->name,
-	    policy != NULL ? policy : "never");
+	    r->family->gc_policy);
 out:
 	service_pb_free(&r->base);
 	return rc;

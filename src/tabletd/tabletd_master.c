@@ -169,6 +169,39 @@ listed(char **names, size_t count, const char *name)
 	return false;
 }
 
+/* The addresses of the live servers (their nodes' data), each and the
+ * array freed with addresses_free(). */
+static int
+servers_list(struct master *m, char ***out, size_t *count)
+{
+	char **names, **addresses;
+	size_t n, live = 0;
+	int rc;
+
+	if ((rc = coord_servers_list(m->coord, &names, &n)) < 0)
+		return rc;
+	if ((addresses = calloc(n + 1, sizeof(*addresses))) == NULL) {
+		coord_names_free(names, n);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)	/* one gone meanwhile is skipped */
+		if (coord_server_get(m->coord, names[i],
+		    &addresses[live]) == 0)
+			live++;
+	coord_names_free(names, n);
+	*out = addresses;
+	*count = live;
+	return 0;
+}
+
+static void
+addresses_free(char **addresses, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		free(addresses[i]);
+	free(addresses);
+}
+
 /* One round: make sure a live server serves the store and the root
  * names it. */
 static int
@@ -179,7 +212,7 @@ round_run(struct master *m)
 	int32_t version;
 	int rc;
 
-	if ((rc = coord_servers_list(m->coord, &servers, &count)) < 0)
+	if ((rc = servers_list(m, &servers, &count)) < 0)
 		return rc;
 	rc = coord_value_get(m->coord, "root", &root, &len, &version);
 	if (rc < 0)
@@ -214,7 +247,7 @@ round_run(struct master *m)
 	rc = 0;
 out:
 	free(root);
-	coord_names_free(servers, count);
+	addresses_free(servers, count);
 	return rc;
 }
 

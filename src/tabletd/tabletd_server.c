@@ -136,6 +136,18 @@ handle(void *arg, const struct rpc_call *call, struct slice request,
 	return service_handle(svc, call->method, request, reply);
 }
 
+/* The server's name in the cell: its address, spelled as ZooKeeper
+ * names allow ("127.0.0.1:7000" is "127.0.0.1_7000"); the node holds the
+ * address itself. */
+static void
+server_name(const char *address, char *name, size_t size)
+{
+	snprintf(name, size, "%s", address);
+	for (char *p = name; *p != '\0'; p++)
+		if (*p == ':')
+			*p = '_';
+}
+
 static void
 pause_ms(int ms)
 {
@@ -148,6 +160,7 @@ int
 tabletd_server_run(const struct tabletd_options *o)
 {
 	struct tablet_server ts;
+	char name[COORD_NAME_MAX + 1];
 	const char *address;
 	int status = 1, rc;
 
@@ -168,7 +181,8 @@ tabletd_server_run(const struct tabletd_options *o)
 		goto out;
 	}
 	address = rpc_server_address(ts.rpc);
-	if ((rc = coord_server_register(ts.coord, address, address)) < 0) {
+	server_name(address, name, sizeof(name));
+	if ((rc = coord_server_register(ts.coord, name, address)) < 0) {
 		tabletd_log("register %s: %s", address, *bt_error_detail() ?
 		    bt_error_detail() : bt_strerror(rc));
 		goto out;

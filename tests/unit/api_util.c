@@ -249,6 +249,18 @@ tstore_rm_entry(const char *path, const struct stat *sb, int flag,
 	return 0;
 }
 
+bool
+tstore_cell_skip(struct tstore *t, const char *why)
+{
+	const char *cell = getenv("TABLETFS_TEST_CELL");
+
+	if (cell == NULL || *cell == '\0')
+		return false;
+	diag("skipped on a cell: the test %s", why);
+	tstore_destroy(t);
+	return true;
+}
+
 void
 tstore_destroy(struct tstore *t)
 {

@@ -263,6 +263,8 @@ test_policies(void)
 	struct tstore t;
 
 	tstore_fault(&t, NULL);
+	if (tstore_cell_skip(&t, "sets the store's clock"))
+		return;
 	env_fault_set_clock(t.env, (uint64_t)NOW);
 	must(make_table(t.s, "gc", families));
 	write_all(&t);
@@ -297,6 +299,8 @@ test_server_stamp_age(void)
 	int64_t stamp = -1;
 
 	tstore_fault(&t, NULL);
+	if (tstore_cell_skip(&t, "sets the store's clock"))
+		return;
 	env_fault_set_clock(t.env, (uint64_t)NOW);
 	must(make_table(t.s, "gc", families));
 	is_int(bt_mutate_row(t.s, "gc", bts("srv"), &m, 1, NULL, &stamp), 0,

@@ -519,6 +519,8 @@ test_long_scans(void)
 	struct tstore t;
 
 	tstore_fault(&t, NULL);
+	if (tstore_cell_skip(&t, "counts the store's files"))
+		return;
 	must(make_table(t.s, "t", one));
 	must(bt_group_set(t.s, "t", &g));
 	for (int i = 0; i < LONG_ROWS; i++) {
