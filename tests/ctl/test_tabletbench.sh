@@ -44,10 +44,10 @@ not_ok() {
 	echo "not ok $n - $1"
 }
 
-all="fillseq,fillrandom,overwrite,fillsync,readrandom,readmissing,readseq"
-all="$all,seekrandom,readwhilewriting,increment,compact,readrandom"
-all="$all,readhot,readsequential"
-if "$bench" --num 3000 --runs 2 --threads 3 --benchmarks "$all" \
+all="fillseq,fillrandom,overwrite,fillsync,readrandom,readmissing"
+all="$all,readpastend,readseq,seekrandom,readwhilewriting,increment,compact"
+all="$all,readrandom,readhot,readsequential,readwhilestreaming"
+if "$bench" --num 3000 --runs 2 --threads 3,5 --benchmarks "$all" \
     --db "$tmp/db" --json > "$tmp/out.json" 2> "$tmp/err"; then
 	ok "every workload on every engine reads back what it wrote"
 else
@@ -59,8 +59,8 @@ slots=$(grep -c '"name": "' "$tmp/out.json" || true)
 missing=""
 for e in $engines; do
 	c=$(grep -c "\"engine\": \"$e\"" "$tmp/out.json" || true)
-	# 15 benchmark lines: fillsync twice (1 and 3 threads).
-	[ "$c" -eq 15 ] || missing="$missing $e:$c"
+	# 18 benchmark lines: fillsync three times (1, 3 and 5 threads).
+	[ "$c" -eq 18 ] || missing="$missing $e:$c"
 done
 # tabletfs and SQLite are always built in, whatever else configure found.
 for e in tabletfs sqlite; do
@@ -69,7 +69,7 @@ for e in tabletfs sqlite; do
 	*) missing="$missing $e:absent (engines: $engines)" ;;
 	esac
 done
-if [ -z "$missing" ] && [ "$slots" -ge 15 ]; then
+if [ -z "$missing" ] && [ "$slots" -ge 18 ]; then
 	ok "the JSON has every engine ($engines) for every benchmark"
 else
 	not_ok "the JSON has every engine for every benchmark:$missing"
