@@ -5,15 +5,17 @@
 # 0, which it does only when every value it read back was the one written
 # and every counter holds its sum; its JSON names every engine for every
 # benchmark; an unknown engine or benchmark is refused with status 2, and
-# a --db longer than PATH_MAX is refused rather than cut short; and
-# fsbench checks its own reads in a plain directory.  No timing is
-# asserted: figures are for scripts/bench.
+# a --db longer than PATH_MAX is refused rather than cut short; fsbench
+# checks its own reads in a plain directory; and syncprobe reports a rate
+# and leaves nothing behind.  No timing is asserted: figures are for
+# scripts/bench.
 set -eu
 
 : "${top_builddir:?top_builddir is not set}"
 bench="$top_builddir/src/bench/tabletbench"
 fsbench="$top_builddir/src/bench/fsbench"
-for t in "$bench" "$fsbench"; do
+probe="$top_builddir/src/bench/syncprobe"
+for t in "$bench" "$fsbench" "$probe"; do
 	if [ ! -x "$t" ]; then
 		echo "test_tabletbench: $t is not built" >&2
 		exit 1
@@ -116,6 +118,15 @@ if "$fsbench" --cells 200 --big 2 "$tmp/plain" > "$tmp/fs.out" &&
 	ok "fsbench runs and checks every operation in a plain directory"
 else
 	not_ok "fsbench runs and checks every operation in a plain directory"
+fi
+
+mkdir "$tmp/probe"
+if "$probe" --seconds 0.05 --rounds 2 "$tmp/probe" > "$tmp/probe.out" &&
+    grep -q '^syncs/s [1-9][0-9]* p50_us .* mode overwrite$' \
+    "$tmp/probe.out" && [ -z "$(ls -A "$tmp/probe")" ]; then
+	ok "syncprobe reports a rate of synced writes and removes its file"
+else
+	not_ok "syncprobe reports a rate of synced writes and removes its file"
 fi
 
 echo "1..$n"
