@@ -10,6 +10,13 @@
  * Deleters run after the shard mutex is dropped: entries that die under
  * the lock are chained on a local list and freed afterwards, so a deleter
  * may itself call into the cache.
+ *
+ * An entry above a shard's capacity >> CACHE_LARGE_SHIFT is never put in
+ * the table (cache.h): it is born with the caller's reference alone, not
+ * in_cache, and dies at its release.  A quarter, not less, so that a
+ * small cache still keeps blocks of the default size (64 KiB blocks in a
+ * 4 MiB cache: shards of 256 KiB); the block of a 1 MiB value, a little
+ * over 1 MiB, is kept by no shard of the default 64 MiB cache.
  */
 #include <assert.h>
 #include <errno.h>
@@ -27,6 +34,7 @@
 #define CACHE_SHARDS (1 << CACHE_SHARD_BITS)
 #define CACHE_HASH_SEED 0
 #define CACHE_TABLE_MIN 16
+#define CACHE_LARGE_SHIFT 2
 
 /* The opaque handle is the entry itself. */
 struct cache_handle {
@@ -52,7 +60,7 @@ struct cache_shard {
 	struct cache_handle **table;
 	size_t table_len;		/* a power of two */
 	size_t elems;
-	uint64_t hits, misses, inserts, evictions;
+	uint64_t hits, misses, inserts, evictions, bypassed;
 };
 
 struct cache {
@@ -293,11 +301,26 @@ cache_insert(struct cache *c, struct slice key, void *value, size_t charge,
 	mutex_lock(&s->mu);
 	pp = cache_table_find(s, key, e->hash);
 	old = *pp;
+	s->inserts++;
+	if (charge > s->capacity >> CACHE_LARGE_SHIFT) {
+		/* Too large to keep: the caller's reference alone. */
+		e->refs = 1;
+		e->in_cache = false;
+		e->next_hash = NULL;
+		s->bypassed++;
+		if (old != NULL) {
+			*pp = old->next_hash;
+			cache_finish_erase(s, old, &dead);
+		}
+		mutex_unlock(&s->mu);
+		cache_bury(dead);
+		*out = e;
+		return 0;
+	}
 	e->next_hash = old != NULL ? old->next_hash : NULL;
 	*pp = e;
 	s->elems++;
 	s->usage += charge;
-	s->inserts++;
 	if (old != NULL)
 		cache_finish_erase(s, old, &dead);
 	cache_shard_trim(s, &dead);
@@ -388,6 +411,7 @@ cache_get_stats(struct cache *c, struct cache_stats *out)
 		out->misses += s->misses;
 		out->inserts += s->inserts;
 		out->evictions += s->evictions;
+		out->bypassed += s->bypassed;
 		out->usage += s->usage;
 		mutex_unlock(&s->mu);
 	}

@@ -1,7 +1,7 @@
 /*
  * test_cache.c - the sharded LRU cache: lookup, LRU eviction, pinning,
- * erase and replace under a handle, deleter accounting, statistics, ids,
- * and a multi-threaded consistency run.
+ * erase and replace under a handle, entries too large to keep, deleter
+ * accounting, statistics, ids, and a multi-threaded consistency run.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -215,26 +215,78 @@ test_pinned(void)
 	    v[3].deleted == 1 && v[4].deleted == 0 && v[7].deleted == 0,
 	    "released, the oldest 4 are evicted down to capacity");
 
-	/* An entry bigger than the whole cache lives while pinned. */
-	{
-		struct value big = { .id = 99 };
-		struct cache_handle *bh;
-
-		snprintf(big.key, sizeof(big.key), "big");
-		if (cache_insert(c, slice_str("big"), &big, 1000,
-		    value_deleter, &bh) < 0)
-			tap_bail("cache_insert");
-		ok(present(c, "big") && big.deleted == 0,
-		    "an oversized entry is cached while pinned");
-		cache_release(c, bh);
-		ok(!present(c, "big") && big.deleted == 1,
-		    "and evicted when released");
-	}
 	cache_free(c);
 	deleted = 0;
 	for (int i = 0; i < 8; i++)
 		deleted += v[i].deleted;
 	is_int(deleted, 8, "each of 8 deleters ran once");
+}
+
+/*
+ * An entry above a quarter of its shard's capacity is not kept: its
+ * handle works while held, lookups miss it, its release runs its deleter,
+ * and the entries of its shard stay; it still replaces a kept entry of
+ * the same key.  A quarter exactly is kept.  A stream of such entries
+ * through a shard leaves the small entries that were there all cached.
+ */
+static void
+test_large_bypass(void)
+{
+	char keys[12][32];
+	struct value v[12], big[8];
+	struct cache_handle *h;
+	struct cache *c;
+	struct cache_stats st;
+	int kept = 0;
+
+	memset(v, 0, sizeof(v));
+	memset(big, 0, sizeof(big));
+	shard0_keys(keys, 12);
+	/* Shards of 64: entries above 16 are not kept. */
+	if (cache_new(16 * 64, &c) < 0)
+		tap_bail("cache_new");
+	for (int i = 0; i < 4; i++)
+		insert(c, &v[i], keys[i], 8);
+
+	snprintf(big[0].key, sizeof(big[0].key), "%s", keys[8]);
+	if (cache_insert(c, slice_str(keys[8]), &big[0], 17, value_deleter,
+	    &h) < 0)
+		tap_bail("cache_insert");
+	ok(cache_handle_value(h) == &big[0] && big[0].deleted == 0,
+	    "an entry above a quarter of its shard: its handle holds it");
+	ok(!present(c, keys[8]), "lookups do not find it");
+	cache_release(c, h);
+	is_int(big[0].deleted, 1, "its release runs its deleter");
+	cache_get_stats(c, &st);
+	ok(st.bypassed == 1 && st.inserts == 5 && st.usage == 32 &&
+	    st.evictions == 0, "counted as an insert bypassed; usage and the "
+	    "shard's entries unchanged");
+
+	insert(c, &v[9], keys[9], 16);
+	ok(present(c, keys[9]), "an entry of a quarter of its shard is kept");
+
+	snprintf(big[1].key, sizeof(big[1].key), "%s", keys[0]);
+	insert(c, &big[1], keys[0], 40);
+	ok(v[0].deleted == 1 && big[1].deleted == 1 && !present(c, keys[0]),
+	    "a large entry still replaces the kept entry of its key");
+
+	/* A stream of large entries through the shard, each read once. */
+	for (int i = 2; i < 8; i++) {
+		snprintf(big[i].key, sizeof(big[i].key), "%s", keys[10]);
+		insert(c, &big[i], keys[10], 60);
+	}
+	for (int i = 1; i < 4; i++)
+		kept += present(c, keys[i]);
+	is_int(kept, 3, "after 6 large entries through the shard, its 3 "
+	    "small entries are all cached");
+	cache_get_stats(c, &st);
+	ok(st.bypassed == 8 && st.evictions == 0,
+	    "8 bypassed, nothing evicted (%llu)",
+	    (unsigned long long)st.evictions);
+	cache_free(c);
+	for (int i = 2; i < 8; i++)
+		kept += big[i].deleted;
+	is_int(kept, 3 + 6, "every large entry's deleter ran once");
 }
 
 static void
@@ -664,6 +716,7 @@ main(void)
 	test_insert_lookup();
 	test_lru_eviction();
 	test_pinned();
+	test_large_bypass();
 	test_erase_and_replace();
 	test_many_keys();
 	test_enomem();

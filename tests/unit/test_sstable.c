@@ -1108,7 +1108,9 @@ out:
 	return NULL;
 }
 
-/* Four threads share one reader and a cache small enough to churn. */
+/* Four threads share one reader and a cache small enough to churn: 1 MiB
+ * for some 3.5 MB of blocks, its shards (64 KiB) large enough to keep
+ * 8 KiB blocks (cache.h). */
 static void
 test_threads(struct env *env, uint64_t *rng)
 {
@@ -1123,7 +1125,7 @@ test_threads(struct env *env, uint64_t *rng)
 	sst_options_default(&o);
 	o.block_size = 8192;
 	build_table(env, "threads.sst", &o, &t, NULL);
-	if (cache_new(256u << 10, &cache) < 0 ||
+	if (cache_new(1u << 20, &cache) < 0 ||
 	    sst_reader_open(env, "threads.sst", cache_new_id(cache), cache,
 	    NULL, &r) < 0)
 		tap_bail("open threads.sst");
