@@ -128,6 +128,10 @@ struct bench_result {
 	double p50_us;
 	double p99_us;
 	long peak_rss_kib;	/* the process's peak while it ran */
+	/* Processor time of the timed threads per operation (not of the
+	 * engine's own threads): on a loaded machine, steadier than the
+	 * speed, which waits for a processor as well. */
+	double cpu_us;
 	char note[96];
 };
 
@@ -183,6 +187,8 @@ int bench_buf_reserve(struct bench_buf *b, size_t n);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
+/* The calling thread's processor time in nanoseconds. */
+uint64_t bench_thread_cpu_ns(void);
 /* splitmix64's finaliser: a bijective mix of x. */
 uint64_t bench_mix64(uint64_t x);
 /* xorshift64*: the next number from *state (never 0). */

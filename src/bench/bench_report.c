@@ -15,9 +15,9 @@
 void
 bench_result_print_header(FILE *f)
 {
-	fprintf(f, "%-9s %-22s %3s %9s %10s %7s %8s %9s %9s %8s  %s\n",
+	fprintf(f, "%-9s %-22s %3s %9s %10s %7s %8s %9s %9s %8s %7s  %s\n",
 	    "engine", "benchmark", "thr", "ops", "ops/s", "MB/s", "secs",
-	    "p50_us", "p99_us", "rss_MB", "note");
+	    "p50_us", "p99_us", "rss_MB", "cpu_us", "note");
 }
 
 void
@@ -31,9 +31,9 @@ bench_result_print(FILE *f, const char *engine, const struct bench_slot *sl,
 		return;
 	}
 	fprintf(f, "%-9s %-22s %3u %9" PRIu64 " %10.0f %7.1f %8.3f %9.1f "
-	    "%9.1f %8.1f  %s", engine, sl->label, sl->threads, r->ops,
+	    "%9.1f %8.1f %7.2f  %s", engine, sl->label, sl->threads, r->ops,
 	    r->ops_per_sec, r->mb_per_sec, r->secs, r->p50_us, r->p99_us,
-	    (double)r->peak_rss_kib / 1024.0, r->note);
+	    (double)r->peak_rss_kib / 1024.0, r->cpu_us, r->note);
 	if (r->mismatches > 0)
 		fprintf(f, "%sMISMATCHES %" PRIu64, *r->note != '\0' ? ", " :
 		    "", r->mismatches);
@@ -172,10 +172,11 @@ bench_report_json(FILE *f, const struct bench_report *rep)
 			    ", \"secs\": %.6f, \"ops_per_sec\": %.1f, "
 			    "\"mb_per_sec\": %.3f, \"p50_us\": %.2f, "
 			    "\"p99_us\": %.2f, \"peak_rss_kib\": %ld, "
+			    "\"cpu_us\": %.3f, "
 			    "\"mismatches\": %" PRIu64 ", \"ratio\": %.4f, "
 			    "\"note\": ", r.skipped ? "true" : "false", r.ops,
 			    r.secs, r.ops_per_sec, r.mb_per_sec, r.p50_us,
-			    r.p99_us, r.peak_rss_kib, r.mismatches,
+			    r.p99_us, r.peak_rss_kib, r.cpu_us, r.mismatches,
 			    report_ratio(rep, e, i));
 			bench_json_string(f, r.note);
 			fprintf(f, ", \"runs_ops_per_sec\": [");

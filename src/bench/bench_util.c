@@ -131,6 +131,15 @@ bench_now_ns(void)
 }
 
 uint64_t
+bench_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
 bench_mix64(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ull;

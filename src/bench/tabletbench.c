@@ -5,7 +5,8 @@
  *	tabletbench [--engines LIST] [--num N] [--reads N] [--seeks N]
  *	    [--syncs N] [--value-size B] [--key-size K] [--incompressible]
  *	    [--figure6] [--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]
- *	    [--memtable-mb M] [--block-kb K] [--threads T] [--seed S] [--json]
+ *	    [--memtable-mb M] [--block-kb K] [--threads T[,T...]] [--seed S]
+ *	    [--json]
  *
  * Each engine runs the whole suite in a child process of its own (so its
  * peak RSS is its own), one engine after the other within a run, and the
@@ -15,11 +16,14 @@
  * Defaults as db_bench's: 1,000,000 entries of 16-byte keys and 100-byte
  * values that Snappy compresses to about half (slices of a buffer of
  * compressible random text), and the benchmarks fillseq, fillrandom,
- * overwrite, fillsync, readrandom, readmissing, readseq, seekrandom,
- * compact, readrandom.  readrandom and readmissing do --reads gets
- * (default N); seekrandom does --seeks seeks (default N / 10), each
- * reading 100 rows.  Entry i has the key 2i in decimal, zero-padded;
- * readmissing asks for 2i + 1.  Random fills and overwrite write every key
+ * overwrite, fillsync, readrandom, readmissing, readpastend, readseq,
+ * seekrandom, compact, readrandom.  readrandom, readmissing and
+ * readpastend do --reads gets (default N); seekrandom does --seeks seeks
+ * (default N / 10), each reading 100 rows.  Entry i has the key 2i in
+ * decimal, zero-padded; readmissing asks for 2i + 1, between present
+ * keys, and readpastend for 2(N + i) + 1, past the last key, where a
+ * store that knows its files' key ranges need not consult a filter.
+ * Random fills and overwrite write every key
  * once in a random order, and a value is a function of its key and of the
  * pass that wrote it, so every read checks what it got; a mismatch makes
  * the exit status 1.
@@ -32,7 +36,14 @@
  * N/10 counters ten times each, in random order, in a store of its own,
  * and checks every sum.
  * readhot reads random keys of the first 1 %, readsequential reads every
- * key in order with point reads.  Each benchmark prints one line:
+ * key in order with point reads.  readwhilestreaming (not in the default
+ * list) adds 32 values of 1 MiB after the entries, compacts, reads every
+ * entry once, and then reads like readrandom while one more thread reads
+ * the large values in turn, as a reader of large files would: whether
+ * the large blocks push the small ones out of the block cache shows in
+ * the readers' speed and, where the engine counts them, their cache
+ * hits.  The large values stay, so a read benchmark after it needs a fill
+ * first.  Each benchmark prints one line:
  * ops/s, MB/s, p50 and p99 latency and the peak RSS while it ran.  With
  * --runs R the suite runs R times on fresh stores and the summary gives
  * the median ops/s.  --json prints one JSON object instead (progress goes
@@ -68,26 +79,32 @@
 #define SYNC_DIVISOR	100		/* fillsync writes num / 100 */
 #define COUNTER_DIVISOR	10		/* increment: num / 10 counters */
 #define MAX_VALUE	(64u << 20)
+#define MAX_THREAD_COUNTS	8	/* in --threads */
 
 #define INCREMENTS	10		/* increments per counter */
 #define FIGURE6_VALUE	1000
 #define FIGURE6_NUM	100000
+/* readwhilestreaming: large values, more of them than a cache of 16 MiB
+ * holds, so that every one streamed is read from its file. */
+#define STREAM_VALUES	32
+#define STREAM_VALUE_SIZE	(1u << 20)
+#define STREAM_CHECKED	64		/* bytes of each compared */
 
 enum bench_kind {
 	FILLSEQ, FILLRANDOM, OVERWRITE, FILLSYNC, READRANDOM, READMISSING,
-	READSEQ, SEEKRANDOM, COMPACT, READWHILEWRITING, INCREMENT, READHOT,
-	READSEQUENTIAL, BENCH_KINDS
+	READPASTEND, READSEQ, SEEKRANDOM, COMPACT, READWHILEWRITING,
+	INCREMENT, READHOT, READSEQUENTIAL, READWHILESTREAMING, BENCH_KINDS
 };
 
 static const char *const bench_names[BENCH_KINDS] = {
 	"fillseq", "fillrandom", "overwrite", "fillsync", "readrandom",
-	"readmissing", "readseq", "seekrandom", "compact", "readwhilewriting",
-	"increment", "readhot", "readsequential",
+	"readmissing", "readpastend", "readseq", "seekrandom", "compact", "readwhilewriting",
+	"increment", "readhot", "readsequential", "readwhilestreaming",
 };
 
 static const char default_benchmarks[] = "fillseq,fillrandom,overwrite,"
-    "fillsync,readrandom,readmissing,readseq,seekrandom,readwhilewriting,"
-    "increment,compact,readrandom";
+    "fillsync,readrandom,readmissing,readpastend,readseq,seekrandom,"
+    "readwhilewriting,increment,compact,readrandom";
 static const char figure6_benchmarks[] = "fillseq,readsequential,readseq,"
     "fillrandom,readrandom,readhot";
 
@@ -122,7 +139,9 @@ struct bench_opts {
 	uint64_t value_size;
 	const char *benchmarks;
 	uint64_t runs;
-	uint64_t threads;
+	uint64_t threads;	/* the first of thread_counts */
+	uint64_t thread_counts[MAX_THREAD_COUNTS];	/* fillsync's */
+	size_t nthread_counts;
 	const char *db;
 	uint64_t cache_mb;	/* 0: the engine's default */
 	uint64_t memtable_mb;
@@ -170,7 +189,10 @@ struct phase {
 	uint64_t epoch;		/* writes: the pass; reads: the expected */
 	uint64_t keys;		/* reads: entries present; counters */
 	bool sync;
-	bool writer;		/* readwhilewriting: worker 0 writes */
+	bool writer;		/* readwhilewriting: worker 0 writes; */
+				/* readwhilestreaming: worker 0 streams */
+	const char *stream_data;	/* readwhilestreaming: large values */
+	uint64_t stream_gets;	/* values the streamer read */
 	atomic_bool failed;
 	atomic_bool readers_done;	/* the writer stops */
 	atomic_uint readers_left;
@@ -187,9 +209,10 @@ struct worker {
 	struct bench_buf value;
 	struct bench_buf rows;	/* seekrandom: the rows, checked later */
 	uint64_t ops, bytes, mismatches;
-	bool background;	/* readwhilewriting's writer: not counted */
+	bool background;	/* the writer or streamer: not counted */
 	uint64_t busy_ns;	/* inside the engine's calls */
 	uint64_t span_ns;	/* from the common start to this one's end */
+	uint64_t cpu_ns;	/* this thread's processor time meanwhile */
 	int rc;
 	char error[256];
 	char first_mismatch[256];
@@ -204,11 +227,12 @@ usage(void)
 	    "[--key-size K] [--incompressible] [--figure6]\n\t"
 	    "[--benchmarks LIST] "
 	    "[--runs R] [--db DIR] [--cache-mb M]\n\t[--memtable-mb M] "
-	    "[--block-kb K] [--threads T] [--seed S] [--json]\n"
+	    "[--block-kb K] [--threads T[,T...]] [--seed S] [--json]\n"
 	    "engines: tabletfs leveldb rocksdb sqlite\n"
 	    "benchmarks: fillseq fillrandom overwrite fillsync readrandom "
-	    "readmissing\n\treadseq seekrandom compact readwhilewriting "
-	    "increment readhot\n\treadsequential\n");
+	    "readmissing\n\treadpastend readseq seekrandom compact "
+	    "readwhilewriting increment\n\treadhot readsequential "
+	    "readwhilestreaming\n");
 	exit(2);
 }
 
@@ -247,8 +271,9 @@ bench_slot_add(struct bench *b, int kind, unsigned threads, bool compacted)
 {
 	struct bench_slot *sl = &b->slots[b->nslots++];
 	bool read = kind == READRANDOM || kind == READMISSING ||
-	    kind == READSEQ || kind == SEEKRANDOM || kind == READHOT ||
-	    kind == READSEQUENTIAL || kind == READWHILEWRITING;
+	    kind == READPASTEND || kind == READSEQ || kind == SEEKRANDOM || kind == READHOT ||
+	    kind == READSEQUENTIAL || kind == READWHILEWRITING ||
+	    kind == READWHILESTREAMING;
 
 	sl->kind = kind;
 	sl->threads = threads;
@@ -280,8 +305,11 @@ bench_slots_parse(struct bench *b)
 		if (k == FILLSEQ || k == FILLRANDOM)
 			compacted = false;
 		bench_slot_add(b, k, 1, compacted);
-		if (k == FILLSYNC && b->o.threads > 1)
-			bench_slot_add(b, k, (unsigned)b->o.threads, false);
+		for (size_t t = 0; k == FILLSYNC && t < b->o.nthread_counts;
+		    t++)
+			if (b->o.thread_counts[t] > 1)
+				bench_slot_add(b, k,
+				    (unsigned)b->o.thread_counts[t], false);
 		if (k == COMPACT)
 			compacted = true;
 	}
@@ -426,22 +454,25 @@ worker_write(struct worker *w)
 
 /*
  * readrandom and readwhilewriting (random present keys), readhot (random
- * keys of the first 1 %), readsequential (every key in order) and
- * readmissing (absent keys).
+ * keys of the first 1 %), readsequential (every key in order),
+ * readmissing (absent keys between present ones) and readpastend (absent
+ * keys after the last one).
  */
 static void
 worker_read(struct worker *w)
 {
 	const struct phase *ph = w->ph;
 	const struct bench *b = ph->b;
-	bool missing = ph->kind == READMISSING;
+	bool missing = ph->kind == READMISSING || ph->kind == READPASTEND;
+	uint64_t past = ph->kind == READPASTEND ? ph->keys : 0;
 	uint64_t hot = (ph->keys + 99) / 100;
 
 	for (uint64_t i = w->lo; i < w->hi && !worker_stopped(w); i++) {
 		uint64_t k = ph->kind == READSEQUENTIAL ? i % ph->keys :
 		    ph->kind == READHOT ? bench_rand(&w->rng) % hot :
 		    bench_rand(&w->rng) % ph->keys;
-		struct bench_bytes key = bench_key(b, 2 * k + missing, w->key);
+		struct bench_bytes key = bench_key(b, 2 * (k + past) + missing,
+		    w->key);
 		struct bench_bytes want, got;
 		uint64_t t0 = bench_now_ns();
 		int rc = b->eng->get(ph->db, key, &w->value);
@@ -648,6 +679,49 @@ worker_rewrite(struct worker *w)
 	}
 }
 
+/* The key of large value j and its bytes (readwhilestreaming). */
+static struct bench_bytes
+stream_key(const struct bench *b, uint64_t keys, uint64_t j, char *buf)
+{
+	return bench_key(b, 2 * (keys + j), buf);
+}
+
+static struct bench_bytes
+stream_value(const char *data, uint64_t j)
+{
+	return (struct bench_bytes){ data + 8 * j, STREAM_VALUE_SIZE };
+}
+
+/*
+ * readwhilestreaming's streamer: read the large values in turn, as a
+ * reader of large files would, until the readers are done; each is
+ * checked by its size and its first bytes.
+ */
+static void
+worker_stream(struct worker *w)
+{
+	const struct phase *ph = w->ph;
+	const struct bench *b = ph->b;
+
+	for (uint64_t i = 0; !atomic_load_explicit(&ph->readers_done,
+	    memory_order_relaxed) && !worker_stopped(w); i++) {
+		uint64_t j = i % STREAM_VALUES;
+		struct bench_bytes key = stream_key(b, ph->keys, j, w->key);
+		struct bench_bytes want = stream_value(ph->stream_data, j);
+		int rc = b->eng->get(ph->db, key, &w->value);
+
+		if (rc < 0) {
+			worker_fail(w, "get", rc);
+			return;
+		}
+		w->ops++;
+		w->bytes += w->value.n;
+		if (rc != 0 || w->value.n != want.n ||
+		    memcmp(w->value.p, want.p, STREAM_CHECKED) != 0)
+			worker_mismatch(w, key, "large value wrong or absent");
+	}
+}
+
 /*
  * increment: operation i adds 1 to counter perm(i) % counters, so each
  * counter gets count / counters of them (one more for the first count %
@@ -687,15 +761,22 @@ worker_main(void *arg)
 	bt_error_clear();
 	pthread_barrier_wait(&w->ph->start);
 	t0 = bench_now_ns();
+	w->cpu_ns = bench_thread_cpu_ns();
 	switch (w->ph->kind) {
 	case READWHILEWRITING:
-		if (w->background) {
+	case READWHILESTREAMING:
+		if (w->background && w->ph->kind == READWHILEWRITING) {
 			worker_rewrite(w);
+			break;
+		}
+		if (w->background) {
+			worker_stream(w);
 			break;
 		}
 		/* FALLTHROUGH */
 	case READRANDOM:
 	case READMISSING:
+	case READPASTEND:
 	case READHOT:
 	case READSEQUENTIAL:
 		worker_read(w);
@@ -716,6 +797,7 @@ worker_main(void *arg)
 		break;
 	}
 	w->span_ns = bench_now_ns() - t0;
+	w->cpu_ns = bench_thread_cpu_ns() - w->cpu_ns;
 	return NULL;
 }
 
@@ -736,7 +818,7 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 	unsigned extra = ph->writer ? 1 : 0, all_threads = nthreads + extra;
 	struct worker *ws = xcalloc(all_threads, sizeof(*ws));
 	struct bench_hist *all = xcalloc(1, sizeof(*all));
-	uint64_t wall = 0, idle = UINT64_MAX;
+	uint64_t wall = 0, idle = UINT64_MAX, cpu = 0;
 	int rc = 0;
 
 	atomic_init(&ph->failed, false);
@@ -765,10 +847,18 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 		struct worker *w = &ws[t];
 
 		res->mismatches += w->mismatches;
-		if (w->background && w->span_ns > 0)
+		if (w->background && w->span_ns > 0 &&
+		    ph->kind == READWHILEWRITING)
 			snprintf(res->note, sizeof(res->note), "writer %.0f "
 			    "writes/s", (double)w->ops * 1e9 /
 			    (double)w->span_ns);
+		if (w->background && w->span_ns > 0 &&
+		    ph->kind == READWHILESTREAMING)
+			snprintf(res->note, sizeof(res->note), "stream %.0f "
+			    "MB/s", (double)w->bytes * 1e9 / 1048576.0 /
+			    (double)w->span_ns);
+		if (w->background)
+			ph->stream_gets = w->ops;
 		if (!w->background) {
 			if (w->span_ns - w->busy_ns < idle)
 				idle = w->span_ns - w->busy_ns;
@@ -776,6 +866,7 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 				wall = w->span_ns;
 			res->ops += w->ops;
 			res->bytes += w->bytes;
+			cpu += w->cpu_ns;
 			bench_hist_merge(all, &w->hist);
 		}
 		if (w->mismatches > 0)
@@ -794,6 +885,8 @@ phase_run(struct bench *b, struct phase *ph, unsigned nthreads,
 	res->secs = (double)(wall > idle ? wall - idle : wall) / 1e9;
 	res->p50_us = bench_hist_quantile(all, 0.50) / 1e3;
 	res->p99_us = bench_hist_quantile(all, 0.99) / 1e3;
+	if (res->ops > 0)
+		res->cpu_us = (double)cpu / 1e3 / (double)res->ops;
 	pthread_barrier_destroy(&ph->start);
 	free(all);
 	free(ws);
@@ -881,6 +974,27 @@ note_cache(struct bench_result *res, const struct engine_stats *s0,
 		    100.0 * (double)hits / (double)lookups);
 }
 
+/*
+ * readwhilestreaming: the readers' cache hits, taking the streamer's
+ * lookups to be one per value read, all misses (its values are more than
+ * the cache holds, or not kept at all), after the streamer's rate.
+ */
+static void
+note_stream_cache(struct bench_result *res, const struct engine_stats *s0,
+    const struct engine_stats *s1, uint64_t stream_gets)
+{
+	uint64_t hits = s1->cache_hits - s0->cache_hits;
+	uint64_t lookups = hits + s1->cache_misses - s0->cache_misses;
+	size_t n = strlen(res->note);
+
+	if (lookups <= stream_gets)
+		return;
+	lookups -= stream_gets;
+	snprintf(res->note + n, sizeof(res->note) - n, "%sreaders' cache "
+	    "hits %.1f%%", n > 0 ? ", " : "", 100.0 * (double)hits /
+	    (double)lookups);
+}
+
 /* ---- Benchmarks ---- */
 
 /* Fill or overwrite the main store: every entry once. */
@@ -928,13 +1042,50 @@ bench_fillsync(struct bench *b, unsigned nthreads, struct bench_result *res)
 	return rc;
 }
 
-/* readrandom, readmissing, seekrandom, readseq over the main store. */
+/*
+ * readwhilestreaming's set-up, off the clock: STREAM_VALUES large values
+ * (random bytes) after the entries, a compaction, so that the entries
+ * and the values are all read from files through the block cache, and a
+ * read of every entry, so that the readers start from a warm cache.  The
+ * values' bytes are left in *datap (free() them).
+ */
+static int
+bench_stream_load(struct bench *b, char **datap)
+{
+	size_t size = STREAM_VALUE_SIZE + 8 * STREAM_VALUES;
+	char *data = xcalloc(1, size), *key = xcalloc(1, b->o.key_size);
+	struct bench_buf value = { 0 };
+	int rc = 0;
+
+	for (size_t off = 0; off < size; off += 8) {
+		uint64_t r = bench_rand(&b->rng);
+
+		memcpy(data + off, &r, size - off < 8 ? size - off : 8);
+	}
+	for (uint64_t j = 0; j < STREAM_VALUES && rc >= 0; j++)
+		rc = b->eng->put(b->db, stream_key(b, b->db_keys, j, key),
+		    stream_value(data, j), false);
+	if (rc >= 0)
+		rc = b->eng->compact(b->db);
+	for (uint64_t k = 0; k < b->db_keys && rc >= 0; k++)
+		rc = b->eng->get(b->db, bench_key(b, 2 * k, key), &value);
+	if (rc < 0)
+		bench_error("loading large values into", b->main_path, rc);
+	free(value.p);
+	free(key);
+	*datap = data;
+	return rc < 0 ? rc : 0;
+}
+
+/* readrandom, readmissing, readpastend, seekrandom, readseq,
+ * readwhilewriting, readwhilestreaming over the main store. */
 static int
 bench_read(struct bench *b, enum bench_kind kind, struct bench_result *res)
 {
 	struct phase ph = { .b = b, .kind = kind, .db = b->db,
 	    .keys = b->db_keys, .epoch = b->db_epoch };
 	struct engine_stats s0, s1;
+	char *stream_data = NULL;
 	int rc;
 
 	if (b->db_keys == 0) {
@@ -950,11 +1101,27 @@ bench_read(struct bench *b, enum bench_kind kind, struct bench_result *res)
 		bench_perm_init(&ph.perm, ph.keys, bench_rand(&b->rng));
 		b->db_used = true;
 	}
+	if (kind == READWHILESTREAMING) {
+		/* The large values stay: later reads need a fill first. */
+		b->db_used = true;
+		rc = bench_stream_load(b, &stream_data);
+		b->db_keys = 0;
+		if (rc < 0) {
+			free(stream_data);
+			return rc;
+		}
+		ph.writer = true;
+		ph.count = b->o.reads;
+		ph.stream_data = stream_data;
+	}
 	bench_stats(b, b->db, &s0);
 	rc = phase_run(b, &ph, 1, res);
 	bench_stats(b, b->db, &s1);
-	if (kind != READWHILEWRITING)
+	if (kind == READWHILESTREAMING)
+		note_stream_cache(res, &s0, &s1, ph.stream_gets);
+	else if (kind != READWHILEWRITING)
 		note_cache(res, &s0, &s1);
+	free(stream_data);
 	return rc;
 }
 
@@ -1333,6 +1500,31 @@ bench_engines_choose(struct bench *b)
 	}
 }
 
+/* --threads: the thread counts fillsync runs with besides 1. */
+static void
+threads_parse(struct bench_opts *o, const char *arg)
+{
+	char *list = strdup(arg), *save = NULL, *t;
+
+	if (list == NULL)
+		abort();
+	o->nthread_counts = 0;
+	for (t = strtok_r(list, ",", &save); t != NULL;
+	    t = strtok_r(NULL, ",", &save)) {
+		if (o->nthread_counts == MAX_THREAD_COUNTS) {
+			fprintf(stderr, "tabletbench: --threads: at most %d "
+			    "counts\n", MAX_THREAD_COUNTS);
+			exit(2);
+		}
+		o->thread_counts[o->nthread_counts++] = parse_u64("threads",
+		    t, 1, 1024);
+	}
+	free(list);
+	if (o->nthread_counts == 0)
+		usage();
+	o->threads = o->thread_counts[0];
+}
+
 static void
 bench_options_parse(struct bench *b, int argc, char **argv)
 {
@@ -1376,6 +1568,8 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 	o->memtable_mb = 64;
 	o->runs = 1;
 	o->threads = 4;
+	o->thread_counts[0] = 4;
+	o->nthread_counts = 1;
 	o->seed = bench_mix64((uint64_t)time(NULL) ^ (uint64_t)getpid());
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		const char *name = ch >= 0 && ch < O_HELP ?
@@ -1428,7 +1622,7 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 			o->block_kb = parse_u64(name, optarg, 0, 1u << 20);
 			break;
 		case O_THREADS:
-			o->threads = parse_u64(name, optarg, 1, 1024);
+			threads_parse(o, optarg);
 			break;
 		case O_SEED:
 			o->seed = parse_u64(name, optarg, 0, UINT64_MAX);
@@ -1467,11 +1661,20 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 	if (!syncs_set)
 		o->syncs = o->num / SYNC_DIVISOR > 0 ?
 		    o->num / SYNC_DIVISOR : 1;
+	/* readpastend numbers keys up to twice the entries,
+	 * readwhilestreaming its large values after them. */
 	most = o->num > o->syncs ? o->num : o->syncs;
+	if (strstr(o->benchmarks, bench_names[READWHILESTREAMING]) != NULL &&
+	    most < o->num + STREAM_VALUES)
+		most = o->num + STREAM_VALUES;
+	if (strstr(o->benchmarks, bench_names[READPASTEND]) != NULL &&
+	    most < 2 * o->num)
+		most = 2 * o->num;
 	if (o->key_size < (uint64_t)snprintf(NULL, 0, "%" PRIu64,
 	    2 * most - 1)) {
 		fprintf(stderr, "tabletbench: %" PRIu64 "-byte keys cannot "
-		    "number %" PRIu64 " entries\n", o->key_size, most);
+		    "hold key number %" PRIu64 "\n", o->key_size,
+		    2 * most - 1);
 		exit(2);
 	}
 }
@@ -1511,9 +1714,12 @@ bench_header_print(const struct bench *b, const struct bench_machine *m,
 		snprintf(block, sizeof(block), "each engine's default");
 	else
 		snprintf(block, sizeof(block), "%" PRIu64 " KiB", b->o.block_kb);
-	fprintf(f, "             threads %" PRIu64 ", runs %" PRIu64
-	    ", cache %s, memtable %s, blocks %s\n", b->o.threads, b->o.runs,
-	    cache, memtable, block);
+	fprintf(f, "             threads ");
+	for (size_t t = 0; t < b->o.nthread_counts; t++)
+		fprintf(f, "%s%" PRIu64, t > 0 ? "," : "",
+		    b->o.thread_counts[t]);
+	fprintf(f, ", runs %" PRIu64 ", cache %s, memtable %s, blocks %s\n",
+	    b->o.runs, cache, memtable, block);
 	fprintf(f, "             seed %" PRIu64 ", db %s\n", b->o.seed,
 	    b->root);
 	for (size_t e = 0; e < b->nengines; e++) {

@@ -402,6 +402,8 @@ sst_reader_check_index(struct sst_reader *r)
 		goto out_iter;
 	}
 	r->info.block_count = blocks;
+	if ((rc = buf_set(&r->last_key, prev.p, prev.n)) < 0)
+		goto out_iter;
 	if (r->has_splits && !sst_splits_fit(r->splits, blocks)) {
 		rc = bt_error_set(BT_ECORRUPT,
 		    "%s: bounds block: a splits map of %zu bytes for %llu "
@@ -444,6 +446,7 @@ sst_reader_open(struct env *env, const char *path, uint64_t file_id,
 	r->cache = cache;
 	r->filter_prefix = filter_prefix;
 	buf_init(&r->index);
+	buf_init(&r->last_key);
 	buf_init(&r->filter);
 	buf_init(&r->bounds_bytes);
 	if ((rc = env_file_open(env, path, ENV_READ, &r->file)) < 0)
@@ -476,6 +479,7 @@ out_free:
 	bt_free(r->fence);
 	bt_free(r->handle);
 	buf_release(&r->index);
+	buf_release(&r->last_key);
 	buf_release(&r->filter);
 	buf_release(&r->bounds_bytes);
 	bt_free(r);
@@ -508,6 +512,7 @@ sst_reader_unref(struct sst_reader *r)
 	bt_free(r->fence);
 	bt_free(r->handle);
 	buf_release(&r->index);
+	buf_release(&r->last_key);
 	buf_release(&r->filter);
 	buf_release(&r->bounds_bytes);
 	bt_free(r);
@@ -549,6 +554,14 @@ sst_reader_sequences(const struct sst_reader *r, uint64_t *min_seq,
 }
 
 bool
+sst_reader_ends_before(const struct sst_reader *r, struct slice prefix)
+{
+	if (r->info.entry_count == 0)
+		return true;
+	return slice_compare(buf_slice(&r->last_key), prefix) < 0;
+}
+
+bool
 sst_reader_may_contain(const struct sst_reader *r, struct slice prefix)
 {
 	if (r->filter.n == 0)
@@ -585,6 +598,8 @@ sst_reader_get(struct sst_reader *r, struct slice key, struct buf *value)
 	uint64_t offset;
 	int rc;
 
+	if (sst_reader_ends_before(r, key))
+		return BT_NOTFOUND;
 	if (!sst_reader_may_contain(r, sst_reader_filter_key(r, key))) {
 		atomic_fetch_add_explicit(&r->filter_negatives, 1,
 		    memory_order_relaxed);

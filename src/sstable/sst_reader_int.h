@@ -39,6 +39,7 @@ struct sst_reader {
 	struct sst_info info;
 	uint64_t index_offset;
 	struct buf index;		/* uncompressed index block contents */
+	struct buf last_key;		/* the table's (the index's last) */
 	struct buf filter;		/* Bloom filter; empty when none */
 	/* The index fences (sst_index_seek), one per index entry, or NULL
 	 * when the index block is empty or lacks a restart at every entry;

@@ -124,6 +124,15 @@ void sst_reader_unref(struct sst_reader *r);
 /* The footer's counts and sizes. */
 void sst_reader_get_info(const struct sst_reader *r, struct sst_info *info);
 
+/*
+ * Whether every key that starts with prefix sorts after the table's last
+ * key (the index's last, held in memory since the open), so that the
+ * table holds none: a lookup past a table's end is answered without its
+ * filter or a block, as LevelDB answers it from its files' key ranges.
+ * True for an empty table.
+ */
+bool sst_reader_ends_before(const struct sst_reader *r, struct slice prefix);
+
 /* false if no key with this filter prefix is in the table (Bloom filter);
  * true when it may be, or when the table has no filter. */
 bool sst_reader_may_contain(const struct sst_reader *r, struct slice prefix);
@@ -134,7 +143,7 @@ bool sst_reader_may_contain_hash(const struct sst_reader *r, uint64_t hash);
 /*
  * Exact lookup: 0 with the value copied into *value, BT_NOTFOUND, or a
  * negative error (a damaged block is BT_ECHECKSUM or BT_ECORRUPT, never
- * wrong data).  Consults the filter first.
+ * wrong data).  Consults the key range, then the filter, first.
  */
 int sst_reader_get(struct sst_reader *r, struct slice key, struct buf *value);
 

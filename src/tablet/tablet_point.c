@@ -601,13 +601,14 @@ read_cover_fold(struct read_cover *rc, const struct point_read *pr,
 }
 
 /*
- * The largest sequence number a delete marker of the row (Bloom hash
- * hash) may have in the files after the first `from' of v that the read
- * needs; UINT64_MAX when one cannot tell.
+ * The largest sequence number a delete marker of the row (prefix, Bloom
+ * hash hash) may have in the files after the first `from' of v that the
+ * read needs; UINT64_MAX when one cannot tell.
  */
 static uint64_t
 read_cover_tail_max_seq(const struct tablet_version *v,
-    const struct cells_filter *f, uint64_t hash, size_t from)
+    const struct cells_filter *f, struct slice prefix, uint64_t hash,
+    size_t from)
 {
 	uint64_t max = 0, lo, hi, max_ts;
 	size_t n;
@@ -620,6 +621,7 @@ read_cover_tail_max_seq(const struct tablet_version *v,
 		if (tf->reader == NULL)
 			return UINT64_MAX;
 		if (sst_reader_bounds(tf->reader, &n, &max_ts) ||
+		    sst_reader_ends_before(tf->reader, prefix) ||
 		    !sst_reader_may_contain_hash(tf->reader, hash))
 			continue;	/* no markers, or not the row */
 		if (!sst_reader_sequences(tf->reader, &lo, &hi))
@@ -666,7 +668,8 @@ read_cover_settles(struct read_cover *rc, const struct point_read *pr,
 	/* Computed once, from the first file that needs it: the files after
 	 * a later one are among those. */
 	if (!rc->tail_known) {
-		rc->tail_max_seq = read_cover_tail_max_seq(v, f, hash, i + 1);
+		rc->tail_max_seq = read_cover_tail_max_seq(v, f, prefix, hash,
+		    i + 1);
 		rc->tail_known = true;
 	}
 	return rc->tail_max_seq < file_put_seq;
@@ -674,16 +677,19 @@ read_cover_settles(struct read_cover *rc, const struct point_read *pr,
 
 /*
  * Gather the row's entries from every source the filter needs, less the
- * SSTables that the entries gathered before them settle (read_cover).
- * The SSTables visited are counted in *charge.  0, 1 when the row is too
- * large to gather, or a negative error.
+ * SSTables that end before the row (their last key, in memory, answers
+ * without a filter probe: a row past the tablet's data costs no more than
+ * a look at each file's end) and those that the entries gathered before
+ * them settle (read_cover).  The SSTables visited are counted in *charge.
+ * 0, 1 when the row is too large to gather, or a negative error.
  */
 static int
 read_row_gather(struct tablet_version *v, uint64_t snapshot,
     const struct cells_filter *f, struct slice prefix, struct point_read *pr,
     struct point_stop *ps, struct tablet_charge *charge)
 {
-	uint64_t hash = v->file_count > 0 ? bloom_hash(prefix) : 0;
+	uint64_t hash = 0;
+	bool hashed = false;
 	struct read_cover rc;
 	int r;
 
@@ -705,6 +711,12 @@ read_row_gather(struct tablet_version *v, uint64_t snapshot,
 		/* Damaged: it may hold any row of the tablet. */
 		if (tf->reader == NULL)
 			return tablet_file_error(tf);
+		if (sst_reader_ends_before(tf->reader, prefix))
+			continue;
+		if (!hashed) {
+			hash = bloom_hash(prefix);
+			hashed = true;
+		}
 		if (!sst_reader_may_contain_hash(tf->reader, hash))
 			continue;
 		if (!rc.dead && rc.folded < pr->count)

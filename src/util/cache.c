@@ -10,6 +10,18 @@
  * Deleters run after the shard mutex is dropped: entries that die under
  * the lock are chained on a local list and freed afterwards, so a deleter
  * may itself call into the cache.
+ *
+ * An entry above a shard's capacity >> CACHE_LARGE_SHIFT is large
+ * (cache.h).  It is put in the table only when the shard has room for it
+ * without evicting anything; otherwise it is born with the caller's
+ * reference alone, not in_cache, and dies at its release.  On the LRU
+ * list a large entry goes to the oldest end, not the newest, so that it
+ * is evicted before any other: a large entry never costs a small one its
+ * place.  What that keeps is a second read of a large value soon after
+ * the first, while the cache has room (tabletfs rereads a file's newest
+ * version at the end of a cat, for tail -f).  A quarter, not less, so
+ * that a small cache still treats blocks of the default size as small
+ * (64 KiB blocks in a 4 MiB cache: shards of 256 KiB).
  */
 #include <assert.h>
 #include <errno.h>
@@ -27,6 +39,7 @@
 #define CACHE_SHARDS (1 << CACHE_SHARD_BITS)
 #define CACHE_HASH_SEED 0
 #define CACHE_TABLE_MIN 16
+#define CACHE_LARGE_SHIFT 2
 
 /* The opaque handle is the entry itself. */
 struct cache_handle {
@@ -52,7 +65,7 @@ struct cache_shard {
 	struct cache_handle **table;
 	size_t table_len;		/* a power of two */
 	size_t elems;
-	uint64_t hits, misses, inserts, evictions;
+	uint64_t hits, misses, inserts, evictions, bypassed;
 };
 
 struct cache {
@@ -81,10 +94,28 @@ cache_lru_remove(struct cache_shard *s, struct cache_handle *e)
 	e->lru_prev = e->lru_next = NULL;
 }
 
+/* Whether an entry of this charge is large in shard s (module comment). */
+static bool
+cache_large(const struct cache_shard *s, size_t charge)
+{
+	return charge > s->capacity >> CACHE_LARGE_SHIFT;
+}
+
 static void
 cache_lru_append(struct cache_shard *s, struct cache_handle *e)
 {
 	assert(e->in_cache && e->refs == 1);	/* module comment */
+	if (cache_large(s, e->charge)) {
+		/* The oldest end: evicted before every other entry. */
+		e->lru_prev = NULL;
+		e->lru_next = s->lru_oldest;
+		if (s->lru_oldest != NULL)
+			s->lru_oldest->lru_prev = e;
+		else
+			s->lru_newest = e;
+		s->lru_oldest = e;
+		return;
+	}
 	e->lru_next = NULL;
 	e->lru_prev = s->lru_newest;
 	if (s->lru_newest != NULL)
@@ -293,11 +324,27 @@ cache_insert(struct cache *c, struct slice key, void *value, size_t charge,
 	mutex_lock(&s->mu);
 	pp = cache_table_find(s, key, e->hash);
 	old = *pp;
+	s->inserts++;
+	if (cache_large(s, charge) && (s->usage > s->capacity ||
+	    charge > s->capacity - s->usage)) {
+		/* Large, and no room: the caller's reference alone. */
+		e->refs = 1;
+		e->in_cache = false;
+		e->next_hash = NULL;
+		s->bypassed++;
+		if (old != NULL) {
+			*pp = old->next_hash;
+			cache_finish_erase(s, old, &dead);
+		}
+		mutex_unlock(&s->mu);
+		cache_bury(dead);
+		*out = e;
+		return 0;
+	}
 	e->next_hash = old != NULL ? old->next_hash : NULL;
 	*pp = e;
 	s->elems++;
 	s->usage += charge;
-	s->inserts++;
 	if (old != NULL)
 		cache_finish_erase(s, old, &dead);
 	cache_shard_trim(s, &dead);
@@ -388,6 +435,7 @@ cache_get_stats(struct cache *c, struct cache_stats *out)
 		out->misses += s->misses;
 		out->inserts += s->inserts;
 		out->evictions += s->evictions;
+		out->bypassed += s->bypassed;
 		out->usage += s->usage;
 		mutex_unlock(&s->mu);
 	}

@@ -8,7 +8,13 @@
  * over capacity) until the handle is released, even if it was erased or
  * replaced meanwhile.  Keys are hashed to one of 16 shards, each with its own
  * mutex, LRU order and a 16th of the capacity (rounded up); the shard is the
- * top 4 bits of hash64(key, 0).  All functions are thread-safe.
+ * top 4 bits of hash64(key, 0).  An entry whose charge passes a quarter of
+ * its shard's capacity is large: it is kept only in room its shard has
+ * free, and evicted before any other entry (cache_insert()).  One such
+ * entry would otherwise evict a quarter of its shard or more, so a large
+ * value read once (a file's large version streamed through the block
+ * cache) would push out the small blocks that every other reader keeps
+ * using.  All functions are thread-safe.
  */
 #ifndef TABLETFS_UTIL_CACHE_H
 #define TABLETFS_UTIL_CACHE_H
@@ -26,6 +32,7 @@ struct cache_stats {
 	uint64_t misses;
 	uint64_t inserts;
 	uint64_t evictions;
+	uint64_t bypassed;	/* large inserts without room, not kept */
 	size_t usage;		/* total charge of the live entries */
 	size_t capacity;
 };
@@ -39,8 +46,14 @@ void cache_free(struct cache *c);
  * Insert key -> value, replacing any entry with the same key, and return in
  * *out a handle on the new entry (release it with cache_release()).  The
  * cache takes ownership of value and calls deleter(key, value) exactly once,
- * when the entry dies; the key is copied.  0 or -ENOMEM, in which case the
- * deleter has already been called.
+ * when the entry dies; the key is copied.  An entry whose charge is above a
+ * quarter of its shard's capacity is kept only when the shard has that
+ * much room free (it then goes before every other entry when room is
+ * needed); otherwise it is not kept (counted in bypassed): any entry with
+ * the same key is still removed, the handle is the entry's only
+ * reference, lookups do not find it, and it dies when the handle is
+ * released.  0 or -ENOMEM, in which case the deleter has already been
+ * called.
  */
 int cache_insert(struct cache *c, struct slice key, void *value,
     size_t charge, void (*deleter)(struct slice key, void *value),

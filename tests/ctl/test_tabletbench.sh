@@ -5,15 +5,17 @@
 # 0, which it does only when every value it read back was the one written
 # and every counter holds its sum; its JSON names every engine for every
 # benchmark; an unknown engine or benchmark is refused with status 2, and
-# a --db longer than PATH_MAX is refused rather than cut short; and
-# fsbench checks its own reads in a plain directory.  No timing is
-# asserted: figures are for scripts/bench.
+# a --db longer than PATH_MAX is refused rather than cut short; fsbench
+# checks its own reads in a plain directory; and syncprobe reports a rate
+# and leaves nothing behind.  No timing is asserted: figures are for
+# scripts/bench.
 set -eu
 
 : "${top_builddir:?top_builddir is not set}"
 bench="$top_builddir/src/bench/tabletbench"
 fsbench="$top_builddir/src/bench/fsbench"
-for t in "$bench" "$fsbench"; do
+probe="$top_builddir/src/bench/syncprobe"
+for t in "$bench" "$fsbench" "$probe"; do
 	if [ ! -x "$t" ]; then
 		echo "test_tabletbench: $t is not built" >&2
 		exit 1
@@ -44,10 +46,10 @@ not_ok() {
 	echo "not ok $n - $1"
 }
 
-all="fillseq,fillrandom,overwrite,fillsync,readrandom,readmissing,readseq"
-all="$all,seekrandom,readwhilewriting,increment,compact,readrandom"
-all="$all,readhot,readsequential"
-if "$bench" --num 3000 --runs 2 --threads 3 --benchmarks "$all" \
+all="fillseq,fillrandom,overwrite,fillsync,readrandom,readmissing"
+all="$all,readpastend,readseq,seekrandom,readwhilewriting,increment,compact"
+all="$all,readrandom,readhot,readsequential,readwhilestreaming"
+if "$bench" --num 3000 --runs 2 --threads 3,5 --benchmarks "$all" \
     --db "$tmp/db" --json > "$tmp/out.json" 2> "$tmp/err"; then
 	ok "every workload on every engine reads back what it wrote"
 else
@@ -59,8 +61,8 @@ slots=$(grep -c '"name": "' "$tmp/out.json" || true)
 missing=""
 for e in $engines; do
 	c=$(grep -c "\"engine\": \"$e\"" "$tmp/out.json" || true)
-	# 15 benchmark lines: fillsync twice (1 and 3 threads).
-	[ "$c" -eq 15 ] || missing="$missing $e:$c"
+	# 18 benchmark lines: fillsync three times (1, 3 and 5 threads).
+	[ "$c" -eq 18 ] || missing="$missing $e:$c"
 done
 # tabletfs and SQLite are always built in, whatever else configure found.
 for e in tabletfs sqlite; do
@@ -69,7 +71,7 @@ for e in tabletfs sqlite; do
 	*) missing="$missing $e:absent (engines: $engines)" ;;
 	esac
 done
-if [ -z "$missing" ] && [ "$slots" -ge 15 ]; then
+if [ -z "$missing" ] && [ "$slots" -ge 18 ]; then
 	ok "the JSON has every engine ($engines) for every benchmark"
 else
 	not_ok "the JSON has every engine for every benchmark:$missing"
@@ -116,6 +118,15 @@ if "$fsbench" --cells 200 --big 2 "$tmp/plain" > "$tmp/fs.out" &&
 	ok "fsbench runs and checks every operation in a plain directory"
 else
 	not_ok "fsbench runs and checks every operation in a plain directory"
+fi
+
+mkdir "$tmp/probe"
+if "$probe" --seconds 0.05 --rounds 2 "$tmp/probe" > "$tmp/probe.out" &&
+    grep -q '^syncs/s [1-9][0-9]* p50_us .* mode overwrite$' \
+    "$tmp/probe.out" && [ -z "$(ls -A "$tmp/probe")" ]; then
+	ok "syncprobe reports a rate of synced writes and removes its file"
+else
+	not_ok "syncprobe reports a rate of synced writes and removes its file"
 fi
 
 echo "1..$n"

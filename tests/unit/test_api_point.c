@@ -796,6 +796,64 @@ struct pool_arg {
 	atomic_long *bad;
 };
 
+/*
+ * A point read skips the SSTables whose last key sorts before its row
+ * (sst_reader_ends_before) without their filters, and still reads every
+ * file that holds the row: the last row of each file, a row past a newer
+ * file's end that an older file holds, a row delete that is a file's last
+ * key.  Rows that a file's last row is a prefix of, or that are a prefix
+ * of it, are told apart; rows past every file come from the memtable or
+ * are absent, with no block lookup.
+ */
+static void
+test_file_ends(void)
+{
+	char row[32], want[64];
+	struct tstore t;
+	uint64_t n;
+
+	settle_store(&t);
+	for (int i = 0; i < 50; i++) {
+		snprintf(row, sizeof(row), "m%03d", i);
+		must(put_str(t.s, "t", row, "a", "", 1, row));
+	}
+	must(put_str(t.s, "t", "c100", "a", "", 1, "old"));
+	must(bt_store_flush(t.s));
+	for (int i = 0; i < 50; i++) {
+		snprintf(row, sizeof(row), "c%03d", i);
+		must(put_str(t.s, "t", row, "a", "", 2, row));
+	}
+	must(del_str(t.s, "t", "c100", BT_DELETE_ROW, NULL, NULL, 0));
+	must(bt_store_flush(t.s));
+	must(put_str(t.s, "t", "x", "a", "", 3, "mem"));
+	must(put_str(t.s, "t", "m0490", "a", "", 3, "mem"));
+
+	for (int i = 0; i < 50; i += 49) {
+		snprintf(row, sizeof(row), "m%03d", i);
+		snprintf(want, sizeof(want), "a:@1=%s\n", row);
+		is_text(read_text_str(t.s, "t", row, NULL), want,
+		    "row %s of the older file, past the newer one's end", row);
+		snprintf(row, sizeof(row), "c%03d", i);
+		snprintf(want, sizeof(want), "a:@2=%s\n", row);
+		is_text(read_text_str(t.s, "t", row, NULL), want,
+		    "row %s of the newer file", row);
+	}
+	is_text(read_text_str(t.s, "t", "c100", NULL), "NOTFOUND",
+	    "a row delete that ends the newer file masks the older file");
+	is_text(read_text_str(t.s, "t", "c04", NULL), "NOTFOUND",
+	    "a prefix of a file's last row is absent");
+	is_text(read_text_str(t.s, "t", "c1000", NULL), "NOTFOUND",
+	    "a row extending a file's last row is absent");
+	is_text(read_text_str(t.s, "t", "m0490", NULL), "a:@3=mem\n",
+	    "a row extending the last file row, in the memtable");
+	is_text(read_text_str(t.s, "t", "x", NULL), "a:@3=mem\n",
+	    "a row past every file, in the memtable");
+	n = lookups_of_read(&t, "y", NULL, "NOTFOUND");
+	is_int((long long)n, 0, "a row past every file and the memtable: "
+	    "no block lookup");
+	tstore_destroy(&t);
+}
+
 static void *
 pool_reader(void *p)
 {
@@ -872,6 +930,7 @@ main(void)
 	test_memtable_settles();
 	test_files_settle();
 	test_files_settle_merged();
+	test_file_ends();
 	test_pool_threads();
 	return tap_done();
 }

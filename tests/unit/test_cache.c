@@ -1,7 +1,7 @@
 /*
  * test_cache.c - the sharded LRU cache: lookup, LRU eviction, pinning,
- * erase and replace under a handle, deleter accounting, statistics, ids,
- * and a multi-threaded consistency run.
+ * erase and replace under a handle, large entries, deleter
+ * accounting, statistics, ids, and a multi-threaded consistency run.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -215,26 +215,106 @@ test_pinned(void)
 	    v[3].deleted == 1 && v[4].deleted == 0 && v[7].deleted == 0,
 	    "released, the oldest 4 are evicted down to capacity");
 
-	/* An entry bigger than the whole cache lives while pinned. */
-	{
-		struct value big = { .id = 99 };
-		struct cache_handle *bh;
-
-		snprintf(big.key, sizeof(big.key), "big");
-		if (cache_insert(c, slice_str("big"), &big, 1000,
-		    value_deleter, &bh) < 0)
-			tap_bail("cache_insert");
-		ok(present(c, "big") && big.deleted == 0,
-		    "an oversized entry is cached while pinned");
-		cache_release(c, bh);
-		ok(!present(c, "big") && big.deleted == 1,
-		    "and evicted when released");
-	}
 	cache_free(c);
 	deleted = 0;
 	for (int i = 0; i < 8; i++)
 		deleted += v[i].deleted;
 	is_int(deleted, 8, "each of 8 deleters ran once");
+}
+
+/*
+ * An entry above a quarter of its shard's capacity (large) is kept only
+ * in room the shard has free.  Without that room its handle works while
+ * held, lookups miss it, its release runs its deleter, and the entries
+ * of its shard stay; it still replaces a kept entry of its key.  With
+ * the room it is kept, and evicted before every other entry, however
+ * recently used.  A quarter exactly is not large.  A stream of large
+ * entries through a full shard leaves its small entries all cached.
+ */
+static void
+test_large_entries(void)
+{
+	char keys[16][32];
+	struct value v[16], big[8];
+	struct cache_handle *h;
+	struct cache *c;
+	struct cache_stats st;
+	int kept = 0, deleted = 0;
+
+	memset(v, 0, sizeof(v));
+	memset(big, 0, sizeof(big));
+	shard0_keys(keys, 16);
+	/* Shards of 64: entries above 16 are large. */
+	if (cache_new(16 * 64, &c) < 0)
+		tap_bail("cache_new");
+	for (int i = 0; i < 7; i++)
+		insert(c, &v[i], keys[i], 8);
+
+	snprintf(big[0].key, sizeof(big[0].key), "%s", keys[8]);
+	if (cache_insert(c, slice_str(keys[8]), &big[0], 17, value_deleter,
+	    &h) < 0)
+		tap_bail("cache_insert");
+	ok(cache_handle_value(h) == &big[0] && big[0].deleted == 0,
+	    "a large entry without room: its handle holds it");
+	ok(!present(c, keys[8]), "lookups do not find it");
+	cache_release(c, h);
+	is_int(big[0].deleted, 1, "its release runs its deleter");
+	cache_get_stats(c, &st);
+	ok(st.bypassed == 1 && st.inserts == 8 && st.usage == 56 &&
+	    st.evictions == 0, "counted as bypassed; usage and the shard's "
+	    "entries unchanged");
+
+	snprintf(big[1].key, sizeof(big[1].key), "%s", keys[0]);
+	insert(c, &big[1], keys[0], 40);
+	ok(v[0].deleted == 1 && big[1].deleted == 1 && !present(c, keys[0]),
+	    "a large entry still replaces the kept entry of its key");
+
+	/* A stream of large entries through the full shard. */
+	for (int i = 2; i < 8; i++) {
+		snprintf(big[i].key, sizeof(big[i].key), "%s", keys[9]);
+		insert(c, &big[i], keys[9], 60);
+	}
+	for (int i = 1; i < 7; i++)
+		kept += present(c, keys[i]);
+	is_int(kept, 6, "after 6 large entries through a full shard, its 6 "
+	    "small entries are all cached");
+	cache_get_stats(c, &st);
+	ok(st.bypassed == 8 && st.evictions == 0,
+	    "8 bypassed, nothing evicted (%llu)",
+	    (unsigned long long)st.evictions);
+
+	insert(c, &v[11], keys[11], 8);		/* 56 of 64 now */
+	insert(c, &v[10], keys[10], 16);
+	ok(present(c, keys[10]) && v[1].deleted == 1 && v[2].deleted == 0,
+	    "a quarter of the shard is not large: kept without room, "
+	    "evicting the oldest");
+	cache_free(c);
+	for (int i = 2; i < 8; i++)
+		deleted += big[i].deleted;
+	is_int(deleted, 6, "every large entry's deleter ran once");
+
+	/* With room, a large entry is kept and goes first. */
+	memset(v, 0, sizeof(v));
+	memset(big, 0, sizeof(big));
+	if (cache_new(16 * 64, &c) < 0)
+		tap_bail("cache_new");
+	insert(c, &v[0], keys[0], 8);
+	insert(c, &v[1], keys[1], 8);
+	snprintf(big[0].key, sizeof(big[0].key), "%s", keys[8]);
+	insert(c, &big[0], keys[8], 40);
+	ok(present(c, keys[8]) && big[0].deleted == 0,
+	    "a large entry with room is kept, and read again from the cache");
+	insert(c, &v[2], keys[2], 8);
+	insert(c, &v[3], keys[3], 8);
+	ok(big[0].deleted == 1 && !present(c, keys[8]) &&
+	    present(c, keys[0]) && present(c, keys[1]) &&
+	    present(c, keys[2]) && present(c, keys[3]),
+	    "when room is needed, the large entry goes first, though read "
+	    "after the small ones");
+	cache_get_stats(c, &st);
+	ok(st.bypassed == 0 && st.evictions == 1, "kept, not bypassed; one "
+	    "eviction");
+	cache_free(c);
 }
 
 static void
@@ -664,6 +744,7 @@ main(void)
 	test_insert_lookup();
 	test_lru_eviction();
 	test_pinned();
+	test_large_entries();
 	test_erase_and_replace();
 	test_many_keys();
 	test_enomem();

@@ -506,6 +506,68 @@ test_bloom(struct env *env, uint64_t *rng)
 	buf_release(&got);
 }
 
+/*
+ * A lookup past the table's last key is answered from the key range that
+ * the reader keeps (the index's last key), before the filter: no filter
+ * negative is counted and no block is read.  The last key, the keys
+ * before it and the prefixes it extends are not ruled out; an empty
+ * table rules out everything.
+ */
+static void
+test_key_range(struct env *env)
+{
+	struct table_spec t = { 3000, 20, V_TEXT, 7 };
+	struct sst_reader_stats st;
+	struct sst_options o;
+	struct sst_reader *r;
+	struct buf got;
+	uint8_t k[KEY_LEN + 1], longer[KEY_LEN + 2];
+	uint64_t found = 0;
+
+	buf_init(&got);
+	sst_options_default(&o);
+	o.block_size = 1024;
+	if (build_table(env, "range.sst", &o, &t, NULL) < 0 ||
+	    sst_reader_open(env, "range.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("range.sst");
+	ok(!sst_reader_ends_before(r, key_of(2 * (t.n - 1), k)),
+	    "key range: the last key is not past the end");
+	ok(!sst_reader_ends_before(r, slice_make(k, KEY_LEN - 1)),
+	    "key range: a prefix of the last key is not past the end");
+	memcpy(longer, k, KEY_LEN);
+	longer[KEY_LEN] = '0';
+	ok(sst_reader_ends_before(r, slice_make(longer, KEY_LEN + 1)),
+	    "key range: a key extending the last key is past the end");
+	ok(!sst_reader_ends_before(r, key_of(0, k)) &&
+	    !sst_reader_ends_before(r, key_of(2 * t.n - 3, k)),
+	    "key range: keys inside the table are not past the end");
+	ok(sst_reader_ends_before(r, key_of(2 * t.n - 1, k)),
+	    "key range: the key after the last is past the end");
+	for (uint64_t i = 0; i < 1000; i++)
+		if (sst_reader_get(r, key_of(2 * (t.n + i) + 1, k), &got) !=
+		    BT_NOTFOUND)
+			found++;
+	sst_reader_get_stats(r, &st);
+	ok(found == 0 && st.filter_negatives == 0 && st.block_reads == 0,
+	    "key range: 1000 lookups past the end answered without the filter "
+	    "(%llu negatives) or a block (%llu)",
+	    (unsigned long long)st.filter_negatives,
+	    (unsigned long long)st.block_reads);
+	ok(sst_reader_get(r, key_of(2 * (t.n - 1), k), &got) == 0,
+	    "key range: the last key is found");
+	sst_reader_unref(r);
+
+	t.n = 0;
+	if (build_table(env, "empty.sst", &o, &t, NULL) < 0 ||
+	    sst_reader_open(env, "empty.sst", 0, NULL, NULL, &r) < 0)
+		tap_bail("empty.sst");
+	ok(sst_reader_ends_before(r, key_of(0, k)) &&
+	    sst_reader_ends_before(r, slice_make(NULL, 0)),
+	    "key range: an empty table rules out every key");
+	sst_reader_unref(r);
+	buf_release(&got);
+}
+
 static void
 test_cache(struct env *env)
 {
@@ -1046,7 +1108,9 @@ out:
 	return NULL;
 }
 
-/* Four threads share one reader and a cache small enough to churn. */
+/* Four threads share one reader and a cache small enough to churn: 1 MiB
+ * for some 3.5 MB of blocks, its shards (64 KiB) large enough to keep
+ * 8 KiB blocks (cache.h). */
 static void
 test_threads(struct env *env, uint64_t *rng)
 {
@@ -1061,7 +1125,7 @@ test_threads(struct env *env, uint64_t *rng)
 	sst_options_default(&o);
 	o.block_size = 8192;
 	build_table(env, "threads.sst", &o, &t, NULL);
-	if (cache_new(256u << 10, &cache) < 0 ||
+	if (cache_new(1u << 20, &cache) < 0 ||
 	    sst_reader_open(env, "threads.sst", cache_new_id(cache), cache,
 	    NULL, &r) < 0)
 		tap_bail("open threads.sst");
@@ -1546,6 +1610,8 @@ main(void)
 	lap("compression");
 	test_bloom(env, &rng);
 	lap("bloom");
+	test_key_range(env);
+	lap("key range");
 	test_cache(env);
 	lap("cache");
 	test_visit_prefix(env);
