@@ -643,7 +643,11 @@ bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
 
 /* ---- Reading ---- */
 
-/* Convert read options; *columns is allocated when there are filters. */
+/*
+ * Convert read options; *columns is allocated when there are filters,
+ * with a copy of their names after the array (a scan keeps them past
+ * the call that opened it, and the caller's bytes need not live on).
+ */
 static int
 filter_from(const struct bt_read_options *ro, struct cells_filter *f,
     struct cells_column **columns)
@@ -653,16 +657,31 @@ filter_from(const struct bt_read_options *ro, struct cells_filter *f,
 	if (ro == NULL)
 		return 0;
 	if (ro->columns != NULL && ro->column_count > 0) {
-		struct cells_column *c = bt_calloc(ro->column_count,
-		    sizeof(*c));
+		size_t n = ro->column_count, bytes = 0;
+		struct cells_column *c;
+		uint8_t *p;
 
-		if (c == NULL)
+		for (size_t i = 0; i < n; i++)
+			bytes += (ro->columns[i].family ?
+			    strlen(ro->columns[i].family) : 0) +
+			    ro->columns[i].qualifier.size;
+		if ((c = bt_calloc(1, n * sizeof(*c) + bytes + 1)) == NULL)
 			return -ENOMEM;
-		for (size_t i = 0; i < ro->column_count; i++) {
-			c[i].family = slice_str(ro->columns[i].family ?
-			    ro->columns[i].family : "");
-			c[i].has_qualifier = ro->columns[i].has_qualifier;
-			c[i].qualifier = bytes_slice(ro->columns[i].qualifier);
+		p = (uint8_t *)(c + n);
+		for (size_t i = 0; i < n; i++) {
+			const struct bt_column *col = &ro->columns[i];
+			size_t fn = col->family ? strlen(col->family) : 0;
+
+			if (fn > 0)
+				memcpy(p, col->family, fn);
+			c[i].family = slice_make(p, fn);
+			p += fn;
+			if (col->qualifier.size > 0)
+				memcpy(p, col->qualifier.data,
+				    col->qualifier.size);
+			c[i].has_qualifier = col->has_qualifier;
+			c[i].qualifier = slice_make(p, col->qualifier.size);
+			p += col->qualifier.size;
 		}
 		f->columns = c;
 		f->column_count = ro->column_count;

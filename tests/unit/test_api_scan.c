@@ -341,6 +341,42 @@ test_lifetime_and_mixing(void)
 	tstore_destroy(&t);
 }
 
+/* A scan keeps its column filter after the caller's copy of the names
+ * is gone (tabletfs.h: bytes passed in are copied before a call
+ * returns). */
+static void
+test_filter_copied(void)
+{
+	char family[2] = "a", qualifier[2] = "x";
+	struct bt_column col = { family, true, { qualifier, 1 } };
+	struct bt_scan_options so = { .read = { &col, 1 } };
+	struct bt_scan *sc;
+	struct bt_row *r;
+	int rows = 0, other = 0, rc;
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	fill(t.s, "t");
+	must(bt_scan_open(t.s, "t", &so, &sc));
+	family[0] = 'c';	/* the caller reuses its buffers */
+	qualifier[0] = 'y';
+	while ((rc = bt_scan_next(sc, &r)) == 0) {
+		rows++;
+		for (size_t i = 0; i < r->cell_count; i++)
+			if (strcmp(r->cells[i].family, "a") != 0 ||
+			    r->cells[i].qualifier.size != 1 ||
+			    memcmp(r->cells[i].qualifier.data, "x", 1) != 0)
+				other++;
+		bt_row_free(r);
+	}
+	is_int(rc, BT_DONE, "filter copied: the scan ends");
+	ok(rows > 0 && other == 0, "filter copied: %d rows, all of column "
+	    "a:x as opened (%d other cells)", rows, other);
+	bt_scan_close(sc);
+	tstore_destroy(&t);
+}
+
 /* Rows that outgrow the first: 300 cells, then a 200 KiB value. */
 static void
 test_growing_rows(void)
@@ -973,6 +1009,7 @@ main(void)
 	test_across_tablets();
 	test_exact_contents();
 	test_lifetime_and_mixing();
+	test_filter_copied();
 	test_growing_rows();
 	test_prefix_rows();
 	test_long_scans();
