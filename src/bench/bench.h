@@ -48,6 +48,7 @@ struct engine_config {
 	uint64_t memtable_bytes;	/* write buffer before a flush */
 	uint64_t block_bytes;	/* SSTable data block size */
 	bool compress;		/* Snappy on data blocks, where the engine can */
+	const char *cell;	/* the cell engine's address (--cell) */
 };
 
 /* Counters some engines can report; fields an engine lacks stay 0. */
@@ -100,6 +101,7 @@ struct engine {
 };
 
 extern const struct engine engine_tabletfs;
+extern const struct engine engine_cell;
 extern const struct engine engine_sqlite;
 #ifdef HAVE_LEVELDB
 extern const struct engine engine_leveldb;

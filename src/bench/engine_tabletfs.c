@@ -15,6 +15,7 @@
  * tabletfs's budget holds both of its own (it freezes one at half), so
  * each engine may hold the same memtable memory.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,26 @@
 #include "bench/bench.h"
 
 #define TFS_TABLE	"bench"
+
+/* An open store and the table the harness works in: always TFS_TABLE
+ * in a store of its own; in a cell, one table per store path. */
+struct tfs_db {
+	struct bt_store *s;
+	char table[65];
+};
+
+static int
+tfs_db_new(struct bt_store *s, const char *table, void **dbp)
+{
+	struct tfs_db *d;
+
+	if ((d = calloc(1, sizeof(*d))) == NULL)
+		return -ENOMEM;
+	d->s = s;
+	snprintf(d->table, sizeof(d->table), "%s", table);
+	*dbp = d;
+	return 0;
+}
 #define TFS_FAMILY	"f"
 #define TFS_COUNTERS	"c"
 
@@ -80,7 +101,8 @@ tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
 	if ((cfg->block_bytes != 0 || !cfg->compress) &&
 	    (rc = bt_group_set(s, TFS_TABLE, &group)) < 0)
 		goto out_close;
-	*dbp = s;
+	if ((rc = tfs_db_new(s, TFS_TABLE, dbp)) < 0)
+		goto out_close;
 	return 0;
 out_close:
 	bt_store_close(s);
@@ -88,10 +110,71 @@ out:
 	return rc;
 }
 
+/*
+ * The cell engine: the same table in a running cell (tabletbench --cell),
+ * created afresh; the store's settings are the cell server's own, so
+ * only the locality group follows cfg.
+ */
+static int
+cell_open(const struct engine_config *cfg, const char *path, void **dbp)
+{
+	static const struct bt_family_spec families[] = {
+		{ .name = TFS_FAMILY, .gc_policy = "maxversions=1" },
+		{ .name = TFS_COUNTERS, .gc_policy = "maxversions=1" },
+	};
+	struct bt_group_spec group = {
+		.name = "default", .block_size = (uint32_t)cfg->block_bytes,
+		.compress = cfg->compress ? 1 : 0, .bloom = -1,
+		.in_memory = -1,
+	};
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char table[65];
+	struct bt_store *s;
+	int rc;
+
+	/* The store's name as a table name: [A-Za-z0-9_.-]. */
+	snprintf(table, sizeof(table), "%s-%s", TFS_TABLE, base);
+	for (char *p = table; *p != '\0'; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' &&
+		    *p != '-')
+			*p = '_';
+	if ((rc = bt_store_open(cfg->cell, NULL, &s)) < 0)
+		return rc;
+	if ((rc = bt_table_delete(s, table)) < 0 && rc != -ENOENT)
+		goto out_close;
+	if ((rc = bt_table_create(s, table, families, 2, NULL, 0, 0)) < 0)
+		goto out_close;
+	if ((cfg->block_bytes != 0 || !cfg->compress) &&
+	    (rc = bt_group_set(s, table, &group)) < 0)
+		goto out_close;
+	if ((rc = tfs_db_new(s, table, dbp)) < 0)
+		goto out_close;
+	return 0;
+out_close:
+	bt_store_close(s);
+	return rc;
+}
+
+static void
+cell_describe(const struct engine_config *cfg, char *buf, size_t size)
+{
+	snprintf(buf, size, "cell: the tabletfs engine's calls through the "
+	    "client library to the cell %s (RPC over TCP to its serving "
+	    "tablet server; the server's own cache and memtable settings)",
+	    cfg->cell);
+}
+
 static int
 tfs_close(void *db)
 {
-	return bt_store_close(db);
+	struct tfs_db *d = db;
+	int rc;
+
+	if (d == NULL)
+		return 0;
+	rc = bt_store_close(d->s);
+	free(d);
+	return rc;
 }
 
 static int
@@ -105,17 +188,20 @@ tfs_put(void *db, struct bench_bytes key, struct bench_bytes value,
 		.value = tfs_bytes(value),
 	};
 	struct bt_write_options w = { .sync = sync };
+	struct tfs_db *d = db;
 
-	return bt_mutate_row(db, TFS_TABLE, tfs_bytes(key), &m, 1, &w, NULL);
+	return bt_mutate_row(d->s, d->table, tfs_bytes(key), &m, 1, &w,
+	    NULL);
 }
 
 static int
 tfs_get(void *db, struct bench_bytes key, struct bench_buf *value)
 {
+	struct tfs_db *d = db;
 	struct bt_row *r;
 	int rc;
 
-	if ((rc = bt_read_row(db, TFS_TABLE, tfs_bytes(key), &tfs_newest,
+	if ((rc = bt_read_row(d->s, d->table, tfs_bytes(key), &tfs_newest,
 	    &r)) != 0)
 		return rc;
 	if (!tfs_row_ok(r))
@@ -140,12 +226,13 @@ tfs_scan_open(void *db, struct bench_bytes start, uint64_t limit,
 		.read = tfs_newest,
 		.lend_values = true,
 	};
+	struct tfs_db *d = db;
 	struct tfs_scan *ts;
 	int rc;
 
 	if ((ts = calloc(1, sizeof(*ts))) == NULL)
 		return -ENOMEM;
-	if ((rc = bt_scan_open(db, TFS_TABLE, &opts, &ts->scan)) < 0) {
+	if ((rc = bt_scan_open(d->s, d->table, &opts, &ts->scan)) < 0) {
 		free(ts);
 		return rc;
 	}
@@ -184,7 +271,9 @@ tfs_scan_close(void *it)
 static int
 tfs_compact(void *db)
 {
-	return bt_store_compact(db, TFS_TABLE, true);
+	struct tfs_db *d = db;
+
+	return bt_store_compact(d->s, d->table, true);
 }
 
 static void
@@ -192,7 +281,7 @@ tfs_stats(void *db, struct engine_stats *out)
 {
 	struct bt_stats st;
 
-	bt_store_get_stats(db, &st);
+	bt_store_get_stats(((struct tfs_db *)db)->s, &st);
 	out->syncs = st.log_syncs;
 	out->files = st.sstables;
 	out->cache_hits = st.cache_hits;
@@ -204,8 +293,9 @@ tfs_increment(void *db, struct bench_bytes key, int64_t delta,
     int64_t *result)
 {
 	static const struct bt_write_options w = { .sync = false };
+	struct tfs_db *d = db;
 
-	return bt_increment(db, TFS_TABLE, tfs_bytes(key), TFS_COUNTERS,
+	return bt_increment(d->s, d->table, tfs_bytes(key), TFS_COUNTERS,
 	    (struct bt_bytes){ NULL, 0 }, delta, &w, result, NULL);
 }
 
@@ -233,4 +323,19 @@ const struct engine engine_tabletfs = {
 	.stats = tfs_stats,
 	.increment = tfs_increment,
 	.describe = tfs_describe,
+};
+
+const struct engine engine_cell = {
+	.name = "cell",
+	.open = cell_open,
+	.close = tfs_close,
+	.put = tfs_put,
+	.get = tfs_get,
+	.scan_open = tfs_scan_open,
+	.scan_next = tfs_scan_next,
+	.scan_close = tfs_scan_close,
+	.compact = tfs_compact,
+	.stats = tfs_stats,
+	.increment = tfs_increment,
+	.describe = cell_describe,
 };

@@ -115,6 +115,8 @@ static const struct engine_entry {
 	const char *package;
 } engine_table[] = {
 	{ "tabletfs", &engine_tabletfs, NULL },
+	/* Only with --cell: the same calls through a cell's RPC. */
+	{ "cell", &engine_cell, NULL },
 #ifdef HAVE_LEVELDB
 	{ "leveldb", &engine_leveldb, "libleveldb-dev" },
 #else
@@ -131,6 +133,7 @@ static const struct engine_entry {
 
 struct bench_opts {
 	const char *engines;	/* NULL: every engine built */
+	const char *cell;	/* --cell: a cell's address, for "cell" */
 	uint64_t num;
 	uint64_t reads;
 	uint64_t seeks;
@@ -1473,6 +1476,14 @@ bench_engines_choose(struct bench *b)
 			    (p[n] == ',' || p[n] == '\0');
 		if (!wanted)
 			continue;
+		if (en->engine == &engine_cell && b->o.cell == NULL) {
+			if (list != NULL) {
+				fprintf(stderr, "tabletbench: the cell engine "
+				    "needs --cell ADDRESS\n");
+				exit(2);
+			}
+			continue;
+		}
 		if (en->engine != NULL)
 			b->engines[b->nengines++] = en->engine;
 		else if (list != NULL)
@@ -1530,7 +1541,7 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 {
 	enum { O_NUM, O_READS, O_SEEKS, O_SYNCS, O_VALUE, O_KEY, O_BENCH,
 	    O_RUNS, O_DB, O_CACHE, O_MEMTABLE, O_BLOCK, O_THREADS, O_SEED,
-	    O_JSON, O_ENGINES, O_INCOMPRESSIBLE, O_FIGURE6, O_HELP };
+	    O_JSON, O_ENGINES, O_INCOMPRESSIBLE, O_FIGURE6, O_CELL, O_HELP };
 	static const struct option longopts[] = {
 		{ "num", required_argument, NULL, O_NUM },
 		{ "reads", required_argument, NULL, O_READS },
@@ -1550,6 +1561,7 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		{ "engines", required_argument, NULL, O_ENGINES },
 		{ "incompressible", no_argument, NULL, O_INCOMPRESSIBLE },
 		{ "figure6", no_argument, NULL, O_FIGURE6 },
+		{ "cell", required_argument, NULL, O_CELL },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1611,6 +1623,9 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 			break;
 		case O_DB:
 			o->db = optarg;
+			break;
+		case O_CELL:
+			o->cell = optarg;
 			break;
 		case O_CACHE:
 			o->cache_mb = parse_u64(name, optarg, 0, 1u << 30);
@@ -1752,6 +1767,7 @@ main(int argc, char **argv)
 	b.cfg.memtable_bytes = b.o.memtable_mb << 20;
 	b.cfg.block_bytes = b.o.block_kb << 10;
 	b.cfg.compress = true;
+	b.cfg.cell = b.o.cell;
 	b.rng = b.o.seed | 1;
 	per_run = b.nengines * b.nslots;
 	b.results = xcalloc(b.o.runs * per_run, sizeof(*b.results));

@@ -3,8 +3,9 @@
 # through the client library (tests/unit/api_util.c opens the cell named
 # by TABLETFS_TEST_CELL instead of a store of its own): the same calls
 # must give the same results and errors over RPC as embedded.  The
-# suites here need nothing of a store but its API (no fault env, no
-# store options).
+# suites' tests that need an embedded store's clock, faults, files or
+# options skip on a cell and say why (tstore_cell_skip).  Then
+# tabletbench's cell engine runs its workloads through the client.
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -25,4 +26,12 @@ for t in $SUITES; do
 	fi
 done
 [ -z "$failed" ] || fail "on the cell:$failed"
+
+# tabletbench's cell engine: the db_bench workloads through the client.
+"$top_builddir/src/bench/tabletbench" --cell "$CELL" --engines cell \
+    --num 2000 --reads 2000 --seeks 200 --runs 1 \
+    --benchmarks fillseq,fillrandom,readrandom,readseq,seekrandom,increment \
+    >"$T/bench.out" 2>&1 || { cat "$T/bench.out" >&2; fail "tabletbench --cell"; }
+grep -q 'readrandom' "$T/bench.out" || fail "tabletbench --cell printed no readrandom"
+echo "tabletbench --cell ran its workloads"
 cell_ok=1
