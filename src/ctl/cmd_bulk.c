@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "coord/coord.h"
 #include "ctl/ctl.h"
 #include "util/names.h"
 
@@ -309,6 +311,54 @@ cmd_compact(struct ctl *c, int argc, char **argv)
 	return CTL_OK;
 }
 
+/*
+ * A cell's processes, from ZooKeeper: who is master, which server serves
+ * the store (the root location), and every live server.
+ */
+static int
+status_cell(struct ctl *c)
+{
+	char **names = NULL, *master = NULL, *root = NULL;
+	struct coord *coord;
+	struct timespec now;
+	size_t count = 0, len;
+	int32_t version;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((rc = coord_open(c->store_path, 10000, (int64_t)now.tv_sec *
+	    1000000000 + now.tv_nsec + (int64_t)10 * 1000000000,
+	    &coord)) < 0)
+		return rc;
+	if ((rc = coord_master_get(coord, &master)) < 0 ||
+	    (rc = coord_value_get(coord, "root", &root, &len,
+	    &version)) < 0 ||
+	    (rc = coord_servers_list(coord, &names, &count)) < 0)
+		goto out;
+	fprintf(c->out, "%-15s %s\n", "master", master != NULL ? master :
+	    "none elected");
+	fprintf(c->out, "%-15s %s\n", "serving", root != NULL ? root :
+	    "nobody yet");
+	fprintf(c->out, "%-15s %zu\n", "servers", count);
+	for (size_t i = 0; i < count; i++) {
+		char *address = NULL;
+
+		if (coord_server_get(coord, names[i], &address) != 0)
+			continue;	/* gone meanwhile */
+		fprintf(c->out, "%-15s %s%s\n", "server", address,
+		    root != NULL && strcmp(address, root) == 0 ?
+		    " serving" : "");
+		free(address);
+	}
+	rc = 0;
+out:
+	coord_names_free(names, count);
+	free(master);
+	free(root);
+	coord_close(coord);
+	return rc;
+}
+
 /* Counters, "NAME VALUE" a line, the names padded to one column. */
 int
 cmd_status(struct ctl *c, int argc, char **argv)
@@ -324,6 +374,9 @@ cmd_status(struct ctl *c, int argc, char **argv)
 	bt_names_free(names);
 	bt_store_get_stats(c->store, &st);
 	fprintf(c->out, "%-15s %s\n", "store", c->store_path);
+	if (coord_address_is_cell(c->store_path) &&
+	    (rc = status_cell(c)) < 0)
+		return ctl_fail(c, rc, "the cell's processes");
 	fprintf(c->out, "%-15s %zu\n", "tables", tables);
 	if (st.writes_refused < 0)
 		fprintf(c->out, "%-15s refused (%s): reopen the store\n",

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "coord/coord.h"
 #include "rpc/rpc.h"
@@ -254,6 +255,7 @@ out:
 int
 tabletd_master_run(const struct tabletd_options *o)
 {
+	char host[256], me[300];
 	struct master m;
 	int64_t next = 0;
 	int status = 1, rc;
@@ -266,10 +268,14 @@ tabletd_master_run(const struct tabletd_options *o)
 		goto out;
 	}
 	coord_on_lost(m.coord, lease_lost, &m);
+	/* What tabletctl status shows of the master. */
+	if (gethostname(host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "?");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(me, sizeof(me), "pid %ld on %s", (long)getpid(), host);
 	tabletd_log("waiting in the election");
 	while (!*o->stop) {
-		rc = coord_master_elect(m.coord, "master",
-		    rpc_now_ns() + ROUND_NS);
+		rc = coord_master_elect(m.coord, me, rpc_now_ns() + ROUND_NS);
 		if (rc == 0)
 			break;
 		if (rc != -ETIMEDOUT) {

@@ -14,7 +14,13 @@ SUITES="${CELL_API_SUITES:-test_api_webtable test_api_gc test_api_delete
 	test_api_concurrency test_api_point}"
 
 cell_start 3
-failed=""
+# status names the master, the serving server and the three servers.
+ctl status >"$T/status"
+grep -q '^master  *pid [0-9]* on ' "$T/status" || fail "status: no master"
+grep -q '^servers  *3$' "$T/status" || fail "status: not 3 servers"
+[ "$(grep -c '^server  *127.0.0.1:[0-9]* serving$' "$T/status")" -eq 1 ] ||
+    fail "status: not one serving server"
+failed="
 for t in $SUITES; do
 	bin=$top_builddir/tests/unit/$t
 	[ -x "$bin" ] || fail "$t is not built"
