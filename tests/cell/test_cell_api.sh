@@ -20,7 +20,7 @@ grep -q '^master  *pid [0-9]* on ' "$T/status" || fail "status: no master"
 grep -q '^servers  *3$' "$T/status" || fail "status: not 3 servers"
 [ "$(grep -c '^server  *127.0.0.1:[0-9]* serving$' "$T/status")" -eq 1 ] ||
     fail "status: not one serving server"
-failed="
+failed=""
 for t in $SUITES; do
 	bin=$top_builddir/tests/unit/$t
 	[ -x "$bin" ] || fail "$t is not built"
