@@ -123,12 +123,21 @@ epoch_next(struct master *m)
 	}
 }
 
-/* Tell server to serve the store: 0 once it does. */
+/*
+ * Tell server to serve the store: 0 once it does.  The connection must
+ * be made within the session timeout: a server that is stopped (or cut
+ * off) still has its socket accept connections, and waiting for its
+ * preamble until the SERVE's own deadline would hold the whole round,
+ * so that no other server would be tried while the store is unserved.
+ */
 static int
 serve_send(struct master *m, const char *server)
 {
 	Tabletfs__ServeRequest req = TABLETFS__SERVE_REQUEST__INIT;
-	int64_t deadline = rpc_now_ns() + SERVE_DEADLINE_NS;
+	int64_t now = rpc_now_ns();
+	int64_t deadline = now + SERVE_DEADLINE_NS;
+	int64_t connect_deadline = now +
+	    (int64_t)coord_session_timeout_ms(m->coord) * 1000000;
 	struct rpc_client *rpc;
 	struct buf payload, reply;
 	int32_t status = 0;
@@ -144,8 +153,11 @@ serve_send(struct master *m, const char *server)
 	    tabletfs__serve_request__get_packed_size(&req))) < 0)
 		goto out;
 	payload.n = tabletfs__serve_request__pack(&req, payload.p);
-	if ((rc = rpc_client_open(server, deadline, &rpc)) < 0)
+	if ((rc = rpc_client_open(server, connect_deadline, &rpc)) < 0) {
+		if (rc == -ETIMEDOUT)
+			tabletd_log("%s does not answer", server);
 		goto out;
+	}
 	rc = rpc_client_call(rpc, TABLETFS__METHOD__SERVE,
 	    buf_slice(&payload), deadline, &reply, &status, &sent);
 	rpc_client_close(rpc);
