@@ -21,7 +21,8 @@ set -eu
 ROUNDS=${CELL_ROUNDS:-1}
 LIMIT=$((SESSION_MS + 5000))
 STOP_MS=$((SESSION_MS + 3000))
-GRACE_MS=300	# replies on their way when the stop came
+GRACE_MS=300	# commits under way when the stop came
+ACK_GRACE_MS=1000	# replies on their way, and writers slow to record
 
 # Servers started here are this shell's children, so that their exit
 # status can be read.
@@ -74,7 +75,7 @@ for round in $(seq "$ROUNDS"); do
 	kill -STOP "$z"
 	stop_us=$(date +%s%6N)
 	t0=$(now_ms)
-	sleep "$(echo "$GRACE_MS" | awk '{ print $1 / 1000 }')"
+	sleep "$(echo "$ACK_GRACE_MS" | awk '{ print $1 / 1000 }')"
 	acked0=$(cell_acked_count)
 	while [ $(( $(now_ms) - t0 )) -lt "$STOP_MS" ]; do
 		[ "$(cell_serving_pid)" = "$z" ] ||
