@@ -28,7 +28,7 @@ done
 one_master() {
 	om=$(cell_master_pids)
 	[ "$(echo "$om" | grep -c .)" -le 1 ] ||
-	    fail "two live elected masters: $(echo $om)"
+	    fail "two live elected masters: $(echo "$om" | tr "\n" " ")"
 	echo "$om"
 }
 
