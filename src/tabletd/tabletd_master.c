@@ -124,12 +124,27 @@ epoch_next(struct master *m)
 	}
 }
 
-/* Tell server to serve the store: 0 once it does. */
+static int64_t
+session_ns(struct master *m)
+{
+	return (int64_t)coord_session_timeout_ms(m->coord) * 1000000;
+}
+
+/*
+ * Tell server to serve the store: 0 once it does, within timeout_ns.
+ * The connection must be made within the session timeout: a server that
+ * is stopped (or cut off) still has its socket accept connections, and
+ * waiting for its preamble until the SERVE's own deadline would hold the
+ * whole round, so that no other server would be tried while the store is
+ * unserved.
+ */
 static int
-serve_send(struct master *m, const char *server)
+serve_send(struct master *m, const char *server, int64_t timeout_ns)
 {
 	Tabletfs__ServeRequest req = TABLETFS__SERVE_REQUEST__INIT;
-	int64_t deadline = rpc_now_ns() + SERVE_DEADLINE_NS;
+	int64_t now = rpc_now_ns();
+	int64_t deadline = now + timeout_ns;
+	int64_t connect_deadline = now + session_ns(m);
 	struct rpc_client *rpc;
 	struct buf payload, reply;
 	int32_t status = 0;
@@ -145,8 +160,11 @@ serve_send(struct master *m, const char *server)
 	    tabletfs__serve_request__get_packed_size(&req))) < 0)
 		goto out;
 	payload.n = tabletfs__serve_request__pack(&req, payload.p);
-	if ((rc = rpc_client_open(server, deadline, &rpc)) < 0)
+	if ((rc = rpc_client_open(server, connect_deadline, &rpc)) < 0) {
+		if (rc == -ETIMEDOUT)
+			tabletd_log("%s does not answer", server);
 		goto out;
+	}
 	rc = rpc_client_call(rpc, TABLETFS__METHOD__SERVE,
 	    buf_slice(&payload), deadline, &reply, &status, &sent);
 	rpc_client_close(rpc);
@@ -218,8 +236,14 @@ round_run(struct master *m)
 	rc = coord_value_get(m->coord, "root", &root, &len, &version);
 	if (rc < 0)
 		goto out;
+	/* The root serves already, so its answer is at once: a root that
+	 * does not answer within the session timeout (stopped between its
+	 * preamble and its reply) must not hold the round, which would try
+	 * nobody else meanwhile.  A root that restarted and is replaying the
+	 * log holds the store's lock meanwhile, and is asked again the next
+	 * round. */
 	if (rc == 0 && len > 0 && listed(servers, count, root) &&
-	    serve_send(m, root) == 0) {
+	    serve_send(m, root, session_ns(m)) == 0) {
 		rc = 0;
 		goto out;
 	}
@@ -236,7 +260,7 @@ round_run(struct master *m)
 			continue;
 		if ((rc = epoch_next(m)) < 0)
 			goto out;
-		if (serve_send(m, s) != 0)
+		if (serve_send(m, s, SERVE_DEADLINE_NS) != 0)
 			continue;
 		if ((rc = coord_value_set(m->coord, "root", s,
 		    strlen(s))) < 0)

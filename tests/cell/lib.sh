@@ -80,3 +80,81 @@ cell_serving_pid() {
 now_ms() {
 	date +%s%3N
 }
+
+# Whether process $1 runs (exited and not yet reaped counts as gone).
+alive() {
+	al_state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || :
+	[ -n "$al_state" ] && [ "$al_state" != Z ]
+}
+
+# The pids of the live masters that logged their election: one, but for
+# a moment during a takeover (the test decides what it allows).
+cell_master_pids() {
+	for p in $(sed -n \
+	    's/^tabletd master\[\([0-9]*\)\]: elected master.*/\1/p' \
+	    "$C"/logs/master-*.log); do
+		if alive "$p"; then
+			echo "$p"
+		fi
+	done
+}
+
+# The RPC address ("127.0.0.1:PORT") of the server with pid $1, from the
+# "listening on" line it logs.
+cell_server_address() {
+	sed -n "s/^tabletd server\\[$1\\]: listening on \\([^,]*\\),.*/\\1/p" \
+	    "$C"/logs/server-*.log | tail -n 1
+}
+
+# Another master, number $1 (a standby while one is elected).
+cell_master_start() {
+	"$TABLETD" master "$CELL" --session-timeout "$SESSION_MS" --daemon \
+	    --pidfile "$C/master-$1.pid" 2>>"$C/logs/master-$1.log" ||
+	    fail "master $1 did not start"
+}
+
+# wait_log MS FILE PATTERN: wait up to MS ms until a line of FILE
+# matches the basic regular expression PATTERN; false if none did.
+wait_log() {
+	wl_end=$(( $(now_ms) + $1 ))
+	until grep -q -- "$3" "$2" 2>/dev/null; do
+		[ "$(now_ms)" -lt "$wl_end" ] || return 1
+		sleep 0.02
+	done
+}
+
+# A writer loop through the client library: writer N sets rows wN-1,
+# wN-2, ... until $T/stop exists, and appends each acknowledged one with
+# its value (and the time it was acknowledged, ms) to $T/acked.N.
+cell_writer() {
+	n=0
+	: >"$T/acked.$1"
+	while [ ! -e "$T/stop" ]; do
+		n=$((n + 1))
+		if ctl set t "w$1-$n" "f:q=v$1-$n" 2>>"$T/writer.err"; then
+			printf 'w%s-%s\tv%s-%s\t%s\n' "$1" "$n" "$1" "$n" \
+			    "$(now_ms)" >>"$T/acked.$1"
+		fi
+	done
+}
+
+# Every acknowledged write of the cell_writer()s must be in table t:
+# fails naming the missing ones.  Prints how many there were.
+cell_check_acked() {
+	cut -f 1,2 "$T"/acked.* | sort >"$T/acked"
+	ca_n=$(wc -l <"$T/acked")
+	[ "$ca_n" -gt 0 ] || fail "no write was acknowledged"
+	ctl export t | awk -F '\t' 'NF == 5 { print $1 "\t" $5 }' |
+	    sort >"$T/stored"
+	ca_missing=$(comm -23 "$T/acked" "$T/stored" | wc -l)
+	if [ "$ca_missing" -ne 0 ]; then
+		comm -23 "$T/acked" "$T/stored" | head >&2
+		fail "$ca_missing of $ca_n acknowledged writes are lost"
+	fi
+	echo "$ca_n"
+}
+
+# The number of acknowledged writes so far.
+cell_acked_count() {
+	cat "$T"/acked.* 2>/dev/null | wc -l
+}

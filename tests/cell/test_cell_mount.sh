@@ -1,0 +1,136 @@
+#!/bin/sh
+# A FUSE mount of a cell (tabletfs zk://.../cell MNT) while the serving
+# tablet server is killed (-9) under four shell writers and two readers
+# through the mount.  Each writer makes rows with mkdir -p and
+# /bin/echo v > ROW/f/q/latest (coreutils' echo fails when close() does,
+# and close() is where the mount commits) and records the rows whose
+# echo succeeded.  Proves: the mount stays mounted across the kill,
+# writes through it resume within the session timeout + 5 s, every
+# acknowledged write reads back through the mount (cat) and through
+# tabletctl, and ls, cat and find work on the mounted cell.  Prints the
+# times.  CELL_ROUNDS sets the kills (1 here; the long form runs 10).
+# Skips (77) without /dev/fuse or the right to mount.
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+[ -c /dev/fuse ] || skip "no /dev/fuse"
+command -v fusermount3 >/dev/null 2>&1 || skip "no fusermount3"
+command -v mountpoint >/dev/null 2>&1 || skip "no mountpoint(1)"
+[ -x "$TABLETFS" ] || skip "tabletfs not built"
+[ -x /bin/echo ] || skip "no /bin/echo"
+
+ROUNDS=${CELL_ROUNDS:-1}
+LIMIT=$((SESSION_MS + 5000))
+M=$T/mnt
+cell_start 3
+ctl createtable t families=f
+mkdir "$M"
+if ! "$TABLETFS" "$CELL" "$M" 2>"$T/mount.err"; then
+	cat "$T/mount.err" >&2
+	grep -q -e "Operation not permitted" -e "Permission denied" \
+	    "$T/mount.err" && skip "cannot mount FUSE here"
+	fail "tabletfs $CELL $M"
+fi
+i=0
+until mountpoint -q "$M"; do
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "$M not mounted after 10 s"
+	sleep 0.1
+done
+
+mount_writer() {
+	n=0
+	: >"$T/acked.$1"
+	while [ ! -e "$T/stop" ]; do
+		n=$((n + 1))
+		row=m$1-$n
+		if mkdir -p "$M/t/$row/f/q" 2>>"$T/writer.err" &&
+		    /bin/echo "v$1-$n" >"$M/t/$row/f/q/latest" \
+		    2>>"$T/writer.err"; then
+			# The value as tabletctl export spells it.
+			printf '%s\tv%s-%s\\x0a\t%s\n' "$row" "$1" "$n" \
+			    "$(now_ms)" >>"$T/acked.$1"
+		fi
+	done
+}
+
+mount_reader() {
+	while [ ! -e "$T/stop" ]; do
+		ls "$M/t" >/dev/null 2>&1 || :
+		row=$(tail -n 1 "$T/acked.1" 2>/dev/null | cut -f 1)
+		[ -z "$row" ] || cat "$M/t/$row/f/q/latest" >/dev/null 2>&1 || :
+	done
+}
+
+pids=""
+for i in 1 2 3 4; do
+	mount_writer "$i" &
+	pids="$pids $!"
+done
+for i in 1 2; do
+	mount_reader &
+	pids="$pids $!"
+done
+
+next=4
+for round in $(seq "$ROUNDS"); do
+	sleep 2
+	victim=$(cell_serving_pid)
+	[ -n "$victim" ] || fail "round $round: nobody holds the store"
+	kill -9 "$victim"
+	t0=$(now_ms)
+	sleep 0.2	# acknowledgements already on their way
+	before=$(cell_acked_count)
+	until [ "$(cell_acked_count)" -gt "$before" ]; do
+		mountpoint -q "$M" || fail "round $round: $M was unmounted"
+		[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 2)) ] ||
+		    fail "round $round: writes through the mount did not resume"
+		sleep 0.02
+	done
+	took=$(( $(now_ms) - t0 ))
+	echo "round $round: killed $victim after $before writes through" \
+	    "the mount; writes resumed in $took ms"
+	[ "$took" -le "$LIMIT" ] ||
+	    fail "round $round: took $took ms, more than $LIMIT"
+	mountpoint -q "$M" || fail "round $round: $M was unmounted"
+	cell_server_start "$next"
+	next=$((next + 1))
+done
+touch "$T/stop"
+for p in $pids; do
+	wait "$p" || :
+done
+mountpoint -q "$M" || fail "$M was unmounted"
+
+# Through tabletctl, then through the mount.
+n=$(cell_check_acked)
+bad=0
+while IFS="$(printf '\t')" read -r row value; do
+	value=${value%\\x0a}
+	got=$(cat "$M/t/$row/f/q/latest" 2>&1) || got="(cat failed: $got)"
+	if [ "$got" != "$value" ]; then
+		echo "$row: through the mount '$got', want '$value'" >&2
+		bad=$((bad + 1))
+	fi
+done <"$T/acked"
+[ "$bad" -eq 0 ] || fail "$bad of $n acknowledged writes do not read back through the mount"
+
+# The tools on the mounted cell: ls lists every stored row (and maybe
+# directories of writes that failed, which mkdir made in memory), find
+# walks to every version, cat reads one.
+cut -f 1 "$T/stored" | sort -u >"$T/rows"
+ls "$M/t" | sort >"$T/listed"
+unlisted=$(comm -23 "$T/rows" "$T/listed" | wc -l)
+[ "$unlisted" -eq 0 ] ||
+    fail "ls of the mount misses $unlisted of $(wc -l <"$T/rows") rows"
+versions=$(find "$M/t" -type f | wc -l)
+[ "$versions" -ge "$n" ] ||
+    fail "find sees $versions versions, fewer than $n acknowledged"
+first=$(head -n 1 "$T/acked")
+[ "$(cat "$M/t/${first%%	*}/f/q/latest")" = "$(printf '%s' \
+    "${first#*	}" | sed 's/\\x0a$//')" ] ||
+    fail "cat of ${first%%	*} gives another value"
+echo "all $n acknowledged writes read back through tabletctl and the" \
+    "mount after $ROUNDS kills; ls and find agree"
+fusermount3 -u "$M" || fail "unmount failed"
+cell_ok=1
