@@ -30,6 +30,12 @@ command -v java >/dev/null 2>&1 || skip "no java"
 [ -f /usr/share/java/zookeeper.jar ] || skip "no ZooKeeper (zookeeper package)"
 [ -x "$TABLETD" ] || skip "tabletd not built"
 
+# A server whose lease ends leaves at once (_exit from its lease thread,
+# by design: tabletd.h), its other threads still running, which
+# ThreadSanitizer would report as leaked threads.
+TSAN_OPTIONS="${TSAN_OPTIONS:-} report_thread_leaks=0"
+export TSAN_OPTIONS
+
 T=$(mktemp -d "${TMPDIR:-/tmp}/tabletfs-cell.XXXXXX")
 C=$T/cell
 CELL=
@@ -41,6 +47,14 @@ cell_cleanup() {
 		fi
 	done
 	BUILD_DIR=$top_builddir "$CELL_SCRIPT" stop --dir "$C" || :
+	# What a sanitizer found in a daemon fails the test that ran it.
+	if [ -d "$C/logs" ] && grep -l -e 'WARNING: ThreadSanitizer' \
+	    -e 'ERROR: AddressSanitizer' -e 'runtime error:' \
+	    -e 'ERROR: LeakSanitizer' "$C"/logs/*.log >"$T/sanitized" 2>&1; then
+		echo "FAIL: a sanitizer reported in $(cat "$T/sanitized")" >&2
+		cell_ok=0
+		cell_status=1
+	fi
 	# A failing test leaves its processes' logs for inspection.
 	if [ "${cell_ok:-0}" != 1 ] && [ -d "$C/logs" ]; then
 		for f in "$C"/logs/*.log; do
@@ -49,6 +63,7 @@ cell_cleanup() {
 		done
 	fi
 	rm -rf "$T"
+	[ "${cell_status:-0}" = 0 ] || exit "$cell_status"
 }
 trap cell_cleanup EXIT
 trap 'exit 1' HUP INT TERM
