@@ -9,9 +9,16 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-SUITES="${CELL_API_SUITES:-test_api_webtable test_api_gc test_api_delete
-	test_api_scan test_api_split test_api_move test_api_model
-	test_api_concurrency test_api_point}"
+# Under the sanitizers (TEST_SMALL) three of them, those with threads
+# and scans among them: each call is a round trip there, and slow.
+if [ -n "${TEST_SMALL:-}" ]; then
+	ALL="test_api_webtable test_api_scan test_api_concurrency"
+else
+	ALL="test_api_webtable test_api_gc test_api_delete test_api_scan
+	    test_api_split test_api_move test_api_model test_api_concurrency
+	    test_api_point"
+fi
+SUITES="${CELL_API_SUITES:-$ALL}"
 
 cell_start 3
 # status names the master, the serving server and the three servers.
