@@ -118,6 +118,7 @@ tablet_schema_new(const struct catalog_table *ct, struct tablet_schema **out)
 			gc_policy_free(tf->policy);
 			tf->policy = NULL;
 		}
+		s->uses_age |= gc_policy_uses_age(tf->policy);
 	}
 	*out = s;
 	return 0;

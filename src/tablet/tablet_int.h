@@ -44,6 +44,7 @@ struct tablet_schema {
 	struct tablet_family *families;
 	size_t group_count;
 	struct tablet_group *groups;
+	bool uses_age;			/* a family's policy has a maxage */
 };
 
 /* Why a file named by the catalog could not be opened; shared by the
