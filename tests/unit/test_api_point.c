@@ -812,7 +812,8 @@ test_file_ends(void)
 	struct tstore t;
 	uint64_t n;
 
-	settle_store(&t);
+	if (!settle_store(&t))
+		return;
 	for (int i = 0; i < 50; i++) {
 		snprintf(row, sizeof(row), "m%03d", i);
 		must(put_str(t.s, "t", row, "a", "", 1, row));
