@@ -29,6 +29,15 @@
  * M4. The writer's hint.  last is the node added last, and splice[i] the
  *     last node at level i at or before it; memtable_find_after_last()
  *     relies on that, and M2's check catches a wrong hint.
+ * M5. Bounds.  max is the node with the largest key (NULL while the
+ *     memtable is empty): the writer stores a node there, with release,
+ *     once it is linked at every level and before count is raised, when
+ *     it has no successor at level 0.  Its key only grows, so a reader
+ *     that loads it (acquire) after memtable_add() returned, or after any
+ *     later load of it, finds a key at least as large.  A key past it is
+ *     in no node the reader's search could reach: memtable_seek() answers
+ *     such a key without a search, and a key at or before the first node
+ *     (level 0's head link, read the same way) with that node.
  */
 #include <assert.h>
 #include <errno.h>
@@ -65,6 +74,7 @@ struct mt_node {
 struct memtable {
 	struct arena *arena;
 	struct mt_node *head;		/* sentinel of full height, no key */
+	_Atomic(struct mt_node *) max;	/* M5: the largest key's node */
 	atomic_int height;		/* levels in use, 1..MAX_HEIGHT */
 	_Atomic uint64_t count;
 	atomic_uint refs;
@@ -231,6 +241,27 @@ memtable_find_ge(struct memtable *m, struct slice key,
 }
 
 /*
+ * A reader's memtable_find_ge(): the first node whose key is >= key, or
+ * NULL, answered from the bounds (M5) when key is past the largest key or
+ * at or before the smallest, which costs one or two compares instead of a
+ * search through every level.
+ */
+static struct mt_node *
+memtable_seek(struct memtable *m, struct slice key)
+{
+	struct mt_node *max, *first;
+
+	max = atomic_load_explicit(&m->max, memory_order_acquire);
+	if (max == NULL || key_less(node_key(max), key))
+		return NULL;
+	first = node_next(m->head, 0);
+	assert(first != NULL);		/* linked before max was stored */
+	if (!key_less(node_key(first), key))
+		return first;
+	return memtable_find_ge(m, key, NULL);
+}
+
+/*
  * The places where key would be linked, found from the last insertion
  * when key comes right after it at every level in use: true with prev
  * filled in as memtable_find_ge() would, or false (nothing is known).
@@ -279,6 +310,7 @@ memtable_new(struct memtable **out)
 		goto out_arena;
 	}
 	m->head = head;
+	atomic_init(&m->max, NULL);
 	atomic_init(&m->height, 1);
 	atomic_init(&m->count, 0);
 	atomic_init(&m->refs, 1);
@@ -379,7 +411,8 @@ memtable_reserve_end(struct memtable *m)
 
 /*
  * Link a new node between its predecessors and successors, level by level
- * from the bottom (M2, M3).  The count is bumped last, with release, so a
+ * from the bottom (M2, M3), and make it the largest when it is (M5).  The
+ * count is bumped last, with release, so a
  * reader that reads count n can then iterate over at least n entries.
  */
 static int
@@ -422,6 +455,9 @@ memtable_insert(struct memtable *m, struct slice key, struct slice value)
 	for (; i < cur; i++)
 		m->splice[i] = prev[i];
 	m->last = x;
+	if (atomic_load_explicit(node_link(x, 0), memory_order_relaxed) ==
+	    NULL)
+		atomic_store_explicit(&m->max, x, memory_order_release);
 	count = atomic_load_explicit(&m->count, memory_order_relaxed);
 	atomic_store_explicit(&m->count, count + 1, memory_order_release);
 	return 0;
@@ -443,7 +479,7 @@ memtable_get(struct memtable *m, struct slice key, struct slice *value)
 {
 	struct mt_node *x;
 
-	x = memtable_find_ge(m, key, NULL);
+	x = memtable_seek(m, key);
 	if (x == NULL || !slice_equal(node_key(x), key))
 		return BT_NOTFOUND;
 	*value = node_value(x);
@@ -457,7 +493,7 @@ memtable_visit_prefix(struct memtable *m, struct slice prefix,
 	struct mt_node *x;
 	int rc;
 
-	for (x = memtable_find_ge(m, prefix, NULL);
+	for (x = memtable_seek(m, prefix);
 	    x != NULL && slice_starts_with(node_key(x), prefix);
 	    x = node_next(x, 0))
 		if ((rc = visit(arg, node_key(x), node_value(x))) != 0)
@@ -491,7 +527,7 @@ memtable_iter_seek(struct iter *it, struct slice target)
 {
 	struct memtable_iter *mi = (struct memtable_iter *)it;
 
-	mi->node = memtable_find_ge(mi->m, target, NULL);
+	mi->node = memtable_seek(mi->m, target);
 	return 0;
 }
 

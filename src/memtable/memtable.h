@@ -50,7 +50,10 @@ void memtable_reserve_end(struct memtable *m);
 
 /*
  * Exact lookup: 0 with *value borrowed for the memtable's lifetime, or
- * BT_NOTFOUND.
+ * BT_NOTFOUND.  This, memtable_visit_prefix() and an iterator's seek
+ * answer a key past the largest key, or at or before the smallest,
+ * without a search: a key added by a memtable_add() that returned before
+ * the call began is always found.
  */
 int memtable_get(struct memtable *m, struct slice key, struct slice *value);
 

@@ -64,7 +64,7 @@ server_table_read_row(struct server *s, struct server_table *t,
 	int rc;
 
 	rc = tablet_read_row(server_tablet_map_find(m, row), snapshot, row,
-	    server_now(s), filter, out);
+	    TABLET_NOW_UNREAD, filter, out);
 	server_tablet_map_unref(m);
 	return rc;
 }
@@ -89,7 +89,7 @@ server_read_row(struct server *s, struct server_table *t, uint64_t tablet,
 			rc = BT_STALE;
 		else
 			rc = tablet_read_row(tab, snapshot, row,
-			    server_now(s), filter, out);
+			    TABLET_NOW_UNREAD, filter, out);
 		server_tablet_map_unref(m);
 	}
 	atomic_fetch_add(&s->reads, 1);

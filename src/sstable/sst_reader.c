@@ -561,6 +561,14 @@ sst_reader_ends_before(const struct sst_reader *r, struct slice prefix)
 	return slice_compare(buf_slice(&r->last_key), prefix) < 0;
 }
 
+struct slice
+sst_reader_last_key(const struct sst_reader *r)
+{
+	if (r->info.entry_count == 0)
+		return slice_make(NULL, 0);
+	return buf_slice(&r->last_key);
+}
+
 bool
 sst_reader_may_contain(const struct sst_reader *r, struct slice prefix)
 {

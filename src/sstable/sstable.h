@@ -133,6 +133,10 @@ void sst_reader_get_info(const struct sst_reader *r, struct sst_info *info);
  */
 bool sst_reader_ends_before(const struct sst_reader *r, struct slice prefix);
 
+/* The file's last key, borrowed for the reader's life; empty when the
+ * file has no entries. */
+struct slice sst_reader_last_key(const struct sst_reader *r);
+
 /* false if no key with this filter prefix is in the table (Bloom filter);
  * true when it may be, or when the table has no filter. */
 bool sst_reader_may_contain(const struct sst_reader *r, struct slice prefix);

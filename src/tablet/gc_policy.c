@@ -528,6 +528,19 @@ gc_policy_condemns(const struct gc_policy *p, uint64_t index, int64_t ts,
  * version there could be.
  */
 bool
+gc_policy_uses_age(const struct gc_policy *p)
+{
+	if (p == NULL)
+		return false;
+	if (p->kind == GC_MAXAGE)
+		return true;
+	for (size_t i = 0; i < p->nchild; i++)
+		if (gc_policy_uses_age(p->child[i]))
+			return true;
+	return false;
+}
+
+bool
 gc_policy_keeps_all(const struct gc_policy *p)
 {
 	return !gc_policy_condemns(p, UINT64_MAX, INT64_MIN, INT64_MAX);

@@ -56,6 +56,12 @@ size_t gc_policy_format(const struct gc_policy *p, char *dst, size_t size);
 bool gc_policy_keeps_all(const struct gc_policy *p);
 
 /*
+ * Whether the policy has a maxage term anywhere (NULL: false): whether
+ * gc_policy_condemns() depends on now at all.
+ */
+bool gc_policy_uses_age(const struct gc_policy *p);
+
+/*
  * Whether a version is condemned: index is its position among the live
  * versions of its column, newest first (0 = newest), ts its timestamp and
  * now the current time, both in microseconds.  A version whose age is

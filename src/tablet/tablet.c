@@ -118,6 +118,7 @@ tablet_schema_new(const struct catalog_table *ct, struct tablet_schema **out)
 			gc_policy_free(tf->policy);
 			tf->policy = NULL;
 		}
+		s->uses_age |= gc_policy_uses_age(tf->policy);
 	}
 	*out = s;
 	return 0;
@@ -281,8 +282,27 @@ tablet_version_get(struct tablet *t)
 	return v;
 }
 
+void
+tablet_version_end_files(struct tablet_version *v)
+{
+	const struct sst_reader *end = NULL;
+
+	for (size_t i = 0; i < v->file_count; i++) {
+		const struct sst_reader *r = v->files[i].reader;
+
+		if (r == NULL) {
+			v->files_end = NULL;
+			return;
+		}
+		if (sst_reader_last_key(r).n > 0 && (end == NULL ||
+		    sst_reader_ends_before(end, sst_reader_last_key(r))))
+			end = r;
+	}
+	v->files_end = end;
+}
+
 /* Install v as current (the caller built it from current under t->mu,
- * T1). */
+ * T1), with its files' end (T5). */
 void
 tablet_version_install_locked(struct tablet *t, struct tablet_version *v)
 {
@@ -291,6 +311,7 @@ tablet_version_install_locked(struct tablet *t, struct tablet_version *v)
 	mutex_assert_held(&t->mu);
 	assert(v != old);
 
+	tablet_version_end_files(v);
 	t->current = v;
 	tablet_version_unref(old);
 }
@@ -510,6 +531,7 @@ tablet_open_files(const struct tablet_env *tenv,
 		}
 		v->file_count++;
 	}
+	tablet_version_end_files(v);
 	tablet_seek_reset(t, v);
 	*out = t;
 	return 0;

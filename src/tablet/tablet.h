@@ -287,7 +287,14 @@ void tablet_get_stats(struct tablet *t, struct tablet_stats *out);
 
 /* ---- Readers ---- */
 
-/* Read one row as of snapshot.  0, or BT_NOTFOUND if nothing is selected. */
+/*
+ * Read one row as of snapshot.  0, or BT_NOTFOUND if nothing is selected.
+ * now is the time for the families' maxage policies (microseconds), or
+ * TABLET_NOW_UNREAD for the read to take it from the tablet's env clock
+ * itself, and only when it has cells to judge and a family has a maxage:
+ * most reads then read no clock.
+ */
+#define TABLET_NOW_UNREAD	INT64_MIN
 int tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
     int64_t now, const struct cells_filter *filter, struct cells_row *out);
 

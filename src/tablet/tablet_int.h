@@ -44,6 +44,7 @@ struct tablet_schema {
 	struct tablet_family *families;
 	size_t group_count;
 	struct tablet_group *groups;
+	bool uses_age;			/* a family's policy has a maxage */
 };
 
 /* Why a file named by the catalog could not be opened; shared by the
@@ -70,6 +71,8 @@ struct tablet_version {
 	struct tablet_schema *schema;
 	size_t file_count;
 	struct tablet_file *files;	/* newest first */
+	/* T5: the file whose last key is the greatest, or NULL. */
+	const struct sst_reader *files_end;
 };
 
 /*
@@ -86,7 +89,16 @@ struct tablet_version {
  * T4. One file adder.  Only the thread that runs the tablet's flushes and
  *     compactions adds files to it (tablet.h), so room counted for a new
  *     version before the catalog changes is room enough after.
+ * T5. The files' end.  A version's files_end is the reader of its file
+ *     with the greatest last key, set when the version is installed or
+ *     its tablet opened (tablet_version_end_files()), or NULL: while it
+ *     is unset, when a file is damaged (its rows are unknown and a read
+ *     must fail naming it) or when no file has entries.  A row prefix
+ *     past files_end's last key is in none of the version's files.
  */
+/* Set v->files_end from v's files (T5), before v is published. */
+void tablet_version_end_files(struct tablet_version *v);
+
 struct tablet {
 	atomic_int refs;
 	struct tablet_env tenv;

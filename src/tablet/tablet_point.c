@@ -19,6 +19,7 @@
 #include "tablet/tablet_int.h"
 #include "util/alloc.h"
 #include "util/bloom.h"
+#include "util/env.h"
 #include "util/error.h"
 
 /*
@@ -701,6 +702,10 @@ read_row_gather(struct tablet_version *v, uint64_t snapshot,
 			return r;
 		pr->source++;
 	}
+	/* T5: a row past every file's last key is in no file. */
+	if (v->files_end != NULL && sst_reader_ends_before(v->files_end,
+	    prefix))
+		return 0;
 	read_cover_init(&rc, f);
 	rc.file_source = pr->source;
 	for (size_t i = 0; i < v->file_count; i++) {
@@ -734,6 +739,17 @@ read_row_gather(struct tablet_version *v, uint64_t snapshot,
 		pr->source++;
 	}
 	return 0;
+}
+
+/* now, or, when it is TABLET_NOW_UNREAD, the env's clock if v's schema
+ * has an age policy (0 otherwise: no policy would look at it). */
+static int64_t
+read_now(const struct tablet *t, const struct tablet_version *v,
+    int64_t now)
+{
+	if (now != TABLET_NOW_UNREAD)
+		return now;
+	return v->schema->uses_age ? (int64_t)env_now_micros(t->tenv.env) : 0;
 }
 
 /*
@@ -770,8 +786,8 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 		goto out;
 	if (rc == 1) {
 		sst_pins_release(&pr.pins);
-		rc = read_row_streaming(v, snapshot, prefix, now, filter,
-		    out);
+		rc = read_row_streaming(v, snapshot, prefix,
+		    read_now(t, v, now), filter, out);
 		goto out;
 	}
 	point_read_sort(&pr);
@@ -782,8 +798,8 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	}
 	pit.e = pr.entries;
 	pit.n = pr.count;
-	if ((rc = cells_read_point(&pit.base, snapshot, &cs, now, filter,
-	    out)) < 0)
+	if ((rc = cells_read_point(&pit.base, snapshot, &cs,
+	    read_now(t, v, now), filter, out)) < 0)
 		goto out;
 	rc = out->count > 0 ? 0 : BT_NOTFOUND;
 out:

@@ -855,6 +855,58 @@ test_file_ends(void)
 	tstore_destroy(&t);
 }
 
+/*
+ * The version's files' end (T5) follows every change of its files: after
+ * each flush of rows past the previous files, the newest file's last row
+ * is read from it and a row past it is absent without a block lookup;
+ * a flush of rows before the end leaves the end where it was (an older
+ * file's last row still reads); a major compaction and a reopen find the
+ * end again.
+ */
+static void
+expect_ends(struct tstore *t, int last, const char *stage)
+{
+	char row[32], want[64];
+
+	snprintf(row, sizeof(row), "r%03d", last);
+	snprintf(want, sizeof(want), "a:@1=%s\n", row);
+	is_text(read_text_str(t->s, "t", row, NULL), want,
+	    "files' end %s: the last row %s reads", stage, row);
+	is_text(read_text_str(t->s, "t", "r000", NULL), "a:@1=r000\n",
+	    "files' end %s: the first row reads", stage);
+	snprintf(row, sizeof(row), "r%03d", last + 1);
+	is_int((long long)lookups_of_read(t, row, NULL, "NOTFOUND"), 0,
+	    "files' end %s: a row past the end reads no block", stage);
+}
+
+static void
+test_files_end_follows(void)
+{
+	char row[32], stage[32];
+	struct tstore t;
+
+	if (!settle_store(&t))
+		return;
+	for (int k = 0; k < 4; k++) {
+		for (int i = k * 10; i < k * 10 + 10; i++) {
+			snprintf(row, sizeof(row), "r%03d", i);
+			must(put_str(t.s, "t", row, "a", "", 1, row));
+		}
+		must(bt_store_flush(t.s));
+		snprintf(stage, sizeof(stage), "after flush %d", k + 1);
+		expect_ends(&t, k * 10 + 9, stage);
+	}
+	put_flush(&t, "b", "", 1, "b");
+	expect_ends(&t, 39, "after a flush before the end");
+	is_text(read_text_str(t.s, "t", "b", NULL), "a:@1=b\n",
+	    "files' end: the row of a file before the end reads");
+	must(bt_store_compact(t.s, NULL, true));
+	expect_ends(&t, 39, "after a major compaction");
+	must(tstore_reopen(&t));
+	expect_ends(&t, 39, "after a reopen");
+	tstore_destroy(&t);
+}
+
 static void *
 pool_reader(void *p)
 {
@@ -932,6 +984,7 @@ main(void)
 	test_files_settle();
 	test_files_settle_merged();
 	test_file_ends();
+	test_files_end_follows();
 	test_pool_threads();
 	return tap_done();
 }

@@ -459,6 +459,41 @@ test_keeps_all(void)
 	}
 }
 
+/* gc_policy_uses_age(): whether a maxage term appears at any depth, which
+ * decides whether a read takes the clock. */
+static void
+test_uses_age(void)
+{
+	static const struct {
+		const char *policy;
+		bool want;
+	} cases[] = {
+		{ "never", false },
+		{ "maxversions=1", false },
+		{ "maxage=1s", true },
+		{ "maxversions=3 and maxage=7d", true },
+		{ "maxversions=3 or maxage=7d", true },
+		{ "maxversions=3 or maxversions=5", false },
+		{ "maxversions=3 or (maxversions=2 and maxage=1h)", true },
+		{ "(maxversions=2 and maxversions=4) or maxversions=1", false },
+	};
+	struct gc_policy *p;
+	size_t i;
+
+	ok(!gc_policy_uses_age(NULL), "uses_age(NULL) is false");
+	for (i = 0; i < N(cases); i++) {
+		p = NULL;
+		if (gc_policy_parse(cases[i].policy, &p) != 0) {
+			ok(false, "'%s' parses", cases[i].policy);
+			continue;
+		}
+		ok(gc_policy_uses_age(p) == cases[i].want,
+		    "uses_age('%s') is %s", cases[i].policy,
+		    cases[i].want ? "true" : "false");
+		gc_policy_free(p);
+	}
+}
+
 /* gc_policy_format() truncates and counts like snprintf. */
 static void
 test_format_buffer(void)
@@ -792,6 +827,7 @@ main(void)
 	test_hostile();
 	test_evaluation();
 	test_keeps_all();
+	test_uses_age();
 	test_format_buffer();
 	test_enomem();
 	test_random_round_trip();

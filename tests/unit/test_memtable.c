@@ -1,8 +1,10 @@
 /*
  * test_memtable.c - the skiplist memtable against a sorted model, values
  * of every size from empty to larger than an arena block, its memory
- * accounting, -ENOMEM paths, reference counting, and one writer racing
- * two lock-free readers.
+ * accounting, -ENOMEM paths, reference counting, one writer racing
+ * two lock-free readers, and the bounds that answer keys past the largest
+ * key or before the smallest without a search (M5), alone and under a
+ * writer that moves them with every insertion.
  *
  * TEST_MEMTABLE_DIV=n divides the randomized sizes by n (for valgrind).
  */
@@ -27,6 +29,7 @@
 #define RACE_KEYS	200000
 #define RACE_READERS	2
 #define BIG_VALUE	(8u << 20)
+#define BOUNDS_KEYS	100000
 
 static long
 size_divisor(void)
@@ -1041,6 +1044,234 @@ test_race(uint64_t seed, size_t nkeys)
 	memtable_unref(race.m);
 }
 
+/* memtable_visit_prefix() callback: count the entries, keep the last. */
+struct bounds_visit {
+	size_t n;
+	struct slice last;
+};
+
+static int
+bounds_visit(void *arg, struct slice key, struct slice value)
+{
+	struct bounds_visit *v = arg;
+
+	(void)value;
+	v->n++;
+	v->last = key;
+	return 0;
+}
+
+static size_t
+visit_count(struct memtable *m, const char *prefix)
+{
+	struct bounds_visit v = { 0, { NULL, 0 } };
+
+	memtable_visit_prefix(m, slice_str(prefix), bounds_visit, &v);
+	return v.n;
+}
+
+static bool
+get_is(struct memtable *m, const char *key, const char *want)
+{
+	struct slice v;
+	int rc = memtable_get(m, slice_str(key), &v);
+
+	if (want == NULL)
+		return rc == BT_NOTFOUND;
+	return rc == 0 && slice_is(v, want);
+}
+
+/* Where a seek lands: its key, or "" when the iterator is invalid. */
+static bool
+seek_is(struct iter *it, const char *target, const char *want)
+{
+	if (iter_seek(it, slice_str(target)) != 0)
+		return false;
+	if (!iter_valid(it))
+		return *want == '\0';
+	return slice_is(iter_key(it), want);
+}
+
+static void
+xadd(struct memtable *m, const char *key, const char *value)
+{
+	if (memtable_add(m, slice_str(key), slice_str(value)) != 0)
+		tap_bail("memtable_add failed");
+}
+
+/*
+ * Keys past the largest, before the smallest and between, as each
+ * insertion moves the bounds: past the largest nothing is found (not
+ * even a key the largest is a prefix of), at or before the smallest the
+ * smallest is, and a prefix below the smallest key still visits the keys
+ * that start with it.
+ */
+static void
+test_bounds(void)
+{
+	struct memtable *m = xmemtable();
+	struct iter *it = xiter(m);
+
+	ok(get_is(m, "m", NULL) && visit_count(m, "") == 0 &&
+	    seek_is(it, "", ""), "bounds: an empty memtable finds nothing");
+	xadd(m, "m", "1");
+	ok(get_is(m, "m", "1") && get_is(m, "z", NULL) &&
+	    get_is(m, "a", NULL) && get_is(m, "m\x01", NULL) &&
+	    get_is(m, "", NULL), "bounds: one key: found, and no key past "
+	    "or before it");
+	ok(seek_is(it, "a", "m") && seek_is(it, "", "m") &&
+	    seek_is(it, "m", "m") && seek_is(it, "ma", "") &&
+	    seek_is(it, "n", ""), "bounds: one key: seeks before it land on "
+	    "it, past it nowhere");
+	xadd(m, "mz", "2");
+	ok(get_is(m, "mz", "2") && get_is(m, "mzz", NULL) &&
+	    visit_count(m, "m") == 2 && visit_count(m, "mz") == 1 &&
+	    visit_count(m, "mzz") == 0 && visit_count(m, "n") == 0,
+	    "bounds: a new largest key is found, keys past it are not");
+	xadd(m, "g", "3");
+	ok(get_is(m, "g", "3") && get_is(m, "mz", "2") &&
+	    get_is(m, "f", NULL) && seek_is(it, "a", "g") &&
+	    seek_is(it, "h", "m") && seek_is(it, "mza", ""),
+	    "bounds: a new smallest key is found, seeks before it land on it");
+	xadd(m, "k", "4");
+	ok(get_is(m, "k", "4") && seek_is(it, "h", "k") &&
+	    seek_is(it, "mz", "mz") && get_is(m, "mz", "2"),
+	    "bounds: a key between leaves both bounds");
+	xadd(m, "ab", "5");
+	ok(visit_count(m, "a") == 1 && visit_count(m, "") == 5 &&
+	    get_is(m, "a", NULL) && get_is(m, "ab", "5"),
+	    "bounds: a prefix below the smallest key visits the keys under it");
+	iter_free(it);
+	memtable_unref(m);
+}
+
+/*
+ * The bounds under a writer: one writer inserts keys that each become the
+ * new largest or the new smallest (alternately, outward from the middle)
+ * and publishes how many it has added; readers look each key up before
+ * its insertion (the bound check answers: absent) and again once it is
+ * published, when a get, a prefix visit and a seek must all find it.  A
+ * reader that kept a bound from before, or a writer that left one behind,
+ * fails here.
+ */
+struct bounds_race {
+	struct memtable *m;
+	size_t nkeys;
+	_Atomic size_t published;	/* keys added, with release */
+	atomic_int ready;
+};
+
+struct bounds_reader {
+	pthread_t tid;
+	struct bounds_race *race;
+	size_t absent_before, missed, checked;
+};
+
+/* Key j: outward from the middle, even j upward and odd j downward. */
+static struct slice
+bounds_key(size_t j, uint8_t *p)
+{
+	uint64_t n = (1ull << 40) + (j % 2 == 0 ? j / 2 : -(j / 2 + 1));
+
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(n >> (56 - 8 * i));
+	return slice_make(p, 8);
+}
+
+static int
+bounds_visit_find(void *arg, struct slice key, struct slice value)
+{
+	struct slice *want = arg;
+
+	(void)value;
+	return slice_equal(key, *want) ? 1 : 0;
+}
+
+static void *
+bounds_reader_main(void *arg)
+{
+	struct bounds_reader *r = arg;
+	struct bounds_race *race = r->race;
+	struct iter *it;
+	struct slice key, v;
+	uint8_t kb[8];
+	size_t j;
+	bool found;
+
+	if (memtable_iter_new(race->m, &it) != 0)
+		tap_bail("memtable_iter_new failed");
+	atomic_fetch_add(&race->ready, 1);
+	for (j = 0; j < race->nkeys; j++) {
+		key = bounds_key(j, kb);
+		while (atomic_load_explicit(&race->published,
+		    memory_order_acquire) <= j) {
+			if (memtable_get(race->m, key, &v) == BT_NOTFOUND)
+				r->absent_before++;
+			sched_yield();
+		}
+		found = memtable_get(race->m, key, &v) == 0 &&
+		    slice_equal(v, key) &&
+		    memtable_visit_prefix(race->m, key, bounds_visit_find,
+		    &key) == 1 &&
+		    iter_seek(it, key) == 0 && iter_valid(it) &&
+		    slice_equal(iter_key(it), key);
+		if (!found)
+			r->missed++;
+		r->checked++;
+	}
+	iter_free(it);
+	return NULL;
+}
+
+static void
+test_bounds_race(size_t nkeys)
+{
+	struct bounds_race race;
+	struct bounds_reader readers[RACE_READERS];
+	uint8_t kb[8];
+	struct slice key;
+	size_t j, bad_add = 0;
+	int t;
+
+	race.m = xmemtable();
+	race.nkeys = nkeys;
+	atomic_init(&race.published, 0);
+	atomic_init(&race.ready, 0);
+	memset(readers, 0, sizeof(readers));
+	for (t = 0; t < RACE_READERS; t++) {
+		readers[t].race = &race;
+		if (pthread_create(&readers[t].tid, NULL, bounds_reader_main,
+		    &readers[t]) != 0)
+			tap_bail("pthread_create failed");
+	}
+	while (atomic_load(&race.ready) < RACE_READERS)
+		sched_yield();
+	for (j = 0; j < nkeys; j++) {
+		key = bounds_key(j, kb);
+		if (memtable_add(race.m, key, key) != 0)
+			bad_add++;
+		atomic_store_explicit(&race.published, j + 1,
+		    memory_order_release);
+		if (j % 64 == 0)
+			sched_yield();
+	}
+	for (t = 0; t < RACE_READERS; t++)
+		pthread_join(readers[t].tid, NULL);
+	is_int(bad_add, 0, "bounds race: the writer's %zu adds succeed",
+	    nkeys);
+	for (t = 0; t < RACE_READERS; t++) {
+		struct bounds_reader *r = &readers[t];
+
+		diag("bounds reader %d: %zu lookups of keys not yet published "
+		    "found them absent", t, r->absent_before);
+		is_int(r->checked, nkeys, "bounds race: reader %d checked "
+		    "every key", t);
+		is_int(r->missed, 0, "bounds race: reader %d found every key, "
+		    "each a new largest or smallest, once it was published", t);
+	}
+	memtable_unref(race.m);
+}
+
 int
 main(void)
 {
@@ -1058,5 +1289,7 @@ main(void)
 	test_iter_live();
 	test_iter_ref();
 	test_race(seed, RACE_KEYS / (size_t)div);
+	test_bounds();
+	test_bounds_race(BOUNDS_KEYS / (size_t)div);
 	return tap_done();
 }
