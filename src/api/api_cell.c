@@ -15,19 +15,6 @@
 	    (const ProtobufCMessage *)(req), (retry), (desc),		\
 	    (ProtobufCMessage **)(reply))
 
-/* Strings the generated structs hold as char * but never change. */
-static char *
-str(const char *s)
-{
-	return (char *)s;
-}
-
-static ProtobufCBinaryData
-bin(struct bt_bytes b)
-{
-	return (ProtobufCBinaryData){ b.size, (uint8_t *)b.data };
-}
-
 int
 cell_table_create(struct cell_client *c, const char *table,
     const struct bt_family_spec *families, size_t family_count,
@@ -45,14 +32,14 @@ cell_table_create(struct cell_client *c, const char *table,
 		goto out;
 	for (size_t i = 0; i < family_count; i++) {
 		tabletfs__family__init(&fams[i]);
-		fams[i].name = str(families[i].name);
-		fams[i].group = str(families[i].group);
-		fams[i].gc_policy = str(families[i].gc_policy);
+		fams[i].name = cell_str(families[i].name);
+		fams[i].group = cell_str(families[i].group);
+		fams[i].gc_policy = cell_str(families[i].gc_policy);
 		famp[i] = &fams[i];
 	}
 	for (size_t i = 0; i < split_count; i++)
-		sp[i] = bin(splits[i]);
-	req.table = str(table);
+		sp[i] = cell_bin(splits[i]);
+	req.table = cell_str(table);
 	req.n_families = family_count;
 	req.families = famp;
 	req.n_splits = split_count;
@@ -72,7 +59,7 @@ cell_table_delete(struct cell_client *c, const char *table)
 {
 	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
 
-	req.table = str(table);
+	req.table = cell_str(table);
 	return CALL(c, TABLE_DELETE, &req, CELL_RETRY_UNSENT, NULL, NULL);
 }
 
@@ -114,10 +101,10 @@ family_call(struct cell_client *c, uint32_t method, const char *table,
 	Tabletfs__FamilyRequest req = TABLETFS__FAMILY_REQUEST__INIT;
 	Tabletfs__Family f = TABLETFS__FAMILY__INIT;
 
-	f.name = str(name);
-	f.group = str(group);
-	f.gc_policy = str(gc_policy);
-	req.table = str(table);
+	f.name = cell_str(name);
+	f.group = cell_str(group);
+	f.gc_policy = cell_str(gc_policy);
+	req.table = cell_str(table);
 	req.family = &f;
 	return cell_client_call(c, method, &req.base, CELL_RETRY_UNSENT,
 	    NULL, NULL);
@@ -158,14 +145,14 @@ cell_group_set(struct cell_client *c, const char *table,
 
 	if (group == NULL)
 		return bt_error_set(-EINVAL, "no group");
-	g.name = str(group->name);
+	g.name = cell_str(group->name);
 	g.has_block_size = g.has_compress = g.has_bloom = true;
 	g.has_in_memory = true;
 	g.block_size = group->block_size;
 	g.compress = group->compress;
 	g.bloom = group->bloom;
 	g.in_memory = group->in_memory;
-	req.table = str(table);
+	req.table = cell_str(table);
 	req.group = &g;
 	return CALL(c, GROUP_SET, &req, CELL_RETRY_ANY, NULL, NULL);
 }
@@ -179,7 +166,7 @@ cell_table_describe(struct cell_client *c, const char *table, bool groups,
 	const char *t;
 	int rc;
 
-	req.table = str(table);
+	req.table = cell_str(table);
 	if ((rc = CALL(c, TABLE_DESCRIBE, &req, CELL_RETRY_ANY,
 	    &tabletfs__describe_reply__descriptor, &rep)) < 0)
 		return rc;
@@ -204,7 +191,7 @@ cell_store_compact(struct cell_client *c, const char *table, bool major)
 {
 	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
 
-	req.table = str(table);
+	req.table = cell_str(table);
 	req.has_major = true;
 	req.major = major;
 	return CALL(c, COMPACT, &req, CELL_RETRY_ANY, NULL, NULL);
@@ -216,9 +203,9 @@ cell_table_split(struct cell_client *c, const char *table,
 {
 	Tabletfs__SplitRequest req = TABLETFS__SPLIT_REQUEST__INIT;
 
-	req.table = str(table);
+	req.table = cell_str(table);
 	req.has_row = true;
-	req.row = bin(row);
+	req.row = cell_bin(row);
 	return CALL(c, SPLIT, &req, CELL_RETRY_UNSENT, NULL, NULL);
 }
 
@@ -233,7 +220,7 @@ cell_table_tablets(struct cell_client *c, const char *table,
 	uint8_t *p;
 	int rc;
 
-	req.table = str(table);
+	req.table = cell_str(table);
 	if ((rc = CALL(c, TABLETS, &req, CELL_RETRY_ANY,
 	    &tabletfs__tablets_reply__descriptor, &rep)) < 0)
 		return rc;

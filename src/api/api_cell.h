@@ -8,9 +8,25 @@
 #ifndef TABLETFS_API_API_CELL_H
 #define TABLETFS_API_API_CELL_H
 
+#include <protobuf-c/protobuf-c.h>
+
 #include "api/cell_client.h"
 #include "api/tabletfs.h"
 #include "tablet/cells.h"
+
+/* The generated messages hold strings as char * and bytes as
+ * ProtobufCBinaryData; a request only reads them. */
+static inline char *
+cell_str(const char *s)
+{
+	return (char *)s;
+}
+
+static inline ProtobufCBinaryData
+cell_bin(struct bt_bytes b)
+{
+	return (ProtobufCBinaryData){ b.size, (uint8_t *)b.data };
+}
 
 int cell_table_create(struct cell_client *c, const char *table,
     const struct bt_family_spec *families, size_t family_count,

@@ -15,18 +15,6 @@
 #define SCAN_BATCH_ROWS 256
 #define SCAN_BATCH_BYTES (1u << 20)
 
-static char *
-str(const char *s)
-{
-	return (char *)s;
-}
-
-static ProtobufCBinaryData
-bin(struct bt_bytes b)
-{
-	return (ProtobufCBinaryData){ b.size, (uint8_t *)b.data };
-}
-
 /* Mutations up to this many are converted on the stack. */
 #define MUTATIONS_LOCAL 8
 
@@ -73,25 +61,25 @@ cell_mutate_row(struct cell_client *c, const char *table,
 		ms[i].has_kind = ms[i].has_qualifier = ms[i].has_ts = true;
 		ms[i].has_value = true;
 		ms[i].kind = (Tabletfs__Mutation__Kind)muts[i].kind;
-		ms[i].family = str(muts[i].family);
-		ms[i].qualifier = bin(muts[i].qualifier);
+		ms[i].family = cell_str(muts[i].family);
+		ms[i].qualifier = cell_bin(muts[i].qualifier);
 		ms[i].ts = muts[i].ts;
-		ms[i].value = bin(muts[i].value);
+		ms[i].value = cell_bin(muts[i].value);
 		msp[i] = &ms[i];
 	}
-	req.table = str(table);
+	req.table = cell_str(table);
 	req.has_row = req.has_sync = true;
-	req.row = bin(row);
+	req.row = cell_bin(row);
 	req.n_mutations = count;
 	req.mutations = msp;
 	req.sync = sync;
 	if (check) {
-		cond.family = str(family);
+		cond.family = cell_str(family);
 		cond.has_qualifier = true;
-		cond.qualifier = bin(qualifier);
+		cond.qualifier = cell_bin(qualifier);
 		if (expected != NULL) {
 			cond.has_expected = true;
-			cond.expected = bin(*expected);
+			cond.expected = cell_bin(*expected);
 			if (expected_ts >= 0) {
 				cond.has_expected_ts = true;
 				cond.expected_ts = expected_ts;
@@ -129,11 +117,11 @@ cell_read_modify_write(struct cell_client *c, const char *table,
 	Tabletfs__ReadModifyWriteReply *rep = NULL;
 	int rc;
 
-	req.table = str(table);
+	req.table = cell_str(table);
 	req.has_row = req.has_qualifier = req.has_sync = true;
-	req.row = bin(row);
-	req.family = str(family);
-	req.qualifier = bin(qualifier);
+	req.row = cell_bin(row);
+	req.family = cell_str(family);
+	req.qualifier = cell_bin(qualifier);
 	req.sync = sync;
 	switch (op->kind) {
 	case CELL_RMW_INCREMENT:
@@ -142,18 +130,18 @@ cell_read_modify_write(struct cell_client *c, const char *table,
 		break;
 	case CELL_RMW_APPEND:
 		req.op_case = TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_APPEND;
-		req.append = bin(op->bytes);
+		req.append = cell_bin(op->bytes);
 		break;
 	case CELL_RMW_PUT_NEWEST:
 		req.op_case =
 		    TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_PUT_NEWEST;
-		req.put_newest = bin(op->bytes);
+		req.put_newest = cell_bin(op->bytes);
 		break;
 	case CELL_RMW_MOVE_VERSION:
 		mv.has_src_ts = mv.has_dst_qualifier = mv.has_dst_ts = true;
 		mv.src_ts = op->src_ts;
-		mv.dst_family = str(op->dst_family);
-		mv.dst_qualifier = bin(op->dst_qualifier);
+		mv.dst_family = cell_str(op->dst_family);
+		mv.dst_qualifier = cell_bin(op->dst_qualifier);
 		mv.dst_ts = op->dst_ts;
 		req.op_case =
 		    TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_MOVE_VERSION;
@@ -177,10 +165,10 @@ static void
 column_to(Tabletfs__Column *pc, const struct bt_column *c)
 {
 	tabletfs__column__init(pc);
-	pc->family = str(c->family);
+	pc->family = cell_str(c->family);
 	if (c->has_qualifier) {
 		pc->has_qualifier = true;
-		pc->qualifier = bin(c->qualifier);
+		pc->qualifier = cell_bin(c->qualifier);
 	}
 }
 
@@ -194,9 +182,9 @@ cell_move_column(struct cell_client *c, const char *table,
 
 	column_to(&from, src);
 	column_to(&to, dst);
-	req.table = str(table);
+	req.table = cell_str(table);
 	req.has_row = req.has_sync = true;
-	req.row = bin(row);
+	req.row = cell_bin(row);
 	req.src = &from;
 	req.dst = &to;
 	req.sync = sync;
@@ -289,9 +277,9 @@ cell_read_row(struct cell_client *c, const char *table,
 
 	if ((rc = options_to(&o, ropts)) < 0)
 		return rc;
-	req.table = str(table);
+	req.table = cell_str(table);
 	req.has_row = true;
-	req.row = bin(row);
+	req.row = cell_bin(row);
 	req.options = &o;
 	rc = cell_client_call(c, TABLETFS__METHOD__READ_ROW, &req.base,
 	    CELL_RETRY_ANY, &tabletfs__read_row_reply__descriptor,

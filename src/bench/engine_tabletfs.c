@@ -73,60 +73,61 @@ tfs_row_ok(const struct bt_row *r)
 	    r->cells[0].family[1] == '\0' && r->cells[0].qualifier.size == 0;
 }
 
+/* The harness's table in s: its families, and the locality group cfg
+ * asks for. */
 static int
-tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
+tfs_table_make(struct bt_store *s, const char *table,
+    const struct engine_config *cfg)
 {
 	static const struct bt_family_spec families[] = {
 		{ .name = TFS_FAMILY, .gc_policy = "maxversions=1" },
 		{ .name = TFS_COUNTERS, .gc_policy = "maxversions=1" },
 	};
-	struct bt_options opts = {
-		.block_cache_size = cfg->cache_bytes,
-		.memtable_size = 2 * cfg->memtable_bytes,
-	};
 	struct bt_group_spec group = {
 		.name = "default", .block_size = (uint32_t)cfg->block_bytes,
 		.compress = cfg->compress ? 1 : 0, .bloom = -1,
 		.in_memory = -1,
+	};
+	int rc;
+
+	if ((rc = bt_table_create(s, table, families, 2, NULL, 0, 0)) < 0)
+		return rc;
+	if (cfg->block_bytes != 0 || !cfg->compress)
+		rc = bt_group_set(s, table, &group);
+	return rc;
+}
+
+static int
+tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
+{
+	struct bt_options opts = {
+		.block_cache_size = cfg->cache_bytes,
+		.memtable_size = 2 * cfg->memtable_bytes,
 	};
 	struct bt_store *s;
 	int rc;
 
 	if ((rc = bt_store_create(path, &opts)) < 0)
-		goto out;
+		return rc;
 	if ((rc = bt_store_open(path, &opts, &s)) < 0)
-		goto out;
-	if ((rc = bt_table_create(s, TFS_TABLE, families, 2, NULL, 0, 0)) < 0)
-		goto out_close;
-	if ((cfg->block_bytes != 0 || !cfg->compress) &&
-	    (rc = bt_group_set(s, TFS_TABLE, &group)) < 0)
-		goto out_close;
-	if ((rc = tfs_db_new(s, TFS_TABLE, dbp)) < 0)
-		goto out_close;
+		return rc;
+	if ((rc = tfs_table_make(s, TFS_TABLE, cfg)) < 0 ||
+	    (rc = tfs_db_new(s, TFS_TABLE, dbp)) < 0) {
+		bt_store_close(s);
+		return rc;
+	}
 	return 0;
-out_close:
-	bt_store_close(s);
-out:
-	return rc;
 }
 
 /*
  * The cell engine: the same table in a running cell (tabletbench --cell),
  * created afresh; the store's settings are the cell server's own, so
- * only the locality group follows cfg.
+ * only the locality group follows cfg.  Each store path is a table of
+ * its own (the harness has two stores open at once for fillsync).
  */
 static int
 cell_open(const struct engine_config *cfg, const char *path, void **dbp)
 {
-	static const struct bt_family_spec families[] = {
-		{ .name = TFS_FAMILY, .gc_policy = "maxversions=1" },
-		{ .name = TFS_COUNTERS, .gc_policy = "maxversions=1" },
-	};
-	struct bt_group_spec group = {
-		.name = "default", .block_size = (uint32_t)cfg->block_bytes,
-		.compress = cfg->compress ? 1 : 0, .bloom = -1,
-		.in_memory = -1,
-	};
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	char table[65];
 	struct bt_store *s;
@@ -140,19 +141,13 @@ cell_open(const struct engine_config *cfg, const char *path, void **dbp)
 			*p = '_';
 	if ((rc = bt_store_open(cfg->cell, NULL, &s)) < 0)
 		return rc;
-	if ((rc = bt_table_delete(s, table)) < 0 && rc != -ENOENT)
-		goto out_close;
-	if ((rc = bt_table_create(s, table, families, 2, NULL, 0, 0)) < 0)
-		goto out_close;
-	if ((cfg->block_bytes != 0 || !cfg->compress) &&
-	    (rc = bt_group_set(s, table, &group)) < 0)
-		goto out_close;
-	if ((rc = tfs_db_new(s, table, dbp)) < 0)
-		goto out_close;
+	if (((rc = bt_table_delete(s, table)) < 0 && rc != -ENOENT) ||
+	    (rc = tfs_table_make(s, table, cfg)) < 0 ||
+	    (rc = tfs_db_new(s, table, dbp)) < 0) {
+		bt_store_close(s);
+		return rc;
+	}
 	return 0;
-out_close:
-	bt_store_close(s);
-	return rc;
 }
 
 static void

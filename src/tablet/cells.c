@@ -243,6 +243,23 @@ bytes_put(struct buf *b, const void *p, size_t n)
 	b->n += n;
 }
 
+/* Room in r->spans for one more cell. */
+static inline int
+spans_room(struct cells_row *r)
+{
+	size_t cap;
+	struct cell_span *n;
+
+	if (r->count < r->cap)
+		return 0;
+	cap = r->cap ? r->cap * 2 : 16;
+	if ((n = bt_realloc(r->spans, cap * sizeof(*n))) == NULL)
+		return -ENOMEM;
+	r->spans = n;
+	r->cap = cap;
+	return 0;
+}
+
 int
 cells_row_start(struct cells_row *r, struct slice key)
 {
@@ -263,15 +280,8 @@ cells_row_add(struct cells_row *r, const struct cell *c)
 	struct cell_span *s;
 	int rc;
 
-	if (r->count == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16;
-		struct cell_span *n = bt_realloc(r->spans, cap * sizeof(*n));
-
-		if (n == NULL)
-			return -ENOMEM;
-		r->spans = n;
-		r->cap = cap;
-	}
+	if ((rc = spans_room(r)) < 0)
+		return rc;
 	if ((rc = room_for(&r->bytes, c->family.n + c->qualifier.n +
 	    c->value.n + 2)) < 0)
 		return rc;
@@ -303,15 +313,8 @@ emit(struct cells_row *r, struct resolver *st, int64_t ts,
 	struct cell_span *s;
 	int rc;
 
-	if (r->count == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16;
-		struct cell_span *n = bt_realloc(r->spans, cap * sizeof(*n));
-
-		if (n == NULL)
-			return -ENOMEM;
-		r->spans = n;
-		r->cap = cap;
-	}
+	if ((rc = spans_room(r)) < 0)
+		return rc;
 	s = &r->spans[r->count];
 	if (st->spans_shared) {
 		*s = r->spans[r->count - 1];

@@ -9,6 +9,7 @@
  * TABLETFS_TEST_ZK=127.0.0.1:PORT and TABLETFS_TEST_ZK_PID=its pid; alone,
  * only the address tests run.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -448,6 +449,43 @@ frozen_call_run(void *arg)
 	return NULL;
 }
 
+/* Wait (up to 2 s) until every thread of pid is stopped ('T' in its
+ * /proc stat), as SIGSTOP leaves them one after another. */
+static void
+threads_stopped_wait(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+	for (int tries = 0; tries < 2000; tries++) {
+		DIR *d = opendir(path);
+		struct dirent *e;
+		bool all = d != NULL;
+
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			char stat[128], line[512], *close_paren;
+			FILE *f;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(stat, sizeof(stat), "%s/%s/stat", path,
+			    e->d_name);
+			if ((f = fopen(stat, "r")) == NULL)
+				continue;
+			if (fgets(line, sizeof(line), f) != NULL &&
+			    (close_paren = strrchr(line, ')')) != NULL &&
+			    close_paren[1] == ' ' && close_paren[2] != 'T')
+				all = false;
+			fclose(f);
+		}
+		if (d != NULL)
+			closedir(d);
+		if (all)
+			return;
+		usleep(1000);
+	}
+}
+
 static bool
 servers_has(struct coord *c, const char *name)
 {
@@ -504,6 +542,9 @@ test_lease(pid_t zk_pid)
 	t_stop = coord_now_ns();
 	if (kill(zk_pid, SIGSTOP) != 0)
 		tap_bail("cannot SIGSTOP ZooKeeper");
+	/* The frozen call only once every thread of it has stopped: a
+	 * thread still running would answer it (seen under ASan). */
+	threads_stopped_wait(zk_pid);
 	if (pthread_create(&th, NULL, frozen_call_run, &f) != 0)
 		tap_bail("pthread_create");
 	for (;;) {
