@@ -76,6 +76,8 @@ service_pb_pack(const ProtobufCMessage *m, struct buf *reply)
 	size_t n = protobuf_c_message_get_packed_size(m);
 	int rc;
 
+	if (n == 0)		/* an empty reply may have no storage yet */
+		return 0;
 	if ((rc = buf_reserve(reply, n)) < 0)
 		return rc;
 	reply->n += protobuf_c_message_pack(m, reply->p + reply->n);
