@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -24,15 +25,30 @@ coord_now_ns(void)
 
 /*
  * The client logs at INFO to stderr by default, a line for every
- * connection.  Its level is the library's own process-wide setting; set
- * once, to errors only.
+ * connection, and at ERROR a line for every failed attempt: six a second
+ * while no server answers, which buries a tool's one-line message.  What
+ * it would say reaches the caller as this module's errors instead, so the
+ * library's log (a process-wide setting, set once) is off unless
+ * TABLETFS_ZK_LOG names a level (error, warn, info, debug) to debug with.
  */
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 
 static void
 log_quiet(void)
 {
-	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+	static const struct {
+		const char *name;
+		ZooLogLevel level;
+	} levels[] = {
+		{ "error", ZOO_LOG_LEVEL_ERROR }, { "warn", ZOO_LOG_LEVEL_WARN },
+		{ "info", ZOO_LOG_LEVEL_INFO }, { "debug", ZOO_LOG_LEVEL_DEBUG },
+	};
+	const char *want = getenv("TABLETFS_ZK_LOG");
+
+	zoo_set_debug_level((ZooLogLevel)0);
+	for (size_t i = 0; want != NULL && i < 4; i++)
+		if (strcmp(want, levels[i].name) == 0)
+			zoo_set_debug_level(levels[i].level);
 }
 
 /*

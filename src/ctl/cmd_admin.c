@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coord/coord.h"
 #include "ctl/ctl.h"
 
 /* A tablet bound as the mount spells a row, "-" when empty (open); a row
@@ -149,6 +150,13 @@ check_open(struct ctl *c, struct check_job *job)
 	/* The daemon's store, already open (the control socket). */
 	if (c->store != NULL)
 		return CTL_OK;
+	/* A cell: its serving tablet server checks the store. */
+	if (coord_address_is_cell(c->store_path)) {
+		memset(&opts, 0, sizeof(opts));
+		if ((rc = ctl_store_open(c, &opts)) < 0)
+			return ctl_fail(c, rc, NULL);
+		return CTL_OK;
+	}
 	/* As the other verbs say it, and leaving no LOCK behind. */
 	snprintf(catalog, sizeof(catalog), "%s/catalog.db", c->store_path);
 	if (access(catalog, F_OK) < 0 && errno == ENOENT)

@@ -31,6 +31,18 @@ S=$T/store
 M=$T/mnt
 mkdir "$M"
 
+# With TABLETFS_TEST_CELL set to a cell's address (tests/cell/
+# test_cell_fs.sh), S is that cell: `ctl init` empties it of its tables
+# instead of making a store, and the mount is a client of the cell's
+# tablet servers.  A test that needs a store's own files, lock or
+# control socket calls fs_cell_skip.
+CELL=${TABLETFS_TEST_CELL:-}
+[ -z "$CELL" ] || S=$CELL
+
+fs_cell_skip() {
+	[ -z "$CELL" ] || skip "on a cell: $*"
+}
+
 # Unmount whatever a test left mounted, wait for its daemon, clean up.
 fs_cleanup() {
 	for m in "$T"/mnt*; do
@@ -45,6 +57,12 @@ trap fs_cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
 ctl() {
+	if [ -n "$CELL" ] && [ "$1" = init ]; then
+		for ctl_t in $("$TABLETCTL" -s "$S" ls); do
+			"$TABLETCTL" -s "$S" deletetable "$ctl_t" || return
+		done
+		return
+	fi
 	"$TABLETCTL" -s "$S" "$@"
 }
 
@@ -56,7 +74,10 @@ fs_daemon_pid() {
 # Whether some process holds the store's lock (flock(2) on S/LOCK; a
 # daemon that exited may stay a zombie for a while, so its pid says less).
 fs_store_busy() {
-	if command -v flock >/dev/null 2>&1; then
+	if [ -n "$CELL" ]; then
+		# A cell has no lock: whether a daemon of this test's mounts runs.
+		pgrep -f -- "$TABLETFS .*$T/mnt" >/dev/null
+	elif command -v flock >/dev/null 2>&1; then
 		[ -e "$S/LOCK" ] && ! flock -n "$S/LOCK" true
 	else
 		pid=$(fs_daemon_pid)

@@ -49,6 +49,8 @@ check_eq "cat of the newest reads one block" "$(($(misses) - m1))" 1
 check_eq "a small value beside them" "$(cat "$A/latest")" "small"
 fs_unmount
 ctl check >/dev/null || fail "tabletctl check"
+# What follows damages the store's files, which a cell's client has not.
+[ -z "$CELL" ] || exit 0
 
 # A flipped byte inside the newest version's block (the file holds the
 # small anchor's block, then that one's, 3 MB, then the older one's):

@@ -173,7 +173,9 @@ check_eq "versions after remount" \
     "1000000000000009 1000000000000002 "
 
 # A move carries no more than one write may (max_cell): past that,
-# rename(2) is EXDEV and mv copies version by version.
+# rename(2) is EXDEV and mv copies version by version.  On a cell the
+# limit of a move is the tablet servers' own, not the mount's option.
+[ -z "$CELL" ] || exit 0
 fs_unmount
 fs_mount -o max_cell=1k
 mkdir -p "$R/anchor/wide"
