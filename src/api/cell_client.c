@@ -23,6 +23,13 @@
 #define ADDRESS_MAX 256
 
 struct cell_client {
+	/*
+	 * The ZooKeeper session locations are read through, used and
+	 * replaced under locate_mu only: one thread locates at a time, and
+	 * a session that ZooKeeper expired (the client was cut off or
+	 * stopped for longer than its timeout) is replaced by a new one.
+	 */
+	struct mutex locate_mu;
 	struct coord *coord;
 	int64_t deadline_ns;		/* per call */
 	char cell[ADDRESS_MAX];
@@ -68,21 +75,25 @@ cell_client_open(const char *address, uint32_t deadline_ms,
 
 	if ((c = bt_calloc(1, sizeof(*c))) == NULL)
 		return -ENOMEM;
-	if ((rc = mutex_init(&c->mu)) < 0) {
-		bt_free(c);
-		return rc;
-	}
+	if ((rc = mutex_init(&c->mu)) < 0)
+		goto out_free;
+	if ((rc = mutex_init(&c->locate_mu)) < 0)
+		goto out_mu;
 	c->deadline_ns = (int64_t)(deadline_ms ? deadline_ms :
 	    CELL_CLIENT_DEADLINE_MS) * 1000000;
 	snprintf(c->cell, sizeof(c->cell), "%s", address);
 	if ((rc = coord_open(address, CELL_CLIENT_SESSION_MS,
-	    rpc_now_ns() + c->deadline_ns, &c->coord)) < 0) {
-		mutex_destroy(&c->mu);
-		bt_free(c);
-		return rc;
-	}
+	    rpc_now_ns() + c->deadline_ns, &c->coord)) < 0)
+		goto out_locate_mu;
 	*out = c;
 	return 0;
+out_locate_mu:
+	mutex_destroy(&c->locate_mu);
+out_mu:
+	mutex_destroy(&c->mu);
+out_free:
+	bt_free(c);
+	return rc;
 }
 
 void
@@ -95,6 +106,7 @@ cell_client_close(struct cell_client *c)
 		rpc_client_close(c->retired[i]);
 	bt_free(c->retired);
 	coord_close(c->coord);
+	mutex_destroy(&c->locate_mu);
 	mutex_destroy(&c->mu);
 	bt_free(c);
 }
@@ -122,6 +134,35 @@ connection_drop(struct cell_client *c, struct rpc_client *rpc)
 }
 
 /*
+ * Read the root location, in a new ZooKeeper session if the current one
+ * was lost (-ENOLINK): it is only this client's, with nothing of it to
+ * keep.  1 when no session opens yet (try again later).
+ */
+static int
+root_get(struct cell_client *c, int64_t deadline, char **root,
+    size_t *len, int32_t *version)
+{
+	struct coord *fresh;
+	int rc;
+
+	mutex_lock(&c->locate_mu);
+	rc = coord_value_get(c->coord, "root", root, len, version);
+	if (rc == -ENOLINK) {
+		if (coord_open(c->cell, CELL_CLIENT_SESSION_MS, deadline,
+		    &fresh) < 0) {
+			rc = 1;
+		} else {
+			coord_close(c->coord);
+			c->coord = fresh;
+			rc = coord_value_get(c->coord, "root", root, len,
+			    version);
+		}
+	}
+	mutex_unlock(&c->locate_mu);
+	return rc;
+}
+
+/*
  * The connection to the server the root location names: the current one,
  * or a new one.  1 when no server serves the cell yet (try again later).
  */
@@ -144,7 +185,8 @@ connection_get(struct cell_client *c, int64_t deadline,
 	mutex_unlock(&c->mu);
 	if (rpc != NULL)
 		connection_drop(c, rpc);
-	rc = coord_value_get(c->coord, "root", &root, &len, &version);
+	if ((rc = root_get(c, deadline, &root, &len, &version)) == 1)
+		return 1;
 	if (rc == BT_NOTFOUND || (rc == 0 && len == 0)) {
 		free(root);
 		return 1;

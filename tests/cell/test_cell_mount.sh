@@ -132,5 +132,23 @@ first=$(head -n 1 "$T/acked")
     fail "cat of ${first%%	*} gives another value"
 echo "all $n acknowledged writes read back through tabletctl and the" \
     "mount after $ROUNDS kills; ls and find agree"
+
+# A mount stopped for longer than its own ZooKeeper session (10 s: its
+# lease is then over on its clock) locates the serving server again
+# through a new session after the next failover.
+daemon=$(pgrep -f -- "^tabletfs: .* on $M\$") || fail "no daemon for $M"
+kill -STOP "$daemon"
+sleep 11
+kill -CONT "$daemon"
+victim=$(cell_serving_pid)
+kill -9 "$victim"
+t0=$(now_ms)
+mkdir -p "$M/t/late/f/q" 2>"$T/late.err" &&
+    /bin/echo after >"$M/t/late/f/q/latest" 2>>"$T/late.err" ||
+    fail "a write after the mount's session expired: $(cat "$T/late.err")"
+check=$(cat "$M/t/late/f/q/latest")
+[ "$check" = after ] || fail "read back '$check' after the session expired"
+echo "after 11 s stopped, the mount wrote through the next server in" \
+    "$(( $(now_ms) - t0 )) ms"
 fusermount3 -u "$M" || fail "unmount failed"
 cell_ok=1

@@ -76,7 +76,8 @@ fs_daemon_pid() {
 fs_store_busy() {
 	if [ -n "$CELL" ]; then
 		# A cell has no lock: whether a daemon of this test's mounts runs.
-		pgrep -f -- "$TABLETFS .*$T/mnt" >/dev/null
+		# (ps shows it as "tabletfs: CELL on MOUNT").
+		pgrep -f -- "^tabletfs: .* on $T/mnt" >/dev/null
 	elif command -v flock >/dev/null 2>&1; then
 		[ -e "$S/LOCK" ] && ! flock -n "$S/LOCK" true
 	else
