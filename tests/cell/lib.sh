@@ -39,8 +39,14 @@ export TSAN_OPTIONS
 T=$(mktemp -d "${TMPDIR:-/tmp}/tabletfs-cell.XXXXXX")
 C=$T/cell
 CELL=
+CELL_PIDS=""
 
 cell_cleanup() {
+	# Loops a failed test left running would run on without T.
+	touch "$T/stop" 2>/dev/null || :
+	for p in $CELL_PIDS; do
+		kill "$p" 2>/dev/null || :
+	done
 	for m in "$T"/mnt*; do
 		if mountpoint -q "$m" 2>/dev/null; then
 			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" || :
@@ -136,6 +142,22 @@ wait_log() {
 		[ "$(now_ms)" -lt "$wl_end" ] || return 1
 		sleep 0.02
 	done
+}
+
+# cell_spawn CMD...: run CMD (a writer or reader loop, which stops when
+# $T/stop exists) in the background until cell_spawned_stop.
+cell_spawn() {
+	"$@" &
+	CELL_PIDS="$CELL_PIDS $!"
+}
+
+# Stop the loops cell_spawn started, and wait for them.
+cell_spawned_stop() {
+	touch "$T/stop"
+	for p in $CELL_PIDS; do
+		wait "$p" || :
+	done
+	CELL_PIDS=""
 }
 
 # A writer loop through the client library: writer N sets rows wN-1,

@@ -36,15 +36,12 @@ reader() {
 	done
 }
 
-pids=""
 for i in 1 2 3 4; do
 	: >"$T/acked.$i"
-	writer "$i" &
-	pids="$pids $!"
+	cell_spawn writer "$i"
 done
 for i in 1 2; do
-	reader &
-	pids="$pids $!"
+	cell_spawn reader
 done
 
 next=4
@@ -70,10 +67,7 @@ for round in $(seq "$ROUNDS"); do
 	cell_server_start "$next"
 	next=$((next + 1))
 done
-touch "$T/stop"
-for p in $pids; do
-	wait "$p" || :
-done
+cell_spawned_stop
 
 acked=$(cat "$T"/acked.* | wc -l)
 [ "$acked" -gt 0 ] || fail "no write was acknowledged"

@@ -18,10 +18,8 @@ LIMIT=$((SESSION_MS + 5000))
 cell_start 3
 ctl createtable t families=f
 
-pids=""
 for i in 1 2 3 4; do
-	cell_writer "$i" &
-	pids="$pids $!"
+	cell_spawn cell_writer "$i"
 done
 
 # The one elected master, failing if two live ones say they are.
@@ -107,10 +105,7 @@ for round in $(seq "$ROUNDS"); do
 	cell_server_start "$next_server"
 	next_server=$((next_server + 1))
 done
-touch "$T/stop"
-for p in $pids; do
-	wait "$p" || :
-done
+cell_spawned_stop
 n=$(cell_check_acked)
 echo "all $n acknowledged writes read back after $ROUNDS rounds"
 cell_ok=1

@@ -62,14 +62,11 @@ mount_reader() {
 	done
 }
 
-pids=""
 for i in 1 2 3 4; do
-	mount_writer "$i" &
-	pids="$pids $!"
+	cell_spawn mount_writer "$i"
 done
 for i in 1 2; do
-	mount_reader &
-	pids="$pids $!"
+	cell_spawn mount_reader
 done
 
 next=4
@@ -96,10 +93,7 @@ for round in $(seq "$ROUNDS"); do
 	cell_server_start "$next"
 	next=$((next + 1))
 done
-touch "$T/stop"
-for p in $pids; do
-	wait "$p" || :
-done
+cell_spawned_stop
 mountpoint -q "$M" || fail "$M was unmounted"
 
 # Through tabletctl, then through the mount.

@@ -57,10 +57,8 @@ until ctl set t probe-0 f:q=x 2>/dev/null && [ "$(cell_serving_pid)" != "$first"
 	sleep 0.1
 done
 
-pids=""
 for i in 1 2 3 4; do
-	cell_writer "$i" &
-	pids="$pids $!"
+	cell_spawn cell_writer "$i"
 done
 
 for round in $(seq "$ROUNDS"); do
@@ -130,10 +128,7 @@ for round in $(seq "$ROUNDS"); do
 	    fail "round $round: took $took ms, more than $LIMIT"
 	child_start
 done
-touch "$T/stop"
-for p in $pids; do
-	wait "$p" || :
-done
+cell_spawned_stop
 n=$(cell_check_acked)
 echo "all $n acknowledged writes read back after $ROUNDS zombies"
 cell_ok=1
