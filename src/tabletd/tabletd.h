@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* The session timeout asked of ZooKeeper (ms); a process that loses its
  * session for this long stops acting for the cell. */
@@ -32,6 +33,18 @@ struct tabletd_options {
 #define TABLETD_EXIT_LEASE 3
 int tabletd_master_run(const struct tabletd_options *o);
 int tabletd_server_run(const struct tabletd_options *o);
+
+struct coord;
+
+/*
+ * The storage= of the cell's settings (written by tabletctl init) into
+ * out: 0, or -ENOENT when the cell does not exist, -EINVAL when its
+ * settings name no storage, or the coord's error.
+ */
+int tabletd_cell_storage(struct coord *c, char *out, size_t size);
+
+/* Sleep ms milliseconds. */
+void tabletd_pause_ms(int ms);
 
 /* One line on stderr: "tabletd ROLE[pid]: ...". */
 void tabletd_log(const char *fmt, ...)

@@ -64,37 +64,6 @@ servers_changed(void *arg)
 	atomic_store(&m->changed, true);
 }
 
-static void
-pause_ms(int ms)
-{
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&t, NULL);
-}
-
-/* The storage= line of the cell's settings. */
-static int
-storage_read(struct master *m)
-{
-	char *settings = NULL, *line, *save = NULL;
-	int rc;
-
-	if ((rc = coord_cell_settings(m->coord, &settings)) != 0)
-		return rc == BT_NOTFOUND ? bt_error_set(-ENOENT, "the cell "
-		    "does not exist (tabletctl init creates it)") : rc;
-	rc = bt_error_set(-EINVAL, "the cell's settings name no storage");
-	for (line = strtok_r(settings, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, "storage=", 8) == 0 && line[8] != '\0') {
-			snprintf(m->storage, sizeof(m->storage), "%s",
-			    line + 8);
-			rc = 0;
-		}
-	}
-	free(settings);
-	return rc;
-}
-
 /* A new epoch, one above the last any master gave (compare-and-set). */
 static int
 epoch_next(struct master *m)
@@ -311,7 +280,8 @@ tabletd_master_run(const struct tabletd_options *o)
 		status = 0;
 		goto out;
 	}
-	if ((rc = storage_read(&m)) < 0) {
+	if ((rc = tabletd_cell_storage(m.coord, m.storage,
+	    sizeof(m.storage))) < 0) {
 		tabletd_log("%s: %s", o->cell, bt_error_detail());
 		goto out;
 	}
@@ -328,7 +298,7 @@ tabletd_master_run(const struct tabletd_options *o)
 				    bt_error_detail() : bt_strerror(rc));
 			next = rpc_now_ns() + ROUND_NS;
 		}
-		pause_ms(50);
+		tabletd_pause_ms(50);
 	}
 	status = 0;
 out:

@@ -68,21 +68,39 @@ reply_error(struct buf *reply, int rc, const char *what)
 	return rc;
 }
 
-/* SERVE: open the store the master names, once; later SERVEs of the same
- * store (a new master's) are answered at once. */
+/*
+ * SERVE: open the store the master names, once; later SERVEs of the same
+ * store (a new master's) are answered at once.  Only the cell's own
+ * storage (its settings in ZooKeeper, which tabletctl init wrote) is
+ * served: anyone who reaches the port can send a SERVE, and must not make
+ * the server open and answer for another store on its filesystem.
+ */
 static int
 serve(struct tablet_server *ts, struct slice request, struct buf *reply)
 {
 	Tabletfs__ServeRequest *req;
 	struct bt_store *store;
 	struct service *svc;
-	char line[PATH_MAX + 128];
+	char line[PATH_MAX + 128], cell_storage[PATH_MAX];
 	int rc = 0;
 
 	req = tabletfs__serve_request__unpack(NULL, request.n, request.p);
 	if (req == NULL || req->storage == NULL || req->storage[0] == '\0') {
 		tabletfs__serve_request__free_unpacked(req, NULL);
 		return reply_error(reply, -EINVAL, "SERVE: no storage");
+	}
+	if ((rc = tabletd_cell_storage(ts->coord, cell_storage,
+	    sizeof(cell_storage))) < 0) {
+		snprintf(line, sizeof(line), "SERVE: the cell's storage: %s",
+		    *bt_error_detail() ? bt_error_detail() : bt_strerror(rc));
+		tabletfs__serve_request__free_unpacked(req, NULL);
+		return reply_error(reply, rc, line);
+	}
+	if (strcmp(req->storage, cell_storage) != 0) {
+		snprintf(line, sizeof(line), "SERVE: %.1024s is not the cell's "
+		    "storage", req->storage);
+		tabletfs__serve_request__free_unpacked(req, NULL);
+		return reply_error(reply, -EPERM, line);
 	}
 	mutex_lock(&ts->mu);
 	if (ts->store != NULL) {
@@ -148,14 +166,6 @@ server_name(const char *address, char *name, size_t size)
 			*p = '_';
 }
 
-static void
-pause_ms(int ms)
-{
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&t, NULL);
-}
-
 int
 tabletd_server_run(const struct tabletd_options *o)
 {
@@ -190,7 +200,7 @@ tabletd_server_run(const struct tabletd_options *o)
 	tabletd_log("listening on %s, session %d ms", address,
 	    coord_session_timeout_ms(ts.coord));
 	while (!*o->stop)
-		pause_ms(100);
+		tabletd_pause_ms(100);
 	status = 0;
 out:
 	/* Stop answering, then unregister (closing the session drops the

@@ -2,14 +2,15 @@
 """rawclient.py - bad input to a tablet server, over raw TCP (no client
 library): the wire format of src/rpc/format.h written by hand.
 
-    rawclient.py ADDRESS CELL TABLETCTL [IDLE]
+    rawclient.py ADDRESS CELL TABLETCTL [IDLE [OTHER]]
         Sends, each on its own connection unless said: a wrong preamble;
         a frame with a bad crc; a frame length below the header's; a
         frame declaring a payload over 300 MiB; then on one connection an
         unknown method, READ_ROW / TABLE_DESCRIBE / MUTATE_ROW naming an
         unknown table, a payload that does not unpack, a SERVE naming
         another store, and TABLE_LIST, which must still answer; a SERVE
-        naming no store to IDLE, a server that serves nothing; requests
+        naming no store to IDLE, a server that serves nothing, and one
+        naming OTHER, a store that is not the cell's (EPERM); requests
         sent and the connection dropped before the replies; and, held
         open meanwhile, clients that stall (no preamble; half a frame; a
         declared 200 MiB frame), while `TABLETCTL -s CELL` must keep
@@ -29,7 +30,7 @@ HEADER = 28
 MIN_LENGTH = 24
 MAX_FRAME = 300 << 20
 
-ENOSYS, EPROTO, EBUSY = -38, -71, -16
+ENOSYS, EPROTO, EBUSY, EPERM = -38, -71, -16, -1
 
 TABLE_DESCRIBE, TABLE_LIST = 8, 3
 MUTATE_ROW, READ_ROW, SERVE = 20, 23, 60
@@ -147,7 +148,8 @@ def case(name, ok):
 
 def main():
     address, cell, tabletctl = sys.argv[1:4]
-    idle = sys.argv[4] if len(sys.argv) > 4 else None
+    idle = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
+    other = sys.argv[5] if len(sys.argv) > 5 else None
 
     def ctl(*args):
         r = subprocess.run([tabletctl, "-s", cell] + list(args),
@@ -198,7 +200,7 @@ def main():
          "MUTATE_ROW whose payload does not unpack"),
         (READ_ROW, b"\x0a\xff\xff\xff\xff\x0f", EPROTO,
          "READ_ROW with a string past the payload's end"),
-        (SERVE, pb_string(1, "/nonexistent/store"), EBUSY,
+        (SERVE, pb_string(1, "/nonexistent/store"), EPERM,
          "SERVE naming another store"),
     ]
     for i, (method, payload, want, name) in enumerate(calls):
@@ -230,6 +232,13 @@ def main():
               (idle, status, text.decode(errors="replace")))
         case("SERVE naming no store, to an idle server: an error status",
              rid == 500 and status < 0)
+        if other is not None:
+            s.sendall(frame(502, SERVE, pb_string(1, other)))
+            rid, m, status, text = read_reply(s)
+            print("   SERVE of the store %s to %s: status %d: %s" %
+                  (other, idle, status, text.decode(errors="replace")))
+            case("SERVE naming a store that is not the cell's: EPERM",
+                 rid == 502 and status == EPERM)
         s.sendall(frame(501, TABLE_LIST))
         rid, m, status, text = read_reply(s)
         case("the idle server still serves nothing (NOT_SERVING)",

@@ -4,14 +4,15 @@
 # by hand): a wrong preamble, a bad crc, a frame length below the
 # header's, a frame declared over 300 MiB, garbage, an unknown method,
 # requests naming an unknown table, payloads that do not unpack, a SERVE
-# naming another store (and one naming no store to a server that serves
-# nothing), requests dropped before their replies, and clients that
-# stall (no preamble, half a frame, a declared 200 MiB frame).  Proves:
-# each gets an error status (the connection then still answers) or a
-# closed connection, tabletctl keeps working meanwhile, the client
-# without a preamble is cut off (the server's 10 s preamble timeout, so
-# the test takes about 20 s; it has no long form), the same server still
-# serves at the end, and writes acknowledged before it all read back.
+# naming another store (and, to a server that serves nothing, ones
+# naming no store and a store that is not the cell's: EPERM), requests
+# dropped before their replies, and clients that stall (no preamble,
+# half a frame, a declared 200 MiB frame).  Proves: each gets an error
+# status (the connection then still answers) or a closed connection,
+# tabletctl keeps working meanwhile, the client without a preamble is
+# cut off (the server's 10 s preamble timeout, so the test takes about
+# 20 s; it has no long form), the same server still serves at the end,
+# and writes acknowledged before it all read back.
 set -eu
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null 2>&1 || skip "no python3"
@@ -29,8 +30,10 @@ for f in "$C"/server-*.pid; do
 	p=$(cat "$f")
 	[ "$p" = "$server" ] || idle=$(cell_server_address "$p")
 done
+# A store of its own that no SERVE may make a server of the cell open.
+"$TABLETCTL" -s "$T/other" init || fail "tabletctl init $T/other"
 python3 "$top_srcdir/tests/cell/rawclient.py" "$address" "$CELL" \
-    "$TABLETCTL" "$idle" || fail "bad input to $address"
+    "$TABLETCTL" "$idle" "$T/other" || fail "bad input to $address"
 [ "$(cell_serving_pid)" = "$server" ] && alive "$server" ||
     fail "the serving server $server did not survive"
 for i in $(seq 10); do
