@@ -145,7 +145,7 @@ static int
 family_from_spec(const struct bt_family_spec *spec, struct catalog_family *f)
 {
 	memset(f, 0, sizeof(*f));
-	if (spec->name == NULL || strlen(spec->name) > CATALOG_NAME_MAX ||
+	if (spec == NULL || spec->name == NULL || strlen(spec->name) > CATALOG_NAME_MAX ||
 	    (spec->group != NULL && strlen(spec->group) > CATALOG_NAME_MAX))
 		return bt_error_set(-EINVAL, "bad family or group name");
 	if (spec->gc_policy != NULL &&

@@ -239,6 +239,8 @@ server_table_drop(struct server *s, const char *name)
 	size_t count = 0, file_count = 0;
 	int rc;
 
+	if (name == NULL)
+		return bt_error_set(-EINVAL, "no table name");
 	if ((rc = check_writable(s)) < 0)
 		return rc;
 	mutex_lock(&s->tables_mu);
@@ -308,9 +310,11 @@ int
 server_table_get(struct server *s, const char *name,
     struct catalog_table **out)
 {
-	int rc = catalog_table_get(s->catalog, name, out);
+	int rc;
 
-	if (rc == BT_NOTFOUND)
+	if (name == NULL)
+		return bt_error_set(-EINVAL, "no table name");
+	if ((rc = catalog_table_get(s->catalog, name, out)) == BT_NOTFOUND)
 		rc = bt_error_set(-ENOENT, "table %s: no such table", name);
 	return rc;
 }

@@ -135,6 +135,8 @@ server_table_lookup(struct server *s, const char *name,
 {
 	struct server_table *t;
 
+	if (name == NULL)
+		return bt_error_set(-EINVAL, "no table name");
 	mutex_lock(&s->tables_mu);
 	if ((t = table_find_locked(s, name)) == NULL) {
 		mutex_unlock(&s->tables_mu);

@@ -715,6 +715,31 @@ test_errors(void)
 	    -EINVAL, "errors: a negative timestamp is -EINVAL");
 	is_int(bt_read_row(t.s, "err", btb("", 0), NULL, &r), -EINVAL,
 	    "errors: reading an empty row key is -EINVAL");
+	/* No table name at all: -EINVAL from every call, no crash. */
+	{
+		struct bt_scan *sc = NULL;
+		char *text = NULL;
+		int64_t sum;
+
+		is_int(bt_read_row(t.s, NULL, bts("r"), NULL, &r), -EINVAL,
+		    "errors: a read of no table name is -EINVAL");
+		is_int(put_cell(t.s, NULL, bts("r"), "f", bts("q"), 1,
+		    bts("v")), -EINVAL,
+		    "errors: a put to no table name is -EINVAL");
+		is_int(bt_scan_open(t.s, NULL, NULL, &sc), -EINVAL,
+		    "errors: a scan of no table name is -EINVAL");
+		is_int(bt_increment(t.s, NULL, bts("r"), "f", bts("n"), 1,
+		    NULL, &sum, NULL), -EINVAL,
+		    "errors: an increment of no table name is -EINVAL");
+		is_int(bt_table_describe(t.s, NULL, &text), -EINVAL,
+		    "errors: describing no table name is -EINVAL");
+		is_int(bt_table_delete(t.s, NULL), -EINVAL,
+		    "errors: deleting no table name is -EINVAL");
+		is_int(bt_table_split(t.s, NULL, bts("m")), -EINVAL,
+		    "errors: splitting no table name is -EINVAL");
+		is_int(bt_family_create(t.s, "err", NULL), -EINVAL,
+		    "errors: creating no family spec is -EINVAL");
+	}
 
 	is_text(read_text_str(t.s, "err", "r", NULL), "NOTFOUND",
 	    "errors: nothing was written");
