@@ -24,6 +24,8 @@
 
 #include "api/tabletfs.h"
 #include "bench/bench.h"
+#include "util/error.h"
+#include "util/units.h"
 
 /*
  * A byte count for people in at most four digits and a suffix, powers of
@@ -134,16 +136,19 @@ main(int argc, char **argv)
 	int c, rc;
 
 	while ((c = getopt(argc, argv, "n:v:t:m:l:")) != -1) {
-		switch (c) {
-		case 'n': rows = strtoull(optarg, NULL, 0); break;
-		case 'v': value_size = strtoull(optarg, NULL, 0); break;
-		case 't': tablet_size = strtoull(optarg, NULL, 0) << 20; break;
-		case 'm': memtable = strtoull(optarg, NULL, 0) << 20; break;
-		case 'l': lookups = strtoull(optarg, NULL, 0); break;
-		default:
+		uint64_t *arg = c == 'n' ? &rows : c == 'v' ? &value_size :
+		    c == 't' ? &tablet_size : c == 'm' ? &memtable :
+		    c == 'l' ? &lookups : NULL;
+
+		/* Every argument is a size in the project's spelling
+		 * ("1100000", "1000", "128m", "1g"), all of it. */
+		if (arg == NULL || parse_size(optarg, arg) < 0) {
+			if (arg != NULL)
+				fprintf(stderr, "splitbench: -%c %s: %s\n", c,
+				    optarg, bt_error_detail());
 			fprintf(stderr, "usage: splitbench [-n ROWS] "
-			    "[-v VALUE_BYTES] [-t TABLET_MIB] [-m MEMTABLE_MIB] "
-			    "[-l LOOKUPS] DIR\n");
+			    "[-v VALUE_BYTES] [-t TABLET_SIZE] "
+			    "[-m MEMTABLE_SIZE] [-l LOOKUPS] DIR\n");
 			return 2;
 		}
 	}
