@@ -42,6 +42,9 @@ struct tablet_map {
 
 struct server_table {
 	atomic_int refs;
+	/* Set when the table is deleted: a write that still holds the
+	 * table then fails, rather than fill memory no flush will free. */
+	atomic_bool dropped;
 	char name[CATALOG_NAME_MAX + 1];
 	uint64_t id;
 	uint64_t tablet_size;		/* split past this many bytes */

@@ -280,9 +280,14 @@ server_table_drop(struct server *s, const char *name)
 		for (size_t i = 0; i < s->table_count; i++)
 			if (s->tables[i] == t)
 				s->tables[i] = s->tables[--s->table_count];
+		atomic_store(&t->dropped, true);
 	}
 	mutex_unlock(&s->tables_mu);
 	if (rc == 0) {
+		/* Writers of the table waiting for memtable room leave. */
+		mutex_lock(&s->bg_mu);
+		pthread_cond_broadcast(&s->bg_done_cv);
+		mutex_unlock(&s->bg_mu);
 		/* Under the work lock, so that check sees no half-gone table. */
 		mutex_lock(&s->work_mu);
 		for (size_t i = 0; i < file_count; i++) {

@@ -97,12 +97,15 @@ write_must_wait(struct server *s)
  * grows without bound: when a background round that began after this
  * writer came ends with a memtable it could not flush (a full disk) and
  * the budget is still full, the write fails with the flush's error
- * instead of waiting, and writes resume once flushes do.  A round that
+ * instead of waiting, and writes resume once flushes do.  A writer whose
+ * table was deleted stops waiting (mutation_commit then fails it): the
+ * deleted table's memtables, which no flush takes, are freed when the
+ * last writer holding the table lets go of it.  A round that
  * was already running may have failed before room was freed, and the
  * errors of compactions are not the writer's: neither fails it.
  */
 static int
-write_throttle(struct server *s)
+write_throttle(struct server *s, struct server_table *t)
 {
 	uint64_t begun;
 	int rc = 0;
@@ -111,7 +114,8 @@ write_throttle(struct server *s)
 		return 0;
 	mutex_lock(&s->bg_mu);
 	begun = s->bg_begun;
-	while (write_must_wait(s) && !s->bg_stop) {
+	while (write_must_wait(s) && !s->bg_stop &&
+	    !atomic_load(&t->dropped)) {
 		if (s->bg_rounds > begun && s->bg_flush_error < 0) {
 			rc = bt_error_set(s->bg_flush_error, "the memtables "
 			    "are full and their flush fails: %s",
@@ -141,8 +145,10 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 	if (s->log == NULL)
 		return bt_error_set(-EROFS, "store is read-only");
 	if ((rc = server_space_refuse(s, ops, count)) < 0 ||
-	    (rc = write_throttle(s)) < 0)
+	    (rc = write_throttle(s, t)) < 0)
 		return rc;
+	if (atomic_load(&t->dropped))
+		return bt_error_set(-ENOENT, "table %s: deleted", t->name);
 	return server_queue_commit(s, t, row, ops, count, sync, stamp);
 }
 

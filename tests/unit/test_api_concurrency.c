@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/tabletfs.h"
 #include "util/env.h"
@@ -894,6 +896,99 @@ test_splits_under_load(void)
 	free(st);
 }
 
+/* ---- A table deleted under its writers ---- */
+
+struct drop_test {
+	struct bt_store *s;
+	atomic_bool stop;
+	atomic_long acked, gone, other;
+};
+
+static void *
+drop_writer(void *p)
+{
+	struct drop_test *d = p;
+	char row[32], value[512];
+	long i = 0;
+	int rc;
+
+	memset(value, 'v', sizeof(value));
+	while (!atomic_load(&d->stop)) {
+		snprintf(row, sizeof(row), "r%ld", i++);
+		rc = put_cell(d->s, "d", bts(row), "f", bts("q"), 1,
+		    btb(value, sizeof(value)));
+		if (rc == 0)
+			atomic_fetch_add(&d->acked, 1);
+		else if (rc == -ENOENT)
+			atomic_fetch_add(&d->gone, 1);
+		else
+			atomic_fetch_add(&d->other, 1);
+	}
+	return NULL;
+}
+
+static void
+watchdog_fire(int sig)
+{
+	(void)sig;
+	static const char msg[] = "Bail out! the drop test hung\n";
+
+	(void)write(1, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/*
+ * Writers that still hold a table when it is deleted fail with ENOENT
+ * from then on.  They used to go on filling the deleted table's
+ * memtables, which no flush takes, until the memtable budget was full;
+ * then every writer of the store waited for room for ever.  Each round
+ * deletes the table under four writers with a small budget; a hang is
+ * caught by an alarm.
+ */
+static void
+test_drop_under_writers(void)
+{
+	static const char *const fams[] = { "f", NULL };
+	struct bt_options opts = { .memtable_size = 256 << 10 };
+	struct timespec pause = { 0, 20 * 1000000 };
+	struct drop_test d;
+	pthread_t th[WRITERS];
+	struct tstore t;
+	int rounds = getenv("TEST_SMALL") ? 4 : 12, round, i;
+	long acked = 0, other = 0;
+
+	signal(SIGALRM, watchdog_fire);
+	alarm(120);
+	tstore_fault(&t, &opts);
+	memset(&d, 0, sizeof(d));
+	d.s = t.s;
+	for (round = 0; round < rounds; round++) {
+		must(make_table(t.s, "d", fams));
+		atomic_store(&d.stop, false);
+		for (i = 0; i < WRITERS; i++)
+			start_thread(&th[i], drop_writer, &d);
+		nanosleep(&pause, NULL);
+		must(bt_table_delete(t.s, "d"));
+		nanosleep(&pause, NULL);
+		atomic_store(&d.stop, true);
+		for (i = 0; i < WRITERS; i++)
+			pthread_join(th[i], NULL);
+	}
+	acked = atomic_load(&d.acked);
+	other = atomic_load(&d.other);
+	diag("%ld writes acknowledged, %ld refused as deleted", acked,
+	    (long)atomic_load(&d.gone));
+	is_int(other, 0, "drop: writers saw no error but ENOENT");
+	ok(atomic_load(&d.gone) > 0,
+	    "drop: writers of the deleted table were refused (ENOENT)");
+	must(make_table(t.s, "e", fams));
+	is_int(put_str(t.s, "e", "r", "f", "q", 1, "v"), 0,
+	    "drop: the store takes writes afterwards");
+	is_int(bt_store_flush(t.s), 0, "drop: and flushes");
+	alarm(0);
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -901,5 +996,6 @@ main(void)
 	test_counter();
 	test_background();
 	test_splits_under_load();
+	test_drop_under_writers();
 	return tap_done();
 }
