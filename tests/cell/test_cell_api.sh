@@ -7,6 +7,9 @@
 # options skip on a cell and say why (tstore_cell_skip).  Then
 # tabletbench's cell engine runs its workloads through the client.
 set -eu
+# No failover here: sessions long enough that a loaded machine (make
+# check runs tests side by side) does not end the servers' leases.
+SESSION_MS=${SESSION_MS:-10000}
 . "$(dirname "$0")/lib.sh"
 
 # Under the sanitizers (TEST_SMALL) three of them, those with threads
