@@ -21,6 +21,7 @@
 # Namespace names are tfsc<pid>-HOST: two tests run side by side, and a
 # run killed with SIGKILL (no trap) is reaped by the next one.
 #
+# CLUSTER_KEEP=1 keeps T (logs, store, probes) for inspection.
 # Skips (77) when not root, without `ip netns`, nft, java or ZooKeeper.
 # Needs top_builddir and top_srcdir, as `make check` sets them.
 
@@ -124,7 +125,11 @@ cluster_cleanup() {
 		done
 		[ "$cc_status" != 0 ] || cc_status=1
 	fi
-	rm -rf "$T"
+	if [ -n "${CLUSTER_KEEP:-}" ]; then
+		echo "kept $T" >&2
+	else
+		rm -rf "$T"
+	fi
 	exit "$cc_status"
 }
 trap cluster_cleanup EXIT
@@ -242,12 +247,12 @@ EOF
 	    -cp "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar:$zd" \
 	    org.apache.zookeeper.server.quorum.QuorumPeerMain "$zd/zoo.cfg" \
 	    >"$zd/stdout.log" 2>&1 &
-	echo $! >"$zd/pid"
 }
 
-# The pid of member $1's java.
+# The pid of member $1's java: what runs in its host ($! above is a
+# subshell, hexec being a function).
 zk_member_pid() {
-	cat "$T/zk$1/pid"
+	ip netns pids "$P-z$1"
 }
 
 # The cell's address: every member of the ensemble.
