@@ -463,3 +463,39 @@ check_acked() {
 	fi
 	echo "$ca_n"
 }
+
+# The tabletd processes that supervise() keeps running (a test sets it).
+DAEMONS=${DAEMONS:-}
+restarts=0
+
+# Start again every tabletd of DAEMONS that has exited, as a supervisor
+# would; counts them in restarts.
+supervise() {
+	for d in $DAEMONS; do
+		[ -n "$(tabletd_pid "$d")" ] && continue
+		case $d in
+		m*) tabletd_start "$d" "$d" master ;;
+		s*) tabletd_start "$d" "$d" server --listen "$(host_ip "$d"):7000" ;;
+		esac
+		restarts=$((restarts + 1))
+	done
+}
+
+# Supervise for $1 ms.
+settle() {
+	se_end=$(( $(now_ms) + $1 ))
+	while [ "$(now_ms)" -lt "$se_end" ]; do
+		supervise
+		sleep 0.1
+	done
+}
+
+# The tabletd of DAEMONS that exited from time $1 on: "NAME (status S)
+# +MS ms; ..." (MS after $1), or nothing.
+exits_since() {
+	for d in $DAEMONS; do
+		awk -v a="$1" -v d="$d" '$1 >= a && $2 == "exit" {
+		    printf "%s (status %s) +%d ms; ", d, $3, $1 - a }' \
+		    "$T/logs/$d.log"
+	done
+}

@@ -29,19 +29,6 @@ cluster_up 2
 
 writers_start 2
 prober_start s1 s2
-restarts=0
-
-# Start again every tabletd of DAEMONS that has exited.
-supervise() {
-	for d in $DAEMONS; do
-		[ -n "$(tabletd_pid "$d")" ] && continue
-		case $d in
-		m*) tabletd_start "$d" "$d" master ;;
-		s*) tabletd_start "$d" "$d" server --listen "$(host_ip "$d"):7000" ;;
-		esac
-		restarts=$((restarts + 1))
-	done
-}
 
 # Which member each host's sessions are attached to: "z1: s1 m2; z2: ...".
 attached() {
@@ -78,11 +65,7 @@ check_fault() {
 		sleep 0.05
 	done
 	cf_now=$(now_ms)
-	cf_lost=$(for d in $DAEMONS; do
-		awk -v a="$2" -v d="$d" '$1 >= a && $2 == "exit" {
-		    printf "%s (status %s) +%d ms; ", d, $3, $1 - a }' \
-		    "$T/logs/$d.log"
-	done)
+	cf_lost=$(exits_since "$2")
 	cf_server=$(serving_server)
 	echo "$1: new leader z$3 +$4 ms; exited: ${cf_lost:-none};" \
 	    "$cf_server serves;" \
@@ -105,15 +88,6 @@ new_leader() {
 		done
 		[ "$(now_ms)" -lt "$nl_end" ] || return 1
 		sleep 0.05
-	done
-}
-
-# Supervise for $1 ms.
-settle() {
-	se_end=$(( $(now_ms) + $1 ))
-	while [ "$(now_ms)" -lt "$se_end" ]; do
-		supervise
-		sleep 0.1
 	done
 }
 
