@@ -344,7 +344,14 @@ cluster_up() {
 	for i in 1 2 3; do
 		zk_member_start "$i"
 	done
-	zk_wait_quorum 30000 || fail "the ZooKeeper ensemble did not form"
+	# Three JVMs on a busy machine: starting them once took 25 s here.
+	zk_wait_quorum 90000 || {
+		for i in 1 2 3; do
+			echo "---- zk$i: $(zk_mode "$i")" >&2
+			tail -n 5 "$T/zk$i/stdout.log" >&2
+		done
+		fail "the ZooKeeper ensemble did not form"
+	}
 	cu_zk=$(now_ms)
 	ctl init --storage "$T/storage" >/dev/null ||
 	    fail "tabletctl init failed"
@@ -430,6 +437,20 @@ prober_start() {
 	hexec c1 python3 "$PROBER" run "$T/probes" "$T/stop" t $pr_addrs \
 	    2>>"$T/logs/prober.log" &
 	BG_PIDS="$BG_PIDS $!"
+}
+
+# Wait up to 30 s until the prober has a write acknowledged by server $1
+# (a host name), and every writer one.
+ready_wait() {
+	rw_end=$(( $(now_ms) + 30000 ))
+	until awk -F '\t' -v s="$(host_ip "$1"):7000" \
+	    '$1 == s && $4 == "0" { ok = 1 } END { exit !ok }' \
+	    "$T/probes" 2>/dev/null &&
+	    ! wc -l "$T"/acked.* 2>/dev/null | awk '$1 == 0' | grep -q .; do
+		[ "$(now_ms)" -lt "$rw_end" ] ||
+		    fail "the prober or a writer did not get going"
+		sleep 0.1
+	done
 }
 
 # The number of acknowledged writes so far (writers only).

@@ -90,6 +90,7 @@ rates() {
 
 writers_start 2
 prober_start s1 s2
+ready_wait "$(serving_server)"
 sleep 4
 t_base=$(now_ms)
 sleep 4

@@ -25,6 +25,7 @@ cluster_up 3
 
 writers_start 2
 prober_start s1 s2 s3
+ready_wait "$(serving_server)"
 for round in $(seq "$ROUNDS"); do
 	sleep 2
 	old=$(serving_server)

@@ -29,6 +29,7 @@ cluster_up 2
 
 writers_start 2
 prober_start s1 s2
+ready_wait "$(serving_server)"
 
 # Which member each host's sessions are attached to: "z1: s1 m2; z2: ...".
 attached() {
