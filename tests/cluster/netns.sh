@@ -18,8 +18,9 @@
 # the epoch, one clock for every namespace) in T/logs/NAME.log, followed
 # by "exit STATUS" when it ends.  The EXIT trap kills everything the test
 # started, deletes every namespace and removes T, even on failure.
-# Namespace names are tfsc<pid>-HOST: two tests run side by side, and a
-# run killed with SIGKILL (no trap) is reaped by the next one.
+# Namespace names are tfsc<pid>-HOST: two tests run side by side, and
+# what a run killed with SIGKILL (no trap) leaves is reaped by the next
+# one (its writers and prober stop on their own once its shell is gone).
 #
 # CLUSTER_KEEP=1 keeps T (logs, store, probes) for inspection.
 # Skips (77) when not root, without `ip netns`, nft, java or ZooKeeper.
@@ -71,6 +72,10 @@ netns_reap_stale() {
 		kill -0 "$owner" 2>/dev/null && continue
 		netns_del "$ns"
 	done
+	for d in "${TMPDIR:-/tmp}"/tabletfs-cluster.*; do
+		[ -f "$d/owner" ] || continue
+		kill -0 "$(cat "$d/owner")" 2>/dev/null || rm -rf "$d"
+	done
 }
 
 # Kill what runs in namespace $1 (TERM, then KILL after 3 s) and delete
@@ -90,6 +95,7 @@ netns_del() {
 netns_reap_stale
 T=$(mktemp -d "${TMPDIR:-/tmp}/tabletfs-cluster.XXXXXX")
 mkdir -p "$T/logs"
+echo $$ >"$T/owner"
 BG_PIDS=""
 
 cluster_cleanup() {
@@ -400,7 +406,7 @@ heal() {
 writer() {
 	n=0
 	: >"$T/acked.$1"
-	while [ ! -e "$T/stop" ]; do
+	while [ ! -e "$T/stop" ] && kill -0 $$ 2>/dev/null; do
 		n=$((n + 1))
 		if ctl set t "w$1-$n" "f:q=v$1-$n" 2>>"$T/writer.err"; then
 			printf 'w%s-%s\tv%s-%s\t%s\n' "$1" "$n" "$1" "$n" \
@@ -434,7 +440,7 @@ prober_start() {
 		pr_addrs="$pr_addrs $(host_ip "$s"):7000"
 	done
 	# shellcheck disable=SC2086
-	hexec c1 python3 "$PROBER" run "$T/probes" "$T/stop" t $pr_addrs \
+	hexec c1 python3 "$PROBER" run "$T/probes" "$T/stop" $$ t $pr_addrs \
 	    2>>"$T/logs/prober.log" &
 	BG_PIDS="$BG_PIDS $!"
 }

@@ -2,11 +2,12 @@
 """prober.py - which tablet server acknowledged what, and when, seen from
 a client: the other side of the timestamps in tests/cluster.
 
-    prober.py run OUT STOPFILE TABLE ADDRESS...
+    prober.py run OUT STOPFILE PID TABLE ADDRESS...
         One thread per server ADDRESS (HOST:PORT), each sending writes
         straight to it over raw TCP (src/rpc/format.h; no client library,
         no ZooKeeper, so a server cut off from ZooKeeper is still asked),
-        one at a time, about every 5 ms, until STOPFILE exists: MUTATE_ROW
+        one at a time, about every 5 ms, until STOPFILE exists or process
+        PID (the test's shell) is gone: MUTATE_ROW
         of row p<i>-<n>, f:q = v<i>-<n>, stamped by the server's clock.
         Appends one line per write to OUT:
             address  sent_ms  answered_ms  status  stamp_us  row  value
@@ -140,11 +141,21 @@ def now_ms():
     return time.time() * 1000.0
 
 
-def probe(index, address, table, stopfile, out, lock):
+def running(stopfile, owner):
+    if os.path.exists(stopfile):
+        return False
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def probe(index, address, table, stopfile, owner, out, lock):
     host, port = address.rsplit(":", 1)
     s = None
     n = 0
-    while not os.path.exists(stopfile):
+    while running(stopfile, owner):
         n += 1
         row, value = "p%d-%d" % (index, n), "v%d-%d" % (index, n)
         sent = now_ms()
@@ -183,12 +194,12 @@ def probe(index, address, table, stopfile, out, lock):
 
 
 def run(args):
-    path, stopfile, table = args[:3]
+    path, stopfile, owner, table = args[:4]
     lock = threading.Lock()
     with open(path, "a") as out:
         threads = [threading.Thread(target=probe, args=(
-            i + 1, a, table, stopfile, out, lock), daemon=True)
-            for i, a in enumerate(args[3:])]
+            i + 1, a, table, stopfile, int(owner), out, lock), daemon=True)
+            for i, a in enumerate(args[4:])]
         for t in threads:
             t.start()
         for t in threads:
