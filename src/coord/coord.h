@@ -179,8 +179,11 @@ int coord_servers_watch(struct coord *c, void (*cb)(void *arg), void *arg);
  * sequential candidate node, the lowest leads, each candidate watches only
  * its predecessor) with data naming this candidate (its address).
  * Blocks until this process leads (0), its lease is lost (-ENOLINK) or
- * deadline_ns passes (-ETIMEDOUT; 0 = no deadline).  On failure the
- * candidate withdraws: its node is deleted.  A leader stays one until its
+ * deadline_ns passes (-ETIMEDOUT; 0 = no deadline); a connection lost
+ * while waiting is waited out, one lost while standing fails with
+ * -ENOTCONN (stand again).  On failure the candidate withdraws: its node
+ * is deleted (the delete is sent again after a lost connection, until
+ * the lease is lost).  A leader stays one until its
  * lease is lost or coord_close; one election per coord (it asserts).
  */
 int coord_master_elect(struct coord *c, const char *data,

@@ -17,6 +17,8 @@
 #define CANDIDATE_PREFIX	"m-"
 /* master_get may race a leader's departure: look again this often. */
 #define MASTER_GET_TRIES	8
+/* After a lost connection, look again (or delete again) this much later. */
+#define ELECTION_RETRY_NS	((int64_t)100 * 1000000)
 
 /* ZooKeeper's watcher on a predecessor, on its completion thread: wake
  * the waiting candidate. */
@@ -87,6 +89,33 @@ election_wait(struct coord *c, uint64_t seen, int64_t deadline_ns)
 	}
 	mutex_unlock(&c->mu);
 	if (timed_out)
+		return bt_error_set(-ETIMEDOUT, "cell %s: not elected master "
+		    "before the deadline", c->cell);
+	return coord_gate(c);
+}
+
+/*
+ * Wait ELECTION_RETRY_NS, or until deadline_ns (0: none) if sooner, after
+ * a call failed with the connection lost: 0, -ENOLINK once the lease is
+ * lost (the session, and the candidate with it, may be gone), or
+ * -ETIMEDOUT once the deadline has passed.
+ */
+static int
+election_pause(struct coord *c, int64_t deadline_ns)
+{
+	int64_t until = coord_now_ns() + ELECTION_RETRY_NS;
+	struct timespec ts;
+
+	if (deadline_ns != 0 && until > deadline_ns)
+		until = deadline_ns;
+	ts.tv_sec = until / 1000000000;
+	ts.tv_nsec = until % 1000000000;
+	mutex_lock(&c->mu);
+	while (!c->lost && coord_now_ns() < until)
+		if (cond_timedwait(&c->cond, &c->mu, &ts) != 0)
+			break;
+	mutex_unlock(&c->mu);
+	if (deadline_ns != 0 && coord_now_ns() >= deadline_ns)
 		return bt_error_set(-ETIMEDOUT, "cell %s: not elected master "
 		    "before the deadline", c->cell);
 	return coord_gate(c);
@@ -188,15 +217,24 @@ coord_master_elect(struct coord *c, const char *data, int64_t deadline_ns)
 		goto out;
 	}
 	mine = strrchr(created, '/') + 1;
-	while ((rc = election_turn(c, dir, mine, deadline_ns)) == 1)
+	/* A connection lost while looking (a ZooKeeper server gone, the
+	 * ensemble electing its leader) leaves the candidate standing: its
+	 * session lives while the lease holds, so look again. */
+	while ((rc = election_turn(c, dir, mine, deadline_ns)) == 1 ||
+	    (rc == -ENOTCONN && (rc = election_pause(c, deadline_ns)) == 0))
 		;
 	if (rc == 0)
 		return 0;
-	/* Withdraw, so as not to lead later unawares; best effort (a lost
-	 * session takes the node with it). */
-	if (coord_enter(c) == 0) {
-		zoo_delete(c->zh, created, -1);
+	/* Withdraw, so as not to lead later unawares -- nor, standing again,
+	 * wait behind our own old candidate.  A delete lost with the
+	 * connection is sent again until the lease is lost (a lost session
+	 * takes the node with it). */
+	while (coord_enter(c) == 0) {
+		zrc = zoo_delete(c->zh, created, -1);
 		coord_leave(c);
+		if ((zrc != ZCONNECTIONLOSS && zrc != ZOPERATIONTIMEOUT) ||
+		    election_pause(c, 0) < 0)
+			break;
 	}
 out:
 	mutex_lock(&c->mu);

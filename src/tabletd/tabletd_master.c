@@ -271,6 +271,14 @@ tabletd_master_run(const struct tabletd_options *o)
 		rc = coord_master_elect(m.coord, me, rpc_now_ns() + ROUND_NS);
 		if (rc == 0)
 			break;
+		/* Standing failed with the connection lost (ZooKeeper's
+		 * leader gone, say): the lease decides when to give up. */
+		if (rc == -ENOTCONN) {
+			tabletd_log("election: %s; standing again",
+			    bt_strerror(rc));
+			pause_ms(100);
+			continue;
+		}
 		if (rc != -ETIMEDOUT) {
 			tabletd_log("election: %s", bt_strerror(rc));
 			goto out;
