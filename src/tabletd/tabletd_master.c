@@ -276,7 +276,7 @@ tabletd_master_run(const struct tabletd_options *o)
 		if (rc == -ENOTCONN) {
 			tabletd_log("election: %s; standing again",
 			    bt_strerror(rc));
-			pause_ms(100);
+			tabletd_pause_ms(100);
 			continue;
 		}
 		if (rc != -ETIMEDOUT) {
