@@ -10,7 +10,9 @@
  * followed by a sync (what a synced commit pays), OPS/4 appends of 1 MiB
  * each with a sync (more if needed to reach 16 MiB), then OPS reads of
  * 4 KiB and OPS/4 reads of 1 MiB at random aligned offsets of the first
- * 16 MiB written, one at a time; ROUNDS (3) rounds.
+ * 16 MiB written, one at a time; then one rename of a 16 MiB file (the
+ * RADOS env copies it) and one listing of the file's directory (the
+ * RADOS env scans the pool); ROUNDS (3) rounds.
  * Standard output: one line per measure with the median of the rounds'
  * medians, the median of the rounds' means (what rados bench reports as
  * its average latency) and the p99 over all rounds, in microseconds:
@@ -35,10 +37,14 @@
 #define LARGE		(1u << 20)
 #define FILE_BYTES	(16u << 20)
 
-enum { APPEND_SMALL, APPEND_LARGE, READ_SMALL, READ_LARGE, MEASURES };
+enum {
+	APPEND_SMALL, APPEND_LARGE, READ_SMALL, READ_LARGE, RENAME, LIST,
+	MEASURES
+};
 
 static const char *const measure_names[MEASURES] = {
-	"append4k+sync", "append1m+sync", "read4k", "read1m",
+	"append4k+sync", "append1m+sync", "read4k", "read1m", "rename16m",
+	"list",
 };
 
 struct samples {
@@ -79,11 +85,21 @@ fail(const char *what, int rc)
 	return 1;
 }
 
-/* One round: appends with syncs, then random reads. */
 static int
-envlat_round(struct env *env, const char *path, int ops, double *out[],
-    size_t counts[], uint64_t *rnd)
+envlat_count(void *arg, const char *name)
 {
+	(void)name;
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+/* One round: appends with syncs, random reads, a rename, a listing. */
+static int
+envlat_round(struct env *env, const char *dir, const char *path, int ops,
+    double *out[], size_t counts[], uint64_t *rnd)
+{
+	char from[700], to[700];
+	size_t names = 0;
 	static uint8_t buf[LARGE];
 	struct env_file *f;
 	uint64_t written = 0, off;
@@ -130,7 +146,26 @@ envlat_round(struct env *env, const char *path, int ops, double *out[],
 		out[READ_LARGE][counts[READ_LARGE]++] = now_us() - t;
 	}
 	env_file_close(f);
-	if ((rc = env_path_remove(env, path)) < 0)
+	snprintf(from, sizeof(from), "%s.from", path);
+	snprintf(to, sizeof(to), "%s.to", path);
+	if ((rc = env_file_open(env, from, ENV_CREATE, &f)) < 0)
+		return fail("create", rc);
+	for (int i = 0; i < (int)(FILE_BYTES / LARGE); i++)
+		if ((rc = env_file_append(f, buf, LARGE)) < 0)
+			return fail("append", rc);
+	if ((rc = env_file_sync(f)) < 0)
+		return fail("sync", rc);
+	env_file_close(f);
+	t = now_us();
+	if ((rc = env_path_rename(env, from, to)) < 0)
+		return fail("rename", rc);
+	out[RENAME][counts[RENAME]++] = now_us() - t;
+	t = now_us();
+	if ((rc = env_dir_list(env, dir, envlat_count, &names)) < 0)
+		return fail("list", rc);
+	out[LIST][counts[LIST]++] = now_us() - t;
+	if ((rc = env_path_remove(env, to)) < 0 ||
+	    (rc = env_path_remove(env, path)) < 0)
 		return fail("remove", rc);
 	return 0;
 }
@@ -188,7 +223,7 @@ main(int argc, char **argv)
 	for (int r = 0; r < rounds; r++) {
 		for (int m = 0; m < MEASURES; m++)
 			start[m] = counts[m];
-		if (envlat_round(env, path, ops, all, counts, &rnd) != 0)
+		if (envlat_round(env, dir, path, ops, all, counts, &rnd) != 0)
 			return 1;
 		fprintf(stderr, "round %d:", r + 1);
 		for (int m = 0; m < MEASURES; m++) {
