@@ -1,6 +1,7 @@
 /*
  * env.c - the file environment's public functions: each one dispatches
- * through env->ops to the implementation (env_posix.c, env_fault.c).
+ * through env->ops to the implementation (env_posix.c, env_fault.c,
+ * env_rados.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -192,3 +193,22 @@ env_path_parent(const char *path)
 	dir[n] = '\0';
 	return dir;
 }
+
+#ifndef HAVE_RADOS
+/*
+ * Built without librados: the one RADOS function still exists, so that
+ * its callers need no conditional code of their own, and says why it
+ * cannot work.
+ */
+int
+env_rados_new(const char *conf, const char *pool, const char *client_id,
+    struct env **out)
+{
+	(void)conf;
+	(void)client_id;
+	(void)out;
+	return bt_error_set(-EOPNOTSUPP, "RADOS pool %s: tabletfs was built "
+	    "without librados (install librados-dev, configure again)",
+	    pool != NULL ? pool : "?");
+}
+#endif

@@ -3,8 +3,10 @@
  * this interface, so that faults can be injected in tests and storage can be
  * replaced (docs/design.md section 5).
  *
- * Two implementations:
+ * Three implementations:
  *   env_posix_new()  the local filesystem (pread/write/fdatasync/rename).
+ *   env_rados_new()  objects in a Ceph RADOS pool (librados), when built
+ *                    with it.
  *   env_fault_new()  an in-memory filesystem that remembers what was synced
  *                    and injects faults: fail the Nth write or sync, drop
  *                    everything not yet synced (power loss), flip bytes.
@@ -115,6 +117,29 @@ struct env_lock {
  * any error; the file is written by pwrite from then on.
  */
 int env_posix_new(struct env **out);
+
+/*
+ * Ceph RADOS: every file an object in pool, named by its path (leading
+ * "/" dropped), through a client that reads conf (a ceph.conf; NULL:
+ * librados' default search, $CEPH_CONF or /etc/ceph/ceph.conf) and
+ * authenticates as client.CLIENT_ID (NULL: client.admin).  Every write
+ * is durable when it returns, so syncs do nothing.  A directory is an
+ * empty marker object "path/"; a listing scans the pool's object names
+ * (env_rados_dir.c); a rename copies through the client and removes the
+ * source, atomically replacing the target only for files up to 16 MiB;
+ * a file ends at the OSDs' osd_max_object_size (128 MiB by default),
+ * past which writes fail with -EFBIG; env_file_allocate() reserves
+ * nothing; locks are cls_lock exclusive locks on the object, held until
+ * unlocked (a dead holder's lock must be broken by hand); free space is
+ * the cluster's raw space, or UINT64_MAX (unknown) when the cluster has
+ * no manager to report it.  Calls that get no answer fail with
+ * -ETIMEDOUT after 30 s unless conf sets rados_osd_op_timeout and
+ * rados_mon_op_timeout; a client fenced by the cluster (blocklisted)
+ * gets -ESHUTDOWN from every call.  0, -ENOENT (no such pool), -EIO,
+ * -ETIMEDOUT...; -EOPNOTSUPP when tabletfs was built without librados.
+ */
+int env_rados_new(const char *conf, const char *pool, const char *client_id,
+    struct env **out);
 
 /* Release an env; accepts NULL.  Every file must be closed first. */
 void env_free(struct env *env);

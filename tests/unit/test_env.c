@@ -11,6 +11,11 @@
  * mapping: readers see them, a sync cleans the pages they dirtied, a
  * truncate or close unmaps, a write over 4 KiB is a pwrite, and a copy
  * that faults falls back to pwrite.
+ * With TABLETFS_TEST_RADOS=CONF:POOL (tests/rados/test_env_rados.sh) the
+ * same file, directory and lock tests run on the RADOS env too, with
+ * locks between processes, the object size limit and renames of files
+ * past one atomic copy; the mapping, SIGBUS and fault tests are the
+ * posix and in-memory envs' own and are skipped there, each saying so.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rados_util.h"
 #include "tap.h"
 #include "util/env.h"
 #include "util/error.h"
@@ -1432,6 +1438,227 @@ test_window_sigbus(const char *root)
 	unlink(path);
 }
 
+/* ---- The RADOS env (TABLETFS_TEST_RADOS) ---- */
+
+#ifdef HAVE_RADOS
+/*
+ * Locks between processes on RADOS: a child holds the lock, the parent
+ * is refused and told the child's pid, and gets the lock once the child
+ * unlocked.  The child forks before this process first connects
+ * (librados' threads do not survive a fork), and connects on its own.
+ */
+static void
+test_rados_lock_fork(const char *conf, const char *pool, const char *root)
+{
+	char path[PATH_SIZE], want[64], c;
+	struct env *env, *cenv;
+	struct env_lock *a, *b;
+	int status, to_parent[2], to_child[2];
+	pid_t pid;
+
+	join(path, root, "LOCK");
+	if (pipe(to_parent) < 0 || pipe(to_child) < 0)
+		tap_bail("pipe");
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		tap_bail("fork");
+	if (pid == 0) {
+		close(to_parent[0]);
+		close(to_child[1]);
+		if (env_rados_new(conf, pool, NULL, &cenv) < 0 ||
+		    env_lock(cenv, path, &b) < 0)
+			_exit(2);
+		if (write(to_parent[1], "L", 1) != 1 ||
+		    read(to_child[0], &c, 1) != 1)
+			_exit(3);
+		env_unlock(b);
+		env_free(cenv);
+		_exit(0);
+	}
+	/* Only the child writes to_parent: its exit ends a read. */
+	close(to_parent[1]);
+	close(to_child[0]);
+	if (!ok(read(to_parent[0], &c, 1) == 1,
+	    "rados: the child holds the lock")) {
+		waitpid(pid, &status, 0);
+		close(to_parent[0]);
+		close(to_child[1]);
+		return;
+	}
+	if (env_rados_new(conf, pool, NULL, &env) < 0)
+		tap_bail("env_rados_new");
+	is_int(env_lock(env, path, &a), -EWOULDBLOCK,
+	    "rados: the parent is refused");
+	snprintf(want, sizeof(want), "held by pid %ld", (long)pid);
+	ok(detail_has(want), "rados: the detail names the child: %s",
+	    bt_error_detail());
+	if (write(to_child[1], "U", 1) != 1)
+		tap_bail("write");
+	ok(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0,
+	    "rados: the child unlocks and exits cleanly");
+	is_int(env_lock(env, path, &a), 0,
+	    "rados: the lock is free once its holder unlocked");
+	env_unlock(a);
+	close(to_parent[0]);
+	close(to_child[1]);
+	env_path_remove(env, path);
+	env_free(env);
+}
+#endif
+
+/*
+ * A file ends at the object size limit: a write at, truncate or
+ * reservation past it fails with -EFBIG before reaching the cluster,
+ * and an append that the OSD refuses says the same.
+ */
+static void
+test_rados_limit(struct env *env, const char *root)
+{
+	char path[PATH_SIZE];
+	const uint64_t max = (uint64_t)128 << 20;	/* Ceph's default */
+	struct env_file *f;
+	uint64_t size;
+
+	join(path, root, "big");
+	is_int(env_file_open(env, path, ENV_CREATE, &f), 0,
+	    "rados limit: create");
+	is_int(env_file_write_at(f, max - 1, "x", 1), 0,
+	    "rados limit: the last byte an object holds");
+	is_int(env_file_size(f, &size), 0, "rados limit: size");
+	is_int(size, max, "rados limit: the object is 128 MiB (sparse)");
+	is_int(env_file_write_at(f, max, "x", 1), -EFBIG,
+	    "rados limit: a write past it is EFBIG");
+	ok(detail_has("osd_max_object_size") && detail_has(path),
+	    "rados limit: the detail says why: %s", bt_error_detail());
+	is_int(env_file_append(f, "x", 1), -EFBIG,
+	    "rados limit: the OSD refuses an append past it: EFBIG");
+	ok(detail_has("osd_max_object_size"),
+	    "rados limit: told the same way: %s", bt_error_detail());
+	is_int(env_file_truncate(f, max + 1), -EFBIG,
+	    "rados limit: a truncate past it is EFBIG");
+	is_int(env_file_allocate(f, max - 10, 20), -EFBIG,
+	    "rados limit: a reservation past it is EFBIG");
+	is_int(env_file_allocate(f, 0, 4096), 0,
+	    "rados limit: a reservation inside it succeeds");
+	is_int(env_file_truncate(f, 0), 0, "rados limit: cut to nothing");
+	env_file_close(f);
+	is_int(env_path_remove(env, path), 0, "rados limit: clean up");
+}
+
+/*
+ * A rename of a file larger than one atomic copy (16 MiB) copies it in
+ * pieces: every byte arrives, over a file that was there, and the
+ * source is gone; an empty file renames too; a directory does not.
+ */
+static void
+test_rados_rename(struct env *env, const char *root)
+{
+	const size_t n = (20 << 20) + 12345;
+	char from[PATH_SIZE], to[PATH_SIZE], sub[PATH_SIZE];
+	struct env_file *f;
+	uint8_t *want, *got;
+	size_t read;
+	uint64_t size;
+
+	join(from, root, "tmp-big");
+	join(to, root, "big-renamed");
+	join(sub, root, "adir");
+	want = malloc(n);
+	got = malloc(n);
+	if (want == NULL || got == NULL)
+		tap_bail("out of memory");
+	for (size_t i = 0; i < n; i++)
+		want[i] = (uint8_t)(i * 31 + (i >> 12));
+	is_int(spew(env, to, "an older, shorter file", false), 0,
+	    "rados rename: a target to replace");
+	if (env_file_open(env, from, ENV_CREATE, &f) < 0 ||
+	    env_file_append(f, want, n) < 0 || env_file_close(f) < 0)
+		tap_bail("write a 20 MiB file");
+	is_int(env_path_rename(env, from, to), 0,
+	    "rados rename: a 20 MiB file over another");
+	ok(!env_path_exists(env, from), "rados rename: the source is gone");
+	is_int(env_path_size(env, to, &size), 0, "rados rename: size");
+	is_int(size, n, "rados rename: the target has the source's size");
+	memset(got, 0, n);
+	if (env_file_open(env, to, ENV_READ, &f) < 0)
+		tap_bail("open the renamed file");
+	ok(env_file_read_at(f, 0, got, n, &read) == 0 && read == n &&
+	    memcmp(got, want, n) == 0, "rados rename: every byte arrived");
+	env_file_close(f);
+	if (env_file_open(env, from, ENV_CREATE, &f) < 0)
+		tap_bail("create an empty file");
+	env_file_close(f);
+	is_int(env_path_rename(env, from, to), 0,
+	    "rados rename: an empty file over it");
+	ok(env_path_size(env, to, &size) == 0 && size == 0,
+	    "rados rename: the target is empty now");
+	is_int(env_dir_create(env, sub), 0, "rados rename: a directory");
+	is_int(env_path_rename(env, sub, from), -EISDIR,
+	    "rados rename: a directory is not renamed");
+	is_int(env_path_rename(env, to, sub), -EISDIR,
+	    "rados rename: nor a file onto one");
+	env_path_remove(env, sub);
+	env_path_remove(env, to);
+	free(want);
+	free(got);
+}
+
+/* Space is the cluster's, or unknown (no manager reports it). */
+static void
+test_rados_space(struct env *env, const char *root)
+{
+	uint64_t avail = 0, cap = 0;
+
+	is_int(env_path_available(env, root, &avail), 0,
+	    "rados space: available");
+	is_int(env_path_capacity(env, root, &cap), 0, "rados space: capacity");
+	ok(avail > 0 && cap > 0 && avail <= cap, "rados space: %" PRIu64
+	    " bytes of %" PRIu64 "%s", avail, cap, cap == UINT64_MAX ?
+	    " (unknown: the cluster has no manager)" : "");
+}
+
+static void
+test_rados(void)
+{
+	static const char *const posix_only[] = {
+		"mapped reads (objects are read by rados_read)",
+		"SIGBUS handling (nothing is mapped)",
+		"writes through a mapping of reserved space (nothing is "
+		    "reserved or mapped)",
+		"fault injection and power loss (the in-memory env's)",
+	};
+	char conf[RADOS_TEST_PATH], pool[RADOS_TEST_PATH];
+	char root[RADOS_TEST_PATH];
+	struct env *env;
+
+#ifdef HAVE_RADOS
+	if (rados_test_target(conf, pool)) {
+		/* Before this process first connects (its comment). */
+		snprintf(root, sizeof(root), "/test_env.lock.%ld",
+		    (long)getpid());
+		test_rados_lock_fork(conf, pool, root);
+	}
+#else
+	(void)conf;
+	(void)pool;
+#endif
+	if (!rados_test_env("test_env", &env, root))
+		return;
+	for (size_t i = 0; i < sizeof(posix_only) / sizeof(*posix_only); i++)
+		ok(1, "# SKIP rados: %s", posix_only[i]);
+	test_file_ops(env, root, "rados");
+	test_lock(env, root, "rados");
+	test_write_at(env, root, "rados");
+	test_writeback(env, root, "rados");
+	test_rados_limit(env, root);
+	test_rados_rename(env, root);
+	test_rados_space(env, root);
+	rados_test_clean(env, root);
+	ok(!env_path_exists(env, root), "rados: the test's objects are gone");
+	env_free(env);
+}
+
 static int
 remove_one(const char *path, const struct stat *st, int flag,
     struct FTW *ftw)
@@ -1478,5 +1705,6 @@ main(void)
 	test_fault_fail_after();
 	test_fault_write_at();
 	test_fault_flip_and_clock();
+	test_rados();
 	return tap_done();
 }

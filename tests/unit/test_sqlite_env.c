@@ -7,6 +7,10 @@
  * must be all there or not at all, also on sealed databases (page
  * checksums) and with power losses that keep unsynced sectors out of
  * order; a full disk as SQLITE_FULL.
+ * With TABLETFS_TEST_RADOS=CONF:POOL (tests/rados/test_env_rados.sh), WAL
+ * and rollback-journal databases, sealed, through the VFS over the RADOS
+ * env; the fault points are the in-memory env's own and are not run
+ * there.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -17,6 +21,7 @@
 
 #include <sqlite3.h>
 
+#include "rados_util.h"
 #include "tap.h"
 #include "catalog/format.h"
 #include "catalog/sqlite_env.h"
@@ -1165,6 +1170,84 @@ test_sealed_spill(const char *root)
 	env_free(env);
 }
 
+/*
+ * The round trips of test_posix on the RADOS env, sealed (the catalog's
+ * page checksums): a WAL database through the VFS, reopened through a
+ * second env (another client of the cluster, as another host would
+ * be), its WAL object gone after close, every page sound; a
+ * rollback-journal database whose commits delete their journal.
+ */
+static void
+test_rados(void)
+{
+	char root[RADOS_TEST_PATH], root2[RADOS_TEST_PATH];
+	char path[RADOS_TEST_PATH + 16], wal[RADOS_TEST_PATH + 32];
+	char journal[RADOS_TEST_PATH + 32], text[64];
+	struct sqlite_env *v, *w;
+	struct env *env, *env2;
+	uint64_t rnd = 3;
+	sqlite3 *db;
+	int tx, bad;
+
+	if (!rados_test_env("test_sqlite_env", &env, root))
+		return;
+	ok(1, "# SKIP rados: fault points and power loss (the in-memory "
+	    "env's)");
+	if (sqlite_env_register(env, &v) < 0)
+		tap_bail("sqlite_env_register");
+	snprintf(path, sizeof(path), "%s/cat.db", root);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	is_int(db_open_reserve(sqlite_env_name(v), path, true,
+	    CATALOG_PAGE_RESERVE, &db), SQLITE_OK,
+	    "rados: open a new sealed WAL database through the VFS");
+	for (tx = 0, bad = 0; tx < 10; tx++)
+		if (insert_tx(db, tx, ROWS, &rnd) != SQLITE_OK)
+			bad++;
+	is_int(bad, 0, "rados: ten transactions commit");
+	ok(env_path_exists(env, wal), "rados: the WAL is an object beside "
+	    "the db");
+	is_int(sqlite3_close(db), SQLITE_OK, "rados: close");
+	ok(!env_path_exists(env, wal),
+	    "rados: closing checkpoints and deletes the WAL");
+
+	if (!rados_test_env("test_sqlite_env.2", &env2, root2))
+		tap_bail("second RADOS env");
+	rados_test_clean(env2, root2);
+	if (sqlite_env_register(env2, &w) < 0)
+		tap_bail("sqlite_env_register");
+	is_int(db_open(sqlite_env_name(w), path, true, &db), SQLITE_OK,
+	    "rados: reopen through another client");
+	for (tx = 0, bad = 0; tx < 10; tx++)
+		if (tx_rows(db, tx) != ROWS)
+			bad++;
+	is_int(bad, 0, "rados: every transaction is there");
+	ok(integrity_ok(db), "rados: integrity_check is ok");
+	is_int(sqlite3_close(db), SQLITE_OK, "rados: close");
+	is_int(sqlite_env_check(w, path, NULL, NULL), 0,
+	    "rados: sqlite_env_check finds every page sound");
+	sqlite_env_unregister(w);
+	env_free(env2);
+
+	snprintf(path, sizeof(path), "%s/del.db", root);
+	snprintf(journal, sizeof(journal), "%s-journal", path);
+	is_int(db_open(sqlite_env_name(v), path, false, &db), SQLITE_OK,
+	    "rados: open a rollback-journal database through the VFS");
+	for (tx = 0, bad = 0; tx < 3; tx++)
+		if (insert_tx(db, tx, ROWS, &rnd) != SQLITE_OK)
+			bad++;
+	is_int(bad, 0, "rados: three transactions commit");
+	ok(!env_path_exists(env, journal),
+	    "rados: each commit deletes its journal");
+	ok(query_text(db, "SELECT count(*) FROM t", text, sizeof(text)) ==
+	    SQLITE_OK && atoi(text) == 3 * ROWS,
+	    "rados: all %d rows read back (%s)", 3 * ROWS, text);
+	is_int(sqlite3_close(db), SQLITE_OK, "rados: close");
+
+	sqlite_env_unregister(v);
+	rados_test_clean(env, root);
+	env_free(env);
+}
+
 static int
 remove_one(const char *path, const struct stat *st, int flag,
     struct FTW *ftw)
@@ -1198,6 +1281,7 @@ main(void)
 	test_random_faults(false, true, false, 30, seed ^ 0x7f4a7c15);
 	test_random_faults(true, true, true, 60, seed ^ 0x2545f491);
 	test_random_faults(false, true, true, 40, seed ^ 0x6c078965);
+	test_rados();
 	sqlite3_shutdown();
 	return tap_done();
 }
