@@ -194,6 +194,16 @@ cell_move_column(struct cell_client *c, const char *table,
 
 /* ---- Reading ---- */
 
+/* A regex or value bound of the read options, present when its data is
+ * (tabletfs.h), borrowed. */
+static void
+options_filter_to(protobuf_c_boolean *has, ProtobufCBinaryData *out,
+    struct bt_bytes in)
+{
+	*has = in.data != NULL;
+	*out = cell_bin(in);
+}
+
 /* Read options as a message; the columns are allocated (options_free). */
 static int
 options_to(Tabletfs__ReadOptions *o, const struct bt_read_options *ro)
@@ -226,6 +236,20 @@ options_to(Tabletfs__ReadOptions *o, const struct bt_read_options *ro)
 		o->has_max_ts = true;
 		o->max_ts = ro->max_ts;
 	}
+	options_filter_to(&o->has_row_regex, &o->row_regex, ro->row_regex);
+	options_filter_to(&o->has_family_regex, &o->family_regex,
+	    ro->family_regex);
+	options_filter_to(&o->has_qualifier_regex, &o->qualifier_regex,
+	    ro->qualifier_regex);
+	options_filter_to(&o->has_value_regex, &o->value_regex,
+	    ro->value_regex);
+	options_filter_to(&o->has_value_start, &o->value_start,
+	    ro->value_start);
+	options_filter_to(&o->has_value_end, &o->value_end, ro->value_end);
+	o->has_cells_per_row_offset = ro->cells_per_row_offset != 0;
+	o->cells_per_row_offset = ro->cells_per_row_offset;
+	o->has_cells_per_row_limit = ro->cells_per_row_limit != 0;
+	o->cells_per_row_limit = ro->cells_per_row_limit;
 	return 0;
 }
 
