@@ -576,16 +576,17 @@ cells_skip_row(struct iter *it, struct slice prefix, struct buf *target)
 	if (prefix.n < 2 || prefix.p[prefix.n - 1] != 0x01)
 		return bt_error_set(BT_ECORRUPT,
 		    "tablet: row prefix without its terminator");
+	/* prefix may be the iterator's key, which a step replaces. */
 	if ((rc = buf_set(target, prefix.p, prefix.n)) < 0)
 		return rc;
-	target->p[target->n - 1] = 0x02;
 	for (int i = 0; i < SKIP_STEPS; i++) {
 		if ((rc = iter_next(it)) < 0)
 			return rc;
 		if (!iter_valid(it) ||
-		    !slice_starts_with(iter_key(it), prefix))
+		    !slice_starts_with(iter_key(it), buf_slice(target)))
 			return 0;
 	}
+	target->p[target->n - 1] = 0x02;
 	return iter_seek(it, buf_slice(target));
 }
 
