@@ -635,10 +635,12 @@ bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
 	if (s->cell != NULL)
 		return cell_move_column(s->cell, table, row, src, dst,
 		    want_sync(wopts));
-	from = (struct cells_column){ slice_str(src->family),
-	    src->has_qualifier, bytes_slice(src->qualifier) };
-	to = (struct cells_column){ slice_str(dst->family),
-	    dst->has_qualifier, bytes_slice(dst->qualifier) };
+	from = (struct cells_column){ .family = slice_str(src->family),
+	    .has_qualifier = src->has_qualifier,
+	    .qualifier = bytes_slice(src->qualifier) };
+	to = (struct cells_column){ .family = slice_str(dst->family),
+	    .has_qualifier = dst->has_qualifier,
+	    .qualifier = bytes_slice(dst->qualifier) };
 	ON_ROW(s, table, row, rc, server_move_column(s->server, t, tablet,
 	    bytes_slice(row), &from, &to, want_sync(wopts)));
 	return rc;
@@ -654,6 +656,21 @@ filter_regex(struct bt_bytes pattern, const char *what, struct regex **re)
 	if (pattern.data == NULL)
 		return 0;
 	return regex_compile(bytes_slice(pattern), what, re);
+}
+
+/* The i-th column filter of ro: its columns, then its column_regexes. */
+static const struct bt_column *
+filter_column(const struct bt_read_options *ro, size_t i)
+{
+	size_t plain = ro->columns != NULL ? ro->column_count : 0;
+
+	return i < plain ? &ro->columns[i] : &ro->column_regexes[i - plain];
+}
+
+static bool
+filter_column_is_regex(const struct bt_read_options *ro, size_t i)
+{
+	return i >= (ro->columns != NULL ? ro->column_count : 0);
 }
 
 /* Copy b to p (advanced past it) as a slice. */
@@ -678,6 +695,8 @@ filter_release(struct cells_filter *f, struct cells_column *columns)
 	regex_free(f->value_regex);
 	f->row_regex = f->family_regex = NULL;
 	f->qualifier_regex = f->value_regex = NULL;
+	for (size_t i = 0; columns != NULL && i < f->column_count; i++)
+		regex_free(columns[i].qualifier_regex);
 	bt_free(columns);
 }
 
@@ -701,12 +720,16 @@ filter_from(const struct bt_read_options *ro, struct cells_filter *f,
 	*columns = NULL;
 	if (ro == NULL)
 		return 0;
-	if (ro->columns != NULL && ro->column_count > 0)
-		n = ro->column_count;
-	for (size_t i = 0; i < n; i++)
-		bytes += (ro->columns[i].family ?
-		    strlen(ro->columns[i].family) : 0) +
-		    ro->columns[i].qualifier.size;
+	if (ro->columns != NULL)
+		n += ro->column_count;
+	if (ro->column_regexes != NULL)
+		n += ro->column_regex_count;
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_column *col = filter_column(ro, i);
+
+		bytes += (col->family ? strlen(col->family) : 0) +
+		    col->qualifier.size;
+	}
 	f->has_value_start = ro->value_start.data != NULL &&
 	    ro->value_start.size > 0;
 	f->has_value_end = ro->value_end.data != NULL;
@@ -718,7 +741,7 @@ filter_from(const struct bt_read_options *ro, struct cells_filter *f,
 		*columns = c;
 		p = (uint8_t *)(c + n);
 		for (size_t i = 0; i < n; i++) {
-			const struct bt_column *col = &ro->columns[i];
+			const struct bt_column *col = filter_column(ro, i);
 			size_t fn = col->family ? strlen(col->family) : 0;
 
 			c[i].family = filter_copy(&p, (struct bt_bytes){
@@ -730,6 +753,12 @@ filter_from(const struct bt_read_options *ro, struct cells_filter *f,
 			f->columns = c;
 			f->column_count = n;
 		}
+		for (size_t i = 0; i < n; i++)
+			if (filter_column_is_regex(ro, i) &&
+			    c[i].has_qualifier &&
+			    (rc = regex_compile(c[i].qualifier,
+			    "column regex", &c[i].qualifier_regex)) < 0)
+				return rc;
 		if (f->has_value_start)
 			f->value_start = filter_copy(&p, ro->value_start);
 		if (f->has_value_end)

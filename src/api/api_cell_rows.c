@@ -209,24 +209,31 @@ static int
 options_to(Tabletfs__ReadOptions *o, const struct bt_read_options *ro)
 {
 	Tabletfs__Column *cols, **colp;
+	size_t nc, nr;
 
 	tabletfs__read_options__init(o);
 	if (ro == NULL)
 		return 0;
-	if (ro->columns != NULL && ro->column_count > 0) {
-		cols = bt_calloc(ro->column_count, sizeof(*cols));
-		colp = bt_calloc(ro->column_count, sizeof(*colp));
+	nc = ro->columns != NULL ? ro->column_count : 0;
+	nr = ro->column_regexes != NULL ? ro->column_regex_count : 0;
+	if (nc + nr > 0) {
+		/* One array for both lists; options_free() frees it. */
+		cols = bt_calloc(nc + nr, sizeof(*cols));
+		colp = bt_calloc(nc + nr, sizeof(*colp));
 		if (cols == NULL || colp == NULL) {
 			bt_free(cols);
 			bt_free(colp);
 			return -ENOMEM;
 		}
-		for (size_t i = 0; i < ro->column_count; i++) {
-			column_to(&cols[i], &ro->columns[i]);
+		for (size_t i = 0; i < nc + nr; i++) {
+			column_to(&cols[i], i < nc ? &ro->columns[i] :
+			    &ro->column_regexes[i - nc]);
 			colp[i] = &cols[i];
 		}
-		o->n_columns = ro->column_count;
+		o->n_columns = nc;
 		o->columns = colp;
+		o->n_column_regexes = nr;
+		o->column_regexes = colp + nc;
 	}
 	o->has_cells_per_column = o->has_min_ts = o->has_keys_only = true;
 	o->cells_per_column = ro->cells_per_column;
@@ -256,9 +263,10 @@ options_to(Tabletfs__ReadOptions *o, const struct bt_read_options *ro)
 static void
 options_free(Tabletfs__ReadOptions *o)
 {
-	if (o->n_columns > 0) {
-		bt_free(o->columns[0]);
-		bt_free(o->columns);
+	if (o->n_columns + o->n_column_regexes > 0) {
+		bt_free(o->n_columns > 0 ? o->columns[0] :
+		    o->column_regexes[0]);
+		bt_free(o->n_columns > 0 ? o->columns : o->column_regexes);
 	}
 }
 

@@ -351,6 +351,14 @@ struct bt_read_options {
 					   value < end (bytewise) */
 	uint32_t cells_per_row_offset;	/* skip a row's first N cells */
 	uint32_t cells_per_row_limit;	/* then return at most N; 0: all */
+	/*
+	 * More column filters, cbt's columns=F:REGEX: each the family of
+	 * its entry and, when has_qualifier, the qualifiers that the regex
+	 * in .qualifier matches whole.  A cell is selected when an entry of
+	 * columns or of column_regexes selects it (both NULL: every column).
+	 */
+	const struct bt_column *column_regexes;
+	size_t column_regex_count;
 };
 
 struct bt_cell {

@@ -112,20 +112,32 @@ cells_row_take_bytes(struct cells_row *r)
 	return p;
 }
 
-static bool
+/* Whether f's columns select (family, qualifier): 1, 0, or a regex's
+ * error. */
+static int
 filter_selects(const struct cells_filter *f, struct slice family,
     struct slice qualifier)
 {
+	int rc;
+
 	if (f->columns == NULL)
-		return true;
+		return 1;
 	for (size_t i = 0; i < f->column_count; i++) {
 		const struct cells_column *c = &f->columns[i];
 
-		if (slice_equal(c->family, family) &&
-		    (!c->has_qualifier || slice_equal(c->qualifier, qualifier)))
-			return true;
+		if (!slice_equal(c->family, family))
+			continue;
+		if (!c->has_qualifier)
+			return 1;
+		if (c->qualifier_regex == NULL) {
+			if (slice_equal(c->qualifier, qualifier))
+				return 1;
+		} else if ((rc = regex_match(c->qualifier_regex,
+		    qualifier)) != 0) {
+			return rc;
+		}
 	}
-	return false;
+	return 0;
 }
 
 /*
@@ -143,6 +155,7 @@ filter_passed(const struct cells_filter *f, struct slice family,
 		int fc = slice_compare(family, c->family);
 
 		if (fc < 0 || (fc == 0 && (!c->has_qualifier ||
+		    c->qualifier_regex != NULL ||
 		    slice_compare(qualifier, c->qualifier) < 0)))
 			return false;
 	}
@@ -229,8 +242,13 @@ enter_column(struct cells_row *r, struct resolver *st,
 	st->spans_shared = false;
 	st->column_over = false;
 	st->too_new = 0;
-	st->column_selected = st->family_known &&
-	    filter_selects(f, buf_slice(&r->cur_family), qualifier);
+	st->column_selected = st->family_known;
+	if (st->column_selected) {
+		if ((rc = filter_selects(f, buf_slice(&r->cur_family),
+		    qualifier)) < 0)
+			return rc;
+		st->column_selected = rc == 1;
+	}
 	if (st->column_selected && f->family_regex != NULL) {
 		if (!st->family_checked) {
 			if ((rc = regex_match(f->family_regex,

@@ -73,6 +73,7 @@ struct cells_column {
 	struct slice family;
 	bool has_qualifier;
 	struct slice qualifier;
+	struct regex *qualifier_regex;	/* or NULL: qualifier is a name */
 };
 
 struct cells_filter {

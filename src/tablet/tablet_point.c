@@ -467,6 +467,7 @@ point_stop_init(struct point_stop *ps, struct point_read *pr,
 	if (f->cells_per_column != 1 || f->column_count != 1 ||
 	    cells_filter_skips_versions(f) ||
 	    !f->columns[0].has_qualifier ||
+	    f->columns[0].qualifier_regex != NULL ||
 	    (fam = tablet_schema_family(v->schema,
 	    f->columns[0].family)) == NULL)
 		return NULL;

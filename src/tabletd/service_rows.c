@@ -266,18 +266,26 @@ service_read_options(const Tabletfs__ReadOptions *in,
 	*columns = NULL;
 	if (in == NULL)
 		return 0;
-	if (in->n_columns > 0) {
-		if ((cols = bt_calloc(in->n_columns, sizeof(*cols))) == NULL)
+	if (in->n_columns + in->n_column_regexes > 0) {
+		size_t nc = in->n_columns;
+
+		if ((cols = bt_calloc(nc + in->n_column_regexes,
+		    sizeof(*cols))) == NULL)
 			return -ENOMEM;
-		for (size_t i = 0; i < in->n_columns; i++) {
-			if ((rc = column_from(in->columns[i],
+		for (size_t i = 0; i < nc + in->n_column_regexes; i++) {
+			if ((rc = column_from(i < nc ? in->columns[i] :
+			    in->column_regexes[i - nc],
 			    "ReadOptions column", &cols[i])) < 0) {
 				bt_free(cols);
 				return rc;
 			}
 		}
+		if (in->n_column_regexes > 0) {
+			out->column_regexes = cols + nc;
+			out->column_regex_count = in->n_column_regexes;
+		}
 	}
-	out->columns = cols;
+	out->columns = in->n_columns > 0 ? cols : NULL;
 	out->column_count = in->n_columns;
 	out->cells_per_column = in->has_cells_per_column ?
 	    in->cells_per_column : 0;

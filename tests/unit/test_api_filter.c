@@ -84,6 +84,39 @@ test_paper_example(void)
 	is_text(scan_keys(t.s, "web", &so), "[com.example]\n[org.cnn]\n",
 	    "an alternation at the top is anchored as a whole");
 
+	/* cbt's columns=anchor:.*\.cnn\.com,contents as column lists */
+	struct bt_column anchors = { .family = "anchor", .has_qualifier = true,
+		.qualifier = pat(".*\\.cnn\\.com") };
+	struct bt_column contents = { .family = "contents" };
+	so.read = (struct bt_read_options){ .column_regexes = &anchors,
+	    .column_regex_count = 1, .columns = &contents, .column_count = 1,
+	    .cells_per_column = 1 };
+	is_text(scan_text(t.s, "web", &so),
+	    "[com.cnn.www]\n"
+	    "anchor:www.cnn.com@7=Top\n"
+	    "contents:@6=<html>6\n"
+	    "[com.cnn.www/sports]\n"
+	    "anchor:sport.cnn.com@4=Sports\n"
+	    "[com.example]\n"
+	    "anchor:a.cnn.com@4=x\n"
+	    "contents:@4=ex\n"
+	    "[xcom.cnn.www]\n"
+	    "anchor:b.cnn.com@4=y\n",
+	    "a column regex list and a column list select their union");
+	so.read = (struct bt_read_options){ .column_regexes = &anchors,
+	    .column_regex_count = 1 };
+	is_text(read_text_str(t.s, "web", "com.cnn.www", &so.read),
+	    "anchor:www.cnn.com@7=Top\n", "a column regex in a point read");
+	anchors.qualifier = pat("cnnsi\\.com|my\\..*");
+	is_text(read_text_str(t.s, "web", "com.cnn.www", &so.read),
+	    "anchor:cnnsi.com@9=CNN\nanchor:my.look.ca@8=CNN.com\n",
+	    "an alternation in a column regex");
+	anchors.qualifier = pat("(");
+	is_text(read_text_str(t.s, "web", "com.cnn.www", &so.read),
+	    "ERROR(-22 Invalid argument)", "a bad column regex is -EINVAL");
+	ok(strstr(bt_error_detail(), "column regex") != NULL,
+	    "naming the column regex: %s", bt_error_detail());
+
 	struct bt_read_options ro = { .family_regex = pat("con.*|lang.*") };
 	is_text(read_text_str(t.s, "web", "com.cnn.www", &ro),
 	    "contents:@6=<html>6\ncontents:@5=<html>5\n"
