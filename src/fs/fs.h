@@ -49,6 +49,8 @@ enum node_kind {
 	NODE_INCREMENT,		/* COLUMN/increment */
 	NODE_TABLETS,		/* TABLE/.tablets */
 	NODE_TEMP,		/* COLUMN/NAME: a temporary file (fs_temp.c) */
+	NODE_RANGE,		/* COLUMN/@T1..T2: versions in [T1, T2) */
+	NODE_RANGE_VERSION,	/* COLUMN/@T1..T2/TS: one of them */
 };
 
 /* A place in the namespace; fields past the kind's depth are unused. */
@@ -58,8 +60,11 @@ struct coord {
 	struct bt_bytes row;
 	const char *family;
 	struct bt_bytes qualifier;
-	int64_t ts;		/* VERSION: its time; ASOF: the bound */
+	int64_t ts;		/* VERSION, RANGE_VERSION: its time; ASOF:
+				   the bound */
 	const char *name;	/* TEMP: its name */
+	int64_t range_start;	/* RANGE, RANGE_VERSION: [start, end) */
+	int64_t range_end;
 };
 
 struct node {
@@ -128,6 +133,7 @@ struct fs {
 	struct node **by_key;
 	size_t buckets;
 	size_t count;
+	size_t ranges;		/* nodes of kind NODE_RANGE among them */
 	struct buf peek_key;		/* node_peek's key, under lock */
 	fuse_ino_t next_ino;
 	struct node *root;

@@ -154,14 +154,21 @@ fs_dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
 	}
 
 	fs_column_filter(&dir->c, &col, &ro);
-	if (dir->c.kind != NODE_COLUMN)
+	if (dir->c.kind != NODE_COLUMN && dir->c.kind != NODE_RANGE)
 		ro.cells_per_column = 1;
+	if (dir->c.kind == NODE_RANGE) {
+		/* [start, end) as bt_read_options spells it */
+		ro.min_ts = dir->c.range_start;
+		ro.has_max_ts = true;
+		ro.max_ts = dir->c.range_end - 1;
+	}
 	rc = bt_read_row(fs->store, dir->c.table, dir->c.row, &ro, &row);
 	if (rc == BT_NOTFOUND)
 		rc = 0;
 	if (rc < 0)
 		goto out;
-	if ((rc = pending_children(fs, &dir->c, &pnames, &pcount)) < 0)
+	if (dir->c.kind != NODE_RANGE &&
+	    (rc = pending_children(fs, &dir->c, &pnames, &pcount)) < 0)
 		goto out;
 	for (size_t i = 0; row != NULL && i < row->cell_count && rc == 0;
 	    i++) {
@@ -183,6 +190,7 @@ fs_dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
 			snprintf(ts, sizeof(ts), "%lld",
 			    (long long)cell->ts);
 			if ((rc = dent_add(&ents, &count, &cap, ts,
+			    dir->c.kind == NODE_RANGE ? NODE_RANGE_VERSION :
 			    NODE_VERSION, NULL, 0)) == 0) {
 				ents[count - 1].ts = cell->ts;
 				ents[count - 1].size = cell->value_size;
