@@ -51,6 +51,8 @@ enum node_kind {
 	NODE_TEMP,		/* COLUMN/NAME: a temporary file (fs_temp.c) */
 	NODE_RANGE,		/* COLUMN/@T1..T2: versions in [T1, T2) */
 	NODE_RANGE_VERSION,	/* COLUMN/@T1..T2/TS: one of them */
+	NODE_QUERY,		/* TABLE/.filter[/@KEY=VALUE...] (fs_query.h) */
+	NODE_QUERY_ROW,		/* QUERY/ROW: the row's selected cells */
 };
 
 /* A place in the namespace; fields past the kind's depth are unused. */
@@ -65,6 +67,8 @@ struct coord {
 	const char *name;	/* TEMP: its name */
 	int64_t range_start;	/* RANGE, RANGE_VERSION: [start, end) */
 	int64_t range_end;
+	const char *query;	/* QUERY, QUERY_ROW: the components under
+				   .filter joined by '/' ("" for none) */
 };
 
 struct node {
@@ -379,6 +383,13 @@ int fs_status_text(struct fs *fs, struct buf *out);
 int fs_tablets_text(struct fs *fs, const char *table, struct buf *out);
 /* The content of control file c (.status, .schema or .tablets). */
 int fs_control_text(struct fs *fs, const struct coord *c, struct buf *out);
+/*
+ * The row of query row c with its query's filters (fs_query.h): 0 with its
+ * cells as tabletctl's lookup prints them in *out (when not NULL), -ENOENT
+ * when it has none, or an error (-EINVAL for a regex that does not
+ * compile, -ERANGE for one over its limits).
+ */
+int fs_query_row_read(struct fs *fs, const struct coord *c, struct buf *out);
 
 /* fs_file.c: open files, their reads, writes and commits. */
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

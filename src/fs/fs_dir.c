@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "fs/fs.h"
+#include "fs/fs_query.h"
 #include "tablet/gc_policy.h"
 #include "util/alloc.h"
 #include "util/names.h"
@@ -51,6 +52,44 @@ range_parse(const char *s, int64_t *start, int64_t *end)
 }
 
 /*
+ * A name in query directory parent: a filter component (a query
+ * directory that adds it; its path goes to scratch) or a row.
+ */
+static int
+query_child(struct fs *fs, const struct node *parent, const char *name,
+    struct coord *c, struct buf *scratch)
+{
+	struct coord table = { .kind = NODE_TABLE,
+	    .table = parent->c.table };
+	struct fs_query q;
+	int rc;
+
+	if (fs_query_is_component(name)) {
+		buf_clear(scratch);
+		if ((parent->c.query[0] != '\0' &&
+		    ((rc = buf_append(scratch, parent->c.query,
+		    strlen(parent->c.query))) < 0 ||
+		    (rc = buf_append(scratch, "/", 1)) < 0)) ||
+		    (rc = buf_append(scratch, name, strlen(name) + 1)) < 0)
+			return rc;
+		rc = fs_query_parse((const char *)scratch->p, &q);
+		fs_query_release(&q);
+		if (rc < 0)
+			return rc == -ENOMEM ? rc : -ENOENT;
+		c->kind = NODE_QUERY;
+		c->query = (const char *)scratch->p;
+		return 0;
+	}
+	if ((rc = fs_name_decode(fs, &table, name, scratch)) < 0 ||
+	    scratch->n == 0)
+		return rc < 0 && rc != -EINVAL && rc != -ENOENT ? rc : -ENOENT;
+	c->kind = NODE_QUERY_ROW;
+	c->row.data = scratch->p;
+	c->row.size = scratch->n;
+	return 0;
+}
+
+/*
  * The coordinate of name inside parent.  Bytes decoded from the name go
  * to scratch, which c then borrows; a row or column may be named by its
  * short form (fs_name_decode()).  -ENOENT for a name that cannot exist,
@@ -81,6 +120,13 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 		if (strcmp(name, ".schema") == 0 ||
 		    strcmp(name, ".tablets") == 0) {
 			c->kind = name[1] == 's' ? NODE_SCHEMA : NODE_TABLETS;
+			return 0;
+		}
+		if (strcmp(name, ".filter") == 0) {
+			if (creating)
+				return -EROFS;
+			c->kind = NODE_QUERY;
+			c->query = "";
 			return 0;
 		}
 		if ((rc = fs_name_decode(fs, &parent->c, name, scratch)) < 0 ||
@@ -126,6 +172,10 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 			c->name = name;
 		}
 		return 0;
+	case NODE_QUERY:
+		if (creating)
+			return -EROFS;
+		return query_child(fs, parent, name, c, scratch);
 	case NODE_RANGE:
 		if (creating)
 			return -EROFS;
@@ -403,6 +453,13 @@ fs_exists(struct fs *fs, struct node *n)
 	case NODE_FAMILY:
 	case NODE_COLUMN:
 		return dir_exists(fs, &n->c);
+	case NODE_QUERY:
+		if ((rc = bt_table_describe(fs->store, n->c.table,
+		    &text)) == 0)
+			free(text);
+		return rc;
+	case NODE_QUERY_ROW:
+		return fs_query_row_read(fs, &n->c, NULL);
 	case NODE_RANGE:
 		/* A range of a column that exists, empty or not. */
 		return dir_exists(fs, &(struct coord){ .kind = NODE_COLUMN,
@@ -502,6 +559,13 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 			st->st_mtim = st->st_atim = st->st_ctim = ta.mtime;
 		}
 		return rc;
+	case NODE_QUERY_ROW:
+		buf_init(&text);
+		if ((rc = fs_control_text(fs, &n->c, &text)) == 0)
+			fs_stat_file(fs, n->ino, 0444, text.n, started, st);
+		buf_release(&text);
+		return rc;
+	case NODE_QUERY:
 	case NODE_RANGE:
 		if ((rc = fs_exists(fs, n)) < 0)
 			return rc;
@@ -572,7 +636,8 @@ fs_stat_checks_exists(enum node_kind kind)
 	return kind == NODE_VERSION || kind == NODE_LATEST ||
 	    kind == NODE_ASOF || kind == NODE_TEMP || kind == NODE_ROW ||
 	    kind == NODE_FAMILY || kind == NODE_COLUMN ||
-	    kind == NODE_RANGE || kind == NODE_RANGE_VERSION;
+	    kind == NODE_RANGE || kind == NODE_RANGE_VERSION ||
+	    kind == NODE_QUERY || kind == NODE_QUERY_ROW;
 }
 
 void
@@ -708,7 +773,7 @@ fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = -EPERM;
 		goto out;
 	}
-	if (c.kind == NODE_RANGE) {
+	if (c.kind == NODE_RANGE || c.kind == NODE_QUERY) {
 		rc = -EROFS;	/* a view, not a directory of its own */
 		goto out;
 	}
@@ -756,7 +821,8 @@ fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
 	bool moved;
 	int rc;
 
-	if (src->kind == NODE_RANGE || dst->kind == NODE_RANGE)
+	if (src->kind == NODE_RANGE || dst->kind == NODE_RANGE ||
+	    src->kind == NODE_QUERY || dst->kind == NODE_QUERY)
 		return -EROFS;
 	if (src->kind != dst->kind || !coord_is_dir(src->kind) ||
 	    !coord_same_upto(src, dst, NODE_ROW))

@@ -57,7 +57,8 @@ bool
 coord_is_dir(enum node_kind kind)
 {
 	return kind == NODE_ROOT || kind == NODE_TABLE || kind == NODE_ROW ||
-	    kind == NODE_FAMILY || kind == NODE_COLUMN || kind == NODE_RANGE;
+	    kind == NODE_FAMILY || kind == NODE_COLUMN || kind == NODE_RANGE ||
+	    kind == NODE_QUERY;
 }
 
 /* How many coordinates a kind uses: 0 none, 1 table, ... 5 timestamp. */
@@ -71,8 +72,10 @@ coord_depth(enum node_kind kind)
 	case NODE_TABLE:
 	case NODE_SCHEMA:
 	case NODE_TABLETS:
+	case NODE_QUERY:
 		return 1;
 	case NODE_ROW:
+	case NODE_QUERY_ROW:
 		return 2;
 	case NODE_FAMILY:
 		return 3;
@@ -114,6 +117,8 @@ coord_key(const struct coord *c, struct buf *key)
 	size_t tlen = depth >= 1 ? strlen(c->table) : 0;
 	size_t flen = depth >= 3 ? strlen(c->family) : 0;
 	size_t nlen = c->kind == NODE_TEMP ? strlen(c->name) : 0;
+	bool query = c->kind == NODE_QUERY || c->kind == NODE_QUERY_ROW;
+	size_t qlen = query ? strlen(c->query) : 0;
 	bool range = c->kind == NODE_RANGE || c->kind == NODE_RANGE_VERSION;
 	size_t n = 1;
 	uint8_t *q;
@@ -132,6 +137,8 @@ coord_key(const struct coord *c, struct buf *key)
 		    sizeof(c->ts);
 	if (range)
 		n += sizeof(c->range_start) + sizeof(c->range_end);
+	if (query)
+		n += sizeof(uint32_t) + qlen;
 	buf_clear(key);
 	if ((rc = buf_reserve(key, n)) < 0)
 		return rc;
@@ -157,6 +164,8 @@ coord_key(const struct coord *c, struct buf *key)
 		memcpy(q, &c->range_end, sizeof(c->range_end));
 		q += sizeof(c->range_end);
 	}
+	if (query)
+		q = key_field(q, c->query, qlen);
 	key->n = (size_t)(q - key->p);
 	return 0;
 }
@@ -169,6 +178,7 @@ coord_release(struct coord *c)
 	bt_free((void *)c->family);
 	bt_free((void *)c->qualifier.data);
 	bt_free((void *)c->name);
+	bt_free((void *)c->query);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -206,6 +216,9 @@ coord_copy(struct coord *dst, const struct coord *src)
 	}
 	if (src->kind == NODE_TEMP && (dst->name = bt_strdup(src->name)) ==
 	    NULL)
+		goto fail;
+	if ((src->kind == NODE_QUERY || src->kind == NODE_QUERY_ROW) &&
+	    (dst->query = bt_strdup(src->query)) == NULL)
 		goto fail;
 	return 0;
 fail:

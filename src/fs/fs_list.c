@@ -645,6 +645,10 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			c.qualifier.size = d->raw.n;
 			dir_stat(fs, d->ts, &st);
 			break;
+		case NODE_QUERY_ROW:
+			c.row.data = d->raw.p;
+			c.row.size = d->raw.n;
+			break;
 		case NODE_VERSION:
 		case NODE_RANGE_VERSION:
 			c.ts = d->ts;
