@@ -112,6 +112,11 @@ regex_match(struct regex *re, struct slice subject)
 
 	rc = pcre2_match(re->code, subject.n > 0 ? subject.p : empty,
 	    subject.n, 0, 0, re->md, re->mcx);
+	/* The JIT's stack is small and fixed; the interpreter's frames are
+	 * on the heap, bounded by the limits. */
+	if (rc == PCRE2_ERROR_JIT_STACKLIMIT && re->jit)
+		rc = pcre2_match(re->code, subject.n > 0 ? subject.p : empty,
+		    subject.n, 0, PCRE2_NO_JIT, re->md, re->mcx);
 	if (rc >= 0)
 		return 1;
 	switch (rc) {

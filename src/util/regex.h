@@ -9,11 +9,13 @@
  * it too).  A pattern is compiled once (with PCRE2's JIT where the
  * platform has it) and matched as often as its user likes.
  *
- * Limits: every match runs under REGEX_MATCH_LIMIT (backtracking steps)
- * and REGEX_DEPTH_LIMIT (nested backtracking, in KiB of PCRE2's heap
- * frames), so a pathological pattern such as `(a*)*b` on a long subject
- * ends with an error instead of a hang.  That error is -ERANGE, its
- * detail naming the limit that was hit.
+ * Limits: every match runs under REGEX_MATCH_LIMIT (backtracking steps),
+ * REGEX_DEPTH_LIMIT (how deep backtracking nests) and a heap limit, so
+ * that a pathological pattern such as `(x+x+)+y` on a long subject ends
+ * with an error instead of a hang.  That error is -ERANGE, its detail
+ * naming the limit that was hit.  A match that outgrows the JIT's stack
+ * (`(a|b)*` on a long value) runs again in the interpreter, under the
+ * same limits.
  *
  * Threads: a compiled regex keeps its match state, so one regex is used
  * by one thread at a time (each read or scan compiles its own).
@@ -27,7 +29,7 @@
 #include "util/slice.h"
 
 #define REGEX_MATCH_LIMIT	1000000u
-#define REGEX_DEPTH_LIMIT	4096u	/* KiB */
+#define REGEX_DEPTH_LIMIT	1000000u
 
 struct regex;
 

@@ -4,10 +4,12 @@
  * alternations anchored as a whole), subjects are bytes (0x00 and 0xff in
  * patterns and subjects, no UTF-8 check, '.' short of "\n" but `\C` not),
  * a bad pattern is -EINVAL with PCRE2's message, a pathological one
- * -ERANGE naming the match limit, quickly; and the literal prefix that
+ * -ERANGE naming the match limit, quickly, a deep but sane one matches
+ * (past the JIT's stack); and the literal prefix that
  * narrows a scan is never longer than what every match starts with.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -105,6 +107,16 @@ test_errors(void)
 	ok(strstr(bt_error_detail(), "match limit") != NULL,
 	    "its detail names the match limit: %s", bt_error_detail());
 	ok(secs < 10, "and ends in %.3f s, not a hang", secs);
+
+	/* Deep but sane: past the JIT's stack, within the limits. */
+	char *deep = malloc(200000);
+
+	if (deep == NULL)
+		tap_bail("malloc");
+	memset(deep, 'a', 200000);
+	is_int(match_n("(a|b)*", 6, deep, 200000), 1,
+	    "(a|b)* matches 200000 bytes (the interpreter after the JIT)");
+	free(deep);
 }
 
 /* The literal prefix of pattern, rendered printable. */
