@@ -700,6 +700,13 @@ walk_row(struct iter *it, uint64_t snapshot,
 				break;
 			}
 		}
+		/* A row with its limit of cells is over. */
+		if (st->row_full) {
+			if (!st->point && (rc = row_skip_rest(it, r,
+			    plain)) < 0)
+				return rc;
+			break;
+		}
 		/*
 		 * The column is over.  Most columns end here anyway (one
 		 * version each, as a scan of newest cells meets them), so the
@@ -708,13 +715,6 @@ walk_row(struct iter *it, uint64_t snapshot,
 		 * stepped over, the qualifier buffer serving as scratch until
 		 * enter_column() sets it again for the next column.
 		 */
-		/* A row with its limit of cells is over. */
-		if (st->row_full) {
-			if (!st->point && (rc = row_skip_rest(it, r,
-			    plain)) < 0)
-				return rc;
-			break;
-		}
 		/* A point read is over once no later column is selected. */
 		if (column_done && st->point && filter_passed(filter,
 		    buf_slice(&r->cur_family), buf_slice(&r->cur_qualifier)))
