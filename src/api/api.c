@@ -17,6 +17,7 @@
 #include "server/server.h"
 #include "util/alloc.h"
 #include "util/error.h"
+#include "util/regex.h"
 #include "util/units.h"
 
 /* Calls on one row that meet a stale location, at most, before the store
@@ -43,6 +44,8 @@ struct bt_scan {
 	struct cells_column *columns;
 	struct cells_filter filter;
 	struct buf end;		/* computed end for prefix scans */
+	struct buf regex_prefix;	/* the row regex's literal prefix */
+	struct buf regex_end;		/* and the end of its rows */
 	uint64_t limit;
 	uint64_t returned;
 	bool lend_values;	/* bt_scan_options.lend_values */
@@ -632,10 +635,12 @@ bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
 	if (s->cell != NULL)
 		return cell_move_column(s->cell, table, row, src, dst,
 		    want_sync(wopts));
-	from = (struct cells_column){ slice_str(src->family),
-	    src->has_qualifier, bytes_slice(src->qualifier) };
-	to = (struct cells_column){ slice_str(dst->family),
-	    dst->has_qualifier, bytes_slice(dst->qualifier) };
+	from = (struct cells_column){ .family = slice_str(src->family),
+	    .has_qualifier = src->has_qualifier,
+	    .qualifier = bytes_slice(src->qualifier) };
+	to = (struct cells_column){ .family = slice_str(dst->family),
+	    .has_qualifier = dst->has_qualifier,
+	    .qualifier = bytes_slice(dst->qualifier) };
 	ON_ROW(s, table, row, rc, server_move_column(s->server, t, tablet,
 	    bytes_slice(row), &from, &to, want_sync(wopts)));
 	return rc;
@@ -643,55 +648,138 @@ bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
 
 /* ---- Reading ---- */
 
+/* Compile one regex of the read options into *re (NULL when unset). */
+static int
+filter_regex(struct bt_bytes pattern, const char *what, struct regex **re)
+{
+	*re = NULL;
+	if (pattern.data == NULL)
+		return 0;
+	return regex_compile(bytes_slice(pattern), what, re);
+}
+
+/* The i-th column filter of ro: its columns, then its column_regexes. */
+static const struct bt_column *
+filter_column(const struct bt_read_options *ro, size_t i)
+{
+	size_t plain = ro->columns != NULL ? ro->column_count : 0;
+
+	return i < plain ? &ro->columns[i] : &ro->column_regexes[i - plain];
+}
+
+static bool
+filter_column_is_regex(const struct bt_read_options *ro, size_t i)
+{
+	return i >= (ro->columns != NULL ? ro->column_count : 0);
+}
+
+/* Copy b to p (advanced past it) as a slice. */
+static struct slice
+filter_copy(uint8_t **p, struct bt_bytes b)
+{
+	struct slice out = slice_make(*p, b.size);
+
+	if (b.size > 0)
+		memcpy(*p, b.data, b.size);
+	*p += b.size;
+	return out;
+}
+
+/* Free what filter_from() made: the regexes and *columns. */
+static void
+filter_release(struct cells_filter *f, struct cells_column *columns)
+{
+	regex_free(f->row_regex);
+	regex_free(f->family_regex);
+	regex_free(f->qualifier_regex);
+	regex_free(f->value_regex);
+	f->row_regex = f->family_regex = NULL;
+	f->qualifier_regex = f->value_regex = NULL;
+	for (size_t i = 0; columns != NULL && i < f->column_count; i++)
+		regex_free(columns[i].qualifier_regex);
+	bt_free(columns);
+}
+
 /*
- * Convert read options; *columns is allocated when there are filters,
- * with a copy of their names after the array (a scan keeps them past
- * the call that opened it, and the caller's bytes need not live on).
+ * Convert read options; *columns is allocated when there are column
+ * filters or value bounds, with a copy of their bytes after the array (a
+ * scan keeps them past the call that opened it, and the caller's bytes
+ * need not live on), and the regexes are compiled, once for the whole
+ * read or scan.  Release with filter_release(), also after a failure.
  */
 static int
 filter_from(const struct bt_read_options *ro, struct cells_filter *f,
     struct cells_column **columns)
 {
+	size_t n = 0, bytes = 0;
+	struct cells_column *c;
+	uint8_t *p;
+	int rc;
+
 	memset(f, 0, sizeof(*f));
 	*columns = NULL;
 	if (ro == NULL)
 		return 0;
-	if (ro->columns != NULL && ro->column_count > 0) {
-		size_t n = ro->column_count, bytes = 0;
-		struct cells_column *c;
-		uint8_t *p;
+	if (ro->columns != NULL)
+		n += ro->column_count;
+	if (ro->column_regexes != NULL)
+		n += ro->column_regex_count;
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_column *col = filter_column(ro, i);
 
-		for (size_t i = 0; i < n; i++)
-			bytes += (ro->columns[i].family ?
-			    strlen(ro->columns[i].family) : 0) +
-			    ro->columns[i].qualifier.size;
+		bytes += (col->family ? strlen(col->family) : 0) +
+		    col->qualifier.size;
+	}
+	f->has_value_start = ro->value_start.data != NULL &&
+	    ro->value_start.size > 0;
+	f->has_value_end = ro->value_end.data != NULL;
+	bytes += (f->has_value_start ? ro->value_start.size : 0) +
+	    (f->has_value_end ? ro->value_end.size : 0);
+	if (n > 0 || bytes > 0) {
 		if ((c = bt_calloc(1, n * sizeof(*c) + bytes + 1)) == NULL)
 			return -ENOMEM;
+		*columns = c;
 		p = (uint8_t *)(c + n);
 		for (size_t i = 0; i < n; i++) {
-			const struct bt_column *col = &ro->columns[i];
+			const struct bt_column *col = filter_column(ro, i);
 			size_t fn = col->family ? strlen(col->family) : 0;
 
-			if (fn > 0)
-				memcpy(p, col->family, fn);
-			c[i].family = slice_make(p, fn);
-			p += fn;
-			if (col->qualifier.size > 0)
-				memcpy(p, col->qualifier.data,
-				    col->qualifier.size);
+			c[i].family = filter_copy(&p, (struct bt_bytes){
+			    col->family, fn });
 			c[i].has_qualifier = col->has_qualifier;
-			c[i].qualifier = slice_make(p, col->qualifier.size);
-			p += col->qualifier.size;
+			c[i].qualifier = filter_copy(&p, col->qualifier);
 		}
-		f->columns = c;
-		f->column_count = ro->column_count;
-		*columns = c;
+		if (n > 0) {
+			f->columns = c;
+			f->column_count = n;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (filter_column_is_regex(ro, i) &&
+			    c[i].has_qualifier &&
+			    (rc = regex_compile(c[i].qualifier,
+			    "column regex", &c[i].qualifier_regex)) < 0)
+				return rc;
+		if (f->has_value_start)
+			f->value_start = filter_copy(&p, ro->value_start);
+		if (f->has_value_end)
+			f->value_end = filter_copy(&p, ro->value_end);
 	}
 	f->cells_per_column = ro->cells_per_column;
 	f->min_ts = ro->min_ts;
 	f->has_max_ts = ro->has_max_ts;
 	f->max_ts = ro->max_ts;
 	f->keys_only = ro->keys_only;
+	f->cells_per_row_offset = ro->cells_per_row_offset;
+	f->cells_per_row_limit = ro->cells_per_row_limit;
+	if ((rc = filter_regex(ro->row_regex, "row regex",
+	    &f->row_regex)) < 0 ||
+	    (rc = filter_regex(ro->family_regex, "family regex",
+	    &f->family_regex)) < 0 ||
+	    (rc = filter_regex(ro->qualifier_regex, "qualifier regex",
+	    &f->qualifier_regex)) < 0 ||
+	    (rc = filter_regex(ro->value_regex, "value regex",
+	    &f->value_regex)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -788,8 +876,10 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	int rc;
 
 	bt_error_clear();
-	if ((rc = filter_from(ropts, &f, &columns)) < 0)
+	if ((rc = filter_from(ropts, &f, &columns)) < 0) {
+		filter_release(&f, columns);
 		return rc;
+	}
 	r = server_row_pool_take(&s->rows, &own);
 	if (s->cell != NULL)
 		rc = cell_read_row(s->cell, table, row, ropts, r);
@@ -801,7 +891,7 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 		rc = row_export(r, cells_row_memory(r) >
 		    SERVER_ROW_POOL_KEEP, out);
 	server_row_pool_give(&s->rows, r, &own);
-	bt_free(columns);
+	filter_release(&f, columns);
 	return rc;
 }
 
@@ -852,6 +942,8 @@ bt_scan_open(struct bt_store *s, const char *table,
 		return -ENOMEM;
 	cells_row_init(&sc->row);
 	buf_init(&sc->end);
+	buf_init(&sc->regex_prefix);
+	buf_init(&sc->regex_end);
 	sc->limit = opts->limit;
 	sc->lend_values = opts->lend_values;
 	if ((rc = filter_from(&opts->read, &sc->filter, &sc->columns)) < 0)
@@ -869,6 +961,19 @@ bt_scan_open(struct bt_store *s, const char *table,
 		if (sc->end.n > 0 &&
 		    (end.n == 0 || slice_compare(buf_slice(&sc->end), end) < 0))
 			end = buf_slice(&sc->end);
+	}
+	/* A row regex's literal prefix narrows the range as a prefix does. */
+	if (opts->read.row_regex.data != NULL) {
+		if ((rc = regex_literal_prefix(bytes_slice(
+		    opts->read.row_regex), &sc->regex_prefix)) < 0 ||
+		    (rc = prefix_end(buf_slice(&sc->regex_prefix),
+		    &sc->regex_end)) < 0)
+			goto out_free;
+		if (slice_compare(buf_slice(&sc->regex_prefix), start) > 0)
+			start = buf_slice(&sc->regex_prefix);
+		if (sc->regex_end.n > 0 && (end.n == 0 ||
+		    slice_compare(buf_slice(&sc->regex_end), end) < 0))
+			end = buf_slice(&sc->regex_end);
 	}
 	if (s->cell != NULL)
 		rc = cell_scan_open(s->cell, table, (struct bt_bytes){
@@ -970,8 +1075,10 @@ bt_scan_close(struct bt_scan *sc)
 	cell_scan_close(sc->cell);
 	cells_row_release(&sc->row);
 	bt_free(sc->lent_cells);
-	bt_free(sc->columns);
+	filter_release(&sc->filter, sc->columns);
 	buf_release(&sc->end);
+	buf_release(&sc->regex_prefix);
+	buf_release(&sc->regex_end);
 	bt_free(sc);
 }
 

@@ -194,29 +194,46 @@ cell_move_column(struct cell_client *c, const char *table,
 
 /* ---- Reading ---- */
 
+/* A regex or value bound of the read options, present when its data is
+ * (tabletfs.h), borrowed. */
+static void
+options_filter_to(protobuf_c_boolean *has, ProtobufCBinaryData *out,
+    struct bt_bytes in)
+{
+	*has = in.data != NULL;
+	*out = cell_bin(in);
+}
+
 /* Read options as a message; the columns are allocated (options_free). */
 static int
 options_to(Tabletfs__ReadOptions *o, const struct bt_read_options *ro)
 {
 	Tabletfs__Column *cols, **colp;
+	size_t nc, nr;
 
 	tabletfs__read_options__init(o);
 	if (ro == NULL)
 		return 0;
-	if (ro->columns != NULL && ro->column_count > 0) {
-		cols = bt_calloc(ro->column_count, sizeof(*cols));
-		colp = bt_calloc(ro->column_count, sizeof(*colp));
+	nc = ro->columns != NULL ? ro->column_count : 0;
+	nr = ro->column_regexes != NULL ? ro->column_regex_count : 0;
+	if (nc + nr > 0) {
+		/* One array for both lists; options_free() frees it. */
+		cols = bt_calloc(nc + nr, sizeof(*cols));
+		colp = bt_calloc(nc + nr, sizeof(*colp));
 		if (cols == NULL || colp == NULL) {
 			bt_free(cols);
 			bt_free(colp);
 			return -ENOMEM;
 		}
-		for (size_t i = 0; i < ro->column_count; i++) {
-			column_to(&cols[i], &ro->columns[i]);
+		for (size_t i = 0; i < nc + nr; i++) {
+			column_to(&cols[i], i < nc ? &ro->columns[i] :
+			    &ro->column_regexes[i - nc]);
 			colp[i] = &cols[i];
 		}
-		o->n_columns = ro->column_count;
+		o->n_columns = nc;
 		o->columns = colp;
+		o->n_column_regexes = nr;
+		o->column_regexes = colp + nc;
 	}
 	o->has_cells_per_column = o->has_min_ts = o->has_keys_only = true;
 	o->cells_per_column = ro->cells_per_column;
@@ -226,15 +243,30 @@ options_to(Tabletfs__ReadOptions *o, const struct bt_read_options *ro)
 		o->has_max_ts = true;
 		o->max_ts = ro->max_ts;
 	}
+	options_filter_to(&o->has_row_regex, &o->row_regex, ro->row_regex);
+	options_filter_to(&o->has_family_regex, &o->family_regex,
+	    ro->family_regex);
+	options_filter_to(&o->has_qualifier_regex, &o->qualifier_regex,
+	    ro->qualifier_regex);
+	options_filter_to(&o->has_value_regex, &o->value_regex,
+	    ro->value_regex);
+	options_filter_to(&o->has_value_start, &o->value_start,
+	    ro->value_start);
+	options_filter_to(&o->has_value_end, &o->value_end, ro->value_end);
+	o->has_cells_per_row_offset = ro->cells_per_row_offset != 0;
+	o->cells_per_row_offset = ro->cells_per_row_offset;
+	o->has_cells_per_row_limit = ro->cells_per_row_limit != 0;
+	o->cells_per_row_limit = ro->cells_per_row_limit;
 	return 0;
 }
 
 static void
 options_free(Tabletfs__ReadOptions *o)
 {
-	if (o->n_columns > 0) {
-		bt_free(o->columns[0]);
-		bt_free(o->columns);
+	if (o->n_columns + o->n_column_regexes > 0) {
+		bt_free(o->n_columns > 0 ? o->columns[0] :
+		    o->column_regexes[0]);
+		bt_free(o->n_columns > 0 ? o->columns : o->column_regexes);
 	}
 }
 

@@ -309,7 +309,29 @@ int bt_move_column(struct bt_store *s, const char *table, struct bt_bytes row,
 
 /*
  * What a read returns.  Zero-initialised means everything: all columns,
- * all versions, any time.
+ * all versions, any time.  Every filter set is applied (AND), on the
+ * server in a cell, in this order: row, then column (columns, family
+ * and qualifier regexes), time range, value (regex and range), cells per
+ * column, cells per row (offset, then limit).  A row with no cell left
+ * is not returned.
+ *
+ * Time ranges: the versions with min_ts <= ts <= max_ts.  A half-open
+ * range [T1, T2), as cbt's start-ts/end-ts and HBase's setTimeRange
+ * give it, is min_ts = T1, has_max_ts, max_ts = T2 - 1 (timestamps are
+ * integers); a range that holds no time (max_ts < min_ts) selects
+ * nothing.
+ *
+ * Regexes (row_regex, family_regex, qualifier_regex, value_regex): a
+ * filter when .data is not NULL (an empty pattern matches only the
+ * empty string).  The syntax is cbt's (RE2's, as PCRE2 reads it) and a
+ * pattern must match the WHOLE key, name or value, as bytes: `a.*`
+ * matches "ab" but not "xa", and '.' matches any byte but "\n" (`\C`, or
+ * `(?s).`, any byte).  A pattern that does not compile fails the read
+ * or the scan's open with -EINVAL, the compiler's message as the
+ * detail; a match that runs into the match limit (a million steps) or
+ * the depth limit fails with -ERANGE, its detail naming the limit.  A
+ * row regex that starts with literal bytes (`com\.cnn\..*`) also
+ * narrows a scan to the rows starting with them.
  */
 struct bt_read_options {
 	const struct bt_column *columns;	/* NULL: every column */
@@ -320,6 +342,23 @@ struct bt_read_options {
 	int64_t max_ts;			/* "as of max_ts" */
 	bool keys_only;			/* values come back empty, with
 					   value_size still exact */
+	struct bt_bytes row_regex;	/* rows whose key matches */
+	struct bt_bytes family_regex;	/* cells whose family matches */
+	struct bt_bytes qualifier_regex; /* and whose qualifier matches */
+	struct bt_bytes value_regex;	/* versions whose value matches */
+	struct bt_bytes value_start;	/* versions with value >= start */
+	struct bt_bytes value_end;	/* and, when .data is not NULL,
+					   value < end (bytewise) */
+	uint32_t cells_per_row_offset;	/* skip a row's first N cells */
+	uint32_t cells_per_row_limit;	/* then return at most N; 0: all */
+	/*
+	 * More column filters, cbt's columns=F:REGEX: each the family of
+	 * its entry and, when has_qualifier, the qualifiers that the regex
+	 * in .qualifier matches whole.  A cell is selected when an entry of
+	 * columns or of column_regexes selects it (both NULL: every column).
+	 */
+	const struct bt_column *column_regexes;
+	size_t column_regex_count;
 };
 
 struct bt_cell {

@@ -62,18 +62,54 @@ cmd_set(struct ctl *c, int argc, char **argv)
 	return status;
 }
 
-/* The options of lookup and read, gathered from key=value words. */
+/* The options of lookup, read and count, gathered from key=value
+ * words. */
 struct read_args {
 	struct bt_scan_options scan;
 	struct bt_column *columns;
+	bool has_start_ts, has_end_ts, has_at;
+	int64_t start_ts, end_ts, at;
 };
 
 static const char *const lookup_keys[] = {
-	"columns", "cells-per-column", "at", NULL,
+	"columns", "cells-per-column", "at", "start-ts", "end-ts",
+	"keys-only", NULL,
 };
 static const char *const read_keys[] = {
-	"start", "end", "prefix", "columns", "count", "cells-per-column", NULL,
+	"start", "end", "prefix", "regex", "columns", "count",
+	"cells-per-column", "start-ts", "end-ts", "keys-only", NULL,
 };
+static const char *const count_keys[] = {
+	"start", "end", "prefix", "regex", "columns", "start-ts", "end-ts",
+	NULL,
+};
+
+/*
+ * The time range of ra into its read options, once every word is in:
+ * [start-ts, end-ts) is min_ts = start-ts, max_ts = end-ts - 1
+ * (tabletfs.h), and at= bounds max_ts too.  CTL_OK or a reported
+ * CTL_USAGE for a range that holds no time.
+ */
+static int
+read_args_finish(struct ctl *c, struct read_args *ra)
+{
+	struct bt_read_options *ro = &ra->scan.read;
+
+	ro->min_ts = ra->has_start_ts ? ra->start_ts : 0;
+	if (ra->has_end_ts) {
+		if (ra->end_ts <= ro->min_ts)
+			return ctl_usage(c, "bad time range: end-ts=%" PRId64
+			    " is not after start-ts=%" PRId64, ra->end_ts,
+			    ro->min_ts);
+		ro->has_max_ts = true;
+		ro->max_ts = ra->end_ts - 1;
+	}
+	if (ra->has_at && (!ro->has_max_ts || ra->at < ro->max_ts)) {
+		ro->has_max_ts = true;
+		ro->max_ts = ra->at;
+	}
+	return CTL_OK;
+}
 
 /*
  * Take one key=value word into ra, if its key is one of keys.  Returns
@@ -98,19 +134,38 @@ read_arg(struct ctl *c, char *arg, const char *const *keys,
 		free(ra->columns);
 		ra->columns = NULL;
 		if ((rc = ctl_parse_columns(v, &ra->columns,
-		    &ro->column_count)) == -EINVAL)
+		    &ro->column_count, &ro->column_regex_count)) == -EINVAL)
 			return ctl_usage(c, "bad columns list");
 		if (rc < 0)
 			return ctl_fail(c, rc, NULL);
-		ro->columns = ra->columns;
+		ro->columns = ro->column_count > 0 ? ra->columns : NULL;
+		ro->column_regexes = ro->column_regex_count > 0 ?
+		    ra->columns + ro->column_count : NULL;
 	} else if (strcmp(key, "cells-per-column") == 0) {
 		if (!ctl_parse_u64(v, UINT32_MAX, &n) || n == 0)
 			return ctl_usage(c, "bad count '%s'", v);
 		ro->cells_per_column = (uint32_t)n;
 	} else if (strcmp(key, "at") == 0) {
-		if (!ctl_parse_ts(v, &ro->max_ts))
+		if (!ctl_parse_ts(v, &ra->at))
 			return ctl_usage(c, "bad timestamp '%s'", v);
-		ro->has_max_ts = true;
+		ra->has_at = true;
+	} else if (strcmp(key, "start-ts") == 0) {
+		if (!ctl_parse_ts(v, &ra->start_ts))
+			return ctl_usage(c, "bad timestamp '%s'", v);
+		ra->has_start_ts = true;
+	} else if (strcmp(key, "end-ts") == 0) {
+		if (!ctl_parse_ts(v, &ra->end_ts))
+			return ctl_usage(c, "bad timestamp '%s'", v);
+		ra->has_end_ts = true;
+	} else if (strcmp(key, "keys-only") == 0) {
+		if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+			return ctl_usage(c, "bad keys-only '%s' (want true or "
+			    "false)", v);
+		ro->keys_only = strcmp(v, "true") == 0;
+	} else if (strcmp(key, "regex") == 0) {
+		/* As written: the regex spells bytes itself (\xNN). */
+		ro->row_regex.data = v;
+		ro->row_regex.size = strlen(v);
 	} else if (strcmp(key, "count") == 0) {
 		if (!ctl_parse_u64(v, UINT64_MAX, &ra->scan.limit) ||
 		    ra->scan.limit == 0)
@@ -135,8 +190,9 @@ cmd_lookup(struct ctl *c, int argc, char **argv)
 	memset(&ra, 0, sizeof(ra));
 	for (int i = 2; i < argc && status == CTL_OK; i++)
 		status = read_arg(c, argv[i], lookup_keys, &ra);
-	if (status != CTL_OK || (status = parse_row(c, argv[1], &row)) !=
-	    CTL_OK)
+	if (status != CTL_OK ||
+	    (status = read_args_finish(c, &ra)) != CTL_OK ||
+	    (status = parse_row(c, argv[1], &row)) != CTL_OK)
 		goto out;
 	bt_error_clear();
 	rc = bt_read_row(c->store, argv[0], row, &ra.scan.read, &r);
@@ -167,7 +223,8 @@ cmd_read(struct ctl *c, int argc, char **argv)
 	memset(&ra, 0, sizeof(ra));
 	for (int i = 1; i < argc && status == CTL_OK; i++)
 		status = read_arg(c, argv[i], read_keys, &ra);
-	if (status != CTL_OK)
+	if (status != CTL_OK ||
+	    (status = read_args_finish(c, &ra)) != CTL_OK)
 		goto out;
 	bt_error_clear();
 	if ((rc = bt_scan_open(c->store, argv[0], &ra.scan, &sc)) < 0) {
@@ -275,27 +332,39 @@ cmd_checkandset(struct ctl *c, int argc, char **argv)
 	return applied ? CTL_OK : CTL_FAIL;
 }
 
-/* The number of rows with at least one live cell. */
+/* The number of rows with at least one live cell that the filters
+ * select. */
 int
 cmd_count(struct ctl *c, int argc, char **argv)
 {
-	struct bt_scan_options so;
+	struct read_args ra;
 	struct bt_scan *sc;
 	const struct bt_row *r;
 	uint64_t rows = 0;
-	int rc;
+	int rc, status = CTL_OK;
 
-	memset(&so, 0, sizeof(so));
-	so.read.cells_per_column = 1;
-	so.read.keys_only = true;
+	memset(&ra, 0, sizeof(ra));
+	for (int i = 1; i < argc && status == CTL_OK; i++)
+		status = read_arg(c, argv[i], count_keys, &ra);
+	if (status != CTL_OK ||
+	    (status = read_args_finish(c, &ra)) != CTL_OK)
+		goto out;
+	/* One cell tells that a row counts. */
+	ra.scan.read.cells_per_row_limit = 1;
+	ra.scan.read.keys_only = true;
 	bt_error_clear();
-	if ((rc = bt_scan_open(c->store, argv[0], &so, &sc)) < 0)
-		return ctl_fail(c, rc, NULL);
+	if ((rc = bt_scan_open(c->store, argv[0], &ra.scan, &sc)) < 0) {
+		status = ctl_fail(c, rc, NULL);
+		goto out;
+	}
 	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0)
 		rows++;
 	bt_scan_close(sc);
 	if (rc < 0)
-		return ctl_fail(c, rc, NULL);
-	fprintf(c->out, "%" PRIu64 "\n", rows);
-	return CTL_OK;
+		status = ctl_fail(c, rc, NULL);
+	else
+		fprintf(c->out, "%" PRIu64 "\n", rows);
+out:
+	free(ra.columns);
+	return status;
 }

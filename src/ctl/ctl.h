@@ -185,9 +185,13 @@ bool ctl_parse_cell(char *arg, struct bt_mutation *m);
 /*
  * "F:Q,F,..." into column filters (array freed with free()).  0, -EINVAL
  * if an item is empty or malformed, or -ENOMEM; the list is consumed in
- * place.
+ * place.  An item whose qualifier holds one of CTL_REGEX_CHARS is cbt's
+ * F:REGEX (bt_read_options.column_regexes), taken as it is written;
+ * *count names go first in *cols, then *regex_count of these.
  */
-int ctl_parse_columns(char *list, struct bt_column **cols, size_t *count);
+#define CTL_REGEX_CHARS	"\\*+?[](){}|^$"
+int ctl_parse_columns(char *list, struct bt_column **cols, size_t *count,
+    size_t *regex_count);
 
 /* A row as lookup and read print it (see tabletctl(1), OUTPUT). */
 void ctl_row_print(FILE *f, const struct bt_row *r);

@@ -64,17 +64,21 @@ static const struct ctl_verb verbs[] = {
 	  "is stamped with the current time (microseconds).",
 	  3, -1, CTL_STORE_WRITE, cmd_set },
 	{ "lookup",
-	  "T ROW [columns=F:Q,...|F,...] [cells-per-column=N] [at=TS]",
-	  "Print ROW's cells: those of the columns or families given, the\n"
-	  "newest N versions of each, with timestamps at most TS.  Exit 1\n"
-	  "if no cell matches.",
-	  2, 5, CTL_STORE_READ, cmd_lookup },
+	  "T ROW [columns=F:Q,F:REGEX,F,...] [cells-per-column=N] [at=TS]\n"
+	  "    [start-ts=TS] [end-ts=TS] [keys-only=true]",
+	  "Print ROW's cells: those of the columns or families given (a\n"
+	  "qualifier with one of \\*+?[](){}|^$ is a regex matching whole\n"
+	  "qualifiers), the newest N versions of each, with timestamps at\n"
+	  "most TS and in [start-ts, end-ts).  Exit 1 if no cell matches.",
+	  2, 8, CTL_STORE_READ, cmd_lookup },
 	{ "read",
-	  "T [start=ROW] [end=ROW] [prefix=P] [columns=...] [count=N] "
-	  "[cells-per-column=N]",
-	  "Print the rows in [start, end) (or starting with P), at most N\n"
-	  "of them, in row order, as lookup does.",
-	  1, 7, CTL_STORE_READ, cmd_read },
+	  "T [start=ROW] [end=ROW] [prefix=P] [regex=RE] [columns=...]\n"
+	  "    [count=N] [cells-per-column=N] [start-ts=TS] [end-ts=TS]\n"
+	  "    [keys-only=true]",
+	  "Print the rows in [start, end) (or starting with P, or whose\n"
+	  "whole key the regex RE matches), at most N of them, in row\n"
+	  "order, as lookup does.",
+	  1, 11, CTL_STORE_READ, cmd_read },
 	{ "deleterow", "T ROW",
 	  "Delete every cell of ROW.",
 	  2, 2, CTL_STORE_WRITE, cmd_deleterow },
@@ -90,9 +94,12 @@ static const struct ctl_verb verbs[] = {
 	  "ROW is EXPECTED (or, with --absent, if F:Q has no version).\n"
 	  "Print \"applied\" and exit 0, or \"not applied\" and exit 1.",
 	  5, -1, CTL_STORE_WRITE, cmd_checkandset },
-	{ "count", "T",
-	  "Print the number of rows of table T.",
-	  1, 1, CTL_STORE_READ, cmd_count },
+	{ "count",
+	  "T [start=ROW] [end=ROW] [prefix=P] [regex=RE] [columns=...]\n"
+	  "    [start-ts=TS] [end-ts=TS]",
+	  "Print the number of rows of table T (that hold a cell the\n"
+	  "filters select, as read's).",
+	  1, 8, CTL_STORE_READ, cmd_count },
 	{ "import", "T FILE",
 	  "Write the cells of FILE (\"-\": standard input), in export's\n"
 	  "format, into table T; its families must exist.",

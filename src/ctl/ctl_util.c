@@ -353,11 +353,12 @@ ctl_parse_cell(char *arg, struct bt_mutation *m)
 }
 
 int
-ctl_parse_columns(char *list, struct bt_column **cols, size_t *count)
+ctl_parse_columns(char *list, struct bt_column **cols, size_t *count,
+    size_t *regex_count)
 {
 	struct bt_column *c;
-	size_t n = 1, i = 0;
-	char *item, *next;
+	size_t n = 1, i = 0, r = 0;
+	char *item, *next, *colon;
 
 	for (const char *p = list; *p != '\0'; p++)
 		if (*p == ',')
@@ -369,7 +370,19 @@ ctl_parse_columns(char *list, struct bt_column **cols, size_t *count)
 			*next++ = '\0';
 		if (*item == '\0' || *item == ':')
 			goto fail;
-		if (strchr(item, ':') != NULL) {
+		colon = strchr(item, ':');
+		if (colon != NULL && strpbrk(colon + 1, CTL_REGEX_CHARS)) {
+			/* Regexes fill the array from its end. */
+			struct bt_column *rc = &c[n - 1 - r++];
+
+			*colon = '\0';
+			rc->family = item;
+			rc->has_qualifier = true;
+			rc->qualifier.data = colon + 1;
+			rc->qualifier.size = strlen(colon + 1);
+			continue;
+		}
+		if (colon != NULL) {
 			if (!ctl_parse_column(item, &c[i].family,
 			    &c[i].qualifier))
 				goto fail;
@@ -378,8 +391,16 @@ ctl_parse_columns(char *list, struct bt_column **cols, size_t *count)
 			c[i].family = item;
 		i++;
 	}
+	/* In item order: the regexes were put in backwards. */
+	for (size_t a = n - r, b = n - 1; a < b; a++, b--) {
+		struct bt_column t = c[a];
+
+		c[a] = c[b];
+		c[b] = t;
+	}
 	*cols = c;
 	*count = i;
+	*regex_count = r;
 	return 0;
 fail:
 	free(c);

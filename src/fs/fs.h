@@ -49,6 +49,10 @@ enum node_kind {
 	NODE_INCREMENT,		/* COLUMN/increment */
 	NODE_TABLETS,		/* TABLE/.tablets */
 	NODE_TEMP,		/* COLUMN/NAME: a temporary file (fs_temp.c) */
+	NODE_RANGE,		/* COLUMN/@T1..T2: versions in [T1, T2) */
+	NODE_RANGE_VERSION,	/* COLUMN/@T1..T2/TS: one of them */
+	NODE_QUERY,		/* TABLE/.filter[/@KEY=VALUE...] (fs_query.h) */
+	NODE_QUERY_ROW,		/* QUERY/ROW: the row's selected cells */
 };
 
 /* A place in the namespace; fields past the kind's depth are unused. */
@@ -58,8 +62,13 @@ struct coord {
 	struct bt_bytes row;
 	const char *family;
 	struct bt_bytes qualifier;
-	int64_t ts;		/* VERSION: its time; ASOF: the bound */
+	int64_t ts;		/* VERSION, RANGE_VERSION: its time; ASOF:
+				   the bound */
 	const char *name;	/* TEMP: its name */
+	int64_t range_start;	/* RANGE, RANGE_VERSION: [start, end) */
+	int64_t range_end;
+	const char *query;	/* QUERY, QUERY_ROW: the components under
+				   .filter joined by '/' ("" for none) */
 };
 
 struct node {
@@ -128,6 +137,7 @@ struct fs {
 	struct node **by_key;
 	size_t buckets;
 	size_t count;
+	size_t ranges;		/* nodes of kind NODE_RANGE among them */
 	struct buf peek_key;		/* node_peek's key, under lock */
 	fuse_ino_t next_ino;
 	struct node *root;
@@ -373,6 +383,13 @@ int fs_status_text(struct fs *fs, struct buf *out);
 int fs_tablets_text(struct fs *fs, const char *table, struct buf *out);
 /* The content of control file c (.status, .schema or .tablets). */
 int fs_control_text(struct fs *fs, const struct coord *c, struct buf *out);
+/*
+ * The row of query row c with its query's filters (fs_query.h): 0 with its
+ * cells as tabletctl's lookup prints them in *out (when not NULL), -ENOENT
+ * when it has none, or an error (-EINVAL for a regex that does not
+ * compile, -ERANGE for one over its limits).
+ */
+int fs_query_row_read(struct fs *fs, const struct coord *c, struct buf *out);
 
 /* fs_file.c: open files, their reads, writes and commits. */
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -139,6 +139,8 @@ fs_control_text(struct fs *fs, const struct coord *c, struct buf *out)
 		rc = buf_set(out, text, strlen(text));
 		free(text);
 		return rc;
+	case NODE_QUERY_ROW:
+		return fs_query_row_read(fs, c, out);
 	default:
 		return -EINVAL;
 	}

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "fs/fs.h"
+#include "fs/fs_query.h"
 #include "tablet/gc_policy.h"
 #include "util/alloc.h"
 #include "util/names.h"
@@ -29,6 +30,62 @@ ts_parse(const char *s, int64_t *ts)
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
 	*ts = (int64_t)v;
+	return 0;
+}
+
+/* Parse "T1..T2", each canonical decimal, into a range that holds a
+ * time: T1 < T2. */
+static int
+range_parse(const char *s, int64_t *start, int64_t *end)
+{
+	const char *dots = strstr(s, "..");
+	char first[24];
+
+	if (dots == NULL || (size_t)(dots - s) >= sizeof(first))
+		return -EINVAL;
+	memcpy(first, s, (size_t)(dots - s));
+	first[dots - s] = '\0';
+	if (ts_parse(first, start) < 0 || ts_parse(dots + 2, end) < 0 ||
+	    *end <= *start)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * A name in query directory parent: a filter component (a query
+ * directory that adds it; its path goes to scratch) or a row.
+ */
+static int
+query_child(struct fs *fs, const struct node *parent, const char *name,
+    struct coord *c, struct buf *scratch)
+{
+	struct coord table = { .kind = NODE_TABLE,
+	    .table = parent->c.table };
+	struct fs_query q;
+	int rc;
+
+	if (fs_query_is_component(name)) {
+		buf_clear(scratch);
+		if ((parent->c.query[0] != '\0' &&
+		    ((rc = buf_append(scratch, parent->c.query,
+		    strlen(parent->c.query))) < 0 ||
+		    (rc = buf_append(scratch, "/", 1)) < 0)) ||
+		    (rc = buf_append(scratch, name, strlen(name) + 1)) < 0)
+			return rc;
+		rc = fs_query_parse((const char *)scratch->p, &q);
+		fs_query_release(&q);
+		if (rc < 0)
+			return rc == -ENOMEM ? rc : -ENOENT;
+		c->kind = NODE_QUERY;
+		c->query = (const char *)scratch->p;
+		return 0;
+	}
+	if ((rc = fs_name_decode(fs, &table, name, scratch)) < 0 ||
+	    scratch->n == 0)
+		return rc < 0 && rc != -EINVAL && rc != -ENOENT ? rc : -ENOENT;
+	c->kind = NODE_QUERY_ROW;
+	c->row.data = scratch->p;
+	c->row.size = scratch->n;
 	return 0;
 }
 
@@ -65,6 +122,13 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 			c->kind = name[1] == 's' ? NODE_SCHEMA : NODE_TABLETS;
 			return 0;
 		}
+		if (strcmp(name, ".filter") == 0) {
+			if (creating)
+				return -EROFS;
+			c->kind = NODE_QUERY;
+			c->query = "";
+			return 0;
+		}
 		if ((rc = fs_name_decode(fs, &parent->c, name, scratch)) < 0 ||
 		    scratch->n == 0)
 			return rc < 0 && rc != -EINVAL && rc != -ENOENT ? rc :
@@ -91,6 +155,12 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 			c->kind = NODE_LATEST;
 		} else if (strcmp(name, "increment") == 0) {
 			c->kind = NODE_INCREMENT;
+		} else if (name[0] == '@' && strstr(name, "..") != NULL) {
+			if (range_parse(name + 1, &c->range_start,
+			    &c->range_end) < 0)
+				return bad;
+			c->ts = 0;
+			c->kind = NODE_RANGE;
 		} else if (name[0] == '@') {
 			if (ts_parse(name + 1, &c->ts) < 0)
 				return bad;
@@ -101,6 +171,19 @@ fs_child(struct fs *fs, const struct node *parent, const char *name,
 			c->kind = NODE_TEMP;	/* fs_temp.c */
 			c->name = name;
 		}
+		return 0;
+	case NODE_QUERY:
+		if (creating)
+			return -EROFS;
+		return query_child(fs, parent, name, c, scratch);
+	case NODE_RANGE:
+		if (creating)
+			return -EROFS;
+		if (ts_parse(name, &c->ts) < 0 ||
+		    c->ts < parent->c.range_start ||
+		    c->ts >= parent->c.range_end)
+			return -ENOENT;
+		c->kind = NODE_RANGE_VERSION;
 		return 0;
 	default:
 		return -ENOTDIR;
@@ -175,14 +258,15 @@ fs_read_cell(struct fs *fs, const struct coord *c, bool keys_only,
 	int rc;
 
 	fs_column_filter(c, &col, &ro);
-	if (c->kind == NODE_VERSION || c->kind == NODE_ASOF) {
+	if (c->kind == NODE_VERSION || c->kind == NODE_ASOF ||
+	    c->kind == NODE_RANGE_VERSION) {
 		ro.has_max_ts = true;
 		ro.max_ts = c->ts;
 	}
 	if ((rc = bt_read_row(fs->store, c->table, c->row, &ro, &row)) != 0)
 		return rc;
-	if (row->cell_count == 0 || (c->kind == NODE_VERSION &&
-	    row->cells[0].ts != c->ts)) {
+	if (row->cell_count == 0 || ((c->kind == NODE_VERSION ||
+	    c->kind == NODE_RANGE_VERSION) && row->cells[0].ts != c->ts)) {
 		bt_row_free(row);
 		return BT_NOTFOUND;
 	}
@@ -369,11 +453,24 @@ fs_exists(struct fs *fs, struct node *n)
 	case NODE_FAMILY:
 	case NODE_COLUMN:
 		return dir_exists(fs, &n->c);
+	case NODE_QUERY:
+		if ((rc = bt_table_describe(fs->store, n->c.table,
+		    &text)) == 0)
+			free(text);
+		return rc;
+	case NODE_QUERY_ROW:
+		return fs_query_row_read(fs, &n->c, NULL);
+	case NODE_RANGE:
+		/* A range of a column that exists, empty or not. */
+		return dir_exists(fs, &(struct coord){ .kind = NODE_COLUMN,
+		    .table = n->c.table, .row = n->c.row,
+		    .family = n->c.family, .qualifier = n->c.qualifier });
 	case NODE_TEMP:
 		return temp_attr(fs, &n->c, &(struct temp_attr){ 0 });
 	case NODE_VERSION:
 	case NODE_LATEST:
 	case NODE_ASOF:
+	case NODE_RANGE_VERSION:
 		if (n->c.kind == NODE_LATEST && latest_hidden(fs, &n->c))
 			rc = BT_NOTFOUND;
 		else if ((rc = fs_read_cell(fs, &n->c, true, &row,
@@ -381,8 +478,8 @@ fs_exists(struct fs *fs, struct node *n)
 			bt_row_free(row);
 			return 0;
 		}
-		if (rc == BT_NOTFOUND && n->c.kind != NODE_ASOF &&
-		    node_writers(fs, n) > 0)
+		if (rc == BT_NOTFOUND && (n->c.kind == NODE_VERSION ||
+		    n->c.kind == NODE_LATEST) && node_writers(fs, n) > 0)
 			return 0;
 		return rc == BT_NOTFOUND ? -ENOENT : rc;
 	case NODE_INCREMENT:
@@ -462,19 +559,34 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 			st->st_mtim = st->st_atim = st->st_ctim = ta.mtime;
 		}
 		return rc;
+	case NODE_QUERY_ROW:
+		buf_init(&text);
+		if ((rc = fs_control_text(fs, &n->c, &text)) == 0)
+			fs_stat_file(fs, n->ino, 0444, text.n, started, st);
+		buf_release(&text);
+		return rc;
+	case NODE_QUERY:
+	case NODE_RANGE:
+		if ((rc = fs_exists(fs, n)) < 0)
+			return rc;
+		fs_stat_dir(fs, n->ino, st);
+		st->st_mode = S_IFDIR | 0555;	/* read-only */
+		return 0;
 	case NODE_VERSION:
 	case NODE_LATEST:
 	case NODE_ASOF:
+	case NODE_RANGE_VERSION:
 		rc = n->c.kind == NODE_LATEST && latest_hidden(fs, &n->c) ?
 		    BT_NOTFOUND : fs_read_cell(fs, &n->c, true, &row, &cell);
 		if (rc == 0) {
-			fs_stat_file(fs, n->ino, n->c.kind == NODE_ASOF ? 0444 :
-			    0644, cell->value_size, cell->ts, st);
+			fs_stat_file(fs, n->ino, n->c.kind == NODE_ASOF ||
+			    n->c.kind == NODE_RANGE_VERSION ? 0444 : 0644,
+			    cell->value_size, cell->ts, st);
 			bt_row_free(row);
 			return 0;
 		}
-		if (rc == BT_NOTFOUND && n->c.kind != NODE_ASOF &&
-		    node_writers(fs, n) > 0) {
+		if (rc == BT_NOTFOUND && (n->c.kind == NODE_VERSION ||
+		    n->c.kind == NODE_LATEST) && node_writers(fs, n) > 0) {
 			struct timespec now;
 
 			clock_gettime(CLOCK_REALTIME, &now);
@@ -523,7 +635,9 @@ fs_stat_checks_exists(enum node_kind kind)
 {
 	return kind == NODE_VERSION || kind == NODE_LATEST ||
 	    kind == NODE_ASOF || kind == NODE_TEMP || kind == NODE_ROW ||
-	    kind == NODE_FAMILY || kind == NODE_COLUMN;
+	    kind == NODE_FAMILY || kind == NODE_COLUMN ||
+	    kind == NODE_RANGE || kind == NODE_RANGE_VERSION ||
+	    kind == NODE_QUERY || kind == NODE_QUERY_ROW;
 }
 
 void
@@ -659,6 +773,10 @@ fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = -EPERM;
 		goto out;
 	}
+	if (c.kind == NODE_RANGE || c.kind == NODE_QUERY) {
+		rc = -EROFS;	/* a view, not a directory of its own */
+		goto out;
+	}
 	if (c.kind != NODE_ROW && c.kind != NODE_FAMILY &&
 	    c.kind != NODE_COLUMN) {
 		rc = -ENOTDIR;
@@ -703,6 +821,9 @@ fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
 	bool moved;
 	int rc;
 
+	if (src->kind == NODE_RANGE || dst->kind == NODE_RANGE ||
+	    src->kind == NODE_QUERY || dst->kind == NODE_QUERY)
+		return -EROFS;
 	if (src->kind != dst->kind || !coord_is_dir(src->kind) ||
 	    !coord_same_upto(src, dst, NODE_ROW))
 		return -EXDEV;

@@ -261,7 +261,8 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 
 	if (writing && (fs->read_only || n->c.kind == NODE_STATUS ||
 	    n->c.kind == NODE_SCHEMA || n->c.kind == NODE_TABLETS ||
-	    n->c.kind == NODE_ASOF))
+	    n->c.kind == NODE_ASOF || n->c.kind == NODE_RANGE_VERSION ||
+	    n->c.kind == NODE_QUERY_ROW))
 		return -EROFS;
 	if (n->c.kind == NODE_INCREMENT && acc != O_WRONLY)
 		return fs->read_only ? -EROFS : -EACCES;
@@ -282,6 +283,7 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 	case NODE_STATUS:
 	case NODE_SCHEMA:
 	case NODE_TABLETS:
+	case NODE_QUERY_ROW:
 		rc = fs_control_text(fs, &n->c, &fh->data);
 		break;
 	case NODE_INCREMENT:
@@ -346,7 +348,7 @@ fileh_cache_mode(const struct fileh *fh, struct fuse_file_info *fi)
 {
 	enum node_kind kind = fh->node->c.kind;
 	bool value = kind == NODE_VERSION || kind == NODE_LATEST ||
-	    kind == NODE_ASOF;
+	    kind == NODE_ASOF || kind == NODE_RANGE_VERSION;
 
 	fi->direct_io = fh->mode != FH_READ || !value;
 	fi->keep_cache = !fi->direct_io && kind == NODE_VERSION;

@@ -57,7 +57,8 @@ bool
 coord_is_dir(enum node_kind kind)
 {
 	return kind == NODE_ROOT || kind == NODE_TABLE || kind == NODE_ROW ||
-	    kind == NODE_FAMILY || kind == NODE_COLUMN;
+	    kind == NODE_FAMILY || kind == NODE_COLUMN || kind == NODE_RANGE ||
+	    kind == NODE_QUERY;
 }
 
 /* How many coordinates a kind uses: 0 none, 1 table, ... 5 timestamp. */
@@ -71,8 +72,10 @@ coord_depth(enum node_kind kind)
 	case NODE_TABLE:
 	case NODE_SCHEMA:
 	case NODE_TABLETS:
+	case NODE_QUERY:
 		return 1;
 	case NODE_ROW:
+	case NODE_QUERY_ROW:
 		return 2;
 	case NODE_FAMILY:
 		return 3;
@@ -83,6 +86,8 @@ coord_depth(enum node_kind kind)
 	case NODE_VERSION:
 	case NODE_ASOF:
 	case NODE_TEMP:
+	case NODE_RANGE:
+	case NODE_RANGE_VERSION:
 		return 5;
 	}
 	return 0;
@@ -112,6 +117,9 @@ coord_key(const struct coord *c, struct buf *key)
 	size_t tlen = depth >= 1 ? strlen(c->table) : 0;
 	size_t flen = depth >= 3 ? strlen(c->family) : 0;
 	size_t nlen = c->kind == NODE_TEMP ? strlen(c->name) : 0;
+	bool query = c->kind == NODE_QUERY || c->kind == NODE_QUERY_ROW;
+	size_t qlen = query ? strlen(c->query) : 0;
+	bool range = c->kind == NODE_RANGE || c->kind == NODE_RANGE_VERSION;
 	size_t n = 1;
 	uint8_t *q;
 	int rc;
@@ -127,6 +135,10 @@ coord_key(const struct coord *c, struct buf *key)
 	if (depth >= 5)
 		n += c->kind == NODE_TEMP ? sizeof(uint32_t) + nlen :
 		    sizeof(c->ts);
+	if (range)
+		n += sizeof(c->range_start) + sizeof(c->range_end);
+	if (query)
+		n += sizeof(uint32_t) + qlen;
 	buf_clear(key);
 	if ((rc = buf_reserve(key, n)) < 0)
 		return rc;
@@ -146,6 +158,14 @@ coord_key(const struct coord *c, struct buf *key)
 		memcpy(q, &c->ts, sizeof(c->ts));
 		q += sizeof(c->ts);
 	}
+	if (range) {
+		memcpy(q, &c->range_start, sizeof(c->range_start));
+		q += sizeof(c->range_start);
+		memcpy(q, &c->range_end, sizeof(c->range_end));
+		q += sizeof(c->range_end);
+	}
+	if (query)
+		q = key_field(q, c->query, qlen);
 	key->n = (size_t)(q - key->p);
 	return 0;
 }
@@ -158,6 +178,7 @@ coord_release(struct coord *c)
 	bt_free((void *)c->family);
 	bt_free((void *)c->qualifier.data);
 	bt_free((void *)c->name);
+	bt_free((void *)c->query);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -170,6 +191,8 @@ coord_copy(struct coord *dst, const struct coord *src)
 	memset(dst, 0, sizeof(*dst));
 	dst->kind = src->kind;
 	dst->ts = depth >= 5 ? src->ts : 0;
+	dst->range_start = src->range_start;
+	dst->range_end = src->range_end;
 	if (depth >= 1 && (dst->table = bt_strdup(src->table)) == NULL)
 		goto fail;
 	if (depth >= 2) {
@@ -193,6 +216,9 @@ coord_copy(struct coord *dst, const struct coord *src)
 	}
 	if (src->kind == NODE_TEMP && (dst->name = bt_strdup(src->name)) ==
 	    NULL)
+		goto fail;
+	if ((src->kind == NODE_QUERY || src->kind == NODE_QUERY_ROW) &&
+	    (dst->query = bt_strdup(src->query)) == NULL)
 		goto fail;
 	return 0;
 fail:
@@ -392,6 +418,8 @@ node_obtain(struct fs *fs, const struct coord *c)
 	n->key_next = fs->by_key[hash % fs->buckets];
 	fs->by_key[hash % fs->buckets] = n;
 	fs->count++;
+	if (n->c.kind == NODE_RANGE)
+		fs->ranges++;
 	mutex_unlock(&fs->lock);
 	return n;
 fail:
@@ -465,6 +493,8 @@ node_maybe_free(struct fs *fs, struct node *n)
 			*pp = n->key_next;
 		}
 		fs->count--;
+		if (n->c.kind == NODE_RANGE)
+			fs->ranges--;
 		if ((moved = n->moved) != NULL)
 			moved->refs--;
 		node_free(n);
@@ -999,6 +1029,35 @@ pending_children(struct fs *fs, const struct coord *c, struct buf **out,
 	return 0;
 }
 
+/*
+ * The listings the kernel holds of column c's time ranges (@T1..T2):
+ * their names are many, so the nodes are walked, and only while some
+ * range is looked up at all.
+ */
+static void
+fs_column_ranges_changed(struct fs *fs, const struct coord *c)
+{
+	fuse_ino_t inos[16];
+	size_t count = 0;
+
+	mutex_lock(&fs->lock);
+	for (size_t b = 0; fs->ranges > 0 && b < fs->buckets; b++) {
+		for (struct node *n = fs->by_ino[b]; n != NULL &&
+		    count < sizeof(inos) / sizeof(inos[0]);
+		    n = n->ino_next) {
+			if (n->c.kind != NODE_RANGE || !n->listed ||
+			    !coord_same_upto(&n->c, c, NODE_COLUMN))
+				continue;
+			n->listed = false;
+			inos[count++] = n->ino;
+		}
+	}
+	mutex_unlock(&fs->lock);
+	/* More than fit here wait for rule 3 of fs_cache.c. */
+	for (size_t i = 0; i < count; i++)
+		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], 0, 0);
+}
+
 void
 fs_column_changed(struct fs *fs, const struct coord *c)
 {
@@ -1017,6 +1076,7 @@ fs_column_changed(struct fs *fs, const struct coord *c)
 		if ((ino = node_peek(fs, &k)) != 0)
 			fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 	}
+	fs_column_ranges_changed(fs, c);
 	/* The table's listing, only if the kernel holds one: a delete may
 	 * have taken the row's last cell. */
 	k.kind = NODE_TABLE;

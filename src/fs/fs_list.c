@@ -645,9 +645,15 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			c.qualifier.size = d->raw.n;
 			dir_stat(fs, d->ts, &st);
 			break;
+		case NODE_QUERY_ROW:
+			c.row.data = d->raw.p;
+			c.row.size = d->raw.n;
+			break;
 		case NODE_VERSION:
+		case NODE_RANGE_VERSION:
 			c.ts = d->ts;
-			fs_stat_file(fs, 0, 0644, d->size, d->ts, &st);
+			fs_stat_file(fs, 0, d->kind == NODE_VERSION ? 0644 :
+			    0444, d->size, d->ts, &st);
 			break;
 		case NODE_TEMP:
 			c.name = d->name;
@@ -659,6 +665,7 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		len = dir_add(fs, req, plus, p + used, size - used, d->name,
 		    i < 2 ? NULL : &c, d->kind == NODE_VERSION ||
+		    d->kind == NODE_RANGE_VERSION ||
 		    d->kind == NODE_TEMP || d->kind == NODE_FAMILY ||
 		    d->kind == NODE_COLUMN ? &st : NULL, (off_t)i + 1);
 		if (len == 0)

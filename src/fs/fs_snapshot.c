@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fs/fs.h"
+#include "fs/fs_query.h"
 #include "util/alloc.h"
 #include "util/names.h"
 
@@ -120,6 +121,41 @@ temps_add(struct fs *fs, const struct coord *c, struct dent **ents,
 	return rc;
 }
 
+/*
+ * Add the rows of query directory c that hold a cell its filters select:
+ * one scan, keys only, a cell per row.  Held whole, as other listings
+ * but a table's (which streams): a query that selects most of a large
+ * table is better read with tabletctl.
+ */
+static int
+query_add(struct fs *fs, const struct coord *c, struct dent **ents,
+    size_t *count, size_t *cap, struct buf *name)
+{
+	struct bt_scan_options so = { .no_cache_fill = true };
+	const struct bt_row *r;
+	struct fs_query q;
+	struct bt_scan *sc;
+	int rc;
+
+	if ((rc = fs_query_parse(c->query, &q)) < 0)
+		goto out;
+	so.read = q.ro;
+	so.read.keys_only = true;
+	so.read.cells_per_row_limit = 1;
+	if ((rc = bt_scan_open(fs->store, c->table, &so, &sc)) < 0)
+		goto out;
+	while ((rc = bt_scan_next_borrowed(sc, &r)) == 0)
+		if ((rc = dent_add_raw(ents, count, cap, NODE_QUERY_ROW,
+		    r->key.data, r->key.size, 0, name)) < 0)
+			break;
+	bt_scan_close(sc);
+	if (rc == BT_DONE)
+		rc = 0;
+out:
+	fs_query_release(&q);
+	return rc;
+}
+
 int
 fs_dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
     size_t *countp)
@@ -152,16 +188,27 @@ fs_dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
 		bt_names_free(tables);
 		goto out;
 	}
+	if (dir->c.kind == NODE_QUERY) {
+		rc = query_add(fs, &dir->c, &ents, &count, &cap, &name);
+		goto out;
+	}
 
 	fs_column_filter(&dir->c, &col, &ro);
-	if (dir->c.kind != NODE_COLUMN)
+	if (dir->c.kind != NODE_COLUMN && dir->c.kind != NODE_RANGE)
 		ro.cells_per_column = 1;
+	if (dir->c.kind == NODE_RANGE) {
+		/* [start, end) as bt_read_options spells it */
+		ro.min_ts = dir->c.range_start;
+		ro.has_max_ts = true;
+		ro.max_ts = dir->c.range_end - 1;
+	}
 	rc = bt_read_row(fs->store, dir->c.table, dir->c.row, &ro, &row);
 	if (rc == BT_NOTFOUND)
 		rc = 0;
 	if (rc < 0)
 		goto out;
-	if ((rc = pending_children(fs, &dir->c, &pnames, &pcount)) < 0)
+	if (dir->c.kind != NODE_RANGE &&
+	    (rc = pending_children(fs, &dir->c, &pnames, &pcount)) < 0)
 		goto out;
 	for (size_t i = 0; row != NULL && i < row->cell_count && rc == 0;
 	    i++) {
@@ -183,6 +230,7 @@ fs_dir_snapshot(struct fs *fs, struct node *dir, struct dent **entsp,
 			snprintf(ts, sizeof(ts), "%lld",
 			    (long long)cell->ts);
 			if ((rc = dent_add(&ents, &count, &cap, ts,
+			    dir->c.kind == NODE_RANGE ? NODE_RANGE_VERSION :
 			    NODE_VERSION, NULL, 0)) == 0) {
 				ents[count - 1].ts = cell->ts;
 				ents[count - 1].size = cell->value_size;

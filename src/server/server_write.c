@@ -181,7 +181,8 @@ column_newest(struct server *s, struct server_table *t, struct slice row,
     struct slice family, struct slice qualifier, int64_t as_of,
     struct cells_row *r, struct cell *c)
 {
-	struct cells_column col = { family, true, qualifier };
+	struct cells_column col = { .family = family, .has_qualifier = true,
+	    .qualifier = qualifier };
 	struct cells_filter f = { .columns = &col, .column_count = 1,
 	    .cells_per_column = 1, .has_max_ts = as_of >= 0, .max_ts = as_of };
 	int rc;

@@ -38,6 +38,12 @@ struct resolver {
 	bool slots_free;		/* the policy ignores version counts */
 	bool point;			/* may stop past the selected columns */
 	uint32_t too_new;		/* versions after max_ts stepped over */
+	bool family_checked;		/* family_matches holds for it */
+	bool family_matches;		/* the family regex's answer */
+	uint32_t row_passed;		/* cells past every filter but the
+					   row's offset and limit */
+	uint32_t row_emitted;		/* cells returned from the row */
+	bool row_full;			/* the row has its limit */
 };
 
 void
@@ -106,20 +112,32 @@ cells_row_take_bytes(struct cells_row *r)
 	return p;
 }
 
-static bool
+/* Whether f's columns select (family, qualifier): 1, 0, or a regex's
+ * error. */
+static int
 filter_selects(const struct cells_filter *f, struct slice family,
     struct slice qualifier)
 {
+	int rc;
+
 	if (f->columns == NULL)
-		return true;
+		return 1;
 	for (size_t i = 0; i < f->column_count; i++) {
 		const struct cells_column *c = &f->columns[i];
 
-		if (slice_equal(c->family, family) &&
-		    (!c->has_qualifier || slice_equal(c->qualifier, qualifier)))
-			return true;
+		if (!slice_equal(c->family, family))
+			continue;
+		if (!c->has_qualifier)
+			return 1;
+		if (c->qualifier_regex == NULL) {
+			if (slice_equal(c->qualifier, qualifier))
+				return 1;
+		} else if ((rc = regex_match(c->qualifier_regex,
+		    qualifier)) != 0) {
+			return rc;
+		}
 	}
-	return false;
+	return 0;
 }
 
 /*
@@ -137,6 +155,7 @@ filter_passed(const struct cells_filter *f, struct slice family,
 		int fc = slice_compare(family, c->family);
 
 		if (fc < 0 || (fc == 0 && (!c->has_qualifier ||
+		    c->qualifier_regex != NULL ||
 		    slice_compare(qualifier, c->qualifier) < 0)))
 			return false;
 	}
@@ -175,6 +194,7 @@ enter_family(struct cells_row *r, struct resolver *st,
 	st->family_entered = true;
 	st->family_delete_seq = 0;
 	st->column_started = false;
+	st->family_checked = false;
 	if (memo != NULL && memo->valid && names_equal(slice_make(
 	    memo->family, memo->family_len), family)) {
 		st->family_known = memo->known;
@@ -222,8 +242,28 @@ enter_column(struct cells_row *r, struct resolver *st,
 	st->spans_shared = false;
 	st->column_over = false;
 	st->too_new = 0;
-	st->column_selected = st->family_known &&
-	    filter_selects(f, buf_slice(&r->cur_family), qualifier);
+	st->column_selected = st->family_known;
+	if (st->column_selected) {
+		if ((rc = filter_selects(f, buf_slice(&r->cur_family),
+		    qualifier)) < 0)
+			return rc;
+		st->column_selected = rc == 1;
+	}
+	if (st->column_selected && f->family_regex != NULL) {
+		if (!st->family_checked) {
+			if ((rc = regex_match(f->family_regex,
+			    buf_slice(&r->cur_family))) < 0)
+				return rc;
+			st->family_matches = rc == 1;
+			st->family_checked = true;
+		}
+		st->column_selected = st->family_matches;
+	}
+	if (st->column_selected && f->qualifier_regex != NULL) {
+		if ((rc = regex_match(f->qualifier_regex, qualifier)) < 0)
+			return rc;
+		st->column_selected = rc == 1;
+	}
 	return 0;
 }
 
@@ -394,6 +434,19 @@ judge_version(struct resolver *st, const struct ikey *k, int64_t now)
 	return k->kind == IKEY_PUT ? VERDICT_VERSION : VERDICT_DELETED;
 }
 
+/* Whether value passes f's value filters: 1, 0, or a regex's error. */
+static int
+value_passes(const struct cells_filter *f, struct slice value)
+{
+	if (f->has_value_start && slice_compare(value, f->value_start) < 0)
+		return 0;
+	if (f->has_value_end && slice_compare(value, f->value_end) >= 0)
+		return 0;
+	if (f->value_regex != NULL)
+		return regex_match(f->value_regex, value);
+	return 1;
+}
+
 /*
  * The smallest value lent rather than copied when the row lends: below
  * it a copy costs fewer instructions than pinning the block that holds
@@ -428,7 +481,7 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 	bool lend = false;
 	int rc;
 
-	if (!st->column_selected || k->ts < f->min_ts ||
+	if (!st->column_selected || k->ts < f->min_ts || st->row_full ||
 	    (f->cells_per_column != 0 && st->emitted >= f->cells_per_column))
 		return COLUMN_DONE;
 	if (f->has_max_ts && k->ts > f->max_ts && st->slots_free &&
@@ -444,8 +497,15 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 	}
 	if (f->has_max_ts && k->ts > f->max_ts)
 		return 0;
-	st->emitted++;
 	value = iter_value(it);
+	if (cells_filter_on_values(f) && (rc = value_passes(f, value)) <= 0)
+		return rc;
+	st->emitted++;
+	/* Cells per row come last: an offset skips cells that every other
+	 * filter passed, each counted against its column's limit. */
+	if (st->row_passed++ < f->cells_per_row_offset)
+		return f->cells_per_column != 0 &&
+		    st->emitted >= f->cells_per_column ? COLUMN_DONE : 0;
 	if (value.n >= CELLS_LEND_MIN && r->lend_values && !f->keys_only) {
 		if ((rc = iter_pin(it, r->pin_epoch)) < 0)
 			return rc;
@@ -457,6 +517,11 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 	    (f->keys_only || lend ? 0 : value.n) + 2)) < 0 ||
 	    (rc = emit(r, st, k->ts, value, f->keys_only, lend)) < 0)
 		return rc;
+	if (f->cells_per_row_limit != 0 &&
+	    ++st->row_emitted >= f->cells_per_row_limit) {
+		st->row_full = true;
+		return COLUMN_DONE;
+	}
 	return f->cells_per_column != 0 &&
 	    st->emitted >= f->cells_per_column ? COLUMN_DONE : 0;
 }
@@ -512,6 +577,52 @@ skip_to_max_ts(struct iter *it, struct cells_row *r, int64_t max_ts)
 
 	put_be64(at, ~(uint64_t)max_ts);
 	return skip_in_column(it, &r->seek_key, at);
+}
+
+/*
+ * Move it past every entry of the row whose escaped prefix (through its
+ * terminator 0x00 0x01) is prefix: to prefix with its terminator made
+ * 0x00 0x02, which sorts after every key of the row and before every
+ * later row (ikey.h: an escaped component that extends the row's goes on
+ * with a non-zero byte or 0x00 0xff).  target is scratch.
+ */
+int
+cells_skip_row(struct iter *it, struct slice prefix, struct buf *target)
+{
+	int rc;
+
+	if (prefix.n < 2 || prefix.p[prefix.n - 1] != 0x01)
+		return bt_error_set(BT_ECORRUPT,
+		    "tablet: row prefix without its terminator");
+	/* prefix may be the iterator's key, which a step replaces. */
+	if ((rc = buf_set(target, prefix.p, prefix.n)) < 0)
+		return rc;
+	for (int i = 0; i < SKIP_STEPS; i++) {
+		if ((rc = iter_next(it)) < 0)
+			return rc;
+		if (!iter_valid(it) ||
+		    !slice_starts_with(iter_key(it), buf_slice(target)))
+			return 0;
+	}
+	target->p[target->n - 1] = 0x02;
+	return iter_seek(it, buf_slice(target));
+}
+
+/* cells_skip_row() for the row that r is resolving (walk_row()). */
+static int
+row_skip_rest(struct iter *it, struct cells_row *r, bool plain)
+{
+	int rc;
+
+	if (!plain)
+		return cells_skip_row(it, buf_slice(&r->row_prefix),
+		    &r->seek_key);
+	/* A plain row's prefix is its key then 0x00 0x01; build it in
+	 * scratch (the decode of the next key replaces it anyway). */
+	if ((rc = buf_set(&r->scratch, r->key.p, r->key.n)) < 0 ||
+	    (rc = buf_append(&r->scratch, "\x00\x01", 2)) < 0)
+		return rc;
+	return cells_skip_row(it, buf_slice(&r->scratch), &r->seek_key);
 }
 
 /*
@@ -588,6 +699,13 @@ walk_row(struct iter *it, uint64_t snapshot,
 				too_new = rc == COLUMN_TOO_NEW;
 				break;
 			}
+		}
+		/* A row with its limit of cells is over. */
+		if (st->row_full) {
+			if (!st->point && (rc = row_skip_rest(it, r,
+			    plain)) < 0)
+				return rc;
+			break;
 		}
 		/*
 		 * The column is over.  Most columns end here anyway (one

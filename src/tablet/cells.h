@@ -19,7 +19,11 @@
  *   - GC: gc_policy_condemns(policy, slot index (0 = newest), ts, now).
  *     Condemned versions are never returned.  Families not in the schema
  *     (dropped) return nothing.
- *   - Filters, in order: column selection, time range, cells per column.
+ *   - Filters, in order: column selection (the columns listed, then the
+ *     family and qualifier regexes), time range, value (regex, range),
+ *     cells per column, then cells per row (offset, limit).  The row
+ *     regex is the scan's (tablet_scan_next()) and the point read's
+ *     (tablet_read_row()): the resolver is only given rows that pass it.
  */
 #ifndef TABLETFS_TABLET_CELLS_H
 #define TABLETFS_TABLET_CELLS_H
@@ -31,6 +35,7 @@
 #include "tablet/gc_policy.h"
 #include "util/buf.h"
 #include "util/iter.h"
+#include "util/regex.h"
 #include "util/slice.h"
 
 /*
@@ -68,6 +73,7 @@ struct cells_column {
 	struct slice family;
 	bool has_qualifier;
 	struct slice qualifier;
+	struct regex *qualifier_regex;	/* or NULL: qualifier is a name */
 };
 
 struct cells_filter {
@@ -80,7 +86,34 @@ struct cells_filter {
 	bool keys_only;				/* do not copy values */
 	bool no_cache_fill;	/* blocks read from files stay out of the
 				   block cache (a bulk scan) */
+	/* Regexes (regex.h; NULL: none), used by one thread at a time. */
+	struct regex *row_regex;
+	struct regex *family_regex;
+	struct regex *qualifier_regex;
+	struct regex *value_regex;
+	bool has_value_start;			/* value >= value_start */
+	struct slice value_start;
+	bool has_value_end;			/* value < value_end */
+	struct slice value_end;
+	uint32_t cells_per_row_offset;
+	uint32_t cells_per_row_limit;		/* 0: all */
 };
+
+/* Whether f looks at values (then even a keys-only read reads them). */
+static inline bool
+cells_filter_on_values(const struct cells_filter *f)
+{
+	return f->value_regex != NULL || f->has_value_start ||
+	    f->has_value_end;
+}
+
+/* Whether f can return fewer versions of a column than the newest ones
+ * the time range holds (a newest-version shortcut does not apply). */
+static inline bool
+cells_filter_skips_versions(const struct cells_filter *f)
+{
+	return cells_filter_on_values(f) || f->cells_per_row_offset != 0;
+}
 
 struct cell {
 	struct slice family;
@@ -166,6 +199,14 @@ int cells_read_row(struct iter *it, uint64_t snapshot,
 int cells_read_point(struct iter *it, uint64_t snapshot,
     const struct cells_schema *schema, int64_t now,
     const struct cells_filter *filter, struct cells_row *r);
+
+/*
+ * Move it, positioned in the row whose escaped prefix (ikey.h, esc(row))
+ * is prefix, to the first entry of a later row (or invalid), stepping a
+ * few entries and then seeking: a row a filter rules out costs no more
+ * than its first key.  target is scratch.  0 or a negative error.
+ */
+int cells_skip_row(struct iter *it, struct slice prefix, struct buf *target);
 
 /*
  * The compaction of one row: consume the row's entries as cells_read_row()

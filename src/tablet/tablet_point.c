@@ -431,7 +431,8 @@ point_read_wants_value(void *arg, struct slice key)
 	struct slice column;
 	uint64_t ts;
 
-	if (f->keys_only || !ikey_put_column(key, &column, &ts) ||
+	if ((f->keys_only && !cells_filter_on_values(f)) ||
+	    !ikey_put_column(key, &column, &ts) ||
 	    (int64_t)ts < f->min_ts ||
 	    (f->has_max_ts && (int64_t)ts > f->max_ts))
 		return false;
@@ -464,7 +465,9 @@ point_stop_init(struct point_stop *ps, struct point_read *pr,
 	const struct tablet_family *fam;
 
 	if (f->cells_per_column != 1 || f->column_count != 1 ||
+	    cells_filter_skips_versions(f) ||
 	    !f->columns[0].has_qualifier ||
+	    f->columns[0].qualifier_regex != NULL ||
 	    (fam = tablet_schema_family(v->schema,
 	    f->columns[0].family)) == NULL)
 		return NULL;
@@ -553,7 +556,7 @@ read_cover_init(struct read_cover *rc, const struct cells_filter *f)
 	rc->count = 0;
 	rc->folded = 0;
 	rc->file_source = 0;
-	rc->dead = f->cells_per_column != 1;
+	rc->dead = f->cells_per_column != 1 || cells_filter_skips_versions(f);
 	rc->tail_known = false;
 	rc->tail_max_seq = 0;
 }
@@ -773,6 +776,13 @@ tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
 	int rc;
 
 	point_read_init(&pr, &out->cur_family, &out->cur_qualifier, filter);
+	if (filter->row_regex != NULL &&
+	    (rc = regex_match(filter->row_regex, row)) <= 0) {
+		out->count = 0;
+		if (rc == 0)
+			rc = BT_NOTFOUND;
+		goto out;
+	}
 	buf_clear(&out->key);
 	if ((rc = ikey_append_row_prefix(row, &out->key)) < 0)
 		goto out;

@@ -91,7 +91,8 @@ tablet_version_iter_new(struct tablet_version *v,
 			continue;
 		if ((rc = sst_reader_iter_new(tf->reader,
 		    (f->no_cache_fill ? SST_ITER_NO_CACHE_FILL : 0) |
-		    (f->keys_only ? SST_ITER_KEYS_ONLY : 0),
+		    (f->keys_only && !cells_filter_on_values(f) ?
+		    SST_ITER_KEYS_ONLY : 0),
 		    &children[n])) < 0)
 			goto out_children;
 		n++;
@@ -132,6 +133,9 @@ struct tablet_scan {
 	 * returned since the last charge (TABLET_SCAN_SAMPLE_BYTES). */
 	size_t charge_group;
 	size_t charge_bytes;
+	/* The row regex's scratch: a key decoded, where a skip seeks. */
+	struct buf row_scratch;
+	struct buf skip_key;
 };
 
 /* The cells_schema callback of a scan: tablet_schema_family_policy() with the
@@ -170,6 +174,8 @@ tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
 	buf_init(&prefix);
 	buf_init(&sc->start);
 	buf_init(&sc->end);
+	buf_init(&sc->row_scratch);
+	buf_init(&sc->skip_key);
 	sc->v = tablet_version_get(t);
 	sc->t = t;
 	tablet_ref(t);
@@ -231,12 +237,46 @@ scan_charge_row(struct tablet_scan *sc, const struct cells_row *out)
 	tablet_read_charge(sc->t, sc->charge_group, 1);
 }
 
+/*
+ * Step the iterator over the rows whose key the row regex does not
+ * match, from their first key alone (cells_skip_row()), up to the first
+ * row it matches or past the scan's end: 0, or a negative error.
+ */
+static int
+scan_skip_unmatched_rows(struct tablet_scan *sc)
+{
+	struct ikey k;
+	int rc;
+
+	while (iter_valid(sc->it)) {
+		struct slice key = iter_key(sc->it);
+		size_t prefix_n = ikey_row_prefix_length(key);
+
+		if (prefix_n == 0 ||
+		    ikey_decode(key, &k, &sc->row_scratch) < 0)
+			return bt_error_set(BT_ECORRUPT,
+			    "tablet: internal key does not decode");
+		if (sc->end.n > 0 &&
+		    slice_compare(k.row, buf_slice(&sc->end)) >= 0)
+			return 0;
+		if ((rc = regex_match(sc->filter->row_regex, k.row)) != 0)
+			return rc < 0 ? rc : 0;
+		if ((rc = cells_skip_row(sc->it, slice_make(key.p, prefix_n),
+		    &sc->skip_key)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int
 tablet_scan_next(struct tablet_scan *sc, struct cells_row *out)
 {
 	int rc;
 
 	while (!sc->done) {
+		if (sc->filter->row_regex != NULL &&
+		    (rc = scan_skip_unmatched_rows(sc)) < 0)
+			return rc;
 		/* A new epoch: the pins of the last row (whose values are no
 		 * longer needed) go when this one pins. */
 		if (out->lend_values)
@@ -273,6 +313,8 @@ tablet_scan_close(struct tablet_scan *sc)
 	tablet_unref(sc->t);
 	buf_release(&sc->start);
 	buf_release(&sc->end);
+	buf_release(&sc->row_scratch);
+	buf_release(&sc->skip_key);
 	bt_free(sc);
 }
 

@@ -243,6 +243,18 @@ service_move_column(struct service *svc, struct slice in, struct buf *reply)
 
 /* ---- READ_ROW, and what scans share ---- */
 
+/* A regex or value bound of ReadOptions: present (data not NULL, even
+ * when empty) or absent (tabletfs.h), borrowed from the message. */
+static struct bt_bytes
+service_filter_bytes(protobuf_c_boolean has, ProtobufCBinaryData b)
+{
+	static const uint8_t empty[1];
+
+	if (!has)
+		return (struct bt_bytes){ NULL, 0 };
+	return (struct bt_bytes){ b.len > 0 ? b.data : empty, b.len };
+}
+
 int
 service_read_options(const Tabletfs__ReadOptions *in,
     struct bt_read_options *out, struct bt_column **columns)
@@ -254,18 +266,26 @@ service_read_options(const Tabletfs__ReadOptions *in,
 	*columns = NULL;
 	if (in == NULL)
 		return 0;
-	if (in->n_columns > 0) {
-		if ((cols = bt_calloc(in->n_columns, sizeof(*cols))) == NULL)
+	if (in->n_columns + in->n_column_regexes > 0) {
+		size_t nc = in->n_columns;
+
+		if ((cols = bt_calloc(nc + in->n_column_regexes,
+		    sizeof(*cols))) == NULL)
 			return -ENOMEM;
-		for (size_t i = 0; i < in->n_columns; i++) {
-			if ((rc = column_from(in->columns[i],
+		for (size_t i = 0; i < nc + in->n_column_regexes; i++) {
+			if ((rc = column_from(i < nc ? in->columns[i] :
+			    in->column_regexes[i - nc],
 			    "ReadOptions column", &cols[i])) < 0) {
 				bt_free(cols);
 				return rc;
 			}
 		}
+		if (in->n_column_regexes > 0) {
+			out->column_regexes = cols + nc;
+			out->column_regex_count = in->n_column_regexes;
+		}
 	}
-	out->columns = cols;
+	out->columns = in->n_columns > 0 ? cols : NULL;
 	out->column_count = in->n_columns;
 	out->cells_per_column = in->has_cells_per_column ?
 	    in->cells_per_column : 0;
@@ -273,6 +293,22 @@ service_read_options(const Tabletfs__ReadOptions *in,
 	out->has_max_ts = in->has_max_ts;
 	out->max_ts = in->has_max_ts ? in->max_ts : 0;
 	out->keys_only = in->has_keys_only && in->keys_only;
+	out->row_regex = service_filter_bytes(in->has_row_regex,
+	    in->row_regex);
+	out->family_regex = service_filter_bytes(in->has_family_regex,
+	    in->family_regex);
+	out->qualifier_regex = service_filter_bytes(in->has_qualifier_regex,
+	    in->qualifier_regex);
+	out->value_regex = service_filter_bytes(in->has_value_regex,
+	    in->value_regex);
+	out->value_start = service_filter_bytes(in->has_value_start,
+	    in->value_start);
+	out->value_end = service_filter_bytes(in->has_value_end,
+	    in->value_end);
+	out->cells_per_row_offset = in->has_cells_per_row_offset ?
+	    in->cells_per_row_offset : 0;
+	out->cells_per_row_limit = in->has_cells_per_row_limit ?
+	    in->cells_per_row_limit : 0;
 	*columns = cols;
 	return 0;
 }

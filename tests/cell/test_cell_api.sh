@@ -15,11 +15,12 @@ SESSION_MS=${SESSION_MS:-10000}
 # Under the sanitizers (TEST_SMALL) three of them, those with threads
 # and scans among them: each call is a round trip there, and slow.
 if [ -n "${TEST_SMALL:-}" ]; then
-	ALL="test_api_webtable test_api_scan test_api_concurrency"
+	ALL="test_api_webtable test_api_scan test_api_concurrency
+	    test_api_filter"
 else
 	ALL="test_api_webtable test_api_gc test_api_delete test_api_scan
 	    test_api_split test_api_move test_api_model test_api_concurrency
-	    test_api_point"
+	    test_api_point test_api_filter"
 fi
 SUITES="${CELL_API_SUITES:-$ALL}"
 

@@ -249,6 +249,14 @@ seeds_log(struct env *env)
 static void
 seeds_text(void)
 {
+	seed_str("fuzz_fs_query", "paper", "\x02@column=anchor:.*\\.cnn"
+	    "\\.com");
+	seed_str("fuzz_fs_query", "chain", "\x02@row=com\\.cnn\\..*/"
+	    "@family=a|b/@qualifier=%/@value=%2F%25%40%00/@start-ts=5/"
+	    "@end-ts=9/@cells-per-column=1/@cells-per-row=2/"
+	    "@cells-per-row-offset=1/@column=contents");
+	seed_str("fuzz_fs_query", "bad", "\x02@end-ts=5/@start-ts=5/@row=");
+	seed("fuzz_fs_query", "bytes", 1, "a\0\xff/%@.", 7);
 	seed_str("fuzz_names", "plain", "com.cnn.www");
 	seed_str("fuzz_names", "escapes", "%2Ehidden%2F%25%40%00%ff");
 	seed_str("fuzz_names", "empty", "%");
