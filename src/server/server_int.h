@@ -358,6 +358,17 @@ int server_queue_commit(struct server *s, struct server_table *t,
     struct slice row, struct mutation *ops, size_t count, bool sync,
     int64_t *stamp);
 
+/*
+ * Commit the rows whose results[i] is 0 as one unit of the write queue:
+ * in one write group, so with one log append (and at most one sync); the
+ * rows' stamps in rows[i].stamp.  Each row is applied atomically and on
+ * its own: results[i] receives each one's outcome.  The caller holds the
+ * rows' locks and has checked that the store is writable.  0, or the
+ * first failed row's error.
+ */
+int server_queue_commit_rows(struct server *s,
+    struct server_row_mutation *rows, size_t n, bool sync, int *results);
+
 /* ---- Reads (server_read.c) ---- */
 
 /* Read one row of t from the tablet serving it now, at the published

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,102 @@ server_mutate(struct server *s, struct server_table *t, uint64_t tablet,
 out:
 	tablet_schema_unref(schema);
 	return rc;
+}
+
+/* The lock stripes of the rows of a batch not yet failed, as a bitmap
+ * (one bit per stripe), so that they are taken in ascending order: two
+ * batches never wait for each other in a cycle, and a single-row writer
+ * holds one stripe only. */
+static void
+rows_stripes(struct server *s, const struct server_row_mutation *rows,
+    size_t n, const int *results, uint64_t *bits)
+{
+	memset(bits, 0, ROW_LOCKS / 8);
+	for (size_t i = 0; i < n; i++)
+		if (results[i] == 0) {
+			size_t k = (size_t)(row_lock(s, rows[i].t->id,
+			    rows[i].row) - s->row_locks);
+
+			bits[k / 64] |= 1ull << (k % 64);
+		}
+}
+
+static void
+stripes_lock(struct server *s, const uint64_t *bits, bool lock)
+{
+	for (size_t k = 0; k < ROW_LOCKS; k++)
+		if (bits[k / 64] & (1ull << (k % 64))) {
+			if (lock)
+				mutex_lock(&s->row_locks[k]);
+			else
+				mutex_unlock(&s->row_locks[k]);
+		}
+}
+
+/* Note the first failure of a batch: its code, and its detail kept in
+ * first_detail (the next row's check overwrites the thread's). */
+static void
+rows_note_failure(int rc, int *first, char *first_detail, size_t size)
+{
+	if (*first < 0)
+		return;
+	*first = rc;
+	snprintf(first_detail, size, "%s", bt_error_detail());
+}
+
+int
+server_mutate_rows(struct server *s, struct server_row_mutation *rows,
+    size_t n, bool sync, int *results)
+{
+	struct tablet_schema *schema = NULL;
+	struct server_table *schema_of = NULL;
+	uint64_t bits[ROW_LOCKS / 64];
+	char detail[256];
+	size_t valid = 0;
+	int rc, first = 0;
+
+	/* Every row is checked before anything is written. */
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].t != schema_of) {
+			tablet_schema_unref(schema);
+			schema = server_table_schema(s, rows[i].t);
+			schema_of = rows[i].t;
+		}
+		rows[i].stamp = 0;
+		results[i] = mutation_validate(s, rows[i].t, schema,
+		    rows[i].row, rows[i].ops, rows[i].count);
+		if (results[i] == 0 && s->log == NULL)
+			results[i] = bt_error_set(-EROFS, "store is "
+			    "read-only");
+		if (results[i] == 0)
+			results[i] = server_space_refuse(s, rows[i].ops,
+			    rows[i].count);
+		if (results[i] < 0)
+			rows_note_failure(results[i], &first, detail,
+			    sizeof(detail));
+		else
+			valid++;
+	}
+	tablet_schema_unref(schema);
+	if (valid > 0 && (rc = write_throttle(s)) < 0) {
+		for (size_t i = 0; i < n; i++)
+			if (results[i] == 0)
+				results[i] = rc;
+		rows_note_failure(rc, &first, detail, sizeof(detail));
+		valid = 0;
+	}
+	if (valid > 0) {
+		rows_stripes(s, rows, n, results, bits);
+		stripes_lock(s, bits, true);
+		if ((rc = server_queue_commit_rows(s, rows, n, sync,
+		    results)) < 0)
+			rows_note_failure(rc, &first, detail,
+			    sizeof(detail));
+		stripes_lock(s, bits, false);
+	}
+	if (first < 0)
+		return bt_error_set(first, "%s", detail);
+	return 0;
 }
 
 /* The newest visible version of one column, resolved into r: 0 with the
