@@ -145,6 +145,16 @@ struct server {
 	_Atomic int broken;
 
 	struct mutex row_locks[ROW_LOCKS];
+	/*
+	 * Taken shared by every write of one row around its row lock, and
+	 * exclusively by a batch (server_mutate_rows()), which then takes
+	 * no row lock: a batch may name thousands of rows, more locks than
+	 * one thread should hold at once (ThreadSanitizer stops at 64).
+	 * Taken before a row lock, never twice by one thread; writers are
+	 * preferred, so that a stream of single writes cannot starve a
+	 * batch.
+	 */
+	pthread_rwlock_t batch_lock;
 	/* Rows for the read-modify-writes (server_write.c). */
 	struct server_row_pool rmw_rows;
 

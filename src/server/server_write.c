@@ -161,42 +161,14 @@ server_mutate(struct server *s, struct server_table *t, uint64_t tablet,
 	    (rc = mutation_validate(s, t, schema, row, ops, count)) < 0)
 		goto out;
 	lock = row_lock(s, t->id, row);
+	pthread_rwlock_rdlock(&s->batch_lock);
 	mutex_lock(lock);
 	rc = mutation_commit(s, t, row, ops, count, sync, stamp);
 	mutex_unlock(lock);
+	pthread_rwlock_unlock(&s->batch_lock);
 out:
 	tablet_schema_unref(schema);
 	return rc;
-}
-
-/* The lock stripes of the rows of a batch not yet failed, as a bitmap
- * (one bit per stripe), so that they are taken in ascending order: two
- * batches never wait for each other in a cycle, and a single-row writer
- * holds one stripe only. */
-static void
-rows_stripes(struct server *s, const struct server_row_mutation *rows,
-    size_t n, const int *results, uint64_t *bits)
-{
-	memset(bits, 0, ROW_LOCKS / 8);
-	for (size_t i = 0; i < n; i++)
-		if (results[i] == 0) {
-			size_t k = (size_t)(row_lock(s, rows[i].t->id,
-			    rows[i].row) - s->row_locks);
-
-			bits[k / 64] |= 1ull << (k % 64);
-		}
-}
-
-static void
-stripes_lock(struct server *s, const uint64_t *bits, bool lock)
-{
-	for (size_t k = 0; k < ROW_LOCKS; k++)
-		if (bits[k / 64] & (1ull << (k % 64))) {
-			if (lock)
-				mutex_lock(&s->row_locks[k]);
-			else
-				mutex_unlock(&s->row_locks[k]);
-		}
 }
 
 /* Note the first failure of a batch: its code, and its detail kept in
@@ -216,7 +188,6 @@ server_mutate_rows(struct server *s, struct server_row_mutation *rows,
 {
 	struct tablet_schema *schema = NULL;
 	struct server_table *schema_of = NULL;
-	uint64_t bits[ROW_LOCKS / 64];
 	char detail[256];
 	size_t valid = 0;
 	int rc, first = 0;
@@ -252,13 +223,13 @@ server_mutate_rows(struct server *s, struct server_row_mutation *rows,
 		valid = 0;
 	}
 	if (valid > 0) {
-		rows_stripes(s, rows, n, results, bits);
-		stripes_lock(s, bits, true);
+		/* Exclusive: no row lock is held meanwhile (W4). */
+		pthread_rwlock_wrlock(&s->batch_lock);
 		if ((rc = server_queue_commit_rows(s, rows, n, sync,
 		    results)) < 0)
 			rows_note_failure(rc, &first, detail,
 			    sizeof(detail));
-		stripes_lock(s, bits, false);
+		pthread_rwlock_unlock(&s->batch_lock);
 	}
 	if (first < 0)
 		return bt_error_set(first, "%s", detail);
@@ -313,6 +284,7 @@ column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
 		goto out;
 	r = server_row_pool_take(&s->rmw_rows, &own);
 	lock = row_lock(s, t->id, row);
+	pthread_rwlock_rdlock(&s->batch_lock);
 	mutex_lock(lock);
 	found = column_newest(s, t, row, family, qualifier, as_of, r, &c);
 	if (found < 0) {
@@ -329,6 +301,7 @@ column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
 			rc = 0;
 	}
 	mutex_unlock(lock);
+	pthread_rwlock_unlock(&s->batch_lock);
 	server_row_pool_give(&s->rmw_rows, r, &own);
 out:
 	tablet_schema_unref(schema);
@@ -738,6 +711,7 @@ server_move_column(struct server *s, struct server_table *t,
 		goto out;
 	cells_row_init(&r);
 	lock = row_lock(s, t->id, row);
+	pthread_rwlock_rdlock(&s->batch_lock);
 	mutex_lock(lock);
 	if (slice_equal(src->family, dst->family) &&
 	    (!src->has_qualifier || slice_equal(src->qualifier,
@@ -752,6 +726,7 @@ server_move_column(struct server *s, struct server_table *t,
 		rc = mutation_commit(s, t, row, ops, count, sync, NULL);
 	}
 	mutex_unlock(lock);
+	pthread_rwlock_unlock(&s->batch_lock);
 	bt_free(ops);
 	cells_row_release(&r);
 out:
