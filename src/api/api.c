@@ -483,6 +483,130 @@ bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	return rc;
 }
 
+/*
+ * The rows of a batch in the engine's terms, into *engine (count *m,
+ * with one allocation of mutations at *opsp; bt_free() both): each row
+ * that converts, with map[k] its index in rows; a row that does not
+ * fails at once in results.  Every row is routed by the server as it is
+ * applied (no tablet named, so none is stale): a batch is logged once.
+ */
+static int
+rows_from(const struct bt_row_mutation *rows, size_t n, struct server_table *t,
+    int *results, struct server_row_mutation **engine, size_t **map,
+    struct mutation **opsp, size_t *m)
+{
+	struct server_row_mutation *e;
+	struct mutation *ops, local[MUTATIONS_LOCAL], *conv;
+	size_t total = 0, k = 0, at = 0, *idx;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].count > SIZE_MAX / sizeof(*ops) - total)
+			return bt_error_set(-EINVAL, "too many mutations");
+		total += rows[i].count;
+	}
+	e = bt_calloc(n, sizeof(*e));
+	idx = bt_calloc(n, sizeof(*idx));
+	ops = bt_calloc(total > 0 ? total : 1, sizeof(*ops));
+	if (e == NULL || idx == NULL || ops == NULL) {
+		bt_free(e);
+		bt_free(idx);
+		bt_free(ops);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = mutations_from(rows[i].muts, rows[i].count, local,
+		    &conv)) < 0) {
+			results[i] = rc;
+			continue;
+		}
+		memcpy(ops + at, conv, rows[i].count * sizeof(*ops));
+		mutations_free(conv, local);
+		e[k].t = t;
+		e[k].row = bytes_slice(rows[i].row);
+		e[k].ops = ops + at;
+		e[k].count = rows[i].count;
+		idx[k++] = i;
+		at += rows[i].count;
+	}
+	*engine = e;
+	*map = idx;
+	*opsp = ops;
+	*m = k;
+	return 0;
+}
+
+/* Fail every row of a batch not yet failed with rc (a whole-batch
+ * failure, before anything was written); returns rc. */
+static int
+rows_fail(int *results, size_t n, int rc)
+{
+	for (size_t i = 0; i < n; i++)
+		if (results[i] == 0)
+			results[i] = rc;
+	return rc;
+}
+
+int
+bt_mutate_rows(struct bt_store *s, const char *table,
+    const struct bt_row_mutation *rows, size_t n,
+    const struct bt_write_options *wopts, int *results)
+{
+	struct server_row_mutation *engine = NULL;
+	struct server_table *t;
+	struct mutation *ops = NULL;
+	size_t *map = NULL, m = 0;
+	int *res = results, *sub = NULL, rc, first = 0;
+	uint64_t id;
+
+	bt_error_clear();
+	if (rows == NULL || n == 0)
+		return bt_error_set(-EINVAL, "empty batch");
+	if (res == NULL && (res = bt_calloc(n, sizeof(*res))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		res[i] = 0;
+	if (s->cell != NULL) {
+		rc = cell_mutate_rows(s->cell, table, rows, n,
+		    want_sync(wopts), res);
+		goto out;
+	}
+	if ((rc = server_table_ref(s->server, table, &t, &id)) < 0) {
+		rows_fail(res, n, rc);
+		goto out;
+	}
+	if ((rc = rows_from(rows, n, t, res, &engine, &map, &ops,
+	    &m)) < 0) {
+		rows_fail(res, n, rc);
+		goto out_table;
+	}
+	for (size_t i = 0; i < n && first == 0; i++)
+		first = res[i];
+	if (m > 0 && (sub = bt_calloc(m, sizeof(*sub))) == NULL) {
+		rc = rows_fail(res, n, -ENOMEM);
+		goto out_rows;
+	}
+	rc = m > 0 ? server_mutate_rows(s->server, engine, m,
+	    want_sync(wopts), sub) : 0;
+	for (size_t k = 0; k < m; k++)
+		res[map[k]] = sub[k];
+	/* Otherwise the engine's detail is kept. */
+	if (rc == 0 && first < 0)
+		rc = bt_error_set(first, "a row of the batch has no "
+		    "mutations, or one without a family");
+out_rows:
+	bt_free(sub);
+	bt_free(engine);
+	bt_free(map);
+	bt_free(ops);
+out_table:
+	server_table_unref(t);
+out:
+	if (res != results)
+		bt_free(res);
+	return rc;
+}
+
 int
 bt_check_and_mutate(struct bt_store *s, const char *table,
     struct bt_bytes row, const char *family, struct bt_bytes qualifier,

@@ -55,6 +55,10 @@ int cell_mutate_row(struct cell_client *c, const char *table,
 
 /* The read-modify-writes on one column (bt_increment, bt_append,
  * bt_put_newest, bt_move_version). */
+/* bt_mutate_rows() (results has room for n, zeroed). */
+int cell_mutate_rows(struct cell_client *c, const char *table,
+    const struct bt_row_mutation *rows, size_t n, bool sync, int *results);
+
 enum cell_rmw_kind {
 	CELL_RMW_INCREMENT,
 	CELL_RMW_APPEND,

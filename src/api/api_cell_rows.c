@@ -3,6 +3,7 @@
  * read-modify-writes, point reads and scans.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "api/api_cell.h"
@@ -103,6 +104,128 @@ out:
 		bt_free(ms);
 	if (msp != localp)
 		bt_free(msp);
+	return rc;
+}
+
+/* The messages of a batch, in four arrays (entries_release()). */
+struct entries {
+	Tabletfs__MutateRowsEntry *es, **ep;
+	Tabletfs__Mutation *ms, **mp;
+};
+
+static void
+entries_release(struct entries *e)
+{
+	bt_free(e->es);
+	bt_free(e->ep);
+	bt_free(e->ms);
+	bt_free(e->mp);
+}
+
+/* One entry per row into req, borrowing every byte from rows.  0,
+ * -EINVAL or -ENOMEM. */
+static int
+entries_make(struct entries *e, const struct bt_row_mutation *rows,
+    size_t n, Tabletfs__MutateRowsRequest *req)
+{
+	size_t total = 0, at = 0;
+
+	memset(e, 0, sizeof(*e));
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].count > SIZE_MAX / sizeof(*e->ms) / 2 - total)
+			return bt_error_set(-EINVAL, "too many mutations");
+		total += rows[i].muts != NULL ? rows[i].count : 0;
+	}
+	e->es = bt_calloc(n, sizeof(*e->es));
+	e->ep = bt_calloc(n, sizeof(*e->ep));
+	e->ms = bt_calloc(total + 1, sizeof(*e->ms));
+	e->mp = bt_calloc(total + 1, sizeof(*e->mp));
+	if (e->es == NULL || e->ep == NULL || e->ms == NULL ||
+	    e->mp == NULL) {
+		entries_release(e);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_mutation *muts = rows[i].muts;
+		Tabletfs__MutateRowsEntry *en = &e->es[i];
+
+		tabletfs__mutate_rows_entry__init(en);
+		en->has_row = true;
+		en->row = cell_bin(rows[i].row);
+		en->mutations = e->mp + at;
+		en->n_mutations = muts != NULL ? rows[i].count : 0;
+		for (size_t j = 0; j < en->n_mutations; j++, at++) {
+			Tabletfs__Mutation *m = &e->ms[at];
+
+			tabletfs__mutation__init(m);
+			m->has_kind = m->has_qualifier = true;
+			m->has_ts = m->has_value = true;
+			m->kind = (Tabletfs__Mutation__Kind)muts[j].kind;
+			m->family = cell_str(muts[j].family);
+			m->qualifier = cell_bin(muts[j].qualifier);
+			m->ts = muts[j].ts;
+			m->value = cell_bin(muts[j].value);
+			e->mp[at] = m;
+		}
+		e->ep[i] = en;
+	}
+	req->n_entries = n;
+	req->entries = e->ep;
+	return 0;
+}
+
+/*
+ * A batch is idempotent when every row of it is (mutations_idempotent):
+ * sent twice, it leaves the rows as once.  One with a server-stamped put
+ * is sent again only when it certainly was not applied.
+ */
+int
+cell_mutate_rows(struct cell_client *c, const char *table,
+    const struct bt_row_mutation *rows, size_t n, bool sync, int *results)
+{
+	Tabletfs__MutateRowsRequest req = TABLETFS__MUTATE_ROWS_REQUEST__INIT;
+	Tabletfs__MutateRowsReply *rep = NULL;
+	struct entries e;
+	bool idempotent = true;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].muts != NULL &&
+		    !mutations_idempotent(rows[i].muts, rows[i].count))
+			idempotent = false;
+	if ((rc = entries_make(&e, rows, n, &req)) < 0)
+		goto fail;
+	req.table = cell_str(table);
+	req.has_sync = true;
+	req.sync = sync;
+	rc = cell_client_call(c, TABLETFS__METHOD__MUTATE_ROWS, &req.base,
+	    idempotent ? CELL_RETRY_ANY : CELL_RETRY_UNSENT,
+	    &tabletfs__mutate_rows_reply__descriptor,
+	    (ProtobufCMessage **)&rep);
+	entries_release(&e);
+	if (rc < 0)
+		goto fail;
+	if (rep->n_status != n) {
+		rc = bt_error_set(-EPROTO, "MUTATE_ROWS: %zu statuses for "
+		    "%zu rows", rep->n_status, n);
+		cell_client_free(&rep->base);
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		results[i] = rep->status[i] > 0 ? -EPROTO : rep->status[i];
+		if (results[i] < 0 && rc == 0)
+			rc = results[i];
+	}
+	if (rc < 0)
+		rc = bt_error_set(rc, "%s", rep->detail != NULL ?
+		    rep->detail : bt_strerror(rc));
+	cell_client_free(&rep->base);
+	return rc;
+fail:
+	/* Nothing is known to be applied: every row takes the error (an
+	 * outcome unknown included). */
+	for (size_t i = 0; i < n; i++)
+		results[i] = rc;
 	return rc;
 }
 

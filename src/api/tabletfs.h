@@ -217,6 +217,43 @@ int bt_mutate_row(struct bt_store *s, const char *table, struct bt_bytes row,
     const struct bt_mutation *muts, size_t count,
     const struct bt_write_options *wopts, int64_t *stamp);
 
+/* One row's mutations in a batch (bt_mutate_rows()). */
+struct bt_row_mutation {
+	struct bt_bytes row;
+	const struct bt_mutation *muts;
+	size_t count;
+};
+
+/*
+ * Apply a batch of row mutations to a table (cbt's MutateRows): each row
+ * atomically, as bt_mutate_row() would, and the rows independently of
+ * each other (they may lie in different tablets; the batch as a whole is
+ * not atomic).  A row given twice is applied twice, in batch order.
+ *
+ * Every row is checked first: one that bt_mutate_row() would refuse
+ * (unknown family, a value over max_cell, a bad key, no mutations, ...)
+ * fails alone, before anything is written.  The others are written to the
+ * commit log together, with one append and at most one sync (with
+ * wopts->sync or sync_always; shared with concurrent writers as group
+ * commit does), stamped and made visible as bt_mutate_row() does: each
+ * row's BT_TS_SERVER puts get one stamp, and the stamps strictly increase
+ * along the batch.  If that append or sync fails, every row of it fails
+ * with that error and none is visible.  Nothing is acknowledged before it
+ * is in the commit log (and synced, when asked).  A crash during the call
+ * may leave any of the rows applied or not after recovery, but never part
+ * of a row.
+ *
+ * results, when not NULL, has room for n codes: results[i] receives 0 when
+ * rows[i] was applied, else its error.  Returns 0 when every row was
+ * applied; otherwise the error of a failed row (its detail in
+ * bt_error_detail()); -EINVAL for n == 0; -ENOENT for an unknown table
+ * (every row failing with it).  In a cell the batch is one request to the
+ * serving tablet server, which logs it as above.
+ */
+int bt_mutate_rows(struct bt_store *s, const char *table,
+    const struct bt_row_mutation *rows, size_t n,
+    const struct bt_write_options *wopts, int *results);
+
 /*
  * Check-and-mutate: if the newest visible value of family:qualifier in row
  * equals *expected (or, when expected is NULL, if the column has no visible

@@ -26,41 +26,100 @@
 /* The first line of an export in version 2. */
 #define EXPORT_HEADER "# tabletfs export 2"
 
-/* Cells of one row are applied together, up to these limits at a time. */
-#define IMPORT_BATCH_CELLS	1024
-#define IMPORT_BATCH_BYTES	(4u << 20)
+/*
+ * Rows are written in batches (bt_mutate_rows(): one log append per
+ * batch) of up to these many cells and bytes; a row with more than that
+ * is split into several mutations.
+ */
+#define IMPORT_BATCH_CELLS	8192
+#define IMPORT_BATCH_BYTES	(2u << 20)
 
-/* An import in progress: the cells of the row being gathered. */
+/* An import in progress: the rows of the batch being gathered. */
 struct import {
 	struct ctl *c;
 	const char *table;
 	const char *name;	/* the file, for messages */
-	uint64_t first_line;	/* line of the batch's first cell */
 	char **lines;		/* owned buffers the mutations point into */
 	struct bt_mutation *muts;	/* IMPORT_BATCH_CELLS of each */
 	size_t count;
 	size_t bytes;
-	struct bt_bytes row;
+	/* The batch's rows (at most one per cell), each a run of muts,
+	 * with the line of its first cell and its result. */
+	struct bt_row_mutation *rows;
+	uint64_t *row_lines;
+	int *results;
+	size_t nrows;
 };
 
-/* Apply the gathered cells as one row mutation and forget them. */
-static int
-import_flush(struct import *im)
+/* Forget the gathered cells. */
+static void
+import_clear(struct import *im)
 {
-	int rc, status = CTL_OK;
-
-	if (im->count == 0)
-		return CTL_OK;
-	bt_error_clear();
-	if ((rc = bt_mutate_row(im->c->store, im->table, im->row, im->muts,
-	    im->count, NULL, NULL)) < 0)
-		status = ctl_fail(im->c, rc, "%s:%" PRIu64, im->name,
-		    im->first_line);
 	for (size_t i = 0; i < im->count; i++)
 		free(im->lines[i]);
 	im->count = 0;
 	im->bytes = 0;
+	im->nrows = 0;
+}
+
+/* Write the first nrows gathered rows as one batch and forget every
+ * gathered cell; the first failed row is reported. */
+static int
+import_flush_rows(struct import *im, size_t nrows)
+{
+	int rc, status = CTL_OK;
+
+	if (nrows > 0) {
+		bt_error_clear();
+		rc = bt_mutate_rows(im->c->store, im->table, im->rows, nrows,
+		    NULL, im->results);
+		for (size_t i = 0; rc < 0 && i < nrows; i++)
+			if (im->results[i] < 0) {
+				status = ctl_fail(im->c, im->results[i],
+				    "%s:%" PRIu64, im->name,
+				    im->row_lines[i]);
+				break;
+			}
+	}
+	import_clear(im);
 	return status;
+}
+
+static int
+import_flush(struct import *im)
+{
+	return import_flush_rows(im, im->nrows);
+}
+
+/* Add the cell m of row (at line line_no, its buffer line of len bytes
+ * owned from now on) to the batch, writing the batch first when it is
+ * full. */
+static int
+import_add(struct import *im, struct bt_bytes row, const struct bt_mutation *m,
+    char *line, size_t len, uint64_t line_no)
+{
+	struct bt_row_mutation *last;
+	int status;
+
+	if (im->count > 0 && (im->count >= IMPORT_BATCH_CELLS ||
+	    im->bytes >= IMPORT_BATCH_BYTES) &&
+	    (status = import_flush(im)) != CTL_OK) {
+		free(line);
+		return status;
+	}
+	last = im->nrows > 0 ? &im->rows[im->nrows - 1] : NULL;
+	if (last == NULL || row.size != last->row.size ||
+	    memcmp(row.data, last->row.data, row.size) != 0) {
+		im->rows[im->nrows] = (struct bt_row_mutation){ row,
+		    &im->muts[im->count], 0 };
+		im->row_lines[im->nrows++] = line_no;
+		last = &im->rows[im->nrows - 1];
+	}
+	im->lines[im->count] = line;
+	im->muts[im->count++] = *m;
+	last->count++;
+	im->bytes += len;
+	return CTL_OK;
 }
 
 /* Declared in ctl.h, for the import format's fuzz target. */
@@ -146,28 +205,22 @@ import_file(struct import *im, FILE *f, uint64_t total)
 		    &m)) {
 			free(line);
 			progress_finish(&p);
+			/* The rows before the one being gathered are
+			 * written; that one, which the line may belong
+			 * to, is not. */
+			if (im->nrows > 0 && (status = import_flush_rows(im,
+			    im->nrows - 1)) != CTL_OK)
+				goto out;
 			status = ctl_error(im->c, "%s:%" PRIu64 ": bad line "
 			    "(want ROW, FAMILY, QUALIFIER, TIMESTAMP, VALUE "
 			    "separated by tabs)", im->name, line_no);
 			goto out;
 		}
-		if (im->count > 0 && (im->count >= IMPORT_BATCH_CELLS ||
-		    im->bytes >= IMPORT_BATCH_BYTES ||
-		    row.size != im->row.size ||
-		    memcmp(row.data, im->row.data, row.size) != 0)) {
-			if ((status = import_flush(im)) != CTL_OK) {
-				free(line);
-				progress_finish(&p);
-				goto out;
-			}
+		if ((status = import_add(im, row, &m, line, (size_t)len,
+		    line_no)) != CTL_OK) {
+			progress_finish(&p);
+			goto out;
 		}
-		if (im->count == 0) {
-			im->row = row;
-			im->first_line = line_no;
-		}
-		im->lines[im->count] = line;
-		im->muts[im->count++] = m;
-		im->bytes += (size_t)len;
 		if (p.on) {
 			snprintf(note, sizeof(note), "%" PRIu64 " cells",
 			    line_no);
@@ -182,9 +235,7 @@ import_file(struct import *im, FILE *f, uint64_t total)
 	}
 	status = import_flush(im);
 out:
-	for (size_t i = 0; i < im->count; i++)
-		free(im->lines[i]);
-	im->count = 0;
+	import_clear(im);
 	return status;
 }
 
@@ -210,7 +261,11 @@ cmd_import(struct ctl *c, int argc, char **argv)
 		total = (uint64_t)st.st_size;
 	im.lines = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.lines));
 	im.muts = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.muts));
-	if (im.lines == NULL || im.muts == NULL)
+	im.rows = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.rows));
+	im.row_lines = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.row_lines));
+	im.results = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.results));
+	if (im.lines == NULL || im.muts == NULL || im.rows == NULL ||
+	    im.row_lines == NULL || im.results == NULL)
 		status = ctl_fail(c, -ENOMEM, NULL);
 	else
 		status = import_file(&im, f, total);
@@ -218,6 +273,9 @@ cmd_import(struct ctl *c, int argc, char **argv)
 		fclose(f);
 	free(im.lines);
 	free(im.muts);
+	free(im.rows);
+	free(im.row_lines);
+	free(im.results);
 	return status;
 }
 

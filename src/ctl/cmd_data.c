@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,82 @@ parse_cells(struct ctl *c, int argc, char **argv, struct bt_mutation **out)
 	return CTL_OK;
 }
 
+/* The word that separates the rows of a set of several rows (no cell
+ * is spelled so, and a row named so is written %2D%2D). */
+#define SET_ROW_SEPARATOR "--"
+
+/*
+ * set T ROW F:Q=V ... [-- ROW F:Q=V ...]...: each row's cells in one
+ * atomic mutation of it, all the rows in one batch (bt_mutate_rows()),
+ * each failed row reported on its own.
+ */
+static int
+set_rows(struct ctl *c, const char *table, int argc, char **argv)
+{
+	struct bt_row_mutation *rows;
+	struct bt_mutation *muts = NULL;
+	int *results, rc, status = CTL_OK, start, nrows = 0;
+
+	rows = ctl_calloc((size_t)argc, sizeof(*rows));
+	results = ctl_calloc((size_t)argc, sizeof(*results));
+	if (rows == NULL || results == NULL) {
+		status = ctl_fail(c, -ENOMEM, NULL);
+		goto out;
+	}
+	for (int i = 0; i < argc; i = start) {
+		int n;
+
+		if (strcmp(argv[i], SET_ROW_SEPARATOR) == 0) {
+			status = ctl_usage(c, "a row is missing before '%s'",
+			    SET_ROW_SEPARATOR);
+			goto out;
+		}
+		for (start = i + 1; start < argc && strcmp(argv[start],
+		    SET_ROW_SEPARATOR) != 0; start++)
+			;
+		if ((n = start - i - 1) == 0) {
+			status = ctl_usage(c, "row '%s' has no cells",
+			    argv[i]);
+			goto out;
+		}
+		if ((status = parse_row(c, argv[i],
+		    &rows[nrows].row)) != CTL_OK ||
+		    (status = parse_cells(c, n, argv + i + 1,
+		    &muts)) != CTL_OK)
+			goto out;
+		rows[nrows].muts = muts;
+		rows[nrows++].count = (size_t)n;
+		if (start < argc && ++start == argc) {
+			status = ctl_usage(c, "a row is missing after '%s'",
+			    SET_ROW_SEPARATOR);
+			goto out;
+		}
+	}
+	bt_error_clear();
+	if ((rc = bt_mutate_rows(c->store, table, rows, (size_t)nrows, NULL,
+	    results)) < 0) {
+		/* The call's detail is its first failed row's; the others
+		 * are reported by their error alone. */
+		bool first = true;
+
+		for (int i = 0; i < nrows; i++) {
+			if (results[i] == 0)
+				continue;
+			if (!first)
+				bt_error_clear();
+			first = false;
+			status = ctl_fail(c, results[i], "row %d of %d", i + 1,
+			    nrows);
+		}
+	}
+out:
+	for (int i = 0; rows != NULL && i < nrows; i++)
+		free((void *)rows[i].muts);
+	free(rows);
+	free(results);
+	return status;
+}
+
 int
 cmd_set(struct ctl *c, int argc, char **argv)
 {
@@ -50,6 +127,9 @@ cmd_set(struct ctl *c, int argc, char **argv)
 	struct bt_bytes row;
 	int rc, status;
 
+	for (int i = 2; i < argc; i++)
+		if (strcmp(argv[i], SET_ROW_SEPARATOR) == 0)
+			return set_rows(c, argv[0], argc - 1, argv + 1);
 	if ((status = parse_row(c, argv[1], &row)) != CTL_OK)
 		return status;
 	if ((status = parse_cells(c, argc - 2, argv + 2, &muts)) != CTL_OK)

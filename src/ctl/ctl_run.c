@@ -59,9 +59,11 @@ static const struct ctl_verb verbs[] = {
 	  "as setgroup spells them: \"G blocksize=64k compression=snappy\n"
 	  "bloom=on inmemory=off\".",
 	  1, 1, CTL_STORE_READ, cmd_groups },
-	{ "set", "T ROW F:Q=VALUE[@TS] ...",
+	{ "set", "T ROW F:Q=VALUE[@TS] ... [-- ROW F:Q=VALUE[@TS] ...]...",
 	  "Write the cells in one atomic mutation of ROW.  A cell without @TS\n"
-	  "is stamped with the current time (microseconds).",
+	  "is stamped with the current time (microseconds).  Several rows,\n"
+	  "separated by --, are written in one batch: each row atomically,\n"
+	  "each failure reported, the other rows written all the same.",
 	  3, -1, CTL_STORE_WRITE, cmd_set },
 	{ "lookup",
 	  "T ROW [columns=F:Q,F:REGEX,F,...] [cells-per-column=N] [at=TS]\n"

@@ -17,6 +17,19 @@
 #include "util/alloc.h"
 #include "util/error.h"
 
+/* The batch lock (server_int.h), writer-preferring. */
+static void
+server_batch_lock_init(pthread_rwlock_t *l)
+{
+	pthread_rwlockattr_t attr;
+
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr,
+	    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(l, &attr);
+	pthread_rwlockattr_destroy(&attr);
+}
+
 static char *
 path_join(const char *dir, const char *name)
 {
@@ -444,6 +457,7 @@ server_open(const char *path, const struct server_options *opts,
 	pthread_cond_init(&s->bg_done_cv, NULL);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
 		mutex_init(&s->row_locks[i]);
+	server_batch_lock_init(&s->batch_lock);
 	server_row_pool_init(&s->rmw_rows);
 	s->next_seq = 1;
 	server_name(s->name, sizeof(s->name));
@@ -631,6 +645,7 @@ server_close(struct server *s)
 	bt_free(s->tmp_dir);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
 		mutex_destroy(&s->row_locks[i]);
+	pthread_rwlock_destroy(&s->batch_lock);
 	server_row_pool_release(&s->rmw_rows);
 	mutex_destroy(&s->tables_mu);
 	server_queue_release(&s->writes);

@@ -118,6 +118,29 @@ int server_mutate(struct server *s, struct server_table *t, uint64_t tablet,
     struct slice row, struct mutation *ops, size_t count, bool sync,
     int64_t *stamp);
 
+/* One row of a batch (server_mutate_rows()). */
+struct server_row_mutation {
+	struct server_table *t;
+	struct slice row;
+	struct mutation *ops;	/* modified as server_mutate()'s */
+	size_t count;
+	int64_t stamp;		/* out: the row's server stamp */
+};
+
+/*
+ * Apply each row's mutation atomically, the rows independently, in the
+ * tablets that serve them when they are applied (no tablet is named: a
+ * batch is never stale).  Every row is checked first; one that fails its
+ * check (results[i] < 0) is left out, and the others are logged in one
+ * write group, with one append and at most one sync, so that a failure of
+ * that append or sync fails them all alike and none becomes visible.
+ * Rows of one key are applied in their order in the batch.  results[i]
+ * receives 0 or row i's error; returns 0 when every row was applied,
+ * else the first failed row's error (its detail set).
+ */
+int server_mutate_rows(struct server *s, struct server_row_mutation *rows,
+    size_t n, bool sync, int *results);
+
 /* Check-and-mutate; expected NULL means "the column has no version";
  * expected_ts >= 0 also requires the newest version to have that stamp. */
 int server_check_and_mutate(struct server *s, struct server_table *t,

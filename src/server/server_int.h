@@ -148,6 +148,16 @@ struct server {
 	_Atomic int broken;
 
 	struct mutex row_locks[ROW_LOCKS];
+	/*
+	 * Taken shared by every write of one row around its row lock, and
+	 * exclusively by a batch (server_mutate_rows()), which then takes
+	 * no row lock: a batch may name thousands of rows, more locks than
+	 * one thread should hold at once (ThreadSanitizer stops at 64).
+	 * Taken before a row lock, never twice by one thread; writers are
+	 * preferred, so that a stream of single writes cannot starve a
+	 * batch.
+	 */
+	pthread_rwlock_t batch_lock;
 	/* Rows for the read-modify-writes (server_write.c). */
 	struct server_row_pool rmw_rows;
 
@@ -360,6 +370,17 @@ void server_queue_release(struct write_queue *q);
 int server_queue_commit(struct server *s, struct server_table *t,
     struct slice row, struct mutation *ops, size_t count, bool sync,
     int64_t *stamp);
+
+/*
+ * Commit the rows whose results[i] is 0 as one unit of the write queue:
+ * in one write group, so with one log append (and at most one sync); the
+ * rows' stamps in rows[i].stamp.  Each row is applied atomically and on
+ * its own: results[i] receives each one's outcome.  The caller holds the
+ * rows' locks and has checked that the store is writable.  0, or the
+ * first failed row's error.
+ */
+int server_queue_commit_rows(struct server *s,
+    struct server_row_mutation *rows, size_t n, bool sync, int *results);
 
 /* ---- Reads (server_read.c) ---- */
 

@@ -59,12 +59,22 @@
 #define WRITE_GATHER_MAX_US	2000
 #define WRITE_SPIN_MAX_US	1000
 
-/* One mutation in the write queue; lives on its caller's stack.  The
- * leader fills in the results and then stores done (release), which
- * orders them before the waiter reads them; it then wakes the waiter
- * without touching it again, since a done waiter may return at once. */
+/* One mutation in the write queue; lives on its caller's stack (or in
+ * the array of a batch).  The leader fills in the results and then
+ * stores done (release), which orders them before the waiter reads
+ * them; it then wakes the waiter without touching it again, since a
+ * done waiter may return at once.
+ *
+ * A unit is what one caller queued: one waiter, or the rows of one
+ * batch (server_queue_commit_rows()), queued together, which a group
+ * takes whole so that the batch is logged with one append.  Only a
+ * unit's first waiter has unit_end set, leads, and is waited on: the
+ * unit is done when its unit_end is (members are marked in order). */
 struct write_waiter {
 	struct write_waiter *next;
+	struct write_waiter *unit_end;	/* first of a unit: its last */
+	size_t unit_count;		/* first of a unit: its waiters */
+	size_t unit_bytes;		/* first of a unit: their bytes */
 	uint32_t bit;		/* its bit in q->wakes' futex bitsets */
 	_Atomic bool lead;	/* stored (release) when it is to lead */
 	struct server_table *t;
@@ -80,8 +90,9 @@ struct write_waiter {
 	int64_t stamp;
 	uint64_t first_seq;
 	size_t record_end;	/* in the leader's buffer */
-	char detail[256];	/* the leader's detail, when rc < 0 */
+	char *detail;		/* the leader's detail, when rc < 0: */
 };
+#define WAITER_DETAIL_SIZE	256	/* bytes at detail */
 
 static uint64_t
 monotonic_ns(void)
@@ -119,13 +130,15 @@ static void
 waiter_fail(struct write_waiter *p, int rc)
 {
 	p->rc = rc;
-	snprintf(p->detail, sizeof(p->detail), "%s", bt_error_detail());
+	snprintf(p->detail, WAITER_DETAIL_SIZE, "%s", bt_error_detail());
 }
 
 static bool
 waiter_ready(const struct write_waiter *p)
 {
-	return atomic_load_explicit(&p->done, memory_order_acquire) ||
+	assert(p->unit_end != NULL);	/* a unit's first */
+	return atomic_load_explicit(&p->unit_end->done,
+	    memory_order_acquire) ||
 	    atomic_load_explicit(&p->lead, memory_order_acquire);
 }
 
@@ -526,22 +539,26 @@ again:
 	assert(first != NULL);
 	if (first == self && !write_gather(q, self))
 		return true;
-	last = first;
-	bytes = first->bytes;
+	/* Whole units only: a batch is logged with one append. */
+	assert(first->unit_end != NULL);
+	last = first->unit_end;
+	bytes = first->unit_bytes;
 	sync = waiter_wants_sync(s, first);
 	taken_syncs = sync ? 1 : 0;
 	self_in = first == self;
-	n = 1;
-	for (p = first->next; p != NULL &&
-	    bytes + p->bytes <= WRITE_GROUP_BYTES; p = p->next) {
-		bytes += p->bytes;
+	n = first->unit_count;
+	for (p = last->next; p != NULL &&
+	    bytes + p->unit_bytes <= WRITE_GROUP_BYTES;
+	    p = p->unit_end->next) {
+		assert(p->unit_end != NULL);
+		bytes += p->unit_bytes;
 		if (waiter_wants_sync(s, p)) {
 			sync = true;
 			taken_syncs++;
 		}
 		self_in |= p == self;
-		last = p;
-		n++;
+		last = p->unit_end;
+		n += p->unit_count;
 	}
 	assert(q->queued_syncs >= taken_syncs);
 	q->queued_syncs -= taken_syncs;
@@ -570,7 +587,7 @@ again:
 
 	for (p = first; p != NULL; p = follow) {
 		follow = p == last ? NULL : p->next;
-		if (p != self)
+		if (p != self && p->unit_end != NULL)
 			mask |= p->bit;
 		atomic_store_explicit(&p->done, true, memory_order_release);
 	}
@@ -604,47 +621,70 @@ mutation_bytes(struct slice row, const struct mutation *ops, size_t count)
 	return n;
 }
 
-int
-server_queue_commit(struct server *s, struct server_table *t,
-    struct slice row, struct mutation *ops, size_t count, bool sync,
-    int64_t *stamp)
+/* A waiter for one row's mutation, not yet queued. */
+static void
+waiter_init(struct write_waiter *p, struct server_table *t, struct slice row,
+    struct mutation *ops, size_t count, bool sync, char *detail)
+{
+	/* Field by field: the detail buffer is written only on failure. */
+	p->next = NULL;
+	p->unit_end = NULL;
+	p->unit_count = 0;
+	p->unit_bytes = 0;
+	atomic_init(&p->lead, false);
+	p->t = t;
+	p->tablet = NULL;
+	p->row = row;
+	p->ops = ops;
+	p->count = count;
+	p->bytes = mutation_bytes(row, ops, count);
+	p->sync = sync;
+	p->spin_ns = 0;
+	atomic_init(&p->done, false);
+	p->rc = 0;
+	p->stamp = 0;
+	p->first_seq = 0;
+	p->record_end = 0;
+	p->detail = detail;
+	detail[0] = '\0';
+}
+
+/*
+ * Queue the unit ws[0..n) (linked in order, one futex bit for all) and
+ * wait until it is done, leading when its turn comes.  ws[0] is the one
+ * the lead is passed to and that the caller's thread waits on.
+ */
+static void
+unit_commit(struct server *s, struct write_waiter *ws, size_t n)
 {
 	struct write_queue *q = &s->writes;
-	struct write_waiter me;
+	struct write_waiter *me = &ws[0];
 	bool lead;
 
-	assert(s->log != NULL && count > 0);
-	/* Field by field: the detail buffer is written only on failure. */
-	me.next = NULL;
-	atomic_init(&me.lead, false);
-	me.t = t;
-	me.tablet = NULL;
-	me.row = row;
-	me.ops = ops;
-	me.count = count;
-	me.bytes = mutation_bytes(row, ops, count);
-	me.sync = sync;
-	me.spin_ns = 0;
-	atomic_init(&me.done, false);
-	me.rc = 0;
-	me.stamp = 0;
-	me.first_seq = 0;
-	me.record_end = 0;
-	me.detail[0] = '\0';
+	assert(n > 0);
+	me->unit_end = &ws[n - 1];
+	me->unit_count = n;
+	for (size_t i = 0; i < n; i++) {
+		me->unit_bytes += ws[i].bytes;
+		if (i + 1 < n)
+			ws[i].next = &ws[i + 1];
+	}
 	mutex_lock(&q->mu);
-	me.bit = 1u << (q->next_bit++ % 32);
+	me->bit = 1u << (q->next_bit++ % 32);
+	for (size_t i = 1; i < n; i++)
+		ws[i].bit = me->bit;
 	if (q->tail != NULL)
-		q->tail->next = &me;
+		q->tail->next = me;
 	else
-		q->head = &me;
-	q->tail = &me;
-	if (waiter_wants_sync(s, &me)) {
-		me.spin_ns = 2 * q->sync_ns;
-		if (me.spin_ns > WRITE_SPIN_MAX_US * 1000ull)
-			me.spin_ns = WRITE_SPIN_MAX_US * 1000ull;
+		q->head = me;
+	q->tail = me->unit_end;
+	if (waiter_wants_sync(s, me)) {
+		me->spin_ns = 2 * q->sync_ns;
+		if (me->spin_ns > WRITE_SPIN_MAX_US * 1000ull)
+			me->spin_ns = WRITE_SPIN_MAX_US * 1000ull;
 		q->queued_syncs++;
 	}
-	lead = q->head == &me;
+	lead = q->head == me;
 	if (!lead && q->gatherer != NULL &&
 	    q->queued_syncs >= q->expected_syncs) {
 		/* The count is complete: take the lead over.  The gatherer
@@ -655,20 +695,82 @@ server_queue_commit(struct server *s, struct server_table *t,
 	if (!lead)
 		mutex_unlock(&q->mu);
 	for (;;) {
-		if (lead && write_lead(s, &me))
+		if (lead && write_lead(s, me))
 			break;
-		waiter_sleep(q, &me, 0);
-		if (atomic_load_explicit(&me.done, memory_order_acquire))
+		waiter_sleep(q, me, 0);
+		if (atomic_load_explicit(&me->unit_end->done,
+		    memory_order_acquire))
 			break;
-		atomic_store_explicit(&me.lead, false, memory_order_relaxed);
+		atomic_store_explicit(&me->lead, false, memory_order_relaxed);
 		mutex_lock(&q->mu);	/* woken to lead */
 		lead = true;
 	}
-	/* Done, and out of the queue: me is on this stack. */
-	assert(atomic_load_explicit(&me.done, memory_order_relaxed));
+	/* Done, and out of the queue. */
+	assert(atomic_load_explicit(&me->unit_end->done,
+	    memory_order_relaxed));
+}
+
+int
+server_queue_commit(struct server *s, struct server_table *t,
+    struct slice row, struct mutation *ops, size_t count, bool sync,
+    int64_t *stamp)
+{
+	struct write_waiter me;
+	char detail[WAITER_DETAIL_SIZE];
+
+	assert(s->log != NULL && count > 0);
+	waiter_init(&me, t, row, ops, count, sync, detail);
+	unit_commit(s, &me, 1);
+	/* me is on this stack. */
 	if (me.rc < 0)
 		return bt_error_set(me.rc, "%s", me.detail);
 	if (stamp != NULL)
 		*stamp = me.stamp;
+	return 0;
+}
+
+int
+server_queue_commit_rows(struct server *s, struct server_row_mutation *rows,
+    size_t n, bool sync, int *results)
+{
+	struct write_waiter *ws;
+	char detail[WAITER_DETAIL_SIZE];
+	size_t k = 0;
+	int rc = 0;
+
+	assert(s->log != NULL);
+	for (size_t i = 0; i < n; i++)
+		k += results[i] == 0;
+	if (k == 0)
+		return 0;
+	if ((ws = bt_calloc(k, sizeof(*ws))) == NULL) {
+		rc = bt_error_set(-ENOMEM, "no memory to queue a batch of "
+		    "%zu rows", k);
+		for (size_t i = 0; i < n; i++)
+			if (results[i] == 0)
+				results[i] = rc;
+		return rc;
+	}
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (results[i] == 0) {
+			assert(rows[i].count > 0);
+			waiter_init(&ws[k++], rows[i].t, rows[i].row,
+			    rows[i].ops, rows[i].count, sync, detail);
+		}
+	unit_commit(s, ws, k);
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (results[i] == 0) {
+			struct write_waiter *p = &ws[k++];
+
+			results[i] = p->rc;
+			rows[i].stamp = p->stamp;
+			if (p->rc < 0 && rc == 0)
+				rc = p->rc;
+		}
+	bt_free(ws);
+	if (rc < 0)
+		return bt_error_set(rc, "%s", detail);
 	return 0;
 }

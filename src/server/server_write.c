@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,12 +167,84 @@ server_mutate(struct server *s, struct server_table *t, uint64_t tablet,
 	    (rc = mutation_validate(s, t, schema, row, ops, count)) < 0)
 		goto out;
 	lock = row_lock(s, t->id, row);
+	pthread_rwlock_rdlock(&s->batch_lock);
 	mutex_lock(lock);
 	rc = mutation_commit(s, t, row, ops, count, sync, stamp);
 	mutex_unlock(lock);
+	pthread_rwlock_unlock(&s->batch_lock);
 out:
 	tablet_schema_unref(schema);
 	return rc;
+}
+
+/* Note the first failure of a batch: its code, and its detail kept in
+ * first_detail (the next row's check overwrites the thread's). */
+static void
+rows_note_failure(int rc, int *first, char *first_detail, size_t size)
+{
+	if (*first < 0)
+		return;
+	*first = rc;
+	snprintf(first_detail, size, "%s", bt_error_detail());
+}
+
+int
+server_mutate_rows(struct server *s, struct server_row_mutation *rows,
+    size_t n, bool sync, int *results)
+{
+	struct tablet_schema *schema = NULL;
+	struct server_table *schema_of = NULL;
+	char detail[256];
+	size_t valid = 0;
+	int rc, first = 0;
+
+	/* Every row is checked before anything is written. */
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].t != schema_of) {
+			tablet_schema_unref(schema);
+			schema = server_table_schema(s, rows[i].t);
+			schema_of = rows[i].t;
+		}
+		rows[i].stamp = 0;
+		results[i] = mutation_validate(s, rows[i].t, schema,
+		    rows[i].row, rows[i].ops, rows[i].count);
+		if (results[i] == 0 && s->log == NULL)
+			results[i] = bt_error_set(-EROFS, "store is "
+			    "read-only");
+		if (results[i] == 0)
+			results[i] = server_space_refuse(s, rows[i].ops,
+			    rows[i].count);
+		if (results[i] < 0)
+			rows_note_failure(results[i], &first, detail,
+			    sizeof(detail));
+		else
+			valid++;
+	}
+	tablet_schema_unref(schema);
+	/* The rows are of one table (bt_mutate_rows). */
+	rc = valid > 0 ? write_throttle(s, rows[0].t) : 0;
+	if (rc == 0 && valid > 0 && atomic_load(&rows[0].t->dropped))
+		rc = bt_error_set(-ENOENT, "table %s: deleted",
+		    rows[0].t->name);
+	if (valid > 0 && rc < 0) {
+		for (size_t i = 0; i < n; i++)
+			if (results[i] == 0)
+				results[i] = rc;
+		rows_note_failure(rc, &first, detail, sizeof(detail));
+		valid = 0;
+	}
+	if (valid > 0) {
+		/* Exclusive: no row lock is held meanwhile (W4). */
+		pthread_rwlock_wrlock(&s->batch_lock);
+		if ((rc = server_queue_commit_rows(s, rows, n, sync,
+		    results)) < 0)
+			rows_note_failure(rc, &first, detail,
+			    sizeof(detail));
+		pthread_rwlock_unlock(&s->batch_lock);
+	}
+	if (first < 0)
+		return bt_error_set(first, "%s", detail);
+	return 0;
 }
 
 /* The newest visible version of one column, resolved into r: 0 with the
@@ -223,6 +296,7 @@ column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
 		goto out;
 	r = server_row_pool_take(&s->rmw_rows, &own);
 	lock = row_lock(s, t->id, row);
+	pthread_rwlock_rdlock(&s->batch_lock);
 	mutex_lock(lock);
 	found = column_newest(s, t, row, family, qualifier, as_of, r, &c);
 	if (found < 0) {
@@ -239,6 +313,7 @@ column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
 			rc = 0;
 	}
 	mutex_unlock(lock);
+	pthread_rwlock_unlock(&s->batch_lock);
 	server_row_pool_give(&s->rmw_rows, r, &own);
 out:
 	tablet_schema_unref(schema);
@@ -648,6 +723,7 @@ server_move_column(struct server *s, struct server_table *t,
 		goto out;
 	cells_row_init(&r);
 	lock = row_lock(s, t->id, row);
+	pthread_rwlock_rdlock(&s->batch_lock);
 	mutex_lock(lock);
 	if (slice_equal(src->family, dst->family) &&
 	    (!src->has_qualifier || slice_equal(src->qualifier,
@@ -662,6 +738,7 @@ server_move_column(struct server *s, struct server_table *t,
 		rc = mutation_commit(s, t, row, ops, count, sync, NULL);
 	}
 	mutex_unlock(lock);
+	pthread_rwlock_unlock(&s->batch_lock);
 	bt_free(ops);
 	cells_row_release(&r);
 out:

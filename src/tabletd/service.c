@@ -465,6 +465,7 @@ static const struct {
 	{ TABLETFS__METHOD__GROUP_SET, group_set },
 	{ TABLETFS__METHOD__TABLE_DESCRIBE, table_describe },
 	{ TABLETFS__METHOD__MUTATE_ROW, service_mutate_row },
+	{ TABLETFS__METHOD__MUTATE_ROWS, service_mutate_rows },
 	{ TABLETFS__METHOD__READ_MODIFY_WRITE, service_read_modify_write },
 	{ TABLETFS__METHOD__MOVE_COLUMN, service_move_column },
 	{ TABLETFS__METHOD__READ_ROW, service_read_row },

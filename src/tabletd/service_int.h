@@ -115,6 +115,8 @@ int service_read_options(const Tabletfs__ReadOptions *in,
 /* The handlers: request unpacked by each, reply packed onto reply. */
 int service_mutate_row(struct service *svc, struct slice req,
     struct buf *reply);
+int service_mutate_rows(struct service *svc, struct slice req,
+    struct buf *reply);
 int service_read_modify_write(struct service *svc, struct slice req,
     struct buf *reply);
 int service_move_column(struct service *svc, struct slice req,

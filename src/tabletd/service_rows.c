@@ -1,9 +1,10 @@
 /*
  * service_rows.c - the row calls of the service: MUTATE_ROW,
- * READ_MODIFY_WRITE, MOVE_COLUMN, READ_ROW (service.h), and the
+ * MUTATE_ROWS, READ_MODIFY_WRITE, MOVE_COLUMN, READ_ROW (service.h), and the
  * conversions of read options and rows that scans share.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tabletd/service_int.h"
@@ -146,6 +147,115 @@ move_version(struct service *svc, const Tabletfs__ReadModifyWriteRequest *r,
 	    mv->dst_family,
 	    service_bytes(mv->has_dst_qualifier, mv->dst_qualifier),
 	    mv->has_dst_ts ? mv->dst_ts : BT_TS_SERVER, w, stamp);
+}
+
+/* ---- MUTATE_ROWS ---- */
+
+/* Free what rows_from_entries() made. */
+static void
+entries_free(struct bt_row_mutation *rows, size_t n)
+{
+	if (rows == NULL)
+		return;
+	for (size_t i = 0; i < n; i++)
+		bt_free((void *)rows[i].muts);
+	bt_free(rows);
+}
+
+/*
+ * Convert the entries into *out (entries_free() it): an entry whose
+ * mutations do not convert gets no mutations, and its error goes into
+ * status[i] (bt_mutate_rows() then fails that row alone, and the error
+ * given here is what is reported for it).  0 or -ENOMEM.
+ */
+static int
+rows_from_entries(Tabletfs__MutateRowsEntry **in, size_t n, int *status,
+    struct bt_row_mutation **out)
+{
+	struct bt_row_mutation *rows;
+	struct bt_mutation *muts;
+	int rc;
+
+	if ((rows = bt_calloc(n, sizeof(*rows))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const Tabletfs__MutateRowsEntry *e = in[i];
+
+		status[i] = 0;
+		rows[i].row = service_bytes(e->has_row, e->row);
+		if ((rc = mutations_from(e->mutations, e->n_mutations,
+		    &muts)) == -ENOMEM) {
+			entries_free(rows, n);
+			return rc;
+		}
+		if (rc < 0) {
+			status[i] = rc;
+			continue;
+		}
+		rows[i].muts = muts;
+		rows[i].count = e->n_mutations;
+	}
+	*out = rows;
+	return 0;
+}
+
+int
+service_mutate_rows(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__MutateRowsReply out = TABLETFS__MUTATE_ROWS_REPLY__INIT;
+	Tabletfs__MutateRowsRequest *r;
+	struct bt_row_mutation *rows = NULL;
+	struct bt_write_options w;
+	int32_t *status = NULL;
+	int *conv = NULL, *results = NULL, rc, first = 0;
+	char detail[256] = "";
+
+	if ((rc = UNPACK(tabletfs__mutate_rows_request__descriptor, in,
+	    &r)) < 0)
+		return rc;
+	if (r->table == NULL) {
+		rc = service_missing("MutateRowsRequest", "table");
+		goto out;
+	}
+	if (r->n_entries == 0) {
+		rc = bt_error_set(-EINVAL, "MutateRowsRequest: no entries");
+		goto out;
+	}
+	conv = bt_calloc(r->n_entries, sizeof(*conv));
+	results = bt_calloc(r->n_entries, sizeof(*results));
+	status = bt_calloc(r->n_entries, sizeof(*status));
+	if (conv == NULL || results == NULL || status == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	if ((rc = rows_from_entries(r->entries, r->n_entries, conv,
+	    &rows)) < 0)
+		goto out_free;
+	for (size_t i = 0; i < r->n_entries && first == 0; i++)
+		if ((first = conv[i]) < 0)
+			snprintf(detail, sizeof(detail), "entry %zu: %s", i,
+			    bt_error_detail());
+	w = write_options(r->has_sync, r->sync);
+	bt_error_clear();
+	rc = bt_mutate_rows(svc->store, r->table, rows, r->n_entries, &w,
+	    results);
+	if (rc < 0 && rc != first)
+		snprintf(detail, sizeof(detail), "%s", bt_error_detail());
+	for (size_t i = 0; i < r->n_entries; i++)
+		status[i] = conv[i] < 0 ? conv[i] : results[i];
+	out.n_status = r->n_entries;
+	out.status = status;
+	if (rc < 0)
+		out.detail = detail;
+	rc = service_pb_pack(&out.base, reply);
+out_free:
+	entries_free(rows, r->n_entries);
+	bt_free(status);
+	bt_free(results);
+	bt_free(conv);
+out:
+	service_pb_free(&r->base);
+	return rc;
 }
 
 int

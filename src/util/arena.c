@@ -161,6 +161,13 @@ arena_reserve(struct arena *a, size_t n, size_t allocations)
 	need = a->reserved + n + allocations * ARENA_ALIGN;
 	if (need > a->remaining) {
 		size = arena_block_size(a);
+		/* Reservations that add up (a write group's, a member at
+		 * a time) get room for as much again: a group of n
+		 * members then takes O(log n) new blocks, not one each,
+		 * ever larger (quadratic memory). */
+		if (a->reserved > 0 && need <= SIZE_MAX / 2 &&
+		    size < 2 * need)
+			size = 2 * need;
 		if (size < need)
 			size = need;
 		if ((p = arena_new_block(a, size)) == NULL)

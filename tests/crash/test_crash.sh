@@ -8,7 +8,9 @@
 # compact while it runs, and all three add server-stamped versions to
 # `latest`, on rows and columns that they share) and one through
 # tabletctl over the control socket (`set T ROW g:a=X g:b=X`, one atomic
-# row mutation of two cells, with server and exact stamps).  Every writer
+# row mutation of two cells, with server and exact stamps), and one that
+# sets four such rows in one batch (`set T b0 ... -- b1 ...`, one
+# bt_mutate_rows call: each row all or nothing).  Every writer
 # logs a write before it tries it and again once it is acknowledged.  At
 # a random moment the daemon is killed with SIGKILL; the dead mount is
 # detached and the store remounted; then, from an export of the table
@@ -110,6 +112,37 @@ writer_ctl() {
 	done
 }
 
+# writer_batch ROUND: batches of four two-cell rows through tabletctl
+# (set with rows separated by --, one bt_mutate_rows call, one log
+# append): each row is logged as writer_ctl logs its row.
+writer_batch() {
+	round=$1
+	log=$T/wb
+	i=0
+	while [ ! -e "$T/stop" ]; do
+		i=$((i + 1))
+		if [ $((i % 2)) -eq 0 ]; then
+			ts='*' at=
+		else
+			ts=$((3000000000000 + round * 10000000 + i))
+			at=@$ts
+		fi
+		set --
+		for r in 0 1 2 3; do
+			v="b.r$round.i$i.$r"
+			printf 'b%d\t%s\t%s\n' "$r" "$ts" "$v" >>"$log.try"
+			[ $# -eq 0 ] || set -- "$@" --
+			set -- "$@" "b$r" "g:a=$v$at" "g:b=$v$at"
+		done
+		if ctl set t "$@" >/dev/null 2>&1; then
+			for r in 0 1 2 3; do
+				printf 'b%d\t%s\t%s\n' "$r" "$ts" \
+				    "b.r$round.i$i.$r" >>"$log.ack"
+			done
+		fi
+	done
+}
+
 # The table as export prints it, over the socket of the mounted store.
 export_table() {
 	ctl export t >"$T/cells" || fail "export failed"
@@ -119,8 +152,8 @@ export_table() {
 verify() {
 	cat "$T"/w[0-9].try >"$T/try.f" 2>/dev/null || : >"$T/try.f"
 	cat "$T"/w[0-9].ack >"$T/ack.f" 2>/dev/null || : >"$T/ack.f"
-	cat "$T"/wc.try >"$T/try.c" 2>/dev/null || : >"$T/try.c"
-	cat "$T"/wc.ack >"$T/ack.c" 2>/dev/null || : >"$T/ack.c"
+	cat "$T"/w[cb].try >"$T/try.c" 2>/dev/null || : >"$T/try.c"
+	cat "$T"/w[cb].ack >"$T/ack.c" 2>/dev/null || : >"$T/ack.c"
 	awk -F '\t' -v try_f="$T/try.f" -v ack_f="$T/ack.f" \
 	    -v try_c="$T/try.c" -v ack_c="$T/ack.c" '
 	BEGIN {
@@ -227,6 +260,8 @@ while [ $round -le $rounds ]; do
 		pids="$pids $!"
 	done
 	writer_ctl "$round" &
+	pids="$pids $!"
+	writer_batch "$round" &
 	pids="$pids $!"
 	# Once the round's first write is acknowledged (slow builds take a
 	# while), wait 0 to 0.9 s more.

@@ -261,7 +261,7 @@ bin%00key%FF
     "a@b"' '' tc lookup webtable 'bin%00key%ff'
 check "a name the mount refuses is a usage error" 2 '' \
 "tabletctl: set: bad row 'a/b' (want a name as the mount spells it: %XX escapes)
-usage: tabletctl [-s STORE] set T ROW F:Q=VALUE[@TS] ..." \
+usage: tabletctl [-s STORE] set T ROW F:Q=VALUE[@TS] ... [-- ROW F:Q=VALUE[@TS] ...]..." \
     tc set webtable a/b 'anchor:=x'
 tc export webtable >"$tmp/export1"
 check "export: version 2, tab-separated, names as the mount spells them" 0 \
@@ -286,6 +286,63 @@ check "import stops at a bad line" 1 '' \
     tc import copy "$tmp/bad"
 check "the row of a bad line is not written" 1 '' \
     'tabletctl: lookup: row r not found' tc lookup copy r
+# A failed row of an import: the rows before it are written, and the
+# others of its batch too.
+printf 'ia\tanchor\tq\t1\tv\nib\tnofam\tq\t1\tv\nic\tanchor\tq\t1\tv\n' \
+    >"$tmp/badfam"
+check "import names the line of a row that fails" 1 '' \
+    "tabletctl: import: $tmp/badfam:2: table copy: no family nofam (No such file or directory)" \
+    tc import copy "$tmp/badfam"
+check "the rows around it are written" 0 'ia
+ic' '' sh -c '"$1" -s "$2" read copy prefix=i | grep "^i"' sh "$ctl" "$store"
+tc deleterow copy ia
+tc deleterow copy ic
+
+# ---- set of several rows ----
+
+check "set of several rows" 0 '' '' \
+    tc set copy m1 'anchor:a=1@5' -- m2 'anchor:b=2@6' 'contents:=c@7' \
+    -- m3 'language:=x@8'
+check "each row holds its cells" 0 '----
+m2
+  anchor:b @ 6
+    "2"
+  contents:% @ 7
+    "c"' '' tc lookup copy m2
+check "count after a set of several rows" 0 3 '' \
+    sh -c '"$1" -s "$2" read copy prefix=m | grep -c "^m"' sh "$ctl" "$store"
+check "a failed row of several is reported, the others written" 1 '' \
+    'tabletctl: set: row 2 of 3: table copy: no family nofam (No such file or directory)' \
+    tc set copy m4 'anchor:a=4@5' -- m5 'anchor:a=5@5' 'nofam:q=v' \
+    -- m6 'anchor:a=6@5'
+check "the failed row holds none of its cells" 1 '' \
+    'tabletctl: lookup: row m5 not found' tc lookup copy m5
+check "the rows around it are written" 0 '----
+m6
+  anchor:a @ 5
+    "6"' '' tc lookup copy m6
+check "every failed row is reported" 1 '' \
+    'tabletctl: set: row 1 of 2: table copy: no family nofam (No such file or directory)
+tabletctl: set: row 2 of 2: No such file or directory' \
+    tc set copy m7 'nofam:a=1' -- m8 'nofam:b=2'
+check "a separator at the end is a usage error" 2 '' \
+"tabletctl: set: a row is missing after '--'
+usage: tabletctl [-s STORE] set T ROW F:Q=VALUE[@TS] ... [-- ROW F:Q=VALUE[@TS] ...]..." \
+    tc set copy m9 'anchor:a=1' --
+check "a row without cells is a usage error" 2 '' \
+"tabletctl: set: row 'm9' has no cells
+usage: tabletctl [-s STORE] set T ROW F:Q=VALUE[@TS] ... [-- ROW F:Q=VALUE[@TS] ...]..." \
+    tc set copy m9 -- m10 'anchor:a=1'
+check "a row named -- is spelled %2D%2D" 0 '' '' \
+    tc set copy %2D%2D 'anchor:a=1@1' -- m11 'anchor:a=1@1'
+check "and reads back" 0 '----
+--
+  anchor:a @ 1
+    "1"' '' tc lookup copy %2D%2D
+for r in m1 m2 m3 m4 m6 m11 %2D%2D; do
+	tc deleterow copy "$r"
+done
+
 printf 'old\\x01row\tanchor\tq\\x2fx\t3\tv\\x0a\na%%41\tanchor\t\t4\tw\n' \
     >"$tmp/v1"
 check "import reads a version 1 export (\\xNN everywhere)" 0 '' '' \
@@ -331,7 +388,7 @@ check "bad policy" 1 '' \
     tc setgcpolicy webtable contents maxvers=3
 check "bad cell is a usage error" 2 '' \
 "tabletctl: set: bad cell 'nocolon' (want F:Q=VALUE)
-usage: tabletctl [-s STORE] set T ROW F:Q=VALUE[@TS] ..." \
+usage: tabletctl [-s STORE] set T ROW F:Q=VALUE[@TS] ... [-- ROW F:Q=VALUE[@TS] ...]..." \
     tc set webtable r nocolon
 check "bad size is a usage error" 2 '' \
 "tabletctl: createtable: bad size '1x'

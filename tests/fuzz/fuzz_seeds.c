@@ -373,6 +373,12 @@ seeds_service(void)
 	    m2 = TABLETFS__MUTATION__INIT, *muts[] = { &m1, &m2 };
 	Tabletfs__Condition cond = TABLETFS__CONDITION__INIT;
 	Tabletfs__MutateRowRequest mr = TABLETFS__MUTATE_ROW_REQUEST__INIT;
+	Tabletfs__Mutation m3 = TABLETFS__MUTATION__INIT, *bad_muts[] = { &m3 };
+	Tabletfs__MutateRowsEntry re[3] = { TABLETFS__MUTATE_ROWS_ENTRY__INIT,
+	    TABLETFS__MUTATE_ROWS_ENTRY__INIT,
+	    TABLETFS__MUTATE_ROWS_ENTRY__INIT },
+	    *rep[] = { &re[0], &re[1], &re[2] };
+	Tabletfs__MutateRowsRequest mrs = TABLETFS__MUTATE_ROWS_REQUEST__INIT;
 	Tabletfs__ReadModifyWriteRequest rmw =
 	    TABLETFS__READ_MODIFY_WRITE_REQUEST__INIT;
 	Tabletfs__MoveVersion mv = TABLETFS__MOVE_VERSION__INIT;
@@ -436,6 +442,29 @@ seeds_service(void)
 	cond.expected_ts = 5;
 	mr.condition = &cond;
 	seed_rpc("check_and_mutate", TABLETFS__METHOD__MUTATE_ROW, &mr.base);
+	/* Three rows: a good one, one with an unknown family, one in
+	 * another row; the first row's mutations are both kinds above. */
+	re[0].has_row = re[1].has_row = re[2].has_row = true;
+	re[0].row = PB_STR("a");
+	re[0].n_mutations = 2;
+	re[0].mutations = muts;
+	re[1].row = PB_STR("b");
+	re[1].n_mutations = 1;
+	re[1].mutations = bad_muts;
+	m3.has_kind = m3.has_qualifier = m3.has_ts = m3.has_value = true;
+	m3.kind = TABLETFS__MUTATION__KIND__PUT;
+	m3.family = "nosuch";
+	m3.qualifier = PB_STR("q");
+	m3.ts = 3;
+	m3.value = PB_STR("v");
+	re[2].row = PB_STR("zz");
+	re[2].n_mutations = 1;
+	re[2].mutations = muts;
+	mrs.table = "t";
+	mrs.n_entries = 3;
+	mrs.entries = rep;
+	mrs.has_sync = mrs.sync = true;
+	seed_rpc("mutate_rows", TABLETFS__METHOD__MUTATE_ROWS, &mrs.base);
 
 	rmw.table = "t";
 	rmw.has_row = rmw.has_qualifier = true;

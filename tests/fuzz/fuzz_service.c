@@ -40,6 +40,8 @@ static const struct {
 	    &tabletfs__describe_reply__descriptor },
 	{ TABLETFS__METHOD__MUTATE_ROW,
 	    &tabletfs__mutate_row_reply__descriptor },
+	{ TABLETFS__METHOD__MUTATE_ROWS,
+	    &tabletfs__mutate_rows_reply__descriptor },
 	{ TABLETFS__METHOD__READ_MODIFY_WRITE,
 	    &tabletfs__read_modify_write_reply__descriptor },
 	{ TABLETFS__METHOD__MOVE_COLUMN, NULL },

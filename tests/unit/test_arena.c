@@ -260,7 +260,9 @@ test_reserve(uint64_t *rng)
 
 	before = arena_memory_usage(a);
 	bt_alloc_fail_after(1);
-	rc = arena_reserve(a, 1 << 20, 1);
+	/* More than any block the rounds left (a reservation made in
+	 * parts takes twice its size). */
+	rc = arena_reserve(a, 1 << 28, 1);
 	bt_alloc_fail_after(0);
 	ok(rc == -ENOMEM && arena_memory_usage(a) == before,
 	    "a reservation that needs a block it cannot get is -ENOMEM and "
@@ -272,6 +274,27 @@ test_reserve(uint64_t *rng)
 	ok(arena_alloc(a, 200000) != NULL && arena_alloc(a, 5000) != NULL &&
 	    arena_alloc(a, 50) != NULL, "allocations past a reservation "
 	    "still work");
+	arena_free(a);
+}
+
+/* Reservations made one small part at a time, as a write group's
+ * members make them, take a few blocks, not one each. */
+static void
+test_reserve_parts(void)
+{
+	struct arena *a;
+	size_t blocks_bytes;
+
+	if (arena_new(&a) < 0)
+		tap_bail("arena_new");
+	for (int i = 0; i < 2000; i++)
+		if (arena_reserve(a, 200, 1) < 0)
+			tap_bail("arena_reserve");
+	blocks_bytes = arena_memory_usage(a);
+	ok(blocks_bytes < 8 * 2000 * (200 + 16), "2000 reservations of "
+	    "200 bytes in parts take %zu bytes of blocks (linear, not "
+	    "quadratic)", blocks_bytes);
+	arena_reserve_end(a);
 	arena_free(a);
 }
 
@@ -334,6 +357,7 @@ main(void)
 	test_block_growth();
 	test_alloc_failure();
 	test_reserve(&rng);
+	test_reserve_parts();
 	test_usage_from_other_thread(&rng);
 	return tap_done();
 }

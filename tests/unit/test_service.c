@@ -210,6 +210,35 @@ put1(const char *table, const char *row, const char *fam, const char *qual,
 	    NULL);
 }
 
+/*
+ * MUTATE_ROWS of one mutation per entry, rows[i] (NULL: no row) each
+ * taking muts[i]; the reply, or NULL with *rcp.
+ */
+static Tabletfs__MutateRowsReply *
+mutate_rows(const char *table, const char *const *rows,
+    Tabletfs__Mutation *muts, size_t n, int *rcp)
+{
+	Tabletfs__MutateRowsRequest r = TABLETFS__MUTATE_ROWS_REQUEST__INIT;
+	Tabletfs__MutateRowsEntry es[8], *eps[8];
+	Tabletfs__Mutation *mps[8];
+
+	for (size_t i = 0; i < n; i++) {
+		tabletfs__mutate_rows_entry__init(&es[i]);
+		es[i].has_row = rows[i] != NULL;
+		if (rows[i] != NULL)
+			es[i].row = pbs(rows[i]);
+		mps[i] = &muts[i];
+		es[i].n_mutations = 1;
+		es[i].mutations = &mps[i];
+		eps[i] = &es[i];
+	}
+	r.table = (char *)table;
+	r.n_entries = n;
+	r.entries = eps;
+	return call_msg(M(MUTATE_ROWS), &r.base,
+	    &tabletfs__mutate_rows_reply__descriptor, rcp);
+}
+
 /* ---- Schema ---- */
 
 static void
@@ -351,6 +380,58 @@ static const char *const WEBTABLE_ROW =
     "contents:@6=<html>6\n"
     "contents:@5=<html>5\n"
     "contents:@3=<html>3\n";
+
+/* MUTATE_ROWS: a status per entry, bad entries failing alone. */
+static void
+test_mutate_rows(void)
+{
+	static const char *const rows[] = { "mr1", "mr2", "mr3", NULL, "mr4" };
+	Tabletfs__MutateRowsReply *rep;
+	Tabletfs__Mutation m[5];
+	int rc;
+
+	mut(&m[0], 1, "anchor", "a", 1, "one");
+	mut(&m[1], 1, "nosuch", "a", 1, "two");
+	mut(&m[2], -1, "anchor", "a", 1, "three");	/* no kind */
+	mut(&m[3], 1, "anchor", "a", 1, "four");
+	mut(&m[4], 1, "anchor", "a", -2, "five");	/* server stamp */
+	rep = mutate_rows("webtable", rows, m, 5, &rc);
+	ok(rc == 0 && rep != NULL && rep->n_status == 5,
+	    "MUTATE_ROWS replies a status per entry");
+	if (rep != NULL && rep->n_status == 5) {
+		ok(rep->status[0] == 0 && rep->status[4] == 0,
+		    "the good entries are applied");
+		is_int(rep->status[1], -ENOENT, "an unknown family: -ENOENT");
+		is_int(rep->status[2], -EINVAL, "a mutation without kind: "
+		    "-EINVAL");
+		is_int(rep->status[3], -EINVAL, "an entry without row: "
+		    "-EINVAL");
+		ok(rep->detail != NULL && strstr(rep->detail, "nosuch") !=
+		    NULL, "the detail names the first failure (%s)",
+		    rep->detail != NULL ? rep->detail : "none");
+	}
+	msg_free(rep);
+	is_text(read_text_str(tst.s, "webtable", "mr1", NULL),
+	    "anchor:a@1=one\n", "entry 1 is written");
+	is_text(read_text_str(tst.s, "webtable", "mr2", NULL), "NOTFOUND",
+	    "entry 2 is not");
+	ok(get_newest(tst.s, "webtable", bts("mr4"), "anchor", bts("a"),
+	    NULL, NULL, NULL) == 0, "the server-stamped entry is written");
+
+	rep = mutate_rows("nosuch", rows, m, 1, &rc);
+	ok(rc == 0 && rep != NULL && rep->n_status == 1 &&
+	    rep->status[0] == -ENOENT, "an absent table: -ENOENT for each "
+	    "entry");
+	msg_free(rep);
+	rep = mutate_rows(NULL, rows, m, 1, &rc);
+	ok(rep == NULL && rc == -EINVAL, "no table: -EINVAL");
+	rep = mutate_rows("webtable", rows, m, 0, &rc);
+	ok(rep == NULL && rc == -EINVAL, "no entries: -EINVAL");
+	for (int i = 1; i <= 4; i++)
+		must(bt_mutate_row(tst.s, "webtable", bts(rows[i == 4 ? 4 :
+		    i - 1]), &(struct bt_mutation){ .kind = BT_DELETE_ROW },
+		    1, NULL, NULL));
+}
 
 static void
 test_mutate(void)
@@ -1222,7 +1303,8 @@ test_check(void)
 static const uint32_t all_methods[] = {
 	M(TABLE_CREATE), M(TABLE_DELETE), M(TABLE_LIST), M(FAMILY_CREATE),
 	M(FAMILY_DELETE), M(FAMILY_SET_GC), M(GROUP_SET), M(TABLE_DESCRIBE),
-	M(MUTATE_ROW), M(READ_MODIFY_WRITE), M(MOVE_COLUMN), M(READ_ROW),
+	M(MUTATE_ROW), M(MUTATE_ROWS), M(READ_MODIFY_WRITE), M(MOVE_COLUMN),
+	M(READ_ROW),
 	M(SCAN), M(SCAN_CLOSE), M(FLUSH), M(COMPACT), M(SPLIT), M(TABLETS),
 	M(CHECK), M(STATS),
 };
@@ -1421,6 +1503,7 @@ main(void)
 	must(service_new(tst.s, &svc));
 	test_schema();
 	test_mutate();
+	test_mutate_rows();
 	test_read_modify_write();
 	test_move_column();
 	test_read_row();
