@@ -25,47 +25,13 @@ import subprocess
 import sys
 import time
 
-PREAMBLE = b"TFSRPC\x00\x01"
-HEADER = 28
-MIN_LENGTH = 24
-MAX_FRAME = 300 << 20
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rpcwire import (HEADER, MAX_FRAME, MIN_LENGTH, PREAMBLE,  # noqa: E402
+                     crc32c, frame, mask, recv_exact)
 
 ENOSYS, EPROTO, EBUSY, EPERM = -38, -71, -16, -1
-
 TABLE_DESCRIBE, TABLE_LIST = 8, 3
 MUTATE_ROW, READ_ROW, SERVE = 20, 23, 60
-
-
-def _table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-CRC_TABLE = _table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def mask(crc):
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def frame(rid, method, payload=b"", timeout_ms=10000, bad_crc=False):
-    rest = struct.pack("<QIiI", rid, method, 0, timeout_ms) + payload
-    crc = mask(crc32c(rest))
-    if bad_crc:
-        crc ^= 1
-    return struct.pack("<II", MIN_LENGTH + len(payload), crc) + rest
 
 
 def pb_string(field, value):
@@ -105,14 +71,6 @@ def connect(address, greet=True):
     return s
 
 
-def recv_exact(s, n):
-    data = b""
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        if not chunk:
-            return data
-        data += chunk
-    return data
 
 
 def read_reply(s):

@@ -32,36 +32,15 @@ import sys
 import threading
 import time
 
-PREAMBLE = b"TFSRPC\x00\x01"
-HEADER = 28
-MIN_LENGTH = 24
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "cell"))
+import rpcwire  # noqa: E402
+from rpcwire import (HEADER, MIN_LENGTH, PREAMBLE, crc32c, frame,  # noqa: E402
+                     mask)
+
 MUTATE_ROW = 20
 PERIOD = 0.005
 ANSWER_TIMEOUT = 1.0
-
-
-def _table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-CRC_TABLE = _table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def mask(crc):
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def varint(n):
@@ -114,19 +93,10 @@ def reply_stamp(payload):
     return 0
 
 
-def frame(rid, method, payload, timeout_ms=1000):
-    rest = struct.pack("<QIiI", rid, method, 0, timeout_ms) + payload
-    return struct.pack("<II", MIN_LENGTH + len(payload),
-                       mask(crc32c(rest))) + rest
-
-
 def recv_exact(s, n):
-    data = b""
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
+    data = rpcwire.recv_exact(s, n)
+    if len(data) < n:
+        raise ConnectionError("closed")
     return data
 
 
@@ -168,7 +138,8 @@ def probe(index, address, table, stopfile, owner, out, lock):
                 if recv_exact(s, len(PREAMBLE)) != PREAMBLE:
                     raise ConnectionError("preamble")
                 sent = now_ms()
-            s.sendall(frame(n, MUTATE_ROW, mutate(table, row, value)))
+            s.sendall(frame(n, MUTATE_ROW, mutate(table, row, value),
+                                timeout_ms=1000))
             head = recv_exact(s, HEADER)
             length, crc = struct.unpack("<II", head[:8])
             payload = recv_exact(s, length - MIN_LENGTH)
