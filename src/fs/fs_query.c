@@ -70,12 +70,16 @@ family_valid(const uint8_t *p, size_t n)
 static int
 parse_column(struct fs_query *q, struct parsed *pr, struct span s)
 {
-	const uint8_t *p = q->bytes.p + s.off;
-	const uint8_t *colon = memchr(p, ':', s.n);
-	size_t fn = colon != NULL ? (size_t)(colon - p) : s.n;
+	const uint8_t *p, *colon;
 	struct bt_column *c;
 	char *family;
+	size_t fn;
 
+	if (s.n == 0)		/* no family: and the bytes may be none */
+		return -EINVAL;
+	p = q->bytes.p + s.off;
+	colon = memchr(p, ':', s.n);
+	fn = colon != NULL ? (size_t)(colon - p) : s.n;
 	if (!family_valid(p, fn))
 		return -EINVAL;
 	if (colon == NULL) {
