@@ -98,15 +98,7 @@ cell_serving_pid() {
 	cat "$C/storage/LOCK" 2>/dev/null || :
 }
 
-now_ms() {
-	date +%s%3N
-}
-
-# Whether process $1 runs (exited and not yet reaped counts as gone).
-alive() {
-	al_state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || :
-	[ -n "$al_state" ] && [ "$al_state" != Z ]
-}
+. "$top_srcdir/tests/cell/wait.sh"
 
 # The pids of the live masters that logged their election: one, but for
 # a moment during a takeover (the test decides what it allows).
@@ -132,16 +124,6 @@ cell_master_start() {
 	"$TABLETD" master "$CELL" --session-timeout "$SESSION_MS" --daemon \
 	    --pidfile "$C/master-$1.pid" 2>>"$C/logs/master-$1.log" ||
 	    fail "master $1 did not start"
-}
-
-# wait_log MS FILE PATTERN: wait up to MS ms until a line of FILE
-# matches the basic regular expression PATTERN; false if none did.
-wait_log() {
-	wl_end=$(( $(now_ms) + $1 ))
-	until grep -q -- "$3" "$2" 2>/dev/null; do
-		[ "$(now_ms)" -lt "$wl_end" ] || return 1
-		sleep 0.02
-	done
 }
 
 # cell_spawn CMD...: run CMD (a writer or reader loop, which stops when

@@ -62,9 +62,7 @@ command -v java >/dev/null 2>&1 || skip "no java"
 TSAN_OPTIONS="${TSAN_OPTIONS:-} report_thread_leaks=0"
 export TSAN_OPTIONS
 
-now_ms() {
-	date +%s%3N
-}
+. "$top_srcdir/tests/cell/wait.sh"
 
 # The namespaces of runs whose shell is gone (killed with SIGKILL): their
 # processes are killed and the namespaces deleted.
@@ -289,22 +287,6 @@ tabletd_pid() {
 	tp=$(cat "$T/$1.pid" 2>/dev/null) || return 0
 	alive "$tp" && echo "$tp"
 	:
-}
-
-# Whether process $1 runs (exited and not yet reaped counts as gone).
-alive() {
-	al_state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || :
-	[ -n "$al_state" ] && [ "$al_state" != Z ]
-}
-
-# wait_log MS FILE PATTERN: wait up to MS ms until a line of FILE
-# matches the basic regular expression PATTERN; false if none did.
-wait_log() {
-	wl_end=$(( $(now_ms) + $1 ))
-	until grep -q -- "$3" "$2" 2>/dev/null; do
-		[ "$(now_ms)" -lt "$wl_end" ] || return 1
-		sleep 0.05
-	done
 }
 
 # The time (ms) stamped on the first line of log NAME matching PATTERN
