@@ -144,15 +144,18 @@ cell_spawned_stop() {
 
 # A writer loop through the client library: writer N sets rows wN-1,
 # wN-2, ... until $T/stop exists, and appends each acknowledged one with
-# its value (and the time it was acknowledged, ms) to $T/acked.N.
+# its value, the time it was acknowledged and the time the write began
+# (ms; the first is taken after the tool exits, so it can be late) to
+# $T/acked.N.
 cell_writer() {
 	n=0
 	: >"$T/acked.$1"
 	while [ ! -e "$T/stop" ]; do
 		n=$((n + 1))
+		cw_begin=$(now_ms)
 		if ctl set t "w$1-$n" "f:q=v$1-$n" 2>>"$T/writer.err"; then
-			printf 'w%s-%s\tv%s-%s\t%s\n' "$1" "$n" "$1" "$n" \
-			    "$(now_ms)" >>"$T/acked.$1"
+			printf 'w%s-%s\tv%s-%s\t%s\t%s\n' "$1" "$n" "$1" "$n" \
+			    "$(now_ms)" "$cw_begin" >>"$T/acked.$1"
 		fi
 	done
 }
