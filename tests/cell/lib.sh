@@ -15,6 +15,15 @@ TABLETFS=$top_builddir/src/fs/tabletfs
 CELL_SCRIPT=$top_srcdir/scripts/cell
 # A short session, so that failovers in tests take seconds.
 SESSION_MS=${SESSION_MS:-2000}
+# The bound on a failover (a master's takeover, a store served again):
+# the session timeout and 5 s more, three times that under the sanitizers
+# and valgrind (TEST_SMALL), whose runs look for memory and thread errors
+# and are several times slower.
+LIMIT=$((SESSION_MS + 5000))
+case ${TEST_SMALL:-0} in
+0 | "") ;;
+*) LIMIT=$((LIMIT * 3)) ;;
+esac
 
 skip() {
 	echo "SKIP: $*" >&2

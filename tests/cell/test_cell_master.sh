@@ -14,7 +14,6 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=${CELL_ROUNDS:-1}
-LIMIT=$((SESSION_MS + 5000))
 cell_start 3
 ctl createtable t families=f
 

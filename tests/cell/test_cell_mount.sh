@@ -20,7 +20,6 @@ command -v mountpoint >/dev/null 2>&1 || skip "no mountpoint(1)"
 [ -x /bin/echo ] || skip "no /bin/echo"
 
 ROUNDS=${CELL_ROUNDS:-1}
-LIMIT=$((SESSION_MS + 5000))
 M=$T/mnt
 cell_start 3
 ctl createtable t families=f

@@ -20,7 +20,6 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=${CELL_ROUNDS:-1}
-LIMIT=$((SESSION_MS + 5000))
 STOP_MS=$((SESSION_MS + 3000))
 GRACE_MS=300	# commits under way when the stop came
 
