@@ -76,7 +76,10 @@ bool rpc_client_broken(const struct rpc_client *c);
 /*
  * Server: an accept thread, a reader thread per connection, and a fixed
  * pool of worker threads that run the handler, so that one connection's
- * requests run in parallel and their replies may leave out of order.
+ * requests run in parallel and their replies may leave out of order.  A
+ * request of a short method (rpc_server_options.short_method) that finds
+ * nothing else of its connection in flight or arrived runs on the
+ * reader thread itself, sparing the handoff to a worker and back.
  */
 struct rpc_call {
 	uint64_t id;		/* the client's request id */
@@ -108,6 +111,10 @@ struct rpc_server_options {
 					   10000 */
 	int max_inflight_per_connection; /* requests queued or running, past
 					   which a connection is not read; 256 */
+	bool (*short_method)(uint32_t method);	/* whether a request may run
+					   on its connection's reader (it
+					   never waits long: no sync, no
+					   scan); NULL: none may */
 };
 
 struct rpc_server;

@@ -5,18 +5,28 @@
  *
  * 1. Every call waiting for a reply has a struct pending on its own stack,
  *    in the table under its id while it is WAITING.  c->mu guards the
- *    table, the states, c->error, c->sending and c->callers.
- * 2. The reader thread alone takes a pending out of the table for a reply
- *    (it becomes CLAIMED), appends the payload to the caller's buffer
- *    without the lock, then marks it DONE.  A caller returns only from
- *    WAITING (it takes itself out: timeout) or DONE, never while CLAIMED,
- *    so the reader never writes to a buffer whose caller has gone.
+ *    table, the states, c->error, c->sending, c->reading and c->callers.
+ * 2. The reader (note 5) alone takes a pending out of the table for a
+ *    reply (it becomes CLAIMED), appends the payload to the caller's
+ *    buffer without the lock, then marks it DONE.  A caller returns only
+ *    from WAITING (it takes itself out: timeout) or DONE, never while
+ *    CLAIMED, so the reader never writes to a buffer whose caller has
+ *    gone.
  * 3. One caller at a time sends (c->sending), so frames never interleave.
  *    A send that stops partway leaves the stream unframed: the connection
  *    is broken.
  * 4. Once c->error is set it stays: the socket is shut down, every WAITING
  *    call is DONE with the error, and new calls fail at once with nothing
  *    sent.
+ * 5. There is no reader thread: a caller waiting for its reply reads the
+ *    socket itself while no other does (c->reading; c->reader is its
+ *    alone then), handing the replies of others to them, so that a lone
+ *    caller gets its reply with no thread handoff.  It stops reading when
+ *    its own reply has come or its time ran out, and wakes one WAITING
+ *    caller to read on.  Nothing reads while no call waits: a late reply,
+ *    or the end of the stream, that arrived meanwhile is read by the next
+ *    caller before it sends, so that a connection the server closed while
+ *    idle fails that call with nothing sent.
  */
 #include <assert.h>
 #include <errno.h>
@@ -48,16 +58,17 @@ struct pending {
 
 struct rpc_client {
 	int fd;
-	pthread_t reader;
 	struct mutex mu;
 	pthread_cond_t send_cond;	/* sending became false, or error */
 	pthread_cond_t callers_cond;	/* callers reached 0 while closing */
 	bool sending;			/* a caller is writing (note 3) */
+	bool reading;			/* a caller is reading (note 5) */
 	bool closing;
 	int callers;			/* threads inside rpc_client_call */
 	int error;			/* note 4 */
 	atomic_bool broken;		/* error != 0, read without mu */
 	uint64_t next_id;
+	struct rpc_reader reader;	/* the reading caller's (note 5) */
 	struct pending *table[PENDING_BUCKETS];
 };
 
@@ -111,40 +122,72 @@ client_break(struct rpc_client *c, int rc)
 	pthread_cond_broadcast(&c->send_cond);
 }
 
-/* The reader thread: hands each reply to its caller (note 2). */
-static void *
-client_read(void *arg)
+/*
+ * As the reader (note 5), read one frame by deadline_ns (as for
+ * rpc_reader_next) and hand it to its caller (note 2).  Called and
+ * returns with mu held.  0 when a frame came, -ETIMEDOUT or -EAGAIN when
+ * none did, or the code the connection failed with (note 4).
+ */
+static int
+client_read_frame(struct rpc_client *c, int64_t deadline_ns)
 {
-	struct rpc_client *c = arg;
-	struct rpc_reader r;
 	struct rpc_frame f;
 	struct pending *p;
 	bool truncated;
 	int rc, arc;
 
-	rpc_reader_init(&r, c->fd, RPC_MAX_FRAME);
-	while ((rc = rpc_reader_next(&r, &f, &truncated)) == 0) {
-		mutex_lock(&c->mu);
-		if ((p = table_remove(c, f.id)) != NULL)
-			p->state = PENDING_CLAIMED;
-		mutex_unlock(&c->mu);
-		if (p == NULL)
-			continue;	/* its caller gave up */
-		arc = buf_append(p->reply, f.payload.p, f.payload.n);
-		mutex_lock(&c->mu);
-		p->status = f.status;
-		p->rc = arc;
-		p->state = PENDING_DONE;
-		pthread_cond_signal(&p->cond);
-		mutex_unlock(&c->mu);
-	}
-	if (rc == BT_DONE || rc == BT_ECHECKSUM || rc == -EMSGSIZE)
-		rc = rc == BT_DONE ? -ECONNRESET : -EPROTO;
-	mutex_lock(&c->mu);
-	client_break(c, rc);
+	mutex_assert_held(&c->mu);
+	assert(c->reading);
 	mutex_unlock(&c->mu);
-	rpc_reader_release(&r);
-	return NULL;
+	rc = rpc_reader_next(&c->reader, &f, &truncated, deadline_ns);
+	mutex_lock(&c->mu);
+	if (rc == -ETIMEDOUT || rc == -EAGAIN)
+		return rc;
+	if (rc != 0) {
+		if (rc == BT_DONE || rc == BT_ECHECKSUM || rc == -EMSGSIZE)
+			rc = rc == BT_DONE ? -ECONNRESET : -EPROTO;
+		client_break(c, rc);
+		return c->error;
+	}
+	if ((p = table_remove(c, f.id)) == NULL)
+		return 0;	/* its caller gave up */
+	p->state = PENDING_CLAIMED;
+	mutex_unlock(&c->mu);
+	arc = buf_append(p->reply, f.payload.p, f.payload.n);
+	mutex_lock(&c->mu);
+	p->status = f.status;
+	p->rc = arc;
+	p->state = PENDING_DONE;
+	pthread_cond_signal(&p->cond);
+	return 0;
+}
+
+/* Stop reading (note 5), and wake a WAITING caller to read on. */
+static void
+client_reader_leave(struct rpc_client *c)
+{
+	mutex_assert_held(&c->mu);
+	assert(c->reading);
+	c->reading = false;
+	for (size_t i = 0; i < PENDING_BUCKETS; i++) {
+		if (c->table[i] != NULL) {
+			pthread_cond_signal(&c->table[i]->cond);
+			return;
+		}
+	}
+}
+
+/* Before a send, read what arrived while nobody read (note 5). */
+static void
+client_drain(struct rpc_client *c)
+{
+	mutex_assert_held(&c->mu);
+	if (c->reading || c->error != 0)
+		return;
+	c->reading = true;
+	while (client_read_frame(c, -1) == 0)
+		;
+	client_reader_leave(c);
 }
 
 int
@@ -176,8 +219,7 @@ rpc_client_open(const char *address, int64_t deadline_ns,
 		rc = -EPROTO;
 		goto out_close;
 	}
-	if ((rc = -pthread_create(&c->reader, NULL, client_read, c)) < 0)
-		goto out_close;
+	rpc_reader_init(&c->reader, c->fd, RPC_MAX_FRAME);
 	*out = c;
 	return 0;
 out_close:
@@ -204,7 +246,7 @@ rpc_client_close(struct rpc_client *c)
 	while (c->callers > 0)
 		cond_wait(&c->callers_cond, &c->mu);
 	mutex_unlock(&c->mu);
-	pthread_join(c->reader, NULL);
+	rpc_reader_release(&c->reader);
 	close(c->fd);
 	pthread_cond_destroy(&c->callers_cond);
 	pthread_cond_destroy(&c->send_cond);
@@ -275,6 +317,7 @@ rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
 {
 	struct pending p = { .state = PENDING_WAITING, .reply = reply };
 	struct pending **slot;
+	bool reader = false;	/* this caller reads (note 5) */
 	int rc;
 
 	*sent = false;
@@ -289,6 +332,11 @@ rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
 		goto out_unlock;
 	}
 	c->callers++;
+	client_drain(c);
+	if (c->error != 0) {
+		rc = c->error;
+		goto out_callers;
+	}
 	p.id = ++c->next_id;
 	slot = table_slot(c, p.id);
 	assert(*slot == NULL);
@@ -299,11 +347,25 @@ rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
 		goto out_callers;
 	}
 	while (p.state != PENDING_DONE) {
-		if (client_wait(c, &p.cond, deadline_ns) == ETIMEDOUT &&
-		    p.state == PENDING_WAITING) {
-			table_remove(c, p.id);
-			rc = -ETIMEDOUT;
+		if (!reader && c->reading) {	/* another reads for this one */
+			if (client_wait(c, &p.cond, deadline_ns) == ETIMEDOUT &&
+			    p.state == PENDING_WAITING) {
+				table_remove(c, p.id);
+				rc = -ETIMEDOUT;
+				goto out_callers;
+			}
+			continue;
+		}
+		c->reading = reader = true;
+		rc = client_read_frame(c, deadline_ns);
+		if (p.state != PENDING_DONE && rc == -ETIMEDOUT) {
+			table_remove(c, p.id);	/* before waking another */
+			client_reader_leave(c);
 			goto out_callers;
+		}
+		if (p.state == PENDING_DONE) {
+			client_reader_leave(c);
+			reader = false;
 		}
 	}
 	if ((rc = p.rc) == 0)

@@ -1,8 +1,8 @@
 /*
  * rpc_conn.c - one server connection: its reader thread, which checks the
- * preamble and queues each request as a job, and the worker threads,
- * which run the handler and write the reply (rpc_server_int.h has the
- * notes cited here).
+ * preamble and queues each request as a job (or runs a short one itself),
+ * and the worker threads, which run the handler and write the reply
+ * (rpc_server_int.h has the notes cited here).
  */
 #include <assert.h>
 #include <errno.h>
@@ -80,6 +80,92 @@ conn_greet(struct rpc_conn *conn)
 	return rc;
 }
 
+/*
+ * Run a request (unless its time ran out) and send the reply.  A send
+ * that makes no progress for the send timeout (SO_SNDTIMEO) closes the
+ * connection: a client that does not read holds a worker no longer than
+ * that.  The timeout is on progress, not on the whole reply, so that a
+ * large reply to a slow reader still goes out.
+ */
+static void
+conn_answer(struct rpc_conn *conn, const struct rpc_call *call,
+    struct slice request)
+{
+	struct rpc_server *s = conn->s;
+	uint8_t hdr[RPC_FRAME_HEADER_SIZE];
+	struct rpc_frame f = { .id = call->id, .method = call->method };
+	struct iovec iov[2];
+	struct buf reply;
+	const char *msg;
+	size_t written;
+	bool expired;
+	int status, rc;
+
+	buf_init(&reply);
+	expired = call->deadline_ns != 0 && rpc_now_ns() > call->deadline_ns;
+	if (expired)
+		status = -ETIMEDOUT;
+	else
+		status = s->handler(s->arg, call, request, &reply);
+	if (status < 0 && (reply.n == 0 || reply.n > RPC_MAX_FRAME)) {
+		msg = expired ? EXPIRED_MESSAGE : bt_strerror(status);
+		if (buf_set(&reply, msg, strlen(msg)) < 0)
+			buf_clear(&reply);
+	} else if (reply.n > RPC_MAX_FRAME) {
+		status = -EMSGSIZE;
+		msg = "reply over the largest frame";
+		if (buf_set(&reply, msg, strlen(msg)) < 0)
+			buf_clear(&reply);
+	}
+	f.status = status;
+	f.payload = buf_slice(&reply);
+	rpc_frame_header_encode(hdr, &f);
+	iov[0] = (struct iovec){ hdr, sizeof(hdr) };
+	iov[1] = (struct iovec){ reply.p, reply.n };
+
+	mutex_lock(&conn->write_mu);
+	if (!conn->dead &&
+	    (rc = rpc_socket_send(conn->fd, iov, 2, 0, &written)) < 0) {
+		conn->dead = true;
+		(void)shutdown(conn->fd, SHUT_RDWR);
+		if (rc == -ETIMEDOUT)
+			rpc_server_log(s, conn->peer, "reply not taken for %d "
+			    "ms; connection closed", s->opts.send_timeout_ms);
+	}
+	mutex_unlock(&conn->write_mu);
+	buf_release(&reply);
+}
+
+/* The call that frame f asks for. */
+static struct rpc_call
+conn_call(const struct rpc_conn *conn, const struct rpc_frame *f)
+{
+	return (struct rpc_call){
+		.id = f->id,
+		.method = f->method,
+		.deadline_ns = f->timeout_ms == 0 ? 0 :
+		    rpc_now_ns() + (int64_t)f->timeout_ms * 1000000,
+		.peer = conn->peer,
+	};
+}
+
+/* Whether the request in f may run on the reader (note 5). */
+static bool
+conn_runs_inline(struct rpc_conn *conn, const struct rpc_reader *r,
+    const struct rpc_frame *f)
+{
+	struct rpc_server *s = conn->s;
+	bool ok;
+
+	if (s->opts.short_method == NULL || !s->opts.short_method(f->method) ||
+	    rpc_reader_buffered(r))
+		return false;
+	mutex_lock(&s->mu);
+	ok = conn->inflight == 0 && !s->closing;
+	mutex_unlock(&s->mu);
+	return ok;
+}
+
 /* Queue one request, waiting while the connection has its most in flight.
  * 0, or -ECANCELED when the server is closing, or -ENOMEM. */
 static int
@@ -92,11 +178,7 @@ conn_queue(struct rpc_conn *conn, const struct rpc_frame *f)
 		return -ENOMEM;
 	job->next = NULL;
 	job->conn = conn;
-	job->call.id = f->id;
-	job->call.method = f->method;
-	job->call.deadline_ns = f->timeout_ms == 0 ? 0 :
-	    rpc_now_ns() + (int64_t)f->timeout_ms * 1000000;
-	job->call.peer = conn->peer;
+	job->call = conn_call(conn, f);
 	job->n = f->payload.n;
 	if (f->payload.n > 0)
 		memcpy(job->payload, f->payload.p, f->payload.n);
@@ -132,6 +214,7 @@ conn_read(void *arg)
 	struct rpc_server *s = conn->s;
 	struct rpc_reader r;
 	struct rpc_frame f;
+	struct rpc_call call;
 	const char *why;
 	char scratch[64];
 	bool truncated = false, drain = false;
@@ -140,9 +223,14 @@ conn_read(void *arg)
 	rpc_reader_init(&r, conn->fd, s->opts.max_frame);
 	if (conn_greet(conn) < 0)
 		goto out;
-	while ((rc = rpc_reader_next(&r, &f, &truncated)) == 0)
-		if ((rc = conn_queue(conn, &f)) < 0)
+	while ((rc = rpc_reader_next(&r, &f, &truncated, 0)) == 0) {
+		if (conn_runs_inline(conn, &r, &f)) {
+			call = conn_call(conn, &f);
+			conn_answer(conn, &call, f.payload);
+		} else if ((rc = conn_queue(conn, &f)) < 0) {
 			break;
+		}
+	}
 	mutex_lock(&s->mu);
 	drain = rc == BT_DONE && !s->closing;
 	if (s->closing)
@@ -244,64 +332,6 @@ rpc_conn_reap(struct rpc_server *s)
 	}
 }
 
-/*
- * Run job's request (unless its time ran out) and send the reply.  A send
- * that makes no progress for the send timeout (SO_SNDTIMEO) closes the
- * connection: a client that does not read holds a worker no longer than
- * that.  The timeout is on progress, not on the whole reply, so that a
- * large reply to a slow reader still goes out.
- */
-static void
-conn_answer(struct rpc_server *s, struct rpc_job *job)
-{
-	struct rpc_conn *conn = job->conn;
-	uint8_t hdr[RPC_FRAME_HEADER_SIZE];
-	struct rpc_frame f = { .id = job->call.id,
-	    .method = job->call.method };
-	struct iovec iov[2];
-	struct buf reply;
-	const char *msg;
-	size_t written;
-	bool expired;
-	int status, rc;
-
-	buf_init(&reply);
-	expired = job->call.deadline_ns != 0 &&
-	    rpc_now_ns() > job->call.deadline_ns;
-	if (expired)
-		status = -ETIMEDOUT;
-	else
-		status = s->handler(s->arg, &job->call,
-		    slice_make(job->payload, job->n), &reply);
-	if (status < 0 && (reply.n == 0 || reply.n > RPC_MAX_FRAME)) {
-		msg = expired ? EXPIRED_MESSAGE : bt_strerror(status);
-		if (buf_set(&reply, msg, strlen(msg)) < 0)
-			buf_clear(&reply);
-	} else if (reply.n > RPC_MAX_FRAME) {
-		status = -EMSGSIZE;
-		msg = "reply over the largest frame";
-		if (buf_set(&reply, msg, strlen(msg)) < 0)
-			buf_clear(&reply);
-	}
-	f.status = status;
-	f.payload = buf_slice(&reply);
-	rpc_frame_header_encode(hdr, &f);
-	iov[0] = (struct iovec){ hdr, sizeof(hdr) };
-	iov[1] = (struct iovec){ reply.p, reply.n };
-
-	mutex_lock(&conn->write_mu);
-	if (!conn->dead &&
-	    (rc = rpc_socket_send(conn->fd, iov, 2, 0, &written)) < 0) {
-		conn->dead = true;
-		(void)shutdown(conn->fd, SHUT_RDWR);
-		if (rc == -ETIMEDOUT)
-			rpc_server_log(s, conn->peer, "reply not taken for %d "
-			    "ms; connection closed", s->opts.send_timeout_ms);
-	}
-	mutex_unlock(&conn->write_mu);
-	buf_release(&reply);
-}
-
 void *
 rpc_conn_work(void *arg)
 {
@@ -321,7 +351,8 @@ rpc_conn_work(void *arg)
 		run = !s->closing;	/* note 4 */
 		mutex_unlock(&s->mu);
 		if (run)
-			conn_answer(s, job);
+			conn_answer(job->conn, &job->call,
+			    slice_make(job->payload, job->n));
 		conn = job->conn;
 		bt_free(job);
 		mutex_lock(&s->mu);

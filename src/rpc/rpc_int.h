@@ -67,9 +67,9 @@ int rpc_socket_send(int fd, struct iovec *iov, int iovcnt,
 int rpc_socket_recv_exact(int fd, void *p, size_t n, int64_t deadline_ns);
 
 /*
- * The frames arriving on a socket, read in large chunks.  One thread
- * reads; rpc_reader_next's frame borrows the reader's buffer until the
- * next call.
+ * The frames arriving on a socket, read in large chunks.  One thread at a
+ * time reads; rpc_reader_next's frame borrows the reader's buffer until
+ * the next call.
  */
 struct rpc_reader {
 	int fd;
@@ -82,12 +82,19 @@ struct rpc_reader {
 void rpc_reader_init(struct rpc_reader *r, int fd, size_t max_frame);
 void rpc_reader_release(struct rpc_reader *r);
 /*
- * The next frame.  0 and *f; BT_DONE at the end of the stream between
- * frames; -ECONNRESET at the end of the stream inside a frame (*truncated
- * set), a bad frame's code (rpc_frame_decode), a recv error, -ENOMEM.
+ * The next frame, waiting for it until deadline_ns (0: as long as it
+ * takes; negative: not at all, only what has arrived counts).  0 and *f;
+ * BT_DONE at the end of the stream between frames; -ECONNRESET at the end
+ * of the stream inside a frame (*truncated set); -ETIMEDOUT past the
+ * deadline or -EAGAIN without waiting, when no whole frame has come (the
+ * bytes of one that has begun stay for the next call); a bad frame's code
+ * (rpc_frame_decode), a recv error, -ENOMEM.
  */
 int rpc_reader_next(struct rpc_reader *r, struct rpc_frame *f,
-    bool *truncated);
+    bool *truncated, int64_t deadline_ns);
+/* Whether bytes past the frame rpc_reader_next returned last have been
+ * received already (another frame, whole or in part). */
+bool rpc_reader_buffered(const struct rpc_reader *r);
 
 /* A condition variable whose timed waits take CLOCK_MONOTONIC times
  * (rpc_abstime()).  0 or -errno. */

@@ -23,6 +23,12 @@
  * 4. Once s->closing is set, no job is queued, the workers drop the jobs
  *    still queued without running them, and readers waiting for room
  *    give up.
+ * 5. A reader runs a request itself, without a job, only when its method
+ *    is short, none of its connection's requests is in flight and no
+ *    byte of another has arrived: a client that sends one request at a
+ *    time gets no thread handoff, one that pipelines keeps its requests
+ *    running in parallel.  rpc_server_close joins the reader, so it
+ *    waits for that handler as for a worker's.
  */
 #ifndef TABLETFS_RPC_RPC_SERVER_INT_H
 #define TABLETFS_RPC_RPC_SERVER_INT_H

@@ -301,13 +301,20 @@ rpc_reader_release(struct rpc_reader *r)
 	buf_release(&r->in);
 }
 
+bool
+rpc_reader_buffered(const struct rpc_reader *r)
+{
+	return r->in.n > r->off + r->last;
+}
+
 /*
  * Frames are decoded in place; the bytes of a frame not yet whole move to
  * the front of the buffer before the next recv, and a buffer grown for a
  * large frame is given back once empty.
  */
 int
-rpc_reader_next(struct rpc_reader *r, struct rpc_frame *f, bool *truncated)
+rpc_reader_next(struct rpc_reader *r, struct rpc_frame *f, bool *truncated,
+    int64_t deadline_ns)
 {
 	size_t need, have;
 	ssize_t got;
@@ -341,7 +348,11 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_frame *f, bool *truncated)
 		    (rc = need > READ_KEEP ? buf_reserve_exact(&r->in, need) :
 		    buf_reserve(&r->in, need)) < 0)
 			return rc;
-		got = recv(r->fd, r->in.p + r->in.n, r->in.cap - r->in.n, 0);
+		if (deadline_ns > 0 &&
+		    (rc = wait_fd(r->fd, POLLIN, deadline_ns)) < 0)
+			return rc;
+		got = recv(r->fd, r->in.p + r->in.n, r->in.cap - r->in.n,
+		    deadline_ns < 0 ? MSG_DONTWAIT : 0);
 		if (got == 0) {
 			*truncated = have > 0;
 			return have > 0 ? -ECONNRESET : BT_DONE;
@@ -349,7 +360,7 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_frame *f, bool *truncated)
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 		}
 		r->in.n += (size_t)got;
 	}

@@ -499,6 +499,12 @@ reply_error(int rc, struct buf *reply)
 	}
 }
 
+bool
+service_method_short(uint32_t method)
+{
+	return method == TABLETFS__METHOD__READ_ROW;
+}
+
 int
 service_handle(struct service *svc, uint32_t method, struct slice request,
     struct buf *reply)

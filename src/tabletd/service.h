@@ -115,6 +115,13 @@ void service_free(struct service *svc);
 int service_handle(struct service *svc, uint32_t method,
     struct slice request, struct buf *reply);
 
+/*
+ * Whether a request of method never waits long (no log sync, no scan, no
+ * store-wide work), so that the RPC server may run it on the connection's
+ * reader (rpc_server_options.short_method).  Reading one row is.
+ */
+bool service_method_short(uint32_t method);
+
 /* The scanners open now (for status displays and tests). */
 unsigned service_scanner_count(struct service *svc);
 

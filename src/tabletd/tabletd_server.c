@@ -169,6 +169,9 @@ server_name(const char *address, char *name, size_t size)
 int
 tabletd_server_run(const struct tabletd_options *o)
 {
+	struct rpc_server_options ro = {
+		.short_method = service_method_short,
+	};
 	struct tablet_server ts;
 	char name[COORD_NAME_MAX + 1];
 	const char *address;
@@ -184,7 +187,7 @@ tabletd_server_run(const struct tabletd_options *o)
 		goto out;
 	}
 	coord_on_lost(ts.coord, lease_lost, &ts);
-	if ((rc = rpc_server_open(o->listen, NULL, handle, &ts,
+	if ((rc = rpc_server_open(o->listen, &ro, handle, &ts,
 	    &ts.rpc)) < 0) {
 		tabletd_log("listen on %s: %s", o->listen, *bt_error_detail() ?
 		    bt_error_detail() : bt_strerror(rc));

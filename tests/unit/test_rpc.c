@@ -595,6 +595,59 @@ test_bad_clients(struct rpc_server *s)
 	bystander_stop(&by, "never reads");
 }
 
+/* The methods test_short_methods' server runs on a connection's reader. */
+static bool
+short_method(uint32_t method)
+{
+	return method == M_ECHO || method == M_MARK;
+}
+
+/*
+ * A short request runs on its connection's reader when nothing else of
+ * that connection is in flight: it is answered while the only worker is
+ * busy.  One sent beside a request in flight waits for a worker, so that
+ * a pipelining client's requests still run in parallel.
+ */
+static void
+test_short_methods(struct counts *n)
+{
+	struct rpc_server_options o = { .workers = 1,
+	    .send_timeout_ms = SEND_TIMEOUT_MS, .short_method = short_method };
+	struct rpc_server *s = server_start(&o, n);
+	struct rpc_client *busy = client_start(s), *c = client_start(s);
+	struct slow_call sc = { .c = busy, .ms = 1500 };
+	struct buf b;
+	int32_t status;
+	bool sent;
+	pthread_t t;
+	int rc, started = atomic_load(&n->sleeps_started);
+
+	pthread_create(&t, NULL, slow_call_run, &sc);
+	while (atomic_load(&n->sleeps_started) == started)
+		sleep_ms(1);
+	ok(echo_ok(c, "short", 5, 500), "short: an echo is answered while "
+	    "the only worker sleeps");
+	buf_init(&b);
+	rc = rpc_client_call(c, M_MARK, slice_str(""), ms_from_now(500), &b,
+	    &status, &sent);
+	ok(rc == 0 && status == 0, "short: and so is a second short call");
+	rc = rpc_client_call(busy, M_ECHO, slice_str("x"), ms_from_now(300),
+	    &b, &status, &sent);
+	is_int(rc, -ETIMEDOUT, "short: a short call beside one in flight on "
+	    "its connection waits for the worker");
+	rc = rpc_client_call(c, M_SLEEP, slice_str(""), ms_from_now(300), &b,
+	    &status, &sent);
+	is_int(rc, -ETIMEDOUT, "short: a call of another method waits for "
+	    "the worker");
+	pthread_join(t, NULL);
+	ok(sc.rc == 0 && sc.status == 0, "short: the sleep completed");
+	ok(echo_ok(busy, "after", 5, 5000), "short: its connection serves on");
+	buf_release(&b);
+	rpc_client_close(c);
+	rpc_client_close(busy);
+	rpc_server_close(s);
+}
+
 static void
 test_server_expiry(struct counts *n)
 {
@@ -925,6 +978,7 @@ main(void)
 	test_client_close_in_flight(s);
 	rpc_server_close(s);
 	test_server_expiry(&n);
+	test_short_methods(&n);
 	test_max_connections(&n);
 	test_server_max_frame(&n);
 	test_server_close_in_flight(&n);
