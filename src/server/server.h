@@ -250,7 +250,7 @@ struct server_group_usage {
 	uint64_t files;
 	uint64_t disk_bytes;
 	uint64_t memory_bytes;
-	uint64_t other_bytes;	/* in its files, of no family of the schema */
+	uint64_t other_bytes;	/* of its files, no schema family's */
 	uint64_t unknown_bytes;	/* of its files that record no usage */
 };
 struct server_table_usage {

@@ -112,7 +112,7 @@
 #define SST_FORMAT_VERSION_1	1u
 #define SST_BOUNDS_COMPLETE	1u	/* columns and max_time follow */
 #define SST_BOUNDS_SEQUENCES	2u	/* min_seq and max_seq follow */
-#define SST_BOUNDS_SPLITS	4u	/* the splits map follows (v3 to v5) */
+#define SST_BOUNDS_SPLITS	4u	/* the splits map follows (v3-v5) */
 #define SST_BOUNDS_USAGE	8u	/* bytes per label follow (v5) */
 #define SST_USAGE_MAX_LABELS	256
 #define SST_BOUNDS_MAX_COLUMNS	16

@@ -206,9 +206,10 @@ void sst_pins_release(struct sst_pins *p);
  * the filter key of that block's last key, or when that filter key is
  * longer than prefix (which may then go on past it); the reader's
  * filter_prefix must be the builder's for that to hold.  A block that
- * holds one entry, whose key and value length a version 4 or 5 table's index
- * gives, is read only when its key has the prefix and want_value(arg,
- * key) says the caller wants its value (want_value NULL: every value);
+ * holds one entry, whose key and value length a version 4 or 5 table's
+ * index gives, is read only when its key has the prefix and
+ * want_value(arg, key) says the caller wants its value (want_value NULL:
+ * every value);
  * otherwise its entry is visited with value {NULL, length}.  Other values
  * come whole.
  */

@@ -117,7 +117,8 @@ usage_apportion(struct usage *u, uint64_t whole)
 
 		l->bytes = usage_share(whole, usage_label_bytes(l), total);
 		given += l->bytes;
-		if (usage_label_bytes(l) > usage_label_bytes(&u->labels[largest]))
+		if (usage_label_bytes(l) >
+		    usage_label_bytes(&u->labels[largest]))
 			largest = i;
 	}
 	if (total > 0)

@@ -142,10 +142,10 @@ test_usage(void)
 	    "memory: each family's memory holds at least its values "
 	    "(%" PRIu64 ", %" PRIu64 ", %" PRIu64 ")", fa->memory_bytes,
 	    fb->memory_bytes, fc->memory_bytes);
-	ok(proportional(fa->memory_bytes, fb->memory_bytes, A_CELLS *
-	    (KEY_BYTES + A_VALUE), B_CELLS * (KEY_BYTES + B_VALUE)), "memory: a and b in proportion to what each "
-	    "wrote (%" PRIu64 " : %" PRIu64 ")", fa->memory_bytes,
-	    fb->memory_bytes);
+	ok(proportional(fa->memory_bytes, fb->memory_bytes,
+	    A_CELLS * (KEY_BYTES + A_VALUE), B_CELLS * (KEY_BYTES + B_VALUE)),
+	    "memory: a and b in proportion to what each wrote (%" PRIu64
+	    " : %" PRIu64 ")", fa->memory_bytes, fb->memory_bytes);
 	is_int(fa->disk_bytes + fb->disk_bytes + fc->disk_bytes, 0,
 	    "memory: nothing on disk");
 	is_int(gd->memory_bytes, fa->memory_bytes + fb->memory_bytes,
@@ -177,9 +177,10 @@ test_usage(void)
 	    fa->disk_bytes < fa->value_bytes + fa->value_bytes / 10,
 	    "flushed: a's disk bytes are its values and a little more "
 	    "(%" PRIu64 " for %" PRIu64 ")", fa->disk_bytes, fa->value_bytes);
-	ok(proportional(fa->disk_bytes, fb->disk_bytes, A_CELLS *
-	    (KEY_BYTES + A_VALUE), B_CELLS * (KEY_BYTES + B_VALUE)), "flushed: a and b split the file in proportion "
-	    "(%" PRIu64 " : %" PRIu64 ")", fa->disk_bytes, fb->disk_bytes);
+	ok(proportional(fa->disk_bytes, fb->disk_bytes,
+	    A_CELLS * (KEY_BYTES + A_VALUE), B_CELLS * (KEY_BYTES + B_VALUE)),
+	    "flushed: a and b split the file in proportion (%" PRIu64
+	    " : %" PRIu64 ")", fa->disk_bytes, fb->disk_bytes);
 	is_int(fa->entries, A_CELLS, "flushed: a's entries as before");
 	is_int(fc->value_bytes, C_CELLS * C_VALUE,
 	    "flushed: c's value bytes as before");
