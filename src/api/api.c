@@ -348,6 +348,135 @@ bt_table_describe_groups(struct bt_store *s, const char *table, char **text)
 	return table_describe(s, table, true, text);
 }
 
+void
+api_table_usage_sum(struct bt_table_usage *u, uint64_t other_memory_bytes)
+{
+	u->memory_bytes = other_memory_bytes;
+	for (size_t i = 0; i < u->family_count; i++) {
+		u->memory_bytes += u->families[i].memory_bytes;
+		u->entries += u->families[i].entries;
+		u->value_bytes += u->families[i].value_bytes;
+	}
+	for (size_t i = 0; i < u->group_count; i++) {
+		u->files += u->groups[i].files;
+		u->disk_bytes += u->groups[i].disk_bytes;
+	}
+}
+
+struct bt_table_usage *
+api_table_usage_alloc(size_t family_count, size_t group_count)
+{
+	struct bt_table_usage *u;
+
+	if ((u = bt_calloc(1, sizeof(*u) + (family_count + 1) *
+	    sizeof(*u->families) + (group_count + 1) *
+	    sizeof(*u->groups))) == NULL)
+		return NULL;
+	u->families = (struct bt_family_usage *)(u + 1);
+	u->groups = (struct bt_group_usage *)(u->families + family_count + 1);
+	u->family_count = family_count;
+	u->group_count = group_count;
+	return u;
+}
+
+int
+bt_table_usage(struct bt_store *s, const char *table,
+    struct bt_table_usage **out)
+{
+	struct server_table_usage su;
+	struct bt_table_usage *u;
+	int rc;
+
+	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_table_usage(s->cell, table, out);
+	if ((rc = server_table_usage(s->server, table, &su)) < 0)
+		return rc;
+	if ((u = api_table_usage_alloc(su.family_count,
+	    su.group_count)) == NULL) {
+		server_table_usage_release(&su);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < su.family_count; i++) {
+		const struct server_family_usage *f = &su.families[i];
+		struct bt_family_usage *o = &u->families[i];
+
+		snprintf(o->name, sizeof(o->name), "%s", f->name);
+		snprintf(o->group, sizeof(o->group), "%s", f->group);
+		o->disk_bytes = f->disk_bytes;
+		o->memory_bytes = f->memory_bytes;
+		o->entries = f->entries;
+		o->value_bytes = f->value_bytes;
+	}
+	for (size_t i = 0; i < su.group_count; i++) {
+		const struct server_group_usage *g = &su.groups[i];
+		struct bt_group_usage *o = &u->groups[i];
+
+		snprintf(o->name, sizeof(o->name), "%s", g->name);
+		o->files = g->files;
+		o->disk_bytes = g->disk_bytes;
+		o->memory_bytes = g->memory_bytes;
+		o->other_bytes = g->other_bytes;
+		o->unknown_bytes = g->unknown_bytes;
+	}
+	api_table_usage_sum(u, su.other_memory_bytes);
+	server_table_usage_release(&su);
+	*out = u;
+	return 0;
+}
+
+void
+bt_table_usage_free(struct bt_table_usage *u)
+{
+	bt_free(u);
+}
+
+int
+bt_table_describe_usage(struct bt_store *s, const char *table, char **text)
+{
+	struct bt_table_usage *u;
+	char *out = NULL;
+	size_t size = 0;
+	FILE *f;
+	int rc;
+
+	if ((rc = bt_table_usage(s, table, &u)) < 0)
+		return rc;
+	if ((f = open_memstream(&out, &size)) == NULL) {
+		bt_table_usage_free(u);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < u->family_count; i++) {
+		const struct bt_family_usage *fu = &u->families[i];
+
+		fprintf(f, "family %s group=%s disk_bytes=%" PRIu64
+		    " memory_bytes=%" PRIu64 " entries=%" PRIu64
+		    " value_bytes=%" PRIu64 "\n", fu->name, fu->group,
+		    fu->disk_bytes, fu->memory_bytes, fu->entries,
+		    fu->value_bytes);
+	}
+	for (size_t i = 0; i < u->group_count; i++) {
+		const struct bt_group_usage *g = &u->groups[i];
+
+		fprintf(f, "group %s files=%" PRIu64 " disk_bytes=%" PRIu64
+		    " memory_bytes=%" PRIu64 " other_bytes=%" PRIu64
+		    " unknown_bytes=%" PRIu64 "\n", g->name, g->files,
+		    g->disk_bytes, g->memory_bytes, g->other_bytes,
+		    g->unknown_bytes);
+	}
+	fprintf(f, "table %s files=%" PRIu64 " disk_bytes=%" PRIu64
+	    " memory_bytes=%" PRIu64 " entries=%" PRIu64 " value_bytes=%"
+	    PRIu64 "\n", table, u->files, u->disk_bytes, u->memory_bytes,
+	    u->entries, u->value_bytes);
+	bt_table_usage_free(u);
+	if (fclose(f) != 0) {
+		free(out);
+		return -ENOMEM;
+	}
+	*text = out;
+	return 0;
+}
+
 /* ---- Writing ---- */
 
 /* Mutations up to this many are converted into the caller's array

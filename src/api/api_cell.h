@@ -43,6 +43,15 @@ int cell_group_set(struct cell_client *c, const char *table,
     const struct bt_group_spec *group);
 int cell_table_describe(struct cell_client *c, const char *table,
     bool groups, char **text);
+int cell_table_usage(struct cell_client *c, const char *table,
+    struct bt_table_usage **out);
+/* A zeroed usage with room for the families and groups, freed with
+ * bt_table_usage_free(); and its table totals, set from its families
+ * and groups (api.c, for both kinds of store). */
+struct bt_table_usage *api_table_usage_alloc(size_t family_count,
+    size_t group_count);
+void api_table_usage_sum(struct bt_table_usage *u,
+    uint64_t other_memory_bytes);
 
 /* bt_mutate_row() when check is false; otherwise a check-and-mutate of
  * family:qualifier against expected (NULL: the column is absent) and,

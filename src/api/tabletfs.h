@@ -513,6 +513,76 @@ int bt_table_tablets(struct bt_store *s, const char *table,
 void bt_tablets_free(struct bt_tablet_info *tablets);
 
 /*
+ * Accounting (docs/design.md section 3): what a table takes, per column
+ * family and per locality group.  disk_bytes are SSTable bytes, each
+ * file counted once however many tablets share it, and split among the
+ * families it holds in proportion to their key and value bytes, which
+ * the file records when it is written; memory_bytes are what the
+ * memtables take beyond empty ones, split the same way by what was
+ * inserted.  entries and value_bytes count what is stored: every
+ * version and delete marker until a compaction drops it, so that after
+ * a major compaction value_bytes is the sum of the sizes of the
+ * family's visible versions (what du --apparent-size adds up through
+ * the mount).  Names are at most BT_NAME_MAX bytes.
+ */
+#define BT_NAME_MAX		64
+
+struct bt_family_usage {
+	char name[BT_NAME_MAX + 1];
+	char group[BT_NAME_MAX + 1];
+	uint64_t disk_bytes;
+	uint64_t memory_bytes;
+	uint64_t entries;
+	uint64_t value_bytes;
+};
+
+struct bt_group_usage {
+	char name[BT_NAME_MAX + 1];
+	uint64_t files;
+	uint64_t disk_bytes;		/* its files, whole */
+	uint64_t memory_bytes;		/* its families' */
+	/* Bytes of its files charged to no family of the schema: row
+	 * deletes, and families deleted until a compaction drops them. */
+	uint64_t other_bytes;
+	/* Bytes of its files written before SSTables recorded their
+	 * families (format version 5): not split among the families. */
+	uint64_t unknown_bytes;
+};
+
+struct bt_table_usage {
+	size_t family_count;
+	struct bt_family_usage *families;	/* the schema's order */
+	size_t group_count;
+	struct bt_group_usage *groups;
+	/* The table's: files and disk_bytes of every group, memory_bytes
+	 * of every family and the row deletes in memtables, entries and
+	 * value_bytes of every family. */
+	uint64_t files;
+	uint64_t disk_bytes;
+	uint64_t memory_bytes;
+	uint64_t entries;
+	uint64_t value_bytes;
+};
+
+/* A table's usage, in one allocation freed with bt_table_usage_free().
+ * Reads no data block.  -ENOENT for an unknown table. */
+int bt_table_usage(struct bt_store *s, const char *table,
+    struct bt_table_usage **out);
+/* Accepts NULL. */
+void bt_table_usage_free(struct bt_table_usage *u);
+/*
+ * The same as text, one line each, fields separated by one blank:
+ *   family NAME group=G disk_bytes=N memory_bytes=N entries=N value_bytes=N
+ *   group NAME files=N disk_bytes=N memory_bytes=N other_bytes=N
+ *       unknown_bytes=N                       (on one line)
+ *   table NAME files=N disk_bytes=N memory_bytes=N entries=N value_bytes=N
+ * families in the schema's order, then groups, then the table.  Freed
+ * with free().
+ */
+int bt_table_describe_usage(struct bt_store *s, const char *table,
+    char **text);
+
+/*
  * Verify the store: every block checksum of every SSTable, every record of
  * every commit-log segment, and that the catalog and the files agree (each
  * named file exists and opens; files nobody names are reported).  Each

@@ -417,7 +417,34 @@ out:
 	return rc;
 }
 
-/* Counters, "NAME VALUE" a line, the names padded to one column. */
+/*
+ * status T: the table's usage (bt_table_describe_usage()), each line's
+ * first word padded to the column of the store's counters.
+ */
+static int
+status_table(struct ctl *c, const char *table)
+{
+	char *text, *line, *next;
+	int rc;
+
+	bt_error_clear();
+	if ((rc = bt_table_describe_usage(c->store, table, &text)) < 0)
+		return ctl_fail(c, rc, NULL);
+	for (line = text; *line != '\0'; line = next) {
+		size_t word = strcspn(line, " \n");
+
+		next = line + strcspn(line, "\n");
+		if (*next == '\n')
+			*next++ = '\0';
+		fprintf(c->out, "%-15.*s %s\n", (int)word, line,
+		    line[word] == ' ' ? line + word + 1 : "");
+	}
+	free(text);
+	return CTL_OK;
+}
+
+/* Counters, "NAME VALUE" a line, the names padded to one column; with a
+ * table, its usage. */
 int
 cmd_status(struct ctl *c, int argc, char **argv)
 {
@@ -426,6 +453,8 @@ cmd_status(struct ctl *c, int argc, char **argv)
 	size_t tables;
 	int rc;
 
+	if (argc == 1)
+		return status_table(c, argv[0]);
 	bt_error_clear();
 	if ((rc = bt_table_list(c->store, &names, &tables)) < 0)
 		return ctl_fail(c, rc, NULL);

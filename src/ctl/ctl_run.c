@@ -131,9 +131,11 @@ static const struct ctl_verb verbs[] = {
 	  "that the catalog and the files agree; print each problem, then a\n"
 	  "summary.  Exit 1 if there is any problem.",
 	  0, 0, CTL_STORE_PATH, cmd_check },
-	{ "status", "",
-	  "Print the store's counters, \"NAME VALUE\" a line.",
-	  0, 0, CTL_STORE_READ, cmd_status },
+	{ "status", "[T]",
+	  "Print the store's counters, \"NAME VALUE\" a line; with T, what\n"
+	  "table T takes on disk and in memory instead: a line for each\n"
+	  "family, each locality group and the table (tabletctl(1)).",
+	  0, 1, CTL_STORE_READ, cmd_status },
 	{ "help", "[VERB]",
 	  "Describe every verb, or one.",
 	  0, 1, CTL_STORE_NONE, cmd_help },

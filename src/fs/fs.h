@@ -381,6 +381,9 @@ int fs_status_text(struct fs *fs, struct buf *out);
 /* One line per tablet of table: "START END sstables=N bytes=B
  * memtable=M", bounds escaped, an empty bound "-". */
 int fs_tablets_text(struct fs *fs, const char *table, struct buf *out);
+/* The families of table, a blank line, and its usage lines
+ * (bt_table_describe_usage()). */
+int fs_schema_text(struct fs *fs, const char *table, struct buf *out);
 /* The content of control file c (.status, .schema or .tablets). */
 int fs_control_text(struct fs *fs, const struct coord *c, struct buf *out);
 /*

@@ -122,23 +122,40 @@ fs_tablets_text(struct fs *fs, const char *table, struct buf *out)
 	return rc;
 }
 
+/*
+ * TABLE/.schema: the families (bt_table_describe()), a blank line, then
+ * what the table takes per family, locality group and in all
+ * (bt_table_describe_usage(); tabletfs(5)).
+ */
+int
+fs_schema_text(struct fs *fs, const char *table, struct buf *out)
+{
+	char *text, *usage;
+	int rc;
+
+	if ((rc = bt_table_describe(fs->store, table, &text)) < 0)
+		return rc;
+	if ((rc = bt_table_describe_usage(fs->store, table, &usage)) < 0)
+		goto out;
+	if ((rc = buf_set(out, text, strlen(text))) == 0 &&
+	    (rc = buf_append(out, "\n", 1)) == 0)
+		rc = buf_append(out, usage, strlen(usage));
+	free(usage);
+out:
+	free(text);
+	return rc;
+}
+
 int
 fs_control_text(struct fs *fs, const struct coord *c, struct buf *out)
 {
-	char *text;
-	int rc;
-
 	switch (c->kind) {
 	case NODE_STATUS:
 		return fs_status_text(fs, out);
 	case NODE_TABLETS:
 		return fs_tablets_text(fs, c->table, out);
 	case NODE_SCHEMA:
-		if ((rc = bt_table_describe(fs->store, c->table, &text)) < 0)
-			return rc;
-		rc = buf_set(out, text, strlen(text));
-		free(text);
-		return rc;
+		return fs_schema_text(fs, c->table, out);
 	case NODE_QUERY_ROW:
 		return fs_query_row_read(fs, c, out);
 	default:

@@ -232,6 +232,38 @@ int server_table_tablets(struct server *s, const char *table,
     struct catalog_tablet **tablets, struct tablet_stats **stats,
     size_t *count);
 
+/*
+ * A table's bytes per family and per locality group (docs/design.md
+ * section 3, "Accounting"; bt_table_usage()): each file counted once,
+ * however many tablets share it.  Reads no data block.
+ */
+struct server_family_usage {
+	char name[CATALOG_NAME_MAX + 1];
+	char group[CATALOG_NAME_MAX + 1];
+	uint64_t disk_bytes;
+	uint64_t memory_bytes;
+	uint64_t entries;
+	uint64_t value_bytes;
+};
+struct server_group_usage {
+	char name[CATALOG_NAME_MAX + 1];
+	uint64_t files;
+	uint64_t disk_bytes;
+	uint64_t memory_bytes;
+	uint64_t other_bytes;	/* of its files, no schema family's */
+	uint64_t unknown_bytes;	/* of its files that record no usage */
+};
+struct server_table_usage {
+	size_t family_count;
+	struct server_family_usage *families;	/* the schema's order */
+	size_t group_count;
+	struct server_group_usage *groups;
+	uint64_t other_memory_bytes;	/* memtables' row deletes */
+};
+int server_table_usage(struct server *s, const char *table,
+    struct server_table_usage *out);
+void server_table_usage_release(struct server_table_usage *u);
+
 /* See bt_store_check(). */
 int server_check(struct server *s,
     void (*report)(void *arg, const char *problem),

@@ -45,13 +45,24 @@
  *   sequence number, and there is at least one entry):
  *     min_seq   varint64  the smallest sequence number of any entry
  *     max_seq   varint64  the largest, >= min_seq
- *   when flags has SST_BOUNDS_SPLITS (versions 3 and 4 only; written
+ *   when flags has SST_BOUNDS_SPLITS (versions 3 to 5 only; written
  *   when the builder has a filter prefix extractor):
  *     n         varint32  ceil(data blocks / 8)
  *     map       n bytes   bit i (bit i % 8 of byte i / 8) set when the
  *                         first key of data block i + 1 starts with the
  *                         filter key of the last key of block i; the bits
  *                         from the last block's on are 0
+ *   when flags has SST_BOUNDS_USAGE (version 5 only; written when the
+ *   builder has a key_label function, the tablet's gives a key's column
+ *   family, and the table holds at most SST_USAGE_MAX_LABELS labels):
+ *     count     varint32  distinct labels, at most SST_USAGE_MAX_LABELS
+ *     label*    varint32 length, then the label's bytes (distinct, in no
+ *               order; the empty label counts keys that have none), then
+ *                 entries     varint64  entries with this label
+ *                 key_bytes   varint64  the bytes of their keys
+ *                 value_bytes varint64  the bytes of their values
+ *               the entries of all labels add up to the footer's
+ *               entry_count
  *   when flags has SST_BOUNDS_COMPLETE (key_column described every entry
  *   in at most SST_BOUNDS_MAX_COLUMNS columns; otherwise nothing of the
  *   columns and times is known and nothing more follows):
@@ -61,10 +72,12 @@
  * Version 1 tables have no bounds block (the index follows the filter);
  * version 2 ones have no SST_BOUNDS_SPLITS map: a reader must assume that
  * any block may continue the filter key its predecessor ends with.
+ * Versions 1 to 4 have no SST_BOUNDS_USAGE: what they hold per label is
+ * not known.  Version 5 is version 4 with the usage allowed.
  *
  * Index block: a block (format above, restart interval 1) with one entry per
  * data block: key = the last key of that block, value = its handle as
- * varint64 offset, varint64 size; in a version 4 table, a data block that
+ * varint64 offset, varint64 size; in a version 4 or 5 table, a data block that
  * holds one entry (a large value fills a block of its own) adds
  *     value_len varint64  the length of that entry's value
  * so that a read of keys and sizes alone (a stat) need not read the
@@ -86,7 +99,9 @@
 
 #define SST_MAGIC		0x7473732e73667462ull	/* "btfs.sst" */
 /* Written when bounds are kept and there is a filter prefix extractor. */
-#define SST_FORMAT_VERSION	4u
+#define SST_FORMAT_VERSION	5u
+/* Version 4: as 5, without the usage in the bounds block; still read. */
+#define SST_FORMAT_VERSION_4	4u
 /* Version 3: as 4, without the value lengths of one-entry blocks in the
  * index; still read. */
 #define SST_FORMAT_VERSION_3	3u
@@ -97,7 +112,9 @@
 #define SST_FORMAT_VERSION_1	1u
 #define SST_BOUNDS_COMPLETE	1u	/* columns and max_time follow */
 #define SST_BOUNDS_SEQUENCES	2u	/* min_seq and max_seq follow */
-#define SST_BOUNDS_SPLITS	4u	/* the splits map follows (v3, v4) */
+#define SST_BOUNDS_SPLITS	4u	/* the splits map follows (v3-v5) */
+#define SST_BOUNDS_USAGE	8u	/* bytes per label follow (v5) */
+#define SST_USAGE_MAX_LABELS	256
 #define SST_BOUNDS_MAX_COLUMNS	16
 #define SST_FOOTER_SIZE		64
 #define SST_BLOCK_TRAILER_SIZE	5

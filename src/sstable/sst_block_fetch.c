@@ -314,7 +314,7 @@ sst_reader_read_block(struct sst_reader *r, const char *what,
 
 /*
  * Decode an index entry's value: varint64 offset, varint64 size, then in
- * a version 4 table the value length of a one-entry block (format.h),
+ * a version 4 or 5 table the value length of a one-entry block (format.h),
  * and nothing after.  *lone_value (NULL: not wanted) is that length + 1,
  * or 0 when the entry has none.
  */
@@ -328,7 +328,7 @@ sst_decode_index_value(const struct sst_reader *r, struct slice value,
 	if (get_varint64(&value, offset) < 0 ||
 	    get_varint64(&value, size) < 0)
 		goto bad;
-	if (value.n > 0 && r->version == SST_FORMAT_VERSION) {
+	if (value.n > 0 && r->version >= SST_FORMAT_VERSION_4) {
 		if (get_varint64(&value, &len) < 0 || len > UINT32_MAX)
 			goto bad;
 		lone = true;

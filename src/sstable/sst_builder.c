@@ -116,6 +116,16 @@ struct sst_builder {
 	/* The sequence range (opts.key_sequence): smallest and largest. */
 	uint64_t min_seq, max_seq;
 	bool seqs_lost;			/* a key without a sequence number */
+	/* The usage (opts.key_label, format.h): each label's figures, its
+	 * bytes at off in label_bytes; the one met last; lost when there are
+	 * more than SST_USAGE_MAX_LABELS. */
+	struct sst_label {
+		size_t off, n;
+		uint64_t entries, key_bytes, value_bytes;
+	} *labels;
+	size_t label_count, last_label;
+	struct buf label_bytes;
+	bool usage_lost;
 	/* The splits map (format.h), with opts.filter_prefix: bit i set when
 	 * block i + 1 starts with the filter key that block i ends with. */
 	struct buf splits;
@@ -167,6 +177,7 @@ sst_builder_new(struct env *env, const char *path,
 	buf_init(&b->pending);
 	buf_init(&b->columns);
 	buf_init(&b->splits);
+	buf_init(&b->label_bytes);
 	if ((rc = env_file_open(env, path, ENV_CREATE, &b->file)) < 0)
 		goto out_free;
 	*out = b;
@@ -297,16 +308,99 @@ sst_builder_write_block(struct sst_builder *b, struct slice contents,
 }
 
 /* Whether the table gets a splits map and lone value lengths: a version
- * 4 table. */
+ * 5 table (4 before the usage). */
 static bool
 sst_builder_has_splits(const struct sst_builder *b)
 {
 	return b->opts.key_column != NULL && b->opts.filter_prefix != NULL;
 }
 
+/* Whether the table's bounds block gets the usage (format.h): a
+ * version 5 table built with key_label. */
+static bool
+sst_builder_has_usage(const struct sst_builder *b)
+{
+	return sst_builder_has_splits(b) && b->opts.key_label != NULL &&
+	    !b->usage_lost;
+}
+
+/*
+ * Count key and value under key's label.  Keys come sorted, so a label
+ * usually repeats the last one; the others are searched in the (short)
+ * list.
+ */
+static int
+sst_builder_add_usage(struct sst_builder *b, struct slice key,
+    struct slice value)
+{
+	struct slice label = b->opts.key_label(key);
+	struct sst_label *l = NULL;
+	int rc;
+
+	if (b->label_count > 0) {
+		l = &b->labels[b->last_label];
+		if (!slice_equal(label, slice_make(b->label_bytes.p + l->off,
+		    l->n)))
+			l = NULL;
+	}
+	for (size_t i = 0; l == NULL && i < b->label_count; i++)
+		if (slice_equal(label, slice_make(b->label_bytes.p +
+		    b->labels[i].off, b->labels[i].n))) {
+			l = &b->labels[i];
+			b->last_label = i;
+		}
+	if (l == NULL) {
+		if (b->label_count == SST_USAGE_MAX_LABELS ||
+		    label.n > UINT32_MAX) {
+			b->usage_lost = true;
+			return 0;
+		}
+		if (b->labels == NULL && (b->labels = bt_calloc(
+		    SST_USAGE_MAX_LABELS, sizeof(*b->labels))) == NULL)
+			return -ENOMEM;
+		if ((rc = buf_append(&b->label_bytes, label.p, label.n)) < 0)
+			return rc;
+		b->last_label = b->label_count++;
+		l = &b->labels[b->last_label];
+		l->off = b->label_bytes.n - label.n;
+		l->n = label.n;
+	}
+	l->entries++;
+	l->key_bytes += key.n;
+	l->value_bytes += value.n;
+	return 0;
+}
+
+/* The usage's part of the bounds block (format.h) into out. */
+static int
+sst_builder_usage_append(const struct sst_builder *b, struct buf *out)
+{
+	uint8_t head[VARINT32_MAX_BYTES + 3 * VARINT64_MAX_BYTES], *p;
+	int rc;
+
+	p = encode_varint32(head, (uint32_t)b->label_count);
+	if ((rc = buf_append(out, head, (size_t)(p - head))) < 0)
+		return rc;
+	for (size_t i = 0; i < b->label_count; i++) {
+		const struct sst_label *l = &b->labels[i];
+
+		p = encode_varint32(head, (uint32_t)l->n);
+		if ((rc = buf_append(out, head, (size_t)(p - head))) < 0 ||
+		    (rc = buf_append(out, b->label_bytes.p + l->off,
+		    l->n)) < 0)
+			return rc;
+		p = encode_varint64(head, l->entries);
+		p = encode_varint64(p, l->key_bytes);
+		p = encode_varint64(p, l->value_bytes);
+		if ((rc = buf_append(out, head, (size_t)(p - head))) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /*
  * What the pending data block's index entry says of its value when the
- * block holds one entry in a version 4 table (format.h): the value's
+ * block holds one entry in a version 5 table (format.h): the value's
  * length + 1; else 0.
  */
 static uint64_t
@@ -700,11 +794,14 @@ sst_builder_bounds_block(const struct sst_builder *b, struct buf *out)
 	bool complete = !b->bounds_lost;
 	bool seqs = !b->seqs_lost && b->entry_count > 0;
 	bool splits = sst_builder_has_splits(b);
+	bool usage = sst_builder_has_usage(b);
 	size_t map_n = (size_t)((b->block_count + 7) / 8);
+	int rc;
 
 	p = encode_varint32(p, (complete ? SST_BOUNDS_COMPLETE : 0) |
 	    (seqs ? SST_BOUNDS_SEQUENCES : 0) |
-	    (splits ? SST_BOUNDS_SPLITS : 0));
+	    (splits ? SST_BOUNDS_SPLITS : 0) |
+	    (usage ? SST_BOUNDS_USAGE : 0));
 	if (seqs) {
 		p = encode_varint64(p, b->min_seq);
 		p = encode_varint64(p, b->max_seq);
@@ -721,7 +818,6 @@ sst_builder_bounds_block(const struct sst_builder *b, struct buf *out)
 	if (splits) {
 		/* The map holds bytes up to the last boundary marked. */
 		size_t have = b->splits.n < map_n ? b->splits.n : map_n;
-		int rc;
 
 		if ((rc = buf_append(out, b->splits.p, have)) < 0 ||
 		    (rc = buf_reserve(out, map_n - have)) < 0)
@@ -729,6 +825,8 @@ sst_builder_bounds_block(const struct sst_builder *b, struct buf *out)
 		memset(out->p + out->n, 0, map_n - have);
 		out->n += map_n - have;
 	}
+	if (usage && (rc = sst_builder_usage_append(b, out)) < 0)
+		return rc;
 	p = head;
 	if (complete) {
 		p = encode_varint64(p, b->max_time);
@@ -767,6 +865,9 @@ sst_builder_add(struct sst_builder *b, struct slice key, struct slice value)
 		goto fail;
 	if (b->opts.key_column != NULL &&
 	    (rc = sst_builder_add_bounds(b, key)) < 0)
+		goto fail;
+	if (sst_builder_has_usage(b) &&
+	    (rc = sst_builder_add_usage(b, key, value)) < 0)
 		goto fail;
 	if (b->data_block.count == 0 && b->block_count > 0 &&
 	    sst_builder_has_splits(b) &&
@@ -892,5 +993,7 @@ sst_builder_free(struct sst_builder *b)
 	buf_release(&b->last_prefix);
 	buf_release(&b->pending);
 	buf_release(&b->columns);
+	buf_release(&b->label_bytes);
+	bt_free(b->labels);
 	bt_free(b);
 }

@@ -4,11 +4,11 @@
  * Opening reads the footer, then the index, filter and bounds blocks into
  * memory, and checks that the block handles tile the file exactly: data
  * blocks back to back from offset 0, then the filter, the bounds block
- * (versions 2 to 4), the index and the footer.  Data blocks are read on
+ * (versions 2 to 5), the index and the footer.  Data blocks are read on
  * demand through the fetch layer (sst_block_fetch.c); the iterator is
  * sst_iter.c's and the row ranges sst_range.c's.  A point read finds its
  * index entry through the index fences (sst_index_seek), and stops at the
- * end of a block that the splits map (versions 3, 4) says its row does
+ * end of a block that the splits map (versions 3 to 5) says its row does
  * not go past.  Every byte off disk is untrusted: a flaw is BT_ECHECKSUM,
  * BT_ECORRUPT or BT_EFORMAT with a detail naming the path and offset,
  * never a crash and never wrong data.
@@ -60,6 +60,7 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 		    "%s: footer checksum mismatch at offset %llu", path,
 		    (unsigned long long)footer_off);
 	if ((version = get_fixed32(f + 48)) != SST_FORMAT_VERSION &&
+	    version != SST_FORMAT_VERSION_4 &&
 	    version != SST_FORMAT_VERSION_3 &&
 	    version != SST_FORMAT_VERSION_2 && version != SST_FORMAT_VERSION_1)
 		return bt_error_set(BT_EFORMAT,
@@ -103,6 +104,39 @@ sst_reader_read_footer(struct sst_reader *r, uint64_t *filter_offset,
 	return 0;
 }
 
+/* Decode the usage part of the bounds block (format.h) from *in into r.
+ * 0, -ENOMEM, or BT_ECORRUPT (no detail: the caller names the block). */
+static int
+sst_reader_parse_usage(struct sst_reader *r, struct slice *in)
+{
+	uint64_t total = 0;
+	uint32_t count, n;
+
+	if (get_varint32(in, &count) < 0 || count > SST_USAGE_MAX_LABELS)
+		return BT_ECORRUPT;
+	if ((r->usage = bt_calloc(count + 1, sizeof(*r->usage))) == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		struct sst_usage *u = &r->usage[i];
+
+		if (get_varint32(in, &n) < 0 || n > in->n)
+			return BT_ECORRUPT;
+		u->label = slice_make(in->p, n);
+		in->p += n;
+		in->n -= n;
+		if (get_varint64(in, &u->entries) < 0 ||
+		    get_varint64(in, &u->key_bytes) < 0 ||
+		    get_varint64(in, &u->value_bytes) < 0)
+			return BT_ECORRUPT;
+	}
+	for (uint32_t i = 0; i < count; i++)
+		total += r->usage[i].entries;
+	if (total != r->info.entry_count)
+		return BT_ECORRUPT;
+	r->usage_count = count;
+	return 0;
+}
+
 /*
  * Decode the bounds block's contents (format.h) into r; a block that is
  * not complete leaves r without bounds, one without a sequence range
@@ -114,12 +148,15 @@ sst_reader_parse_bounds(struct sst_reader *r, uint64_t offset)
 	struct slice in = buf_slice(&r->bounds_bytes);
 	uint32_t flags, count, n;
 	uint64_t max_time, min_seq, max_seq;
+	int rc;
 
 	if (get_varint32(&in, &flags) < 0 ||
 	    (flags & ~(SST_BOUNDS_COMPLETE | SST_BOUNDS_SEQUENCES |
-	    SST_BOUNDS_SPLITS)) != 0 ||
+	    SST_BOUNDS_SPLITS | SST_BOUNDS_USAGE)) != 0 ||
 	    ((flags & SST_BOUNDS_SPLITS) != 0) !=
-	    (r->version >= SST_FORMAT_VERSION_3))
+	    (r->version >= SST_FORMAT_VERSION_3) ||
+	    ((flags & SST_BOUNDS_USAGE) != 0 &&
+	    r->version < SST_FORMAT_VERSION))
 		goto corrupt;
 	if ((flags & SST_BOUNDS_SEQUENCES) != 0) {
 		if (get_varint64(&in, &min_seq) < 0 ||
@@ -138,6 +175,12 @@ sst_reader_parse_bounds(struct sst_reader *r, uint64_t offset)
 		r->splits = slice_make(in.p, n);
 		in.p += n;
 		in.n -= n;
+	}
+	if ((flags & SST_BOUNDS_USAGE) != 0 &&
+	    (rc = sst_reader_parse_usage(r, &in)) < 0) {
+		if (rc != BT_ECORRUPT)
+			return rc;
+		goto corrupt;
 	}
 	if ((flags & SST_BOUNDS_COMPLETE) == 0) {
 		if (in.n != 0)
@@ -482,6 +525,7 @@ out_free:
 	buf_release(&r->last_key);
 	buf_release(&r->filter);
 	buf_release(&r->bounds_bytes);
+	bt_free(r->usage);
 	bt_free(r);
 out:
 	return rc;
@@ -515,6 +559,7 @@ sst_reader_unref(struct sst_reader *r)
 	buf_release(&r->last_key);
 	buf_release(&r->filter);
 	buf_release(&r->bounds_bytes);
+	bt_free(r->usage);
 	bt_free(r);
 }
 
@@ -533,6 +578,23 @@ sst_reader_bounds(const struct sst_reader *r, size_t *column_count,
 	*column_count = r->bounds_count;
 	*max_time = r->bounds_max_time;
 	return true;
+}
+
+bool
+sst_reader_usage(const struct sst_reader *r, size_t *count)
+{
+	if (r->usage == NULL)
+		return false;
+	*count = r->usage_count;
+	return true;
+}
+
+void
+sst_reader_usage_get(const struct sst_reader *r, size_t i,
+    struct sst_usage *out)
+{
+	assert(r->usage != NULL && i < r->usage_count);
+	*out = r->usage[i];
 }
 
 struct slice

@@ -65,6 +65,10 @@ struct sst_reader {
 	 * table has none (any block may continue its predecessor's row). */
 	bool has_splits;
 	struct slice splits;
+	/* The usage of a version 5 table (format.h), its labels slices
+	 * into bounds_bytes; NULL when the table has none. */
+	struct sst_usage *usage;
+	size_t usage_count;
 	uint32_t version;
 	atomic_uint_fast64_t filter_negatives;
 	atomic_uint_fast64_t block_reads;

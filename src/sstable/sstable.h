@@ -41,6 +41,14 @@ struct sst_options {
 	 */
 	bool (*key_sequence)(struct slice key, uint64_t *seq);
 	/*
+	 * With key_column and filter_prefix (a version 5 table), for the
+	 * bounds block's usage: the label under which key's entry is
+	 * counted (a part of key, or empty), so that a reader can tell
+	 * what the table holds of each label (the tablet: a column
+	 * family) without reading its data.  NULL: no usage.
+	 */
+	struct slice (*key_label)(struct slice key);
+	/*
 	 * Compress data blocks (and checksum them) on a worker thread of the
 	 * builder's own while the caller goes on adding entries: a large
 	 * compaction's merge then has the other core's help.  The file is
@@ -198,9 +206,10 @@ void sst_pins_release(struct sst_pins *p);
  * the filter key of that block's last key, or when that filter key is
  * longer than prefix (which may then go on past it); the reader's
  * filter_prefix must be the builder's for that to hold.  A block that
- * holds one entry, whose key and value length a version 4 table's index
- * gives, is read only when its key has the prefix and want_value(arg,
- * key) says the caller wants its value (want_value NULL: every value);
+ * holds one entry, whose key and value length a version 4 or 5 table's
+ * index gives, is read only when its key has the prefix and
+ * want_value(arg, key) says the caller wants its value (want_value NULL:
+ * every value);
  * otherwise its entry is visited with value {NULL, length}.  Other values
  * come whole.
  */
@@ -217,7 +226,7 @@ int sst_reader_visit_prefix(struct sst_reader *r, struct slice prefix,
  * blocks read from the file are not put there (they would push out the
  * blocks readers use); SST_ITER_KEYS_ONLY for a reader of keys and value
  * lengths only: the entry of a block that holds one, whose length a
- * version 4 table's index gives, comes without reading the block, with
+ * version 4 or 5 table's index gives, comes without reading the block, with
  * value {NULL, length} (other values come whole).  0 or -ENOMEM.
  */
 #define SST_ITER_NO_CACHE_FILL	1u
@@ -249,6 +258,25 @@ struct slice sst_reader_bounds_column(const struct sst_reader *r, size_t i);
  */
 bool sst_reader_sequences(const struct sst_reader *r, uint64_t *min_seq,
     uint64_t *max_seq);
+
+/* What a table holds under one label (sst_options.key_label). */
+struct sst_usage {
+	struct slice label;		/* borrowed from the reader */
+	uint64_t entries;
+	uint64_t key_bytes;
+	uint64_t value_bytes;
+};
+
+/*
+ * The table's usage (format.h): true with the number of labels in
+ * *count (sst_reader_usage_get() gives each); false when it is not known
+ * (a table of version 4 or older, one built without key_label, or one
+ * with more than SST_USAGE_MAX_LABELS labels).
+ */
+bool sst_reader_usage(const struct sst_reader *r, size_t *count);
+/* The i-th label's figures (i < count), the label borrowed from r. */
+void sst_reader_usage_get(const struct sst_reader *r, size_t i,
+    struct sst_usage *out);
 
 /* Lookups that the Bloom filter answered "absent", and blocks read from the
  * file (cache misses), for status counters. */

@@ -241,6 +241,16 @@ corrupt:
 	return rc == -ENOMEM ? rc : BT_ECORRUPT;
 }
 
+struct slice
+ikey_usage_label(struct slice key)
+{
+	struct slice family;
+
+	if (ikey_family(key, &family) != 0)
+		return slice_make("", 0);
+	return family;
+}
+
 size_t
 ikey_row_prefix_length(struct slice key)
 {

@@ -161,6 +161,13 @@ int ikey_append_column_prefix(struct slice row, struct slice family,
 int ikey_family(struct slice key, struct slice *family);
 
 /*
+ * The label under which an SSTable counts key's bytes (sst_options
+ * key_label): its family, borrowed from key, or empty for a row delete
+ * (which belongs to no family) and for bytes ikey_family() cannot read.
+ */
+struct slice ikey_usage_label(struct slice key);
+
+/*
  * The length of key's escaped row prefix (through its terminator), or 0 if
  * key has none.  This is the SSTable filter prefix: Bloom filters hold rows.
  */

@@ -98,6 +98,7 @@ tablet_schema_new(const struct catalog_table *ct, struct tablet_schema **out)
 		tg->opts.filter_prefix = ikey_row_prefix_length;
 		tg->opts.key_column = ikey_put_column;	/* read skips */
 		tg->opts.key_sequence = ikey_sequence;
+		tg->opts.key_label = ikey_usage_label;	/* family usage */
 		tg->in_memory = g->in_memory;
 	}
 	for (size_t i = 0; i < ct->family_count; i++) {
@@ -468,6 +469,9 @@ tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	buf_init(&t->key_hi);
 	buf_init(&t->key_scratch);
 	mutex_init(&t->mu);
+	mutex_init(&t->usage_mu);
+	usage_init(&t->mem_families);
+	usage_init(&t->imm_families);
 	if (buf_set(&t->start, ct->start.p, ct->start.n) < 0 ||
 	    buf_set(&t->end, ct->end.p, ct->end.n) < 0)
 		goto out_free;
@@ -573,6 +577,9 @@ tablet_unref(struct tablet *t)
 	active_bytes_add(t, -(int64_t)atomic_load(&t->mem_usage));
 	tablet_version_unref(t->current);
 	mutex_destroy(&t->mu);
+	mutex_destroy(&t->usage_mu);
+	usage_release(&t->mem_families);
+	usage_release(&t->imm_families);
 	buf_release(&t->start);
 	buf_release(&t->end);
 	buf_release(&t->key_lo);
@@ -738,6 +745,30 @@ ikey_kind_of(enum mutation_kind kind)
 	return IKEY_DELETE_ROW;
 }
 
+/* The usage label of a mutation (usage.h): its family; none for a row
+ * delete. */
+static struct slice
+mutation_label(const struct mutation *m)
+{
+	return m->kind == MUTATION_DELETE_ROW ? slice_make("", 0) : m->family;
+}
+
+/* Make room in mem_families for the labels of ops.  Caller holds
+ * usage_mu. */
+static int
+tablet_usage_reserve_locked(struct tablet *t, const struct mutation *ops,
+    size_t count)
+{
+	struct usage_label *l;
+	int rc;
+
+	for (size_t i = 0; i < count; i++)
+		if ((rc = usage_obtain(&t->mem_families,
+		    mutation_label(&ops[i]), &l)) < 0)
+			return rc;
+	return 0;
+}
+
 int
 tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
     const struct mutation *ops, size_t count)
@@ -747,6 +778,13 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 
 	assert(count > 0 && first_seq > atomic_load_explicit(
 	    &t->last_applied_seq, memory_order_relaxed));	/* T2 */
+	/* Labels first: a failure (only where no tablet_reserve() came
+	 * first, as at replay) leaves the memtable unchanged. */
+	mutex_lock(&t->usage_mu);
+	if ((rc = tablet_usage_reserve_locked(t, ops, count)) < 0) {
+		mutex_unlock(&t->usage_mu);
+		return rc;
+	}
 	for (size_t i = 0; i < count; i++) {
 		const struct mutation *m = &ops[i];
 		struct ikey k = {
@@ -760,12 +798,21 @@ tablet_apply(struct tablet *t, uint64_t first_seq, struct slice row,
 		struct slice value = m->kind == MUTATION_PUT ? m->value :
 		    slice_make("", 0);
 
+		struct usage_label *l;
+
 		buf_clear(&t->key_scratch);
 		if ((rc = ikey_encode(&k, &t->key_scratch)) < 0 ||
 		    (rc = memtable_add(t->mem, buf_slice(&t->key_scratch),
-		    value)) < 0)
+		    value)) < 0) {
+			mutex_unlock(&t->usage_mu);
 			return rc;
+		}
+		l = usage_find(&t->mem_families, mutation_label(m));
+		l->entries++;
+		l->key_bytes += t->key_scratch.n;
+		l->value_bytes += value.n;
 	}
+	mutex_unlock(&t->usage_mu);
 	if (atomic_load(&t->mem_first_seq) == UINT64_MAX)
 		atomic_store(&t->mem_first_seq, first_seq);
 	usage = memtable_memory_usage(t->mem) - t->mem_base;
@@ -799,6 +846,11 @@ tablet_reserve(struct tablet *t, struct slice row,
 	buf_clear(&t->key_scratch);
 	if ((rc = buf_reserve(&t->key_scratch, key_max)) < 0)
 		return rc;
+	mutex_lock(&t->usage_mu);
+	rc = tablet_usage_reserve_locked(t, ops, count);
+	mutex_unlock(&t->usage_mu);
+	if (rc < 0)
+		return rc;
 	return memtable_reserve(t->mem, count, keys, values);
 }
 
@@ -825,18 +877,35 @@ tablet_freeze(struct tablet *t)
 {
 	struct tablet_version *v;
 	struct memtable *mem;
+	struct usage fresh;
+	struct usage_label *l;
 	int rc;
 
 	if (memtable_count(t->mem) == 0)
 		return BT_NOTFOUND;
 	if (tablet_has_frozen(t))
 		return -EBUSY;
-	if ((rc = memtable_new(&mem)) < 0)
+	/* The new memtable's labels: the old one's, counting nothing. */
+	usage_init(&fresh);
+	rc = 0;
+	mutex_lock(&t->usage_mu);
+	for (size_t i = 0; i < t->mem_families.count && rc == 0; i++)
+		rc = usage_obtain(&fresh,
+		    slice_str(t->mem_families.labels[i].name), &l);
+	mutex_unlock(&t->usage_mu);
+	if (rc < 0) {
+		usage_release(&fresh);
 		return rc;
+	}
+	if ((rc = memtable_new(&mem)) < 0) {
+		usage_release(&fresh);
+		return rc;
+	}
 	mutex_lock(&t->mu);
 	if ((v = tablet_version_copy(t->current, 0)) == NULL) {
 		mutex_unlock(&t->mu);
 		memtable_unref(mem);
+		usage_release(&fresh);
 		return -ENOMEM;
 	}
 	assert(v->mem == t->mem);	/* T3 */
@@ -852,6 +921,12 @@ tablet_freeze(struct tablet *t)
 	active_bytes_add(t, -(int64_t)t->imm_bytes);
 	t->mem_base = memtable_memory_usage(mem);
 	atomic_store(&t->mem_usage, 0);
+	mutex_lock(&t->usage_mu);
+	assert(t->imm_families.count == 0);	/* cleared by its flush */
+	usage_release(&t->imm_families);
+	t->imm_families = t->mem_families;
+	t->mem_families = fresh;
+	mutex_unlock(&t->usage_mu);
 	tablet_version_install_locked(t, v);
 	mutex_unlock(&t->mu);
 	return 0;

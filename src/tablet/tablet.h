@@ -36,6 +36,7 @@
 #include "catalog/catalog.h"
 #include "tablet/cells.h"
 #include "tablet/mutation.h"
+#include "tablet/usage.h"
 #include "util/cache.h"
 #include "util/env.h"
 #include "util/slice.h"
@@ -284,6 +285,36 @@ struct tablet_stats {
 	uint64_t compactions;
 };
 void tablet_get_stats(struct tablet *t, struct tablet_stats *out);
+
+/* One of a tablet's SSTables, per family (tablet_usage_get()). */
+struct tablet_file_usage {
+	uint64_t number;
+	char group[CATALOG_NAME_MAX + 1];
+	uint64_t size;
+	/* Whether the file records what it holds per family (format
+	 * version 5); labels is empty when not, or when it is damaged.
+	 * Each label's bytes are its share of size. */
+	bool known;
+	struct usage labels;
+};
+
+/*
+ * What a tablet holds per family (docs/design.md section 3,
+ * "Accounting"): its memtables' entries, each label's bytes its share of
+ * what the memtables take beyond empty ones, and its files (shared ones
+ * too: the caller counts a file once).  Release with
+ * tablet_usage_release().
+ */
+struct tablet_usage {
+	uint64_t memory_bytes;
+	struct usage memory;
+	size_t file_count;
+	struct tablet_file_usage *files;
+};
+/* A consistent picture of t: files and memtables of one version.  0 or
+ * -ENOMEM.  Reads no data block. */
+int tablet_usage_get(struct tablet *t, struct tablet_usage *out);
+void tablet_usage_release(struct tablet_usage *u);
 
 /* ---- Readers ---- */
 

@@ -172,6 +172,9 @@ commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
 		t->imm_bytes = 0;
 		memtable_unref(v->imm);
 		v->imm = NULL;
+		mutex_lock(&t->usage_mu);
+		usage_clear(&t->imm_families);
+		mutex_unlock(&t->usage_mu);
 	}
 	if (flushed_seq > atomic_load(&t->flushed_seq))
 		atomic_store(&t->flushed_seq, flushed_seq);

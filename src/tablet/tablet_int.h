@@ -18,6 +18,7 @@
 #include "memtable/memtable.h"
 #include "sstable/sstable.h"
 #include "tablet/tablet.h"
+#include "tablet/usage.h"
 #include "util/buf.h"
 #include "util/iter.h"
 #include "util/mutex.h"
@@ -127,6 +128,14 @@ struct tablet {
 	_Atomic uint64_t mem_first_seq;	/* UINT64_MAX: empty */
 	_Atomic uint64_t imm_first_seq;
 	uint64_t imm_max_seq;
+	/* What the memtables hold per family (usage.h): mem_families what
+	 * tablet_apply added to mem, imm_families what the frozen one
+	 * holds (cleared when its flush is installed).  Guarded by
+	 * usage_mu, taken after mu when both are held.  A freeze keeps
+	 * mem_families' labels (with zero counts), so that an apply
+	 * reserved by tablet_reserve() never allocates. */
+	struct mutex usage_mu;
+	struct usage mem_families, imm_families;
 
 	/* Background side. */
 	_Atomic uint64_t flushed_seq;	/* read by any thread */

@@ -355,6 +355,80 @@ out:
 	return rc;
 }
 
+/* TABLE_USAGE: bt_table_usage(), the table's totals left to the client
+ * but for the memtables' bytes of no family. */
+static int
+table_usage(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__UsageReply out = TABLETFS__USAGE_REPLY__INIT;
+	Tabletfs__FamilyUsage *fams = NULL, **fptrs = NULL;
+	Tabletfs__GroupUsage *groups = NULL, **gptrs = NULL;
+	Tabletfs__TableRequest *r;
+	struct bt_table_usage *u = NULL;
+	uint64_t family_memory = 0;
+	int rc;
+
+	if ((rc = table_request(in, false, &r)) < 0)
+		return rc;
+	if ((rc = bt_table_usage(svc->store, r->table, &u)) < 0)
+		goto out;
+	fams = bt_calloc(u->family_count + 1, sizeof(*fams));
+	fptrs = bt_calloc(u->family_count + 1, sizeof(*fptrs));
+	groups = bt_calloc(u->group_count + 1, sizeof(*groups));
+	gptrs = bt_calloc(u->group_count + 1, sizeof(*gptrs));
+	if (fams == NULL || fptrs == NULL || groups == NULL || gptrs == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (size_t i = 0; i < u->family_count; i++) {
+		const struct bt_family_usage *f = &u->families[i];
+		Tabletfs__FamilyUsage *o = &fams[i];
+
+		tabletfs__family_usage__init(o);
+		o->name = (char *)f->name;
+		o->group = (char *)f->group;
+		o->has_disk_bytes = o->has_memory_bytes = true;
+		o->has_entries = o->has_value_bytes = true;
+		o->disk_bytes = f->disk_bytes;
+		o->memory_bytes = f->memory_bytes;
+		o->entries = f->entries;
+		o->value_bytes = f->value_bytes;
+		family_memory += f->memory_bytes;
+		fptrs[i] = o;
+	}
+	for (size_t i = 0; i < u->group_count; i++) {
+		const struct bt_group_usage *g = &u->groups[i];
+		Tabletfs__GroupUsage *o = &groups[i];
+
+		tabletfs__group_usage__init(o);
+		o->name = (char *)g->name;
+		o->has_files = o->has_disk_bytes = o->has_memory_bytes = true;
+		o->has_other_bytes = o->has_unknown_bytes = true;
+		o->files = g->files;
+		o->disk_bytes = g->disk_bytes;
+		o->memory_bytes = g->memory_bytes;
+		o->other_bytes = g->other_bytes;
+		o->unknown_bytes = g->unknown_bytes;
+		gptrs[i] = o;
+	}
+	out.n_families = u->family_count;
+	out.families = fptrs;
+	out.n_groups = u->group_count;
+	out.groups = gptrs;
+	out.has_other_memory_bytes = true;
+	out.other_memory_bytes = u->memory_bytes - family_memory;
+	rc = service_pb_pack(&out.base, reply);
+out_free:
+	bt_free(fams);
+	bt_free(fptrs);
+	bt_free(groups);
+	bt_free(gptrs);
+	bt_table_usage_free(u);
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
 /* The problems a check reports, gathered for CheckReply. */
 struct check_lines {
 	char **lines;
@@ -477,6 +551,7 @@ static const struct {
 	{ TABLETFS__METHOD__TABLETS, table_tablets },
 	{ TABLETFS__METHOD__CHECK, store_check },
 	{ TABLETFS__METHOD__STATS, store_stats },
+	{ TABLETFS__METHOD__TABLE_USAGE, table_usage },
 };
 
 /* Append the error line for rc: the detail, else the code's name, with

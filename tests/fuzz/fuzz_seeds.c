@@ -97,6 +97,13 @@ seed_key_sequence(struct slice key, uint64_t *seq)
 	return true;
 }
 
+/* The usage label of the usage seed: "rowN" of "rowNNNN", a few labels. */
+static struct slice
+seed_key_label(struct slice key)
+{
+	return slice_make(key.p, key.n < 4 ? key.n : 4);
+}
+
 /* The filter prefix of the splits seed: "rowNNN" of "rowNNNN", so that
  * ten keys share one and some run across a block boundary. */
 static size_t
@@ -122,6 +129,8 @@ seeds_sstable(struct env *env)
 		/* Version 4: a block per entry, its value length in the
 		 * index. */
 		{ "lone", 12, 100, 64, 10, 0, 2 },
+		/* Version 5: bytes per label in the bounds block. */
+		{ "usage", 40, 20, 256, 10, 1, 3 },
 	};
 	struct sst_options o;
 	struct sst_builder *b;
@@ -139,8 +148,10 @@ seeds_sstable(struct env *env)
 			o.key_column = seed_key_column;
 			o.key_sequence = seed_key_sequence;
 		}
-		if (specs[s].bounds == 2)
+		if (specs[s].bounds >= 2)
 			o.filter_prefix = seed_filter_prefix;
+		if (specs[s].bounds == 3)
+			o.key_label = seed_key_label;
 		if (sst_builder_new(env, path, &o, &b) < 0)
 			die("sst_builder_new");
 		for (int i = 0; i < specs[s].n; i++) {
@@ -417,6 +428,7 @@ seeds_service(void)
 	tr.table = "t";
 	seed_rpc("table_describe", TABLETFS__METHOD__TABLE_DESCRIBE, &tr.base);
 	seed_rpc("tablets", TABLETFS__METHOD__TABLETS, &tr.base);
+	seed_rpc("table_usage", TABLETFS__METHOD__TABLE_USAGE, &tr.base);
 	tr.has_major = tr.major = true;
 	seed_rpc("compact", TABLETFS__METHOD__COMPACT, &tr.base);
 

@@ -54,6 +54,8 @@ static const struct {
 	{ TABLETFS__METHOD__TABLETS, &tabletfs__tablets_reply__descriptor },
 	{ TABLETFS__METHOD__CHECK, &tabletfs__check_reply__descriptor },
 	{ TABLETFS__METHOD__STATS, &tabletfs__stats__descriptor },
+	{ TABLETFS__METHOD__TABLE_USAGE,
+	    &tabletfs__usage_reply__descriptor },
 };
 #define METHODS	(sizeof(methods) / sizeof(methods[0]))
 

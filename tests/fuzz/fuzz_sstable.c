@@ -1,6 +1,7 @@
 /*
  * fuzz_sstable.c - a whole SSTable file (src/sstable/sst_reader.c):
- * footer, index, filter, bounds (columns, times, sequences) and data
+ * footer, index, filter, bounds (columns, times, sequences, usage) and
+ * data
  * blocks, opened from the in-memory env.
  * Opening, iterating, point lookups and verify must fail cleanly on any
  * damage; when sst_reader_verify() passes the table, iteration yields
@@ -122,6 +123,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (sst_reader_sequences(r, &min_seq, &max_seq))
 		FUZZ_CHECK(min_seq <= max_seq);
+	if (sst_reader_usage(r, &n)) {
+		struct sst_info info;
+		uint64_t entries = 0;
+
+		FUZZ_CHECK(n <= SST_USAGE_MAX_LABELS);
+		for (size_t i = 0; i < n; i++) {
+			struct sst_usage u;
+
+			sst_reader_usage_get(r, i, &u);
+			if (u.label.n > 0)	/* inside the file (ASan) */
+				touched += u.label.p[0] +
+				    u.label.p[u.label.n - 1];
+			entries += u.entries;
+		}
+		(void)touched;
+		sst_reader_get_info(r, &info);
+		FUZZ_CHECK(entries == info.entry_count);
+		n = 0;
+	}
 	FUZZ_CHECK(sst_reader_iter_new(r, 0, &it) == 0);
 	buf_init(&prev);
 	buf_init(&value);

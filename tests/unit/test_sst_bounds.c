@@ -328,7 +328,7 @@ test_visit_prefix_splits(struct env *env)
 	o.key_column = one_column;
 	build_rows_table(env, "splits.sst", &o, 200, 1, splits_cols, &info);
 	is_int(file_version(env, "splits.sst", info.file_size),
-	    SST_FORMAT_VERSION, "key_column and filter_prefix: a version 4 "
+	    SST_FORMAT_VERSION, "key_column and filter_prefix: a version 5 "
 	    "table");
 	if (sst_reader_open(env, "splits.sst", 0, NULL, row_prefix, &r) < 0)
 		tap_bail("open splits.sst");

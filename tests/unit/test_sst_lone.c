@@ -216,7 +216,7 @@ test_keys_only_walk(struct env *env, uint8_t *big)
 	    "a block of its own");
 	img = read_image(env, "lone.sst", &size);
 	is_int(get_fixed32(img + size - SST_FOOTER_SIZE + 48),
-	    SST_FORMAT_VERSION, "bounds and a filter prefix: version 4");
+	    SST_FORMAT_VERSION, "bounds and a filter prefix: version 5");
 	if (sst_reader_open(env, "lone.sst", 0, NULL, row_prefix, &r) < 0)
 		tap_bail("open lone.sst");
 
