@@ -26,9 +26,11 @@ int64_t rpc_now_ns(void);
 
 /*
  * Client: one TCP connection to a server, shared by any number of threads
- * at once.  Requests are pipelined: each carries an id, and a reader
- * thread hands each reply to the caller waiting for its id, in whatever
- * order the replies come.  Sends are serialized by the connection.
+ * at once.  Requests are pipelined: each carries an id, and one waiting
+ * caller at a time reads the connection, handing each reply to the caller
+ * waiting for its id, in whatever order the replies come; a lone caller
+ * so reads its own reply, with no thread in between.  Sends are
+ * serialized by the connection.  The client starts no thread.
  */
 struct rpc_client;
 
