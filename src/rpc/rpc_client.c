@@ -162,6 +162,25 @@ client_read_frame(struct rpc_client *c, int64_t deadline_ns)
 	return 0;
 }
 
+/*
+ * While nobody reads, wake a WAITING caller to read (note 5).  A caller
+ * leaving the table without reading calls it too: the wake may have gone
+ * to it (while it was sending, or as its wait timed out).
+ */
+static void
+client_wake_reader(struct rpc_client *c)
+{
+	mutex_assert_held(&c->mu);
+	if (c->reading)
+		return;
+	for (size_t i = 0; i < PENDING_BUCKETS; i++) {
+		if (c->table[i] != NULL) {
+			pthread_cond_signal(&c->table[i]->cond);
+			return;
+		}
+	}
+}
+
 /* Stop reading (note 5), and wake a WAITING caller to read on. */
 static void
 client_reader_leave(struct rpc_client *c)
@@ -169,12 +188,7 @@ client_reader_leave(struct rpc_client *c)
 	mutex_assert_held(&c->mu);
 	assert(c->reading);
 	c->reading = false;
-	for (size_t i = 0; i < PENDING_BUCKETS; i++) {
-		if (c->table[i] != NULL) {
-			pthread_cond_signal(&c->table[i]->cond);
-			return;
-		}
-	}
+	client_wake_reader(c);
 }
 
 /* Before a send, read what arrived while nobody read (note 5). */
@@ -342,8 +356,10 @@ rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
 	assert(*slot == NULL);
 	*slot = &p;
 	if ((rc = client_send(c, method, req, deadline_ns, sent, p.id)) < 0) {
-		if (p.state == PENDING_WAITING)
+		if (p.state == PENDING_WAITING) {
 			table_remove(c, p.id);
+			client_wake_reader(c);
+		}
 		goto out_callers;
 	}
 	while (p.state != PENDING_DONE) {
@@ -351,6 +367,7 @@ rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
 			if (client_wait(c, &p.cond, deadline_ns) == ETIMEDOUT &&
 			    p.state == PENDING_WAITING) {
 				table_remove(c, p.id);
+				client_wake_reader(c);
 				rc = -ETIMEDOUT;
 				goto out_callers;
 			}
