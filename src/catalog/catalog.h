@@ -239,7 +239,7 @@ struct catalog_ingest {
  * last_seq and last_stamp if those are higher.  The files must be
  * complete, synced and in place.  On any error nothing changes (a failed
  * COMMIT aside, whose outcome the catalog then says it does not know:
- * catalog_file_is_live()).
+ * catalog_commit_unknown()).
  */
 int catalog_tablets_ingest(struct catalog *c, uint64_t table_id,
     const struct catalog_ingest *ins, size_t count, uint64_t last_seq,
@@ -254,6 +254,10 @@ int catalog_next_number(struct catalog *c, uint64_t *number);
 /* Whether a file number is named by any tablet; 0 (no), 1 (yes); an
  * error when the catalog cannot say (a commit failed since the open). */
 int catalog_file_is_live(struct catalog *c, uint64_t number);
+/* Whether a COMMIT failed since the open, so that what it changed may be
+ * durable all the same (its sync succeeded and a later step failed): the
+ * catalog's state is then known again only once it is opened again. */
+bool catalog_commit_unknown(struct catalog *c);
 
 /* Store-wide counters kept durably: get returns 0 and the value, or 0 and
  * def when the key was never set.  Keys follow the name rules; the key

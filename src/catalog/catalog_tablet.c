@@ -338,6 +338,17 @@ file_is_live_txn(struct catalog *c, uint64_t number)
 	return rc;
 }
 
+bool
+catalog_commit_unknown(struct catalog *c)
+{
+	bool unknown;
+
+	mutex_lock(&c->mu);
+	unknown = c->commit_unknown;
+	mutex_unlock(&c->mu);
+	return unknown;
+}
+
 int
 catalog_file_is_live(struct catalog *c, uint64_t number)
 {

@@ -275,6 +275,11 @@ bulk_name(struct server_bulk *b, const struct tablet_map *m,
 	    (uint64_t)s->last_stamp);
 	if (rc < 0) {
 		server_space_note(s, rc);
+		if (catalog_commit_unknown(s->catalog))
+			rc = bt_error_set(rc, "the catalog's commit failed "
+			    "(%s) after it may have reached the disk: the load "
+			    "may be there once the store is reopened, whole, "
+			    "or not at all", bt_error_detail());
 		goto out;
 	}
 	n = 0;
@@ -294,6 +299,7 @@ server_bulk_commit(struct server_bulk *b, struct server_bulk_stats *out)
 	struct server_bulk_stats st;
 	struct bulk_target *targets = NULL;
 	struct tablet_map *m;
+	char detail[512];
 	uint64_t seq;
 	int rc;
 
@@ -344,11 +350,16 @@ server_bulk_commit(struct server_bulk *b, struct server_bulk_stats *out)
 	st.stamp = b->stamp;
 	b->cells = st.cells;
 out_targets:
+	/* What the cleanup reports (files it keeps) is not the error. */
+	if (rc < 0)
+		snprintf(detail, sizeof(detail), "%s", bt_error_detail());
 	for (size_t j = 0; j < m->count; j++) {
 		tablet_ingest_free(targets[j].ingest);
 		buf_release(&targets[j].end_key);
 	}
 	bt_free(targets);
+	if (rc < 0)
+		bt_error_set(rc, "%s", detail);
 out_publish:
 	/* S is given whether or not the load went in: publish it, which
 	 * shows the load's cells, or no cell at all. */
