@@ -284,7 +284,8 @@ extsort_add(struct extsort *x, struct slice key, struct slice value)
 	e->off = x->data.n;
 	e->key_n = (uint32_t)key.n;
 	e->value_n = (uint32_t)value.n;
-	memcpy(x->data.p + x->data.n, key.p, key.n);
+	if (key.n > 0)
+		memcpy(x->data.p + x->data.n, key.p, key.n);
 	if (value.n > 0)
 		memcpy(x->data.p + x->data.n + key.n, value.p, value.n);
 	x->data.n += key.n + value.n;
@@ -341,9 +342,12 @@ cursor_next(struct extsort *x, struct cursor *c)
 		}
 		/* Keep the partial entry, read more: at least what it
 		 * needs when its lengths are known. */
-		memmove(c->buf.p, c->buf.p + c->pos, c->buf.n - c->pos);
-		c->buf.n -= c->pos;
-		c->pos = 0;
+		if (c->pos > 0) {
+			memmove(c->buf.p, c->buf.p + c->pos,
+			    c->buf.n - c->pos);
+			c->buf.n -= c->pos;
+			c->pos = 0;
+		}
 		need = READ_BUFFER;
 		in = buf_slice(&c->buf);
 		if (get_varint32(&in, &kn) == 0 &&
@@ -420,8 +424,9 @@ extsort_finish(struct extsort *x)
 	x->finished = true;
 	if (x->failed < 0)
 		return x->failed;
-	qsort_r(x->entries, x->count, sizeof(*x->entries), entry_compare,
-	    x->data.p);
+	if (x->count > 0)
+		qsort_r(x->entries, x->count, sizeof(*x->entries),
+		    entry_compare, x->data.p);
 	buf_release(&x->spill);
 	n = x->runs + 1;
 	x->cursors = bt_calloc(n, sizeof(*x->cursors));
