@@ -186,8 +186,9 @@ struct bulk_target {
 
 /*
  * Merge the sorted cells into the tablets of map m, each key given the
- * trailer of (seq, put); the targets' ingests finished, their files in
- * sst/ and sst/ synced.  *cells counts the cells written.
+ * trailer of (seq, put); each target's ingest finished once the merge is
+ * past its tablet, its files in sst/, and sst/ synced once at the end.
+ * *cells counts the cells written.
  */
 static int
 bulk_build(struct server_bulk *b, const struct tablet_map *m,
@@ -218,6 +219,12 @@ bulk_build(struct server_bulk *b, const struct tablet_map *m,
 		while (targets[i].end_key.n > 0 && slice_compare(buf_slice(
 		    &b->key), buf_slice(&targets[i].end_key)) >= 0) {
 			assert(i + 1 < m->count);
+			/* Done with that tablet: finish its files now, so
+			 * that one tablet's builders are open at a time. */
+			if (targets[i].ingest != NULL && (rc =
+			    tablet_ingest_finish(targets[i].ingest, seq)) < 0)
+				return rc;
+			any |= targets[i].ingest != NULL;
 			i++;
 		}
 		if (targets[i].ingest == NULL && (rc = tablet_ingest_new(
@@ -230,10 +237,8 @@ bulk_build(struct server_bulk *b, const struct tablet_map *m,
 	}
 	if (rc < 0)
 		return rc;
-	for (size_t j = 0; j < m->count; j++) {
-		if (targets[j].ingest == NULL)
-			continue;
-		if ((rc = tablet_ingest_finish(targets[j].ingest, seq)) < 0)
+	if (targets[i].ingest != NULL) {
+		if ((rc = tablet_ingest_finish(targets[i].ingest, seq)) < 0)
 			return rc;
 		any = true;
 	}
