@@ -1355,6 +1355,78 @@ bt_store_compact(struct bt_store *s, const char *table, bool major)
 	return server_compact(s->server, table, major);
 }
 
+/* ---- Bulk load ---- */
+
+struct bt_bulk {
+	struct server_bulk *server;
+};
+
+int
+bt_bulk_open(struct bt_store *s, const char *table,
+    const struct bt_bulk_options *opts, struct bt_bulk **out)
+{
+	struct server_bulk_options so;
+	struct bt_bulk *b;
+	int rc;
+
+	bt_error_clear();
+	if (s->cell != NULL)
+		return bt_error_set(-EOPNOTSUPP, "a bulk load is not supported "
+		    "on a cell yet");
+	if (table == NULL)
+		return bt_error_set(-EINVAL, "no table");
+	memset(&so, 0, sizeof(so));
+	if (opts != NULL)
+		so.memory_budget = opts->memory_budget;
+	if ((b = bt_calloc(1, sizeof(*b))) == NULL)
+		return -ENOMEM;
+	if ((rc = server_bulk_open(s->server, table, &so, &b->server)) < 0) {
+		bt_free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+int
+bt_bulk_put(struct bt_bulk *b, struct bt_bytes row, const char *family,
+    struct bt_bytes qualifier, int64_t ts, struct bt_bytes value)
+{
+	bt_error_clear();
+	if (family == NULL)
+		return bt_error_set(-EINVAL, "no family");
+	return server_bulk_put(b->server, bytes_slice(row),
+	    slice_make(family, strlen(family)), bytes_slice(qualifier),
+	    ts == BT_TS_SERVER ? MUTATION_TS_SERVER : ts, bytes_slice(value));
+}
+
+int
+bt_bulk_commit(struct bt_bulk *b, struct bt_bulk_stats *out)
+{
+	struct server_bulk_stats st;
+	int rc;
+
+	bt_error_clear();
+	if ((rc = server_bulk_commit(b->server, &st)) < 0)
+		return rc;
+	if (out != NULL) {
+		out->cells = st.cells;
+		out->files = st.files;
+		out->tablets = st.tablets;
+		out->stamp = st.stamp;
+	}
+	return 0;
+}
+
+void
+bt_bulk_close(struct bt_bulk *b)
+{
+	if (b == NULL)
+		return;
+	server_bulk_free(b->server);
+	bt_free(b);
+}
+
 int
 bt_table_split(struct bt_store *s, const char *table, struct bt_bytes row)
 {

@@ -473,6 +473,70 @@ int bt_scan_next_borrowed(struct bt_scan *sc, const struct bt_row **out);
 /* Accepts NULL. */
 void bt_scan_close(struct bt_scan *sc);
 
+/* ---- Bulk load (HBase's) ---- */
+
+struct bt_bulk;
+
+struct bt_bulk_options {
+	/* Bytes of cells sorted in memory before a sorted run is spilled
+	 * to STORE/tmp/ (0: 64 MiB).  The load's memory is about this. */
+	size_t memory_budget;
+};
+
+/* What a committed load wrote. */
+struct bt_bulk_stats {
+	uint64_t cells;		/* a cell given twice counts once */
+	uint64_t files;		/* SSTables added */
+	uint64_t tablets;	/* tablets that gained them */
+	int64_t stamp;		/* the time of cells given BT_TS_SERVER */
+};
+
+/*
+ * A bulk load into an existing table (tabletctl import --bulk): puts given
+ * in any order with bt_bulk_put(), then bt_bulk_commit() sorts them (in
+ * memory_budget bytes, spilling sorted runs to STORE/tmp/ and merging
+ * them), writes them as SSTables straight into the table's tablets, one
+ * file per tablet and locality group with the group's settings, and names
+ * all the files in one catalog transaction.  Nothing goes through the
+ * commit log, so a load is much faster than bt_mutate_rows() of the same
+ * cells, and it is atomic as a whole: until the commit returns 0 no cell
+ * of it is visible, and a crash at any point leaves the store as it was
+ * or with every cell of the load (what a crash leaves in tmp/ and sst/ is
+ * removed at the next open).
+ *
+ * Order: the load's cells count as written at the commit, after every
+ * write made before it (a delete made earlier does not mask them, and a
+ * version of the same timestamp is replaced), before every write made
+ * after it.  Of cells of the same row, column and timestamp given to one
+ * load, the last given is kept.  Cells with ts BT_TS_SERVER all get one
+ * stamp, the server's clock at bt_bulk_open() (above every stamp given
+ * before, as in bt_mutate_row()), returned in bt_bulk_stats.stamp.
+ *
+ * The commit flushes the memtables, then merges and writes while holding
+ * the store's background work (flushes, compactions, splits) and the
+ * commit of other writes of this process, which wait for it.  A load is
+ * used by one thread at a time.  Only an embedded store takes one: on a
+ * cell address bt_bulk_open() fails with -EOPNOTSUPP.
+ *
+ * Errors: bt_bulk_open(): -ENOENT (no such table), -EROFS, -ENOSPC (the
+ * disk is full), -EOPNOTSUPP.  bt_bulk_put(): -ENOENT (no such family),
+ * -EINVAL (a row key of 0 or more than BT_MAX_ROW bytes, a qualifier over
+ * BT_MAX_QUALIFIER, a negative ts other than BT_TS_SERVER), -EFBIG (a
+ * value over max_cell): that cell is refused, the load goes on; any
+ * other error (-ENOSPC or -EIO spilling a run, -ENOMEM) fails the load,
+ * whose later calls return it again.  bt_bulk_commit(): the errors of
+ * writing and syncing files and of the catalog; the store is then as
+ * before the load.  Commit once; then, or to abandon a load, close it.
+ */
+int bt_bulk_open(struct bt_store *s, const char *table,
+    const struct bt_bulk_options *opts, struct bt_bulk **out);
+int bt_bulk_put(struct bt_bulk *b, struct bt_bytes row, const char *family,
+    struct bt_bytes qualifier, int64_t ts, struct bt_bytes value);
+/* *out may be NULL. */
+int bt_bulk_commit(struct bt_bulk *b, struct bt_bulk_stats *out);
+/* Free the load, removing its sorted runs; accepts NULL. */
+void bt_bulk_close(struct bt_bulk *b);
+
 /* ---- Administration ---- */
 
 /* Freeze and flush every memtable now (minor compactions), and wait. */

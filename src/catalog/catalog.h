@@ -215,6 +215,36 @@ int catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
     const struct catalog_file *added, size_t added_count,
     const uint64_t *removed, size_t removed_count, uint64_t flushed_seq);
 
+/* What one tablet gains in a bulk load (catalog_tablets_ingest). */
+struct catalog_ingest {
+	uint64_t tablet_id;
+	const struct catalog_file *files;
+	size_t file_count;
+	uint64_t flushed_seq;	/* the redo point, if higher than the old */
+};
+
+/*
+ * The store's counters of the highest sequence number and server stamp
+ * given (catalog_meta_get), which an open starts above.
+ */
+#define CATALOG_META_LAST_SEQ	"last_seq"
+#define CATALOG_META_LAST_STAMP	"last_stamp"
+
+/*
+ * Record a bulk load (docs/design.md section 8) in one transaction: each
+ * tablet of ins, all of table table_id (-ENOENT otherwise), names its
+ * files and has its redo point raised to its flushed_seq if that is
+ * higher, as catalog_tablet_apply() would do; and the counters
+ * CATALOG_META_LAST_SEQ and CATALOG_META_LAST_STAMP are raised to
+ * last_seq and last_stamp if those are higher.  The files must be
+ * complete, synced and in place.  On any error nothing changes (a failed
+ * COMMIT aside, whose outcome the catalog then says it does not know:
+ * catalog_commit_unknown()).
+ */
+int catalog_tablets_ingest(struct catalog *c, uint64_t table_id,
+    const struct catalog_ingest *ins, size_t count, uint64_t last_seq,
+    uint64_t last_stamp);
+
 /*
  * A fresh file number, higher than any number returned before (durable:
  * it survives a restart).  Numbers are shared by SSTables and log segments.
@@ -224,6 +254,10 @@ int catalog_next_number(struct catalog *c, uint64_t *number);
 /* Whether a file number is named by any tablet; 0 (no), 1 (yes); an
  * error when the catalog cannot say (a commit failed since the open). */
 int catalog_file_is_live(struct catalog *c, uint64_t number);
+/* Whether a COMMIT failed since the open, so that what it changed may be
+ * durable all the same (its sync succeeded and a later step failed): the
+ * catalog's state is then known again only once it is opened again. */
+bool catalog_commit_unknown(struct catalog *c);
 
 /* Store-wide counters kept durably: get returns 0 and the value, or 0 and
  * def when the key was never set.  Keys follow the name rules; the key

@@ -338,6 +338,17 @@ file_is_live_txn(struct catalog *c, uint64_t number)
 	return rc;
 }
 
+bool
+catalog_commit_unknown(struct catalog *c)
+{
+	bool unknown;
+
+	mutex_lock(&c->mu);
+	unknown = c->commit_unknown;
+	mutex_unlock(&c->mu);
+	return unknown;
+}
+
 int
 catalog_file_is_live(struct catalog *c, uint64_t number)
 {
@@ -389,4 +400,70 @@ catalog_meta_set(struct catalog *c, const char *key, uint64_t value)
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
 	return catalog_end(c, meta_write(c, key, value));
+}
+
+/* Raise counter key to value if that is higher; inside a call's
+ * transaction. */
+static int
+meta_raise(struct catalog *c, const char *key, uint64_t value)
+{
+	uint64_t old = 0;
+	int rc;
+
+	if ((rc = meta_read(c, key, &old)) < 0)
+		return rc;
+	if (rc == 0 && old >= value)
+		return 0;
+	return meta_write(c, key, value);
+}
+
+static int
+tablets_ingest_txn(struct catalog *c, uint64_t table_id,
+    const struct catalog_ingest *ins, size_t count, uint64_t last_seq,
+    uint64_t last_stamp)
+{
+	uint64_t owner, seq;
+	int rc;
+
+	for (size_t i = 0; i < count; i++) {
+		if ((rc = tablet_get(c, ins[i].tablet_id, &owner, &seq)) < 0)
+			return rc;
+		if (rc == BT_NOTFOUND || owner != table_id)
+			return bt_error_set(-ENOENT, "catalog: table %llu has "
+			    "no tablet %llu", (unsigned long long)table_id,
+			    (unsigned long long)ins[i].tablet_id);
+		if ((rc = tablet_apply_txn(c, ins[i].tablet_id, ins[i].files,
+		    ins[i].file_count, NULL, 0, ins[i].flushed_seq)) < 0)
+			return rc;
+	}
+	if ((rc = meta_raise(c, CATALOG_META_LAST_SEQ, last_seq)) < 0)
+		return rc;
+	return meta_raise(c, CATALOG_META_LAST_STAMP, last_stamp);
+}
+
+int
+catalog_tablets_ingest(struct catalog *c, uint64_t table_id,
+    const struct catalog_ingest *ins, size_t count, uint64_t last_seq,
+    uint64_t last_stamp)
+{
+	int rc;
+
+	for (size_t i = 0; i < count; i++) {
+		if (ins[i].file_count > 0 && ins[i].files == NULL)
+			return bt_error_set(-EINVAL, "catalog: tablet %llu: "
+			    "missing file list",
+			    (unsigned long long)ins[i].tablet_id);
+		for (size_t j = 0; j < ins[i].file_count; j++)
+			if (ins[i].files[j].number == 0 ||
+			    !catalog_field_valid(ins[i].files[j].group,
+			    sizeof(ins[i].files[j].group)))
+				return bt_error_set(-EINVAL, "catalog: tablet "
+				    "%llu: bad file %llu",
+				    (unsigned long long)ins[i].tablet_id,
+				    (unsigned long long)ins[i].files[j].number);
+	}
+	if ((rc = catalog_begin(c, true)) < 0)
+		return rc;
+	return catalog_end(c, tablets_ingest_txn(c, table_id, ins, count,
+	    last_seq, last_stamp));
 }

@@ -9,7 +9,9 @@
  * qualifier are spelled as in the mount (ctl_name_write), its family is
  * as it is, and its value is written with esc_write().  A file without
  * the header is version 1, as exports before it were written: every field
- * with esc_write().  import(export(T)) recreates T's cells exactly.
+ * with esc_write().  import(export(T)) recreates T's cells exactly.  An
+ * empty timestamp is the server's clock.  import --bulk gives the cells to
+ * one bulk load (bt_bulk_open()) instead of writing them in batches.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -154,7 +156,10 @@ import_line_parse(char *line, size_t len, int version, struct bt_bytes *row,
 	}
 	memset(m, 0, sizeof(*m));
 	m->kind = BT_PUT;
-	if (strlen(field[3]) != n[3] || !ctl_parse_ts(field[3], &m->ts))
+	/* An empty timestamp is the server's clock. */
+	if (n[3] == 0)
+		m->ts = BT_TS_SERVER;
+	else if (strlen(field[3]) != n[3] || !ctl_parse_ts(field[3], &m->ts))
 		return false;
 	/* A family is a name: no NUL may hide inside it. */
 	if (n[1] == 0 || memchr(field[1], '\0', n[1]) != NULL)
@@ -239,26 +244,141 @@ out:
 	return status;
 }
 
+/* The commit of a bulk load, to run under progress_run(). */
+struct bulk_job {
+	struct bt_bulk *bulk;
+	struct bt_bulk_stats stats;
+};
+
+static int
+bulk_job_run(void *arg)
+{
+	struct bulk_job *job = arg;
+
+	return bt_bulk_commit(job->bulk, &job->stats);
+}
+
+/*
+ * import --bulk: every cell of f given to one bulk load (bt_bulk_open()),
+ * committed at the end of the file.  A bad line or a refused cell stops
+ * it with nothing written.
+ */
+static int
+import_bulk(struct ctl *c, const char *table, const char *name, FILE *f,
+    uint64_t total)
+{
+	struct bulk_job job = { 0 };
+	struct progress p;
+	struct bt_mutation m;
+	struct bt_bytes row;
+	uint64_t line_no = 0, done = 0;
+	char note[48], *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int rc, status = CTL_OK, version = 1;
+
+	bt_error_clear();
+	if ((rc = bt_bulk_open(c->store, table, NULL, &job.bulk)) < 0)
+		return ctl_fail(c, rc, NULL);
+	progress_init(&p, c->progress, c->err, "bulk import: sorting", total);
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		line_no++;
+		done += (uint64_t)len;
+		if (len > 0 && line[len - 1] == '\n')
+			len--;
+		if (line_no == 1 && (size_t)len == strlen(EXPORT_HEADER) &&
+		    memcmp(line, EXPORT_HEADER, (size_t)len) == 0) {
+			version = 2;
+			continue;
+		}
+		if (!import_line_parse(line, (size_t)len, version, &row,
+		    &m)) {
+			progress_finish(&p);
+			status = ctl_error(c, "%s:%" PRIu64 ": bad line (want "
+			    "ROW, FAMILY, QUALIFIER, TIMESTAMP, VALUE "
+			    "separated by tabs); nothing imported", name,
+			    line_no);
+			goto out;
+		}
+		bt_error_clear();
+		if ((rc = bt_bulk_put(job.bulk, row, m.family, m.qualifier,
+		    m.ts, m.value)) < 0) {
+			progress_finish(&p);
+			status = ctl_fail(c, rc, "%s:%" PRIu64, name, line_no);
+			goto out;
+		}
+		if (p.on) {
+			snprintf(note, sizeof(note), "%" PRIu64 " cells",
+			    line_no);
+			progress_update(&p, done, note);
+		}
+	}
+	progress_finish(&p);
+	if (ferror(f)) {
+		status = ctl_fail(c, errno ? -errno : -EIO, "%s", name);
+		goto out;
+	}
+	progress_init(&p, c->progress, c->err, "bulk import: writing", 0);
+	bt_error_clear();
+	if ((rc = progress_run(&p, bulk_job_run, &job)) < 0)
+		status = ctl_fail(c, rc, NULL);
+out:
+	free(line);
+	bt_bulk_close(job.bulk);
+	return status;
+}
+
+/* import [--bulk] T FILE, the flag anywhere. */
 int
 cmd_import(struct ctl *c, int argc, char **argv)
 {
 	struct import im;
 	struct stat st;
 	uint64_t total = 0;
+	const char *args[2];
+	bool bulk = false;
+	int nargs = 0;
 	FILE *f;
 	int status;
 
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--bulk") == 0 && !bulk)
+			bulk = true;
+		else if (nargs < 2 && (argv[i][0] != '-' ||
+		    strcmp(argv[i], "-") == 0))
+			args[nargs++] = argv[i];
+		else
+			return ctl_usage(c, "unexpected '%s'", argv[i]);
+	}
+	if (nargs != 2)
+		return ctl_usage(c, NULL);
+	/* The daemon's store: a load needs the store to itself (decided in
+	 * tabletctl(1), import). */
+	if (bulk && !c->own_store)
+		return ctl_error(c, "--bulk: %s is mounted: a bulk load needs "
+		    "the store to itself (unmount it, or import without "
+		    "--bulk)", c->store_path);
+	if (bulk && coord_address_is_cell(c->store_path))
+		return ctl_error(c, "--bulk: %s is a cell: a bulk load is not "
+		    "supported on a cell yet (import without --bulk)",
+		    c->store_path);
 	memset(&im, 0, sizeof(im));
 	im.c = c;
-	im.table = argv[0];
-	im.name = argv[1];
-	if (strcmp(argv[1], "-") == 0) {
+	im.table = args[0];
+	im.name = args[1];
+	if (strcmp(args[1], "-") == 0) {
 		f = c->in;
 		im.name = "stdin";
-	} else if ((f = fopen(argv[1], "r")) == NULL)
-		return ctl_fail(c, -errno, "%s", argv[1]);
+	} else if ((f = fopen(args[1], "r")) == NULL)
+		return ctl_fail(c, -errno, "%s", args[1]);
 	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
 		total = (uint64_t)st.st_size;
+	if (bulk) {
+		status = import_bulk(c, im.table, im.name, f, total);
+		if (f != c->in)
+			fclose(f);
+		return status;
+	}
 	im.lines = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.lines));
 	im.muts = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.muts));
 	im.rows = ctl_calloc(IMPORT_BATCH_CELLS, sizeof(*im.rows));

@@ -102,10 +102,12 @@ static const struct ctl_verb verbs[] = {
 	  "Print the number of rows of table T (that hold a cell the\n"
 	  "filters select, as read's).",
 	  1, 8, CTL_STORE_READ, cmd_count },
-	{ "import", "T FILE",
+	{ "import", "[--bulk] T FILE",
 	  "Write the cells of FILE (\"-\": standard input), in export's\n"
-	  "format, into table T; its families must exist.",
-	  2, 2, CTL_STORE_WRITE, cmd_import },
+	  "format, into table T; its families must exist.  --bulk: sort\n"
+	  "them and add them to T's tablets as SSTables, all or nothing,\n"
+	  "without the commit log (not on a mounted store).",
+	  2, 3, CTL_STORE_WRITE, cmd_import },
 	{ "export", "T",
 	  "Write every cell of table T to standard output, one a line:\n"
 	  "ROW, FAMILY, QUALIFIER, TIMESTAMP, VALUE, separated by tabs.",

@@ -69,7 +69,8 @@ master_collect_files(struct server *s)
 	int rc;
 
 	mutex_assert_held(&s->work_mu);
-	if ((rc = env_dir_list(s->env, s->tmp_dir, sweep_one, &tmp)) < 0)
+	if (atomic_load(&s->bulk_loads) == 0 &&
+	    (rc = env_dir_list(s->env, s->tmp_dir, sweep_one, &tmp)) < 0)
 		return rc;
 	return env_dir_list(s->env, s->sst_dir, sweep_one, &sst);
 }

@@ -221,6 +221,56 @@ int server_scan_open(struct server *s, const char *table, struct slice start,
 int server_scan_next(struct server_scan *sc, struct cells_row *out);
 void server_scan_close(struct server_scan *sc);
 
+/* ---- Bulk load (server_bulk.c; docs/design.md section 8) ---- */
+
+struct server_bulk_options {
+	size_t memory_budget;	/* bytes of cells sorted in memory; 0: 64 MiB */
+};
+
+struct server_bulk_stats {
+	uint64_t cells;		/* written (a cell given twice counts once) */
+	uint64_t files;		/* SSTables added */
+	uint64_t tablets;	/* tablets that gained files */
+	uint64_t seq;		/* the load's sequence number */
+	int64_t stamp;		/* the stamp of cells given none */
+};
+
+struct server_bulk;
+
+/*
+ * A bulk load into table: cells given in any order with server_bulk_put()
+ * (sorted in memory_budget bytes, spilling sorted runs to tmp/), written
+ * by server_bulk_commit() as SSTables added to the table's tablets and
+ * named in one catalog transaction, without the commit log: a crash
+ * leaves the store as before the commit or with every cell of the load,
+ * and the load's cells sit above every write made before the commit
+ * (older deletes do not mask them; a version of the same timestamp is
+ * replaced) and below every write after it.  Of cells given twice (the
+ * same row, column and timestamp) the last is kept.  Cells with ts
+ * MUTATION_TS_SERVER get one stamp for the whole load, taken by the open.
+ *
+ * The commit flushes the memtables first, and holds the store's work
+ * lock and apply turn throughout its merge and writes: meanwhile no
+ * flush, compaction or split runs and other writers of this process
+ * wait.  server_bulk_free() after a commit or instead of one (which
+ * abandons the load) removes the runs.  One thread uses a load at a time;
+ * several loads may be open, and commit one after the other.
+ *
+ * Errors: -EROFS, -ENOENT (no such table or family), -EINVAL and -EFBIG
+ * (put: as server_mutate() checks a put; the load goes on without that
+ * cell), -ENOSPC and the env's errors (the load is failed: a later put or
+ * the commit returns the error again, and the store is unchanged).
+ */
+int server_bulk_open(struct server *s, const char *table,
+    const struct server_bulk_options *opts, struct server_bulk **out);
+int server_bulk_put(struct server_bulk *b, struct slice row,
+    struct slice family, struct slice qualifier, int64_t ts,
+    struct slice value);
+/* Commit the load; *out (may be NULL) receives its figures.  Once. */
+int server_bulk_commit(struct server_bulk *b, struct server_bulk_stats *out);
+/* Accepts NULL. */
+void server_bulk_free(struct server_bulk *b);
+
 /* ---- Administration ---- */
 
 /*

@@ -189,6 +189,10 @@ struct server {
 	bool reserve_held;
 	_Atomic int disk_full;		/* 0, or -ENOSPC or -EDQUOT */
 
+	/* Bulk loads open (server_bulk.c): while any is, the sweep leaves
+	 * tmp/, where their sorted runs are, alone. */
+	_Atomic int bulk_loads;
+
 	atomic_uint_fast64_t mutations;
 	atomic_uint_fast64_t reads;
 	atomic_uint_fast64_t splits;
@@ -217,8 +221,8 @@ server_next_seq(struct server *s)
  * (server_segments.c), the background thread (server_background.c), the
  * write queue (server_queue.c), reads (server_read.c), writes
  * (server_write.c); schema changes and administration
- * (server_schema.c), the check (server_check.c), and opening and closing
- * (server.c) call any of them.
+ * (server_schema.c), the bulk load (server_bulk.c), the check
+ * (server_check.c), and opening and closing (server.c) call any of them.
  */
 
 /* ---- The table registry and tablet maps (server_tables.c) ---- */
@@ -307,7 +311,8 @@ int master_split_at(struct server *s, struct server_table *t,
     struct slice row, bool auto_split);
 /* Delete every SSTable in sst/ and every file in tmp/ that the catalog
  * does not name (mark and sweep); caller holds work_mu, so no flush or
- * compaction is between writing a file and naming it. */
+ * compaction is between writing a file and naming it.  tmp/ is left
+ * alone while a bulk load is open (its sorted runs are there). */
 int master_collect_files(struct server *s);
 /*
  * The memtable budget, memtable_size, holds the active and the frozen

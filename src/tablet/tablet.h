@@ -275,6 +275,47 @@ int tablet_compact(struct tablet *t, bool major, int64_t now);
 bool tablet_idle_check(struct tablet *t, int64_t now, bool *freeze,
     bool *pending);
 
+/*
+ * Ingest: SSTables built from entries given in key order rather than from
+ * the memtable, added to the tablet (a bulk load, docs/design.md section
+ * 8).  The caller gives every entry of the tablet's rows (keys strictly
+ * increasing, each a put of a family of the tablet's schema, or any
+ * internal key whose row lies in the tablet's range) with
+ * tablet_ingest_add(); tablet_ingest_finish() writes one SSTable per
+ * locality group that has entries with the groups' settings, as a flush
+ * would (written to tmp/, synced, renamed into sst/: the caller then
+ * syncs sst/), and allocates what the install needs; the caller names
+ * the files in the catalog (tablet_ingest_files()) and then
+ * tablet_ingest_install() makes them visible, which cannot fail.  The
+ * caller holds off the tablet's flushes and compactions from start to
+ * install (it is the tablet's one file adder).  Freed before its install,
+ * an ingest removes its files unless the catalog names them or cannot
+ * say (tablet_file_release()).
+ */
+struct tablet_ingest;
+
+/* Start an ingest into t (referenced meanwhile); parallel as for
+ * tablet_flush().  0 or -ENOMEM. */
+int tablet_ingest_new(struct tablet *t, bool parallel,
+    struct tablet_ingest **out);
+/* Add an entry; -ENOENT for a family the schema lacks; -EINVAL for a key
+ * not above the last, or not an internal key; errors of the files. */
+int tablet_ingest_add(struct tablet_ingest *in, struct slice key,
+    struct slice value);
+/* Finish the files, each recording max_seq as its highest sequence
+ * number, open them, and allocate the new version.  0 or an error (the
+ * files are then removed). */
+int tablet_ingest_finish(struct tablet_ingest *in, uint64_t max_seq);
+/* The finished files, for the catalog (borrowed from in); *count may be
+ * 0 when no entry was added. */
+const struct catalog_file *tablet_ingest_files(const struct tablet_ingest *in,
+    size_t *count);
+/* Once the catalog names the files: show them to reads, and raise the
+ * redo point to flushed_seq if that is higher. */
+void tablet_ingest_install(struct tablet_ingest *in, uint64_t flushed_seq);
+/* Accepts NULL. */
+void tablet_ingest_free(struct tablet_ingest *in);
+
 struct tablet_stats {
 	uint64_t sstables;		/* damaged ones too */
 	uint64_t damaged_sstables;	/* named but not readable */

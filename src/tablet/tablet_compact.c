@@ -29,20 +29,9 @@
 #include "util/error.h"
 
 
-/* An SSTable being written to tmp/ for one group. */
-struct out_file {
-	struct sst_builder *builder;
-	struct catalog_file meta;
-	char tmp_path[4096];
-};
-
-/*
- * Start an output file with g's options; parallel: its blocks are
- * compressed on a second thread (sst_options.parallel).
- */
-static int
-out_file_start(struct tablet *t, const struct tablet_group *g,
-    bool parallel, struct out_file *o)
+int
+tablet_out_start(struct tablet *t, const struct tablet_group *g,
+    bool parallel, struct tablet_out *o)
 {
 	struct sst_options opts = g->opts;
 	int rc;
@@ -58,13 +47,8 @@ out_file_start(struct tablet *t, const struct tablet_group *g,
 	return sst_builder_new(t->tenv.env, o->tmp_path, &opts, &o->builder);
 }
 
-/*
- * Finish an output file: sync it and move it into sst/ (the caller syncs
- * the directory once for all outputs).  On failure the tmp file is
- * removed.
- */
-static int
-out_file_finish(struct tablet *t, struct out_file *o)
+int
+tablet_out_finish(struct tablet *t, struct tablet_out *o)
 {
 	char path[4096];
 	struct sst_info info;
@@ -86,8 +70,8 @@ out_remove:
 	return rc;
 }
 
-static void
-out_file_abandon(struct tablet *t, struct out_file *o)
+void
+tablet_out_abandon(struct tablet *t, struct tablet_out *o)
 {
 	if (o->builder == NULL)
 		return;
@@ -103,7 +87,7 @@ out_file_abandon(struct tablet *t, struct out_file *o)
  * memtable is dropped from the version too.
  */
 static int
-commit_files(struct tablet *t, struct out_file *outs, size_t out_count,
+commit_files(struct tablet *t, struct tablet_out *outs, size_t out_count,
     const uint64_t *removed, size_t removed_count, uint64_t flushed_seq,
     bool imm_done)
 {
@@ -239,7 +223,7 @@ tablet_flush(struct tablet *t, bool parallel)
 {
 	struct tablet_version *v = tablet_version_get(t);
 	struct tablet_schema *s = v->schema;
-	struct out_file *outs = NULL;
+	struct tablet_out *outs = NULL;
 	struct iter *it = NULL;
 	const struct tablet_family *last = NULL;	/* looked up last */
 	struct cells_flush_filter hidden;
@@ -298,7 +282,7 @@ tablet_flush(struct tablet *t, bool parallel)
 		for (size_t g = 0; g < s->group_count; g++) {
 			if (f != NULL && f->group != g)
 				continue;
-			if (outs[g].builder == NULL && (rc = out_file_start(t,
+			if (outs[g].builder == NULL && (rc = tablet_out_start(t,
 			    &s->groups[g], parallel, &outs[g])) < 0)
 				goto out_abandon;
 			outs[g].meta.max_seq = t->imm_max_seq;
@@ -316,7 +300,7 @@ tablet_flush(struct tablet *t, bool parallel)
 		outs[out_count] = outs[g];
 		if (out_count != g)
 			outs[g].builder = NULL;
-		if ((rc = out_file_finish(t, &outs[out_count])) < 0)
+		if ((rc = tablet_out_finish(t, &outs[out_count])) < 0)
 			goto out_abandon;
 		out_count++;
 	}
@@ -342,7 +326,7 @@ out_remove:
 	}
 out_abandon:
 	for (size_t g = 0; g < s->group_count; g++)
-		out_file_abandon(t, &outs[g]);
+		tablet_out_abandon(t, &outs[g]);
 out:
 	iter_free(it);
 	cells_flush_filter_release(&hidden);
@@ -453,7 +437,7 @@ tablet_needs_compaction(const struct tablet *t)
 struct compact_out {
 	struct tablet *t;
 	const struct tablet_group *group;
-	struct out_file *out;
+	struct tablet_out *out;
 };
 
 static int
@@ -463,7 +447,7 @@ compact_keep(void *arg, struct slice key, struct slice value)
 	int rc;
 
 	if (c->out->builder == NULL &&
-	    (rc = out_file_start(c->t, c->group, true, c->out)) < 0)
+	    (rc = tablet_out_start(c->t, c->group, true, c->out)) < 0)
 		return rc;
 	return sst_builder_add(c->out->builder, key, value);
 }
@@ -486,7 +470,7 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	struct iter **children;
 	struct iter *it = NULL;
 	uint64_t *removed;
-	struct out_file out = { 0 };
+	struct tablet_out out = { 0 };
 	struct compact_out c = { t, &v->schema->groups[g], &out };
 	struct cells_row row;
 	size_t n = 0, removed_count;
@@ -541,7 +525,7 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	n = removed_count;
 	out.meta.max_seq = max_seq;
 	if (out.builder != NULL) {
-		if ((rc = out_file_finish(t, &out)) < 0)
+		if ((rc = tablet_out_finish(t, &out)) < 0)
 			goto out;
 		if ((rc = env_dir_sync(t->tenv.env, t->tenv.sst_dir)) < 0)
 			goto out;
@@ -555,7 +539,7 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 	rc = 0;
 	goto out;
 out_abandon:
-	out_file_abandon(t, &out);
+	tablet_out_abandon(t, &out);
 	goto out;
 out_children:
 	for (size_t i = 0; i < n; i++)

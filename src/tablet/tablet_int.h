@@ -3,7 +3,9 @@
  * files and schema, and tablet.c's helpers for them.  tablet.c is the
  * bottom of the folder's tablet files; tablet_read.c, tablet_compact.c
  * and tablet_split.c call into it, never the other way; tablet_point.c
- * calls into tablet_read.c (the read sources) and tablet.c.
+ * calls into tablet_read.c (the read sources) and tablet.c;
+ * tablet_ingest.c calls into tablet_compact.c (its output files) and
+ * tablet.c.
  */
 #ifndef TABLETFS_TABLET_TABLET_INT_H
 #define TABLETFS_TABLET_TABLET_INT_H
@@ -181,6 +183,31 @@ void tablet_sst_path(char *dst, size_t size, const char *dir,
 int tablet_file_open(const struct tablet_env *tenv,
     const struct catalog_file *meta, const struct tablet_schema *schema,
     struct sst_reader **out);
+
+/* ---- Output files (tablet_compact.c) ---- */
+
+/* An SSTable being written to tmp/ for one group. */
+struct tablet_out {
+	struct sst_builder *builder;
+	struct catalog_file meta;
+	char tmp_path[4096];
+};
+
+/*
+ * Start an output file, numbered by the catalog, with g's options;
+ * parallel: its blocks are compressed on a second thread
+ * (sst_options.parallel).  The caller sets meta.max_seq.
+ */
+int tablet_out_start(struct tablet *t, const struct tablet_group *g,
+    bool parallel, struct tablet_out *o);
+/*
+ * Finish an output file: sync it and move it into sst/ (the caller syncs
+ * the directory once for all outputs).  On failure the tmp file is
+ * removed.
+ */
+int tablet_out_finish(struct tablet *t, struct tablet_out *o);
+/* Stop an output file being written and remove it; nothing if none. */
+void tablet_out_abandon(struct tablet *t, struct tablet_out *o);
 
 /* The current version, referenced; and dropping a reference. */
 struct tablet_version *tablet_version_get(struct tablet *t);
