@@ -3,7 +3,7 @@
  * versions (import_line_parse, src/ctl/cmd_bulk.c).  A line is refused or
  * gives a put whose row, family, qualifier and value lie inside the line,
  * whose family is a non-empty name without NUL, and whose timestamp is in
- * range; exported again in the same version (1: every field with
+ * range or BT_TS_SERVER (an empty field); exported again in the same version (1: every field with
  * esc_write; 2: names with ctl_name_write), it parses back the same.
  */
 #include <stdio.h>
@@ -44,7 +44,10 @@ reexport(int version, struct bt_bytes row, const struct bt_mutation *m)
 		fprintf(f, "\t%s\t", m->family);
 		ctl_name_write(f, m->qualifier.data, m->qualifier.size);
 	}
-	fprintf(f, "\t%lld\t", (long long)m->ts);
+	if (m->ts == BT_TS_SERVER)
+		fputs("\t\t", f);
+	else
+		fprintf(f, "\t%lld\t", (long long)m->ts);
 	esc_write(f, m->value.data, m->value.size);
 	putc('\0', f);
 	FUZZ_CHECK(fclose(f) == 0);
@@ -75,7 +78,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(line, data, size);
 		line[size] = '\0';
 		if (import_line_parse(line, size, version, &row, &m)) {
-			FUZZ_CHECK(m.kind == BT_PUT && m.ts >= 0);
+			FUZZ_CHECK(m.kind == BT_PUT &&
+			    (m.ts >= 0 || m.ts == BT_TS_SERVER));
 			FUZZ_CHECK(m.family != NULL && m.family[0] != '\0');
 			FUZZ_CHECK(inside(line, size, row));
 			FUZZ_CHECK(inside(line, size, m.qualifier));
