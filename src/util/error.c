@@ -38,14 +38,18 @@ bt_strerror(int rc)
 	return "unknown error";
 }
 
+/* Formatted apart first: an argument may be the detail itself, which
+ * wraps the error found below in one found above. */
 int
 bt_error_set(int rc, const char *fmt, ...)
 {
+	char detail[sizeof(error_detail)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(error_detail, sizeof(error_detail), fmt, ap);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
+	memcpy(error_detail, detail, strlen(detail) + 1);
 	return rc;
 }
 

@@ -13,7 +13,8 @@
 
 /*
  * Record a one-line detail for the calling thread and return rc, so that a
- * finder can write `return bt_error_set(BT_ECHECKSUM, "...", ...);`.
+ * finder can write `return bt_error_set(BT_ECHECKSUM, "...", ...);`.  An
+ * argument may be bt_error_detail() itself, to wrap the detail below.
  */
 int bt_error_set(int rc, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
