@@ -24,6 +24,12 @@ for tool in ceph-mon ceph-osd ceph rados; do
 done
 grep -q -- '-DHAVE_RADOS=1' "$top_builddir/Makefile" ||
     skip "built without librados (install librados-dev, configure again)"
+# librados and libceph-common are not built with ThreadSanitizer: their
+# own threads give it races and mutex misuse it cannot see through (in
+# EventCenter, in std::string copies between msgr-worker threads), none
+# in our frames.  The ASan and valgrind runs still run this test.
+! grep -q -- '-fsanitize=thread' "$top_builddir/Makefile" ||
+    skip "librados is not built for ThreadSanitizer"
 for p in $PROGS; do
 	[ -x "$top_builddir/tests/unit/$p" ] ||
 	    { echo "FAIL: tests/unit/$p not built" >&2; exit 1; }
