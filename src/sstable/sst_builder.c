@@ -324,6 +324,15 @@ sst_builder_has_usage(const struct sst_builder *b)
 	    !b->usage_lost;
 }
 
+/* Label l's bytes; an empty label may have no buffer behind it yet. */
+static struct slice
+sst_builder_label(const struct sst_builder *b, const struct sst_label *l)
+{
+	if (l->n == 0)
+		return slice_make("", 0);
+	return slice_make(b->label_bytes.p + l->off, l->n);
+}
+
 /*
  * Count key and value under key's label.  Keys come sorted, so a label
  * usually repeats the last one; the others are searched in the (short)
@@ -339,13 +348,11 @@ sst_builder_add_usage(struct sst_builder *b, struct slice key,
 
 	if (b->label_count > 0) {
 		l = &b->labels[b->last_label];
-		if (!slice_equal(label, slice_make(b->label_bytes.p + l->off,
-		    l->n)))
+		if (!slice_equal(label, sst_builder_label(b, l)))
 			l = NULL;
 	}
 	for (size_t i = 0; l == NULL && i < b->label_count; i++)
-		if (slice_equal(label, slice_make(b->label_bytes.p +
-		    b->labels[i].off, b->labels[i].n))) {
+		if (slice_equal(label, sst_builder_label(b, &b->labels[i]))) {
 			l = &b->labels[i];
 			b->last_label = i;
 		}
@@ -383,11 +390,11 @@ sst_builder_usage_append(const struct sst_builder *b, struct buf *out)
 		return rc;
 	for (size_t i = 0; i < b->label_count; i++) {
 		const struct sst_label *l = &b->labels[i];
+		struct slice label = sst_builder_label(b, l);
 
 		p = encode_varint32(head, (uint32_t)l->n);
 		if ((rc = buf_append(out, head, (size_t)(p - head))) < 0 ||
-		    (rc = buf_append(out, b->label_bytes.p + l->off,
-		    l->n)) < 0)
+		    (rc = buf_append(out, label.p, label.n)) < 0)
 			return rc;
 		p = encode_varint64(head, l->entries);
 		p = encode_varint64(p, l->key_bytes);

@@ -12,7 +12,7 @@
  * of versions doubles a's stored values until a major compaction drops
  * the condemned ones; a deleted family leaves the schema's figures at
  * once and its bytes as the group's other_bytes until a major
- * compaction; row deletes in memory are nobody's; the text form
+ * compaction; row deletes, in memory or flushed, are nobody's; the text form
  * (bt_table_describe_usage()) carries the same figures.
  */
 #include <errno.h>
@@ -113,6 +113,7 @@ test_usage(void)
 	struct bt_table_usage *u;
 	struct tstore t;
 	char *text, line[256];
+	uint64_t disk, a_disk;
 
 	tstore_fault(&t, NULL);
 	must(make_table(t.s, "t", (const char *const[]){ "a=maxversions=1",
@@ -252,6 +253,18 @@ test_usage(void)
 	ok(u->memory_bytes > 0 && fa->memory_bytes + fc->memory_bytes == 0,
 	    "row delete: in memory (%" PRIu64 "), no family's",
 	    u->memory_bytes);
+	disk = u->disk_bytes;
+	a_disk = fa->disk_bytes;
+	bt_table_usage_free(u);
+
+	/* Flushed, they make a file whose first label is empty (no
+	 * family), counted as the group's other bytes. */
+	must(bt_store_flush(t.s));
+	u = usage_get(t.s);
+	fa = family_of(u, "a");
+	ok(u->disk_bytes > disk, "row delete flushed: on disk (%" PRIu64
+	    " > %" PRIu64 ")", u->disk_bytes, disk);
+	is_int(fa->disk_bytes, a_disk, "row delete flushed: no family's");
 	bt_table_usage_free(u);
 
 	/* The text carries the same figures. */
