@@ -7,6 +7,7 @@
  * the store still answers as before.
  */
 #include <pthread.h>
+#include <time.h>
 
 #include "api_util.h"
 #include "rpc/tabletfs.pb-c.h"
@@ -1013,11 +1014,17 @@ test_scan_concurrent(void)
 
 /*
  * Two threads reading one scanner as fast as they can, one in big
- * batches (long requests) and one a row at a time: the requests that
- * meet the other's get -EBUSY, and every row comes once, to one of them.
+ * batches (long requests) and one a row at a time, released together: the
+ * requests that meet the other's get -EBUSY, and every row comes once, to
+ * one of them.  A meeting needs both threads on a processor at once, which
+ * a loaded machine may deny for a while: the rounds go on for up to
+ * SCAN_BUSY_SECS.
  */
+#define SCAN_BUSY_SECS	60
+
 struct shared_scan {
 	uint64_t id;
+	pthread_barrier_t start;
 	pthread_mutex_t mu;
 	int seen[SCAN_ROWS];
 	long busy;
@@ -1042,6 +1049,7 @@ shared_scan_run(void *arg)
 
 	r.has_scanner_id = true;
 	r.scanner_id = sh->id;
+	pthread_barrier_wait(&sh->start);
 	for (;;) {
 		rc = scan_once(svc, &r, &b, false, &bt);
 		if (rc == -EBUSY) {
@@ -1078,11 +1086,13 @@ test_scan_busy(void)
 	struct shared_reader rd[2] = { { 0, &sh, 400 }, { 0, &sh, 1 } };
 	Tabletfs__ScanRequest r = scan_request(1, 0);
 	struct batch bt;
+	time_t until = time(NULL) + SCAN_BUSY_SECS;
 	int tries = 0, missed = -1;
 
 	do {
 		memset(&sh, 0, sizeof(sh));
 		pthread_mutex_init(&sh.mu, NULL);
+		pthread_barrier_init(&sh.start, NULL, 2);
 		must(scan_once(svc, &r, NULL, false, &bt));
 		sh.id = bt.id;
 		sh.seen[0] = 1;		/* the opening batch's row */
@@ -1092,12 +1102,13 @@ test_scan_busy(void)
 		for (int i = 0; i < 2; i++)
 			pthread_join(rd[i].thread, NULL);
 		pthread_mutex_destroy(&sh.mu);
+		pthread_barrier_destroy(&sh.start);
 		missed = -1;
 		for (int i = 0; i < SCAN_ROWS && missed < 0; i++)
 			if (sh.seen[i] != 1)
 				missed = i;
 	} while (sh.busy == 0 && sh.bad_rc == 0 && missed < 0 &&
-	    ++tries < 50);
+	    (++tries, time(NULL) < until));
 	is_int(sh.bad_rc, 0, "one scanner read by two threads: no other error");
 	ok(sh.busy > 0, "a request meeting another gets -EBUSY (%ld times, "
 	    "%d tries)", sh.busy, tries + 1);
