@@ -53,8 +53,8 @@ conn_reason(int rc, bool truncated, char *scratch, size_t size,
 
 /*
  * Count a handshake refused (rpc_server_refused) and log it, at most one
- * line a second, saying how many were not logged since the last.
- * Returns rc.
+ * line a second, saying how many were not logged since the last; unless
+ * the server is closing, which cut it short itself.  Returns rc.
  */
 static int
 conn_refuse(struct rpc_conn *conn, int rc, const char *why)
@@ -64,8 +64,12 @@ conn_refuse(struct rpc_conn *conn, int rc, const char *why)
 	int64_t now = rpc_now_ns();
 	bool log = false;
 
-	atomic_fetch_add(&s->refused, 1);
 	mutex_lock(&s->mu);
+	if (s->closing) {	/* its own doing: nothing to report */
+		mutex_unlock(&s->mu);
+		return rc;
+	}
+	atomic_fetch_add(&s->refused, 1);
 	if (now - s->refused_logged_ns >= RPC_REFUSED_LOG_NS) {
 		s->refused_logged_ns = now;
 		unlogged = s->refused_unlogged;
