@@ -3,6 +3,7 @@
  * locating it through ZooKeeper, one pipelined connection, retries.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "rpc/rpc.h"
 #include "util/alloc.h"
 #include "util/buf.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/mutex.h"
 
@@ -33,6 +35,7 @@ struct cell_client {
 	struct coord *coord;
 	int64_t deadline_ns;		/* per call */
 	char cell[ADDRESS_MAX];
+	uint8_t secret[RPC_SECRET_SIZE];	/* the cell's, read at open */
 	struct mutex mu;
 	/* The connection calls use, or NULL; and the ones that broke,
 	 * kept until close because other threads may still be in a call
@@ -66,6 +69,33 @@ cell_client_address(const char *s)
 	return coord_address_is_cell(s);
 }
 
+/*
+ * The cell's secret, from its storage, which this process must be able
+ * to read (docs/design.md section 5): 0, or -EACCES (whatever kept it
+ * from being read: its detail says what) or -ENOMEM.
+ */
+static int
+secret_read(struct cell_client *c)
+{
+	char storage[PATH_MAX];
+	struct env *env;
+	int rc;
+
+	if ((rc = coord_cell_storage(c->coord, storage, sizeof(storage))) < 0)
+		return rc;
+	if ((rc = env_posix_new(&env)) < 0)
+		return rc;
+	rc = rpc_secret_read(env, storage, c->secret);
+	env_free(env);
+	if (rc == -ENOENT)
+		return bt_error_set(-EACCES, "%s (a cell made before secrets "
+		    "has none: tabletctl -s %s init --secret makes it)",
+		    bt_error_detail(), c->cell);
+	if (rc < 0 && rc != -ENOMEM)
+		return bt_error_set(-EACCES, "%s", bt_error_detail());
+	return rc;
+}
+
 int
 cell_client_open(const char *address, uint32_t deadline_ms,
     struct cell_client **out)
@@ -85,13 +115,18 @@ cell_client_open(const char *address, uint32_t deadline_ms,
 	if ((rc = coord_open(address, CELL_CLIENT_SESSION_MS,
 	    rpc_now_ns() + c->deadline_ns, &c->coord)) < 0)
 		goto out_locate_mu;
+	if ((rc = secret_read(c)) < 0)
+		goto out_coord;
 	*out = c;
 	return 0;
+out_coord:
+	coord_close(c->coord);
 out_locate_mu:
 	mutex_destroy(&c->locate_mu);
 out_mu:
 	mutex_destroy(&c->mu);
 out_free:
+	explicit_bzero(c->secret, sizeof(c->secret));
 	bt_free(c);
 	return rc;
 }
@@ -108,6 +143,7 @@ cell_client_close(struct cell_client *c)
 	coord_close(c->coord);
 	mutex_destroy(&c->locate_mu);
 	mutex_destroy(&c->mu);
+	explicit_bzero(c->secret, sizeof(c->secret));
 	bt_free(c);
 }
 
@@ -193,7 +229,12 @@ connection_get(struct cell_client *c, int64_t deadline,
 	}
 	if (rc < 0)
 		return rc;
-	rc = rpc_client_open(root, deadline, &rpc);
+	rc = rpc_client_open(root, c->secret, deadline, &rpc);
+	if (rc == -EACCES) {	/* not this cell's secret: no retry mends it */
+		bt_error_set(rc, "cell %s: %s", c->cell, bt_error_detail());
+		free(root);
+		return rc;
+	}
 	if (rc < 0) {
 		free(root);
 		return 1;	/* the server may be gone: locate again */

@@ -30,8 +30,15 @@ struct cell_client;
 /* Whether s names a cell ("zk://...") rather than a store's directory. */
 bool cell_client_address(const char *s);
 
-/* Connect to the cell at address ("zk://H:P[,H:P]/CELL"); deadline_ms
- * bounds every call (0: CELL_CLIENT_DEADLINE_MS). */
+/*
+ * Connect to the cell at address ("zk://H:P[,H:P]/CELL") and read its
+ * secret from the storage its settings name (rpc.h); deadline_ms bounds
+ * every call (0: CELL_CLIENT_DEADLINE_MS).  0, or ZooKeeper's error,
+ * -ENOENT (no such cell), -EACCES (the secret cannot be read: "cannot
+ * read the cell's secret at DIR/secret: WHY"), -ENOMEM.  A server that
+ * does not prove the same secret fails calls with -EACCES, untried
+ * again.
+ */
 int cell_client_open(const char *address, uint32_t deadline_ms,
     struct cell_client **out);
 /* Accepts NULL. */

@@ -144,6 +144,13 @@ int coord_cell_create(struct coord *c, const char *settings);
 int coord_cell_settings(struct coord *c, char **settings);
 
 /*
+ * The storage= of the cell's settings (written by tabletctl init) into
+ * out[0..size): 0, or -ENOENT when the cell does not exist, -EINVAL when
+ * its settings name no storage, or the coord's error, with a detail.
+ */
+int coord_cell_storage(struct coord *c, char *out, size_t size);
+
+/*
  * Register this process as tablet server NAME: the ephemeral node
  * /tabletfs/CELL/servers/NAME with data (for example its RPC address),
  * which lives as long as the session.  -EEXIST if a live server (or a

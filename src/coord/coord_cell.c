@@ -4,6 +4,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,29 @@ int
 coord_cell_settings(struct coord *c, char **settings)
 {
 	return node_read_call(c, NULL, NULL, settings);
+}
+
+int
+coord_cell_storage(struct coord *c, char *out, size_t size)
+{
+	char *settings = NULL, *line, *save = NULL;
+	int rc;
+
+	if ((rc = coord_cell_settings(c, &settings)) != 0)
+		return rc == BT_NOTFOUND ? bt_error_set(-ENOENT, "cell %s "
+		    "does not exist (tabletctl init creates it)", c->cell) :
+		    rc;
+	rc = bt_error_set(-EINVAL, "cell %s: its settings name no storage",
+	    c->cell);
+	for (line = strtok_r(settings, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "storage=", 8) == 0 && line[8] != '\0') {
+			snprintf(out, size, "%s", line + 8);
+			rc = 0;
+		}
+	}
+	free(settings);
+	return rc;
 }
 
 static int

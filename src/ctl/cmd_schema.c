@@ -12,23 +12,52 @@
 
 #include "coord/coord.h"
 #include "ctl/ctl.h"
+#include "rpc/rpc.h"
+#include "util/env.h"
 #include "util/units.h"
 
 /* The ZooKeeper session of a command, and how long it may take to
  * connect. */
 #define CELL_SESSION_MS 10000
 
+/* A ZooKeeper session for a command on the cell c->store_path. */
+static int
+cell_coord_open(struct ctl *c, struct coord **coord)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return coord_open(c->store_path, CELL_SESSION_MS,
+	    (int64_t)now.tv_sec * 1000000000 + now.tv_nsec +
+	    (int64_t)CELL_SESSION_MS * 1000000, coord);
+}
+
+/* Make the cell's secret in storage (rpc.h), reporting a failure. */
+static int
+cell_secret_create(struct ctl *c, const char *storage)
+{
+	struct env *env;
+	int rc;
+
+	if ((rc = env_posix_new(&env)) < 0)
+		return ctl_fail(c, rc, NULL);
+	rc = rpc_secret_create(env, storage);
+	env_free(env);
+	if (rc < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
 /*
- * A cell: create its store in the shared storage, then the cell in
- * ZooKeeper naming it, so that a cell never names a storage that is not
- * a store.
+ * A cell: create its store and its secret in the shared storage, then
+ * the cell in ZooKeeper naming it, so that a cell never names a storage
+ * that is not a store or has no secret.
  */
 static int
 cell_init(struct ctl *c, const char *storage)
 {
 	char settings[4200];
 	struct coord *coord;
-	struct timespec now;
 	int rc;
 
 	if (storage[0] != '/')
@@ -37,10 +66,9 @@ cell_init(struct ctl *c, const char *storage)
 	snprintf(settings, sizeof(settings), "storage=%s\n", storage);
 	if ((rc = bt_store_create(storage, NULL)) < 0)
 		return ctl_fail(c, rc, storage);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if ((rc = coord_open(c->store_path, CELL_SESSION_MS,
-	    (int64_t)now.tv_sec * 1000000000 + now.tv_nsec +
-	    (int64_t)CELL_SESSION_MS * 1000000, &coord)) < 0)
+	if ((rc = cell_secret_create(c, storage)) != CTL_OK)
+		return rc;
+	if ((rc = cell_coord_open(c, &coord)) < 0)
 		return ctl_fail(c, rc, c->store_path);
 	rc = coord_cell_create(coord, settings);
 	coord_close(coord);
@@ -52,6 +80,29 @@ cell_init(struct ctl *c, const char *storage)
 	return CTL_OK;
 }
 
+/*
+ * init --secret: give a cell made before secrets its secret, in the
+ * storage its settings name.  Its processes, which refuse to start
+ * without one, can then be started.
+ */
+static int
+cell_init_secret(struct ctl *c)
+{
+	char storage[4096];
+	struct coord *coord;
+	int rc;
+
+	if ((rc = cell_coord_open(c, &coord)) < 0)
+		return ctl_fail(c, rc, c->store_path);
+	rc = coord_cell_storage(coord, storage, sizeof(storage));
+	coord_close(coord);
+	if (rc < 0)
+		return ctl_fail(c, rc, NULL);
+	if ((rc = cell_secret_create(c, storage)) != CTL_OK)
+		return rc;
+	return CTL_OK;
+}
+
 int
 cmd_init(struct ctl *c, int argc, char **argv)
 {
@@ -59,6 +110,12 @@ cmd_init(struct ctl *c, int argc, char **argv)
 	int rc;
 
 	bt_error_clear();
+	if (argc == 1 && strcmp(argv[0], "--secret") == 0) {
+		if (!coord_address_is_cell(c->store_path))
+			return ctl_usage(c, "--secret is for a cell "
+			    "(zk://...)");
+		return cell_init_secret(c);
+	}
 	if (argc == 2 && strcmp(argv[0], "--storage") == 0)
 		storage = argv[1];
 	else if (argc != 0)

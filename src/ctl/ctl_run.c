@@ -19,10 +19,12 @@
 static int cmd_help(struct ctl *c, int argc, char **argv);
 
 static const struct ctl_verb verbs[] = {
-	{ "init", "[--storage DIR]",
+	{ "init", "[--storage DIR | --secret]",
 	  "Create an empty store in the STORE directory (made if absent, with\n"
 	  "any missing parents); for a cell (STORE zk://HOST:PORT/NAME), the\n"
-	  "cell with its store in DIR, shared storage every server reaches.",
+	  "cell with its store in DIR, shared storage every server reaches,\n"
+	  "and its secret DIR/secret (mode 0600), which every process of the\n"
+	  "cell must read.  --secret makes the secret of a cell made without.",
 	  0, 2, CTL_STORE_PATH, cmd_init },
 	{ "createtable",
 	  "T [families=F:POLICY,...] [splits=ROW,...] [tablet_size=SIZE]",

@@ -16,7 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rpc/format.h"
 #include "util/buf.h"
+#include "util/env.h"
 #include "util/slice.h"
 
 #define RPC_MAX_FRAME		((size_t)300 << 20)	/* largest payload */
@@ -35,14 +37,20 @@ int64_t rpc_now_ns(void);
 struct rpc_client;
 
 /*
- * Connect to address "HOST:PORT" ("[V6ADDR]:PORT" for IPv6) and exchange
- * the preamble, by deadline_ns.  0 and *out, or -ECONNREFUSED (nothing
- * listens), -ETIMEDOUT, -EPROTO (the peer is no RPC server of our
- * version), -EINVAL (a malformed address), -ENOENT (the host has no
- * address), another -errno, or -ENOMEM.
+ * Connect to address "HOST:PORT" ("[V6ADDR]:PORT" for IPv6) and make the
+ * handshake (format.h) with secret (RPC_SECRET_SIZE bytes, the cell's,
+ * copied; NULL: none, the empty key of the transport's own tests), by
+ * deadline_ns.  0 and *out, or -ECONNREFUSED (nothing listens),
+ * -ETIMEDOUT, -EPROTO (the peer answered, but is no RPC server of our
+ * version), -ECONNRESET (the server closed the connection at the hello:
+ * a server of another version, or one over its connections), -EACCES
+ * (the server does not prove the secret, or refused the client's proof:
+ * not the same secret), -EINVAL (a malformed address), -ENOENT (the host
+ * has no address), another -errno, or -ENOMEM; every failure but
+ * -ENOMEM with a detail naming the server.
  */
-int rpc_client_open(const char *address, int64_t deadline_ns,
-    struct rpc_client **out);
+int rpc_client_open(const char *address, const uint8_t *secret,
+    int64_t deadline_ns, struct rpc_client **out);
 
 /*
  * Close the connection and free c; accepts NULL.  Calls still waiting in
@@ -117,6 +125,11 @@ struct rpc_server_options {
 					   on its connection's reader (it
 					   never waits long: no sync, no
 					   scan); NULL: none may */
+	const uint8_t *secret;		/* RPC_SECRET_SIZE bytes that a
+					   client must prove (copied); NULL:
+					   none, the empty key (the
+					   transport's own tests: a cell's
+					   processes always give one) */
 };
 
 struct rpc_server;
@@ -133,6 +146,35 @@ int rpc_server_open(const char *address,
 
 /* "HOST:PORT" as bound (the port chosen when 0 was asked); owned by s. */
 const char *rpc_server_address(const struct rpc_server *s);
+
+/*
+ * How many connections the server has closed in their handshake: a
+ * wrong preamble (another version), a wrong proof (another secret), a
+ * handshake cut short or not finished within the send timeout.  A
+ * connection closed before its first byte (a port probe) is not
+ * counted.  Each is logged, at most one line a second.  Thread-safe.
+ */
+uint64_t rpc_server_refused(const struct rpc_server *s);
+
+/*
+ * The cell's secret, kept as the file RPC_SECRET_FILE in the cell's
+ * storage dir, where whoever may read the store (and so could read and
+ * rewrite its files directly) may read it too.
+ *
+ * rpc_secret_create makes it: RPC_SECRET_SIZE bytes from getrandom(2),
+ * in a file created readable by its owner only (ENV_CREATE_PRIVATE: mode
+ * 0600 from its creation), synced, and its directory synced.  0, or
+ * -EEXIST (there is one; left as it is), or -errno with a detail naming
+ * the file (a file begun is removed).
+ *
+ * rpc_secret_read reads it into secret: 0, or -errno (-ENOENT: none,
+ * -EACCES...) or BT_ECORRUPT (not RPC_SECRET_SIZE bytes), with the
+ * detail "cannot read the cell's secret at DIR/secret: WHY".
+ */
+#define RPC_SECRET_FILE		"secret"
+int rpc_secret_create(struct env *env, const char *dir);
+int rpc_secret_read(struct env *env, const char *dir,
+    uint8_t secret[RPC_SECRET_SIZE]);
 
 /*
  * Stop accepting, close every connection (requests not yet started are

@@ -204,14 +204,72 @@ client_drain(struct rpc_client *c)
 	client_reader_leave(c);
 }
 
-int
-rpc_client_open(const char *address, int64_t deadline_ns,
-    struct rpc_client **out)
+/*
+ * The client's side of the handshake (format.h) on c->fd, by deadline_ns:
+ * 0 or a negative code with a detail naming the server.
+ */
+static int
+client_handshake(struct rpc_client *c, const char *address,
+    const uint8_t *secret, int64_t deadline_ns)
 {
-	struct iovec iov = { (void *)RPC_PREAMBLE, RPC_PREAMBLE_SIZE };
-	uint8_t answer[RPC_PREAMBLE_SIZE];
-	struct rpc_client *c;
+	uint8_t hello[RPC_HELLO_SIZE], challenge[RPC_CHALLENGE_SIZE];
+	uint8_t proof[RPC_PROOF_SIZE], welcome[RPC_WELCOME_SIZE];
+	const uint8_t *client_nonce = hello + RPC_PREAMBLE_SIZE;
+	const uint8_t *server_nonce = challenge + RPC_PREAMBLE_SIZE;
+	struct iovec iov;
 	size_t written;
+	int rc;
+
+	memcpy(hello, RPC_PREAMBLE, RPC_PREAMBLE_SIZE);
+	if ((rc = rpc_auth_random(hello + RPC_PREAMBLE_SIZE,
+	    RPC_NONCE_SIZE)) < 0)
+		return rc;
+	iov = (struct iovec){ hello, sizeof(hello) };
+	if ((rc = rpc_socket_send(c->fd, &iov, 1, deadline_ns,
+	    &written)) < 0)
+		return bt_error_set(rc, "server %s: %s", address,
+		    bt_strerror(rc));
+	rc = rpc_socket_recv_exact(c->fd, challenge, sizeof(challenge),
+	    deadline_ns);
+	if (rc == -ECONNRESET)
+		return bt_error_set(rc, "server %s closed the connection at "
+		    "the hello: a server of another RPC version, or one "
+		    "over its connections", address);
+	if (rc < 0)
+		return bt_error_set(rc, "server %s: %s", address,
+		    bt_strerror(rc));
+	if (memcmp(challenge, RPC_PREAMBLE, RPC_PREAMBLE_SIZE) != 0)
+		return bt_error_set(-EPROTO, "server %s is no RPC server of "
+		    "version %d", address, RPC_PREAMBLE[7]);
+	if (!rpc_auth_check(secret, RPC_LABEL_SERVER, client_nonce,
+	    server_nonce, challenge + RPC_PREAMBLE_SIZE + RPC_NONCE_SIZE))
+		return bt_error_set(-EACCES, "server %s does not prove the "
+		    "cell's secret: wrong cell secret, or another cell's "
+		    "server", address);
+	rpc_auth_proof(secret, RPC_LABEL_CLIENT, client_nonce, server_nonce,
+	    proof);
+	iov = (struct iovec){ proof, sizeof(proof) };
+	if ((rc = rpc_socket_send(c->fd, &iov, 1, deadline_ns, &written)) < 0 ||
+	    (rc = rpc_socket_recv_exact(c->fd, welcome, sizeof(welcome),
+	    deadline_ns)) < 0) {
+		if (rc == -ECONNRESET || rc == -EPIPE)
+			return bt_error_set(-EACCES, "server %s refused the "
+			    "connection: wrong cell secret or old protocol",
+			    address);
+		return bt_error_set(rc, "server %s: %s", address,
+		    bt_strerror(rc));
+	}
+	if (memcmp(welcome, RPC_WELCOME, RPC_WELCOME_SIZE) != 0)
+		return bt_error_set(-EPROTO, "server %s: no welcome after the "
+		    "handshake", address);
+	return 0;
+}
+
+int
+rpc_client_open(const char *address, const uint8_t *secret,
+    int64_t deadline_ns, struct rpc_client **out)
+{
+	struct rpc_client *c;
 	int rc;
 
 	if ((c = bt_calloc(1, sizeof(*c))) == NULL)
@@ -222,17 +280,12 @@ rpc_client_open(const char *address, int64_t deadline_ns,
 		goto out_mutex;
 	if ((rc = rpc_cond_init(&c->callers_cond)) < 0)
 		goto out_send_cond;
-	if ((rc = rpc_socket_connect(address, deadline_ns, &c->fd)) < 0)
+	if ((rc = rpc_socket_connect(address, deadline_ns, &c->fd)) < 0) {
+		bt_error_set(rc, "server %s: %s", address, bt_strerror(rc));
 		goto out_callers_cond;
-	if ((rc = rpc_socket_send(c->fd, &iov, 1, deadline_ns,
-	    &written)) < 0 ||
-	    (rc = rpc_socket_recv_exact(c->fd, answer, sizeof(answer),
-	    deadline_ns)) < 0)
-		goto out_close;
-	if (memcmp(answer, RPC_PREAMBLE, RPC_PREAMBLE_SIZE) != 0) {
-		rc = -EPROTO;
-		goto out_close;
 	}
+	if ((rc = client_handshake(c, address, secret, deadline_ns)) < 0)
+		goto out_close;
 	rpc_reader_init(&c->reader, c->fd, RPC_MAX_FRAME);
 	*out = c;
 	return 0;

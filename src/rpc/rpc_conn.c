@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -50,30 +51,103 @@ conn_reason(int rc, bool truncated, char *scratch, size_t size,
 	}
 }
 
-/* Exchange the preamble (format.h).  0 or a negative code, logged. */
+/*
+ * Count a handshake refused (rpc_server_refused) and log it, at most one
+ * line a second, saying how many were not logged since the last; unless
+ * the server is closing, which cut it short itself.  Returns rc.
+ */
+static int
+conn_refuse(struct rpc_conn *conn, int rc, const char *why)
+{
+	struct rpc_server *s = conn->s;
+	uint64_t unlogged = 0;
+	int64_t now = rpc_now_ns();
+	bool log = false;
+
+	mutex_lock(&s->mu);
+	if (s->closing) {	/* its own doing: nothing to report */
+		mutex_unlock(&s->mu);
+		return rc;
+	}
+	atomic_fetch_add(&s->refused, 1);
+	if (now - s->refused_logged_ns >= RPC_REFUSED_LOG_NS) {
+		s->refused_logged_ns = now;
+		unlogged = s->refused_unlogged;
+		s->refused_unlogged = 0;
+		log = true;
+	} else {
+		s->refused_unlogged++;
+	}
+	mutex_unlock(&s->mu);
+	if (log && unlogged > 0)
+		rpc_server_log(s, conn->peer, "refused: %s; connection closed "
+		    "(and %llu more refused since the last line)", why,
+		    (unsigned long long)unlogged);
+	else if (log)
+		rpc_server_log(s, conn->peer, "refused: %s; connection closed",
+		    why);
+	return rc;
+}
+
+/*
+ * The server's side of the handshake (format.h), within the send
+ * timeout: 0 once the client is welcome, or a negative code (the
+ * connection to be closed, refused and logged unless it closed before
+ * its first byte).  Nothing the client sends is read past it before the
+ * welcome (note 6).
+ */
 static int
 conn_greet(struct rpc_conn *conn)
 {
 	struct rpc_server *s = conn->s;
-	struct iovec iov = { (void *)RPC_PREAMBLE, RPC_PREAMBLE_SIZE };
-	uint8_t got[RPC_PREAMBLE_SIZE];
+	int64_t deadline = rpc_now_ns() +
+	    (int64_t)s->opts.send_timeout_ms * 1000000;
+	uint8_t hello[RPC_HELLO_SIZE], challenge[RPC_CHALLENGE_SIZE];
+	uint8_t proof[RPC_PROOF_SIZE];
+	const uint8_t *client_nonce = hello + RPC_PREAMBLE_SIZE;
+	const uint8_t *server_nonce = challenge + RPC_PREAMBLE_SIZE;
+	struct iovec iov;
 	size_t written;
+	char why[64];
 	int rc;
 
-	conn_set_timeout(conn->fd, SO_RCVTIMEO, s->opts.send_timeout_ms);
-	rc = rpc_socket_recv_exact(conn->fd, got, sizeof(got), 0);
+	rc = rpc_socket_recv_exact(conn->fd, hello, RPC_PREAMBLE_SIZE,
+	    deadline);
 	if (rc == -ETIMEDOUT) {
-		rpc_server_log(s, conn->peer, "no preamble in %d ms",
+		snprintf(why, sizeof(why), "no preamble in %d ms",
 		    s->opts.send_timeout_ms);
-		return rc;
+		return conn_refuse(conn, rc, why);
 	}
 	if (rc < 0)
 		return rc;	/* gone before a word: a probe, say nothing */
-	if (memcmp(got, RPC_PREAMBLE, sizeof(got)) != 0) {
-		rpc_server_log(s, conn->peer, "wrong preamble");
-		return -EPROTO;
-	}
-	conn_set_timeout(conn->fd, SO_RCVTIMEO, 0);
+	if (memcmp(hello, RPC_PREAMBLE, RPC_PREAMBLE_SIZE) != 0)
+		return conn_refuse(conn, -EPROTO, "wrong preamble (another "
+		    "RPC version?)");
+	if ((rc = rpc_socket_recv_exact(conn->fd, hello + RPC_PREAMBLE_SIZE,
+	    RPC_NONCE_SIZE, deadline)) < 0)
+		return conn_refuse(conn, rc, "hello cut short");
+
+	memcpy(challenge, RPC_PREAMBLE, RPC_PREAMBLE_SIZE);
+	if ((rc = rpc_auth_random(challenge + RPC_PREAMBLE_SIZE,
+	    RPC_NONCE_SIZE)) < 0)
+		return conn_refuse(conn, rc, bt_strerror(rc));
+	rpc_auth_proof(s->key, RPC_LABEL_SERVER, client_nonce, server_nonce,
+	    challenge + RPC_PREAMBLE_SIZE + RPC_NONCE_SIZE);
+	iov = (struct iovec){ challenge, sizeof(challenge) };
+	if ((rc = rpc_socket_send(conn->fd, &iov, 1, deadline,
+	    &written)) < 0)
+		return conn_refuse(conn, rc, "challenge not taken");
+
+	if ((rc = rpc_socket_recv_exact(conn->fd, proof, sizeof(proof),
+	    deadline)) < 0)
+		return conn_refuse(conn, rc, rc == -ETIMEDOUT ? "no proof in "
+		    "time" : "no proof: another cell's client, or one "
+		    "without its secret");
+	if (!rpc_auth_check(s->key, RPC_LABEL_CLIENT, client_nonce,
+	    server_nonce, proof))
+		return conn_refuse(conn, -EACCES, "wrong proof: the client "
+		    "does not know the cell's secret");
+	iov = (struct iovec){ (void *)RPC_WELCOME, RPC_WELCOME_SIZE };
 	mutex_lock(&conn->write_mu);
 	rc = rpc_socket_send(conn->fd, &iov, 1, 0, &written);
 	mutex_unlock(&conn->write_mu);

@@ -96,6 +96,23 @@ int rpc_reader_next(struct rpc_reader *r, struct rpc_frame *f,
  * received already (another frame, whole or in part). */
 bool rpc_reader_buffered(const struct rpc_reader *r);
 
+/*
+ * The handshake (format.h; rpc_auth.c).  rpc_auth_random fills p with n
+ * bytes from getrandom(2): 0 or -errno.  rpc_auth_proof computes the
+ * proof of label (RPC_LABEL_SERVER or RPC_LABEL_CLIENT) for the two
+ * nonces with secret (RPC_SECRET_SIZE bytes; NULL: the empty key), and
+ * rpc_auth_check says whether proof is that, comparing in constant time.
+ */
+int rpc_auth_random(uint8_t *p, size_t n);
+void rpc_auth_proof(const uint8_t *secret, const char *label,
+    const uint8_t client_nonce[RPC_NONCE_SIZE],
+    const uint8_t server_nonce[RPC_NONCE_SIZE],
+    uint8_t proof[RPC_PROOF_SIZE]);
+bool rpc_auth_check(const uint8_t *secret, const char *label,
+    const uint8_t client_nonce[RPC_NONCE_SIZE],
+    const uint8_t server_nonce[RPC_NONCE_SIZE],
+    const uint8_t proof[RPC_PROOF_SIZE]);
+
 /* A condition variable whose timed waits take CLOCK_MONOTONIC times
  * (rpc_abstime()).  0 or -errno. */
 int rpc_cond_init(pthread_cond_t *c);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -146,8 +147,15 @@ rpc_server_open(const char *address, const struct rpc_server_options *opts,
 		return -ENOMEM;
 	if ((rc = server_options(opts, &s->opts)) < 0)
 		goto out_free;
+	if (s->opts.secret != NULL) {
+		memcpy(s->secret, s->opts.secret, RPC_SECRET_SIZE);
+		s->key = s->secret;
+	}
+	s->opts.secret = NULL;	/* not kept: the caller's may go */
 	s->handler = handler;
 	s->arg = arg;
+	atomic_init(&s->refused, 0);
+	s->refused_logged_ns = rpc_now_ns() - RPC_REFUSED_LOG_NS;
 	s->tail = &s->head;
 	s->full_logged_ns = rpc_now_ns() - FULL_LOG_INTERVAL_NS;
 	if ((s->workers = bt_calloc((size_t)s->opts.workers,
@@ -201,6 +209,7 @@ out_mutex:
 out_workers:
 	bt_free(s->workers);
 out_free:
+	explicit_bzero(s->secret, sizeof(s->secret));
 	bt_free(s);
 	return rc;
 }
@@ -209,6 +218,12 @@ const char *
 rpc_server_address(const struct rpc_server *s)
 {
 	return s->address;
+}
+
+uint64_t
+rpc_server_refused(const struct rpc_server *s)
+{
+	return atomic_load(&((struct rpc_server *)s)->refused);
 }
 
 /*
@@ -263,5 +278,6 @@ rpc_server_close(struct rpc_server *s)
 	pthread_cond_destroy(&s->work);
 	mutex_destroy(&s->mu);
 	bt_free(s->workers);
+	explicit_bzero(s->secret, sizeof(s->secret));
 	bt_free(s);
 }

@@ -6,8 +6,9 @@
  *
  * NOTES ON THE DESIGN
  *
- * 1. s->mu guards the job queue, s->closing, the two connection lists and
- *    each connection's inflight, refs and reader_done.  A connection's
+ * 1. s->mu guards the job queue, s->closing, the two connection lists,
+ *    each connection's inflight, refs and reader_done, and what the log
+ *    of refused handshakes remembers.  A connection's
  *    write_mu guards its dead flag and serializes its replies; it is never
  *    taken while s->mu is held.
  * 2. A connection is referenced by its reader thread (until it returns)
@@ -29,11 +30,15 @@
  *    time gets no thread handoff, one that pipelines keeps its requests
  *    running in parallel.  rpc_server_close joins the reader, so it
  *    waits for that handler as for a worker's.
+ * 6. A reader reads no frame before its connection's handshake
+ *    (format.h) has ended in the welcome: until then nothing of the
+ *    client's reaches a job or the handler.
  */
 #ifndef TABLETFS_RPC_RPC_SERVER_INT_H
 #define TABLETFS_RPC_RPC_SERVER_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +48,7 @@
 #include "util/mutex.h"
 
 #define RPC_REAP_INTERVAL_MS	1000
+#define RPC_REFUSED_LOG_NS	1000000000	/* a "refused" line a second */
 
 struct rpc_conn {
 	struct rpc_server *s;
@@ -67,7 +73,9 @@ struct rpc_job {
 };
 
 struct rpc_server {
-	struct rpc_server_options opts;	/* every field set */
+	struct rpc_server_options opts;	/* every field set but secret */
+	uint8_t secret[RPC_SECRET_SIZE];
+	const uint8_t *key;		/* secret, or NULL: none */
 	rpc_handler_fn handler;
 	void *arg;
 	int listen_fd;
@@ -77,6 +85,9 @@ struct rpc_server {
 	pthread_t *workers;
 	int nworkers;			/* started */
 	int64_t full_logged_ns;		/* acceptor: last "too many" line */
+	_Atomic uint64_t refused;	/* rpc_server_refused() */
+	int64_t refused_logged_ns;	/* mu: the last "refused" line */
+	uint64_t refused_unlogged;	/* mu: refused since that line */
 	struct mutex mu;
 	pthread_cond_t work;		/* a job was queued, or closing */
 	pthread_cond_t idle;		/* a reader ended or refs fell */

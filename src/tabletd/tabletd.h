@@ -9,6 +9,9 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "rpc/format.h"
 
 /* The session timeout asked of ZooKeeper (ms); a process that loses its
  * session for this long stops acting for the cell. */
@@ -37,11 +40,14 @@ int tabletd_server_run(const struct tabletd_options *o);
 struct coord;
 
 /*
- * The storage= of the cell's settings (written by tabletctl init) into
- * out: 0, or -ENOENT when the cell does not exist, -EINVAL when its
- * settings name no storage, or the coord's error.
+ * What every process of the cell reads when it starts: the storage= of
+ * the cell's settings (coord_cell_storage) into storage[0..size), and
+ * the cell's secret there (rpc_secret_read).  0, or a negative code
+ * after one line on stderr saying what is wrong and, for a cell made
+ * before secrets, how to give it one.
  */
-int tabletd_cell_storage(struct coord *c, char *out, size_t size);
+int tabletd_cell_read(struct coord *c, const char *cell, char *storage,
+    size_t size, uint8_t secret[RPC_SECRET_SIZE]);
 
 /* Sleep ms milliseconds. */
 void tabletd_pause_ms(int ms);

@@ -1,6 +1,6 @@
 /*
- * tabletd_cell.c - what both roles of tabletd read of their cell, and
- * their pauses (tabletd.h).
+ * tabletd_cell.c - what both roles of tabletd read of their cell (its
+ * storage and secret), and their pauses (tabletd.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,27 +9,36 @@
 #include <time.h>
 
 #include "coord/coord.h"
+#include "rpc/rpc.h"
 #include "tabletd/tabletd.h"
+#include "util/env.h"
 #include "util/error.h"
 
 int
-tabletd_cell_storage(struct coord *c, char *out, size_t size)
+tabletd_cell_read(struct coord *c, const char *cell, char *storage,
+    size_t size, uint8_t secret[RPC_SECRET_SIZE])
 {
-	char *settings = NULL, *line, *save = NULL;
+	struct env *env;
 	int rc;
 
-	if ((rc = coord_cell_settings(c, &settings)) != 0)
-		return rc == BT_NOTFOUND ? bt_error_set(-ENOENT, "the cell "
-		    "does not exist (tabletctl init creates it)") : rc;
-	rc = bt_error_set(-EINVAL, "the cell's settings name no storage");
-	for (line = strtok_r(settings, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, "storage=", 8) == 0 && line[8] != '\0') {
-			snprintf(out, size, "%s", line + 8);
-			rc = 0;
-		}
+	if ((rc = coord_cell_storage(c, storage, size)) < 0) {
+		tabletd_log("%s", *bt_error_detail() ? bt_error_detail() :
+		    bt_strerror(rc));
+		return rc;
 	}
-	free(settings);
+	if ((rc = env_posix_new(&env)) < 0) {
+		tabletd_log("%s", bt_strerror(rc));
+		return rc;
+	}
+	rc = rpc_secret_read(env, storage, secret);
+	env_free(env);
+	if (rc == -ENOENT)
+		tabletd_log("%s; a cell made before secrets has none: "
+		    "tabletctl -s %s init --secret makes it", bt_error_detail(),
+		    cell);
+	else if (rc < 0)
+		tabletd_log("%s", *bt_error_detail() ? bt_error_detail() :
+		    bt_strerror(rc));
 	return rc;
 }
 

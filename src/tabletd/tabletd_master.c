@@ -40,6 +40,7 @@
 struct master {
 	struct coord *coord;
 	char storage[4096];
+	uint8_t secret[RPC_SECRET_SIZE];
 	uint64_t epoch;
 	atomic_bool changed;	/* the servers changed since the last round */
 	atomic_bool closing;
@@ -129,9 +130,12 @@ serve_send(struct master *m, const char *server, int64_t timeout_ns)
 	    tabletfs__serve_request__get_packed_size(&req))) < 0)
 		goto out;
 	payload.n = tabletfs__serve_request__pack(&req, payload.p);
-	if ((rc = rpc_client_open(server, connect_deadline, &rpc)) < 0) {
+	if ((rc = rpc_client_open(server, m->secret, connect_deadline,
+	    &rpc)) < 0) {
 		if (rc == -ETIMEDOUT)
 			tabletd_log("%s does not answer", server);
+		else if (rc == -EACCES || rc == -EPROTO)
+			tabletd_log("%s", bt_error_detail());
 		goto out;
 	}
 	rc = rpc_client_call(rpc, TABLETFS__METHOD__SERVE,
@@ -261,6 +265,9 @@ tabletd_master_run(const struct tabletd_options *o)
 		goto out;
 	}
 	coord_on_lost(m.coord, lease_lost, &m);
+	if (tabletd_cell_read(m.coord, o->cell, m.storage, sizeof(m.storage),
+	    m.secret) < 0)
+		goto out;
 	/* What tabletctl status shows of the master. */
 	if (gethostname(host, sizeof(host)) < 0)
 		snprintf(host, sizeof(host), "?");
@@ -288,11 +295,6 @@ tabletd_master_run(const struct tabletd_options *o)
 		status = 0;
 		goto out;
 	}
-	if ((rc = tabletd_cell_storage(m.coord, m.storage,
-	    sizeof(m.storage))) < 0) {
-		tabletd_log("%s: %s", o->cell, bt_error_detail());
-		goto out;
-	}
 	if ((rc = coord_servers_watch(m.coord, servers_changed, &m)) < 0) {
 		tabletd_log("watch servers: %s", bt_strerror(rc));
 		goto out;
@@ -312,5 +314,6 @@ tabletd_master_run(const struct tabletd_options *o)
 out:
 	atomic_store(&m.closing, true);
 	coord_close(m.coord);
+	explicit_bzero(m.secret, sizeof(m.secret));
 	return status;
 }

@@ -46,6 +46,9 @@ struct tablet_server {
 	struct service *service;
 	char storage[PATH_MAX];
 	uint64_t epoch;
+	/* The cell's storage and secret, read at start. */
+	char cell_storage[PATH_MAX];
+	uint8_t secret[RPC_SECRET_SIZE];
 	atomic_bool closing;	/* the session is being closed on purpose */
 };
 
@@ -71,9 +74,10 @@ reply_error(struct buf *reply, int rc, const char *what)
 /*
  * SERVE: open the store the master names, once; later SERVEs of the same
  * store (a new master's) are answered at once.  Only the cell's own
- * storage (its settings in ZooKeeper, which tabletctl init wrote) is
- * served: anyone who reaches the port can send a SERVE, and must not make
- * the server open and answer for another store on its filesystem.
+ * storage (its settings in ZooKeeper, which tabletctl init wrote, read
+ * at start) is served: any client that knows the cell's secret can send
+ * a SERVE, and must not make the server open and answer for another
+ * store on its filesystem.
  */
 static int
 serve(struct tablet_server *ts, struct slice request, struct buf *reply)
@@ -81,7 +85,7 @@ serve(struct tablet_server *ts, struct slice request, struct buf *reply)
 	Tabletfs__ServeRequest *req;
 	struct bt_store *store;
 	struct service *svc;
-	char line[PATH_MAX + 128], cell_storage[PATH_MAX];
+	char line[PATH_MAX + 128];
 	int rc = 0;
 
 	req = tabletfs__serve_request__unpack(NULL, request.n, request.p);
@@ -89,14 +93,7 @@ serve(struct tablet_server *ts, struct slice request, struct buf *reply)
 		tabletfs__serve_request__free_unpacked(req, NULL);
 		return reply_error(reply, -EINVAL, "SERVE: no storage");
 	}
-	if ((rc = tabletd_cell_storage(ts->coord, cell_storage,
-	    sizeof(cell_storage))) < 0) {
-		snprintf(line, sizeof(line), "SERVE: the cell's storage: %s",
-		    *bt_error_detail() ? bt_error_detail() : bt_strerror(rc));
-		tabletfs__serve_request__free_unpacked(req, NULL);
-		return reply_error(reply, rc, line);
-	}
-	if (strcmp(req->storage, cell_storage) != 0) {
+	if (strcmp(req->storage, ts->cell_storage) != 0) {
 		snprintf(line, sizeof(line), "SERVE: %.1024s is not the cell's "
 		    "storage", req->storage);
 		tabletfs__serve_request__free_unpacked(req, NULL);
@@ -169,10 +166,11 @@ server_name(const char *address, char *name, size_t size)
 int
 tabletd_server_run(const struct tabletd_options *o)
 {
+	struct tablet_server ts;
 	struct rpc_server_options ro = {
 		.short_method = service_method_short,
+		.secret = ts.secret,
 	};
-	struct tablet_server ts;
 	char name[COORD_NAME_MAX + 1];
 	const char *address;
 	int status = 1, rc;
@@ -187,6 +185,9 @@ tabletd_server_run(const struct tabletd_options *o)
 		goto out;
 	}
 	coord_on_lost(ts.coord, lease_lost, &ts);
+	if (tabletd_cell_read(ts.coord, o->cell, ts.cell_storage,
+	    sizeof(ts.cell_storage), ts.secret) < 0)
+		goto out;
 	if ((rc = rpc_server_open(o->listen, &ro, handle, &ts,
 	    &ts.rpc)) < 0) {
 		tabletd_log("listen on %s: %s", o->listen, *bt_error_detail() ?
@@ -219,5 +220,6 @@ out:
 		status = 1;
 	}
 	mutex_destroy(&ts.mu);
+	explicit_bzero(ts.secret, sizeof(ts.secret));
 	return status;
 }

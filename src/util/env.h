@@ -34,6 +34,9 @@ enum env_open_mode {
 	ENV_READ,		/* read an existing file */
 	ENV_CREATE,		/* create a new file for appending; -EEXIST if present */
 	ENV_APPEND,		/* append to an existing file, or create it */
+	ENV_CREATE_PRIVATE,	/* as ENV_CREATE, readable by its owner only
+				   from its creation (mode 0600; RADOS has
+				   no modes: its client's caps decide) */
 };
 
 struct env_ops {

@@ -100,7 +100,8 @@ fault_file_open(struct env *env, const char *path, enum env_open_mode mode,
 		rc = fault_error(-EISDIR, path, "open");
 		goto out_unlock;
 	}
-	if (node != NULL && mode == ENV_CREATE) {
+	if (node != NULL && (mode == ENV_CREATE ||
+	    mode == ENV_CREATE_PRIVATE)) {
 		rc = fault_error(-EEXIST, path, "open");
 		goto out_unlock;
 	}

@@ -418,12 +418,16 @@ posix_file_open(struct env *env, const char *path, enum env_open_mode mode,
 {
 	struct posix_file *f;
 	struct stat st;
+	mode_t perm = 0644;
 	int flags, rc;
 
 	switch (mode) {
 	case ENV_READ:
 		flags = O_RDONLY;
 		break;
+	case ENV_CREATE_PRIVATE:
+		perm = 0600;
+		/* fall through */
 	case ENV_CREATE:
 		flags = O_RDWR | O_APPEND | O_CREAT | O_EXCL;
 		break;
@@ -446,7 +450,7 @@ posix_file_open(struct env *env, const char *path, enum env_open_mode mode,
 	f->writable = mode != ENV_READ;
 	atomic_init(&f->map_faulted, false);
 	do {
-		f->fd = open(path, flags | O_CLOEXEC, 0644);
+		f->fd = open(path, flags | O_CLOEXEC, perm);
 	} while (f->fd < 0 && errno == EINTR);
 	if (f->fd < 0) {
 		rc = posix_error(errno, path, "open");

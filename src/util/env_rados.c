@@ -93,6 +93,8 @@ rados_file_open(struct env *base, const char *path, enum env_open_mode mode,
 	time_t mtime;
 	int rc, isdir;
 
+	if (mode == ENV_CREATE_PRIVATE)
+		mode = ENV_CREATE;	/* no modes: the caps decide (env.h) */
 	if (mode != ENV_READ && mode != ENV_CREATE && mode != ENV_APPEND)
 		return bt_error_set(-EINVAL, "%s: bad open mode %d", path,
 		    (int)mode);

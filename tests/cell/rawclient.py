@@ -26,8 +26,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rpcwire import (HEADER, MAX_FRAME, MIN_LENGTH, PREAMBLE,  # noqa: E402
-                     crc32c, frame, mask, recv_exact)
+from rpcwire import (HEADER, MAX_FRAME, MIN_LENGTH,  # noqa: E402
+                     crc32c, frame, handshake, mask, recv_exact, secret)
 
 ENOSYS, EPROTO, EBUSY, EPERM = -38, -71, -16, -1
 TABLE_DESCRIBE, TABLE_LIST = 8, 3
@@ -64,10 +64,10 @@ def connect(address, greet=True):
     host, port = address.rsplit(":", 1)
     s = socket.create_connection((host, int(port)), timeout=10)
     if greet:
-        s.sendall(PREAMBLE)
-        got = recv_exact(s, len(PREAMBLE))
-        if got != PREAMBLE:
-            fail("preamble answered %r" % got)
+        try:
+            handshake(s, secret())
+        except ConnectionError as e:
+            fail("handshake: %s" % e)
     return s
 
 

@@ -1,10 +1,21 @@
-"""rpcwire.py - the frames of src/rpc/format.h, written by hand for the
-tests that talk to tablet servers over raw TCP (tests/cell/rawclient.py,
-tests/cluster/prober.py): no client library in the way.
+"""rpcwire.py - the handshake and frames of src/rpc/format.h, written by
+hand for the tests that talk to tablet servers over raw TCP
+(tests/cell/rawclient.py, tests/cluster/prober.py): no client library in
+the way.  The cell's secret is read from the file RPC_SECRET_FILE names
+(STORAGE/secret), as every process of a cell reads it.
 """
+import hashlib
+import hmac
+import os
 import struct
 
-PREAMBLE = b"TFSRPC\x00\x01"
+PREAMBLE = b"TFSRPC\x00\x02"
+PREAMBLE_V1 = b"TFSRPC\x00\x01"
+NONCE = 32
+PROOF = 32
+WELCOME = b"TFSRPCOK"
+LABEL_SERVER = b"tabletfs rpc server"
+LABEL_CLIENT = b"tabletfs rpc client"
 HEADER = 28             # length, crc, then what the crc covers
 MIN_LENGTH = 24         # id, method, status, timeout: the length's floor
 MAX_FRAME = 300 << 20
@@ -52,3 +63,32 @@ def recv_exact(s, n):
             return data
         data += chunk
     return data
+
+
+def secret():
+    """The cell's secret, from the file RPC_SECRET_FILE names."""
+    with open(os.environ["RPC_SECRET_FILE"], "rb") as f:
+        return f.read()
+
+
+def proof(key, label, client_nonce, server_nonce):
+    return hmac.new(key, label + client_nonce + server_nonce,
+                    hashlib.sha256).digest()
+
+
+def handshake(s, key):
+    """The client's side of the handshake on socket s with secret key:
+    raises ConnectionError unless the server proves key and welcomes."""
+    client_nonce = os.urandom(NONCE)
+    s.sendall(PREAMBLE + client_nonce)
+    got = recv_exact(s, len(PREAMBLE) + NONCE + PROOF)
+    if len(got) < len(PREAMBLE) + NONCE + PROOF or \
+            got[:len(PREAMBLE)] != PREAMBLE:
+        raise ConnectionError("challenge %r" % got[:len(PREAMBLE)])
+    server_nonce = got[len(PREAMBLE):len(PREAMBLE) + NONCE]
+    want = proof(key, LABEL_SERVER, client_nonce, server_nonce)
+    if not hmac.compare_digest(want, got[len(PREAMBLE) + NONCE:]):
+        raise ConnectionError("the server does not prove the secret")
+    s.sendall(proof(key, LABEL_CLIENT, client_nonce, server_nonce))
+    if recv_exact(s, len(WELCOME)) != WELCOME:
+        raise ConnectionError("no welcome")

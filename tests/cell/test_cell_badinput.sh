@@ -32,7 +32,8 @@ for f in "$C"/server-*.pid; do
 done
 # A store of its own that no SERVE may make a server of the cell open.
 "$TABLETCTL" -s "$T/other" init || fail "tabletctl init $T/other"
-python3 "$top_srcdir/tests/cell/rawclient.py" "$address" "$CELL" \
+RPC_SECRET_FILE=$C/storage/secret python3 \
+    "$top_srcdir/tests/cell/rawclient.py" "$address" "$CELL" \
     "$TABLETCTL" "$idle" "$T/other" || fail "bad input to $address"
 [ "$(cell_serving_pid)" = "$server" ] && alive "$server" ||
     fail "the serving server $server did not survive"

@@ -426,7 +426,8 @@ prober_start() {
 		pr_addrs="$pr_addrs $(host_ip "$s"):7000"
 	done
 	# shellcheck disable=SC2086
-	hexec c1 python3 "$PROBER" run "$T/probes" "$T/stop" $$ t $pr_addrs \
+	hexec c1 env RPC_SECRET_FILE="$T/storage/secret" \
+	    python3 "$PROBER" run "$T/probes" "$T/stop" $$ t $pr_addrs \
 	    2>>"$T/logs/prober.log" &
 	BG_PIDS="$BG_PIDS $!"
 }

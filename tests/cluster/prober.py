@@ -5,7 +5,8 @@ a client: the other side of the timestamps in tests/cluster.
     prober.py run OUT STOPFILE PID TABLE ADDRESS...
         One thread per server ADDRESS (HOST:PORT), each sending writes
         straight to it over raw TCP (src/rpc/format.h; no client library,
-        no ZooKeeper, so a server cut off from ZooKeeper is still asked),
+        no ZooKeeper, so a server cut off from ZooKeeper is still asked;
+        the cell's secret read from the file RPC_SECRET_FILE names),
         one at a time, about every 5 ms, until STOPFILE exists or process
         PID (the test's shell) is gone: MUTATE_ROW
         of row p<i>-<n>, f:q = v<i>-<n>, stamped by the server's clock.
@@ -35,8 +36,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "cell"))
 import rpcwire  # noqa: E402
-from rpcwire import (HEADER, MIN_LENGTH, PREAMBLE, crc32c, frame,  # noqa: E402
-                     mask)
+from rpcwire import (HEADER, MIN_LENGTH, crc32c, frame,  # noqa: E402
+                     handshake, mask, secret)
 
 MUTATE_ROW = 20
 PERIOD = 0.005
@@ -122,6 +123,7 @@ def running(stopfile, owner):
 
 
 def probe(index, address, table, stopfile, owner, out, lock):
+    key = secret()
     host, port = address.rsplit(":", 1)
     s = None
     n = 0
@@ -134,9 +136,7 @@ def probe(index, address, table, stopfile, owner, out, lock):
             if s is None:
                 s = socket.create_connection((host, int(port)),
                                              timeout=ANSWER_TIMEOUT)
-                s.sendall(PREAMBLE)
-                if recv_exact(s, len(PREAMBLE)) != PREAMBLE:
-                    raise ConnectionError("preamble")
+                handshake(s, key)
                 sent = now_ms()
             s.sendall(frame(n, MUTATE_ROW, mutate(table, row, value),
                                 timeout_ms=1000))

@@ -8,6 +8,10 @@
  * The first input byte is a flag: when odd, each frame's crc is recomputed
  * along the chain of lengths, so that the fuzzer reaches the fields; its
  * next bits choose the decoder's max_frame, small or the largest.
+ *
+ * The handshake's check of a proof (src/rpc/rpc_auth.c) takes the input's
+ * first bytes as the two nonces and a proof: it passes exactly when the
+ * proof is the one computed, and fails with any one byte of that changed.
  */
 #include <errno.h>
 #include <string.h>
@@ -15,6 +19,7 @@
 #include "fuzz.h"
 #include "rpc/format.h"
 #include "rpc/rpc.h"
+#include "rpc/rpc_int.h"
 #include "util/buf.h"
 #include "util/coding.h"
 #include "util/crc32c.h"
@@ -75,6 +80,28 @@ check_one(const uint8_t *p, size_t n, size_t max_frame, size_t *consumed)
 	return 0;
 }
 
+static void
+check_proof(const uint8_t *data, size_t size)
+{
+	static const uint8_t secret[RPC_SECRET_SIZE] = "a cell's secret, 32 bytes long.";
+	uint8_t in[2 * RPC_NONCE_SIZE + RPC_PROOF_SIZE] = { 0 };
+	uint8_t want[RPC_PROOF_SIZE];
+	const uint8_t *key = size > 0 && (data[0] & 2) ? secret : NULL;
+	const uint8_t *cn = in, *sn = in + RPC_NONCE_SIZE;
+	uint8_t *proof = in + 2 * RPC_NONCE_SIZE;
+	size_t i;
+
+	memcpy(in, data, size < sizeof(in) ? size : sizeof(in));
+	rpc_auth_proof(key, RPC_LABEL_CLIENT, cn, sn, want);
+	FUZZ_CHECK(rpc_auth_check(key, RPC_LABEL_CLIENT, cn, sn, proof) ==
+	    (memcmp(want, proof, RPC_PROOF_SIZE) == 0));
+	FUZZ_CHECK(rpc_auth_check(key, RPC_LABEL_CLIENT, cn, sn, want));
+	FUZZ_CHECK(!rpc_auth_check(key, RPC_LABEL_SERVER, cn, sn, want));
+	i = size > 1 ? data[1] % RPC_PROOF_SIZE : 0;
+	want[i] ^= 1 + (size > 2 ? data[2] % 255 : 0);
+	FUZZ_CHECK(!rpc_auth_check(key, RPC_LABEL_CLIENT, cn, sn, want));
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -82,6 +109,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n, pos = 0, used, max_frame;
 	uint8_t *copy;
 
+	check_proof(data, size);
 	if (size < 1)
 		return 0;
 	n = size - 1;

@@ -3,16 +3,16 @@
 # throwaway cluster with scripts/ceph in a temporary directory (stopped
 # and removed in an EXIT trap, even on failure), then runs the env's
 # unit tests against it (test_env and test_sqlite_env, which run their
-# posix and in-memory parts too, and test_rados_store, a store on
-# RADOS end to end) with TABLETFS_TEST_RADOS=CONF:POOL, and passes on
-# their TAP output.  Skips (77) where Ceph is not installed or the
+# posix and in-memory parts too, test_rados_store, a store on RADOS end
+# to end, and test_rpc_secret, a cell's secret kept there) with
+# TABLETFS_TEST_RADOS=CONF:POOL, and passes on their TAP output.  Skips (77) where Ceph is not installed or the
 # build has no librados.  RADOS_TEST_WRAPPER, when set, runs each
 # program under it (valgrind).
 set -eu
 : "${top_builddir:?top_builddir must be set}"
 : "${top_srcdir:?top_srcdir must be set}"
 CEPH=$top_srcdir/scripts/ceph
-PROGS="test_env test_sqlite_env test_rados_store"
+PROGS="test_env test_sqlite_env test_rados_store test_rpc_secret"
 
 skip() {
 	echo "SKIP: $*" >&2

@@ -7,8 +7,9 @@
  * misbehave (wrong preamble, bad checksum, oversized length, truncated
  * frame, garbage, silence, never reading) losing only their own
  * connection while a normal client is answered throughout; clients that
- * leave mid-request or end their stream after their requests; closing a server or a client with calls in flight;
- * refused connections.
+ * leave mid-request or end their stream after their requests; closing a
+ * server or a client with calls in flight; refused connections; the
+ * handshake that proves the cell's secret, and what it refuses.
  *
  * TEST_SMALL=1 shrinks the pipelined calls (for valgrind).
  */
@@ -28,6 +29,7 @@
 #include "rpc/rpc.h"
 #include "rpc/rpc_int.h"
 #include "tap.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/coding.h"
 #include "util/error.h"
@@ -104,19 +106,26 @@ server_start(const struct rpc_server_options *opts, struct counts *n)
 	return s;
 }
 
+/* A client of s proving secret (NULL: none). */
 static struct rpc_client *
-client_start(struct rpc_server *s)
+client_start_keyed(struct rpc_server *s, const uint8_t *secret)
 {
 	struct rpc_client *c;
 	int rc;
 
-	rc = rpc_client_open(rpc_server_address(s), rpc_now_ns() + 5000 * MS,
-	    &c);
+	rc = rpc_client_open(rpc_server_address(s), secret,
+	    rpc_now_ns() + 5000 * MS, &c);
 	if (rc < 0) {
 		diag("rpc_client_open: %s", bt_strerror(rc));
 		tap_bail("no client");
 	}
 	return c;
+}
+
+static struct rpc_client *
+client_start(struct rpc_server *s)
+{
+	return client_start_keyed(s, NULL);
 }
 
 static int64_t
@@ -355,11 +364,51 @@ test_deadline(struct rpc_server *s, struct counts *n)
 }
 
 /* A raw connection to s, the preamble exchanged when greet. */
+static void raw_send_frame(int fd, const struct rpc_frame *f);
+
+/*
+ * The client's side of the handshake (rpc/format.h) by hand on fd, with
+ * secret (NULL: the empty key), sending proof_bytes of the proof (fewer
+ * than RPC_PROOF_SIZE: a proof cut short, the stream then ended) and
+ * then, unless NULL, the frame then at once, and without checking the
+ * server's proof.  1 when the welcome came; 0 when the connection ended
+ * instead (nothing more was received); negative when the handshake went
+ * otherwise.
+ */
+static int
+raw_handshake(int fd, const uint8_t *secret, size_t proof_bytes,
+    const struct rpc_frame *then)
+{
+	uint8_t hello[RPC_HELLO_SIZE], challenge[RPC_CHALLENGE_SIZE];
+	uint8_t proof[RPC_PROOF_SIZE], welcome[RPC_WELCOME_SIZE];
+	int rc;
+
+	memcpy(hello, RPC_PREAMBLE, RPC_PREAMBLE_SIZE);
+	if (rpc_auth_random(hello + RPC_PREAMBLE_SIZE, RPC_NONCE_SIZE) < 0 ||
+	    send(fd, hello, sizeof(hello), MSG_NOSIGNAL) != sizeof(hello) ||
+	    rpc_socket_recv_exact(fd, challenge, sizeof(challenge), 0) < 0 ||
+	    memcmp(challenge, RPC_PREAMBLE, RPC_PREAMBLE_SIZE) != 0)
+		return -EPROTO;
+	rpc_auth_proof(secret, RPC_LABEL_CLIENT, hello + RPC_PREAMBLE_SIZE,
+	    challenge + RPC_PREAMBLE_SIZE, proof);
+	if (send(fd, proof, proof_bytes, MSG_NOSIGNAL) != (ssize_t)proof_bytes)
+		return -EPIPE;
+	if (proof_bytes < RPC_PROOF_SIZE)
+		shutdown(fd, SHUT_WR);
+	else if (then != NULL)
+		raw_send_frame(fd, then);
+	rc = rpc_socket_recv_exact(fd, welcome, sizeof(welcome), 0);
+	if (rc == -ECONNRESET)
+		return 0;
+	if (rc < 0 || memcmp(welcome, RPC_WELCOME, RPC_WELCOME_SIZE) != 0)
+		return -EPROTO;
+	return 1;
+}
+
 static int
 raw_connect(struct rpc_server *s, bool greet)
 {
 	struct timeval tv = { 10, 0 };
-	uint8_t got[RPC_PREAMBLE_SIZE];
 	int fd;
 
 	if (rpc_socket_connect(rpc_server_address(s), ms_from_now(5000),
@@ -367,11 +416,8 @@ raw_connect(struct rpc_server *s, bool greet)
 		tap_bail("raw connect");
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (greet && (send(fd, RPC_PREAMBLE, RPC_PREAMBLE_SIZE,
-	    MSG_NOSIGNAL) != RPC_PREAMBLE_SIZE ||
-	    rpc_socket_recv_exact(fd, got, sizeof(got), 0) < 0 ||
-	    memcmp(got, RPC_PREAMBLE, sizeof(got)) != 0))
-		tap_bail("raw preamble");
+	if (greet && raw_handshake(fd, NULL, RPC_PROOF_SIZE, NULL) != 1)
+		tap_bail("raw handshake");
 	return fd;
 }
 
@@ -453,15 +499,22 @@ bystander_run(void *arg)
 }
 
 static void
-bystander_start(struct bystander *by, struct rpc_server *s)
+bystander_start_keyed(struct bystander *by, struct rpc_server *s,
+    const uint8_t *secret)
 {
-	by->c = client_start(s);
+	by->c = client_start_keyed(s, secret);
 	atomic_store(&by->stop, false);
 	atomic_store(&by->ok, 0);
 	atomic_store(&by->failed, 0);
 	pthread_create(&by->t, NULL, bystander_run, by);
 	while (atomic_load(&by->ok) == 0 && atomic_load(&by->failed) == 0)
 		sleep_ms(1);
+}
+
+static void
+bystander_start(struct bystander *by, struct rpc_server *s)
+{
+	bystander_start_keyed(by, s, NULL);
 }
 
 /* Stop the bystander and say whether it was answered during and after. */
@@ -791,7 +844,7 @@ test_max_connections(struct counts *n)
 	struct rpc_client *a = client_start(s), *b = client_start(s), *c;
 	int rc;
 
-	rc = rpc_client_open(rpc_server_address(s), ms_from_now(5000), &c);
+	rc = rpc_client_open(rpc_server_address(s), NULL, ms_from_now(5000), &c);
 	ok(rc == -ECONNRESET, "max_connections: one more is closed (%s)",
 	    bt_strerror(rc));
 	if (rc == 0)
@@ -799,7 +852,7 @@ test_max_connections(struct counts *n)
 	rpc_client_close(a);
 	sleep_ms(100);
 	c = NULL;
-	rc = rpc_client_open(rpc_server_address(s), ms_from_now(5000), &c);
+	rc = rpc_client_open(rpc_server_address(s), NULL, ms_from_now(5000), &c);
 	ok(rc == 0 && echo_ok(c, "x", 1, 5000), "max_connections: room "
 	    "again once one closed");
 	rpc_client_close(c);
@@ -933,6 +986,180 @@ test_client_close_in_flight(struct rpc_server *s)
 	    bt_strerror(sc.rc), (long long)(took / MS));
 }
 
+/*
+ * A server of its own for one connection, to see what a client says: with
+ * secret NULL it closes after reading a preamble, as a server of version
+ * 1 does; otherwise it proves secret, reads the client's proof and closes
+ * without its welcome, as a server refusing that proof does.
+ */
+struct fake_server {
+	int listen_fd;
+	const uint8_t *secret;
+	char *address;
+	pthread_t t;
+};
+
+static void *
+fake_server_run(void *arg)
+{
+	struct fake_server *f = arg;
+	uint8_t hello[RPC_HELLO_SIZE], challenge[RPC_CHALLENGE_SIZE];
+	uint8_t proof[RPC_PROOF_SIZE];
+	int fd;
+
+	if ((fd = accept(f->listen_fd, NULL, NULL)) < 0)
+		return NULL;
+	if (f->secret == NULL) {
+		(void)rpc_socket_recv_exact(fd, hello, RPC_PREAMBLE_SIZE, 0);
+	} else if (rpc_socket_recv_exact(fd, hello, sizeof(hello), 0) == 0) {
+		memcpy(challenge, RPC_PREAMBLE, RPC_PREAMBLE_SIZE);
+		memset(challenge + RPC_PREAMBLE_SIZE, 7, RPC_NONCE_SIZE);
+		rpc_auth_proof(f->secret, RPC_LABEL_SERVER,
+		    hello + RPC_PREAMBLE_SIZE, challenge + RPC_PREAMBLE_SIZE,
+		    challenge + RPC_PREAMBLE_SIZE + RPC_NONCE_SIZE);
+		(void)send(fd, challenge, sizeof(challenge), MSG_NOSIGNAL);
+		(void)rpc_socket_recv_exact(fd, proof, sizeof(proof), 0);
+	}
+	close(fd);
+	return NULL;
+}
+
+/* What a client of secret says of the fake server f: its code, and
+ * whether its detail has want. */
+static int
+fake_server_client(const uint8_t *secret, const uint8_t *server_secret,
+    const char *want, bool *said)
+{
+	struct fake_server f = { .secret = server_secret };
+	struct rpc_client *c = NULL;
+	int rc;
+
+	if (rpc_socket_listen("127.0.0.1:0", &f.listen_fd, &f.address) < 0)
+		tap_bail("fake server listen");
+	pthread_create(&f.t, NULL, fake_server_run, &f);
+	bt_error_clear();
+	rc = rpc_client_open(f.address, secret, ms_from_now(5000), &c);
+	*said = strstr(bt_error_detail(), want) != NULL &&
+	    strstr(bt_error_detail(), f.address) != NULL;
+	if (!*said)
+		diag("detail: %s", bt_error_detail());
+	rpc_client_close(c);
+	pthread_join(f.t, NULL);
+	close(f.listen_fd);
+	bt_free(f.address);
+	return rc;
+}
+
+/* Wait up to 5 s for the server's refused count to reach want. */
+static uint64_t
+refused_wait(struct rpc_server *s, uint64_t want)
+{
+	int64_t deadline = ms_from_now(5000);
+
+	while (rpc_server_refused(s) < want && rpc_now_ns() < deadline)
+		sleep_ms(10);
+	return rpc_server_refused(s);
+}
+
+/*
+ * The cell's secret (rpc/format.h): a client that proves it is served; a
+ * wrong secret, no secret, a proof cut short and a preamble of version 1
+ * are closed before a frame is read (a request sent after the handshake
+ * is not run) and counted, while a client with the secret is answered
+ * throughout; and a client says why a server would not have it.
+ */
+static void
+test_secret(struct counts *n)
+{
+	uint8_t secret[RPC_SECRET_SIZE], other[RPC_SECRET_SIZE];
+	struct rpc_server_options o = { .send_timeout_ms = SEND_TIMEOUT_MS,
+	    .secret = secret };
+	struct rpc_frame mark = { .id = 1, .method = M_MARK };
+	struct rpc_server *s;
+	struct rpc_client *c;
+	struct bystander by;
+	struct buf b;
+	uint64_t refused;
+	int marks, fd, rc;
+	bool said;
+
+	memset(secret, 0xa5, sizeof(secret));
+	memcpy(other, secret, sizeof(other));
+	other[RPC_SECRET_SIZE - 1] ^= 1;	/* one bit apart */
+	s = server_start(&o, n);
+	memset(secret, 0, sizeof(secret));	/* the server keeps a copy */
+	memset(secret, 0xa5, sizeof(secret));
+
+	c = client_start_keyed(s, secret);
+	ok(echo_ok(c, "x", 1, 5000), "secret: a client that proves the "
+	    "cell's secret is served");
+	rpc_client_close(c);
+
+	bystander_start_keyed(&by, s, secret);
+	marks = atomic_load(&n->marks);
+	refused = rpc_server_refused(s);
+
+	c = NULL;
+	bt_error_clear();
+	rc = rpc_client_open(rpc_server_address(s), other, ms_from_now(5000),
+	    &c);
+	ok(rc == -EACCES && c == NULL &&
+	    strstr(bt_error_detail(), "does not prove the cell's secret"),
+	    "secret: a client of another secret finds the server's proof "
+	    "wrong (%s: %s)", bt_strerror(rc), bt_error_detail());
+	rc = rpc_client_open(rpc_server_address(s), NULL, ms_from_now(5000),
+	    &c);
+	ok(rc == -EACCES && c == NULL, "secret: so does a client without "
+	    "one (%s)", bt_strerror(rc));
+
+	fd = raw_connect(s, false);
+	is_int(raw_handshake(fd, other, RPC_PROOF_SIZE, &mark), 0,
+	    "secret: a wrong proof, a request after it: closed without the "
+	    "welcome");
+	close(fd);
+	fd = raw_connect(s, false);
+	is_int(raw_handshake(fd, NULL, RPC_PROOF_SIZE, &mark), 0,
+	    "secret: no secret's proof, a request after it: closed without "
+	    "the welcome");
+	close(fd);
+	fd = raw_connect(s, false);
+	is_int(raw_handshake(fd, secret, RPC_PROOF_SIZE / 2, NULL), 0,
+	    "secret: the right proof cut short: closed without the welcome");
+	close(fd);
+
+	fd = raw_connect(s, false);
+	buf_init(&b);
+	(void)buf_append(&b, "TFSRPC\0\1", RPC_PREAMBLE_SIZE);
+	(void)rpc_frame_encode(&b, &mark);
+	(void)send(fd, b.p, b.n, MSG_NOSIGNAL);
+	buf_release(&b);
+	bad_client(s, "secret: a preamble of version 1 and a request", fd,
+	    5000, 0);
+
+	is_int(refused_wait(s, refused + 6) - refused, 6, "secret: the six "
+	    "are counted as refused");
+	fd = raw_connect(s, false);
+	is_int(raw_handshake(fd, secret, RPC_PROOF_SIZE, &mark), 1,
+	    "secret: the right proof by hand is welcome");
+	close(fd);
+	rc = 0;
+	while (atomic_load(&n->marks) == marks && rc++ < 500)
+		sleep_ms(10);
+	is_int(atomic_load(&n->marks) - marks, 1, "secret: of the requests "
+	    "sent after a handshake, only the welcome one's ran");
+	bystander_stop(&by, "secret");
+	rpc_server_close(s);
+
+	ok(fake_server_client(secret, secret, "refused the connection: "
+	    "wrong cell secret or old protocol", &said) == -EACCES && said,
+	    "secret: a server that closes after the client's proof is a "
+	    "refusal, said so, naming the server");
+	ok(fake_server_client(secret, NULL, "closed the connection at the "
+	    "hello", &said) == -ECONNRESET && said,
+	    "secret: a server that closes at the hello (version 1) is "
+	    "said so, naming the server");
+}
+
 static void
 test_refused(void)
 {
@@ -949,10 +1176,10 @@ test_refused(void)
 		tap_bail("bind");
 	close(fd);	/* the port is free again, and nothing listens */
 	snprintf(address, sizeof(address), "127.0.0.1:%d", ntohs(sa.sin_port));
-	rc = rpc_client_open(address, ms_from_now(5000), &c);
+	rc = rpc_client_open(address, NULL, ms_from_now(5000), &c);
 	is_int(rc, -ECONNREFUSED, "connecting to a closed port is refused");
 	ok(c == NULL, "and gives no client");
-	is_int(rpc_client_open("localhost", 0, &c), -EINVAL,
+	is_int(rpc_client_open("localhost", NULL, 0, &c), -EINVAL,
 	    "an address without a port is -EINVAL");
 }
 
@@ -984,5 +1211,6 @@ main(void)
 	test_server_close_in_flight(&n);
 	test_server_close_owed_reply(&n);
 	test_refused();
+	test_secret(&n);
 	return tap_done();
 }
