@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api_cell.h"
 #include "api/location_cache.h"
@@ -167,14 +168,41 @@ bt_table_create(struct bt_store *s, const char *table,
     const struct bt_family_spec *families, size_t family_count,
     const struct bt_bytes *splits, size_t split_count, uint64_t tablet_size)
 {
+	return bt_table_create_as(s, table, NULL, families, family_count,
+	    splits, split_count, tablet_size);
+}
+
+int
+bt_table_create_as(struct bt_store *s, const char *table,
+    const struct bt_access *owner, const struct bt_family_spec *families,
+    size_t family_count, const struct bt_bytes *splits, size_t split_count,
+    uint64_t tablet_size)
+{
+	struct catalog_access access = {
+		(uint32_t)geteuid(), (uint32_t)getegid(),
+		CATALOG_ACCESS_DEFAULT_MODE
+	};
 	struct catalog_family *fams;
 	struct slice *sp;
 	int rc = -ENOMEM;
 
 	bt_error_clear();
+	if (s->cell != NULL && owner != NULL)
+		return bt_error_set(-EOPNOTSUPP, "table %s: a cell does not "
+		    "take an owner", table != NULL ? table : "(null)");
 	if (s->cell != NULL)
 		return cell_table_create(s->cell, table, families,
 		    family_count, splits, split_count, tablet_size);
+	if (owner != NULL) {
+		if ((owner->mode & ~BT_ACCESS_MODE_MASK) != 0 ||
+		    owner->uid == BT_ACCESS_KEEP ||
+		    owner->gid == BT_ACCESS_KEEP)
+			return bt_error_set(-EINVAL, "table %s: bad owner or "
+			    "mode", table != NULL ? table : "(null)");
+		access.uid = owner->uid;
+		access.gid = owner->gid;
+		access.mode = owner->mode;
+	}
 	fams = bt_calloc(family_count + 1, sizeof(*fams));
 	sp = bt_calloc(split_count + 1, sizeof(*sp));
 	if (fams == NULL || sp == NULL)
@@ -184,7 +212,8 @@ bt_table_create(struct bt_store *s, const char *table,
 			goto out;
 	for (size_t i = 0; i < split_count; i++)
 		sp[i] = bytes_slice(splits[i]);
-	rc = server_table_create(s->server, table, fams, family_count, sp,
+	rc = server_table_create(s->server, table, &access, fams,
+	    family_count, sp,
 	    split_count, tablet_size);
 out:
 	bt_free(fams);
@@ -346,6 +375,142 @@ int
 bt_table_describe_groups(struct bt_store *s, const char *table, char **text)
 {
 	return table_describe(s, table, true, text);
+}
+
+/* ---- Access control ---- */
+
+bool
+bt_access_allows(const struct bt_access *a, const struct bt_cred *c,
+    int want)
+{
+	uint32_t bits;
+	bool member;
+
+	if (c->uid == 0)
+		return true;
+	if (c->uid == a->uid) {
+		bits = a->mode >> 6;
+	} else {
+		member = c->gid == a->gid;
+		for (size_t i = 0; !member && i < c->group_count; i++)
+			member = c->groups[i] == a->gid;
+		bits = member ? a->mode >> 3 : a->mode;
+	}
+	want &= BT_ACCESS_READ | BT_ACCESS_WRITE;
+	return ((uint32_t)want & bits) == (uint32_t)want;
+}
+
+static void
+access_to_bt(const struct catalog_access *c, struct bt_access *b)
+{
+	b->uid = c->uid;
+	b->gid = c->gid;
+	b->mode = c->mode;
+}
+
+int
+bt_access_get(struct bt_store *s, const char *table, const char *family,
+    struct bt_access *table_access, struct bt_access *family_access)
+{
+	struct catalog_access t, f;
+	int rc;
+
+	bt_error_clear();
+	if (s->cell != NULL)
+		return bt_error_set(-EOPNOTSUPP, "a cell keeps no access");
+	if ((rc = server_access_get(s->server, table, family, &t, &f)) < 0)
+		return rc;
+	access_to_bt(&t, table_access);
+	if (family != NULL)
+		access_to_bt(&f, family_access);
+	return 0;
+}
+
+int
+bt_table_access(struct bt_store *s, const char *table,
+    struct bt_access *table_access, struct bt_family_access **families,
+    size_t *count)
+{
+	char (*names)[CATALOG_NAME_MAX + 1];
+	struct catalog_access t, *f;
+	struct bt_family_access *out;
+	size_t n;
+	int rc;
+
+	bt_error_clear();
+	if (s->cell != NULL)
+		return bt_error_set(-EOPNOTSUPP, "a cell keeps no access");
+	if ((rc = server_access_list(s->server, table, &t, &names, &f,
+	    &n)) < 0)
+		return rc;
+	/* With malloc: the caller frees it with free(). */
+	if ((out = calloc(n + 1, sizeof(*out))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(out[i].name, sizeof(out[i].name), "%s", names[i]);
+		access_to_bt(&f[i], &out[i].access);
+	}
+	access_to_bt(&t, table_access);
+	*families = out;
+	*count = n;
+out:
+	bt_free(names);
+	bt_free(f);
+	return rc;
+}
+
+int
+bt_access_set(struct bt_store *s, const char *table, const char *family,
+    const struct bt_access *change)
+{
+	struct catalog_access c;
+
+	bt_error_clear();
+	if (change == NULL)
+		return bt_error_set(-EINVAL, "no access change");
+	if (s->cell != NULL)
+		return bt_error_set(-EOPNOTSUPP, "a cell keeps no access");
+	if (change->mode != BT_ACCESS_KEEP &&
+	    (change->mode & ~BT_ACCESS_MODE_MASK) != 0)
+		return bt_error_set(-EINVAL, "mode %#o: only the permission "
+		    "bits (0777) may be set", change->mode);
+	c.uid = change->uid;
+	c.gid = change->gid;
+	c.mode = change->mode;
+	return server_access_set(s->server, table, family, &c);
+}
+
+int
+bt_table_describe_access(struct bt_store *s, const char *table, char **text)
+{
+	struct bt_family_access *fams = NULL;
+	struct bt_access t;
+	size_t n = 0, size = 0;
+	char *out = NULL;
+	FILE *f;
+	int rc;
+
+	if ((rc = bt_table_access(s, table, &t, &fams, &n)) < 0)
+		return rc;
+	if ((f = open_memstream(&out, &size)) == NULL) {
+		free(fams);
+		return -ENOMEM;
+	}
+	fprintf(f, "access table %s uid=%" PRIu32 " gid=%" PRIu32
+	    " mode=%04o\n", table, t.uid, t.gid, (unsigned)t.mode);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "access family %s uid=%" PRIu32 " gid=%" PRIu32
+		    " mode=%04o\n", fams[i].name, fams[i].access.uid,
+		    fams[i].access.gid, (unsigned)fams[i].access.mode);
+	free(fams);
+	if (fclose(f) != 0) {
+		free(out);
+		return -ENOMEM;
+	}
+	*text = out;
+	return 0;
 }
 
 void
