@@ -33,6 +33,8 @@ tablets_print(struct ctl *c, const char *table)
 	size_t n;
 	int rc;
 
+	if (ctl_allow(c, table, NULL, BT_ACCESS_READ) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_table_tablets(c->store, table, &t, &n)) < 0)
 		return ctl_fail(c, rc, NULL);
@@ -80,6 +82,8 @@ cmd_split(struct ctl *c, int argc, char **argv)
 	if (!ctl_arg_name(argv[1], &row))
 		return ctl_usage(c, "bad row '%s' (want a name as the mount "
 		    "spells it: %%XX escapes)", argv[1]);
+	if (ctl_allow_admin(c, argv[0]) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_table_split(c->store, argv[0], row)) < 0)
 		return ctl_fail(c, rc, NULL);
@@ -190,6 +194,8 @@ cmd_check(struct ctl *c, int argc, char **argv)
 	uint64_t files = 0, bytes = 0;
 	int rc, status;
 
+	if (ctl_allow_admin(c, NULL) != CTL_OK)
+		return CTL_FAIL;
 	memset(&job, 0, sizeof(job));
 	job.c = c;
 	progress_init(&job.p, c->progress, c->err, "check", 0);
