@@ -369,6 +369,12 @@ cmd_import(struct ctl *c, int argc, char **argv)
 		    c->store_path);
 	if (ctl_allow(c, args[0], NULL, BT_ACCESS_WRITE) != CTL_OK)
 		return CTL_FAIL;
+	/* The daemon would open it with its own rights, not the caller's. */
+	if (c->cred != NULL && c->cred->uid != 0 &&
+	    c->cred->uid != c->store_uid && strcmp(args[1], "-") != 0)
+		return ctl_error(c, "%s: %s (the daemon opens no file for "
+		    "another user: import %s - <%s)", args[1],
+		    strerror(EACCES), args[0], args[1]);
 	memset(&im, 0, sizeof(im));
 	im.c = c;
 	im.table = args[0];

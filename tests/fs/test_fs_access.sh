@@ -108,6 +108,11 @@ denied as_other "$TABLETCTL" -s "$S" deletecolumn t r sec q
 denied as_other "$TABLETCTL" -s "$S" deletefamily t sec
 denied as_other "$TABLETCTL" -s "$S" deletetable t
 denied as_other "$TABLETCTL" -s "$S" createtable mine
+# Another user's import: from standard input only (the daemon would
+# open FILE with its own rights).
+echo "secret file" >"$T/private"
+chmod 0600 "$T/private"
+denied as_one "$TABLETCTL" -s "$S" import t "$T/private"
 not_permitted as_other "$TABLETCTL" -s "$S" chmod 0777 t:sec
 not_permitted as_other "$TABLETCTL" -s "$S" chown $OTHER t
 # One line, naming the table and family, and a failing exit status.
