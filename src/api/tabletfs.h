@@ -186,9 +186,8 @@ int bt_table_create(struct bt_store *s, const char *table,
 /*
  * The same, the table (and its families) owned as owner says: its uid,
  * gid and mode (-EINVAL outside BT_ACCESS_MODE_MASK).  bt_table_create()
- * is this with the calling process's effective uid and gid and mode 0755.
- * On a cell address the owner is not sent: -EOPNOTSUPP unless owner is
- * NULL.
+ * is this with the calling process's effective uid and gid and mode 0755
+ * (on a cell address too: the caller's, not the serving process's).
  */
 int bt_table_create_as(struct bt_store *s, const char *table,
     const struct bt_access *owner, const struct bt_family_spec *families,
@@ -704,7 +703,10 @@ bool bt_access_allows(const struct bt_access *a, const struct bt_cred *c,
  * Who may use table, and, when family is not NULL, that family (into
  * *family_access).  From memory (no catalog read), so cheap enough to
  * ask for every request.  -ENOENT for a table or family that does not
- * exist; -EOPNOTSUPP on a cell address.
+ * exist.  On a cell address the answer is kept by the handle for a
+ * second (a change through the handle drops it): another client's
+ * change may take that long to show; -EOPNOTSUPP when the cell's
+ * servers predate access control.
  */
 int bt_access_get(struct bt_store *s, const char *table, const char *family,
     struct bt_access *table_access, struct bt_access *family_access);
@@ -715,7 +717,8 @@ struct bt_family_access {
 };
 
 /* The table's access and every family's, in the schema's order (one
- * allocation, *families, freed with free()).  Errors as bt_access_get. */
+ * allocation, *families, freed with free()), asked afresh.  Errors as
+ * bt_access_get. */
 int bt_table_access(struct bt_store *s, const char *table,
     struct bt_access *table_access, struct bt_family_access **families,
     size_t *count);
@@ -725,9 +728,8 @@ int bt_table_access(struct bt_store *s, const char *table,
  * families; a field of BT_ACCESS_KEEP stays as it is.  One catalog
  * transaction.  A family's access holds for the whole table.  Who may
  * change it is the caller's to decide (chown(2): root; chmod(2): the
- * owner or root).  -EINVAL for a mode outside BT_ACCESS_MODE_MASK or a
- * uid or gid of BT_ACCESS_KEEP's value given as an id, -ENOENT, -EROFS;
- * -EOPNOTSUPP on a cell address.
+ * owner or root).  -EINVAL for a mode outside BT_ACCESS_MODE_MASK,
+ * -ENOENT, -EROFS; -EOPNOTSUPP on a cell whose servers predate it.
  */
 int bt_access_set(struct bt_store *s, const char *table, const char *family,
     const struct bt_access *change);
