@@ -183,6 +183,11 @@ int fs_access_setattr(struct fs *fs, fuse_req_t req, struct node *n,
 /* A query of table (its .filter files) needs r on the table and every
  * family: 0 or -EACCES for req's caller. */
 int fs_access_query(struct fs *fs, fuse_req_t req, const char *table);
+/* A rename of src onto dst (both resolved) from one family to another:
+ * 0, or -EACCES unless req's caller may read and write src's family and
+ * write dst's.  Other renames: 0 (the kernel's checks cover them). */
+int fs_access_rename(struct fs *fs, fuse_req_t req, const struct coord *src,
+    const struct coord *dst);
 /* The attributes the kernel holds of every node of table (NULL: of
  * every node) are stale: it asks again. */
 void fs_access_changed(struct fs *fs, const char *table);

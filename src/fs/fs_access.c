@@ -17,9 +17,13 @@
  *                                       mode & 0555
  * The root and .status stay the mounting user's.  What the kernel cannot
  * see the daemon checks: a query (.filter) reads every family it does
- * not filter out, so it needs r on all of them; and a chmod or chown,
- * which changes the catalog, is checked again here (chmod(2): the owner
- * or root; chown(2): root, or the owner giving one of their groups).
+ * not filter out, so it needs r on all of them; a rename from one family
+ * to another (a family directory within its row, which the kernel lets
+ * anyone with w on the row do; a column or a version) moves cells into
+ * a family that may be readable by more, so it needs r and w on the
+ * one and w on the other; and a chmod or chown, which changes the
+ * catalog, is checked again here (chmod(2): the owner or root;
+ * chown(2): root, or the owner giving one of their groups).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,12 +35,13 @@
 
 #define FS_ACCESS_MAX_GROUPS	256
 
-/* The permission bits a kind may show of its table's or family's mode;
- * 0 for kinds the access does not reach. */
+/* The permission bits a kind may show of its table's or family's mode
+ * (fs NULL: as on a writable mount); 0 for kinds the access does not
+ * reach. */
 static mode_t
 kind_mask(struct fs *fs, enum node_kind kind, bool *of_family)
 {
-	mode_t writable = fs->read_only ? 0555 : 0777;
+	mode_t writable = fs != NULL && fs->read_only ? 0555 : 0777;
 
 	*of_family = false;
 	switch (kind) {
@@ -180,6 +185,38 @@ fs_access_query(struct fs *fs, fuse_req_t req, const char *table)
 			rc = -EACCES;
 	free(fams);
 	return rc;
+}
+
+/* Whether coordinates of kind name a family. */
+static bool
+kind_has_family(enum node_kind kind)
+{
+	bool of_family;
+
+	return kind_mask(NULL, kind, &of_family) != 0 && of_family;
+}
+
+int
+fs_access_rename(struct fs *fs, fuse_req_t req, const struct coord *src,
+    const struct coord *dst)
+{
+	uint32_t groups[FS_ACCESS_MAX_GROUPS];
+	struct bt_access t, from, to;
+	struct bt_cred cred;
+
+	/* A temporary file holds its writer's bytes, not the family's. */
+	if (!kind_has_family(src->kind) || !kind_has_family(dst->kind) ||
+	    src->kind == NODE_TEMP || strcmp(src->family, dst->family) == 0)
+		return 0;
+	if (bt_access_get(fs->store, src->table, src->family, &t, &from) < 0 ||
+	    bt_access_get(fs->store, dst->table, dst->family, &t, &to) < 0)
+		return 0;	/* the rename itself says what is missing */
+	req_cred(req, &cred, groups);
+	if (!bt_access_allows(&from, &cred, BT_ACCESS_READ |
+	    BT_ACCESS_WRITE) || !bt_access_allows(&to, &cred,
+	    BT_ACCESS_WRITE))
+		return -EACCES;
+	return 0;
 }
 
 void

@@ -9,7 +9,8 @@
 #     rm, mv, mkdir, rmdir, rm -r, and tabletctl lookup, read, set,
 #     deleterow over the socket; chmod and chown by a non-owner are
 #     "Operation not permitted" (chmod(2), chown(2));
-#   - ONE may do all of it; OTHER reads pub but writes nothing;
+#   - ONE may do all of it; OTHER reads pub but writes nothing, and
+#     cannot rename sec away even in a row writable by all;
 #   - nothing a refused attempt touched changed;
 #   - chmod and chown through the mount and through tabletctl show at
 #     once in ls -l and tabletctl status; a supplementary group counts,
@@ -135,6 +136,22 @@ fi
 denied as_other ls "$M/t/.filter/@value=secret.*"
 denied as_other cat "$M/t/.filter/r"
 
+# A row writable by all: the kernel lets OTHER rename sec's directory
+# in it, which would move sec's cells into a family OTHER reads; the
+# daemon refuses (it needs r and w on sec).
+ctl chmod 0777 t
+ctl createfamily t drop
+check_eq "a family made now takes the table's mode" \
+    "$(ctl status t | sed -n 's/^access  *family drop .*mode=//p')" 0777
+denied as_other mv "$R/sec" "$R/drop"
+# Nor may a writer who cannot read a family move its cells out of it.
+ctl chmod 0733 t:sec
+as_other mkdir -p "$R/drop/q"
+denied as_other mv "$R/sec/q/$v" "$R/drop/q/1"
+denied as_other mv "$R/sec/q" "$R/drop/q2"
+ctl chmod 0700 t:sec
+ctl chmod 0755 t
+
 # Nothing changed.
 check_eq "sec unchanged" "$(cat "$R/sec/q/latest")" secret
 check_eq "sec versions" "$(ls "$R/sec/q")" "$v"
@@ -146,7 +163,7 @@ grep -q "^access  *family sec uid=$ONE_UID gid=$ONE_GID mode=0700$" \
 
 # OTHER reads what others may: pub.
 check_eq "other reads pub" "$(as_other cat "$R/pub/q/latest")" open
-check_eq "other lists the row" "$(as_other ls "$R" | tr '\n' ' ')" "pub sec "
+check_eq "other lists the row" "$(as_other ls "$R" | tr '\n' ' ')" "drop pub sec "
 [ -n "$CELL" ] ||
     as_other "$TABLETCTL" -s "$S" lookup t r columns=pub | grep -q open ||
     fail "other's lookup of pub"
