@@ -570,7 +570,7 @@ status_table(struct ctl *c, const char *table)
 	if ((rc = bt_table_describe_usage(c->store, table, &text)) < 0)
 		return ctl_fail(c, rc, NULL);
 	/* Then who may use it, "access table|family NAME uid= gid= mode="
-	 * (a cell keeps none). */
+	 * (none from a cell whose servers predate it). */
 	if ((rc = bt_table_describe_access(c->store, table, &access)) < 0 &&
 	    rc != -EOPNOTSUPP) {
 		free(text);

@@ -174,7 +174,8 @@ void fs_socket_stop(struct fs *fs);
  */
 /* Set st's owner, group and permission bits (st has the kind's own)
  * from the access of c's table or family; st is left as it is when
- * there is none (a cell).  Applying it twice changes nothing more. */
+ * there is none (a cell whose servers predate it).  Applying it twice
+ * changes nothing more. */
 void fs_access_present(struct fs *fs, const struct coord *c, struct stat *st);
 /* chmod, chown, chgrp of table or family directory n (others: 0, no
  * effect) by req's caller: 0 or a negative errno. */

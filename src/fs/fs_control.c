@@ -126,7 +126,8 @@ fs_tablets_text(struct fs *fs, const char *table, struct buf *out)
  * TABLE/.schema: the families (bt_table_describe()), a blank line, then
  * what the table takes per family, locality group and in all
  * (bt_table_describe_usage(); tabletfs(5)), then who may use the table
- * and its families (bt_table_describe_access(); none on a cell).
+ * and its families (bt_table_describe_access(); none from a cell whose servers
+ * predate it).
  */
 int
 fs_schema_text(struct fs *fs, const char *table, struct buf *out)
