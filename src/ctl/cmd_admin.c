@@ -65,8 +65,11 @@ cmd_tablets(struct ctl *c, int argc, char **argv)
 	bt_error_clear();
 	if ((rc = bt_table_list(c->store, &names, &count)) < 0)
 		return ctl_fail(c, rc, NULL);
-	for (size_t i = 0; i < count && status == CTL_OK; i++)
-		status = tablets_print(c, names[i]);
+	/* Past a table the caller may not read, on to the others (as ls -l
+	 * goes past what it cannot stat); the exit status tells. */
+	for (size_t i = 0; i < count; i++)
+		if (tablets_print(c, names[i]) != CTL_OK)
+			status = CTL_FAIL;
 	bt_names_free(names);
 	return status;
 }

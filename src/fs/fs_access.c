@@ -1,6 +1,6 @@
 /*
  * fs_access.c - who may do what through the mount (docs/design.md
- * section 2, "Permissions"; tabletfs(1), PERMISSIONS).
+ * section 2, "Permissions"; tabletfs(1) WRITING, "Permissions").
  *
  * The mount always runs with default_permissions: the kernel checks
  * every request against the owner, group and mode that the daemon

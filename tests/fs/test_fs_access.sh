@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_fs_access.sh - access control at table and family level (issue 29,
-# item 4; tabletfs(1) PERMISSIONS), with two real users through a real
+# item 4; tabletfs(1) "Permissions"), with two real users through a real
 # mount opened to others (-o allow_other) and its control socket:
 #   - table t and its families belong to ONE (nobody); family sec is
 #     0700, readable by ONE alone; family pub 0755;
@@ -109,6 +109,18 @@ on_socket denied as_other "$TABLETCTL" -s "$S" lookup t r
 on_socket denied as_other "$TABLETCTL" -s "$S" lookup t r columns=sec
 on_socket denied as_other "$TABLETCTL" -s "$S" read t
 on_socket denied as_other "$TABLETCTL" -s "$S" export t
+# tablets of every table: a table OTHER may not read refused, the others
+# listed, exit 1.
+if [ -z "$CELL" ]; then
+	ctl createtable closed
+	ctl chmod 0700 closed
+	if as_other "$TABLETCTL" -s "$S" tablets >"$T/out" 2>"$T/err"; then
+		fail "tablets of a table other may not read exits 0"
+	fi
+	grep -q "closed: Permission denied" "$T/err" || fail "$(cat "$T/err")"
+	grep -q "^t	" "$T/out" || fail "tablets skipped t: $(cat "$T/out")"
+	ctl deletetable closed
+fi
 on_socket denied as_other "$TABLETCTL" -s "$S" set t r sec:q=evil
 on_socket denied as_other "$TABLETCTL" -s "$S" set t r pub:q=evil
 on_socket denied as_other "$TABLETCTL" -s "$S" deleterow t r
