@@ -50,8 +50,14 @@ ctl_allow(struct ctl *c, const char *table, const char *family, int want)
 	if (c->cred == NULL)
 		return CTL_OK;
 	bt_error_clear();
-	if ((rc = bt_access_get(c->store, table, family, &t, &f)) < 0)
-		/* No such table or family: the command says so itself. */
+	/* No such family: the table's alone; no such table: the command
+	 * says so itself. */
+	if ((rc = bt_access_get(c->store, table, family, &t, &f)) == -ENOENT &&
+	    family != NULL) {
+		family = NULL;
+		rc = bt_access_get(c->store, table, NULL, &t, NULL);
+	}
+	if (rc < 0)
 		return rc == -ENOENT || rc == -EOPNOTSUPP ? CTL_OK :
 		    ctl_fail(c, rc, NULL);
 	if (!bt_access_allows(&t, c->cred, want))
