@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "api/api_cell.h"
 #include "api/location_cache.h"
@@ -17,12 +19,30 @@
 #include "server/server.h"
 #include "util/alloc.h"
 #include "util/error.h"
+#include "util/mutex.h"
 #include "util/regex.h"
 #include "util/units.h"
 
 /* Calls on one row that meet a stale location, at most, before the store
  * is asked to route the row itself. */
 #define LOCATE_TRIES 3
+
+/*
+ * A cell's access (bt_access_get()), which the mount asks for with every
+ * attribute it sends: kept per table for ACCESS_CACHE_NS, as the kernel
+ * keeps attributes, and dropped by every change made through this
+ * handle.  An embedded store answers from its memory instead.
+ */
+#define ACCESS_CACHE_SLOTS	8
+#define ACCESS_CACHE_NS		1000000000ull
+
+struct access_cache_entry {
+	char table[BT_NAME_MAX + 1];	/* "" unused */
+	uint64_t at_ns;			/* CLOCK_MONOTONIC, when asked */
+	struct bt_access table_access;
+	struct bt_family_access *families;
+	size_t count;
+};
 
 struct bt_store {
 	/* An embedded store's server, or a cell's client (bt_store_open()
@@ -35,6 +55,10 @@ struct bt_store {
 	struct location_cache *locations;
 	/* Rows for the point reads. */
 	struct server_row_pool rows;
+	/* A cell's: access_mu guards access and access_next. */
+	struct mutex access_mu;
+	struct access_cache_entry access[ACCESS_CACHE_SLOTS];
+	size_t access_next;
 };
 
 struct bt_scan {
@@ -108,7 +132,12 @@ bt_store_open(const char *path, const struct bt_options *opts,
 		return -ENOMEM;
 	server_row_pool_init(&s->rows);
 	server_options_from(opts, &so);
+	if ((rc = mutex_init(&s->access_mu)) < 0) {
+		bt_free(s);
+		return rc;
+	}
 	if ((rc = location_cache_new(0, &s->locations)) < 0) {
+		mutex_destroy(&s->access_mu);
 		bt_free(s);
 		return rc;
 	}
@@ -119,11 +148,24 @@ bt_store_open(const char *path, const struct bt_options *opts,
 		rc = server_open(path, &so, &s->server);
 	if (rc < 0) {
 		location_cache_free(s->locations);
+		mutex_destroy(&s->access_mu);
 		bt_free(s);
 		return rc;
 	}
 	*out = s;
 	return 0;
+}
+
+/* Forget every table's cached access (a cell's). */
+static void
+access_cache_clear(struct bt_store *s)
+{
+	mutex_lock(&s->access_mu);
+	for (size_t i = 0; i < ACCESS_CACHE_SLOTS; i++) {
+		free(s->access[i].families);
+		memset(&s->access[i], 0, sizeof(s->access[i]));
+	}
+	mutex_unlock(&s->access_mu);
 }
 
 int
@@ -136,6 +178,8 @@ bt_store_close(struct bt_store *s)
 		return 0;
 	rc = server_close(s->server);
 	cell_client_close(s->cell);
+	access_cache_clear(s);
+	mutex_destroy(&s->access_mu);
 	location_cache_free(s->locations);
 	server_row_pool_release(&s->rows);
 	bt_free(s);
@@ -167,14 +211,42 @@ bt_table_create(struct bt_store *s, const char *table,
     const struct bt_family_spec *families, size_t family_count,
     const struct bt_bytes *splits, size_t split_count, uint64_t tablet_size)
 {
+	return bt_table_create_as(s, table, NULL, families, family_count,
+	    splits, split_count, tablet_size);
+}
+
+int
+bt_table_create_as(struct bt_store *s, const char *table,
+    const struct bt_access *owner, const struct bt_family_spec *families,
+    size_t family_count, const struct bt_bytes *splits, size_t split_count,
+    uint64_t tablet_size)
+{
+	struct catalog_access access = {
+		(uint32_t)geteuid(), (uint32_t)getegid(),
+		CATALOG_ACCESS_DEFAULT_MODE
+	};
 	struct catalog_family *fams;
 	struct slice *sp;
 	int rc = -ENOMEM;
 
 	bt_error_clear();
-	if (s->cell != NULL)
-		return cell_table_create(s->cell, table, families,
+	if (owner != NULL) {
+		if ((owner->mode & ~BT_ACCESS_MODE_MASK) != 0 ||
+		    owner->uid == BT_ACCESS_KEEP ||
+		    owner->gid == BT_ACCESS_KEEP)
+			return bt_error_set(-EINVAL, "table %s: bad owner or "
+			    "mode", table != NULL ? table : "(null)");
+		access.uid = owner->uid;
+		access.gid = owner->gid;
+		access.mode = owner->mode;
+	}
+	if (s->cell != NULL) {
+		/* The creator is this process, not the serving one. */
+		access_cache_clear(s);
+		return cell_table_create(s->cell, table, &(struct bt_access){
+		    access.uid, access.gid, access.mode }, families,
 		    family_count, splits, split_count, tablet_size);
+	}
 	fams = bt_calloc(family_count + 1, sizeof(*fams));
 	sp = bt_calloc(split_count + 1, sizeof(*sp));
 	if (fams == NULL || sp == NULL)
@@ -184,7 +256,8 @@ bt_table_create(struct bt_store *s, const char *table,
 			goto out;
 	for (size_t i = 0; i < split_count; i++)
 		sp[i] = bytes_slice(splits[i]);
-	rc = server_table_create(s->server, table, fams, family_count, sp,
+	rc = server_table_create(s->server, table, &access, fams,
+	    family_count, sp,
 	    split_count, tablet_size);
 out:
 	bt_free(fams);
@@ -198,8 +271,10 @@ bt_table_delete(struct bt_store *s, const char *table)
 	uint64_t id;
 
 	bt_error_clear();
-	if (s->cell != NULL)
+	if (s->cell != NULL) {
+		access_cache_clear(s);
 		return cell_table_delete(s->cell, table);
+	}
 	if (table != NULL && server_table_id(s->server, table, &id) == 0)
 		location_cache_invalidate_table(s->locations, id);
 	return server_table_drop(s->server, table);
@@ -234,8 +309,10 @@ bt_family_create(struct bt_store *s, const char *table,
 	bt_error_clear();
 	if ((rc = family_from_spec(family, &f)) < 0)
 		return rc;
-	if (s->cell != NULL)
+	if (s->cell != NULL) {
+		access_cache_clear(s);
 		return cell_family_create(s->cell, table, family);
+	}
 	return server_family_create(s->server, table, &f);
 }
 
@@ -243,8 +320,10 @@ int
 bt_family_delete(struct bt_store *s, const char *table, const char *family)
 {
 	bt_error_clear();
-	if (s->cell != NULL)
+	if (s->cell != NULL) {
+		access_cache_clear(s);
 		return cell_family_delete(s->cell, table, family);
+	}
 	return server_family_drop(s->server, table, family);
 }
 
@@ -346,6 +425,220 @@ int
 bt_table_describe_groups(struct bt_store *s, const char *table, char **text)
 {
 	return table_describe(s, table, true, text);
+}
+
+/* ---- Access control ---- */
+
+bool
+bt_access_allows(const struct bt_access *a, const struct bt_cred *c,
+    int want)
+{
+	uint32_t bits;
+	bool member;
+
+	if (c->uid == 0)
+		return true;
+	if (c->uid == a->uid) {
+		bits = a->mode >> 6;
+	} else {
+		member = c->gid == a->gid;
+		for (size_t i = 0; !member && i < c->group_count; i++)
+			member = c->groups[i] == a->gid;
+		bits = member ? a->mode >> 3 : a->mode;
+	}
+	want &= BT_ACCESS_READ | BT_ACCESS_WRITE;
+	return ((uint32_t)want & bits) == (uint32_t)want;
+}
+
+static void
+access_to_bt(const struct catalog_access *c, struct bt_access *b)
+{
+	b->uid = c->uid;
+	b->gid = c->gid;
+	b->mode = c->mode;
+}
+
+static uint64_t
+monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Answer from e, a cache entry of table: 0, or -ENOENT for a family
+ * it lacks. */
+static int
+access_from_entry(const struct access_cache_entry *e, const char *table,
+    const char *family, struct bt_access *table_access,
+    struct bt_access *family_access)
+{
+	*table_access = e->table_access;
+	if (family == NULL)
+		return 0;
+	for (size_t i = 0; i < e->count; i++) {
+		if (strcmp(e->families[i].name, family) == 0) {
+			*family_access = e->families[i].access;
+			return 0;
+		}
+	}
+	return bt_error_set(-ENOENT, "table %s: no family %s", table, family);
+}
+
+/* bt_access_get() on a cell: from the cache while fresh, else asked. */
+static int
+cell_access_get(struct bt_store *s, const char *table, const char *family,
+    struct bt_access *table_access, struct bt_access *family_access)
+{
+	struct access_cache_entry *e, fresh;
+	uint64_t now = monotonic_ns();
+	int rc;
+
+	if (table == NULL || strlen(table) > BT_NAME_MAX)
+		return bt_error_set(-ENOENT, "table %s: no such table",
+		    table != NULL ? table : "(null)");
+	mutex_lock(&s->access_mu);
+	for (size_t i = 0; i < ACCESS_CACHE_SLOTS; i++) {
+		e = &s->access[i];
+		if (strcmp(e->table, table) == 0 &&
+		    now - e->at_ns < ACCESS_CACHE_NS) {
+			rc = access_from_entry(e, table, family, table_access,
+			    family_access);
+			mutex_unlock(&s->access_mu);
+			return rc;
+		}
+	}
+	mutex_unlock(&s->access_mu);
+	memset(&fresh, 0, sizeof(fresh));
+	if ((rc = cell_table_access(s->cell, table, &fresh.table_access,
+	    &fresh.families, &fresh.count)) < 0)
+		return rc;
+	snprintf(fresh.table, sizeof(fresh.table), "%s", table);
+	fresh.at_ns = now;
+	rc = access_from_entry(&fresh, table, family, table_access,
+	    family_access);
+	mutex_lock(&s->access_mu);
+	for (size_t i = 0; i < ACCESS_CACHE_SLOTS; i++) {
+		if (strcmp(s->access[i].table, table) == 0) {
+			free(s->access[i].families);
+			memset(&s->access[i], 0, sizeof(s->access[i]));
+		}
+	}
+	e = &s->access[s->access_next++ % ACCESS_CACHE_SLOTS];
+	free(e->families);
+	*e = fresh;
+	mutex_unlock(&s->access_mu);
+	return rc;
+}
+
+int
+bt_access_get(struct bt_store *s, const char *table, const char *family,
+    struct bt_access *table_access, struct bt_access *family_access)
+{
+	struct catalog_access t, f;
+	int rc;
+
+	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_access_get(s, table, family, table_access,
+		    family_access);
+	if ((rc = server_access_get(s->server, table, family, &t, &f)) < 0)
+		return rc;
+	access_to_bt(&t, table_access);
+	if (family != NULL)
+		access_to_bt(&f, family_access);
+	return 0;
+}
+
+int
+bt_table_access(struct bt_store *s, const char *table,
+    struct bt_access *table_access, struct bt_family_access **families,
+    size_t *count)
+{
+	char (*names)[CATALOG_NAME_MAX + 1];
+	struct catalog_access t, *f;
+	struct bt_family_access *out;
+	size_t n;
+	int rc;
+
+	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_table_access(s->cell, table, table_access,
+		    families, count);
+	if ((rc = server_access_list(s->server, table, &t, &names, &f,
+	    &n)) < 0)
+		return rc;
+	/* With malloc: the caller frees it with free(). */
+	if ((out = calloc(n + 1, sizeof(*out))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(out[i].name, sizeof(out[i].name), "%s", names[i]);
+		access_to_bt(&f[i], &out[i].access);
+	}
+	access_to_bt(&t, table_access);
+	*families = out;
+	*count = n;
+out:
+	bt_free(names);
+	bt_free(f);
+	return rc;
+}
+
+int
+bt_access_set(struct bt_store *s, const char *table, const char *family,
+    const struct bt_access *change)
+{
+	struct catalog_access c;
+
+	bt_error_clear();
+	if (change == NULL)
+		return bt_error_set(-EINVAL, "no access change");
+	if (change->mode != BT_ACCESS_KEEP &&
+	    (change->mode & ~BT_ACCESS_MODE_MASK) != 0)
+		return bt_error_set(-EINVAL, "mode %#o: only the permission "
+		    "bits (0777) may be set", change->mode);
+	if (s->cell != NULL) {
+		access_cache_clear(s);
+		return cell_access_set(s->cell, table, family, change);
+	}
+	c.uid = change->uid;
+	c.gid = change->gid;
+	c.mode = change->mode;
+	return server_access_set(s->server, table, family, &c);
+}
+
+int
+bt_table_describe_access(struct bt_store *s, const char *table, char **text)
+{
+	struct bt_family_access *fams = NULL;
+	struct bt_access t;
+	size_t n = 0, size = 0;
+	char *out = NULL;
+	FILE *f;
+	int rc;
+
+	if ((rc = bt_table_access(s, table, &t, &fams, &n)) < 0)
+		return rc;
+	if ((f = open_memstream(&out, &size)) == NULL) {
+		free(fams);
+		return -ENOMEM;
+	}
+	fprintf(f, "access table %s uid=%" PRIu32 " gid=%" PRIu32
+	    " mode=%04o\n", table, t.uid, t.gid, (unsigned)t.mode);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "access family %s uid=%" PRIu32 " gid=%" PRIu32
+		    " mode=%04o\n", fams[i].name, fams[i].access.uid,
+		    fams[i].access.gid, (unsigned)fams[i].access.mode);
+	free(fams);
+	if (fclose(f) != 0) {
+		free(out);
+		return -ENOMEM;
+	}
+	*text = out;
+	return 0;
 }
 
 void

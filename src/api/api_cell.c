@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api_cell.h"
@@ -18,10 +19,12 @@
 
 int
 cell_table_create(struct cell_client *c, const char *table,
+    const struct bt_access *owner,
     const struct bt_family_spec *families, size_t family_count,
     const struct bt_bytes *splits, size_t split_count, uint64_t tablet_size)
 {
 	Tabletfs__TableCreateRequest req = TABLETFS__TABLE_CREATE_REQUEST__INIT;
+	Tabletfs__Access access = TABLETFS__ACCESS__INIT;
 	Tabletfs__Family *fams, **famp;
 	ProtobufCBinaryData *sp;
 	int rc = -ENOMEM;
@@ -47,6 +50,13 @@ cell_table_create(struct cell_client *c, const char *table,
 	req.splits = sp;
 	req.has_tablet_size = true;
 	req.tablet_size = tablet_size;
+	if (owner != NULL) {
+		access.has_uid = access.has_gid = access.has_mode = true;
+		access.uid = owner->uid;
+		access.gid = owner->gid;
+		access.mode = owner->mode;
+		req.owner = &access;
+	}
 	rc = CALL(c, TABLE_CREATE, &req, CELL_RETRY_UNSENT, NULL, NULL);
 out:
 	bt_free(fams);
@@ -177,6 +187,83 @@ cell_table_describe(struct cell_client *c, const char *table, bool groups,
 		rc = -ENOMEM;
 	cell_client_free(&rep->base);
 	return rc;
+}
+
+/* A server from before access control answers a method it does not
+ * know with -ENOSYS: no access kept there. */
+static int
+access_unsupported(int rc)
+{
+	if (rc == -ENOSYS)
+		return bt_error_set(-EOPNOTSUPP, "the cell's servers keep no "
+		    "access (they predate it)");
+	return rc;
+}
+
+int
+cell_table_access(struct cell_client *c, const char *table,
+    struct bt_access *table_access, struct bt_family_access **families,
+    size_t *count)
+{
+	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
+	Tabletfs__AccessReply *rep = NULL;
+	struct bt_family_access *out;
+	int rc;
+
+	req.table = cell_str(table);
+	if ((rc = CALL(c, TABLE_ACCESS, &req, CELL_RETRY_ANY,
+	    &tabletfs__access_reply__descriptor, &rep)) < 0)
+		return access_unsupported(rc);
+	if (rep->table == NULL) {
+		rc = bt_error_set(BT_ECORRUPT, "TABLE_ACCESS: no table access");
+		goto out;
+	}
+	/* With malloc: the caller frees it with free() (tabletfs.h). */
+	if ((out = calloc(rep->n_families + 1, sizeof(*out))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < rep->n_families; i++) {
+		const Tabletfs__FamilyAccess *f = rep->families[i];
+
+		if (f->name == NULL || f->access == NULL) {
+			free(out);
+			rc = bt_error_set(BT_ECORRUPT, "TABLE_ACCESS: a family "
+			    "without its name or access");
+			goto out;
+		}
+		snprintf(out[i].name, sizeof(out[i].name), "%s", f->name);
+		out[i].access = (struct bt_access){ f->access->uid,
+		    f->access->gid, f->access->mode };
+	}
+	*table_access = (struct bt_access){ rep->table->uid, rep->table->gid,
+	    rep->table->mode };
+	*families = out;
+	*count = rep->n_families;
+out:
+	cell_client_free(&rep->base);
+	return rc;
+}
+
+int
+cell_access_set(struct cell_client *c, const char *table, const char *family,
+    const struct bt_access *change)
+{
+	Tabletfs__AccessSetRequest req = TABLETFS__ACCESS_SET_REQUEST__INIT;
+	Tabletfs__Access a = TABLETFS__ACCESS__INIT;
+
+	a.has_uid = change->uid != BT_ACCESS_KEEP;
+	a.uid = change->uid;
+	a.has_gid = change->gid != BT_ACCESS_KEEP;
+	a.gid = change->gid;
+	a.has_mode = change->mode != BT_ACCESS_KEEP;
+	a.mode = change->mode;
+	req.table = cell_str(table);
+	req.family = cell_str(family);
+	req.change = &a;
+	/* Setting the same again changes nothing: safe to send twice. */
+	return access_unsupported(CALL(c, ACCESS_SET, &req, CELL_RETRY_ANY,
+	    NULL, NULL));
 }
 
 /* ---- Administration ---- */

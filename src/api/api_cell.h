@@ -28,9 +28,18 @@ cell_bin(struct bt_bytes b)
 	return (ProtobufCBinaryData){ b.size, (uint8_t *)b.data };
 }
 
+/* owner NULL: the serving process's (as an embedded bt_table_create()). */
 int cell_table_create(struct cell_client *c, const char *table,
+    const struct bt_access *owner,
     const struct bt_family_spec *families, size_t family_count,
     const struct bt_bytes *splits, size_t split_count, uint64_t tablet_size);
+/* bt_table_access() and bt_access_set() (TABLE_ACCESS, ACCESS_SET):
+ * -EOPNOTSUPP from a server that predates them. */
+int cell_table_access(struct cell_client *c, const char *table,
+    struct bt_access *table_access, struct bt_family_access **families,
+    size_t *count);
+int cell_access_set(struct cell_client *c, const char *table,
+    const char *family, const struct bt_access *change);
 int cell_table_delete(struct cell_client *c, const char *table);
 int cell_table_list(struct cell_client *c, char ***names, size_t *count);
 int cell_family_create(struct cell_client *c, const char *table,

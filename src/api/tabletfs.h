@@ -133,6 +133,33 @@ int bt_store_close(struct bt_store *s);
 
 /* ---- Schema ---- */
 
+/*
+ * Who may use a table or a family (docs/design.md section 2,
+ * "Permissions"): an owner, a group and the nine permission bits of a
+ * file, r to read cells and w to write or delete them (x means nothing
+ * to the library; the mount shows it on directories).  The library keeps
+ * them; it checks no caller itself: a program serving other users (the
+ * mount, the control socket) checks each request with
+ * bt_access_allows().  A new table belongs to its creator with mode 0755;
+ * a new family takes its table's owner, group and mode.
+ */
+#define BT_ACCESS_MODE_MASK	0777u
+#define BT_ACCESS_KEEP		UINT32_MAX	/* bt_access_set(): unchanged */
+
+struct bt_access {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t mode;		/* within BT_ACCESS_MODE_MASK */
+};
+
+/* Who asks: a user, its group and its supplementary groups (borrowed). */
+struct bt_cred {
+	uint32_t uid;
+	uint32_t gid;
+	const uint32_t *groups;
+	size_t group_count;
+};
+
 /* A family to create: name, locality group (NULL: "default") and GC
  * policy in cbt syntax (NULL: "never"). */
 struct bt_family_spec {
@@ -155,6 +182,16 @@ struct bt_group_spec {
 int bt_table_create(struct bt_store *s, const char *table,
     const struct bt_family_spec *families, size_t family_count,
     const struct bt_bytes *splits, size_t split_count,
+    uint64_t tablet_size);
+/*
+ * The same, the table (and its families) owned as owner says: its uid,
+ * gid and mode (-EINVAL outside BT_ACCESS_MODE_MASK).  bt_table_create()
+ * is this with the calling process's effective uid and gid and mode 0755
+ * (on a cell address too: the caller's, not the serving process's).
+ */
+int bt_table_create_as(struct bt_store *s, const char *table,
+    const struct bt_access *owner, const struct bt_family_spec *families,
+    size_t family_count, const struct bt_bytes *splits, size_t split_count,
     uint64_t tablet_size);
 /* Drop a table and all its data.  -ENOENT if absent. */
 int bt_table_delete(struct bt_store *s, const char *table);
@@ -644,6 +681,67 @@ void bt_table_usage_free(struct bt_table_usage *u);
  * with free().
  */
 int bt_table_describe_usage(struct bt_store *s, const char *table,
+    char **text);
+
+/* ---- Access control ---- */
+
+/* What bt_access_allows() is asked for: a mask of these. */
+#define BT_ACCESS_READ		4
+#define BT_ACCESS_WRITE		2
+
+/*
+ * Whether c may do what want asks (a mask of BT_ACCESS_READ and
+ * BT_ACCESS_WRITE) on something with access a, as POSIX decides for a
+ * file: uid 0 may do anything; otherwise the owner's bits when c->uid
+ * is the owner, else the group's when c->gid or one of c->groups is the
+ * group, else the others'; every bit of want must be there.  Pure.
+ */
+bool bt_access_allows(const struct bt_access *a, const struct bt_cred *c,
+    int want);
+
+/*
+ * Who may use table, and, when family is not NULL, that family (into
+ * *family_access).  From memory (no catalog read), so cheap enough to
+ * ask for every request.  -ENOENT for a table or family that does not
+ * exist.  On a cell address the answer is kept by the handle for a
+ * second (a change through the handle drops it): another client's
+ * change may take that long to show; -EOPNOTSUPP when the cell's
+ * servers predate access control.
+ */
+int bt_access_get(struct bt_store *s, const char *table, const char *family,
+    struct bt_access *table_access, struct bt_access *family_access);
+
+struct bt_family_access {
+	char name[BT_NAME_MAX + 1];
+	struct bt_access access;
+};
+
+/* The table's access and every family's, in the schema's order (one
+ * allocation, *families, freed with free()), asked afresh.  Errors as
+ * bt_access_get. */
+int bt_table_access(struct bt_store *s, const char *table,
+    struct bt_access *table_access, struct bt_family_access **families,
+    size_t *count);
+
+/*
+ * Change the owner, group or mode of table (family NULL) or of one of its
+ * families; a field of BT_ACCESS_KEEP stays as it is.  One catalog
+ * transaction.  A family's access holds for the whole table.  Who may
+ * change it is the caller's to decide (chown(2): root; chmod(2): the
+ * owner or root).  -EINVAL for a mode outside BT_ACCESS_MODE_MASK,
+ * -ENOENT, -EROFS; -EOPNOTSUPP on a cell whose servers predate it.
+ */
+int bt_access_set(struct bt_store *s, const char *table, const char *family,
+    const struct bt_access *change);
+
+/*
+ * The access of a table and its families as text, one line each:
+ *   access table NAME uid=N gid=N mode=0755
+ *   access family NAME uid=N gid=N mode=0750
+ * the table first, then the families in the schema's order.  Freed with
+ * free().  Errors as bt_access_get.
+ */
+int bt_table_describe_access(struct bt_store *s, const char *table,
     char **text);
 
 /*

@@ -29,11 +29,14 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	[STMT_COMMIT] = "COMMIT",
 	[STMT_ROLLBACK] = "ROLLBACK",
 	[STMT_TABLE_BY_NAME] =
-	    "SELECT id, name, tablet_size FROM tables WHERE name = ?1",
+	    "SELECT id, name, tablet_size, uid, gid, mode FROM tables"
+	    " WHERE name = ?1",
 	[STMT_TABLE_BY_ID] =
-	    "SELECT id, name, tablet_size FROM tables WHERE id = ?1",
+	    "SELECT id, name, tablet_size, uid, gid, mode FROM tables"
+	    " WHERE id = ?1",
 	[STMT_TABLE_INSERT] =
-	    "INSERT INTO tables (name, tablet_size) VALUES (?1, ?2)",
+	    "INSERT INTO tables (name, tablet_size, uid, gid, mode)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5)",
 	[STMT_TABLE_DELETE] = "DELETE FROM tables WHERE id = ?1",
 	[STMT_TABLE_LIST] = "SELECT name FROM tables ORDER BY name",
 	[STMT_GROUP_LIST] =
@@ -54,16 +57,26 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	[STMT_GROUP_EXISTS] =
 	    "SELECT 1 FROM groups WHERE table_id = ?1 AND name = ?2",
 	[STMT_FAMILY_LIST] =
-	    "SELECT name, group_name, gc_policy, created_seq FROM families"
-	    " WHERE table_id = ?1 ORDER BY name",
+	    "SELECT name, group_name, gc_policy, created_seq, uid, gid, mode"
+	    " FROM families WHERE table_id = ?1 ORDER BY name",
 	[STMT_FAMILY_INSERT] =
 	    "INSERT INTO families"
-	    " (table_id, name, group_name, gc_policy, created_seq)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5)",
+	    " (table_id, name, group_name, gc_policy, created_seq, uid, gid,"
+	    " mode) SELECT ?1, ?2, ?3, ?4, ?5, uid, gid, mode FROM tables"
+	    " WHERE id = ?1",
 	[STMT_FAMILY_DELETE] =
 	    "DELETE FROM families WHERE table_id = ?1 AND name = ?2",
 	[STMT_FAMILY_SET_GC] =
 	    "UPDATE families SET gc_policy = ?3"
+	    " WHERE table_id = ?1 AND name = ?2",
+	/* ?2, ?3, ?4: uid, gid, mode, each NULL to keep it. */
+	[STMT_TABLE_SET_ACCESS] =
+	    "UPDATE tables SET uid = coalesce(?2, uid),"
+	    " gid = coalesce(?3, gid), mode = coalesce(?4, mode)"
+	    " WHERE id = ?1",
+	[STMT_FAMILY_SET_ACCESS] =
+	    "UPDATE families SET uid = coalesce(?3, uid),"
+	    " gid = coalesce(?4, gid), mode = coalesce(?5, mode)"
 	    " WHERE table_id = ?1 AND name = ?2",
 	[STMT_TABLET_INSERT] =
 	    "INSERT INTO tablets (id, table_id, start_row, end_row,"
@@ -265,6 +278,7 @@ int
 catalog_bind(struct catalog *c, sqlite3_stmt *st, const char *types, ...)
 {
 	const struct slice *s;
+	uint32_t id;
 	va_list ap;
 	int src = SQLITE_OK;
 
@@ -278,6 +292,19 @@ catalog_bind(struct catalog *c, sqlite3_stmt *st, const char *types, ...)
 		case 'u':
 			src = sqlite3_bind_int64(st, i + 1,
 			    (sqlite3_int64)va_arg(ap, uint64_t));
+			break;
+		case 'o':
+			/* The store's owner is stored as -1. */
+			id = va_arg(ap, uint32_t);
+			src = sqlite3_bind_int64(st, i + 1,
+			    id == CATALOG_ACCESS_STORE_OWNER ? -1 :
+			    (sqlite3_int64)id);
+			break;
+		case 'k':
+			id = va_arg(ap, uint32_t);
+			src = id == CATALOG_ACCESS_KEEP ?
+			    sqlite3_bind_null(st, i + 1) :
+			    sqlite3_bind_int64(st, i + 1, (sqlite3_int64)id);
 			break;
 		case 'b':
 			/* A NULL pointer would bind SQL NULL, not x''. */
@@ -295,6 +322,16 @@ catalog_bind(struct catalog *c, sqlite3_stmt *st, const char *types, ...)
 	if (src != SQLITE_OK)
 		return catalog_sqlite_error(c, src, sqlite3_sql(st));
 	return 0;
+}
+
+uint32_t
+catalog_column_id(struct catalog *c, sqlite3_stmt *st, int col, bool owner)
+{
+	int64_t v = sqlite3_column_int64(st, col);
+
+	if (v < 0 || v >= CATALOG_ACCESS_STORE_OWNER)
+		return owner ? c->owner_uid : c->owner_gid;
+	return (uint32_t)v;
 }
 
 int

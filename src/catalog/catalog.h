@@ -40,6 +40,25 @@ struct env;
 
 struct catalog;
 
+/*
+ * Who may read and write a table or a family (docs/design.md section 2,
+ * "Permissions"): an owner, a group and the nine permission bits.  The
+ * catalog stores CATALOG_ACCESS_STORE_OWNER for "the store's owner" (what
+ * tables and families from before format version 4 have) and reads it
+ * back as the uid and gid of the process that opened the catalog.
+ */
+#define CATALOG_ACCESS_STORE_OWNER	UINT32_MAX
+/* In a change (catalog_access_set): leave this field as it is. */
+#define CATALOG_ACCESS_KEEP		UINT32_MAX
+#define CATALOG_ACCESS_MODE_MASK	0777u
+#define CATALOG_ACCESS_DEFAULT_MODE	0755u
+
+struct catalog_access {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t mode;		/* within CATALOG_ACCESS_MODE_MASK */
+};
+
 /* Settings of a locality group (docs/design.md section 3, setgroup). */
 struct catalog_group {
 	char name[CATALOG_NAME_MAX + 1];
@@ -56,6 +75,9 @@ struct catalog_family {
 	/* The first sequence number of the family's life: entries of an
 	 * earlier family of the same name (dropped) have lower ones. */
 	uint64_t created_seq;
+	/* Read back from the catalog; a family created takes its table's
+	 * (what is given here is ignored). */
+	struct catalog_access access;
 };
 
 /* A table and its whole schema, as one snapshot. */
@@ -63,6 +85,7 @@ struct catalog_table {
 	uint64_t id;
 	char name[CATALOG_NAME_MAX + 1];
 	uint64_t tablet_size;
+	struct catalog_access access;
 	size_t family_count;
 	struct catalog_family *families;
 	size_t group_count;
@@ -160,6 +183,18 @@ int catalog_table_create(struct catalog *c, const char *name,
     size_t family_count, const struct catalog_group *groups,
     size_t group_count, const struct slice *splits, size_t split_count,
     uint64_t *id, const struct catalog_prepare *prep);
+/*
+ * The same, the table and its families owned as access says (NULL: by
+ * the store's owner, mode CATALOG_ACCESS_DEFAULT_MODE, which is what
+ * catalog_table_create gives).  -EINVAL for a mode outside
+ * CATALOG_ACCESS_MODE_MASK.
+ */
+int catalog_table_create_as(struct catalog *c, const char *name,
+    const struct catalog_access *access, uint64_t tablet_size,
+    const struct catalog_family *families, size_t family_count,
+    const struct catalog_group *groups, size_t group_count,
+    const struct slice *splits, size_t split_count, uint64_t *id,
+    const struct catalog_prepare *prep);
 
 /*
  * Drop a table, its schema, its tablets and their file rows; the files
@@ -185,6 +220,16 @@ int catalog_family_drop(struct catalog *c, const char *table,
     const char *family, const struct catalog_prepare *prep);
 int catalog_family_set_gc(struct catalog *c, const char *table,
     const char *family, const char *gc_policy,
+    const struct catalog_prepare *prep);
+/*
+ * Change the owner, group or mode of a table (family NULL) or of one of
+ * its families; a field of CATALOG_ACCESS_KEEP stays as it is.  -EINVAL
+ * for a mode outside CATALOG_ACCESS_MODE_MASK, -ENOENT for a table or
+ * family that does not exist.  Who may change them is the caller's
+ * business.
+ */
+int catalog_access_set(struct catalog *c, const char *table,
+    const char *family, const struct catalog_access *change,
     const struct catalog_prepare *prep);
 /* Create or update a group's settings. */
 int catalog_group_set(struct catalog *c, const char *table,

@@ -45,6 +45,8 @@ enum catalog_stmt_id {
 	STMT_FAMILY_INSERT,
 	STMT_FAMILY_DELETE,
 	STMT_FAMILY_SET_GC,
+	STMT_TABLE_SET_ACCESS,
+	STMT_FAMILY_SET_ACCESS,
 	STMT_TABLET_INSERT,
 	STMT_TABLET_LIST,
 	STMT_TABLET_GET,
@@ -71,6 +73,10 @@ struct catalog {
 	 * not its write), so which files are named is unknown until the
 	 * catalog is opened again. */
 	bool commit_unknown;
+	/* The store's owner (CATALOG_ACCESS_STORE_OWNER reads as these):
+	 * the effective ids of the process that opened the catalog. */
+	uint32_t owner_uid;
+	uint32_t owner_gid;
 };
 
 /*
@@ -102,6 +108,10 @@ void catalog_stmt_done(sqlite3_stmt *st);
  *	t  const char *		text (borrowed until catalog_stmt_done)
  *	u  uint64_t		integer (pass exactly a uint64_t)
  *	b  const struct slice *	blob; an empty slice binds an empty BLOB
+ *	o  uint32_t		an owner or group id; CATALOG_ACCESS_STORE_OWNER
+ *				binds -1 (format.h)
+ *	k  uint32_t		an id or mode to set; CATALOG_ACCESS_KEEP binds
+ *				NULL (keep what is there)
  */
 /*
  * Finish a lookup of at most one row: unless bind_rc (the result of binding
@@ -129,6 +139,11 @@ int catalog_db_error(sqlite3 *db, int src, const char *name,
 /* Prepare every statement of c (at open, so that no call can fail
  * half-way for want of one); 0 or an error. */
 int catalog_prepare(struct catalog *c);
+
+/* An owner or group column: -1 stored reads as the store's owner's id
+ * (owner), the store owner's group otherwise. */
+uint32_t catalog_column_id(struct catalog *c, sqlite3_stmt *st, int col,
+    bool owner);
 
 /* Copy text column col into dst (size bytes); BT_ECORRUPT if it does not
  * fit or is NULL. */

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "catalog/catalog_int.h"
 #include "catalog/format.h"
@@ -157,13 +158,16 @@ catalog_pragma_int(struct catalog *c, const char *sql, int64_t *value)
 	return rc;
 }
 
+static int catalog_access_upgrade(struct catalog *c);
+
 /*
  * Refuse what is not a catalog of our version, then set the connection
  * up.  Exclusive locking mode comes first: the env VFS has no shared
  * memory, and with it SQLite keeps the WAL index in the heap.  Nothing is
  * written before the version checks pass.  A version-1 catalog is
- * upgraded to 2 here; 1 means the catalog must still be rebuilt with page
- * checksums (catalog_upgrade_reserve).
+ * upgraded to 2 here, and a version-3 one to 4 (catalog_access_upgrade);
+ * 1 means the catalog must still be rebuilt with page checksums
+ * (catalog_upgrade_reserve), after which this runs again.
  */
 static int
 catalog_setup(struct catalog *c)
@@ -197,7 +201,7 @@ catalog_setup(struct catalog *c)
 		return bt_error_set(BT_EFORMAT,
 		    "catalog %s: not a tabletfs catalog (application_id %#llx)",
 		    c->path, (unsigned long long)app);
-	if (version != CATALOG_VERSION && version != 1 && version != 2)
+	if (version < 1 || version > CATALOG_VERSION)
 		return bt_error_set(BT_EFORMAT,
 		    "catalog %s: format version %lld, this build reads %d",
 		    c->path, (long long)version, CATALOG_VERSION);
@@ -236,7 +240,7 @@ catalog_setup(struct catalog *c)
 		    "catalog %s: SQLite lacks foreign key support", c->path);
 	if (version == 1 && (rc = catalog_location_upgrade(c)) < 0)
 		return rc;
-	if (version < 3)
+	if (version < CATALOG_VERSION_RESERVE)
 		return 1;
 	src = sqlite3_file_control(c->db, "main", SQLITE_FCNTL_RESERVE_BYTES,
 	    &reserve);
@@ -244,9 +248,36 @@ catalog_setup(struct catalog *c)
 		return catalog_sqlite_error(c, src, "reserve bytes");
 	if (reserve != CATALOG_PAGE_RESERVE)
 		return bt_error_set(BT_ECORRUPT, "catalog %s: page 1: %d "
-		    "reserved bytes a page, a version-%d catalog has %d",
-		    c->path, reserve, CATALOG_VERSION, CATALOG_PAGE_RESERVE);
+		    "reserved bytes a page, a version-%lld catalog has %d",
+		    c->path, reserve, (long long)version,
+		    CATALOG_PAGE_RESERVE);
+	if (version == CATALOG_VERSION_RESERVE)
+		return catalog_access_upgrade(c);
 	return 0;
+}
+
+/*
+ * Version 3 -> 4: owners, groups and modes (format.h), in one
+ * transaction with the new user_version, so that a crash leaves version
+ * 3 or version 4.  Rows already there belong to the store's owner.
+ */
+static int
+catalog_access_upgrade(struct catalog *c)
+{
+	static const char script[] =
+	    "BEGIN IMMEDIATE;\n"
+	    CATALOG_SCHEMA_V4_SQL
+	    "PRAGMA user_version = " CATALOG_STR(CATALOG_VERSION) ";\n"
+	    "COMMIT;\n";
+	int src, rc;
+
+	if ((src = sqlite3_exec(c->db, script, NULL, NULL, NULL)) ==
+	    SQLITE_OK)
+		return 0;
+	rc = catalog_sqlite_error(c, src, "upgrade to version 4");
+	if (!sqlite3_get_autocommit(c->db))
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
 }
 
 /* Run one statement of SQL made from fmt (sqlite3_mprintf, so %Q quotes). */
@@ -307,7 +338,7 @@ catalog_upgrade_reserve(struct catalog *c, struct env *env)
 		goto out_remove;
 	rc = catalog_execf(c, "PRAGMA upgrade.journal_mode = MEMORY;"
 	    " PRAGMA upgrade.synchronous = FULL;"
-	    " PRAGMA upgrade.user_version = %d", CATALOG_VERSION);
+	    " PRAGMA upgrade.user_version = %d", CATALOG_VERSION_RESERVE);
 	if (rc == 0)
 		rc = catalog_execf(c, "DETACH upgrade");
 	else
@@ -330,7 +361,8 @@ catalog_upgrade_reserve(struct catalog *c, struct env *env)
 	c->vfs = NULL;
 	if (env_path_exists(env, wal)) {
 		rc = bt_error_set(-EIO, "catalog %s: upgrade to version %d: "
-		    "the WAL was not checkpointed", c->path, CATALOG_VERSION);
+		    "the WAL was not checkpointed", c->path,
+		    CATALOG_VERSION_RESERVE);
 		goto out_remove;
 	}
 	if ((rc = env_dir_sync(env, dir)) < 0 ||
@@ -373,6 +405,8 @@ catalog_open(struct env *env, const char *path, struct catalog **out)
 		rc = -ENOMEM;
 		goto out_free;
 	}
+	c->owner_uid = (uint32_t)geteuid();
+	c->owner_gid = (uint32_t)getegid();
 	if ((rc = mutex_init(&c->mu)) < 0) {
 		bt_error_set(rc, "catalog %s: mutex: %s", path, strerror(-rc));
 		goto out_free;

@@ -234,7 +234,8 @@ tablets_insert(struct catalog *c, uint64_t table_id,
 }
 
 static int
-table_create_txn(struct catalog *c, const char *name, uint64_t tablet_size,
+table_create_txn(struct catalog *c, const char *name,
+    const struct catalog_access *access, uint64_t tablet_size,
     const struct catalog_family *families, size_t family_count,
     const struct catalog_group *groups, size_t group_count,
     const struct slice *splits, size_t split_count, uint64_t *idp)
@@ -249,7 +250,8 @@ table_create_txn(struct catalog *c, const char *name, uint64_t tablet_size,
 	if (rc < 0)
 		return rc;
 	st = catalog_stmt(c, STMT_TABLE_INSERT);
-	if ((rc = catalog_bind(c, st, "tu", name, tablet_size)) < 0) {
+	if ((rc = catalog_bind(c, st, "tuoou", name, tablet_size, access->uid,
+	    access->gid, (uint64_t)access->mode)) < 0) {
 		catalog_stmt_done(st);
 		return rc;
 	}
@@ -308,6 +310,22 @@ catalog_table_create(struct catalog *c, const char *name,
     size_t group_count, const struct slice *splits, size_t split_count,
     uint64_t *id, const struct catalog_prepare *prep)
 {
+	return catalog_table_create_as(c, name, NULL, tablet_size, families,
+	    family_count, groups, group_count, splits, split_count, id, prep);
+}
+
+int
+catalog_table_create_as(struct catalog *c, const char *name,
+    const struct catalog_access *access, uint64_t tablet_size,
+    const struct catalog_family *families, size_t family_count,
+    const struct catalog_group *groups, size_t group_count,
+    const struct slice *splits, size_t split_count, uint64_t *id,
+    const struct catalog_prepare *prep)
+{
+	static const struct catalog_access store_owner = {
+		CATALOG_ACCESS_STORE_OWNER, CATALOG_ACCESS_STORE_OWNER,
+		CATALOG_ACCESS_DEFAULT_MODE
+	};
 	struct slice *sorted;
 	size_t sorted_count;
 	uint64_t new_id = 0;
@@ -316,6 +334,11 @@ catalog_table_create(struct catalog *c, const char *name,
 	if ((rc = table_check(name, families, family_count, groups,
 	    group_count, splits, split_count)) < 0)
 		return rc;
+	if (access == NULL)
+		access = &store_owner;
+	if ((access->mode & ~CATALOG_ACCESS_MODE_MASK) != 0)
+		return bt_error_set(-EINVAL, "catalog: table %s: bad mode %#o",
+		    name, access->mode);
 	if (tablet_size == 0)
 		tablet_size = CATALOG_DEFAULT_TABLET_SIZE;
 	if (tablet_size > INT64_MAX)
@@ -327,7 +350,7 @@ catalog_table_create(struct catalog *c, const char *name,
 	if ((rc = catalog_begin(c, true)) < 0)
 		goto out;
 	rc = catalog_end(c, prepare_run(c, prep, name, table_create_txn(c,
-	    name, tablet_size, families, family_count, groups, group_count,
+	    name, access, tablet_size, families, family_count, groups, group_count,
 	    sorted, sorted_count, &new_id)));
 	if (rc == 0 && id != NULL)
 		*id = new_id;
@@ -399,6 +422,10 @@ family_read(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg)
 	    sizeof(f->gc_policy))) < 0)
 		return rc;
 	f->created_seq = catalog_column_u64(st, 3);
+	f->access.uid = catalog_column_id(c, st, 4, true);
+	f->access.gid = catalog_column_id(c, st, 5, false);
+	f->access.mode = (uint32_t)sqlite3_column_int64(st, 6) &
+	    CATALOG_ACCESS_MODE_MASK;
 	return 0;
 }
 
@@ -442,6 +469,10 @@ table_load(struct catalog *c, sqlite3_stmt *st, struct catalog_table **out)
 	}
 	t->id = catalog_column_u64(st, 0);
 	t->tablet_size = catalog_column_u64(st, 2);
+	t->access.uid = catalog_column_id(c, st, 3, true);
+	t->access.gid = catalog_column_id(c, st, 4, false);
+	t->access.mode = (uint32_t)sqlite3_column_int64(st, 5) &
+	    CATALOG_ACCESS_MODE_MASK;
 	if ((rc = catalog_column_text(c, st, 1, t->name,
 	    sizeof(t->name))) < 0)
 		goto out_free;
@@ -683,4 +714,58 @@ catalog_group_set(struct catalog *c, const char *table,
 {
 	return table_change(c, table, g == NULL ? bt_error_set(-EINVAL,
 	    "catalog: no group") : group_check(g), group_set_txn, g, prep);
+}
+
+/* An access change (catalog_access_set). */
+struct access_edit {
+	const char *family;	/* NULL: the table's */
+	const struct catalog_access *change;
+};
+
+static int
+access_set_txn(struct catalog *c, const char *table, uint64_t id,
+    const void *arg)
+{
+	const struct access_edit *e = arg;
+	const struct catalog_access *a = e->change;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (e->family == NULL) {
+		st = catalog_stmt(c, STMT_TABLE_SET_ACCESS);
+		rc = catalog_bind(c, st, "ukkk", id, a->uid, a->gid, a->mode);
+	} else {
+		st = catalog_stmt(c, STMT_FAMILY_SET_ACCESS);
+		rc = catalog_bind(c, st, "utkkk", id, e->family, a->uid,
+		    a->gid, a->mode);
+	}
+	if (rc < 0) {
+		catalog_stmt_done(st);
+		return rc;
+	}
+	if ((rc = catalog_exec(c, st)) < 0)
+		return rc;
+	if (e->family != NULL && sqlite3_changes(c->db) == 0)
+		return bt_error_set(-ENOENT, "catalog: table %s has no family %s",
+		    table, e->family);
+	return 0;
+}
+
+int
+catalog_access_set(struct catalog *c, const char *table, const char *family,
+    const struct catalog_access *change, const struct catalog_prepare *prep)
+{
+	const struct access_edit e = { family, change };
+	int check_rc = 0;
+
+	if (change == NULL)
+		check_rc = bt_error_set(-EINVAL, "catalog: no access change");
+	else if (family != NULL && !catalog_name_valid(family))
+		check_rc = bt_error_set(-EINVAL, "catalog: bad family name "
+		    "'%s'", family);
+	else if (change->mode != CATALOG_ACCESS_KEEP &&
+	    (change->mode & ~CATALOG_ACCESS_MODE_MASK) != 0)
+		check_rc = bt_error_set(-EINVAL, "catalog: bad mode %#o",
+		    change->mode);
+	return table_change(c, table, check_rc, access_set_txn, &e, prep);
 }

@@ -64,19 +64,33 @@
  * version-3 catalog whose header has another reserve is damaged
  * (BT_ECORRUPT).
  *
+ * Version 4 adds access control (docs/design.md section 2,
+ * "Permissions"; CATALOG_SCHEMA_V4_SQL): tables and families gain
+ *     uid, gid   the owner and the group; -1 (CATALOG_ACCESS_STORE_OWNER)
+ *                means the store's owner, whoever opens the store (its
+ *                euid and egid), which is what rows that existed before
+ *                the upgrade get
+ *     mode       the permission bits, 0 to 0777 (r: read cells, w: write
+ *                and delete them; x: kept, only the mount shows it);
+ *                rows from before the upgrade get 0755
+ * A new family takes its table's three.
+ *
  * Upgrades run at open, each crash-safe: 1 -> 2 in one transaction
  * (CATALOG_SCHEMA_V2_SQL); 2 -> 3 by VACUUM INTO CATALOG_UPGRADE_SUFFIX
  * beside the catalog with the reserve requested, user_version set to 3
  * there and synced, the old catalog closed (its WAL checkpointed and
  * removed, the directory synced), then the new file renamed over it: a
  * crash leaves the old catalog (and a stale copy that the next upgrade
- * removes first) or the new one.
+ * removes first) or the new one; 3 -> 4 in one transaction
+ * (CATALOG_SCHEMA_V4_SQL and user_version 4).
  */
 #ifndef TABLETFS_CATALOG_FORMAT_H
 #define TABLETFS_CATALOG_FORMAT_H
 
 #define CATALOG_APPLICATION_ID	1952871267	/* 0x74667363, "tfsc" */
-#define CATALOG_VERSION		3
+#define CATALOG_VERSION		4
+/* The version that first reserves the page trailer. */
+#define CATALOG_VERSION_RESERVE	3
 /* Bytes at the end of every page for the trailer (version 3). */
 #define CATALOG_PAGE_RESERVE	8
 #define CATALOG_UPGRADE_SUFFIX	".v3"
@@ -317,6 +331,17 @@
 	" DELETE FROM meta_tablets WHERE id = NEW.id;\n" \
 	"END;\n"
 
-#define CATALOG_SCHEMA_SQL CATALOG_SCHEMA_V1_SQL CATALOG_SCHEMA_V2_SQL
+/* Version 4: owners, groups and modes (the whole upgrade from 3). */
+#define CATALOG_SCHEMA_V4_SQL \
+	"ALTER TABLE tables ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;\n" \
+	"ALTER TABLE tables ADD COLUMN gid INTEGER NOT NULL DEFAULT -1;\n" \
+	"ALTER TABLE tables ADD COLUMN mode INTEGER NOT NULL DEFAULT 493;\n" \
+	"ALTER TABLE families ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;\n" \
+	"ALTER TABLE families ADD COLUMN gid INTEGER NOT NULL DEFAULT -1;\n" \
+	"ALTER TABLE families ADD COLUMN mode INTEGER NOT NULL\n" \
+	"    DEFAULT 493;\n"
+
+#define CATALOG_SCHEMA_SQL \
+	CATALOG_SCHEMA_V1_SQL CATALOG_SCHEMA_V2_SQL CATALOG_SCHEMA_V4_SQL
 
 #endif

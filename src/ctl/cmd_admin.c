@@ -33,6 +33,8 @@ tablets_print(struct ctl *c, const char *table)
 	size_t n;
 	int rc;
 
+	if (ctl_allow(c, table, NULL, BT_ACCESS_READ) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_table_tablets(c->store, table, &t, &n)) < 0)
 		return ctl_fail(c, rc, NULL);
@@ -63,8 +65,11 @@ cmd_tablets(struct ctl *c, int argc, char **argv)
 	bt_error_clear();
 	if ((rc = bt_table_list(c->store, &names, &count)) < 0)
 		return ctl_fail(c, rc, NULL);
-	for (size_t i = 0; i < count && status == CTL_OK; i++)
-		status = tablets_print(c, names[i]);
+	/* Past a table the caller may not read, on to the others (as ls -l
+	 * goes past what it cannot stat); the exit status tells. */
+	for (size_t i = 0; i < count; i++)
+		if (tablets_print(c, names[i]) != CTL_OK)
+			status = CTL_FAIL;
 	bt_names_free(names);
 	return status;
 }
@@ -80,6 +85,8 @@ cmd_split(struct ctl *c, int argc, char **argv)
 	if (!ctl_arg_name(argv[1], &row))
 		return ctl_usage(c, "bad row '%s' (want a name as the mount "
 		    "spells it: %%XX escapes)", argv[1]);
+	if (ctl_allow_admin(c, argv[0]) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_table_split(c->store, argv[0], row)) < 0)
 		return ctl_fail(c, rc, NULL);
@@ -190,6 +197,8 @@ cmd_check(struct ctl *c, int argc, char **argv)
 	uint64_t files = 0, bytes = 0;
 	int rc, status;
 
+	if (ctl_allow_admin(c, NULL) != CTL_OK)
+		return CTL_FAIL;
 	memset(&job, 0, sizeof(job));
 	job.c = c;
 	progress_init(&job.p, c->progress, c->err, "check", 0);

@@ -109,6 +109,11 @@ import_add(struct import *im, struct bt_bytes row, const struct bt_mutation *m,
 		free(line);
 		return status;
 	}
+	if ((status = ctl_allow(im->c, im->table, m->family,
+	    BT_ACCESS_WRITE)) != CTL_OK) {
+		free(line);
+		return status;
+	}
 	last = im->nrows > 0 ? &im->rows[im->nrows - 1] : NULL;
 	if (last == NULL || row.size != last->row.size ||
 	    memcmp(row.data, last->row.data, row.size) != 0) {
@@ -362,6 +367,14 @@ cmd_import(struct ctl *c, int argc, char **argv)
 		return ctl_error(c, "--bulk: %s is a cell: a bulk load is not "
 		    "supported on a cell yet (import without --bulk)",
 		    c->store_path);
+	if (ctl_allow(c, args[0], NULL, BT_ACCESS_WRITE) != CTL_OK)
+		return CTL_FAIL;
+	/* The daemon would open it with its own rights, not the caller's. */
+	if (c->cred != NULL && c->cred->uid != 0 &&
+	    c->cred->uid != c->store_uid && strcmp(args[1], "-") != 0)
+		return ctl_error(c, "%s: %s (the daemon opens no file for "
+		    "another user: import %s - <%s)", args[1],
+		    strerror(EACCES), args[0], args[1]);
 	memset(&im, 0, sizeof(im));
 	im.c = c;
 	im.table = args[0];
@@ -423,6 +436,8 @@ cmd_export(struct ctl *c, int argc, char **argv)
 	char note[64];
 	int rc, status = CTL_OK;
 
+	if (ctl_allow_read(c, argv[0], NULL) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_scan_open(c->store, argv[0], NULL, &sc)) < 0)
 		return ctl_fail(c, rc, NULL);
@@ -481,6 +496,8 @@ cmd_compact(struct ctl *c, int argc, char **argv)
 		else
 			return ctl_usage(c, "unexpected '%s'", argv[i]);
 	}
+	if (ctl_allow_admin(c, job.table) != CTL_OK)
+		return CTL_FAIL;
 	progress_init(&p, c->progress, c->err, job.major ? "major compaction" :
 	    "compaction", 0);
 	bt_error_clear();
@@ -544,12 +561,31 @@ out:
 static int
 status_table(struct ctl *c, const char *table)
 {
-	char *text, *line, *next;
+	char *text, *access = NULL, *line, *next, *joined;
 	int rc;
 
+	if (ctl_allow(c, table, NULL, BT_ACCESS_READ) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_table_describe_usage(c->store, table, &text)) < 0)
 		return ctl_fail(c, rc, NULL);
+	/* Then who may use it, "access table|family NAME uid= gid= mode="
+	 * (none from a cell whose servers predate it). */
+	if ((rc = bt_table_describe_access(c->store, table, &access)) < 0 &&
+	    rc != -EOPNOTSUPP) {
+		free(text);
+		return ctl_fail(c, rc, NULL);
+	}
+	if (access != NULL) {
+		if (asprintf(&joined, "%s%s", text, access) < 0) {
+			free(access);
+			free(text);
+			return ctl_fail(c, -ENOMEM, NULL);
+		}
+		free(access);
+		free(text);
+		text = joined;
+	}
 	for (line = text; *line != '\0'; line = next) {
 		size_t word = strcspn(line, " \n");
 

@@ -89,6 +89,9 @@ set_rows(struct ctl *c, const char *table, int argc, char **argv)
 			goto out;
 		rows[nrows].muts = muts;
 		rows[nrows++].count = (size_t)n;
+		if ((status = ctl_allow_mutations(c, table, muts,
+		    (size_t)n)) != CTL_OK)
+			goto out;
 		if (start < argc && ++start == argc) {
 			status = ctl_usage(c, "a row is missing after '%s'",
 			    SET_ROW_SEPARATOR);
@@ -134,10 +137,14 @@ cmd_set(struct ctl *c, int argc, char **argv)
 		return status;
 	if ((status = parse_cells(c, argc - 2, argv + 2, &muts)) != CTL_OK)
 		return status;
+	if ((status = ctl_allow_mutations(c, argv[0], muts,
+	    (size_t)(argc - 2))) != CTL_OK)
+		goto out;
 	bt_error_clear();
 	if ((rc = bt_mutate_row(c->store, argv[0], row, muts,
 	    (size_t)(argc - 2), NULL, NULL)) < 0)
 		status = ctl_fail(c, rc, NULL);
+out:
 	free(muts);
 	return status;
 }
@@ -272,7 +279,8 @@ cmd_lookup(struct ctl *c, int argc, char **argv)
 		status = read_arg(c, argv[i], lookup_keys, &ra);
 	if (status != CTL_OK ||
 	    (status = read_args_finish(c, &ra)) != CTL_OK ||
-	    (status = parse_row(c, argv[1], &row)) != CTL_OK)
+	    (status = parse_row(c, argv[1], &row)) != CTL_OK ||
+	    (status = ctl_allow_read(c, argv[0], &ra.scan.read)) != CTL_OK)
 		goto out;
 	bt_error_clear();
 	rc = bt_read_row(c->store, argv[0], row, &ra.scan.read, &r);
@@ -304,7 +312,8 @@ cmd_read(struct ctl *c, int argc, char **argv)
 	for (int i = 1; i < argc && status == CTL_OK; i++)
 		status = read_arg(c, argv[i], read_keys, &ra);
 	if (status != CTL_OK ||
-	    (status = read_args_finish(c, &ra)) != CTL_OK)
+	    (status = read_args_finish(c, &ra)) != CTL_OK ||
+	    (status = ctl_allow_read(c, argv[0], &ra.scan.read)) != CTL_OK)
 		goto out;
 	bt_error_clear();
 	if ((rc = bt_scan_open(c->store, argv[0], &ra.scan, &sc)) < 0) {
@@ -329,7 +338,8 @@ mutate_one(struct ctl *c, const char *table, char *row,
 	struct bt_bytes key;
 	int rc, status;
 
-	if ((status = parse_row(c, row, &key)) != CTL_OK)
+	if ((status = parse_row(c, row, &key)) != CTL_OK ||
+	    (status = ctl_allow_mutations(c, table, m, 1)) != CTL_OK)
 		return status;
 	bt_error_clear();
 	if ((rc = bt_mutate_row(c->store, table, key, m, 1, NULL, NULL)) < 0)
@@ -371,6 +381,10 @@ cmd_increment(struct ctl *c, int argc, char **argv)
 		return ctl_usage(c, "bad delta '%s'", argv[3]);
 	if (!ctl_parse_column(argv[2], &family, &q))
 		return ctl_usage(c, "bad column '%s' (want F:Q)", argv[2]);
+	/* It prints the sum: a read as well as a write. */
+	if (ctl_allow(c, argv[0], family, BT_ACCESS_READ |
+	    BT_ACCESS_WRITE) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_increment(c->store, argv[0], row, family, q, delta,
 	    NULL, &result, NULL)) < 0)
@@ -398,6 +412,13 @@ cmd_checkandset(struct ctl *c, int argc, char **argv)
 		return ctl_usage(c, "bad column '%s' (want F:Q)", argv[2]);
 	if ((status = parse_cells(c, argc - 4, argv + 4, &muts)) != CTL_OK)
 		return status;
+	/* Whether it applied tells of the checked value: read it too. */
+	if ((status = ctl_allow(c, argv[0], family, BT_ACCESS_READ)) !=
+	    CTL_OK || (status = ctl_allow_mutations(c, argv[0], muts,
+	    (size_t)(argc - 4))) != CTL_OK) {
+		free(muts);
+		return status;
+	}
 	if (strcmp(argv[3], "--absent") != 0) {
 		expected = ctl_arg_bytes(argv[3]);
 		expectp = &expected;
@@ -427,7 +448,8 @@ cmd_count(struct ctl *c, int argc, char **argv)
 	for (int i = 1; i < argc && status == CTL_OK; i++)
 		status = read_arg(c, argv[i], count_keys, &ra);
 	if (status != CTL_OK ||
-	    (status = read_args_finish(c, &ra)) != CTL_OK)
+	    (status = read_args_finish(c, &ra)) != CTL_OK ||
+	    (status = ctl_allow_read(c, argv[0], &ra.scan.read)) != CTL_OK)
 		goto out;
 	/* One cell tells that a row counts. */
 	ra.scan.read.cells_per_row_limit = 1;

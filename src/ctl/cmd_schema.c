@@ -242,9 +242,18 @@ cmd_createtable(struct ctl *c, int argc, char **argv)
 			goto out;
 		}
 	}
+	if ((status = ctl_allow_admin(c, NULL)) != CTL_OK)
+		goto out;
 	bt_error_clear();
-	if ((rc = bt_table_create(c->store, argv[0], fams, fam_count, splits,
-	    split_count, tablet_size)) < 0)
+	/* Over the socket, the table is its caller's (tabletctl(1)). */
+	if (c->cred != NULL)
+		rc = bt_table_create_as(c->store, argv[0], &(struct bt_access){
+		    c->cred->uid, c->cred->gid, 0755 }, fams, fam_count,
+		    splits, split_count, tablet_size);
+	else
+		rc = bt_table_create(c->store, argv[0], fams, fam_count,
+		    splits, split_count, tablet_size);
+	if (rc < 0)
 		status = ctl_fail(c, rc, NULL);
 out:
 	free(fams);
@@ -260,6 +269,8 @@ cmd_createfamily(struct ctl *c, int argc, char **argv)
 
 	if (argc == 3 && (spec.group = ctl_keyword(argv[2], "group")) == NULL)
 		return ctl_usage(c, "unexpected '%s'", argv[2]);
+	if (ctl_allow_admin(c, argv[0]) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_family_create(c->store, argv[0], &spec)) < 0)
 		return ctl_fail(c, rc, NULL);
@@ -273,6 +284,8 @@ cmd_setgcpolicy(struct ctl *c, int argc, char **argv)
 	char *policy;
 	int rc;
 
+	if (ctl_allow_admin(c, argv[0]) != CTL_OK)
+		return CTL_FAIL;
 	for (int i = 2; i < argc; i++)
 		n += strlen(argv[i]) + 1;
 	if ((policy = ctl_calloc(n, 1)) == NULL)
@@ -330,6 +343,8 @@ cmd_setgroup(struct ctl *c, int argc, char **argv)
 		if (!ok)
 			return ctl_usage(c, "bad setting '%s'", argv[i]);
 	}
+	if (ctl_allow_admin(c, argv[0]) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_group_set(c->store, argv[0], &g)) < 0)
 		return ctl_fail(c, rc, NULL);
@@ -341,6 +356,8 @@ cmd_deletefamily(struct ctl *c, int argc, char **argv)
 {
 	int rc;
 
+	if (ctl_allow_admin(c, argv[0]) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_family_delete(c->store, argv[0], argv[1])) < 0)
 		return ctl_fail(c, rc, NULL);
@@ -352,6 +369,8 @@ cmd_deletetable(struct ctl *c, int argc, char **argv)
 {
 	int rc;
 
+	if (ctl_allow_admin(c, argv[0]) != CTL_OK)
+		return CTL_FAIL;
 	bt_error_clear();
 	if ((rc = bt_table_delete(c->store, argv[0])) < 0)
 		return ctl_fail(c, rc, NULL);
@@ -380,6 +399,8 @@ int
 cmd_groups(struct ctl *c, int argc, char **argv)
 {
 	(void)argc;
+	if (ctl_allow(c, argv[0], NULL, BT_ACCESS_READ) != CTL_OK)
+		return CTL_FAIL;
 	return describe_print(c, bt_table_describe_groups, argv[0]);
 }
 
@@ -391,6 +412,8 @@ cmd_ls(struct ctl *c, int argc, char **argv)
 	size_t count;
 	int rc;
 
+	if (argc == 1 && ctl_allow(c, argv[0], NULL, BT_ACCESS_READ) != CTL_OK)
+		return CTL_FAIL;
 	if (argc == 1)
 		return describe_print(c, bt_table_describe, argv[0]);
 	bt_error_clear();

@@ -54,6 +54,10 @@ struct ctl {
 	FILE *in;		/* import T - reads this */
 	FILE *out;		/* what a verb prints */
 	FILE *err;		/* its errors, usage and progress */
+	/* Who asks, for a command over the control socket (ctl_access.c);
+	 * NULL when tabletctl opened the store itself: no checks. */
+	const struct bt_cred *cred;
+	uint32_t store_uid;	/* the store's owner: the daemon's euid */
 };
 
 /*
@@ -61,11 +65,14 @@ struct ctl {
  * exit status (CTL_OK, CTL_FAIL, CTL_USAGE) with everything it printed
  * written to out and err.  A store given is the daemon's, already open
  * and left open (a command over the control socket); with NULL, ctl_run
- * opens the store as the verb needs and closes it.  One thread; the store
- * may be used by others at the same time.
+ * opens the store as the verb needs and closes it.  cred (borrowed for
+ * the call) is who sent a command over the socket, checked as
+ * ctl_access.c says, with this process's euid as the store's owner; NULL
+ * checks nothing.  One thread; the store may be used by others at the
+ * same time.
  */
 int ctl_run(struct bt_store *store, const char *store_path, int argc,
-    char **argv, FILE *in, FILE *out, FILE *err);
+    char **argv, FILE *in, FILE *out, FILE *err, const struct bt_cred *cred);
 
 /* ---- Verbs (cmd_schema.c, cmd_data.c, cmd_bulk.c, cmd_admin.c) ---- */
 
@@ -102,6 +109,36 @@ int cmd_status(struct ctl *c, int argc, char **argv);
 int cmd_tablets(struct ctl *c, int argc, char **argv);	/* cmd_admin.c */
 int cmd_split(struct ctl *c, int argc, char **argv);
 int cmd_check(struct ctl *c, int argc, char **argv);
+
+int cmd_chmod(struct ctl *c, int argc, char **argv);	/* cmd_access.c */
+int cmd_chown(struct ctl *c, int argc, char **argv);
+
+/* ---- Who may (ctl_access.c); each CTL_OK, or a reported CTL_FAIL ---- */
+
+/* want (BT_ACCESS_READ, _WRITE) on table and, unless NULL, family. */
+int ctl_allow(struct ctl *c, const char *table, const char *family,
+    int want);
+/* Read the families ro selects (ro NULL or selecting no column: all). */
+int ctl_allow_read(struct ctl *c, const char *table,
+    const struct bt_read_options *ro);
+/* Apply the n mutations m (a row delete writes every family). */
+int ctl_allow_mutations(struct ctl *c, const char *table,
+    const struct bt_mutation *m, size_t n);
+/* Change table's schema (NULL: the store's, as compact of every
+ * table). */
+int ctl_allow_admin(struct ctl *c, const char *table);
+/* Change the access of table or its family (chmod, chown). */
+int ctl_allow_change(struct ctl *c, const char *table, const char *family,
+    const struct bt_access *change);
+/*
+ * The rule of ctl_allow_change, pure, for the mount too: whether cred
+ * may change something whose access is now (a family's: table_now is its
+ * table's, else NULL) as change says, the store's owner being store_uid.
+ * 0 or -EPERM.
+ */
+int ctl_access_change_allowed(const struct bt_cred *cred, uint32_t store_uid,
+    const struct bt_access *now, const struct bt_access *table_now,
+    const struct bt_access *change);
 
 /* ---- Opening and reporting (ctl_run.c) ---- */
 

@@ -140,6 +140,16 @@ static const struct ctl_verb verbs[] = {
 	  "table T takes on disk and in memory instead: a line for each\n"
 	  "family, each locality group and the table (tabletctl(1)).",
 	  0, 1, CTL_STORE_READ, cmd_status },
+	{ "chmod", "MODE T[:F]",
+	  "Set who may read and write table T, or its family F (for the\n"
+	  "whole table): MODE is octal (0750) or symbolic as chmod(1) takes\n"
+	  "it (g+w, o-rwx, u=rw,go=r).  r reads cells, w writes and deletes\n"
+	  "them.",
+	  2, 2, CTL_STORE_WRITE, cmd_chmod },
+	{ "chown", "USER[:GROUP] T[:F]",
+	  "Give table T, or its family F, to USER and (if given) GROUP, by\n"
+	  "name or number; :GROUP alone changes the group only.",
+	  2, 2, CTL_STORE_WRITE, cmd_chown },
 	{ "help", "[VERB]",
 	  "Describe every verb, or one.",
 	  0, 1, CTL_STORE_NONE, cmd_help },
@@ -211,7 +221,7 @@ store_open(struct ctl *c)
 
 int
 ctl_run(struct bt_store *store, const char *store_path, int argc,
-    char **argv, FILE *in, FILE *out, FILE *err)
+    char **argv, FILE *in, FILE *out, FILE *err, const struct bt_cred *cred)
 {
 	struct ctl c;
 	int rc, status;
@@ -222,6 +232,8 @@ ctl_run(struct bt_store *store, const char *store_path, int argc,
 	c.in = in;
 	c.out = out;
 	c.err = err;
+	c.cred = cred;
+	c.store_uid = (uint32_t)geteuid();
 	bt_error_clear();	/* the daemon's thread ran commands before */
 	if (argc == 0)
 		return ctl_usage(&c, NULL);

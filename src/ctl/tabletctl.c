@@ -142,7 +142,7 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 'h':
 			return ctl_run(NULL, store, 1, help, stdin, stdout,
-			    stderr);
+			    stderr, NULL);
 		case 's':
 			store = optarg;
 			break;
@@ -151,7 +151,7 @@ main(int argc, char **argv)
 			return CTL_OK;
 		default:
 			return ctl_run(NULL, store, 0, NULL, stdin, stdout,
-			    stderr);
+			    stderr, NULL);
 		}
 	}
 	argc -= optind;
@@ -165,5 +165,5 @@ main(int argc, char **argv)
 		close(fd);
 		return status;
 	}
-	return ctl_run(NULL, store, argc, argv, stdin, stdout, stderr);
+	return ctl_run(NULL, store, argc, argv, stdin, stdout, stderr, NULL);
 }

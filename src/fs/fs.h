@@ -117,6 +117,7 @@ struct fs {
 	const char *store_path;
 	bool cell;		/* store_path is a cell's address */
 	bool read_only;
+	bool allow_other;	/* other users in: the socket serves them */
 	bool sync_always;
 	double timeout;		/* entry and attribute cache, seconds */
 	uint64_t max_cell;
@@ -164,6 +165,33 @@ struct fs {
  */
 int fs_socket_start(struct fs *fs);
 void fs_socket_stop(struct fs *fs);
+
+/*
+ * fs_access.c: who may do what through the mount (docs/design.md
+ * section 2, "Permissions").  The kernel checks every request against the
+ * attributes the daemon presents (default_permissions); these present
+ * them and check what the kernel cannot.
+ */
+/* Set st's owner, group and permission bits (st has the kind's own)
+ * from the access of c's table or family; st is left as it is when
+ * there is none (a cell whose servers predate it).  Applying it twice
+ * changes nothing more. */
+void fs_access_present(struct fs *fs, const struct coord *c, struct stat *st);
+/* chmod, chown, chgrp of table or family directory n (others: 0, no
+ * effect) by req's caller: 0 or a negative errno. */
+int fs_access_setattr(struct fs *fs, fuse_req_t req, struct node *n,
+    const struct stat *attr, int to_set);
+/* A query of table (its .filter files) needs r on the table and every
+ * family: 0 or -EACCES for req's caller. */
+int fs_access_query(struct fs *fs, fuse_req_t req, const char *table);
+/* A rename of src onto dst (both resolved) from one family to another:
+ * 0, or -EACCES unless req's caller may read and write src's family and
+ * write dst's.  Other renames: 0 (the kernel's checks cover them). */
+int fs_access_rename(struct fs *fs, fuse_req_t req, const struct coord *src,
+    const struct coord *dst);
+/* The attributes the kernel holds of every node of table (NULL: of
+ * every node) are stale: it asks again. */
+void fs_access_changed(struct fs *fs, const char *table);
 
 /* fs_inode.c: the node tables, pending directories and errno mapping. */
 int fs_init(struct fs *fs);

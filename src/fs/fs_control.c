@@ -125,21 +125,30 @@ fs_tablets_text(struct fs *fs, const char *table, struct buf *out)
 /*
  * TABLE/.schema: the families (bt_table_describe()), a blank line, then
  * what the table takes per family, locality group and in all
- * (bt_table_describe_usage(); tabletfs(5)).
+ * (bt_table_describe_usage(); tabletfs(5)), then who may use the table
+ * and its families (bt_table_describe_access(); none from a cell whose servers
+ * predate it).
  */
 int
 fs_schema_text(struct fs *fs, const char *table, struct buf *out)
 {
-	char *text, *usage;
+	char *text, *usage, *access = NULL;
 	int rc;
 
 	if ((rc = bt_table_describe(fs->store, table, &text)) < 0)
 		return rc;
 	if ((rc = bt_table_describe_usage(fs->store, table, &usage)) < 0)
 		goto out;
+	if ((rc = bt_table_describe_access(fs->store, table, &access)) < 0 &&
+	    rc != -EOPNOTSUPP)
+		goto out_usage;
 	if ((rc = buf_set(out, text, strlen(text))) == 0 &&
 	    (rc = buf_append(out, "\n", 1)) == 0)
 		rc = buf_append(out, usage, strlen(usage));
+	if (rc == 0 && access != NULL)
+		rc = buf_append(out, access, strlen(access));
+	free(access);
+out_usage:
 	free(usage);
 out:
 	free(text);

@@ -517,9 +517,10 @@ fs_stat_file(struct fs *fs, fuse_ino_t ino, mode_t mode, uint64_t size,
 	fs_stat_set_time(st, ts);
 }
 
-/* The attributes of n; -ENOENT when a file no longer exists. */
-int
-fs_stat(struct fs *fs, struct node *n, struct stat *st)
+/* The attributes of n as its kind has them, before its table's or
+ * family's access (fs_stat()). */
+static int
+stat_kind(struct fs *fs, struct node *n, struct stat *st)
 {
 	int64_t started = (int64_t)fs->started.tv_sec * 1000000;
 	const struct bt_cell *cell;
@@ -605,6 +606,17 @@ fs_stat(struct fs *fs, struct node *n, struct stat *st)
 	}
 }
 
+/* The attributes of n; -ENOENT when a file no longer exists. */
+int
+fs_stat(struct fs *fs, struct node *n, struct stat *st)
+{
+	int rc;
+
+	if ((rc = stat_kind(fs, n, st)) == 0)
+		fs_access_present(fs, &n->c, st);
+	return rc;
+}
+
 /* Reply to a lookup-like request with n, counting the kernel's
  * reference.  Returns 0 or the errno sent instead. */
 int
@@ -652,6 +664,9 @@ fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	buf_init(&scratch);
 	if ((rc = fs_child_at(fs, parent, name, false, &dir, &c,
 	    &scratch)) < 0)
+		goto out;
+	if ((c.kind == NODE_QUERY || c.kind == NODE_QUERY_ROW) &&
+	    (rc = fs_access_query(fs, req, c.table)) < 0)
 		goto out;
 	if ((n = node_obtain(fs, &c)) == NULL) {
 		rc = -ENOMEM;

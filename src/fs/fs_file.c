@@ -366,7 +366,9 @@ fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if ((rc = fileh_open(fs, n, fi->flags, false, &fh)) < 0) {
+	if ((n->c.kind == NODE_QUERY_ROW &&
+	    (rc = fs_access_query(fs, req, n->c.table)) < 0) ||
+	    (rc = fileh_open(fs, n, fi->flags, false, &fh)) < 0) {
 		node_put(fs, n);
 		fuse_reply_err(req, fs_errno(rc));
 		return;
@@ -742,7 +744,9 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	}
 	if (fi != NULL && !coord_is_dir(n->c.kind))
 		fh = (struct fileh *)(uintptr_t)fi->fh;
-	if ((to_set & FUSE_SET_ATTR_SIZE) && fs->read_only) {
+	if ((rc = fs_access_setattr(fs, req, n, attr, to_set)) < 0) {
+		/* refused: nothing else changes */
+	} else if ((to_set & FUSE_SET_ATTR_SIZE) && fs->read_only) {
 		rc = -EROFS;
 	} else if (n->c.kind == NODE_TEMP) {
 		rc = temp_setattr(fs, n, attr, to_set);

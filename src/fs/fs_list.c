@@ -382,6 +382,7 @@ dir_add(struct fs *fs, fuse_req_t req, bool plus, char *p, size_t rem,
 	if (st != NULL) {
 		e.attr = *st;
 		e.attr.st_ino = n->ino;
+		fs_access_present(fs, c, &e.attr);
 	} else if (fs_stat(fs, n, &e.attr) < 0) {
 		fs_stat_dir(fs, n->ino, &e.attr);	/* gone meanwhile */
 	}
@@ -600,6 +601,13 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, fs_errno(rc));
 		return;
 	}
+	/* A query's rows tell of every family it does not filter out. */
+	if (l->dir->c.kind == NODE_QUERY &&
+	    (rc = fs_access_query(fs, req, l->dir->c.table)) < 0) {
+		listing_give(fs, l, true);
+		fuse_reply_err(req, fs_errno(rc));
+		return;
+	}
 	a = &l->ahead;
 	table = l->dir->c.kind == NODE_TABLE;
 	mutex_lock(&l->lock);
@@ -690,6 +698,10 @@ out:
 	}
 	mutex_unlock(&l->lock);
 	bt_free(p);
+	/* The kernel's readdir cache would serve a query's rows to callers
+	 * the daemon has not checked (fs_access.c): it keeps none. */
+	if (l->dir->c.kind == NODE_QUERY)
+		fuse_lowlevel_notify_inval_inode(fs->se, l->dir->ino, 0, 0);
 	listing_give(fs, l, rc < 0 || (end && used == 0));
 }
 

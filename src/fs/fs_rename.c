@@ -235,6 +235,8 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = -EROFS;
 		goto out;
 	}
+	if ((rc = fs_access_rename(fs, req, &src, &dst)) < 0)
+		goto out;
 	pthread_rwlock_wrlock(&fs->rename_lock);
 	locked = true;
 	if (src.kind == NODE_TABLE || dst.kind == NODE_TABLE) {

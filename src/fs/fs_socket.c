@@ -2,8 +2,14 @@
  * fs_socket.c - the daemon's end of the control socket (ctl_socket.h):
  * STORE/tabletfs.sock, served by one thread that runs each tabletctl
  * command on the daemon's open store with ctl_run, one at a time.
+ *
+ * Without -o allow_other the socket is mode 0600 and serves the daemon's
+ * uid alone; with it, 0666 and every uid, each command checked against
+ * the tables' and families' modes with the peer's uid, gid and
+ * supplementary groups (SO_PEERCRED and /proc/PID/status; ctl_access.c).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +25,9 @@
 #include "fs/fs.h"
 
 #define SOCKET_TIMEOUT_SECS	5
+/* Supplementary groups of a peer, at most (Linux allows 65536; more
+ * than this are not counted: access they alone would give is refused). */
+#define SOCKET_MAX_GROUPS	256
 
 struct fs_socket {
 	struct fs *fs;
@@ -34,12 +43,45 @@ socket_refuse(int fd)
 	    CTL_SOCKET_MALFORMED, strlen(CTL_SOCKET_MALFORMED));
 }
 
+/*
+ * The supplementary groups of process pid into groups (room for max),
+ * from the "Groups:" line of /proc/PID/status; the count, 0 when it
+ * cannot be read (the peer then has its own gid alone).
+ */
+static size_t
+peer_groups(pid_t pid, uint32_t *groups, size_t max)
+{
+	char path[64], line[4096], *p, *end;
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "Groups:", 7) != 0)
+			continue;
+		for (p = line + 7; n < max; p = end) {
+			unsigned long v = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			groups[n++] = (uint32_t)v;
+		}
+		break;
+	}
+	fclose(f);
+	return n;
+}
+
 /* Run the command a request carries and send its output back. */
 static void
 socket_serve(struct fs_socket *s, int fd)
 {
 	struct ctl_request req;
 	struct ucred cred;
+	struct bt_cred who;
+	uint32_t groups[SOCKET_MAX_GROUPS];
 	socklen_t len = sizeof(cred);
 	struct timeval tv = { SOCKET_TIMEOUT_SECS, 0 };
 	char *out = NULL, *err = NULL;
@@ -48,7 +90,7 @@ socket_serve(struct fs_socket *s, int fd)
 	int status;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
-	    cred.uid != geteuid()) {
+	    (!s->fs->allow_other && cred.uid != geteuid())) {
 		socket_refuse(fd);
 		return;
 	}
@@ -69,10 +111,18 @@ socket_serve(struct fs_socket *s, int fd)
 	}
 	if (req.in_len == 0)
 		(void)fgetc(in);	/* at its end: empty */
+	who.uid = (uint32_t)cred.uid;
+	who.gid = (uint32_t)cred.gid;
+	who.groups = groups;
+	who.group_count = peer_groups(cred.pid, groups, SOCKET_MAX_GROUPS);
 	status = ctl_run(s->fs->store, req.argv[0], req.argc - 1,
-	    req.argv + 1, in, outf, errf);
-	/* Whatever it changed, the kernel lists afresh (fs_cache.c). */
+	    req.argv + 1, in, outf, errf, &who);
+	/* Whatever it changed, the kernel lists afresh (fs_cache.c), and
+	 * asks again for attributes that a chmod or chown changed. */
 	fs_listings_changed(s->fs);
+	if (req.argc > 1 && (strcmp(req.argv[1], "chmod") == 0 ||
+	    strcmp(req.argv[1], "chown") == 0))
+		fs_access_changed(s->fs, NULL);
 out:
 	if (in != NULL)
 		fclose(in);
@@ -152,7 +202,8 @@ fs_socket_start(struct fs *fs)
 	mask = umask(077);
 	rc = bind(s->fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(mask);
-	if (rc < 0 || chmod(s->path, 0600) < 0 || listen(s->fd, 16) < 0) {
+	if (rc < 0 || chmod(s->path, fs->allow_other ? 0666 : 0600) < 0 ||
+	    listen(s->fd, 16) < 0) {
 		rc = -errno;
 		goto out_unlink;
 	}

@@ -152,6 +152,7 @@ config_apply(const struct fs_config *cfg, struct bt_options *bo,
 	}
 	bo->read_only = cfg->read_only != 0;
 	fs->read_only = bo->read_only;
+	fs->allow_other = cfg->allow_other != 0;
 	fs->sync_always = bo->sync_always;
 	fs->max_cell = bo->max_cell != 0 ? bo->max_cell : BT_DEFAULT_MAX_CELL;
 	fs->uid = getuid();
@@ -355,12 +356,12 @@ main(int argc, char *argv[], char *envp[])
 	if (fuse_opt_parse(&args, &cfg, config_spec, config_proc) < 0)
 		goto out_args;
 	/*
-	 * The daemon checks no caller's uid: with allow_other, the kernel
-	 * must apply the mode bits (0755, 0644, owned by the mounting user),
-	 * or every user could write.
+	 * The kernel checks every request against the owners and modes the
+	 * daemon presents (fs_access.c): the tables' and families'.  Always,
+	 * so that the mounting user meets the same modes as everyone else
+	 * does with allow_other.
 	 */
-	if (cfg.allow_other &&
-	    fuse_opt_add_arg(&args, "-odefault_permissions") < 0)
+	if (fuse_opt_add_arg(&args, "-odefault_permissions") < 0)
 		goto out_args;
 	if (fuse_parse_cmdline(&args, &opts) != 0)
 		goto out_args;

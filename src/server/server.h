@@ -60,7 +60,9 @@ int server_open(const char *path, const struct server_options *opts,
 int server_close(struct server *s);
 
 /* ---- Schema ---- */
+/* A table owned as access says (NULL: by the store's owner, 0755). */
 int server_table_create(struct server *s, const char *name,
+    const struct catalog_access *access,
     const struct catalog_family *families, size_t family_count,
     const struct slice *splits, size_t split_count, uint64_t tablet_size);
 int server_table_drop(struct server *s, const char *name);
@@ -76,6 +78,24 @@ int server_family_set_gc(struct server *s, const char *table,
     const char *family, const char *gc_policy);
 int server_group_set(struct server *s, const char *table,
     const struct catalog_group *g);
+/* Change a table's (family NULL) or a family's owner, group or mode
+ * (catalog_access_set()); in memory once the catalog has it. */
+int server_access_set(struct server *s, const char *table,
+    const char *family, const struct catalog_access *change);
+/*
+ * Who may use table and, when family is not NULL, that family: from
+ * memory, as the catalog last committed it (no catalog read: cheap
+ * enough for every attribute the mount sends).  0, or -ENOENT (no such
+ * table or family).  *family_access is untouched when family is NULL.
+ */
+int server_access_get(struct server *s, const char *table,
+    const char *family, struct catalog_access *table_access,
+    struct catalog_access *family_access);
+/* The table's and every family's, names and all, in the schema's order:
+ * *names and *families (count of each) freed with bt_free(). */
+int server_access_list(struct server *s, const char *table,
+    struct catalog_access *table_access, char (**names)[CATALOG_NAME_MAX + 1],
+    struct catalog_access **families, size_t *count);
 
 /* ---- Data ---- */
 

@@ -40,6 +40,27 @@ struct tablet_map {
 	struct tablet *tablets[];	/* each referenced */
 };
 
+/*
+ * Who may read and write a table and each of its families, as the
+ * catalog last committed it (server_access.c): built whole from the
+ * catalog's table with every schema or access change and replaced under
+ * tables_mu, never changed in place; readers copy what they need under
+ * tables_mu.
+ */
+struct server_family_access {
+	char name[CATALOG_NAME_MAX + 1];
+	struct catalog_access access;
+};
+struct server_access {
+	struct catalog_access table;
+	size_t family_count;
+	struct server_family_access families[];	/* the schema's order */
+};
+
+/* The access of catalog table ct, for a server_table; bt_free() it. */
+int server_access_new(const struct catalog_table *ct,
+    struct server_access **out);
+
 struct server_table {
 	atomic_int refs;
 	/* Set when the table is deleted: a write that still holds the
@@ -49,6 +70,7 @@ struct server_table {
 	uint64_t id;
 	uint64_t tablet_size;		/* split past this many bytes */
 	struct tablet_schema *schema;	/* guarded by server.tables_mu */
+	struct server_access *access;	/* guarded by server.tables_mu */
 	struct mutex map_mu;
 	struct tablet_map *map;		/* guarded by map_mu */
 };

@@ -43,6 +43,7 @@ struct schema_prep {
 	struct server_table *t;		/* the table changed (a ref) */
 	struct tablet_map *map;		/* its tablets, referenced */
 	struct tablet_schema *schema;	/* its new schema */
+	struct server_access *access;	/* and who may use it */
 	struct tablet_schema_change **changes;
 	struct server_table *made;	/* the table made */
 };
@@ -59,7 +60,8 @@ schema_prepare(void *arg, const struct catalog_table *ct,
 	mutex_assert_held(&p->s->apply_mu);
 	(void)tablets;
 	(void)tablet_count;
-	if ((rc = tablet_schema_new(ct, &p->schema)) < 0)
+	if ((rc = tablet_schema_new(ct, &p->schema)) < 0 ||
+	    (rc = server_access_new(ct, &p->access)) < 0)
 		return rc;
 	p->map = server_table_map(p->t);
 	if ((p->changes = bt_calloc(p->map->count + 1,
@@ -93,6 +95,7 @@ schema_prep_release(struct schema_prep *p)
 	for (size_t i = 0; p->changes != NULL && i < p->map->count; i++)
 		tablet_schema_change_free(p->changes[i]);
 	bt_free(p->changes);
+	bt_free(p->access);
 	tablet_schema_unref(p->schema);
 	server_tablet_map_unref(p->map);
 	server_table_unref(p->made);
@@ -151,6 +154,7 @@ schema_change_begin(struct server *s, const char *table,
 static int
 schema_change_end(struct server *s, struct schema_prep *p, int rc)
 {
+	struct server_access *old_access;
 	struct tablet_schema *old;
 	int irc = 0;
 
@@ -161,8 +165,12 @@ schema_change_end(struct server *s, struct schema_prep *p, int rc)
 		old = p->t->schema;
 		p->t->schema = p->schema;
 		p->schema = NULL;
+		old_access = p->t->access;
+		p->t->access = p->access;
+		p->access = NULL;
 		mutex_unlock(&s->tables_mu);
 		tablet_schema_unref(old);
+		bt_free(old_access);
 		for (size_t i = 0; i < p->map->count; i++) {
 			int trc = tablet_schema_install(p->changes[i]);
 
@@ -189,6 +197,7 @@ check_writable(struct server *s)
 
 int
 server_table_create(struct server *s, const char *name,
+    const struct catalog_access *access,
     const struct catalog_family *families, size_t family_count,
     const struct slice *splits, size_t split_count, uint64_t tablet_size)
 {
@@ -216,7 +225,7 @@ server_table_create(struct server *s, const char *name,
 	p.prepare.arg = &p;
 	p.s = s;
 	mutex_lock(&s->tables_mu);
-	rc = catalog_table_create(s->catalog, name,
+	rc = catalog_table_create_as(s->catalog, name, access,
 	    tablet_size ? tablet_size : CATALOG_DEFAULT_TABLET_SIZE, fams,
 	    family_count, NULL, 0, splits, split_count, NULL, &p.prepare);
 	if (rc == 0) {
@@ -392,6 +401,21 @@ server_group_set(struct server *s, const char *table,
 		return rc;
 	return schema_change_end(s, &p, catalog_group_set(s->catalog, table,
 	    g, &p.prepare));
+}
+
+int
+server_access_set(struct server *s, const char *table, const char *family,
+    const struct catalog_access *change)
+{
+	struct schema_prep p;
+	int rc;
+
+	if ((rc = check_writable(s)) < 0)
+		return rc;
+	if ((rc = schema_change_begin(s, table, &p)) < 0)
+		return rc;
+	return schema_change_end(s, &p, catalog_access_set(s->catalog, table,
+	    family, change, &p.prepare));
 }
 
 /* ---- Administration ---- */

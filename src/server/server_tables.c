@@ -114,6 +114,7 @@ server_table_unref(struct server_table *t)
 	server_tablet_map_unref(t->map);
 	mutex_destroy(&t->map_mu);
 	tablet_schema_unref(t->schema);
+	bt_free(t->access);
 	bt_free(t);
 }
 
@@ -207,7 +208,8 @@ server_table_build(struct server *s, const struct catalog_table *ct,
 	snprintf(t->name, sizeof(t->name), "%s", ct->name);
 	t->id = ct->id;
 	t->tablet_size = ct->tablet_size;
-	if ((rc = tablet_schema_new(ct, &t->schema)) < 0)
+	if ((rc = tablet_schema_new(ct, &t->schema)) < 0 ||
+	    (rc = server_access_new(ct, &t->access)) < 0)
 		goto out_free;
 	if ((t->map = server_tablet_map_new(count)) == NULL) {
 		rc = -ENOMEM;

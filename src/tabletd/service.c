@@ -62,8 +62,17 @@ table_create(struct service *svc, struct slice in, struct buf *reply)
 	}
 	for (size_t i = 0; i < r->n_splits; i++)
 		splits[i] = service_bytes(true, r->splits[i]);
-	rc = bt_table_create(svc->store, r->table, fams, r->n_families,
-	    splits, r->n_splits, r->has_tablet_size ? r->tablet_size : 0);
+	if (r->owner != NULL && (!r->owner->has_uid || !r->owner->has_gid ||
+	    !r->owner->has_mode)) {
+		rc = service_missing("TableCreateRequest owner", "uid, gid "
+		    "or mode");
+		goto out_splits;
+	}
+	rc = bt_table_create_as(svc->store, r->table, r->owner == NULL ?
+	    NULL : &(struct bt_access){ r->owner->uid, r->owner->gid,
+	    r->owner->mode }, fams, r->n_families, splits, r->n_splits,
+	    r->has_tablet_size ? r->tablet_size : 0);
+out_splits:
 	bt_free(splits);
 out_free:
 	bt_free(fams);
@@ -258,6 +267,87 @@ table_describe(struct service *svc, struct slice in, struct buf *reply)
 	free(groups);
 out_free:
 	free(families);
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+static int
+table_access(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__AccessReply out = TABLETFS__ACCESS_REPLY__INIT;
+	Tabletfs__Access t = TABLETFS__ACCESS__INIT, *as = NULL;
+	Tabletfs__FamilyAccess *fas = NULL, **fap = NULL;
+	struct bt_family_access *fams = NULL;
+	Tabletfs__TableRequest *r;
+	struct bt_access ta;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = table_request(in, false, &r)) < 0)
+		return rc;
+	if ((rc = bt_table_access(svc->store, r->table, &ta, &fams, &n)) < 0)
+		goto out;
+	as = bt_calloc(n + 1, sizeof(*as));
+	fas = bt_calloc(n + 1, sizeof(*fas));
+	fap = bt_calloc(n + 1, sizeof(*fap));
+	if (as == NULL || fas == NULL || fap == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	t.has_uid = t.has_gid = t.has_mode = true;
+	t.uid = ta.uid;
+	t.gid = ta.gid;
+	t.mode = ta.mode;
+	for (size_t i = 0; i < n; i++) {
+		tabletfs__access__init(&as[i]);
+		as[i].has_uid = as[i].has_gid = as[i].has_mode = true;
+		as[i].uid = fams[i].access.uid;
+		as[i].gid = fams[i].access.gid;
+		as[i].mode = fams[i].access.mode;
+		tabletfs__family_access__init(&fas[i]);
+		fas[i].name = fams[i].name;
+		fas[i].access = &as[i];
+		fap[i] = &fas[i];
+	}
+	out.table = &t;
+	out.n_families = n;
+	out.families = fap;
+	rc = service_pb_pack(&out.base, reply);
+out_free:
+	bt_free(as);
+	bt_free(fas);
+	bt_free(fap);
+	free(fams);
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+static int
+access_set(struct service *svc, struct slice in, struct buf *reply)
+{
+	struct bt_access change = { BT_ACCESS_KEEP, BT_ACCESS_KEEP,
+	    BT_ACCESS_KEEP };
+	Tabletfs__AccessSetRequest *r;
+	int rc;
+
+	if ((rc = UNPACK(tabletfs__access_set_request__descriptor, in,
+	    &r)) < 0)
+		return rc;
+	if (r->table == NULL || r->change == NULL) {
+		rc = service_missing("AccessSetRequest", r->table == NULL ?
+		    "table" : "change");
+		goto out;
+	}
+	if (r->change->has_uid)
+		change.uid = r->change->uid;
+	if (r->change->has_gid)
+		change.gid = r->change->gid;
+	if (r->change->has_mode)
+		change.mode = r->change->mode;
+	rc = bt_access_set(svc->store, r->table, empty_null(r->family),
+	    &change);
 out:
 	service_pb_free(&r->base);
 	return rc;
@@ -538,6 +628,8 @@ static const struct {
 	{ TABLETFS__METHOD__FAMILY_SET_GC, family_set_gc },
 	{ TABLETFS__METHOD__GROUP_SET, group_set },
 	{ TABLETFS__METHOD__TABLE_DESCRIBE, table_describe },
+	{ TABLETFS__METHOD__TABLE_ACCESS, table_access },
+	{ TABLETFS__METHOD__ACCESS_SET, access_set },
 	{ TABLETFS__METHOD__MUTATE_ROW, service_mutate_row },
 	{ TABLETFS__METHOD__MUTATE_ROWS, service_mutate_rows },
 	{ TABLETFS__METHOD__READ_MODIFY_WRITE, service_read_modify_write },

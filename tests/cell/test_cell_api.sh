@@ -20,7 +20,8 @@ if [ -n "${TEST_SMALL:-}" ]; then
 else
 	ALL="test_api_webtable test_api_gc test_api_delete test_api_scan
 	    test_api_split test_api_move test_api_model test_api_concurrency
-	    test_api_point test_api_filter test_api_mutate_rows test_api_usage"
+	    test_api_point test_api_filter test_api_mutate_rows test_api_usage
+	    test_access"
 fi
 SUITES="${CELL_API_SUITES:-$ALL}"
 

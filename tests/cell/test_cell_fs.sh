@@ -17,7 +17,8 @@ if [ -n "${TEST_SMALL:-}" ]; then
 else
 	ALL="test_fs_replace test_fs_tools test_fs_write test_fs_shell
 	    test_fs_rename test_fs_webtable test_fs_concurrent test_fs_names
-	    test_fs_walk test_fs_readdir test_fs_longnames test_fs_large"
+	    test_fs_walk test_fs_readdir test_fs_longnames test_fs_large
+	    test_fs_access"
 fi
 TESTS_RUN="${CELL_FS_TESTS:-$ALL}"
 

@@ -3,7 +3,8 @@
 # the paper's Webtable row read back exactly, scans, counters,
 # check-and-set, deletes, GC policies, row keys and qualifiers spelled as
 # the mount spells them (%XX), an export/import round trip with binary
-# bytes, a version 1 export (\xNN) still imported, the lock held by
+# bytes, a version 1 export (\xNN) still imported, chmod and chown of
+# tables and families and their refusals, the lock held by
 # another process, and the exit status and message of every kind of
 # error.  Every check compares exact stdout, stderr and exit status.
 # Needs only the built tabletctl.
@@ -351,6 +352,74 @@ status_head() {
 	tc status | sed -n 1,2p
 }
 check "status" 0 "store           $store${nl}tables          2" '' status_head
+
+# ---- Access: chmod, chown ----
+
+# Opened directly (no daemon) tabletctl checks nobody: these run as
+# whoever runs the test.  Owners and groups are given as numbers, which
+# need no entry in the user database.
+me=$(id -u) mygroup=$(id -g)
+access() {
+	tc status "$1" | grep '^access'
+}
+check "a new table and its families are their creator's, 0755" 0 \
+"access          table acl uid=$me gid=$mygroup mode=0755
+access          family a uid=$me gid=$mygroup mode=0755
+access          family b uid=$me gid=$mygroup mode=0755" '' \
+    sh -c "'$ctl' -s '$store' createtable acl families=a,b &&
+    '$ctl' -s '$store' status acl | grep '^access'"
+check "chmod octal of a family" 0 '' '' tc chmod 0750 acl:a
+check "chmod symbolic of a family" 0 '' '' tc chmod g+w,o-x acl:b
+check "chmod symbolic of the table" 0 '' '' tc chmod u=rwx,go= acl
+check "chmod +x: every class" 0 '' '' tc chmod +x acl:a
+check "chown USER:GROUP of a family" 0 '' '' tc chown 1234:5678 acl:a
+check "chown :GROUP, the group alone" 0 '' '' tc chown :99 acl:b
+check "chown USER, the owner alone" 0 '' '' tc chown 4321 acl
+check "status shows them" 0 \
+"access          table acl uid=4321 gid=$mygroup mode=0700
+access          family a uid=1234 gid=5678 mode=0751
+access          family b uid=$me gid=99 mode=0774" '' access acl
+check "a family added takes the table's" 0 \
+    "access          family c uid=4321 gid=$mygroup mode=0700" '' \
+    sh -c "'$ctl' -s '$store' createfamily acl c &&
+    '$ctl' -s '$store' status acl | grep '^access  *family c'"
+check "chmod of a sticky mode is refused" 1 '' \
+    "tabletctl: chmod: bad mode '1777' (want the permission bits, octal as 0750 or symbolic as g+w) (Invalid argument)" \
+    tc chmod 1777 acl
+check "chmod of a setuid mode is refused" 1 '' \
+    "tabletctl: chmod: bad mode '4755' (want the permission bits, octal as 0750 or symbolic as g+w) (Invalid argument)" \
+    tc chmod 4755 acl:a
+check "chmod of a mode that is no mode" 1 '' \
+    "tabletctl: chmod: bad mode 'abc' (want the permission bits, octal as 0750 or symbolic as g+w) (Invalid argument)" \
+    tc chmod abc acl
+check "chmod u+s is refused" 1 '' \
+    "tabletctl: chmod: bad mode 'u+s' (want the permission bits, octal as 0750 or symbolic as g+w) (Invalid argument)" \
+    tc chmod u+s acl
+check "chmod of a family that does not exist" 1 '' \
+    "tabletctl: chmod: table acl: no family zz (No such file or directory)" \
+    tc chmod 0700 acl:zz
+check "chmod of a table that does not exist" 1 '' \
+    "tabletctl: chmod: table nosuch: no such table (No such file or directory)" \
+    tc chmod 0700 nosuch
+check "chown to an unknown user" 1 '' \
+    "tabletctl: chown: unknown user 'no-such-user-tfs' (Invalid argument)" \
+    tc chown no-such-user-tfs acl
+check "chown to an unknown group" 1 '' \
+    "tabletctl: chown: unknown group 'no-such-group-tfs' (Invalid argument)" \
+    tc chown :no-such-group-tfs acl
+check "chown with neither" 2 '' \
+    "tabletctl: chown: no user or group
+usage: tabletctl [-s STORE] chown USER[:GROUP] T[:F]" tc chown : acl
+check "refused changes changed nothing" 0 \
+"access          table acl uid=4321 gid=$mygroup mode=0700
+access          family a uid=1234 gid=5678 mode=0751
+access          family b uid=$me gid=99 mode=0774
+access          family c uid=4321 gid=$mygroup mode=0700" '' access acl
+check "a family's access leaves ls alone" 0 \
+"a group=default gc=never
+b group=default gc=never
+c group=default gc=never" '' tc ls acl
+check "deletetable acl" 0 '' '' tc deletetable acl
 
 # ---- Errors ----
 

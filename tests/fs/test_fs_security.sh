@@ -2,11 +2,14 @@
 # test_fs_security.sh - the threat model of README, SECURITY, checked as
 # another user (nobody, through setpriv; skipped, 77, unless root):
 #   - without allow_other the mount is private: nobody cannot enter it;
-#   - with allow_other the daemon has the kernel check permissions
-#     (default_permissions): nobody reads, but cannot write, make or
-#     remove anything;
-#   - the control socket is mode 0600, and even opened to everyone it
-#     refuses a peer with another uid, who changes nothing;
+#   - the kernel checks permissions (default_permissions, always) against
+#     the tables' and families' owners and modes: with allow_other nobody
+#     reads a root table of mode 0755, but cannot write, make or remove
+#     anything;
+#   - without allow_other the control socket is mode 0600, and even
+#     opened to everyone it refuses a peer with another uid, who changes
+#     nothing; with allow_other it is 0666 and serves nobody as the
+#     modes allow: reads, and no writes (test_fs_access.sh has more);
 #   - names made of dots and escaped slashes stay keys: nothing appears
 #     outside STORE; tabletctl refuses table names with '/' or '..', and
 #     oversized rows and qualifiers;
@@ -34,7 +37,8 @@ echo mine >"$R/q/1"
 expect_fail "Permission denied" as_nobody ls "$M/webtable"
 expect_fail "Permission denied" as_nobody cat "$R/q/1"
 
-# The socket: 0600; opened to all, it still refuses another uid.
+# The socket of a private mount: 0600; opened to all, it still refuses
+# another uid.
 check_eq "socket mode" "$(stat -c %a "$S/tabletfs.sock")" 600
 chmod 0755 "$S"
 if as_nobody "$TABLETCTL" -s "$S" set webtable evil anchor:x=1 \
@@ -99,6 +103,16 @@ fs_unmount
 fs_mount -o allow_other
 grep " $M fuse" /proc/mounts | grep -q default_permissions ||
     fail "allow_other without default_permissions: $(grep " $M " /proc/mounts)"
+# The socket serves nobody now, as the modes allow.
+check_eq "socket mode with allow_other" "$(stat -c %a "$S/tabletfs.sock")" \
+    666
+check_eq "nobody reads through the socket" \
+    "$(as_nobody "$TABLETCTL" -s "$S" lookup webtable r | grep -c mine)" 1
+expect_fail "webtable: Permission denied" as_nobody "$TABLETCTL" -s "$S" \
+    set webtable evil anchor:x=1
+expect_fail "Permission denied" as_nobody "$TABLETCTL" -s "$S" \
+    deletetable webtable
+expect_fail "not found" ctl lookup webtable evil
 check_eq "nobody reads" "$(as_nobody cat "$R/q/1")" mine
 expect_fail "Permission denied" as_nobody sh -c "echo evil >'$R/q/1'"
 expect_fail "Permission denied" as_nobody sh -c "echo evil >'$R/q/latest'"

@@ -1263,6 +1263,12 @@ test_v1_store(void)
 	    "DROP TRIGGER tablets_id_high;"
 	    "ALTER TABLE tablets DROP COLUMN server;"
 	    "ALTER TABLE tablets DROP COLUMN auto_split;"
+	    "ALTER TABLE tables DROP COLUMN uid;"
+	    "ALTER TABLE tables DROP COLUMN gid;"
+	    "ALTER TABLE tables DROP COLUMN mode;"
+	    "ALTER TABLE families DROP COLUMN uid;"
+	    "ALTER TABLE families DROP COLUMN gid;"
+	    "ALTER TABLE families DROP COLUMN mode;"
 	    "DELETE FROM meta WHERE key = 'root_tablet';"
 	    "DELETE FROM meta WHERE key = 'last_tablet_id';"
 	    "PRAGMA user_version = 1;";
