@@ -25,4 +25,8 @@ int raw_open(struct env *env, const char *path, sqlite3 **db);
  */
 void catalog_crash(struct env *env, struct catalog *c);
 
+/* Copy the local file from into fenv as to, and sync it and the directory
+ * "/s" that holds it there; bails out of the test on failure. */
+void catalog_copy_into(struct env *fenv, const char *from, const char *to);
+
 #endif

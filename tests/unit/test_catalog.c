@@ -1566,7 +1566,7 @@ test_upgrade_reserve(void)
 	static const enum env_fault_op ops[] = { ENV_FAULT_APPEND,
 	    ENV_FAULT_SYNC, ENV_FAULT_RENAME };
 	static const char fpath[] = "/s/catalog.db";
-	char p[256], tmp[300], data[65536];
+	char p[256], tmp[300];
 	struct sqlite_env *vfs;
 	struct catalog *c;
 	struct env *fenv;
@@ -1596,23 +1596,11 @@ test_upgrade_reserve(void)
 	make_v2_catalog(p);
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
 		for (long k = 1; k < 200; k++) {
-			struct env_file *f;
-			FILE *in;
-			size_t got;
-
 			if (env_fault_new(&fenv) < 0 ||
 			    env_dir_create(fenv, "/s") < 0 ||
-			    env_dir_sync(fenv, "/") < 0 ||
-			    env_file_open(fenv, fpath, ENV_CREATE, &f) != 0 ||
-			    (in = fopen(p, "rb")) == NULL)
+			    env_dir_sync(fenv, "/") < 0)
 				tap_bail("fault env");
-			while ((got = fread(data, 1, sizeof(data), in)) > 0)
-				if (env_file_append(f, data, got) != 0)
-					tap_bail("append");
-			fclose(in);
-			if (env_file_sync(f) != 0 || env_file_close(f) != 0 ||
-			    env_dir_sync(fenv, "/s") != 0)
-				tap_bail("sync");
+			catalog_copy_into(fenv, p, fpath);
 			env_fault_fail_after(fenv, ops[o], k, -EIO, true);
 			c = NULL;
 			rc = catalog_open(fenv, fpath, &c);

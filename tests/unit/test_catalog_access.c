@@ -260,25 +260,13 @@ test_upgrade(const char *path)
 	make_v3_catalog(path);
 	for (int op = 0; op < 2; op++) {
 		for (long k = 1; k < 100; k++) {
-			struct env_file *f;
 			struct env *fenv;
-			char data[65536];
-			FILE *in;
-			size_t got;
 
 			if (env_fault_new(&fenv) < 0 ||
 			    env_dir_create(fenv, "/s") < 0 ||
-			    env_dir_sync(fenv, "/") < 0 ||
-			    env_file_open(fenv, fpath, ENV_CREATE, &f) != 0 ||
-			    (in = fopen(path, "rb")) == NULL)
+			    env_dir_sync(fenv, "/") < 0)
 				tap_bail("fault env");
-			while ((got = fread(data, 1, sizeof(data), in)) > 0)
-				if (env_file_append(f, data, got) != 0)
-					tap_bail("append");
-			fclose(in);
-			if (env_file_sync(f) != 0 || env_file_close(f) != 0 ||
-			    env_dir_sync(fenv, "/s") != 0)
-				tap_bail("sync");
+			catalog_copy_into(fenv, path, fpath);
 			env_fault_fail_after(fenv, op == 0 ? ENV_FAULT_APPEND :
 			    ENV_FAULT_SYNC, k, -EIO, true);
 			c = NULL;

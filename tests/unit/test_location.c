@@ -1179,26 +1179,6 @@ test_upgrade(void)
 	unlink(path);
 }
 
-/* Copy a local file into the fault env and sync it there. */
-static void
-copy_into(struct env *fenv, const char *from, const char *to)
-{
-	struct env_file *f;
-	FILE *in = fopen(from, "rb");
-	char data[65536];
-	size_t got;
-
-	if (in == NULL || env_file_open(fenv, to, ENV_CREATE, &f) != 0)
-		tap_bail("copy into the fault env");
-	while ((got = fread(data, 1, sizeof(data), in)) > 0)
-		if (env_file_append(f, data, got) != 0)
-			tap_bail("append");
-	fclose(in);
-	if (env_file_sync(f) != 0 || env_file_close(f) != 0 ||
-	    env_dir_sync(fenv, "/s") != 0)
-		tap_bail("sync");
-}
-
 /* A crash at any write or sync of the upgrade leaves a catalog that the
  * next open upgrades (or finds upgraded), consistent and complete. */
 static void
@@ -1221,7 +1201,7 @@ test_upgrade_crash(void)
 			    env_dir_create(fenv, "/s") < 0 ||
 			    env_dir_sync(fenv, "/") < 0)
 				tap_bail("fault env");
-			copy_into(fenv, path, fault_path);
+			catalog_copy_into(fenv, path, fault_path);
 			env_fault_fail_after(fenv, ops[o], k, -EIO, true);
 			c = NULL;
 			rc = catalog_open(fenv, fault_path, &c);
