@@ -117,6 +117,21 @@ mode_parse(const char *text, unsigned now, unsigned *out)
 	return 0;
 }
 
+/* Make change to table (or its family) if the caller may. */
+static int
+access_apply(struct ctl *c, const char *table, const char *family,
+    const struct bt_access *change)
+{
+	int rc;
+
+	if (ctl_allow_change(c, table, family, change) != CTL_OK)
+		return CTL_FAIL;
+	bt_error_clear();
+	if ((rc = bt_access_set(c->store, table, family, change)) < 0)
+		return ctl_fail(c, rc, NULL);
+	return CTL_OK;
+}
+
 int
 cmd_chmod(struct ctl *c, int argc, char **argv)
 {
@@ -138,12 +153,7 @@ cmd_chmod(struct ctl *c, int argc, char **argv)
 		    "the permission bits, octal as 0750 or symbolic as g+w)",
 		    argv[0]), NULL);
 	change.mode = mode;
-	if (ctl_allow_change(c, table, family, &change) != CTL_OK)
-		return CTL_FAIL;
-	bt_error_clear();
-	if ((rc = bt_access_set(c->store, table, family, &change)) < 0)
-		return ctl_fail(c, rc, NULL);
-	return CTL_OK;
+	return access_apply(c, table, family, &change);
 }
 
 /* A user or group named by name or number into *id; false if unknown. */
@@ -194,7 +204,7 @@ cmd_chown(struct ctl *c, int argc, char **argv)
 	const char *table, *family, *user = argv[0], *group = NULL;
 	uint32_t login_gid = BT_ACCESS_KEEP;
 	char *colon;
-	int rc, status;
+	int status;
 
 	(void)argc;
 	if ((status = parse_target(c, argv[1], &table, &family)) != CTL_OK)
@@ -219,10 +229,5 @@ cmd_chown(struct ctl *c, int argc, char **argv)
 			    "has no login group", user), NULL);
 		change.gid = login_gid;
 	}
-	if (ctl_allow_change(c, table, family, &change) != CTL_OK)
-		return CTL_FAIL;
-	bt_error_clear();
-	if ((rc = bt_access_set(c->store, table, family, &change)) < 0)
-		return ctl_fail(c, rc, NULL);
-	return CTL_OK;
+	return access_apply(c, table, family, &change);
 }
