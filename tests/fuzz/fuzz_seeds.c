@@ -401,6 +401,8 @@ seeds_service(void)
 	Tabletfs__ScanRequest sr = TABLETFS__SCAN_REQUEST__INIT;
 	Tabletfs__SplitRequest sp = TABLETFS__SPLIT_REQUEST__INIT;
 	ProtobufCBinaryData splits[] = { PB_STR("m") };
+	Tabletfs__AccessSetRequest as = TABLETFS__ACCESS_SET_REQUEST__INIT;
+	Tabletfs__Access acc = TABLETFS__ACCESS__INIT;
 
 	fam.name = "h";
 	fam.gc_policy = "maxversions=2";
@@ -429,6 +431,13 @@ seeds_service(void)
 	seed_rpc("table_describe", TABLETFS__METHOD__TABLE_DESCRIBE, &tr.base);
 	seed_rpc("tablets", TABLETFS__METHOD__TABLETS, &tr.base);
 	seed_rpc("table_usage", TABLETFS__METHOD__TABLE_USAGE, &tr.base);
+	seed_rpc("table_access", TABLETFS__METHOD__TABLE_ACCESS, &tr.base);
+	as.table = "t";
+	as.family = "f";
+	as.change = &acc;
+	acc.has_mode = true;
+	acc.mode = 0750;
+	seed_rpc("access_set", TABLETFS__METHOD__ACCESS_SET, &as.base);
 	tr.has_major = tr.major = true;
 	seed_rpc("compact", TABLETFS__METHOD__COMPACT, &tr.base);
 
