@@ -6,7 +6,7 @@
  * Without -o allow_other the socket is mode 0600 and serves the daemon's
  * uid alone; with it, 0666 and every uid, each command checked against
  * the tables' and families' modes with the peer's uid, gid and
- * supplementary groups (SO_PEERCRED and /proc/PID/status; ctl_access.c).
+ * supplementary groups (SO_PEERCRED and SO_PEERGROUPS; ctl_access.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,34 +44,24 @@ socket_refuse(int fd)
 }
 
 /*
- * The supplementary groups of process pid into groups (room for max),
- * from the "Groups:" line of /proc/PID/status; the count, 0 when it
- * cannot be read (the peer then has its own gid alone).
+ * The supplementary groups of the peer on fd into groups (room for max),
+ * as the kernel recorded them when it connected (SO_PEERGROUPS: a pid's
+ * /proc entry could by now be another process's); the count, 0 when they
+ * cannot be had (the peer then has its own gid alone).
  */
 static size_t
-peer_groups(pid_t pid, uint32_t *groups, size_t max)
+peer_groups(int fd, uint32_t *groups, size_t max)
 {
-	char path[64], line[4096], *p, *end;
-	size_t n = 0;
-	FILE *f;
+	gid_t list[SOCKET_MAX_GROUPS];
+	socklen_t len = sizeof(list);
+	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return 0;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		if (strncmp(line, "Groups:", 7) != 0)
-			continue;
-		for (p = line + 7; n < max; p = end) {
-			unsigned long v = strtoul(p, &end, 10);
-
-			if (end == p)
-				break;
-			groups[n++] = (uint32_t)v;
-		}
-		break;
-	}
-	fclose(f);
-	return n;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, list, &len) < 0)
+		return 0;	/* ERANGE: more than we count */
+	n = len / sizeof(gid_t);
+	for (size_t i = 0; i < n && i < max; i++)
+		groups[i] = (uint32_t)list[i];
+	return n < max ? n : max;
 }
 
 /* Run the command a request carries and send its output back. */
@@ -114,7 +104,7 @@ socket_serve(struct fs_socket *s, int fd)
 	who.uid = (uint32_t)cred.uid;
 	who.gid = (uint32_t)cred.gid;
 	who.groups = groups;
-	who.group_count = peer_groups(cred.pid, groups, SOCKET_MAX_GROUPS);
+	who.group_count = peer_groups(fd, groups, SOCKET_MAX_GROUPS);
 	status = ctl_run(s->fs->store, req.argv[0], req.argc - 1,
 	    req.argv + 1, in, outf, errf, &who);
 	/* Whatever it changed, the kernel lists afresh (fs_cache.c), and
