@@ -383,6 +383,11 @@ bool fs_listing_fresh(struct fs *fs, struct node *dir,
 void fs_listing_check(struct fs *fs, struct node *n);
 /* Rule 2: drop every listing the kernel holds. */
 void fs_listings_changed(struct fs *fs);
+/* Tell the kernel to forget every node for which match(n, arg) holds
+ * (called with fs->lock held; it may change n): its pages from offset
+ * off on, or with off -1 its attributes alone. */
+void fs_nodes_invalidate(struct fs *fs, bool (*match)(struct node *, void *),
+    void *arg, off_t off);
 
 /* fs_list.c: listings in progress. */
 int fs_listings_new(struct fs *fs);

@@ -219,32 +219,19 @@ fs_access_rename(struct fs *fs, fuse_req_t req, const struct coord *src,
 	return 0;
 }
 
+/* fs_access_changed's match: a node in table (any table when NULL). */
+static bool
+node_in_table(struct node *n, void *arg)
+{
+	const char *table = arg;
+
+	return n->c.kind != NODE_ROOT && n->c.table != NULL &&
+	    (table == NULL || strcmp(n->c.table, table) == 0);
+}
+
 void
 fs_access_changed(struct fs *fs, const char *table)
 {
-	fuse_ino_t *inos = NULL, *more;
-	size_t count = 0, cap = 0;
-
-	mutex_lock(&fs->lock);
-	for (size_t b = 0; b < fs->buckets; b++) {
-		for (struct node *n = fs->by_ino[b]; n != NULL;
-		    n = n->ino_next) {
-			if (n->c.kind == NODE_ROOT || n->c.table == NULL ||
-			    (table != NULL && strcmp(n->c.table, table) != 0))
-				continue;
-			if (count == cap) {
-				cap = cap ? cap * 2 : 64;
-				if ((more = bt_realloc(inos,
-				    cap * sizeof(*inos))) == NULL)
-					break;	/* the timeout ends the rest */
-				inos = more;
-			}
-			inos[count++] = n->ino;
-		}
-	}
-	mutex_unlock(&fs->lock);
 	/* A negative offset: the attributes alone, not the page cache. */
-	for (size_t i = 0; i < count; i++)
-		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], -1, 0);
-	bt_free(inos);
+	fs_nodes_invalidate(fs, node_in_table, (void *)table, -1);
 }

@@ -142,7 +142,8 @@ fs_listing_check(struct fs *fs, struct node *n)
 }
 
 void
-fs_listings_changed(struct fs *fs)
+fs_nodes_invalidate(struct fs *fs, bool (*match)(struct node *, void *),
+    void *arg, off_t off)
 {
 	fuse_ino_t *inos = NULL, *more;
 	size_t count = 0, cap = 0;
@@ -151,23 +152,41 @@ fs_listings_changed(struct fs *fs)
 	for (size_t b = 0; b < fs->buckets; b++) {
 		for (struct node *n = fs->by_ino[b]; n != NULL;
 		    n = n->ino_next) {
-			if (!n->listed)
-				continue;
+			/* Room first, so that a node matched (and perhaps
+			 * changed) is always one invalidated; without it the
+			 * rest are left to rule 3 and the cache time. */
 			if (count == cap) {
 				cap = cap ? cap * 2 : 64;
 				if ((more = bt_realloc(inos,
 				    cap * sizeof(*inos))) == NULL)
-					break;	/* the rest wait for rule 3 */
+					break;
 				inos = more;
 			}
-			n->listed = false;
-			inos[count++] = n->ino;
+			if (match(n, arg))
+				inos[count++] = n->ino;
 		}
 	}
 	mutex_unlock(&fs->lock);
 	for (size_t i = 0; i < count; i++)
-		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], 0, 0);
+		fuse_lowlevel_notify_inval_inode(fs->se, inos[i], off, 0);
 	bt_free(inos);
+}
+
+/* fs_listings_changed's match: a listed node, marked unlisted. */
+static bool
+node_unlist(struct node *n, void *arg)
+{
+	(void)arg;
+	if (!n->listed)
+		return false;
+	n->listed = false;
+	return true;
+}
+
+void
+fs_listings_changed(struct fs *fs)
+{
+	fs_nodes_invalidate(fs, node_unlist, NULL, 0);
 	mutex_lock(&fs->lock);
 	bt_free(fs->ages_table);
 	fs->ages_table = NULL;
