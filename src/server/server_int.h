@@ -409,6 +409,37 @@ int server_queue_commit(struct server *s, struct server_table *t,
 int server_queue_commit_rows(struct server *s,
     struct server_row_mutation *rows, size_t n, bool sync, int *results);
 
+/* ---- Deletes that leave condemned versions condemned
+ * (server_condemned.c) ---- */
+
+/* A mutation to commit: marks, then the caller's operations. */
+struct condemned_marks {
+	struct mutation *ops;	/* the caller's own when there is no mark */
+	size_t count;
+	size_t marks;		/* version deletes in front of them */
+	size_t cap;
+};
+void condemned_marks_init(struct condemned_marks *m);
+/* Give back the final timestamps of the caller's count ops (a commit
+ * stamps its puts) and release m. */
+void condemned_marks_finish(struct condemned_marks *m, struct mutation *ops,
+    size_t count);
+
+/* Whether ops delete a version in a family whose policy counts versions:
+ * whether server_condemned_marks() may have to read. */
+bool server_condemned_may_mark(const struct tablet_schema *schema,
+    const struct mutation *ops, size_t count);
+
+/*
+ * With the row's lock held: into m, the mutation to commit in place of
+ * ops, which is ops itself or ops behind the version deletes that keep
+ * condemned the versions its deletes would bring back.  The marks borrow
+ * the names of ops.  0, or a read's error (m then holds nothing).
+ */
+int server_condemned_marks(struct server *s, struct server_table *t,
+    const struct tablet_schema *schema, struct slice row,
+    struct mutation *ops, size_t count, struct condemned_marks *m);
+
 /* ---- Reads (server_read.c) ---- */
 
 /* Read one row of t from the tablet serving it now, at the published

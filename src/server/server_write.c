@@ -137,9 +137,11 @@ write_throttle(struct server *s, struct server_table *t)
  * holds the row lock.  See server.h for the order of steps.
  */
 static int
-mutation_commit(struct server *s, struct server_table *t, struct slice row,
+mutation_commit(struct server *s, struct server_table *t,
+    const struct tablet_schema *schema, struct slice row,
     struct mutation *ops, size_t count, bool sync, int64_t *stamp)
 {
+	struct condemned_marks m;
 	int rc;
 
 	mutex_assert_held(row_lock(s, t->id, row));
@@ -150,7 +152,15 @@ mutation_commit(struct server *s, struct server_table *t, struct slice row,
 		return rc;
 	if (atomic_load(&t->dropped))
 		return bt_error_set(-ENOENT, "table %s: deleted", t->name);
-	return server_queue_commit(s, t, row, ops, count, sync, stamp);
+	if (!server_condemned_may_mark(schema, ops, count))
+		return server_queue_commit(s, t, row, ops, count, sync, stamp);
+	condemned_marks_init(&m);
+	if ((rc = server_condemned_marks(s, t, schema, row, ops, count,
+	    &m)) < 0)
+		return rc;
+	rc = server_queue_commit(s, t, row, m.ops, m.count, sync, stamp);
+	condemned_marks_finish(&m, ops, count);
+	return rc;
 }
 
 int
@@ -169,7 +179,7 @@ server_mutate(struct server *s, struct server_table *t, uint64_t tablet,
 	lock = row_lock(s, t->id, row);
 	pthread_rwlock_rdlock(&s->batch_lock);
 	mutex_lock(lock);
-	rc = mutation_commit(s, t, row, ops, count, sync, stamp);
+	rc = mutation_commit(s, t, schema, row, ops, count, sync, stamp);
 	mutex_unlock(lock);
 	pthread_rwlock_unlock(&s->batch_lock);
 out:
@@ -186,6 +196,107 @@ rows_note_failure(int rc, int *first, char *first_detail, size_t size)
 		return;
 	*first = rc;
 	snprintf(first_detail, size, "%s", bt_error_detail());
+}
+
+/*
+ * Whether a row of the batch that may need marks (server_condemned.c) has
+ * its key elsewhere in the batch.  Its marks, read before either
+ * occurrence is applied, cannot know which versions the other one's
+ * writes condemn, so such a batch is committed row by row.
+ */
+static bool
+rows_repeat_marked(struct server *s, const struct server_row_mutation *rows,
+    size_t n, const int *results)
+{
+	struct tablet_schema *schema = server_table_schema(s, rows[0].t);
+	bool repeat = false;
+
+	for (size_t i = 0; i < n && !repeat; i++) {
+		if (results[i] < 0 || !server_condemned_may_mark(schema,
+		    rows[i].ops, rows[i].count))
+			continue;
+		for (size_t j = 0; j < n && !repeat; j++)
+			repeat = j != i && results[j] == 0 &&
+			    slice_equal(rows[j].row, rows[i].row);
+	}
+	tablet_schema_unref(schema);
+	return repeat;
+}
+
+/* The valid rows of a batch one at a time, each atomic; as
+ * server_mutate_rows() returns. */
+static int
+rows_one_by_one(struct server *s, struct server_row_mutation *rows,
+    size_t n, bool sync, int *results)
+{
+	char detail[256];
+	int first = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (results[i] == 0)
+			results[i] = server_mutate(s, rows[i].t, 0,
+			    rows[i].row, rows[i].ops, rows[i].count, sync,
+			    &rows[i].stamp);
+		if (results[i] < 0)
+			rows_note_failure(results[i], &first, detail,
+			    sizeof(detail));
+	}
+	if (first < 0)
+		return bt_error_set(first, "%s", detail);
+	return 0;
+}
+
+/*
+ * Commit the valid rows of a batch under the exclusive batch lock, each
+ * behind the marks it needs (server_condemned.c).  As
+ * server_queue_commit_rows() returns.
+ */
+static int
+rows_commit(struct server *s, struct server_row_mutation *rows, size_t n,
+    bool sync, int *results)
+{
+	struct tablet_schema *schema = server_table_schema(s, rows[0].t);
+	struct condemned_marks *marks = NULL;
+	struct mutation **own = NULL;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (results[i] < 0 || !server_condemned_may_mark(schema,
+		    rows[i].ops, rows[i].count))
+			continue;
+		if (marks == NULL &&
+		    ((marks = bt_calloc(n, sizeof(*marks))) == NULL ||
+		    (own = bt_calloc(n, sizeof(*own))) == NULL)) {
+			rc = -ENOMEM;
+			break;
+		}
+		condemned_marks_init(&marks[i]);
+		if ((rc = server_condemned_marks(s, rows[i].t, schema,
+		    rows[i].row, rows[i].ops, rows[i].count,
+		    &marks[i])) < 0)
+			break;
+		own[i] = rows[i].ops;
+		rows[i].ops = marks[i].ops;
+		rows[i].count = marks[i].count;
+	}
+	if (rc < 0) {
+		for (size_t i = 0; i < n; i++)
+			if (results[i] == 0)
+				results[i] = rc;
+	} else {
+		rc = server_queue_commit_rows(s, rows, n, sync, results);
+	}
+	for (size_t i = 0; own != NULL && i < n; i++) {
+		if (own[i] == NULL)
+			continue;
+		rows[i].ops = own[i];
+		rows[i].count = marks[i].count - marks[i].marks;
+		condemned_marks_finish(&marks[i], own[i], rows[i].count);
+	}
+	bt_free(own);
+	bt_free(marks);
+	tablet_schema_unref(schema);
+	return rc;
 }
 
 int
@@ -222,6 +333,8 @@ server_mutate_rows(struct server *s, struct server_row_mutation *rows,
 	}
 	tablet_schema_unref(schema);
 	/* The rows are of one table (bt_mutate_rows). */
+	if (valid > 0 && rows_repeat_marked(s, rows, n, results))
+		return rows_one_by_one(s, rows, n, sync, results);
 	rc = valid > 0 ? write_throttle(s, rows[0].t) : 0;
 	if (rc == 0 && valid > 0 && atomic_load(&rows[0].t->dropped))
 		rc = bt_error_set(-ENOENT, "table %s: deleted",
@@ -236,8 +349,7 @@ server_mutate_rows(struct server *s, struct server_row_mutation *rows,
 	if (valid > 0) {
 		/* Exclusive: no row lock is held meanwhile (W4). */
 		pthread_rwlock_wrlock(&s->batch_lock);
-		if ((rc = server_queue_commit_rows(s, rows, n, sync,
-		    results)) < 0)
+		if ((rc = rows_commit(s, rows, n, sync, results)) < 0)
 			rows_note_failure(rc, &first, detail,
 			    sizeof(detail));
 		pthread_rwlock_unlock(&s->batch_lock);
@@ -307,8 +419,8 @@ column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
 		assert(rc <= 1);
 		if (rc == 0 && (rc = mutation_validate(s, t, schema, row, ops,
 		    count)) == 0)
-			rc = mutation_commit(s, t, row, ops, count, sync,
-			    stamp);
+			rc = mutation_commit(s, t, schema, row, ops, count,
+			    sync, stamp);
 		else if (rc == 1)
 			rc = 0;
 	}
@@ -735,7 +847,8 @@ server_move_column(struct server *s, struct server_table *t,
 	} else if ((rc = move_build(s, t, row, src, dst, &r, &ops,
 	    &count)) == 0 &&
 	    (rc = mutation_validate(s, t, schema, row, ops, count)) == 0) {
-		rc = mutation_commit(s, t, row, ops, count, sync, NULL);
+		rc = mutation_commit(s, t, schema, row, ops, count, sync,
+		    NULL);
 	}
 	mutex_unlock(lock);
 	pthread_rwlock_unlock(&s->batch_lock);

@@ -28,7 +28,7 @@ struct resolver {
 	const struct gc_policy *policy;
 	uint64_t family_created_seq;
 	bool column_started;
-	uint64_t slot_index;		/* slots seen in the current column */
+	uint64_t version_index;		/* versions seen in the current column */
 	uint32_t emitted;		/* cells returned from the column */
 	bool have_last_ts;
 	int64_t last_ts;
@@ -236,7 +236,7 @@ enter_column(struct cells_row *r, struct resolver *st,
 		return rc;
 	st->column_started = true;
 	st->column_delete_seq = 0;
-	st->slot_index = 0;
+	st->version_index = 0;
 	st->emitted = 0;
 	st->have_last_ts = false;
 	st->spans_shared = false;
@@ -396,18 +396,18 @@ emit(struct cells_row *r, struct resolver *st, int64_t ts,
 /* What the rules make of one version entry. */
 enum verdict {
 	VERDICT_HIDDEN,		/* masked or shadowed: gone */
-	VERDICT_CONDEMNED,	/* its slot is condemned by GC: gone, and so
-				 * is every later slot of the column */
-	VERDICT_DELETED,	/* a version delete holding its slot */
+	VERDICT_CONDEMNED,	/* a version condemned by GC: gone, and so
+				 * is every later version of the column */
+	VERDICT_DELETED,	/* a version delete: no version */
 	VERDICT_VERSION,	/* a live version */
 };
 
 /*
  * Judge one version entry (put or version delete) of the current column by
  * the delete and GC rules of cells.h; filters are the caller's business.
- * Later entries of a column have older timestamps and take deeper slots,
+ * Later entries of a column have older timestamps and deeper indexes,
  * and every GC rule condemns more the older and deeper a version is
- * (gc_policy.c), so once a slot is condemned every later one is too.
+ * (gc_policy.c), so once a version is condemned every later one is too.
  */
 static enum verdict
 judge_version(struct resolver *st, const struct ikey *k, int64_t now)
@@ -419,7 +419,7 @@ judge_version(struct resolver *st, const struct ikey *k, int64_t now)
 		mask = st->family_delete_seq;
 	if (st->column_delete_seq > mask)
 		mask = st->column_delete_seq;
-	/* Only the newest visible entry of a timestamp decides its slot. */
+	/* Only the newest visible entry of a timestamp decides. */
 	if (st->have_last_ts && st->last_ts == k->ts)
 		return VERDICT_HIDDEN;
 	st->have_last_ts = true;
@@ -427,11 +427,13 @@ judge_version(struct resolver *st, const struct ikey *k, int64_t now)
 	if (k->seq < mask || !st->family_known ||
 	    k->seq < st->family_created_seq)
 		return VERDICT_HIDDEN;
-	index = st->slot_index++;
+	if (k->kind != IKEY_PUT)
+		return VERDICT_DELETED;
+	index = st->version_index++;
 	if (st->policy != NULL &&
 	    gc_policy_condemns(st->policy, index, k->ts, now))
 		return VERDICT_CONDEMNED;
-	return k->kind == IKEY_PUT ? VERDICT_VERSION : VERDICT_DELETED;
+	return VERDICT_VERSION;
 }
 
 /* Whether value passes f's value filters: 1, 0, or a regex's error. */
@@ -467,7 +469,7 @@ value_passes(const struct cells_filter *f, struct slice value)
 /*
  * One version entry of a read: judge it, then apply the filters.  0,
  * COLUMN_DONE when no later entry of the column can be returned (the
- * column is not selected, it has its cells_per_column, its slots are now
+ * column is not selected, it has its cells_per_column, its versions are now
  * condemned, or versions are now older than min_ts: later entries have
  * older timestamps, and the markers that could mask them came before), or
  * -ENOMEM.  Without these answers a read of the newest version would
@@ -489,7 +491,9 @@ read_version(struct cells_row *r, struct resolver *st, const struct ikey *k,
 		return COLUMN_TOO_NEW;
 	switch (judge_version(st, k, now)) {
 	case VERDICT_CONDEMNED:
-		return COLUMN_DONE;
+		if (!f->with_condemned)
+			return COLUMN_DONE;
+		break;
 	case VERDICT_VERSION:
 		break;
 	default:
@@ -803,13 +807,8 @@ compact_walk_version(void *arg, struct resolver *st, const struct ikey *k)
 	struct compact_walk *w = arg;
 	int rc;
 
-	switch (judge_version(st, k, w->now)) {
-	case VERDICT_HIDDEN:
-	case VERDICT_CONDEMNED:
+	if (judge_version(st, k, w->now) != VERDICT_VERSION)
 		return 0;
-	default:
-		break;
-	}
 	rc = w->keep(w->arg, iter_key(w->it), iter_value(w->it));
 	return rc > 0 ? 0 : rc;	/* a compaction sees every entry */
 }

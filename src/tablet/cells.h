@@ -10,15 +10,15 @@
  *   - A row, family or column delete masks the entries it covers whose
  *     sequence number is lower than its own.  A later put is not masked,
  *     whatever its timestamp.
- *   - A column's slots are its distinct timestamps that have a put or a
- *     version delete not masked as above.  The slot's newest entry decides:
- *     a put is a version, a version delete is no version.  A deleted
- *     version keeps its slot, so deleting the newest version does not bring
- *     back one that GC already condemned; a major compaction drops both
- *     together (tablet_compact.c).
- *   - GC: gc_policy_condemns(policy, slot index (0 = newest), ts, now).
+ *   - Of the entries of one timestamp of a column not masked as above,
+ *     the newest decides: a put is a version, a version delete is none.
+ *   - GC: gc_policy_condemns(policy, index, ts, now), index counting the
+ *     column's versions (0 = newest); deleted ones do not count.
  *     Condemned versions are never returned.  Families not in the schema
- *     (dropped) return nothing.
+ *     (dropped) return nothing.  What keeps a condemned version condemned
+ *     when a newer one is deleted is the writer's: that delete carries
+ *     version deletes of the older versions it would bring back
+ *     (server_condemned.c).
  *   - Filters, in order: column selection (the columns listed, then the
  *     family and qualifier regexes), time range, value (regex, range),
  *     cells per column, then cells per row (offset, limit).  The row
@@ -84,6 +84,7 @@ struct cells_filter {
 	bool has_max_ts;
 	int64_t max_ts;
 	bool keys_only;				/* do not copy values */
+	bool with_condemned;	/* return versions that GC condemned too */
 	bool no_cache_fill;	/* blocks read from files stay out of the
 				   block cache (a bulk scan) */
 	/* Regexes (regex.h; NULL: none), used by one thread at a time. */
@@ -212,10 +213,9 @@ int cells_skip_row(struct iter *it, struct slice prefix, struct buf *target);
  * The compaction of one row: consume the row's entries as cells_read_row()
  * does (seeing every entry) and call keep(arg, key, value) for those that
  * must survive a compaction that includes every SSTable of the data: the
- * newest entry of each slot that is neither masked nor condemned (a put, or
- * a version delete that still holds its slot).  Delete markers of rows,
- * families and columns, and everything they mask, are dropped, and so is
- * every entry of a family not in the schema.  r is used as scratch space.
+ * versions, each the newest put of its timestamp, neither masked,
+ * deleted nor condemned.  Delete markers, and everything they mask, are
+ * dropped, and so is every entry of a family not in the schema.  r is used as scratch space.
  * 0, BT_DONE, or a negative error (keep's, the iterator's, BT_ECORRUPT).
  */
 int cells_compact_row(struct iter *it, const struct cells_schema *schema,

@@ -545,3 +545,21 @@ gc_policy_keeps_all(const struct gc_policy *p)
 {
 	return !gc_policy_condemns(p, UINT64_MAX, INT64_MIN, INT64_MAX);
 }
+
+uint64_t
+gc_policy_version_limit(const struct gc_policy *p)
+{
+	uint64_t most = 0;
+
+	if (p == NULL)
+		return 0;
+	if (p->kind == GC_MAXVERSIONS)
+		return p->limit;
+	for (size_t i = 0; i < p->nchild; i++) {
+		uint64_t n = gc_policy_version_limit(p->child[i]);
+
+		if (n > most)
+			most = n;
+	}
+	return most;
+}

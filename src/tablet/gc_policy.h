@@ -62,11 +62,18 @@ bool gc_policy_keeps_all(const struct gc_policy *p);
 bool gc_policy_uses_age(const struct gc_policy *p);
 
 /*
- * Whether a version is condemned: index is its position among the live
- * versions of its column, newest first (0 = newest), ts its timestamp and
- * now the current time, both in microseconds.  A version whose age is
- * exactly maxage is kept; older is condemned; a timestamp after now is
- * never condemned by age.
+ * The largest N of the policy's maxversions terms, 0 if it has none (NULL:
+ * 0): for a given ts and now, gc_policy_condemns() answers the same for
+ * every index at or above it.
+ */
+uint64_t gc_policy_version_limit(const struct gc_policy *p);
+
+/*
+ * Whether a version is condemned: index is its position among the
+ * versions of its column that are not deleted, newest first (0 =
+ * newest), ts its timestamp and now the current time, both in
+ * microseconds.  A version whose age is exactly maxage is kept; older is
+ * condemned; a timestamp after now is never condemned by age.
  */
 bool gc_policy_condemns(const struct gc_policy *p, uint64_t index,
     int64_t ts, int64_t now);

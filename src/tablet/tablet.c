@@ -162,6 +162,14 @@ tablet_schema_has_family(const struct tablet_schema *s, struct slice family)
 	return tablet_schema_family(s, family) != NULL;
 }
 
+const struct gc_policy *
+tablet_schema_family_gc(const struct tablet_schema *s, struct slice family)
+{
+	const struct tablet_family *f = tablet_schema_family(s, family);
+
+	return f == NULL ? NULL : f->policy;
+}
+
 /* The cells_schema callback: a family's GC policy. */
 bool
 tablet_schema_family_policy(void *arg, struct slice family,

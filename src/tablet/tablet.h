@@ -142,6 +142,10 @@ uint64_t tablet_schema_table_id(const struct tablet_schema *s);
 /* Whether family is in the schema. */
 bool tablet_schema_has_family(const struct tablet_schema *s,
     struct slice family);
+/* family's GC policy, borrowed while s lives; NULL when family is not in
+ * the schema or keeps every version. */
+const struct gc_policy *tablet_schema_family_gc(const struct tablet_schema *s,
+    struct slice family);
 
 struct tablet;
 

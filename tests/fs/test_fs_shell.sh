@@ -103,6 +103,21 @@ expect_fail "Invalid argument" sh -c "echo old > '$R/old/q/100'"
 echo recent > "$R/old/q/latest"
 check_eq "maxage: a recent write" "$(cat "$R/old/q/latest")" recent
 
+# maxversions counts the versions that are not deleted, and a version
+# once condemned stays condemned.
+mkdir -p "$R/one/d"
+echo a > "$R/one/d/100"
+echo b > "$R/one/d/200"
+check_eq "maxversions=1: the newest" "$(ls "$R/one/d")" 200
+rm "$R/one/d/200"
+check_eq "maxversions=1: what 200 condemned stays condemned" \
+    "$(ls "$R/one/d" 2>/dev/null)" ""
+mkdir -p "$R/one/d"
+echo c > "$R/one/d/150"
+check_eq "maxversions=1: a deleted version costs no place" \
+    "$(ls "$R/one/d")" 150
+check_eq "maxversions=1: its value" "$(cat "$R/one/d/latest")" c
+
 # A directory's mtime is the time of its newest version: find -newer
 # finds where a write went.
 mkdir -p "$M/t/m1/b/old" "$M/t/m1/b/new" "$M/t/m2/b/q"

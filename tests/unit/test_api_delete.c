@@ -4,10 +4,10 @@
  * to an SSTable and on data rewritten by a major compaction; each result
  * is checked again after the delete itself is flushed, compacted and
  * reopened.  A delete masks only what was written before it: a later put
- * is visible even with an older timestamp.  With maxversions, a deleted
- * version keeps its slot (so deleting the newest version never brings back
- * one that GC condemned); compactions drop condemned versions but never
- * change what a read returns.
+ * is visible even with an older timestamp.  With maxversions, deleted
+ * versions do not count, yet deleting the newest version never brings
+ * back one that GC condemned; compactions drop condemned versions but
+ * never change what a read returns.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -296,12 +296,17 @@ test_maxversions(void)
 	is_text(read_text_str(t.s, "d", "m", NULL), "NOTFOUND",
 	    "maxversions=1: still hidden after a flush");
 	must(put_str(t.s, "d", "m", "one", "q", 15, "c"));
-	is_text(read_text_str(t.s, "d", "m", NULL), "NOTFOUND",
-	    "maxversions=1: a put older than the deleted version is "
-	    "condemned (the deleted version keeps its slot)");
+	is_text(read_text_str(t.s, "d", "m", NULL), "one:q@15=c\n",
+	    "maxversions=1: a put older than the deleted version is visible "
+	    "(deleted versions do not count)");
 	must(put_str(t.s, "d", "m", "one", "q", 25, "d"));
 	is_text(read_text_str(t.s, "d", "m", NULL), "one:q@25=d\n",
-	    "maxversions=1: a newer put is visible");
+	    "maxversions=1: a newer put is visible, and condemns it");
+	must(del_str(t.s, "d", "m", BT_DELETE_VERSION, "one", "q", 25));
+	is_text(read_text_str(t.s, "d", "m", NULL), "NOTFOUND",
+	    "maxversions=1: deleting it again leaves the one it condemned "
+	    "condemned");
+	must(put_str(t.s, "d", "m", "one", "q", 25, "d"));
 	is_int(bt_store_flush(t.s), 0, "maxversions=1: flush");
 	is_int(bt_store_compact(t.s, "d", true), 0,
 	    "maxversions=1: major compaction");
@@ -319,12 +324,40 @@ test_maxversions(void)
 	is_text(read_text_str(t.s, "d", "m", NULL), "NOTFOUND",
 	    "maxversions=1: nothing after a major compaction");
 	must(put_str(t.s, "d", "m", "one", "q", 5, "e"));
-	is_text(read_text_str(t.s, "d", "m", NULL), "NOTFOUND",
-	    "maxversions=1: a compaction changes nothing a read sees: the "
-	    "deleted newest version still holds its slot against an older put");
+	is_text(read_text_str(t.s, "d", "m", NULL), "one:q@5=e\n",
+	    "maxversions=1: after a compaction too, an older put is the "
+	    "only version");
+	must(del_str(t.s, "d", "m", BT_DELETE_VERSION, "one", "q", 5));
 	must(put_str(t.s, "d", "m", "one", "q", 26, "f"));
 	is_text(read_text_str(t.s, "d", "m", NULL), "one:q@26=f\n",
 	    "maxversions=1: a put newer than the deleted version is visible");
+
+	/* maxversions=2: the issue's case: deleting v20, then writing
+	 * v30, leaves v10 alone. */
+	must(put_str(t.s, "d", "m3", "two", "q", 10, "v10"));
+	must(put_str(t.s, "d", "m3", "two", "q", 20, "v20"));
+	must(del_str(t.s, "d", "m3", BT_DELETE_VERSION, "two", "q", 20));
+	must(put_str(t.s, "d", "m3", "two", "q", 30, "v30"));
+	is_text(read_text_str(t.s, "d", "m3", NULL),
+	    "two:q@30=v30\ntwo:q@10=v10\n",
+	    "maxversions=2: a deleted version does not cost an older one");
+	must(put_str(t.s, "d", "m3", "two", "q", 40, "v40"));
+	must(del_str(t.s, "d", "m3", BT_DELETE_VERSION, "two", "q", 40));
+	is_text(read_text_str(t.s, "d", "m3", NULL), "two:q@30=v30\n",
+	    "maxversions=2: v10, condemned by v40, stays condemned when v40 "
+	    "is deleted");
+	is_int(bt_store_flush(t.s), 0, "maxversions=2: flush");
+	is_text(read_text_str(t.s, "d", "m3", NULL), "two:q@30=v30\n",
+	    "maxversions=2: the same after a flush");
+	is_int(tstore_reopen(&t), 0, "maxversions=2: clean close");
+	is_int(bt_store_compact(t.s, "d", true), 0,
+	    "maxversions=2: major compaction");
+	is_text(read_text_str(t.s, "d", "m3", NULL), "two:q@30=v30\n",
+	    "maxversions=2: the same after a reopen and a major compaction");
+	must(put_str(t.s, "d", "m3", "two", "q", 5, "v5"));
+	is_text(read_text_str(t.s, "d", "m3", NULL),
+	    "two:q@30=v30\ntwo:q@5=v5\n",
+	    "maxversions=2: an older put takes the free place");
 
 	/* maxversions=2 */
 	must(put_str(t.s, "d", "m2", "two", "q", 1, "v1"));

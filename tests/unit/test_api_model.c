@@ -11,13 +11,14 @@
  * reads then take value lengths from the SSTables' indexes).
  *
  * The model: every operation is an entry (row, family, qualifier, ts, seq,
- * kind), seq increasing per mutation call.  For a column, the slots are
- * the distinct timestamps having a put or a version delete that no column,
- * family or row delete with a higher seq masks; a slot's entry with the
- * highest seq decides it: a put is a version, a version delete is none but
- * the slot remains.  A slot whose index (0 = newest timestamp) is at least
- * the family's maxversions is condemned.  The visible versions are the
- * slots not condemned whose deciding entry is a put.  Flushes and
+ * kind), seq increasing per mutation call.  For a column, of the entries
+ * of one timestamp that no column, family or row delete with a higher seq
+ * masks, the one with the highest seq decides: a put is a version, a
+ * version delete is none.  After every mutation, each version with at
+ * least the family's maxversions newer versions is condemned, and stays
+ * condemned: a flag on its entry, so that deleting newer versions never
+ * brings it back, while deleted versions never count against older
+ * ones.  The visible versions are those not condemned.  Flushes and
  * compactions, minor or major, never change what a read returns.
  *
  * TEST_MODEL_OPS=n sets the number of mutations (default 5000).
@@ -59,6 +60,7 @@ struct entry {
 	int64_t ts;
 	uint64_t seq;
 	bool put;
+	bool condemned;		/* a put that maxversions condemned */
 	uint8_t len;
 	char val[VAL_MAX];
 };
@@ -107,7 +109,7 @@ model_visible(const struct model *m, int r, int f, int q, struct entry **out)
 	const struct column *c = &m->col[r][f][q];
 	uint64_t mask = m->row_del[r];
 	struct entry *tmp;
-	size_t i, n = 0, k = 0, slot = 0;
+	size_t i, n = 0, k = 0, index = 0;
 
 	if (m->fam_del[r][f] > mask)
 		mask = m->fam_del[r][f];
@@ -120,15 +122,50 @@ model_visible(const struct model *m, int r, int f, int q, struct entry **out)
 	qsort(tmp, n, sizeof(*tmp), entry_cmp);
 	for (i = 0; i < n; i++) {
 		if (i > 0 && tmp[i].ts == tmp[i - 1].ts)
-			continue;	/* an older entry of the same slot */
-		if (fam_maxversions[f] != 0 && slot >= fam_maxversions[f])
-			break;		/* condemned, and so is every later slot */
-		slot++;
-		if (tmp[i].put)
-			tmp[k++] = tmp[i];
+			continue;	/* an older entry of the same time */
+		if (!tmp[i].put || tmp[i].condemned)
+			continue;
+		if (fam_maxversions[f] != 0 && index >= fam_maxversions[f])
+			tap_bail("model: a condemned version not flagged");
+		index++;
+		tmp[k++] = tmp[i];
 	}
 	*out = tmp;
 	return k;
+}
+
+/* Flag the versions of row r that maxversions condemns now: those with at
+ * least maxversions newer versions neither deleted nor condemned. */
+static void
+model_condemn(struct model *m, int r)
+{
+	for (int f = 0; f < NFAM; f++) {
+		uint64_t mask = m->row_del[r], live;
+
+		if (fam_maxversions[f] == 0)
+			continue;
+		if (m->fam_del[r][f] > mask)
+			mask = m->fam_del[r][f];
+		for (int q = 0; q < NQUAL; q++) {
+			struct column *c = &m->col[r][f][q];
+			uint64_t cmask = c->del_seq > mask ? c->del_seq : mask;
+
+			qsort(c->v, c->n, sizeof(*c->v), entry_cmp);
+			live = 0;
+			for (size_t i = 0; i < c->n; i++) {
+				struct entry *e = &c->v[i];
+
+				if (e->seq <= cmask || (i > 0 &&
+				    e->ts == c->v[i - 1].ts) || !e->put ||
+				    e->condemned)
+					continue;
+				if (live >= fam_maxversions[f])
+					e->condemned = true;
+				else
+					live++;
+			}
+		}
+	}
 }
 
 static void
@@ -595,6 +632,7 @@ model_apply(struct model *m, int r, const struct op *ops, size_t n,
 			break;
 		}
 	}
+	model_condemn(m, r);
 }
 
 static long

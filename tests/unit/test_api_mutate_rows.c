@@ -11,7 +11,10 @@
  * append, and a failed sync, fail every row with that error and leave
  * none visible; what was acknowledged survives a reopen; and batches on
  * overlapping rows from several threads, beside single-row writers,
- * neither deadlock nor lose a cell.
+ * neither deadlock nor lose a cell.  A delete in a batch leaves the
+ * versions that maxversions condemned condemned, also when the same row
+ * comes twice and the first occurrence's put condemns what the second's
+ * delete would bring back.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -155,6 +158,51 @@ test_order_and_stamps(void)
 	is_int(tstore_reopen(&t), 0, "reopen");
 	is_text(read_text_str(t.s, "t", "r", NULL), "f:q@7=seven\n",
 	    "after a reopen, the same");
+	tstore_destroy(&t);
+}
+
+/* Deletes in a batch do not bring back what maxversions condemned. */
+static void
+test_condemned(void)
+{
+	static const char *const fams[] = { "two=maxversions=2", NULL };
+	struct bt_mutation del30[] = { { .kind = BT_DELETE_VERSION,
+	    .family = "two", .qualifier = bts("q"), .ts = 30 } };
+	struct bt_mutation put30[] = { put("two", "q", 30, "v30") };
+	struct bt_mutation other[] = { put("two", "q", 1, "o") };
+	struct bt_row_mutation once[] = {
+		{ bts("a"), del30, 1 }, { bts("b"), other, 1 },
+	};
+	struct bt_row_mutation twice[] = {
+		{ bts("c"), put30, 1 }, { bts("c"), del30, 1 },
+	};
+	int results[2];
+	struct tstore t;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	for (int ts = 10; ts <= 30; ts += 10) {
+		char v[8];
+
+		snprintf(v, sizeof(v), "v%d", ts);
+		must(put_str(t.s, "t", "a", "two", "q", ts, v));
+		if (ts < 30)
+			must(put_str(t.s, "t", "c", "two", "q", ts, v));
+	}
+	is_int(bt_mutate_rows(t.s, "t", once, 2, NULL, results), 0,
+	    "a batch deleting the newest version");
+	is_text(read_text_str(t.s, "t", "a", NULL), "two:q@20=v20\n",
+	    "v10, condemned by v30, stays condemned when a batch deletes v30");
+	is_int(bt_mutate_rows(t.s, "t", twice, 2, NULL, results), 0,
+	    "a batch putting v30 and then deleting it, in one row");
+	is_text(read_text_str(t.s, "t", "c", NULL),
+	    "two:q@20=v20\n", "v10, condemned by the batch's own v30, stays "
+	    "condemned when the batch deletes v30");
+	is_int(tstore_reopen(&t), 0, "reopen");
+	is_text(read_text_str(t.s, "t", "a", NULL), "two:q@20=v20\n",
+	    "after a reopen, the same (a)");
+	is_text(read_text_str(t.s, "t", "c", NULL), "two:q@20=v20\n",
+	    "after a reopen, the same (c)");
 	tstore_destroy(&t);
 }
 
@@ -344,6 +392,7 @@ main(void)
 {
 	test_mixed();
 	test_order_and_stamps();
+	test_condemned();
 	test_one_append_one_sync();
 	test_log_failure();
 	test_concurrent();
