@@ -1651,7 +1651,8 @@ bt_store_compact(struct bt_store *s, const char *table, bool major)
 /* ---- Bulk load ---- */
 
 struct bt_bulk {
-	struct server_bulk *server;
+	struct server_bulk *server;	/* or, on a cell: */
+	struct cell_bulk *cell;
 };
 
 int
@@ -1663,9 +1664,6 @@ bt_bulk_open(struct bt_store *s, const char *table,
 	int rc;
 
 	bt_error_clear();
-	if (s->cell != NULL)
-		return bt_error_set(-EOPNOTSUPP, "a bulk load is not supported "
-		    "on a cell yet");
 	if (table == NULL)
 		return bt_error_set(-EINVAL, "no table");
 	memset(&so, 0, sizeof(so));
@@ -1673,7 +1671,12 @@ bt_bulk_open(struct bt_store *s, const char *table,
 		so.memory_budget = opts->memory_budget;
 	if ((b = bt_calloc(1, sizeof(*b))) == NULL)
 		return -ENOMEM;
-	if ((rc = server_bulk_open(s->server, table, &so, &b->server)) < 0) {
+	if (s->cell != NULL)
+		rc = cell_bulk_open(s->cell, table, so.memory_budget,
+		    &b->cell);
+	else
+		rc = server_bulk_open(s->server, table, &so, &b->server);
+	if (rc < 0) {
 		bt_free(b);
 		return rc;
 	}
@@ -1688,6 +1691,9 @@ bt_bulk_put(struct bt_bulk *b, struct bt_bytes row, const char *family,
 	bt_error_clear();
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
+	if (b->cell != NULL)
+		return cell_bulk_put(b->cell, row, family, qualifier, ts,
+		    value);
 	return server_bulk_put(b->server, bytes_slice(row),
 	    slice_make(family, strlen(family)), bytes_slice(qualifier),
 	    ts == BT_TS_SERVER ? MUTATION_TS_SERVER : ts, bytes_slice(value));
@@ -1700,6 +1706,8 @@ bt_bulk_commit(struct bt_bulk *b, struct bt_bulk_stats *out)
 	int rc;
 
 	bt_error_clear();
+	if (b->cell != NULL)
+		return cell_bulk_commit(b->cell, out);
 	if ((rc = server_bulk_commit(b->server, &st)) < 0)
 		return rc;
 	if (out != NULL) {
@@ -1716,6 +1724,7 @@ bt_bulk_close(struct bt_bulk *b)
 {
 	if (b == NULL)
 		return;
+	cell_bulk_close(b->cell);
 	server_bulk_free(b->server);
 	bt_free(b);
 }
@@ -1800,13 +1809,28 @@ bt_store_check(struct bt_store *s,
 uint64_t
 bt_store_last_seq(struct bt_store *s)
 {
-	struct bt_stats st;
-
-	if (s->cell != NULL) {
-		cell_store_get_stats(s->cell, &st);
-		return st.last_seq;
-	}
+	if (s->cell != NULL)
+		return cell_store_last_seq(s->cell);
 	return server_last_seq(s->server);
+}
+
+int
+bt_store_space(struct bt_store *s, struct bt_space *out)
+{
+	struct env_space sp;
+	int rc;
+
+	bt_error_clear();
+	if (s->cell != NULL)
+		return cell_store_space(s->cell, out);
+	if ((rc = server_space_measure(s->server, &sp)) < 0)
+		return rc;
+	/* UINT64_MAX is the env's "cannot tell": 0 here (tabletfs.h). */
+	out->total_bytes = sp.total == UINT64_MAX ? 0 : sp.total;
+	out->free_bytes = sp.free == UINT64_MAX ? 0 : sp.free;
+	out->available_bytes = sp.available == UINT64_MAX ? 0 : sp.available;
+	out->block_size = sp.block_size;
+	return 0;
 }
 
 void

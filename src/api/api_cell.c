@@ -459,3 +459,45 @@ cell_store_get_stats(struct cell_client *c, struct bt_stats *out)
 	out->reserve_bytes = st->reserve_bytes;
 	cell_client_free(&st->base);
 }
+
+uint64_t
+cell_store_last_seq(struct cell_client *c)
+{
+	Tabletfs__LastSeqReply *rep = NULL;
+	struct bt_stats st;
+	uint64_t seq;
+	int rc;
+
+	rc = CALL(c, LAST_SEQ, NULL, CELL_RETRY_ANY,
+	    &tabletfs__last_seq_reply__descriptor, &rep);
+	if (rc == -ENOSYS) {		/* a server from before LAST_SEQ */
+		cell_store_get_stats(c, &st);
+		return st.last_seq;
+	}
+	if (rc < 0)
+		return 0;
+	seq = rep->last_seq;
+	cell_client_free(&rep->base);
+	return seq;
+}
+
+int
+cell_store_space(struct cell_client *c, struct bt_space *out)
+{
+	Tabletfs__SpaceReply *rep = NULL;
+	int rc;
+
+	rc = CALL(c, SPACE, NULL, CELL_RETRY_ANY,
+	    &tabletfs__space_reply__descriptor, &rep);
+	if (rc == -ENOSYS)
+		return bt_error_set(-EOPNOTSUPP, "the cell's servers do not "
+		    "measure their storage (they predate it)");
+	if (rc < 0)
+		return rc;
+	out->total_bytes = rep->total_bytes;
+	out->free_bytes = rep->free_bytes;
+	out->available_bytes = rep->available_bytes;
+	out->block_size = rep->block_size;
+	cell_client_free(&rep->base);
+	return 0;
+}

@@ -121,6 +121,20 @@ int cell_scan_next(struct cell_scan *sc, struct cells_row *out);
 /* Accepts NULL. */
 void cell_scan_close(struct cell_scan *sc);
 
+/*
+ * A bulk load (bt_bulk_* on a cell; api_cell_bulk.c): kept by the
+ * serving server on this client's connection to it, fed in batches.
+ * cell_bulk_close() accepts NULL and aborts a load not committed.
+ */
+struct cell_bulk;
+int cell_bulk_open(struct cell_client *c, const char *table,
+    size_t memory_budget, struct cell_bulk **out);
+int cell_bulk_put(struct cell_bulk *b, struct bt_bytes row,
+    const char *family, struct bt_bytes qualifier, int64_t ts,
+    struct bt_bytes value);
+int cell_bulk_commit(struct cell_bulk *b, struct bt_bulk_stats *out);
+void cell_bulk_close(struct cell_bulk *b);
+
 int cell_store_flush(struct cell_client *c);
 int cell_store_compact(struct cell_client *c, const char *table, bool major);
 int cell_table_split(struct cell_client *c, const char *table,
@@ -133,5 +147,10 @@ int cell_store_check(struct cell_client *c,
 /* bt_stats as the serving server counts them; zero when it cannot be
  * reached. */
 void cell_store_get_stats(struct cell_client *c, struct bt_stats *out);
+/* bt_store_last_seq() (LAST_SEQ; STATS from a server before it): 0 when
+ * no server can be reached. */
+uint64_t cell_store_last_seq(struct cell_client *c);
+/* bt_store_space() (SPACE): -EOPNOTSUPP from a server before it. */
+int cell_store_space(struct cell_client *c, struct bt_space *out);
 
 #endif

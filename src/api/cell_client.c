@@ -291,14 +291,74 @@ outcome_unknown(struct cell_client *c, int rc)
 	    c->cell, server, bt_strerror(rc));
 }
 
+/*
+ * Send req as method to the located server, retrying as retry says,
+ * until the reply arrives: 0 with its status in *status and its payload
+ * in *rep, and the connection it came on in *used; or a negative code.
+ */
+static int
+call_located(struct cell_client *c, uint32_t method, struct slice req,
+    enum cell_retry retry, struct buf *rep, int32_t *status,
+    struct rpc_client **used)
+{
+	int64_t deadline = rpc_now_ns() + c->deadline_ns;
+	int wait = RETRY_FIRST_MS;
+	int rc;
+
+	for (;;) {
+		struct rpc_client *rpc;
+		bool sent = false;
+
+		rc = connection_get(c, deadline, &rpc);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			rep->n = 0;
+			rc = rpc_client_call(rpc, method, req, deadline, rep,
+			    status, &sent);
+			if (rc == 0 && *status != BT_ENOTSERVING) {
+				*used = rpc;
+				return 0;
+			}
+			connection_drop(c, rpc);
+			if (retry == CELL_RETRY_NONE)
+				return rc == 0 ? BT_ENOTSERVING : rc;
+			if (rc < 0 && sent && retry == CELL_RETRY_UNSENT)
+				return outcome_unknown(c, rc);
+		}
+		if (rpc_now_ns() + (int64_t)wait * 1000000 > deadline)
+			return bt_error_set(-ETIMEDOUT, "cell %s: no server "
+			    "answered within the deadline", c->cell);
+		pause_ms(wait);
+		wait = wait * 2 > RETRY_LAST_MS ? RETRY_LAST_MS : wait * 2;
+	}
+}
+
+/* The reply's status as the call's result, and its message unpacked. */
+static int
+reply_finish(struct cell_client *c, int32_t status, const struct buf *rep,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+{
+	if (status != 0)
+		return bt_error_set(status, "%.*s", (int)rep->n,
+		    rep->n ? (const char *)rep->p : bt_strerror(status));
+	if (reply_desc != NULL) {
+		*reply = protobuf_c_message_unpack(reply_desc, &pb_allocator,
+		    rep->n, rep->p);
+		if (*reply == NULL)
+			return bt_error_set(-EPROTO, "cell %s: a reply does "
+			    "not decode", c->cell);
+	}
+	return 0;
+}
+
 int
 cell_client_call(struct cell_client *c, uint32_t method,
     const ProtobufCMessage *request, enum cell_retry retry,
     const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
 {
-	int64_t deadline = rpc_now_ns() + c->deadline_ns;
+	struct rpc_client *used;
 	struct buf req, rep;
-	int wait = RETRY_FIRST_MS;
 	int32_t status;
 	int rc;
 
@@ -306,52 +366,54 @@ cell_client_call(struct cell_client *c, uint32_t method,
 	buf_init(&rep);
 	if ((rc = request_pack(request, &req)) < 0)
 		goto out;
-	for (;;) {
-		struct rpc_client *rpc;
-		bool sent = false;
-
-		rc = connection_get(c, deadline, &rpc);
-		if (rc < 0)
-			goto out;
-		if (rc == 0) {
-			rep.n = 0;
-			rc = rpc_client_call(rpc, method, buf_slice(&req),
-			    deadline, &rep, &status, &sent);
-			if (rc == 0 && status != BT_ENOTSERVING)
-				break;
-			connection_drop(c, rpc);
-			if (retry == CELL_RETRY_NONE) {
-				if (rc == 0)
-					rc = BT_ENOTSERVING;
-				goto out;
-			}
-			if (rc < 0 && sent && retry == CELL_RETRY_UNSENT) {
-				rc = outcome_unknown(c, rc);
-				goto out;
-			}
-		}
-		if (rpc_now_ns() + (int64_t)wait * 1000000 > deadline) {
-			rc = bt_error_set(-ETIMEDOUT, "cell %s: no server "
-			    "answered within the deadline", c->cell);
-			goto out;
-		}
-		pause_ms(wait);
-		wait = wait * 2 > RETRY_LAST_MS ? RETRY_LAST_MS : wait * 2;
-	}
-	if (status != 0) {
-		rc = bt_error_set(status, "%.*s", (int)rep.n,
-		    rep.n ? (const char *)rep.p : bt_strerror(status));
+	if ((rc = call_located(c, method, buf_slice(&req), retry, &rep,
+	    &status, &used)) < 0)
 		goto out;
-	}
-	if (reply_desc != NULL) {
-		*reply = protobuf_c_message_unpack(reply_desc, &pb_allocator,
-		    rep.n, rep.p);
-		if (*reply == NULL)
-			rc = bt_error_set(-EPROTO, "cell %s: a reply does "
-			    "not decode", c->cell);
-	}
+	rc = reply_finish(c, status, &rep, reply_desc, reply);
 out:
 	buf_release(&req);
+	buf_release(&rep);
+	return rc;
+}
+
+int
+cell_client_call_pinned(struct cell_client *c, struct rpc_client **pin,
+    uint32_t method, struct slice request,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply,
+    bool *lost)
+{
+	struct rpc_client *rpc = *pin;
+	struct buf rep;
+	int32_t status;
+	bool sent;
+	int rc;
+
+	*lost = false;
+	buf_init(&rep);
+	if (rpc == NULL) {
+		if ((rc = call_located(c, method, request, CELL_RETRY_ANY,
+		    &rep, &status, pin)) < 0)
+			goto out;
+	} else {
+		rc = rpc_client_broken(rpc) ? -ECONNRESET :
+		    rpc_client_call(rpc, method, request, rpc_now_ns() +
+		    c->deadline_ns, &rep, &status, &sent);
+		if (rc == 0 && status == BT_ENOTSERVING)
+			rc = BT_ENOTSERVING;
+		if (rc < 0 && rc != -ENOMEM) {
+			if (rc != -ETIMEDOUT)
+				connection_drop(c, rpc);
+			*lost = true;
+			rc = bt_error_set(-EIO, "cell %s: the connection to "
+			    "the server that holds this load failed (%s)",
+			    c->cell, bt_strerror(rc));
+			goto out;
+		}
+		if (rc < 0)
+			goto out;
+	}
+	rc = reply_finish(c, status, &rep, reply_desc, reply);
+out:
 	buf_release(&rep);
 	return rc;
 }

@@ -22,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util/slice.h"
+
 #define CELL_CLIENT_DEADLINE_MS 30000
 #define CELL_CLIENT_SESSION_MS 10000
 
@@ -61,6 +63,27 @@ enum cell_retry {
 int cell_client_call(struct cell_client *c, uint32_t method,
     const ProtobufCMessage *request, enum cell_retry retry,
     const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
+
+/*
+ * Calls that must all reach one server over one connection: a bulk
+ * load's, which the server ties to the connection that opened it and
+ * drops when that connection closes.  request is packed already.
+ *
+ * With *pin NULL: as cell_client_call() with CELL_RETRY_ANY (a request
+ * whose connection failed went with it, so sending it again on another
+ * is safe), and *pin set to the connection that answered.  With *pin
+ * set: the request goes on that connection alone, never again: when the
+ * connection has failed or fails, the call times out, or the server
+ * answers BT_ENOTSERVING, the result is -EIO with a detail naming the
+ * cell and why, and *lost is set; whether a request that was sent took
+ * effect is then unknown.  The connection stays valid (not freed) until
+ * cell_client_close().
+ */
+struct rpc_client;
+int cell_client_call_pinned(struct cell_client *c, struct rpc_client **pin,
+    uint32_t method, struct slice request,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply,
+    bool *lost);
 /* Accepts NULL. */
 void cell_client_free(ProtobufCMessage *reply);
 

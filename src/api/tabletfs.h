@@ -552,11 +552,24 @@ struct bt_bulk_stats {
  * The commit flushes the memtables, then merges and writes while holding
  * the store's background work (flushes, compactions, splits) and the
  * commit of other writes of this process, which wait for it.  A load is
- * used by one thread at a time.  Only an embedded store takes one: on a
- * cell address bt_bulk_open() fails with -EOPNOTSUPP.
+ * used by one thread at a time.
+ *
+ * On a cell address the load is kept by the serving tablet server (in
+ * the cell's storage, tmp/ as above), fed in batches of about 1 MiB of
+ * cells, each cell checked by bt_bulk_put() as on a store; the load
+ * lives on the client's connection to that server.  When that connection
+ * fails, or the server stops serving, the load is gone (the server
+ * removes it, nothing of it visible) and every later call on it returns
+ * -EIO, its detail saying so; it is never restarted on another server.
+ * A commit whose reply is lost has an unknown outcome: -EIO, its detail
+ * saying that the load may be there whole or not at all (never in part).
+ * A server keeps a few loads at once: bt_bulk_open() is -EBUSY beyond.
+ * The error of a batch (-ENOSPC, -EIO on the server) is returned by the
+ * bt_bulk_put() that sent it or by the commit.
  *
  * Errors: bt_bulk_open(): -ENOENT (no such table), -EROFS, -ENOSPC (the
- * disk is full), -EOPNOTSUPP.  bt_bulk_put(): -ENOENT (no such family),
+ * disk is full), -EBUSY, -EOPNOTSUPP (a cell whose servers predate
+ * bulk loads).  bt_bulk_put(): -ENOENT (no such family),
  * -EINVAL (a row key of 0 or more than BT_MAX_ROW bytes, a qualifier over
  * BT_MAX_QUALIFIER, a negative ts other than BT_TS_SERVER), -EFBIG (a
  * value over max_cell): that cell is refused, the load goes on; any
@@ -822,12 +835,31 @@ struct bt_stats {
 	uint64_t reserve_bytes;
 };
 void bt_store_get_stats(struct bt_store *s, struct bt_stats *out);
+/* The space of the storage that holds a store, in bytes. */
+struct bt_space {
+	uint64_t total_bytes;	/* its size */
+	uint64_t free_bytes;	/* not taken by any file */
+	uint64_t available_bytes; /* that the store may still take (free,
+				   less what the filesystem keeps back) */
+	uint32_t block_size;	/* the unit it allocates in */
+};
+/*
+ * Measure the storage that holds s: statvfs(3) of the store's directory
+ * (through the env given at open, which may measure otherwise: Ceph's
+ * cluster figures), or on a cell the storage of the server that serves
+ * it, over RPC.  A figure the storage cannot tell (the in-memory env) is
+ * 0.  0, or -errno, or on a cell the errors of any call (-EOPNOTSUPP
+ * when its servers predate this call).  Thread-safe.
+ */
+int bt_store_space(struct bt_store *s, struct bt_space *out);
 /*
  * The sequence number of the last mutation applied and visible to reads
  * (bt_stats.last_seq), without gathering the other counters: one atomic
  * load, for a caller that asks often whether anything was written since
  * (the filesystem's readdir cache).  Every committed mutation advances it;
- * schema changes and time (maxage) do not.  Thread-safe.
+ * schema changes and time (maxage) do not.  On a cell, one small call to
+ * the serving server (which answers from the same atomic), 0 when it
+ * cannot be reached.  Thread-safe.
  */
 uint64_t bt_store_last_seq(struct bt_store *s);
 

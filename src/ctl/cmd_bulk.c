@@ -363,10 +363,6 @@ cmd_import(struct ctl *c, int argc, char **argv)
 		return ctl_error(c, "--bulk: %s is mounted: a bulk load needs "
 		    "the store to itself (unmount it, or import without "
 		    "--bulk)", c->store_path);
-	if (bulk && coord_address_is_cell(c->store_path))
-		return ctl_error(c, "--bulk: %s is a cell: a bulk load is not "
-		    "supported on a cell yet (import without --bulk)",
-		    c->store_path);
 	if (ctl_allow(c, args[0], NULL, BT_ACCESS_WRITE) != CTL_OK)
 		return CTL_FAIL;
 	/* The daemon would open it with its own rights, not the caller's. */

@@ -256,19 +256,34 @@ fs_op_init(void *userdata, struct fuse_conn_info *conn)
 	fs->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
 }
 
-/* Space figures are those of the filesystem holding the store. */
+/*
+ * Space figures are those of the filesystem holding the store: here, or
+ * for a cell the serving server's storage, which bt_store_space() asks
+ * it for (blocks only: a cell's server counts no inodes for us).
+ */
 static void
 fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct statvfs sv;
+	struct bt_space sp;
+	int rc;
 
 	(void)ino;
 	memset(&sv, 0, sizeof(sv));
-	/* A cell's storage is not here to measure: no figures. */
 	if (!fs->cell && statvfs(fs->store_path, &sv) < 0) {
 		fuse_reply_err(req, errno);
 		return;
+	}
+	if (fs->cell) {
+		if ((rc = bt_store_space(fs->store, &sp)) < 0) {
+			fuse_reply_err(req, fs_errno(rc));
+			return;
+		}
+		sv.f_bsize = sv.f_frsize = sp.block_size ? sp.block_size : 4096;
+		sv.f_blocks = sp.total_bytes / sv.f_frsize;
+		sv.f_bfree = sp.free_bytes / sv.f_frsize;
+		sv.f_bavail = sp.available_bytes / sv.f_frsize;
 	}
 	sv.f_namemax = 255;
 	fuse_reply_statfs(req, &sv);

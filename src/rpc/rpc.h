@@ -96,6 +96,8 @@ struct rpc_call {
 	uint32_t method;
 	int64_t deadline_ns;	/* from the request's timeout; 0: none */
 	const char *peer;	/* "HOST:PORT" of the client */
+	uint64_t conn;		/* the connection's number: nonzero, never
+				   reused by one server */
 };
 
 /*
@@ -125,6 +127,15 @@ struct rpc_server_options {
 					   on its connection's reader (it
 					   never waits long: no sync, no
 					   scan); NULL: none may */
+	void (*closed)(void *arg, uint64_t conn);	/* NULL, or called
+					   with the handler's arg once for
+					   each connection that got past its
+					   handshake, after it closed and the
+					   last handler of its requests
+					   returned (within about a second,
+					   or in rpc_server_close), from
+					   one thread at a time: state kept per
+					   connection is let go here */
 	const uint8_t *secret;		/* RPC_SECRET_SIZE bytes that a
 					   client must prove (copied); NULL:
 					   none, the empty key (the

@@ -220,6 +220,7 @@ conn_call(const struct rpc_conn *conn, const struct rpc_frame *f)
 		.deadline_ns = f->timeout_ms == 0 ? 0 :
 		    rpc_now_ns() + (int64_t)f->timeout_ms * 1000000,
 		.peer = conn->peer,
+		.conn = conn->number,
 	};
 }
 
@@ -297,6 +298,7 @@ conn_read(void *arg)
 	rpc_reader_init(&r, conn->fd, s->opts.max_frame);
 	if (conn_greet(conn) < 0)
 		goto out;
+	conn->greeted = true;
 	while ((rc = rpc_reader_next(&r, &f, &truncated, 0)) == 0) {
 		if (conn_runs_inline(conn, &r, &f)) {
 			call = conn_call(conn, &f);
@@ -348,6 +350,7 @@ rpc_conn_start(struct rpc_server *s, int fd, const char *peer)
 		goto out;
 	}
 	conn->s = s;
+	conn->number = ++s->conns;
 	conn->fd = fd;
 	snprintf(conn->peer, sizeof(conn->peer), "%s", peer);
 	conn->refs = 1;
@@ -399,6 +402,10 @@ rpc_conn_reap(struct rpc_server *s)
 	for (conn = gone; conn != NULL; conn = next) {
 		next = conn->next;
 		pthread_join(conn->reader, NULL);
+		/* After the join: greeted is the reader's, and no handler
+		 * of the connection runs any more (refs is 0). */
+		if (conn->greeted && s->opts.closed != NULL)
+			s->opts.closed(s->arg, conn->number);
 		close(conn->fd);
 		pthread_cond_destroy(&conn->room);
 		mutex_destroy(&conn->write_mu);

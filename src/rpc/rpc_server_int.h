@@ -52,6 +52,8 @@
 
 struct rpc_conn {
 	struct rpc_server *s;
+	uint64_t number;		/* rpc_call.conn */
+	bool greeted;			/* its handshake ended in the welcome */
 	int fd;
 	char peer[RPC_ADDRESS_MAX];
 	pthread_t reader;
@@ -95,6 +97,7 @@ struct rpc_server {
 	bool closing;
 	struct rpc_conn *live, *done;
 	int nlive;
+	uint64_t conns;			/* mu: connections numbered so far */
 };
 
 /* One line on stderr about a connection. */

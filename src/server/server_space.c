@@ -261,3 +261,9 @@ server_space_get_stats(struct server *s, int *disk_full,
 	*reserve_bytes = s->reserve_held ? s->reserve_size : 0;
 	mutex_unlock(&s->space_mu);
 }
+
+int
+server_space_measure(struct server *s, struct env_space *out)
+{
+	return env_path_space(s->env, s->store_dir, out);
+}

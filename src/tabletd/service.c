@@ -611,6 +611,40 @@ store_stats(struct service *svc, struct slice in, struct buf *reply)
 	return service_pb_pack(&out.base, reply);
 }
 
+/* LAST_SEQ: bt_store_last_seq(), an atomic load, nothing gathered. */
+static int
+store_last_seq(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__LastSeqReply out = TABLETFS__LAST_SEQ_REPLY__INIT;
+	int rc;
+
+	if ((rc = empty_request(in)) < 0)
+		return rc;
+	out.has_last_seq = true;
+	out.last_seq = bt_store_last_seq(svc->store);
+	return service_pb_pack(&out.base, reply);
+}
+
+static int
+store_space(struct service *svc, struct slice in, struct buf *reply)
+{
+	Tabletfs__SpaceReply out = TABLETFS__SPACE_REPLY__INIT;
+	struct bt_space sp;
+	int rc;
+
+	if ((rc = empty_request(in)) < 0)
+		return rc;
+	if ((rc = bt_store_space(svc->store, &sp)) < 0)
+		return rc;
+	out.has_total_bytes = out.has_free_bytes = true;
+	out.has_available_bytes = out.has_block_size = true;
+	out.total_bytes = sp.total_bytes;
+	out.free_bytes = sp.free_bytes;
+	out.available_bytes = sp.available_bytes;
+	out.block_size = sp.block_size;
+	return service_pb_pack(&out.base, reply);
+}
+
 /* ---- Dispatch ---- */
 
 typedef int (*service_handler)(struct service *, struct slice,
@@ -644,6 +678,22 @@ static const struct {
 	{ TABLETFS__METHOD__CHECK, store_check },
 	{ TABLETFS__METHOD__STATS, store_stats },
 	{ TABLETFS__METHOD__TABLE_USAGE, table_usage },
+	{ TABLETFS__METHOD__LAST_SEQ, store_last_seq },
+	{ TABLETFS__METHOD__SPACE, store_space },
+};
+
+/* The methods whose state belongs to the connection they came on. */
+typedef int (*service_conn_handler)(struct service *, uint64_t,
+    struct slice, struct buf *);
+
+static const struct {
+	uint32_t method;
+	service_conn_handler handler;
+} conn_handlers[] = {
+	{ TABLETFS__METHOD__BULK_OPEN, service_bulk_open },
+	{ TABLETFS__METHOD__BULK_PUT, service_bulk_put },
+	{ TABLETFS__METHOD__BULK_COMMIT, service_bulk_commit },
+	{ TABLETFS__METHOD__BULK_ABORT, service_bulk_abort },
 };
 
 /* Append the error line for rc: the detail, else the code's name, with
@@ -669,14 +719,23 @@ reply_error(int rc, struct buf *reply)
 bool
 service_method_short(uint32_t method)
 {
-	return method == TABLETFS__METHOD__READ_ROW;
+	return method == TABLETFS__METHOD__READ_ROW ||
+	    method == TABLETFS__METHOD__LAST_SEQ;
 }
 
 int
 service_handle(struct service *svc, uint32_t method, struct slice request,
     struct buf *reply)
 {
+	return service_handle_conn(svc, 0, method, request, reply);
+}
+
+int
+service_handle_conn(struct service *svc, uint64_t conn, uint32_t method,
+    struct slice request, struct buf *reply)
+{
 	service_handler handler = NULL;
+	service_conn_handler conn_handler = NULL;
 	size_t mark = reply->n;
 	int rc;
 
@@ -685,17 +744,55 @@ service_handle(struct service *svc, uint32_t method, struct slice request,
 	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
 		if (handlers[i].method == method)
 			handler = handlers[i].handler;
-	if (handler == NULL)
+	for (size_t i = 0; i < sizeof(conn_handlers) /
+	    sizeof(conn_handlers[0]); i++)
+		if (conn_handlers[i].method == method)
+			conn_handler = conn_handlers[i].handler;
+	if (handler != NULL)
+		rc = handler(svc, request, reply);
+	else if (conn_handler != NULL)
+		rc = conn_handler(svc, conn, request, reply);
+	else
 		rc = bt_error_set(-ENOSYS, "method %u: not served here",
 		    method);
-	else
-		rc = handler(svc, request, reply);
 	assert(rc <= 0);
 	if (rc < 0) {
 		reply->n = mark;
 		reply_error(rc, reply);
 	}
 	return rc;
+}
+
+void
+service_conn_closed(struct service *svc, uint64_t conn)
+{
+	service_loads_abort(svc, conn, false);
+}
+
+uint64_t
+service_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A counter through a bijection of 64-bit numbers (splitmix64's), so
+ * never one given before, and not 1, 2, 3. */
+uint64_t
+service_next_id(struct service *svc)
+{
+	uint64_t x;
+
+	mutex_assert_held(&svc->mu);
+	do {
+		x = ++svc->next_id ^ svc->id_key;
+		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+		x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+		x ^= x >> 31;
+	} while (x == 0);
+	return x;
 }
 
 /* ---- Life ---- */
@@ -712,15 +809,21 @@ service_new_with(struct bt_store *store, const struct service_options *opts,
 {
 	struct service *svc;
 	uint32_t idle_ms = SERVICE_SCANNER_IDLE_MS;
+	uint32_t load_idle_ms = SERVICE_LOAD_IDLE_MS;
 	int rc;
 
 	assert(store != NULL && out != NULL);
 	if (opts != NULL && opts->scanner_idle_ms != 0)
 		idle_ms = opts->scanner_idle_ms;
+	if (opts != NULL && opts->load_idle_ms != 0)
+		load_idle_ms = opts->load_idle_ms;
 	if ((svc = bt_calloc(1, sizeof(*svc))) == NULL)
 		return -ENOMEM;
 	svc->store = store;
 	svc->idle_ns = (uint64_t)idle_ms * 1000000u;
+	svc->load_idle_ns = (uint64_t)load_idle_ms * 1000000u;
+	svc->max_cell = opts != NULL && opts->max_cell != 0 ?
+	    opts->max_cell : BT_DEFAULT_MAX_CELL;
 	if ((svc->scanners = bt_calloc(SERVICE_MAX_SCANNERS,
 	    sizeof(*svc->scanners))) == NULL) {
 		rc = -ENOMEM;
@@ -748,6 +851,7 @@ service_free(struct service *svc)
 	if (svc == NULL)
 		return;
 	service_scanners_close_all(svc);
+	service_loads_abort(svc, 0, true);
 	mutex_destroy(&svc->mu);
 	bt_free(svc->scanners);
 	bt_free(svc);

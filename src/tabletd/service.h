@@ -55,6 +55,20 @@
  *    -EMFILE beyond (after closing the idle ones).  Ids are nonzero and
  *    never reused by one service: a counter, scrambled with a random key
  *    so that they are not the obvious 1, 2, 3.
+ *  - BULK_*: loads live in the service, each tied to the connection that
+ *    opened it (service_handle_conn(); service_handle() is connection 0)
+ *    and reachable from that connection only: another's request naming
+ *    it, or one naming a load committed, aborted or never opened, is
+ *    -ENOENT.  service_conn_closed() aborts a connection's loads.  At
+ *    most SERVICE_MAX_LOADS are open, -EBUSY beyond (after aborting
+ *    those left idle for SERVICE_LOAD_IDLE_MS); a load in use by another
+ *    request at that moment is -EBUSY.  A load's memory budget is at
+ *    most SERVICE_LOAD_MAX_BUDGET.  BULK_OPEN replies the families of
+ *    the table and max_cell (service_options), which the client checks
+ *    its cells against; BULK_PUT fails the whole load on any cell it
+ *    refuses, and each later request on it returns that error again.
+ *    BULK_COMMIT forgets the load whatever its outcome.
+ *  - LAST_SEQ and SPACE are bt_store_last_seq() and bt_store_space().
  *
  * Errors: service_handle() returns a negative tabletfs code (-errno or
  * BT_E*) and writes the one-line message: the detail that the failing
@@ -82,12 +96,18 @@
 #define SERVICE_SCANNER_IDLE_MS	60000u
 #define SERVICE_BATCH_ROWS	100u
 #define SERVICE_BATCH_BYTES	(1u << 20)
+#define SERVICE_MAX_LOADS	4
+#define SERVICE_LOAD_IDLE_MS	600000u
+#define SERVICE_LOAD_MAX_BUDGET	((size_t)64 << 20)
 
 struct service;
 
 /* Settings of a service; zero means the default. */
 struct service_options {
 	uint32_t scanner_idle_ms;	/* SERVICE_SCANNER_IDLE_MS */
+	uint32_t load_idle_ms;		/* SERVICE_LOAD_IDLE_MS */
+	uint64_t max_cell;		/* the store's bt_options.max_cell:
+					   BT_DEFAULT_MAX_CELL */
 };
 
 /*
@@ -99,8 +119,8 @@ int service_new(struct bt_store *store, struct service **out);
 int service_new_with(struct bt_store *store,
     const struct service_options *opts, struct service **out);
 
-/* Close every open scanner and free the service; accepts NULL.  No
- * service_handle() call may be running. */
+/* Close every open scanner, abort every open load and free the service;
+ * accepts NULL.  No service_handle() call may be running. */
 void service_free(struct service *svc);
 
 /*
@@ -114,6 +134,13 @@ void service_free(struct service *svc);
  */
 int service_handle(struct service *svc, uint32_t method,
     struct slice request, struct buf *reply);
+/* The same for a request that came on connection conn (rpc_call.conn;
+ * 0 is service_handle()'s), which the bulk loads it opens belong to. */
+int service_handle_conn(struct service *svc, uint64_t conn, uint32_t method,
+    struct slice request, struct buf *reply);
+/* Connection conn closed: abort the loads it opened (rpc_server_options.
+ * closed).  Thread-safe; a request of conn may not be running. */
+void service_conn_closed(struct service *svc, uint64_t conn);
 
 /*
  * Whether a request of method never waits long (no log sync, no scan, no
@@ -122,7 +149,9 @@ int service_handle(struct service *svc, uint32_t method,
  */
 bool service_method_short(uint32_t method);
 
-/* The scanners open now (for status displays and tests). */
+/* The scanners and bulk loads open now (for status displays and
+ * tests). */
 unsigned service_scanner_count(struct service *svc);
+unsigned service_load_count(struct service *svc);
 
 #endif

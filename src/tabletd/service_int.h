@@ -22,6 +22,7 @@
 #include "util/mutex.h"
 
 struct scanner;
+struct service_load;
 
 /*
  * Invariants of the scanner table (guarded by mu):
@@ -35,12 +36,25 @@ struct scanner;
 struct service {
 	struct bt_store *store;
 	uint64_t idle_ns;
+	uint64_t load_idle_ns;
+	uint64_t max_cell;
 	struct mutex mu;
 	struct scanner **scanners;	/* SERVICE_MAX_SCANNERS slots */
 	unsigned count;
+	/* The bulk loads (service_bulk.c), under the same invariants as
+	 * the scanners, read for "load" (guarded by mu). */
+	struct service_load *loads[SERVICE_MAX_LOADS];
+	unsigned load_count;
 	uint64_t next_id;		/* counter, scrambled by id_key */
 	uint64_t id_key;
 };
+
+/* A new id for a scanner or a load (service.c): nonzero, never given
+ * before by svc.  Caller holds svc->mu. */
+uint64_t service_next_id(struct service *svc);
+
+/* CLOCK_MONOTONIC in nanoseconds, for idle times. */
+uint64_t service_now_ns(void);
 
 /* ---- protobuf-c glue (service_pb.c) ---- */
 
@@ -131,5 +145,19 @@ int service_scan_close(struct service *svc, struct slice req,
     struct buf *reply);
 /* Close every scanner: service_free(), no request running. */
 void service_scanners_close_all(struct service *svc);
+
+/* ---- bulk loads (service_bulk.c) ---- */
+
+int service_bulk_open(struct service *svc, uint64_t conn, struct slice req,
+    struct buf *reply);
+int service_bulk_put(struct service *svc, uint64_t conn, struct slice req,
+    struct buf *reply);
+int service_bulk_commit(struct service *svc, uint64_t conn,
+    struct slice req, struct buf *reply);
+int service_bulk_abort(struct service *svc, uint64_t conn, struct slice req,
+    struct buf *reply);
+/* Abort the loads of conn (every load when all): service_conn_closed()
+ * and service_free(). */
+void service_loads_abort(struct service *svc, uint64_t conn, bool all);
 
 #endif

@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <time.h>
 
 #include "tabletd/service_int.h"
 #include "util/alloc.h"
@@ -31,15 +30,6 @@ struct scanner {
 	bool doomed;
 	struct scanner *next;		/* on a list of scanners to close */
 };
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void
 scanner_close(struct scanner *sc)
@@ -112,23 +102,6 @@ table_sweep(struct service *svc, uint64_t now, struct scanner **list)
 	}
 }
 
-/* The next id: a counter through a bijection of 64-bit numbers
- * (splitmix64's), so never one given before, and not 1, 2, 3. */
-static uint64_t
-table_next_id(struct service *svc)
-{
-	uint64_t x;
-
-	mutex_assert_held(&svc->mu);
-	do {
-		x = ++svc->next_id ^ svc->id_key;
-		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-		x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-		x ^= x >> 31;
-	} while (x == 0);
-	return x;
-}
-
 /* Open a scanner for r (which it keeps) and enter it in the table, busy
  * for the caller. */
 static int
@@ -161,7 +134,7 @@ scanner_open(struct service *svc, Tabletfs__ScanRequest *r,
 	sc->busy = true;
 
 	mutex_lock(&svc->mu);
-	table_sweep(svc, now_ns(), &idle);
+	table_sweep(svc, service_now_ns(), &idle);
 	if (svc->count >= SERVICE_MAX_SCANNERS) {
 		mutex_unlock(&svc->mu);
 		scanners_close_list(idle);
@@ -170,7 +143,7 @@ scanner_open(struct service *svc, Tabletfs__ScanRequest *r,
 		    (unsigned)SERVICE_MAX_SCANNERS);
 		goto out_free;
 	}
-	sc->id = table_next_id(svc);
+	sc->id = service_next_id(svc);
 	svc->scanners[svc->count++] = sc;
 	mutex_unlock(&svc->mu);
 	scanners_close_list(idle);
@@ -198,7 +171,7 @@ scanner_acquire(struct service *svc, const Tabletfs__ScanRequest *r,
 	} else if ((sc = svc->scanners[i])->busy) {
 		rc = bt_error_set(-EBUSY, "scanner %" PRIu64 ": in use by "
 		    "another request", r->scanner_id);
-	} else if (scanner_expired(svc, sc, now_ns())) {
+	} else if (scanner_expired(svc, sc, service_now_ns())) {
 		expired = table_remove(svc, i);
 		rc = BT_ENOTSERVING;
 	} else {
@@ -234,7 +207,7 @@ scanner_release(struct service *svc, struct scanner *sc, bool keep)
 		table_remove(svc, table_find(svc, sc->id));
 		close = true;
 	} else {
-		sc->used_ns = now_ns();
+		sc->used_ns = service_now_ns();
 	}
 	mutex_unlock(&svc->mu);
 	if (close)
@@ -331,7 +304,7 @@ service_scan_close(struct service *svc, struct slice in, struct buf *reply)
 			sc = NULL;
 		}
 	}
-	table_sweep(svc, now_ns(), &idle);
+	table_sweep(svc, service_now_ns(), &idle);
 	mutex_unlock(&svc->mu);
 	if (sc != NULL)
 		scanner_close(sc);

@@ -148,7 +148,22 @@ handle(void *arg, const struct rpc_call *call, struct slice request,
 	if (svc == NULL)
 		return reply_error(reply, BT_ENOTSERVING,
 		    "this server serves nothing yet");
-	return service_handle(svc, call->method, request, reply);
+	return service_handle_conn(svc, call->conn, call->method, request,
+	    reply);
+}
+
+/* A connection closed: the bulk loads it opened go with it. */
+static void
+conn_closed(void *arg, uint64_t conn)
+{
+	struct tablet_server *ts = arg;
+	struct service *svc;
+
+	mutex_lock(&ts->mu);
+	svc = ts->service;
+	mutex_unlock(&ts->mu);
+	if (svc != NULL)
+		service_conn_closed(svc, conn);
 }
 
 /* The server's name in the cell: its address, spelled as ZooKeeper
@@ -169,6 +184,7 @@ tabletd_server_run(const struct tabletd_options *o)
 	struct tablet_server ts;
 	struct rpc_server_options ro = {
 		.short_method = service_method_short,
+		.closed = conn_closed,
 		.secret = ts.secret,
 	};
 	char name[COORD_NAME_MAX + 1];

@@ -128,6 +128,21 @@ env_path_capacity(struct env *env, const char *path, uint64_t *bytes)
 }
 
 int
+env_path_space(struct env *env, const char *path, struct env_space *out)
+{
+	int rc;
+
+	if (env->ops->path_space != NULL)
+		return env->ops->path_space(env, path, out);
+	if ((rc = env_path_capacity(env, path, &out->total)) < 0 ||
+	    (rc = env_path_available(env, path, &out->available)) < 0)
+		return rc;
+	out->free = out->available;
+	out->block_size = 4096;
+	return 0;
+}
+
+int
 env_path_rename(struct env *env, const char *from, const char *to)
 {
 	return env->ops->path_rename(env, from, to);

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 struct env;
+struct env_space;
 struct env_file;
 struct env_lock;
 
@@ -61,6 +62,9 @@ struct env_ops {
 	    uint64_t *bytes);
 	int (*path_capacity)(struct env *env, const char *path,
 	    uint64_t *bytes);
+	/* NULL: env_path_space() makes do with the two above. */
+	int (*path_space)(struct env *env, const char *path,
+	    struct env_space *out);
 	int (*path_rename)(struct env *env, const char *from, const char *to);
 	int (*path_remove)(struct env *env, const char *path);
 	int (*dir_create)(struct env *env, const char *path);
@@ -227,6 +231,19 @@ int env_path_available(struct env *env, const char *path, uint64_t *bytes);
 /* The size of the filesystem holding path (statvfs(3)'s f_blocks;
  * UINT64_MAX, unknown, in the in-memory env). */
 int env_path_capacity(struct env *env, const char *path, uint64_t *bytes);
+/* The figures of the filesystem holding path, as statvfs(3) gives them,
+ * in bytes; UINT64_MAX where the env cannot tell (the in-memory env's
+ * size).  An env without its own path_space gives env_path_capacity()
+ * as total, env_path_available() as both free and available, and
+ * blocks of 4 KiB. */
+struct env_space {
+	uint64_t total;		/* f_blocks */
+	uint64_t free;		/* f_bfree: not used by any file */
+	uint64_t available;	/* f_bavail: that files may still take */
+	uint32_t block_size;	/* f_frsize: the unit of the three */
+};
+int env_path_space(struct env *env, const char *path, struct env_space *out);
+
 static inline bool
 env_path_exists(struct env *env, const char *path)
 {

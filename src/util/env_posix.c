@@ -732,6 +732,21 @@ posix_path_capacity(struct env *env, const char *path, uint64_t *bytes)
 }
 
 static int
+posix_path_space(struct env *env, const char *path, struct env_space *out)
+{
+	struct statvfs sv;
+
+	(void)env;
+	if (statvfs(path, &sv) < 0)
+		return posix_error(errno, path, "statvfs");
+	out->total = (uint64_t)sv.f_blocks * (uint64_t)sv.f_frsize;
+	out->free = (uint64_t)sv.f_bfree * (uint64_t)sv.f_frsize;
+	out->available = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+	out->block_size = (uint32_t)sv.f_frsize;
+	return 0;
+}
+
+static int
 posix_path_rename(struct env *env, const char *from, const char *to)
 {
 	if (rename(from, to) < 0)
@@ -919,6 +934,7 @@ static const struct env_ops posix_ops = {
 	.path_size = posix_path_size,
 	.path_available = posix_path_available,
 	.path_capacity = posix_path_capacity,
+	.path_space = posix_path_space,
 	.path_rename = posix_path_rename,
 	.path_remove = posix_path_remove,
 	.dir_create = posix_dir_create,

@@ -21,7 +21,7 @@ else
 	ALL="test_api_webtable test_api_gc test_api_delete test_api_scan
 	    test_api_split test_api_move test_api_model test_api_concurrency
 	    test_api_point test_api_filter test_api_mutate_rows test_api_usage
-	    test_access"
+	    test_access test_api_bulk"
 fi
 SUITES="${CELL_API_SUITES:-$ALL}"
 
@@ -36,7 +36,8 @@ failed=""
 for t in $SUITES; do
 	bin=$top_builddir/tests/unit/$t
 	[ -x "$bin" ] || fail "$t is not built"
-	if TABLETFS_TEST_CELL=$CELL "$bin" >"$T/$t.tap" 2>&1; then
+	if TABLETFS_TEST_CELL=$CELL TABLETFS_TEST_CELL_STORAGE=$C/storage \
+	    "$bin" >"$T/$t.tap" 2>&1; then
 		echo "$t: $(grep -c '^ok' "$T/$t.tap") passed on the cell"
 	else
 		grep -E '^not ok|^Bail|^#' "$T/$t.tap" | head -20 >&2

@@ -7,7 +7,8 @@
 # echo succeeded.  Proves: the mount stays mounted across the kill,
 # writes through it resume within the session timeout + 5 s, every
 # acknowledged write reads back through the mount (cat) and through
-# tabletctl, and ls, cat and find work on the mounted cell.  Prints the
+# tabletctl, and ls, cat and find work on the mounted cell; df of the
+# mount shows the serving server's storage (statfs over RPC).  Prints the
 # times.  CELL_ROUNDS sets the kills (1 here; the long form runs 10).
 # Skips (77) without /dev/fuse or the right to mount.
 set -eu
@@ -36,6 +37,16 @@ until mountpoint -q "$M"; do
 	[ $i -le 100 ] || fail "$M not mounted after 10 s"
 	sleep 0.1
 done
+
+# df: the cell's storage is a directory on this host here, so the mount
+# must report its filesystem's size and block size exactly.
+got=$(stat -f -c '%b %S' "$M") || fail "statfs of $M failed"
+want=$(stat -f -c '%b %S' "$C/storage")
+[ "$got" = "$want" ] ||
+    fail "statfs of the mount: '$got' blocks and size, want '$want'"
+size=$(df -P -k "$M" | awk 'NR == 2 { print $2 }')
+[ "${size:-0}" -gt 0 ] || fail "df of the mount shows size '${size:-}'"
+echo "df of the mount: $size KiB, as the storage's filesystem"
 
 mount_writer() {
 	n=0

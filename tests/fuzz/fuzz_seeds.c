@@ -370,6 +370,48 @@ seed_rpc(const char *name, uint32_t method, const ProtobufCMessage *m)
 
 #define PB_STR(s)	((ProtobufCBinaryData){ sizeof(s) - 1, (uint8_t *)(s) })
 
+/*
+ * A bulk load's requests.  Ids are the service's scrambled counter, not
+ * known here: the open seeds the opening, the others name id 1 (-ENOENT
+ * unless the fuzzer finds a live one) for their shape.
+ */
+static void
+seeds_service_bulk(void)
+{
+	Tabletfs__BulkOpenRequest bo = TABLETFS__BULK_OPEN_REQUEST__INIT;
+	Tabletfs__Cell c1 = TABLETFS__CELL__INIT, c2 = TABLETFS__CELL__INIT,
+	    *cells[] = { &c1, &c2 };
+	Tabletfs__Row row = TABLETFS__ROW__INIT, *rows[] = { &row };
+	Tabletfs__BulkPutRequest bp = TABLETFS__BULK_PUT_REQUEST__INIT;
+	Tabletfs__BulkRequest br = TABLETFS__BULK_REQUEST__INIT;
+
+	bo.table = "t";
+	bo.has_memory_budget = true;
+	bo.memory_budget = 4096;
+	seed_rpc("bulk_open", TABLETFS__METHOD__BULK_OPEN, &bo.base);
+	c1.family = "f";
+	c1.has_qualifier = c1.has_ts = c1.has_value = true;
+	c1.qualifier = PB_STR("q");
+	c1.ts = 9;
+	c1.value = PB_STR("v");
+	c2.family = "g";
+	c2.has_value = true;
+	c2.value = PB_STR("w");
+	row.has_key = true;
+	row.key = PB_STR("d");
+	row.n_cells = 2;
+	row.cells = cells;
+	bp.has_bulk_id = true;
+	bp.bulk_id = 1;
+	bp.n_rows = 1;
+	bp.rows = rows;
+	seed_rpc("bulk_put", TABLETFS__METHOD__BULK_PUT, &bp.base);
+	br.has_bulk_id = true;
+	br.bulk_id = 1;
+	seed_rpc("bulk_commit", TABLETFS__METHOD__BULK_COMMIT, &br.base);
+	seed_rpc("bulk_abort", TABLETFS__METHOD__BULK_ABORT, &br.base);
+}
+
 /* Requests on the fuzz target's table t (families f and g, rows a-c). */
 static void
 seeds_service(void)
@@ -545,7 +587,10 @@ seeds_service(void)
 	seed_rpc("flush", TABLETFS__METHOD__FLUSH, NULL);
 	seed_rpc("check", TABLETFS__METHOD__CHECK, NULL);
 	seed_rpc("stats", TABLETFS__METHOD__STATS, NULL);
+	seed_rpc("last_seq", TABLETFS__METHOD__LAST_SEQ, NULL);
+	seed_rpc("space", TABLETFS__METHOD__SPACE, NULL);
 	seed_rpc("unknown", 99, NULL);
+	seeds_service_bulk();
 }
 
 int

@@ -59,6 +59,14 @@ static const struct {
 	{ TABLETFS__METHOD__STATS, &tabletfs__stats__descriptor },
 	{ TABLETFS__METHOD__TABLE_USAGE,
 	    &tabletfs__usage_reply__descriptor },
+	{ TABLETFS__METHOD__BULK_OPEN,
+	    &tabletfs__bulk_open_reply__descriptor },
+	{ TABLETFS__METHOD__BULK_PUT, NULL },
+	{ TABLETFS__METHOD__BULK_COMMIT,
+	    &tabletfs__bulk_commit_reply__descriptor },
+	{ TABLETFS__METHOD__BULK_ABORT, NULL },
+	{ TABLETFS__METHOD__LAST_SEQ, &tabletfs__last_seq_reply__descriptor },
+	{ TABLETFS__METHOD__SPACE, &tabletfs__space_reply__descriptor },
 };
 #define METHODS	(sizeof(methods) / sizeof(methods[0]))
 
