@@ -22,7 +22,8 @@
 #include "api_util.h"
 
 static const char *const families[] = {
-	"a", "b", "one=maxversions=1", "two=maxversions=2", NULL,
+	"a", "b", "one=maxversions=1", "two=maxversions=2",
+	"both=maxversions=1 and maxage=1d", NULL,
 };
 
 #define L_E	"a:@7=e\n"
@@ -358,6 +359,35 @@ test_maxversions(void)
 	is_text(read_text_str(t.s, "d", "m3", NULL),
 	    "two:q@30=v30\ntwo:q@5=v5\n",
 	    "maxversions=2: an older put takes the free place");
+
+	/* maxversions=1 and maxage=1d: the marks of a delete follow the
+	 * whole policy.  Timestamps of a few microseconds are decades old;
+	 * server stamps are young, and beyond the count they stay. */
+	must(put_str(t.s, "d", "m4", "both", "q", 10, "v10"));
+	must(put_str(t.s, "d", "m4", "both", "q", 20, "v20"));
+	must(put_str(t.s, "d", "m4", "both", "q", 30, "v30"));
+	is_text(read_text_str(t.s, "d", "m4", NULL), "both:q@30=v30\n",
+	    "maxversions=1 and maxage: old versions beyond one condemned");
+	must(del_str(t.s, "d", "m4", BT_DELETE_VERSION, "both", "q", 30));
+	is_text(read_text_str(t.s, "d", "m4", NULL), "NOTFOUND",
+	    "maxversions=1 and maxage: deleting v30 brings back neither");
+	must(put_str(t.s, "d", "m4", "both", "q", 25, "v25"));
+	is_text(read_text_str(t.s, "d", "m4", NULL), "both:q@25=v25\n",
+	    "maxversions=1 and maxage: an old put takes the free place");
+	m.family = "both";
+	must(bt_mutate_row(t.s, "d", bts("m5"), &m, 1, NULL, &stamp));
+	must(bt_mutate_row(t.s, "d", bts("m5"), &m, 1, NULL, &stamp));
+	w = read_text_str(t.s, "d", "m5", NULL);
+	{
+		int lines = 0;
+
+		for (const char *p = w; *p != '\0'; p++)
+			lines += *p == '\n';
+		is_int(lines, 2, "maxversions=1 and maxage: two young "
+		    "versions both stay");
+	}
+	free(w);
+	m.family = "a";
 
 	/* maxversions=2 */
 	must(put_str(t.s, "d", "m2", "two", "q", 1, "v1"));
