@@ -150,6 +150,8 @@ model_condemn(struct model *m, int r)
 			struct column *c = &m->col[r][f][q];
 			uint64_t cmask = c->del_seq > mask ? c->del_seq : mask;
 
+			if (c->n == 0)
+				continue;	/* c->v is NULL */
 			qsort(c->v, c->n, sizeof(*c->v), entry_cmp);
 			live = 0;
 			for (size_t i = 0; i < c->n; i++) {
