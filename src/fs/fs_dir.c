@@ -435,6 +435,7 @@ fs_exists(struct fs *fs, struct node *n)
 {
 	struct bt_row *row;
 	const struct bt_cell *cell;
+	bool writing;
 	char *text;
 	int rc;
 
@@ -471,6 +472,7 @@ fs_exists(struct fs *fs, struct node *n)
 	case NODE_LATEST:
 	case NODE_ASOF:
 	case NODE_RANGE_VERSION:
+		writing = node_writers(fs, n) > 0;	/* before: see stat */
 		if (n->c.kind == NODE_LATEST && latest_hidden(fs, &n->c))
 			rc = BT_NOTFOUND;
 		else if ((rc = fs_read_cell(fs, &n->c, true, &row,
@@ -479,7 +481,7 @@ fs_exists(struct fs *fs, struct node *n)
 			return 0;
 		}
 		if (rc == BT_NOTFOUND && (n->c.kind == NODE_VERSION ||
-		    n->c.kind == NODE_LATEST) && node_writers(fs, n) > 0)
+		    n->c.kind == NODE_LATEST) && writing)
 			return 0;
 		return rc == BT_NOTFOUND ? -ENOENT : rc;
 	case NODE_INCREMENT:
@@ -527,6 +529,7 @@ stat_kind(struct fs *fs, struct node *n, struct stat *st)
 	struct temp_attr ta;
 	struct bt_row *row;
 	struct buf text;
+	bool pending, writing;
 	int64_t ts = 0;
 	int rc;
 
@@ -535,9 +538,12 @@ stat_kind(struct fs *fs, struct node *n, struct stat *st)
 	case NODE_FAMILY:
 	case NODE_COLUMN:
 		/* The newest version's time; a pending directory's is the
-		 * mount's. */
+		 * mount's.  Pending is asked first: a first write settles
+		 * it once its version is readable, so a directory that
+		 * was pending before the read holds one or is pending. */
+		pending = pending_has(fs, &n->c);
 		if ((rc = dir_newest(fs, &n->c, &ts)) == BT_NOTFOUND) {
-			if (!pending_has(fs, &n->c))
+			if (!pending)
 				return -ENOENT;
 			ts = started;
 		} else if (rc < 0) {
@@ -577,6 +583,9 @@ stat_kind(struct fs *fs, struct node *n, struct stat *st)
 	case NODE_LATEST:
 	case NODE_ASOF:
 	case NODE_RANGE_VERSION:
+		/* Writers are counted first, for the same reason: a writer
+		 * leaves once its version is readable. */
+		writing = node_writers(fs, n) > 0;
 		rc = n->c.kind == NODE_LATEST && latest_hidden(fs, &n->c) ?
 		    BT_NOTFOUND : fs_read_cell(fs, &n->c, true, &row, &cell);
 		if (rc == 0) {
@@ -587,7 +596,7 @@ stat_kind(struct fs *fs, struct node *n, struct stat *st)
 			return 0;
 		}
 		if (rc == BT_NOTFOUND && (n->c.kind == NODE_VERSION ||
-		    n->c.kind == NODE_LATEST) && node_writers(fs, n) > 0) {
+		    n->c.kind == NODE_LATEST) && writing) {
 			struct timespec now;
 
 			clock_gettime(CLOCK_REALTIME, &now);
@@ -662,6 +671,8 @@ fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	buf_init(&scratch);
+	/* Names are resolved and read with no rename between (commit()). */
+	pthread_rwlock_rdlock(&fs->rename_lock);
 	if ((rc = fs_child_at(fs, parent, name, false, &dir, &c,
 	    &scratch)) < 0)
 		goto out;
@@ -681,6 +692,7 @@ fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto out;
 	fs_reply_entry(fs, req, n);
 out:
+	pthread_rwlock_unlock(&fs->rename_lock);
 	if (rc < 0)
 		fuse_reply_err(req, fs_errno(rc));
 	node_put(fs, n);
@@ -715,12 +727,17 @@ fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	(void)fi;
+	/* A rename moves the data, then the nodes: none in between. */
+	pthread_rwlock_rdlock(&fs->rename_lock);
 	if ((n = node_get(fs, ino)) == NULL) {
+		pthread_rwlock_unlock(&fs->rename_lock);
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
 	fs_listing_check(fs, n);
-	if ((rc = fs_stat(fs, n, &st)) < 0)
+	rc = fs_stat(fs, n, &st);
+	pthread_rwlock_unlock(&fs->rename_lock);
+	if (rc < 0)
 		fuse_reply_err(req, fs_errno(rc));
 	else
 		fuse_reply_attr(req, &st, fs->timeout);
@@ -833,7 +850,7 @@ fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
 	struct bt_write_options wo = { .sync = false };
 	struct bt_column from, to;
 	struct coord family;
-	bool moved;
+	bool moved, pending;
 	int rc;
 
 	if (src->kind == NODE_RANGE || dst->kind == NODE_RANGE ||
@@ -855,9 +872,10 @@ fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
 	    src->qualifier };
 	to = (struct bt_column){ dst->family, dst->kind == NODE_COLUMN,
 	    dst->qualifier };
+	pending = pending_has(fs, src);		/* before: see stat_kind() */
 	rc = bt_move_column(fs->store, src->table, src->row, &from, &to, &wo);
 	moved = rc == 0;
-	if (rc == -ENOENT && pending_has(fs, src))
+	if (rc == -ENOENT && pending)
 		rc = 0;		/* nothing to move but the directory */
 	else if (rc == -EFBIG)
 		rc = -EXDEV;

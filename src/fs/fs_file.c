@@ -298,9 +298,13 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 		break;
 	default:
 		if (!writing) {
+			/* A pending write's file; writers are counted before
+			 * the read, as fs_stat() does. */
+			bool pending = node_writers(fs, n) > 0;
+
 			rc = fs_read_cell(fs, &n->c, false, &fh->row, &cell);
-			if (rc == BT_NOTFOUND)	/* a pending write's file */
-				rc = node_writers(fs, n) == 0 ? -ENOENT : 0;
+			if (rc == BT_NOTFOUND)
+				rc = pending ? 0 : -ENOENT;
 		} else if (n->c.kind == NODE_LATEST && (flags & O_APPEND) &&
 		    !(flags & O_TRUNC)) {
 			fh->mode = FH_APPEND;	/* the buffer: what to add */

@@ -3,14 +3,16 @@
 # row at the same time (explicit versions and latest); afterwards every
 # value is there, and the row reads whole.  Then a writer in a column
 # while another process renames the column back and forth: no write is
-# lost or splits the column, no rename fails.
+# lost or splits the column, no rename fails, and a third process that
+# stats the column and its latest (in its cwd) never sees them vanish.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
 N=100
 ctl init
 ctl createtable t families=f
-fs_mount
+# No attribute cache: every stat reaches the daemon.
+fs_mount -o cache_timeout=0
 R=$M/t/shared
 for k in 1 2 3 4; do
 	mkdir -p "$R/f/c$k"
@@ -59,6 +61,16 @@ for i in range(1, 301):
         f.write("%d\n" % i)
 ') &
 	writer=$!
+	(cd "$R/f/a" && python3 -c '
+import os
+for i in range(3000):
+    for name in ("latest", "."):
+        try:
+            os.stat(name)
+        except OSError as e:
+            print(name, os.strerror(e.errno))
+') > "$T/stats" 2>&1 &
+	stats=$!
 	python3 - "$R/f/a" "$R/f/b" > "$T/renames" 2>&1 <<'PY' &
 import os, sys
 a, b = sys.argv[1], sys.argv[2]
@@ -72,7 +84,9 @@ PY
 	renamer=$!
 	wait "$writer" || fail "the writer failed"
 	wait "$renamer"
+	wait "$stats" || fail "the stats failed"
 	check_eq "renames that failed" "$(sort "$T/renames" | uniq -c)" ""
+	check_eq "stats that failed" "$(sort "$T/stats" | uniq -c)" ""
 	check_eq "the column is whole" "$(ls "$R/f/a" | wc -l)" 301
 	[ ! -e "$R/f/b" ] || fail "a write recreated the other name"
 fi
