@@ -155,12 +155,16 @@ host_ip() {
 }
 
 # Run a command in host $1's namespace (never in the root namespace: an
-# empty host fails instead).
+# empty host fails instead).  Its network namespace only: `ip netns exec`
+# would also give it a mount namespace holding a copy of every mount of
+# the moment, and where / is private (here), a FUSE mount that another
+# test then unmounts would live on in that copy, its daemon with it,
+# until this host's last process exits.
 hexec() {
 	[ -n "${1:-}" ] || fail "hexec: no host"
 	he_ns=$P-$1
 	shift
-	ip netns exec "$he_ns" "$@"
+	nsenter --net="/run/netns/$he_ns" -- "$@"
 }
 
 # netns_up HOST...: the hub with its bridge, then each host with eth0 on
