@@ -148,6 +148,29 @@ int env_posix_new(struct env **out);
 int env_rados_new(const char *conf, const char *pool, const char *client_id,
     struct env **out);
 
+/*
+ * Fencing on RADOS (env_rados_fence.c; docs/rados.md).  All three take
+ * an env from env_rados_new(): the others assert, or fail with -EINVAL.
+ *
+ * env_rados_on_fenced: cb(arg) runs once, on the thread of the first
+ * call that finds this client blocklisted (-ESHUTDOWN), before that call
+ * returns; set it before the env is used from several threads.
+ *
+ * env_rados_client: "client.N at ADDR" of this env's RADOS client, the
+ * instance that its locks name and a blocklist fences.
+ *
+ * env_rados_lock_fence: fence every holder of the lock at path (an
+ * env_lock() of another process): blocklist the address that the lock
+ * records for it, wait until this client has the OSD map saying so, then
+ * break its lock.  The number of holders fenced (0: none held it), each
+ * described in fenced[0..size) as "client.N at ADDR (cookie C)"; or a
+ * negative error, having broken no lock.
+ */
+void env_rados_on_fenced(struct env *env, void (*cb)(void *arg), void *arg);
+int env_rados_client(struct env *env, char *out, size_t size);
+int env_rados_lock_fence(struct env *env, const char *path, char *fenced,
+    size_t size);
+
 /* Release an env; accepts NULL.  Every file must be closed first. */
 void env_free(struct env *env);
 
