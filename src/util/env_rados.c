@@ -67,10 +67,14 @@ rados_dir_exists(struct rados_env *env, const char *oid)
 	if ((dir = rados_dir_oid(oid)) == NULL)
 		return -ENOMEM;
 	rc = rados_stat(env->io, dir, &size, &mtime);
-	bt_free(dir);
 	if (rc == -ENOENT)
-		return 0;
-	return rc < 0 ? rc : 1;
+		rc = 0;
+	else if (rc < 0)
+		rc = rados_error(env, rc, dir, "stat");
+	else
+		rc = 1;
+	bt_free(dir);
+	return rc;
 }
 
 /* -EFBIG, with the reason, for a file that would end at end (0: at an
