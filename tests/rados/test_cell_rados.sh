@@ -72,7 +72,7 @@ child_start() {
 # final check.  Prints how long it took (ms).
 probe_write() {
 	pw_t0=$(now_ms)
-	until timeout 10 "$TABLETCTL" -s "$CELL" set t "$1" f:q="v$1" \
+	until timeout 4 "$TABLETCTL" -s "$CELL" set t "$1" f:q="v$1" \
 	    2>>"$T/probe.err"; do
 		[ $(( $(now_ms) - pw_t0 )) -lt $((LIMIT * 2)) ] ||
 		    fail "write $1 not acknowledged within $((LIMIT * 2)) ms"
