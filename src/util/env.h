@@ -137,7 +137,8 @@ int env_posix_new(struct env **out);
  * a file ends at the OSDs' osd_max_object_size (128 MiB by default),
  * past which writes fail with -EFBIG; env_file_allocate() reserves
  * nothing; locks are cls_lock exclusive locks on the object, held until
- * unlocked (a dead holder's lock must be broken by hand); free space is
+ * unlocked (a dead holder's lock must be broken: env_rados_lock_fence()
+ * below, or by hand); free space is
  * the cluster's raw space, or UINT64_MAX (unknown) when the cluster has
  * no manager to report it.  Calls that get no answer fail with
  * -ETIMEDOUT after 30 s unless conf sets rados_osd_op_timeout and

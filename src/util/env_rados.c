@@ -19,7 +19,8 @@
  * the cluster keeps, so two processes on any hosts cannot both hold one.
  * They carry no expiry: a holder that dies keeps the lock until someone
  * breaks it (`rados -p POOL lock break OBJ tabletfs CLIENT --lock-cookie
- * COOKIE`, after fencing the dead client with `ceph osd blocklist add`).
+ * COOKIE`, after fencing the dead client with `ceph osd blocklist add`),
+ * as a cell's master does before it moves the store (env_rados_fence.c).
  */
 #include <errno.h>
 #include <inttypes.h>
