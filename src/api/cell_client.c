@@ -18,6 +18,7 @@
 #include "util/env.h"
 #include "util/error.h"
 #include "util/mutex.h"
+#include "util/storage.h"
 
 /* The first pause between two tries, doubled up to the last. */
 #define RETRY_FIRST_MS 10
@@ -78,14 +79,19 @@ static int
 secret_read(struct cell_client *c)
 {
 	char storage[PATH_MAX];
+	struct storage st;
 	struct env *env;
 	int rc;
 
 	if ((rc = coord_cell_storage(c->coord, storage, sizeof(storage))) < 0)
 		return rc;
-	if ((rc = env_posix_new(&env)) < 0)
+	if ((rc = storage_parse(storage, &st)) < 0)
 		return rc;
-	rc = rpc_secret_read(env, storage, c->secret);
+	if ((rc = storage_env_new(&st, &env)) < 0)
+		return rc == -ENOMEM ? rc : bt_error_set(-EACCES, "cannot "
+		    "reach the cell's storage %s: %s", storage,
+		    bt_error_detail());
+	rc = rpc_secret_read(env, st.path, c->secret);
 	env_free(env);
 	if (rc == -ENOENT)
 		return bt_error_set(-EACCES, "%s (a cell made before secrets "

@@ -14,6 +14,7 @@
 #include "ctl/ctl.h"
 #include "rpc/rpc.h"
 #include "util/env.h"
+#include "util/storage.h"
 #include "util/units.h"
 
 /* The ZooKeeper session of a command, and how long it may take to
@@ -32,16 +33,30 @@ cell_coord_open(struct ctl *c, struct coord **coord)
 	    (int64_t)CELL_SESSION_MS * 1000000, coord);
 }
 
-/* Make the cell's secret in storage (rpc.h), reporting a failure. */
+/*
+ * Make the cell's store (unless secret_only) and its secret (rpc.h) in
+ * storage, a directory or a RADOS pool (util/storage.h), reporting a
+ * failure.
+ */
 static int
-cell_secret_create(struct ctl *c, const char *storage)
+cell_storage_create(struct ctl *c, const char *storage, bool secret_only)
 {
+	struct bt_options opts;
+	struct storage st;
 	struct env *env;
 	int rc;
 
-	if ((rc = env_posix_new(&env)) < 0)
+	if ((rc = storage_parse(storage, &st)) < 0)
+		return ctl_error(c, "%s", bt_error_detail());
+	if ((rc = storage_env_new(&st, &env)) < 0)
 		return ctl_fail(c, rc, NULL);
-	rc = rpc_secret_create(env, storage);
+	memset(&opts, 0, sizeof(opts));
+	opts.env = st.rados ? env : NULL;
+	if (!secret_only && (rc = bt_store_create(st.path, &opts)) < 0) {
+		env_free(env);
+		return ctl_fail(c, rc, storage);
+	}
+	rc = rpc_secret_create(env, st.path);
 	env_free(env);
 	if (rc < 0)
 		return ctl_fail(c, rc, NULL);
@@ -60,13 +75,8 @@ cell_init(struct ctl *c, const char *storage)
 	struct coord *coord;
 	int rc;
 
-	if (storage[0] != '/')
-		return ctl_error(c, "--storage %s: give an absolute path, the "
-		    "same for every process of the cell", storage);
 	snprintf(settings, sizeof(settings), "storage=%s\n", storage);
-	if ((rc = bt_store_create(storage, NULL)) < 0)
-		return ctl_fail(c, rc, storage);
-	if ((rc = cell_secret_create(c, storage)) != CTL_OK)
+	if ((rc = cell_storage_create(c, storage, false)) != CTL_OK)
 		return rc;
 	if ((rc = cell_coord_open(c, &coord)) < 0)
 		return ctl_fail(c, rc, c->store_path);
@@ -98,9 +108,7 @@ cell_init_secret(struct ctl *c)
 	coord_close(coord);
 	if (rc < 0)
 		return ctl_fail(c, rc, NULL);
-	if ((rc = cell_secret_create(c, storage)) != CTL_OK)
-		return rc;
-	return CTL_OK;
+	return cell_storage_create(c, storage, true);
 }
 
 int

@@ -19,12 +19,15 @@
 static int cmd_help(struct ctl *c, int argc, char **argv);
 
 static const struct ctl_verb verbs[] = {
-	{ "init", "[--storage DIR | --secret]",
+	{ "init", "[--storage DIR|rados://POOL[/NAME][?conf=F&id=C]"
+	  " | --secret]",
 	  "Create an empty store in the STORE directory (made if absent, with\n"
 	  "any missing parents); for a cell (STORE zk://HOST:PORT/NAME), the\n"
 	  "cell with its store in DIR, shared storage every server reaches,\n"
-	  "and its secret DIR/secret (mode 0600), which every process of the\n"
-	  "cell must read.  --secret makes the secret of a cell made without.",
+	  "or in a Ceph RADOS pool (objects NAME/..., NAME tabletfs unless\n"
+	  "given, through ceph.conf F as client.C), and its secret\n"
+	  "STORAGE/secret (mode 0600), which every process of the cell must\n"
+	  "read.  --secret makes the secret of a cell made without.",
 	  0, 2, CTL_STORE_PATH, cmd_init },
 	{ "createtable",
 	  "T [families=F:POLICY,...] [splits=ROW,...] [tablet_size=SIZE]",

@@ -34,20 +34,29 @@ struct tabletd_options {
  * takes over.
  */
 #define TABLETD_EXIT_LEASE 3
+/*
+ * A server on RADOS storage whose client the cluster blocklisted (the
+ * master fenced it to give the store to another) exits at once with
+ * this status, from the call that found out (env_rados_on_fenced): its
+ * writes fail from then on, so it must not go on answering.
+ */
+#define TABLETD_EXIT_FENCED 4
 int tabletd_master_run(const struct tabletd_options *o);
 int tabletd_server_run(const struct tabletd_options *o);
 
 struct coord;
+struct storage;
 
 /*
  * What every process of the cell reads when it starts: the storage= of
- * the cell's settings (coord_cell_storage) into storage[0..size), and
- * the cell's secret there (rpc_secret_read).  0, or a negative code
+ * the cell's settings (coord_cell_storage) into storage[0..size), parsed
+ * into *st (util/storage.h: a directory or a RADOS pool), and the cell's
+ * secret there (rpc_secret_read).  0, or a negative code
  * after one line on stderr saying what is wrong and, for a cell made
  * before secrets, how to give it one.
  */
 int tabletd_cell_read(struct coord *c, const char *cell, char *storage,
-    size_t size, uint8_t secret[RPC_SECRET_SIZE]);
+    size_t size, struct storage *st, uint8_t secret[RPC_SECRET_SIZE]);
 
 /* Sleep ms milliseconds. */
 void tabletd_pause_ms(int ms);

@@ -13,24 +13,27 @@
 #include "tabletd/tabletd.h"
 #include "util/env.h"
 #include "util/error.h"
+#include "util/storage.h"
 
 int
 tabletd_cell_read(struct coord *c, const char *cell, char *storage,
-    size_t size, uint8_t secret[RPC_SECRET_SIZE])
+    size_t size, struct storage *st, uint8_t secret[RPC_SECRET_SIZE])
 {
 	struct env *env;
 	int rc;
 
-	if ((rc = coord_cell_storage(c, storage, size)) < 0) {
+	if ((rc = coord_cell_storage(c, storage, size)) < 0 ||
+	    (rc = storage_parse(storage, st)) < 0) {
 		tabletd_log("%s", *bt_error_detail() ? bt_error_detail() :
 		    bt_strerror(rc));
 		return rc;
 	}
-	if ((rc = env_posix_new(&env)) < 0) {
-		tabletd_log("%s", bt_strerror(rc));
+	if ((rc = storage_env_new(st, &env)) < 0) {
+		tabletd_log("%s", *bt_error_detail() ? bt_error_detail() :
+		    bt_strerror(rc));
 		return rc;
 	}
-	rc = rpc_secret_read(env, storage, secret);
+	rc = rpc_secret_read(env, st->path, secret);
 	env_free(env);
 	if (rc == -ENOENT)
 		tabletd_log("%s; a cell made before secrets has none: "

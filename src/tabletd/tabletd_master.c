@@ -16,9 +16,19 @@
  *
  * Each assignment has an epoch, one above the last, kept in ZooKeeper
  * ("epoch"), so that what a server was told can be ordered.
+ *
+ * On RADOS storage the master fences before it gives the store to a
+ * server other than the root: whoever holds the store's lock (the lock
+ * names its RADOS client and address: env_rados_lock_fence) is
+ * blocklisted and its lock broken, and only then is SERVE sent.  A
+ * server that was given up for dead but still runs (stopped, cut off)
+ * can then write nothing more, and the new server's open does not wait
+ * for it.  In a directory the lock (flock) is let go only when its
+ * holder exits, and SERVE fails until then.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +41,9 @@
 #include "rpc/tabletfs.pb-c.h"
 #include "tabletd/tabletd.h"
 #include "util/buf.h"
+#include "util/env.h"
 #include "util/error.h"
+#include "util/storage.h"
 
 /* How long a SERVE may take: the store's open replays its log. */
 #define SERVE_DEADLINE_NS ((int64_t)120 * 1000000000)
@@ -40,6 +52,9 @@
 struct master {
 	struct coord *coord;
 	char storage[4096];
+	struct storage st;
+	struct env *env;	/* RADOS storage: the client that fences */
+	char lock_path[PATH_MAX + 8];	/* the store's LOCK */
 	uint8_t secret[RPC_SECRET_SIZE];
 	uint64_t epoch;
 	atomic_bool changed;	/* the servers changed since the last round */
@@ -194,6 +209,29 @@ addresses_free(char **addresses, size_t count)
 	free(addresses);
 }
 
+/*
+ * Fence whoever holds the store's lock (the file comment): 0 when nobody
+ * holds it any more, or a negative error after one line saying why,
+ * having sent no SERVE.  A directory cell has nothing to fence with.
+ */
+static int
+store_fence(struct master *m)
+{
+	char fenced[1024];
+	int rc;
+
+	if (m->env == NULL)
+		return 0;
+	rc = env_rados_lock_fence(m->env, m->lock_path, fenced,
+	    sizeof(fenced));
+	if (rc < 0)
+		tabletd_log("cannot fence the store's holder: %s",
+		    *bt_error_detail() ? bt_error_detail() : bt_strerror(rc));
+	else if (rc > 0)
+		tabletd_log("fenced %s: blocklisted, its lock broken", fenced);
+	return rc < 0 ? rc : 0;
+}
+
 /* One round: make sure a live server serves the store and the root
  * names it. */
 static int
@@ -233,6 +271,8 @@ round_run(struct master *m)
 			continue;
 		if ((rc = epoch_next(m)) < 0)
 			goto out;
+		if (store_fence(m) < 0)
+			break;	/* tried again next round */
 		if (serve_send(m, s, SERVE_DEADLINE_NS) != 0)
 			continue;
 		if ((rc = coord_value_set(m->coord, "root", s,
@@ -266,8 +306,17 @@ tabletd_master_run(const struct tabletd_options *o)
 	}
 	coord_on_lost(m.coord, lease_lost, &m);
 	if (tabletd_cell_read(m.coord, o->cell, m.storage, sizeof(m.storage),
-	    m.secret) < 0)
+	    &m.st, m.secret) < 0)
 		goto out;
+	if (m.st.rados) {
+		if ((rc = storage_env_new(&m.st, &m.env)) < 0) {
+			tabletd_log("%s", *bt_error_detail() ?
+			    bt_error_detail() : bt_strerror(rc));
+			goto out;
+		}
+		snprintf(m.lock_path, sizeof(m.lock_path), "%s/LOCK",
+		    m.st.path);
+	}
 	/* What tabletctl status shows of the master. */
 	if (gethostname(host, sizeof(host)) < 0)
 		snprintf(host, sizeof(host), "?");
@@ -314,6 +363,7 @@ tabletd_master_run(const struct tabletd_options *o)
 out:
 	atomic_store(&m.closing, true);
 	coord_close(m.coord);
+	env_free(m.env);
 	explicit_bzero(m.secret, sizeof(m.secret));
 	return status;
 }

@@ -16,6 +16,14 @@
  * expire its session) refuses every call from then on and exits at once,
  * without flushing, which lets go of the lock; what it acknowledged is in
  * the commit log, which the next server replays.
+ *
+ * On RADOS storage a lock outlives its holder, so the master fences
+ * (tabletd_master.c): it blocklists the holder's RADOS client and breaks
+ * its lock.  The fenced server's next storage call fails with
+ * -ESHUTDOWN, so it cannot commit, hence cannot acknowledge, anything
+ * more, and it exits at once (TABLETD_EXIT_FENCED) from that call; one
+ * whose lease ends first asks the storage before it exits, so that its
+ * log says whether it was fenced.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,8 +42,10 @@
 #include "tabletd/service.h"
 #include "tabletd/tabletd.h"
 #include "util/buf.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/mutex.h"
+#include "util/storage.h"
 
 struct tablet_server {
 	struct coord *coord;
@@ -48,18 +58,43 @@ struct tablet_server {
 	uint64_t epoch;
 	/* The cell's storage and secret, read at start. */
 	char cell_storage[PATH_MAX];
+	struct storage st;
 	uint8_t secret[RPC_SECRET_SIZE];
+	/* The RADOS client the store was opened with, once it is. */
+	struct env *_Atomic rados_env;
 	atomic_bool closing;	/* the session is being closed on purpose */
 };
+
+/* The storage's fenced callback (env_rados_on_fenced). */
+static void
+fenced(void *arg)
+{
+	struct tablet_server *ts = arg;
+
+	tabletd_log("fenced: the cluster blocklisted this server's RADOS "
+	    "client (%s); another server serves %s; exiting",
+	    bt_error_detail(), ts->cell_storage);
+	_exit(TABLETD_EXIT_FENCED);
+}
 
 static void
 lease_lost(void *arg)
 {
 	struct tablet_server *ts = arg;
+	struct env *env = atomic_load(&ts->rados_env);
+	char lock[PATH_MAX + 8];
+	uint64_t size;
 
 	if (atomic_load(&ts->closing))
 		return;
 	tabletd_log("lease lost: no longer serving; exiting");
+	/* One read, which exits through fenced() if the master has fenced
+	 * this server meanwhile; at most the op timeout if the cluster
+	 * does not answer (the lease refuses every call meanwhile). */
+	if (env != NULL) {
+		snprintf(lock, sizeof(lock), "%s/LOCK", ts->st.path);
+		(void)env_path_size(env, lock, &size);
+	}
 	_exit(TABLETD_EXIT_LEASE);
 }
 
@@ -83,9 +118,11 @@ static int
 serve(struct tablet_server *ts, struct slice request, struct buf *reply)
 {
 	Tabletfs__ServeRequest *req;
+	struct bt_options opts;
 	struct bt_store *store;
 	struct service *svc;
-	char line[PATH_MAX + 128];
+	struct env *env = NULL;
+	char line[PATH_MAX + 128], client[256] = "";
 	int rc = 0;
 
 	req = tabletfs__serve_request__unpack(NULL, request.n, request.p);
@@ -108,14 +145,22 @@ serve(struct tablet_server *ts, struct slice request, struct buf *reply)
 			ts->epoch = req->epoch;
 		goto out;
 	}
-	if ((rc = bt_store_open(req->storage, NULL, &store)) < 0) {
-		snprintf(line, sizeof(line), "SERVE: %s: %s", req->storage,
-		    *bt_error_detail() ? bt_error_detail() : bt_strerror(rc));
-		rc = reply_error(reply, rc, line);
-		goto out;
+	/* A RADOS client of its own, connected now: its OSD map is at
+	 * least as new as any fencing the master did before this SERVE
+	 * (tabletd_master.c). */
+	memset(&opts, 0, sizeof(opts));
+	if (ts->st.rados) {
+		if ((rc = storage_env_new(&ts->st, &env)) < 0)
+			goto out_failed;
+		env_rados_on_fenced(env, fenced, ts);
+		(void)env_rados_client(env, client, sizeof(client));
+		opts.env = env;
 	}
+	if ((rc = bt_store_open(ts->st.path, &opts, &store)) < 0)
+		goto out_failed;
 	if ((rc = service_new(store, &svc)) < 0) {
 		bt_store_close(store);
+		env_free(env);
 		rc = reply_error(reply, rc, "SERVE: out of memory");
 		goto out;
 	}
@@ -123,7 +168,19 @@ serve(struct tablet_server *ts, struct slice request, struct buf *reply)
 	ts->epoch = req->epoch;
 	ts->service = svc;
 	ts->store = store;
-	tabletd_log("serving %s (epoch %" PRIu64 ")", ts->storage, ts->epoch);
+	atomic_store(&ts->rados_env, env);
+	if (env != NULL)
+		tabletd_log("serving %s (epoch %" PRIu64 ") as RADOS %s",
+		    ts->storage, ts->epoch, client);
+	else
+		tabletd_log("serving %s (epoch %" PRIu64 ")", ts->storage,
+		    ts->epoch);
+	goto out;
+out_failed:
+	snprintf(line, sizeof(line), "SERVE: %s: %s", req->storage,
+	    *bt_error_detail() ? bt_error_detail() : bt_strerror(rc));
+	rc = reply_error(reply, rc, line);
+	env_free(env);
 out:
 	mutex_unlock(&ts->mu);
 	tabletfs__serve_request__free_unpacked(req, NULL);
@@ -202,7 +259,7 @@ tabletd_server_run(const struct tabletd_options *o)
 	}
 	coord_on_lost(ts.coord, lease_lost, &ts);
 	if (tabletd_cell_read(ts.coord, o->cell, ts.cell_storage,
-	    sizeof(ts.cell_storage), ts.secret) < 0)
+	    sizeof(ts.cell_storage), &ts.st, ts.secret) < 0)
 		goto out;
 	if ((rc = rpc_server_open(o->listen, &ro, handle, &ts,
 	    &ts.rpc)) < 0) {
@@ -235,6 +292,7 @@ out:
 		tabletd_log("close %s: %s", ts.storage, bt_strerror(rc));
 		status = 1;
 	}
+	env_free(atomic_load(&ts.rados_env));
 	mutex_destroy(&ts.mu);
 	explicit_bzero(ts.secret, sizeof(ts.secret));
 	return status;

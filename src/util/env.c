@@ -226,4 +226,32 @@ env_rados_new(const char *conf, const char *pool, const char *client_id,
 	    "without librados (install librados-dev, configure again)",
 	    pool != NULL ? pool : "?");
 }
+
+/* No RADOS env can exist: these are never reached with one. */
+void
+env_rados_on_fenced(struct env *env, void (*cb)(void *arg), void *arg)
+{
+	(void)env;
+	(void)cb;
+	(void)arg;
+}
+
+int
+env_rados_client(struct env *env, char *out, size_t size)
+{
+	(void)env;
+	(void)out;
+	(void)size;
+	return bt_error_set(-EINVAL, "not a RADOS env");
+}
+
+int
+env_rados_lock_fence(struct env *env, const char *path, char *fenced,
+    size_t size)
+{
+	(void)env;
+	(void)fenced;
+	(void)size;
+	return bt_error_set(-EINVAL, "%s: fencing needs RADOS storage", path);
+}
 #endif

@@ -137,7 +137,8 @@ int env_posix_new(struct env **out);
  * a file ends at the OSDs' osd_max_object_size (128 MiB by default),
  * past which writes fail with -EFBIG; env_file_allocate() reserves
  * nothing; locks are cls_lock exclusive locks on the object, held until
- * unlocked (a dead holder's lock must be broken by hand); free space is
+ * unlocked (a dead holder's lock must be broken: env_rados_lock_fence()
+ * below, or by hand); free space is
  * the cluster's raw space, or UINT64_MAX (unknown) when the cluster has
  * no manager to report it.  Calls that get no answer fail with
  * -ETIMEDOUT after 30 s unless conf sets rados_osd_op_timeout and
@@ -147,6 +148,29 @@ int env_posix_new(struct env **out);
  */
 int env_rados_new(const char *conf, const char *pool, const char *client_id,
     struct env **out);
+
+/*
+ * Fencing on RADOS (env_rados_fence.c; docs/rados.md).  All three take
+ * an env from env_rados_new(): the others assert, or fail with -EINVAL.
+ *
+ * env_rados_on_fenced: cb(arg) runs once, on the thread of the first
+ * call that finds this client blocklisted (-ESHUTDOWN), before that call
+ * returns; set it before the env is used from several threads.
+ *
+ * env_rados_client: "client.N at ADDR" of this env's RADOS client, the
+ * instance that its locks name and a blocklist fences.
+ *
+ * env_rados_lock_fence: fence every holder of the lock at path (an
+ * env_lock() of another process): blocklist the address that the lock
+ * records for it, wait until this client has the OSD map saying so, then
+ * break its lock.  The number of holders fenced (0: none held it), each
+ * described in fenced[0..size) as "client.N at ADDR (cookie C)"; or a
+ * negative error, having broken no lock.
+ */
+void env_rados_on_fenced(struct env *env, void (*cb)(void *arg), void *arg);
+int env_rados_client(struct env *env, char *out, size_t size);
+int env_rados_lock_fence(struct env *env, const char *path, char *fenced,
+    size_t size);
 
 /* Release an env; accepts NULL.  Every file must be closed first. */
 void env_free(struct env *env);

@@ -19,7 +19,8 @@
  * the cluster keeps, so two processes on any hosts cannot both hold one.
  * They carry no expiry: a holder that dies keeps the lock until someone
  * breaks it (`rados -p POOL lock break OBJ tabletfs CLIENT --lock-cookie
- * COOKIE`, after fencing the dead client with `ceph osd blocklist add`).
+ * COOKIE`, after fencing the dead client with `ceph osd blocklist add`),
+ * as a cell's master does before it moves the store (env_rados_fence.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,12 +42,17 @@ struct rados_lock {
 };
 
 int
-rados_error(int rc, const char *path, const char *what)
+rados_error(struct rados_env *env, int rc, const char *path,
+    const char *what)
 {
-	if (rc == -ESHUTDOWN)
-		return bt_error_set(rc, "%s: %s: this RADOS client is "
-		    "blocklisted (fenced) by the cluster", path, what);
-	return bt_error_set(rc, "%s: %s: %s", path, what, strerror(-rc));
+	if (rc != -ESHUTDOWN)
+		return bt_error_set(rc, "%s: %s: %s", path, what,
+		    strerror(-rc));
+	bt_error_set(rc, "%s: %s: this RADOS client is blocklisted (fenced) "
+	    "by the cluster", path, what);
+	if (env->fenced != NULL && !atomic_exchange(&env->fenced_told, true))
+		env->fenced(env->fenced_arg);
+	return rc;
 }
 
 int
@@ -62,10 +68,14 @@ rados_dir_exists(struct rados_env *env, const char *oid)
 	if ((dir = rados_dir_oid(oid)) == NULL)
 		return -ENOMEM;
 	rc = rados_stat(env->io, dir, &size, &mtime);
-	bt_free(dir);
 	if (rc == -ENOENT)
-		return 0;
-	return rc < 0 ? rc : 1;
+		rc = 0;
+	else if (rc < 0)
+		rc = rados_error(env, rc, dir, "stat");
+	else
+		rc = 1;
+	bt_free(dir);
+	return rc;
 }
 
 /* -EFBIG, with the reason, for a file that would end at end (0: at an
@@ -110,13 +120,13 @@ rados_file_open(struct env *base, const char *path, enum env_open_mode mode,
 		goto out_free;
 	}
 	if (*f->oid == '\0') {
-		rc = rados_error(-EISDIR, path, "open");
+		rc = rados_error(env, -EISDIR, path, "open");
 		goto out_free;
 	}
 	/* A directory's marker: a file cannot have its name. */
 	if (mode != ENV_READ) {
 		if ((isdir = rados_dir_exists(env, f->oid)) != 0) {
-			rc = rados_error(isdir < 0 ? isdir : -EISDIR, path,
+			rc = rados_error(env, isdir < 0 ? isdir : -EISDIR, path,
 			    "open");
 			goto out_free;
 		}
@@ -130,13 +140,13 @@ rados_file_open(struct env *base, const char *path, enum env_open_mode mode,
 		rc = rados_write_op_operate(op, env->io, f->oid, NULL, 0);
 		rados_release_write_op(op);
 		if (rc < 0) {
-			rc = rados_error(rc, path, "create");
+			rc = rados_error(env, rc, path, "create");
 			goto out_free;
 		}
 	} else if ((rc = rados_stat(env->io, f->oid, &size, &mtime)) < 0) {
 		if (rc == -ENOENT && rados_dir_exists(env, f->oid) == 1)
 			rc = -EISDIR;
-		rc = rados_error(rc, path, "open");
+		rc = rados_error(env, rc, path, "open");
 		goto out_free;
 	}
 	*out = &f->base;
@@ -162,6 +172,8 @@ rados_file_read_at(struct env_file *base, uint64_t offset, void *dst,
 	while (done < n) {
 		chunk = n - done < env->max_op ? n - done : env->max_op;
 		r = rados_read(env->io, f->oid, p + done, chunk, offset + done);
+		if (r == -ESHUTDOWN)
+			return rados_error(env, r, base->path, "read");
 		if (r < 0)
 			return bt_error_set(r, "%s: read at offset %" PRIu64
 			    ": %s", base->path, offset + done, strerror(-r));
@@ -183,7 +195,7 @@ rados_write_error(struct rados_env *env, struct env_file *base, int rc,
 	if (rc == -EMSGSIZE)
 		return bt_error_set(rc, "%s: %s: one op is over the cluster's "
 		    "osd_max_write_size", base->path, what);
-	return rados_error(rc, base->path, what);
+	return rados_error(env, rc, base->path, what);
 }
 
 static int
@@ -196,7 +208,7 @@ rados_file_append(struct env_file *base, const void *src, size_t n)
 	int rc;
 
 	if (!f->writable)
-		return rados_error(-EBADF, base->path, "append");
+		return rados_error(env, -EBADF, base->path, "append");
 	while (n > 0) {
 		chunk = n < env->max_op ? n : env->max_op;
 		if ((rc = rados_append(env->io, f->oid, p, chunk)) < 0)
@@ -218,7 +230,7 @@ rados_file_write_at(struct env_file *base, uint64_t offset, const void *src,
 	int rc;
 
 	if (!f->writable)
-		return rados_error(-EBADF, base->path, "write at");
+		return rados_error(env, -EBADF, base->path, "write at");
 	if (offset > env->max_object || n > env->max_object - offset)
 		return rados_too_big(env, base->path, offset + n);
 	while (n > 0) {
@@ -246,11 +258,12 @@ rados_file_start_writeback(struct env_file *base, uint64_t offset,
     uint64_t len)
 {
 	struct rados_file *f = (struct rados_file *)base;
+	struct rados_env *env = (struct rados_env *)base->env;
 
 	(void)offset;
 	(void)len;
 	if (!f->writable)
-		return rados_error(-EBADF, base->path, "start writeback");
+		return rados_error(env, -EBADF, base->path, "start writeback");
 	return 0;
 }
 
@@ -262,10 +275,12 @@ rados_file_truncate(struct env_file *base, uint64_t size)
 	int rc;
 
 	if (!f->writable)
-		return rados_error(-EBADF, base->path, "truncate");
+		return rados_error(env, -EBADF, base->path, "truncate");
 	if (size > env->max_object)
 		return rados_too_big(env, base->path, size);
-	if ((rc = rados_trunc(env->io, f->oid, size)) < 0)
+	if ((rc = rados_trunc(env->io, f->oid, size)) == -ESHUTDOWN)
+		return rados_error(env, rc, base->path, "truncate");
+	if (rc < 0)
 		return bt_error_set(rc, "%s: truncate to %" PRIu64 ": %s",
 		    base->path, size, strerror(-rc));
 	return 0;
@@ -283,7 +298,7 @@ rados_file_allocate(struct env_file *base, uint64_t offset, uint64_t len)
 	struct rados_env *env = (struct rados_env *)base->env;
 
 	if (!f->writable)
-		return rados_error(-EBADF, base->path, "allocate");
+		return rados_error(env, -EBADF, base->path, "allocate");
 	if (offset > env->max_object || len > env->max_object - offset)
 		return rados_too_big(env, base->path, offset + len);
 	return 0;
@@ -298,7 +313,7 @@ rados_file_size(struct env_file *base, uint64_t *size)
 	int rc;
 
 	if ((rc = rados_stat(env->io, f->oid, size, &mtime)) < 0)
-		return rados_error(rc, base->path, "stat");
+		return rados_error(env, rc, base->path, "stat");
 	return 0;
 }
 
@@ -329,7 +344,7 @@ rados_path_size(struct env *base, const char *path, uint64_t *size)
 		rc = 0;
 	} else if (rc == 0 &&
 	    (rc = rados_stat(env->io, oid, size, &mtime)) < 0) {
-		rc = rados_error(rc, path, "stat");
+		rc = rados_error(env, rc, path, "stat");
 	}
 	bt_free(oid);
 	return rc;
@@ -351,7 +366,7 @@ rados_space(struct env *base, const char *path, uint64_t *bytes,
 	int rc;
 
 	if ((rc = rados_cluster_stat(env->cluster, &st)) < 0)
-		return rados_error(rc, path, "cluster stat");
+		return rados_error(env, rc, path, "cluster stat");
 	if (st.kb == 0)
 		*bytes = UINT64_MAX;
 	else
@@ -434,12 +449,12 @@ rados_lock(struct env *base, const char *path, struct env_lock **out)
 		goto out_free;
 	}
 	if (rc < 0) {
-		rc = rados_error(rc, path, "lock");
+		rc = rados_error(env, rc, path, "lock");
 		goto out_free;
 	}
 	len = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
 	if ((rc = rados_write_full(env->io, l->oid, text, (size_t)len)) < 0) {
-		rc = rados_error(rc, path, "write pid");
+		rc = rados_error(env, rc, path, "write pid");
 		goto out_unlock;
 	}
 	*out = &l->base;
@@ -510,6 +525,12 @@ static const struct env_ops rados_ops = {
 	.free = rados_free,
 };
 
+bool
+rados_env_is(const struct env *env)
+{
+	return env->ops == &rados_ops;
+}
+
 /* An unsigned number from the client's configuration, or dflt. */
 static uint64_t
 rados_conf_u64(rados_t cluster, const char *option, uint64_t dflt)
@@ -557,27 +578,28 @@ env_rados_new(const char *conf, const char *pool, const char *client_id,
 	}
 	env->base.ops = &rados_ops;
 	atomic_init(&env->cookies, 0);
+	atomic_init(&env->fenced_told, false);
 	if ((env->pool = bt_strdup(pool)) == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
 	if ((rc = rados_create(&env->cluster, client_id)) < 0) {
-		rc = rados_error(rc, client_id != NULL ? client_id : "admin",
+		rc = rados_error(env, rc, client_id != NULL ? client_id : "admin",
 		    "RADOS client");
 		goto out_free;
 	}
 	if ((rc = rados_conf_read_file(env->cluster, conf)) < 0) {
-		rc = rados_error(rc, conf != NULL ? conf : "ceph.conf",
+		rc = rados_error(env, rc, conf != NULL ? conf : "ceph.conf",
 		    "read Ceph configuration");
 		goto out_shutdown;
 	}
 	if ((rc = rados_set_timeouts(env->cluster)) < 0) {
-		rc = rados_error(rc, conf != NULL ? conf : "ceph.conf",
+		rc = rados_error(env, rc, conf != NULL ? conf : "ceph.conf",
 		    "set timeouts");
 		goto out_shutdown;
 	}
 	if ((rc = rados_connect(env->cluster)) < 0) {
-		rc = rados_error(rc, conf != NULL ? conf : "ceph.conf",
+		rc = rados_error(env, rc, conf != NULL ? conf : "ceph.conf",
 		    "connect to the cluster");
 		goto out_shutdown;
 	}

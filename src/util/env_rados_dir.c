@@ -130,7 +130,7 @@ rados_scan(struct rados_env *env, const char *prefix,
 	*marker = *file = false;
 	*others = 0;
 	if ((rc = rados_nobjects_list_open(env->io, &ctx)) < 0)
-		return rados_error(rc, prefix, "list objects");
+		return rados_error(env, rc, prefix, "list objects");
 	while ((rc = rados_nobjects_list_next(ctx, &name, NULL, NULL)) == 0) {
 		if (strncmp(name, prefix, plen) != 0) {
 			if (plen > 0 && strlen(name) == plen - 1 &&
@@ -155,7 +155,7 @@ rados_scan(struct rados_env *env, const char *prefix,
 	if (rc == -ENOENT || (rc == 0 && names == NULL))
 		rc = 0;
 	else if (rc < 0 && rc != -ENOMEM)
-		rc = rados_error(rc, prefix, "list objects");
+		rc = rados_error(env, rc, prefix, "list objects");
 	return rc;
 }
 
@@ -181,7 +181,7 @@ rados_dir_list(struct env *base, const char *path,
 	    &others)) < 0)
 		goto out_names;
 	if (!marker && others == 0 && *oid != '\0') {
-		rc = rados_error(file ? -ENOTDIR : -ENOENT, path, "list");
+		rc = rados_error(env, file ? -ENOTDIR : -ENOENT, path, "list");
 		goto out_names;
 	}
 	if (names.n > 0)
@@ -219,11 +219,11 @@ rados_dir_create(struct env *base, const char *path)
 	}
 	rc = rados_stat(env->io, oid, &size, &mtime);
 	if (rc == 0) {
-		rc = rados_error(-ENOTDIR, path, "mkdir");
+		rc = rados_error(env, -ENOTDIR, path, "mkdir");
 		goto out;
 	}
 	if (rc != -ENOENT) {
-		rc = rados_error(rc, path, "stat");
+		rc = rados_error(env, rc, path, "stat");
 		goto out;
 	}
 	if ((dir = rados_dir_oid(oid)) == NULL ||
@@ -235,7 +235,7 @@ rados_dir_create(struct env *base, const char *path)
 	rc = rados_write_op_operate(op, env->io, dir, NULL, 0);
 	rados_release_write_op(op);
 	if (rc < 0)
-		rc = rados_error(rc, path, "mkdir");
+		rc = rados_error(env, rc, path, "mkdir");
 out:
 	bt_free(dir);
 	bt_free(oid);
@@ -264,12 +264,12 @@ rados_path_remove(struct env *base, const char *path)
 	if ((oid = rados_oid(path)) == NULL)
 		return -ENOMEM;
 	if (*oid == '\0') {
-		rc = rados_error(-EBUSY, path, "remove");
+		rc = rados_error(env, -EBUSY, path, "remove");
 		goto out;
 	}
 	if ((rc = rados_remove(env->io, oid)) != -ENOENT) {
 		if (rc < 0)
-			rc = rados_error(rc, path, "remove");
+			rc = rados_error(env, rc, path, "remove");
 		goto out;
 	}
 	if ((dir = rados_dir_oid(oid)) == NULL) {
@@ -279,11 +279,11 @@ rados_path_remove(struct env *base, const char *path)
 	if ((rc = rados_scan(env, dir, NULL, &marker, &file, &others)) < 0)
 		goto out;
 	if (others > 0)
-		rc = rados_error(-ENOTEMPTY, path, "remove");
+		rc = rados_error(env, -ENOTEMPTY, path, "remove");
 	else if (!marker)
-		rc = rados_error(-ENOENT, path, "remove");
+		rc = rados_error(env, -ENOENT, path, "remove");
 	else if ((rc = rados_remove(env->io, dir)) < 0)
-		rc = rados_error(rc, path, "remove");
+		rc = rados_error(env, rc, path, "remove");
 out:
 	bt_free(dir);
 	bt_free(oid);
@@ -333,6 +333,10 @@ rados_path_rename(struct env *base, const char *from, const char *to)
 	for (done = 0; done == 0 || done < size; done += chunk) {
 		chunk = size - done < len ? (size_t)(size - done) : len;
 		r = rados_read(env->io, src, buf, chunk, done);
+		if (r == -ESHUTDOWN) {
+			rc = rados_error(env, r, from, "rename");
+			goto out;
+		}
 		if (r < 0 || (size_t)r != chunk) {
 			rc = bt_error_set(r < 0 ? r : -EIO, "%s: rename to "
 			    "%s: read at offset %" PRIu64 ": %s", from, to,
@@ -342,6 +346,10 @@ rados_path_rename(struct env *base, const char *from, const char *to)
 		}
 		r = done == 0 ? rados_write_full(env->io, dst, buf, chunk) :
 		    rados_write(env->io, dst, buf, chunk, done);
+		if (r == -ESHUTDOWN) {
+			rc = rados_error(env, r, from, "rename");
+			goto out;
+		}
 		if (r < 0) {
 			rc = bt_error_set(r, "%s: rename to %s: write at "
 			    "offset %" PRIu64 ": %s", from, to, done,
@@ -352,7 +360,7 @@ rados_path_rename(struct env *base, const char *from, const char *to)
 			break;
 	}
 	if ((rc = rados_remove(env->io, src)) < 0)
-		rc = rados_error(rc, from, "remove after the copy of a rename");
+		rc = rados_error(env, rc, from, "remove after the copy of a rename");
 out:
 	bt_free(buf);
 	bt_free(dst);

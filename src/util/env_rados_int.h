@@ -46,6 +46,10 @@ struct rados_env {
 	uint64_t max_object;	/* osd_max_object_size */
 	size_t max_op;		/* bytes per read or write op */
 	atomic_uint_fast64_t cookies;	/* lock cookies handed out */
+	/* env_rados_on_fenced(): set before the env is shared. */
+	void (*fenced)(void *arg);
+	void *fenced_arg;
+	atomic_bool fenced_told;	/* fenced has been called */
 };
 
 struct rados_file {
@@ -65,8 +69,16 @@ char *rados_oid(const char *path);
 /* The object that marks oid as a directory ("oid/"); NULL: no memory. */
 char *rados_dir_oid(const char *oid);
 
-/* Record a failed librados call (rc < 0) with its path; returns rc. */
-int rados_error(int rc, const char *path, const char *what);
+/*
+ * Record a failed librados call (rc < 0) with its path; returns rc.
+ * -ESHUTDOWN (this client is blocklisted) also calls the env's fenced
+ * callback, the first time (env_rados_on_fenced()).
+ */
+int rados_error(struct rados_env *env, int rc, const char *path,
+    const char *what);
+
+/* Whether env is a RADOS env (env_rados_new()'s). */
+bool rados_env_is(const struct env *env);
 
 /* Whether the directory marker of oid exists: 1, 0 or a negative error. */
 int rados_dir_exists(struct rados_env *env, const char *oid);

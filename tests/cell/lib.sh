@@ -83,10 +83,13 @@ cell_cleanup() {
 trap cell_cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
-# Start a cell of $1 servers (default 3); sets CELL.
+# Start a cell of $1 servers (default 3); sets CELL.  CELL_START_ARGS
+# go to scripts/cell start too (--rados: tests/rados/test_cell_rados.sh).
 cell_start() {
+	# shellcheck disable=SC2086
 	CELL=$(BUILD_DIR=$top_builddir "$CELL_SCRIPT" start --dir "$C" \
-	    --servers "${1:-3}" --session-timeout "$SESSION_MS") ||
+	    --servers "${1:-3}" --session-timeout "$SESSION_MS" \
+	    ${CELL_START_ARGS:-}) ||
 	    fail "the cell did not start"
 }
 
