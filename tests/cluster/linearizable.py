@@ -115,11 +115,43 @@ def interchangeable_waits(e):
     return False
 
 
+class OpSet:
+    """The set of ops linearized, by index (in invoke order, so that it
+    is mostly a prefix): base, the first index not in it, and a bitset
+    of those above.  Keeps the memo's keys small in long histories."""
+    __slots__ = ("base", "rest")
+
+    def __init__(self):
+        self.base, self.rest = 0, 0
+
+    def key(self, add):
+        """The set with op add in it, as a hashable value."""
+        base, rest = self.base, self.rest | (1 << (add - self.base))
+        low = (~rest & (rest + 1)).bit_length() - 1
+        return base + low, rest >> low
+
+    def set(self, key):
+        self.base, self.rest = key
+
+    def remove(self, i):
+        if i >= self.base:
+            self.rest &= ~(1 << (i - self.base))
+        else:
+            # base - i ops from i on were all in; i no longer is.
+            n = self.base - i
+            self.rest = (self.rest << n) | ((1 << n) - 2)
+            self.base = i
+
+
 def row_check(ops):
-    """Whether one row's ops (fail ones dropped) are linearizable."""
+    """None when one row's ops (fail ones dropped) are linearizable;
+    otherwise the op that the deepest attempt could not place before it
+    had to complete, and how many ops were placed before it."""
+    ops = sorted(ops, key=lambda o: o["invoke"])
     head = entries_build(ops)
-    state, linearized = None, 0
+    state, linearized = None, OpSet()
     cache, stack = set(), []
+    stuck, deepest = None, -1
     e = head.next
     while head.next is not None:
         if e.is_call:
@@ -127,24 +159,27 @@ def row_check(ops):
                 e = e.next
                 continue
             ok, new = step(state, e.op)
-            bits = linearized | (1 << e.index)
+            bits = linearized.key(e.index)
             if ok and (bits, new) not in cache:
                 cache.add((bits, new))
                 stack.append((e, state))
-                state, linearized = new, bits
+                state = new
+                linearized.set(bits)
                 lift(e)
                 e = head.next
                 continue
             e = e.next
         else:
             # The return of an op not linearized yet: undo the last one.
+            if len(stack) > deepest:
+                stuck, deepest = e.op, len(stack)
             if not stack:
-                return False
+                return stuck, deepest
             e, state = stack.pop()
-            linearized &= ~(1 << e.index)
+            linearized.remove(e.index)
             unlift(e)
             e = e.next
-    return True
+    return None
 
 
 def history_read(paths):
@@ -222,10 +257,13 @@ def main():
         problems += cp
     bad = []
     for row in sorted(rows):
-        if not row_check(rows[row]):
+        failed = row_check(rows[row])
+        if failed is not None:
             bad.append(row)
-            problems.append("row %s: not linearizable (%d ops)" %
-                            (row, len(rows[row])))
+            problems.append("row %s: not linearizable (%d ops); at best "
+                            "%d placed, then no place for %s" %
+                            (row, len(rows[row]), failed[1],
+                             json.dumps(failed[0], sort_keys=True)))
     for p in problems:
         print("VIOLATION: " + p)
     if args.counter and problems and not bad:
