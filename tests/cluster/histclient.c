@@ -43,6 +43,7 @@
 #include "api/tabletfs.h"
 
 #define THREADS_MAX	16
+#define ROWS_MAX	64	/* registers; the counter is one more */
 #define VALUE_MAX	64
 
 struct hist {
@@ -64,8 +65,10 @@ struct worker {
 	int index;
 	unsigned rand;
 	long serial;
-	char last[VALUE_MAX];	/* a value this thread saw or wrote */
-	bool has_last;
+	/* Per row, the last value this thread saw or wrote: what its
+	 * check-and-mutates expect. */
+	char last[ROWS_MAX + 1][VALUE_MAX];
+	bool has_last[ROWS_MAX + 1];
 };
 
 /* What one op did, ready for its line. */
@@ -200,17 +203,24 @@ op_run(struct worker *w, struct record *r)
 		.qualifier = qual, .ts = BT_TS_SERVER };
 	char got[VALUE_MAX];
 	unsigned pick = (unsigned)rand_r(&w->rand) % 100;
+	int k = rand_r(&w->rand) % h->rows;
+	char *last;
 	int64_t n;
 	bool applied;
 
 	snprintf(r->value, sizeof(r->value), "c%d.%d-%ld", h->id, w->index,
 	    ++w->serial);
 	put.value = (struct bt_bytes){ r->value, strlen(r->value) };
-	snprintf(r->row, sizeof(r->row), "%sreg%d", h->prefix,
-	    rand_r(&w->rand) % h->rows);
+	/* 30 % puts, 35 % reads (a fifth of them of the counter), 15 %
+	 * check-and-mutates, 20 % increments. */
 	if (pick >= 80 || (pick >= 35 && pick < 42))
+		k = h->rows;
+	if (k == h->rows)
 		snprintf(r->row, sizeof(r->row), "%sctr", h->prefix);
+	else
+		snprintf(r->row, sizeof(r->row), "%sreg%d", h->prefix, k);
 	row = (struct bt_bytes){ r->row, strlen(r->row) };
+	last = w->last[k];
 	snprintf(r->result, sizeof(r->result), "null");
 	r->invoke = now_ns();
 	if (pick < 30) {
@@ -218,32 +228,31 @@ op_run(struct worker *w, struct record *r)
 		r->changes = r->has_value = true;
 		r->rc = bt_mutate_row(h->store, "t", row, &put, 1, NULL,
 		    NULL);
-		snprintf(w->last, sizeof(w->last), "%s", r->value);
-		w->has_last = true;
+		snprintf(last, VALUE_MAX, "%s", r->value);
+		w->has_last[k] = true;
 	} else if (pick < 65) {
 		r->op = "read";
 		r->rc = row_newest(h->store, r->row, got, sizeof(got));
 		if (r->rc == 0) {
 			json_string(r->result, sizeof(r->result), got,
 			    strlen(got));
-			snprintf(w->last, sizeof(w->last), "%s", got);
-			w->has_last = true;
+			snprintf(last, VALUE_MAX, "%s", got);
+			w->has_last[k] = true;
 		}
 	} else if (pick < 80) {
-		struct bt_bytes exp = { w->last, strlen(w->last) };
+		struct bt_bytes exp = { last, strlen(last) };
 
 		r->op = "cas";
 		r->changes = r->has_value = true;
-		r->has_expected = w->has_last;
-		snprintf(r->expected, sizeof(r->expected), "%s", w->last);
+		r->has_expected = w->has_last[k];
+		snprintf(r->expected, sizeof(r->expected), "%s", last);
 		r->rc = bt_check_and_mutate(h->store, "t", row, "f", qual,
-		    w->has_last ? &exp : NULL, &put, 1, NULL, &applied);
+		    r->has_expected ? &exp : NULL, &put, 1, NULL, &applied);
 		if (r->rc == 0) {
 			snprintf(r->result, sizeof(r->result), "%s",
 			    applied ? "true" : "false");
 			if (applied)
-				snprintf(w->last, sizeof(w->last), "%s",
-				    r->value);
+				snprintf(last, VALUE_MAX, "%s", r->value);
 		}
 	} else {
 		r->op = "incr";
@@ -337,6 +346,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (cell == NULL || (!final && out == NULL) || h.rows < 1 ||
+	    h.rows > ROWS_MAX ||
 	    threads < 1 || threads > THREADS_MAX ||
 	    (!final && duration_ms <= 0 && h.ops <= 0))
 		usage();

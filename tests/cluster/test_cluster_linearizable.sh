@@ -10,7 +10,8 @@
 #	server_zk	the serving server cut off from ZooKeeper (nft)
 #	master_zk	the elected master cut off from ZooKeeper
 #	kill_server	kill -9 of the serving server
-#	server_clients	the serving server cut off from the clients, 3 s
+#	server_clients	the serving server cut off from the clients, 6 s (longer
+#			than their 4 s deadline: calls in flight end unknown)
 #	loss		30 % of what the serving server sends dropped, 4 s
 #
 # A tabletd that exits is started again, as a supervisor would (again
@@ -98,7 +99,7 @@ fault() {
 	server_clients)
 		serving_wait
 		partition "$fa_host" c1
-		sleep 3
+		sleep 6
 		heal "$fa_host"
 		;;
 	loss)
