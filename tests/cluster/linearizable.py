@@ -248,6 +248,14 @@ def main():
     print("history: %d ops (%d ok, %d fail, %d unknown) in %d rows" %
           (len(ops), counts["ok"], counts["fail"], counts["unknown"],
            len(rows)))
+    notok = {}
+    for op in ops:
+        if op["outcome"] != "ok":
+            k = "%s %s" % (op["op"], op["outcome"])
+            notok[k] = notok.get(k, 0) + 1
+    if notok:
+        print("not ok: " + ", ".join("%s %d" % (k, notok[k])
+                                     for k in sorted(notok)))
     problems = []
     if args.counter:
         final = None if args.final in (None, "none") else int(args.final)

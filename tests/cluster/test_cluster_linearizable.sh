@@ -165,7 +165,7 @@ schedule_keep() {
 	sk_dir=$KEEP/schedule-$1
 	rm -rf "$sk_dir"
 	mkdir -p "$sk_dir"
-	cp "$T"/hist.$1.* "$T/check.$1" "$sk_dir/"
+	cp "$T"/hist."$1".* "$T/check.$1" "$sk_dir/"
 	[ -f "$T/failed.$1.jsonl" ] && cp "$T/failed.$1.jsonl" "$sk_dir/"
 	cp -r "$T/logs" "$sk_dir/"
 	echo "$sk_dir"
@@ -199,7 +199,7 @@ for i in $(seq "$SCHEDULES"); do
 	final=$(hexec c1 "$HISTCLIENT" -c "$CELL" -p "$prefix" -f -D 30000) ||
 	    fail "schedule $i: the counter could not be read"
 	if ! python3 "$CHECKER" --counter "${prefix}ctr" --final "$final" \
-	    --keep "$T/failed.$i.jsonl" "$T"/hist.$i.*.jsonl \
+	    --keep "$T/failed.$i.jsonl" "$T"/hist."$i".*.jsonl \
 	    >"$T/check.$i" 2>&1; then
 		cat "$T/check.$i"
 		echo "schedule $i (seed $seed):$report"
@@ -211,8 +211,9 @@ for i in $(seq "$SCHEDULES"); do
 	total_ops=$((total_ops + ${ops%% *}))
 	echo "schedule $i (seed $seed):$report ops $ops, counter $final:" \
 	    "linearizable"
+	sed -n 's/^\(not ok: .*\)/schedule '"$i"': \1/p' "$T/check.$i"
 	# Tens of MB a schedule: kept only with CLUSTER_KEEP.
-	[ -n "${CLUSTER_KEEP:-}" ] || rm -f "$T"/hist.$i.*
+	[ -n "${CLUSTER_KEEP:-}" ] || rm -f "$T"/hist."$i".*
 done
 echo "$SCHEDULES schedules, $total_ops ops, no violation, in" \
     "$(( ($(now_ms) - t_start) / 1000 )) s after the cell was up;" \
