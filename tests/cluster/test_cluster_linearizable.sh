@@ -209,6 +209,9 @@ for i in $(seq "$SCHEDULES"); do
 	ops=$(sed -n 's/^history: \([0-9]*\) ops (\([^)]*\)).*/\1 (\2)/p' \
 	    "$T/check.$i")
 	total_ops=$((total_ops + ${ops%% *}))
+	ok=$(echo "$ops" | sed 's/.*(\([0-9]*\) ok.*/\1/')
+	[ "$ok" -ge 1000 ] ||
+	    fail "schedule $i: only $ok ops went through: nothing was tested"
 	echo "schedule $i (seed $seed):$report ops $ops, counter $final:" \
 	    "linearizable"
 	sed -n 's/^\(not ok: .*\)/schedule '"$i"': \1/p' "$T/check.$i"
