@@ -254,7 +254,7 @@ def main():
             k = "%s %s" % (op["op"], op["outcome"])
             notok[k] = notok.get(k, 0) + 1
     if notok:
-        print("not ok: " + ", ".join("%s %d" % (k, notok[k])
+        print("not acknowledged: " + ", ".join("%s %d" % (k, notok[k])
                                      for k in sorted(notok)))
     problems = []
     if args.counter:

@@ -214,7 +214,7 @@ for i in $(seq "$SCHEDULES"); do
 	    fail "schedule $i: only $ok ops went through: nothing was tested"
 	echo "schedule $i (seed $seed):$report ops $ops, counter $final:" \
 	    "linearizable"
-	sed -n 's/^\(not ok: .*\)/schedule '"$i"': \1/p' "$T/check.$i"
+	sed -n 's/^\(not acknowledged: .*\)/schedule '"$i"': \1/p' "$T/check.$i"
 	# Tens of MB a schedule: kept only with CLUSTER_KEEP.
 	[ -n "${CLUSTER_KEEP:-}" ] || rm -f "$T"/hist."$i".*
 done
