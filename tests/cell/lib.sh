@@ -100,6 +100,21 @@ cell_server_start() {
 	    fail "server $1 did not start"
 }
 
+# One more tablet server, c1, c2, ..., in the foreground as a child of
+# this shell, so that its exit status can be read; its pid is added to
+# cell_children.  Returns once it listens.
+cell_next=1
+cell_children=""
+cell_child_start() {
+	"$TABLETD" server "$CELL" --session-timeout "$SESSION_MS" \
+	    --pidfile "$C/server-c$cell_next.pid" \
+	    2>>"$C/logs/server-c$cell_next.log" &
+	cell_children="$cell_children $!"
+	wait_log 10000 "$C/logs/server-c$cell_next.log" "listening on" ||
+	    fail "server c$cell_next did not start"
+	cell_next=$((cell_next + 1))
+}
+
 ctl() {
 	"$TABLETCTL" -s "$CELL" "$@"
 }

@@ -23,19 +23,6 @@ ROUNDS=${CELL_ROUNDS:-1}
 STOP_MS=$((SESSION_MS + 3000))
 GRACE_MS=300	# commits under way when the stop came
 
-# Servers started here are this shell's children, so that their exit
-# status can be read.
-next=1
-children=""
-child_start() {
-	"$TABLETD" server "$CELL" --session-timeout "$SESSION_MS" \
-	    --pidfile "$C/server-c$next.pid" 2>>"$C/logs/server-c$next.log" &
-	children="$children $!"
-	wait_log 10000 "$C/logs/server-c$next.log" "listening on" ||
-	    fail "server c$next did not start"
-	next=$((next + 1))
-}
-
 # How many times the masters have logged PATTERN.
 master_says() {
 	cat "$C"/logs/master-*.log | grep -c -- "$1" || :
@@ -45,9 +32,9 @@ master_says() {
 cell_start 1
 ctl createtable t families=f
 first=$(cell_serving_pid)
-child_start
-child_start
-child_start
+cell_child_start
+cell_child_start
+cell_child_start
 kill -TERM "$first"
 t0=$(now_ms)
 until ctl set t probe-0 f:q=x 2>/dev/null && [ "$(cell_serving_pid)" != "$first" ]; do
@@ -63,7 +50,7 @@ done
 for round in $(seq "$ROUNDS"); do
 	sleep 1
 	z=$(cell_serving_pid)
-	case " $children " in
+	case " $cell_children " in
 	*" $z "*) ;;
 	*) fail "round $round: the store's holder $z is not a child" ;;
 	esac
@@ -127,7 +114,7 @@ for round in $(seq "$ROUNDS"); do
 	    "served again in $took ms"
 	[ "$took" -le "$LIMIT" ] ||
 	    fail "round $round: took $took ms, more than $LIMIT"
-	child_start
+	cell_child_start
 done
 cell_spawned_stop
 n=$(cell_check_acked)

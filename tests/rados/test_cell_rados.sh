@@ -56,17 +56,6 @@ serving_pid() {
 	rados_c get cell/LOCK - 2>/dev/null || :
 }
 
-next=1
-children=""
-child_start() {
-	"$TABLETD" server "$CELL" --session-timeout "$SESSION_MS" \
-	    --pidfile "$C/server-c$next.pid" 2>>"$C/logs/server-c$next.log" &
-	children="$children $!"
-	wait_log 10000 "$C/logs/server-c$next.log" "listening on" ||
-	    fail "server c$next did not start"
-	next=$((next + 1))
-}
-
 # A write begun now, acknowledged within LIMIT (new tabletctl each try:
 # it locates the store afresh); its row goes to $T/acked.p for the
 # final check.  Prints how long it took (ms).
@@ -86,8 +75,8 @@ probe_write() {
 ctl createtable t families=f
 first=$(serving_pid)
 [ -n "$first" ] || fail "no server holds the store's lock"
-child_start
-child_start
+cell_child_start
+cell_child_start
 for i in 1 2 3; do
 	cell_spawn cell_writer "$i"
 done
@@ -109,7 +98,7 @@ sleep 1
 
 # SIGSTOP of the serving server: fenced while stopped.
 z=$(serving_pid)
-case " $children " in
+case " $cell_children " in
 *" $z "*) ;;
 *) fail "the store's holder $z is not a server of this test" ;;
 esac
