@@ -416,6 +416,28 @@ fs_family_known(struct fs *fs, const char *table, const char *family)
 	return rc;
 }
 
+/*
+ * The version file n names, read keys only (fs_read_cell()): 0 with
+ * *rowp (to free) and *cellp; 0 with *rowp NULL when it has no version
+ * yet but is open for writing (a file being written, empty until its
+ * commit); BT_NOTFOUND; or an error.  The writers are counted before
+ * the read: a writer leaves only once its version is readable, so a
+ * file with writers before the read has a version or still a writer.
+ */
+static int
+file_cell(struct fs *fs, struct node *n, struct bt_row **rowp,
+    const struct bt_cell **cellp)
+{
+	bool writing = (n->c.kind == NODE_VERSION ||
+	    n->c.kind == NODE_LATEST) && node_writers(fs, n) > 0;
+	int rc;
+
+	*rowp = NULL;
+	rc = n->c.kind == NODE_LATEST && latest_hidden(fs, &n->c) ?
+	    BT_NOTFOUND : fs_read_cell(fs, &n->c, true, rowp, cellp);
+	return rc == BT_NOTFOUND && writing ? 0 : rc;
+}
+
 /* 0 if directory c (a row, family or column) holds data or is pending,
  * -ENOENT if neither, or an error. */
 static int
@@ -435,7 +457,6 @@ fs_exists(struct fs *fs, struct node *n)
 {
 	struct bt_row *row;
 	const struct bt_cell *cell;
-	bool writing;
 	char *text;
 	int rc;
 
@@ -472,17 +493,8 @@ fs_exists(struct fs *fs, struct node *n)
 	case NODE_LATEST:
 	case NODE_ASOF:
 	case NODE_RANGE_VERSION:
-		writing = node_writers(fs, n) > 0;	/* before: see stat */
-		if (n->c.kind == NODE_LATEST && latest_hidden(fs, &n->c))
-			rc = BT_NOTFOUND;
-		else if ((rc = fs_read_cell(fs, &n->c, true, &row,
-		    &cell)) == 0) {
+		if ((rc = file_cell(fs, n, &row, &cell)) == 0)
 			bt_row_free(row);
-			return 0;
-		}
-		if (rc == BT_NOTFOUND && (n->c.kind == NODE_VERSION ||
-		    n->c.kind == NODE_LATEST) && writing)
-			return 0;
 		return rc == BT_NOTFOUND ? -ENOENT : rc;
 	case NODE_INCREMENT:
 		return 0;
@@ -529,7 +541,7 @@ stat_kind(struct fs *fs, struct node *n, struct stat *st)
 	struct temp_attr ta;
 	struct bt_row *row;
 	struct buf text;
-	bool pending, writing;
+	bool pending;
 	int64_t ts = 0;
 	int rc;
 
@@ -583,28 +595,21 @@ stat_kind(struct fs *fs, struct node *n, struct stat *st)
 	case NODE_LATEST:
 	case NODE_ASOF:
 	case NODE_RANGE_VERSION:
-		/* Writers are counted first, for the same reason: a writer
-		 * leaves once its version is readable. */
-		writing = node_writers(fs, n) > 0;
-		rc = n->c.kind == NODE_LATEST && latest_hidden(fs, &n->c) ?
-		    BT_NOTFOUND : fs_read_cell(fs, &n->c, true, &row, &cell);
-		if (rc == 0) {
+		if ((rc = file_cell(fs, n, &row, &cell)) != 0)
+			return rc == BT_NOTFOUND ? -ENOENT : rc;
+		if (row != NULL) {
 			fs_stat_file(fs, n->ino, n->c.kind == NODE_ASOF ||
 			    n->c.kind == NODE_RANGE_VERSION ? 0444 : 0644,
 			    cell->value_size, cell->ts, st);
 			bt_row_free(row);
-			return 0;
-		}
-		if (rc == BT_NOTFOUND && (n->c.kind == NODE_VERSION ||
-		    n->c.kind == NODE_LATEST) && writing) {
+		} else {		/* being written: empty until then */
 			struct timespec now;
 
 			clock_gettime(CLOCK_REALTIME, &now);
 			fs_stat_file(fs, n->ino, 0644, 0, (int64_t)now.tv_sec *
 			    1000000 + now.tv_nsec / 1000, st);
-			return 0;
 		}
-		return rc == BT_NOTFOUND ? -ENOENT : rc;
+		return 0;
 	case NODE_INCREMENT:
 		/* Written by the mount's owner alone, as every file is. */
 		fs_stat_file(fs, n->ino, 0200, 0, started, st);
@@ -850,7 +855,7 @@ fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
 	struct bt_write_options wo = { .sync = false };
 	struct bt_column from, to;
 	struct coord family;
-	bool moved, pending;
+	bool moved;
 	int rc;
 
 	if (src->kind == NODE_RANGE || dst->kind == NODE_RANGE ||
@@ -872,10 +877,9 @@ fs_rename_dir(struct fs *fs, const struct coord *src, const struct coord *dst,
 	    src->qualifier };
 	to = (struct bt_column){ dst->family, dst->kind == NODE_COLUMN,
 	    dst->qualifier };
-	pending = pending_has(fs, src);		/* before: see stat_kind() */
 	rc = bt_move_column(fs->store, src->table, src->row, &from, &to, &wo);
 	moved = rc == 0;
-	if (rc == -ENOENT && pending)
+	if (rc == -ENOENT && pending_has(fs, src))
 		rc = 0;		/* nothing to move but the directory */
 	else if (rc == -EFBIG)
 		rc = -EXDEV;

@@ -298,13 +298,13 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 		break;
 	default:
 		if (!writing) {
-			/* A pending write's file; writers are counted before
-			 * the read, as fs_stat() does. */
-			bool pending = node_writers(fs, n) > 0;
+			/* A file being written reads empty; its writers are
+			 * counted before the read, as fs_stat() does. */
+			bool has_writers = node_writers(fs, n) > 0;
 
 			rc = fs_read_cell(fs, &n->c, false, &fh->row, &cell);
 			if (rc == BT_NOTFOUND)
-				rc = pending ? 0 : -ENOENT;
+				rc = has_writers ? 0 : -ENOENT;
 		} else if (n->c.kind == NODE_LATEST && (flags & O_APPEND) &&
 		    !(flags & O_TRUNC)) {
 			fh->mode = FH_APPEND;	/* the buffer: what to add */

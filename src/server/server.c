@@ -16,6 +16,7 @@
 #include "server/server_int.h"
 #include "util/alloc.h"
 #include "util/error.h"
+#include "util/storage.h"
 
 /* The batch lock (server_int.h), writer-preferring. */
 static void
@@ -485,7 +486,7 @@ server_open(const char *path, const struct server_options *opts,
 	bt_free(p);
 	if (rc < 0)
 		goto out_close;
-	if ((p = path_join(path, "LOCK")) == NULL) {
+	if ((p = path_join(path, STORAGE_LOCK_FILE)) == NULL) {
 		rc = -ENOMEM;
 		goto out_close;
 	}

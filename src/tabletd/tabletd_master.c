@@ -314,8 +314,8 @@ tabletd_master_run(const struct tabletd_options *o)
 			    bt_error_detail() : bt_strerror(rc));
 			goto out;
 		}
-		snprintf(m.lock_path, sizeof(m.lock_path), "%s/LOCK",
-		    m.st.path);
+		snprintf(m.lock_path, sizeof(m.lock_path),
+		    "%s/" STORAGE_LOCK_FILE, m.st.path);
 	}
 	/* What tabletctl status shows of the master. */
 	if (gethostname(host, sizeof(host)) < 0)

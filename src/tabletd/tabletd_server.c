@@ -92,7 +92,8 @@ lease_lost(void *arg)
 	 * this server meanwhile; at most the op timeout if the cluster
 	 * does not answer (the lease refuses every call meanwhile). */
 	if (env != NULL) {
-		snprintf(lock, sizeof(lock), "%s/LOCK", ts->st.path);
+		snprintf(lock, sizeof(lock), "%s/" STORAGE_LOCK_FILE,
+		    ts->st.path);
 		(void)env_path_size(env, lock, &size);
 	}
 	_exit(TABLETD_EXIT_LEASE);

@@ -24,6 +24,9 @@
 #define STORAGE_RADOS_SCHEME	"rados://"
 #define STORAGE_RADOS_NAME	"tabletfs"	/* NAME when absent */
 #define STORAGE_WORD_MAX	63	/* a pool, name component or client */
+/* The store's lock, under its path (taken by server.c; on RADOS its
+ * holder is who a cell's master fences). */
+#define STORAGE_LOCK_FILE	"LOCK"
 
 struct env;
 
