@@ -656,7 +656,9 @@ struct bt_group_usage {
 	uint64_t disk_bytes;		/* its files, whole */
 	uint64_t memory_bytes;		/* its families' */
 	/* Bytes of its files charged to no family of the schema: row
-	 * deletes, and families deleted until a compaction drops them. */
+	 * deletes, families deleted until a compaction drops them, and
+	 * the rows of a file shared by a split that no tablet naming it
+	 * serves any more (by its index: within a block per boundary). */
 	uint64_t other_bytes;
 	/* Bytes of its files written before SSTables recorded their
 	 * families (format version 5): not split among the families. */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/server.h"
@@ -77,14 +78,22 @@ usage_add_memory(struct server_table_usage *u, const struct usage *mem)
 	}
 }
 
-/* Count one file (once): its bytes to its group, and by its usage to
- * the families of that group; the rest is the group's other bytes. */
+/*
+ * Count one file (once): its bytes to its group, and by its usage to the
+ * families of that group; the rest is the group's other bytes.  A file
+ * that a split shares counts for its families only the part of it in the
+ * ranges of the tablets that still name it (range_bytes of its
+ * data_bytes, by the index): the rest is rows that a sibling has since
+ * compacted into files of its own, and counting it again would count
+ * those cells twice.
+ */
 static void
 usage_add_file(struct server_table_usage *u,
-    const struct tablet_file_usage *file)
+    const struct tablet_file_usage *file, uint64_t range_bytes)
 {
 	size_t g = group_index(u, file->group);
 	struct server_group_usage *gu;
+	uint64_t live, whole;
 
 	if (g == SIZE_MAX)
 		return;		/* a group the schema lost: nobody's */
@@ -95,31 +104,62 @@ usage_add_file(struct server_table_usage *u,
 		gu->unknown_bytes += file->size;
 		return;
 	}
+	whole = file->data_bytes;
+	live = range_bytes < whole ? range_bytes : whole;
 	for (size_t i = 0; i < file->labels.count; i++) {
 		const struct usage_label *l = &file->labels.labels[i];
 		size_t f = family_index(u, l->name);
+		uint64_t bytes = usage_share(l->bytes, live, whole);
 
 		if (f == SIZE_MAX ||
 		    strcmp(u->families[f].group, gu->name) != 0) {
 			gu->other_bytes += l->bytes;
 			continue;
 		}
-		u->families[f].disk_bytes += l->bytes;
-		u->families[f].entries += l->entries;
-		u->families[f].value_bytes += l->value_bytes;
+		gu->other_bytes += l->bytes - bytes;
+		u->families[f].disk_bytes += bytes;
+		u->families[f].entries += usage_share(l->entries, live, whole);
+		u->families[f].value_bytes += usage_share(l->value_bytes,
+		    live, whole);
 	}
 }
 
-/* Whether number is among the count numbers of seen; if not, add it
- * (seen has room). */
-static bool
-file_seen(uint64_t *seen, size_t *count, uint64_t number)
+/* A file of the table, and the bytes of it in its tablets' ranges. */
+struct usage_file {
+	const struct tablet_file_usage *file;
+	uint64_t range_bytes;
+};
+
+static int
+usage_file_compare(const void *a, const void *b)
 {
-	for (size_t i = 0; i < *count; i++)
-		if (seen[i] == number)
-			return true;
-	seen[(*count)++] = number;
-	return false;
+	uint64_t x = ((const struct usage_file *)a)->file->number;
+	uint64_t y = ((const struct usage_file *)b)->file->number;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Each file of the tablets' usages once in files (room for every one),
+ * with the range bytes of every tablet that names it; the count. */
+static size_t
+usage_files_gather(const struct tablet_usage *tu, size_t tablet_count,
+    struct usage_file *files)
+{
+	size_t all = 0, count = 0;
+
+	for (size_t i = 0; i < tablet_count; i++)
+		for (size_t k = 0; k < tu[i].file_count; k++)
+			files[all++] = (struct usage_file){ &tu[i].files[k],
+			    tu[i].files[k].range_bytes };
+	qsort(files, all, sizeof(*files), usage_file_compare);
+	for (size_t i = 0; i < all; i++) {
+		if (count > 0 && files[count - 1].file->number ==
+		    files[i].file->number)
+			files[count - 1].range_bytes += files[i].range_bytes;
+		else
+			files[count++] = files[i];
+	}
+	return count;
 }
 
 int
@@ -130,8 +170,9 @@ server_table_usage(struct server *s, const char *table,
 	struct catalog_table *ct;
 	struct server_table *t;
 	struct tablet_map *m;
-	uint64_t *seen = NULL;
-	size_t seen_count = 0, seen_cap = 0;
+	struct tablet_usage *tu = NULL;
+	struct usage_file *files = NULL;
+	size_t got = 0, file_total = 0, count;
 	int rc;
 
 	if ((rc = server_table_get(s, table, &ct)) < 0)
@@ -143,31 +184,29 @@ server_table_usage(struct server *s, const char *table,
 	if ((rc = server_table_lookup(s, table, &t)) < 0)
 		goto out_usage;
 	m = server_table_map(t);
-	for (size_t i = 0; i < m->count && rc == 0; i++) {
-		struct tablet_usage tu;
-
-		if ((rc = tablet_usage_get(m->tablets[i], &tu)) < 0)
+	if ((tu = bt_calloc(m->count, sizeof(*tu))) == NULL)
+		rc = -ENOMEM;
+	for (; rc == 0 && got < m->count; got++) {
+		if ((rc = tablet_usage_get(m->tablets[got], &tu[got])) < 0)
 			break;
-		usage_add_memory(&u, &tu.memory);
-		if (seen_count + tu.file_count > seen_cap) {
-			size_t cap = 2 * (seen_count + tu.file_count);
-			uint64_t *p = bt_realloc(seen, cap * sizeof(*p));
-
-			if (p == NULL)
-				rc = -ENOMEM;
-			else {
-				seen = p;
-				seen_cap = cap;
-			}
-		}
-		for (size_t j = 0; j < tu.file_count && rc == 0; j++)
-			if (!file_seen(seen, &seen_count, tu.files[j].number))
-				usage_add_file(&u, &tu.files[j]);
-		tablet_usage_release(&tu);
+		usage_add_memory(&u, &tu[got].memory);
+		file_total += tu[got].file_count;
 	}
 	server_tablet_map_unref(m);
 	server_table_unref(t);
-	bt_free(seen);
+	if (rc == 0 && (files = bt_calloc(file_total + 1,
+	    sizeof(*files))) == NULL)
+		rc = -ENOMEM;
+	if (rc == 0) {
+		count = usage_files_gather(tu, got, files);
+		for (size_t i = 0; i < count; i++)
+			usage_add_file(&u, files[i].file,
+			    files[i].range_bytes);
+	}
+	bt_free(files);
+	for (size_t i = 0; i < got; i++)
+		tablet_usage_release(&tu[i]);
+	bt_free(tu);
 	if (rc < 0)
 		goto out_usage;
 	*out = u;

@@ -341,6 +341,11 @@ struct tablet_file_usage {
 	 * Each label's bytes are its share of size. */
 	bool known;
 	struct usage labels;
+	/* The file's data blocks, and those of them that may hold rows of
+	 * this tablet (by the index, whole blocks: sst_reader_range_size()):
+	 * below data_bytes when a split shares the file with a sibling. */
+	uint64_t data_bytes;
+	uint64_t range_bytes;
 };
 
 /*

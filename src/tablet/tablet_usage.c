@@ -38,12 +38,15 @@ out:
 	return rc;
 }
 
-/* File f's usage, each label's bytes its share of the file's size. */
+/* File f's usage, each label's bytes its share of the file's size, and
+ * how much of it lies in t's range. */
 static int
-file_usage(const struct tablet_file *f, struct tablet_file_usage *out)
+file_usage(const struct tablet *t, const struct tablet_file *f,
+    struct tablet_file_usage *out)
 {
 	struct usage_label *l;
 	struct sst_usage su;
+	struct sst_info info;
 	size_t count;
 	int rc;
 
@@ -51,7 +54,13 @@ file_usage(const struct tablet_file *f, struct tablet_file_usage *out)
 	out->size = f->meta.size;
 	snprintf(out->group, sizeof(out->group), "%s", f->meta.group);
 	usage_init(&out->labels);
-	if (f->reader == NULL || !sst_reader_usage(f->reader, &count))
+	if (f->reader == NULL)
+		return 0;
+	sst_reader_get_info(f->reader, &info);
+	out->data_bytes = info.data_size;
+	out->range_bytes = sst_reader_range_size(f->reader,
+	    buf_slice(&t->key_lo), buf_slice(&t->key_hi));
+	if (!sst_reader_usage(f->reader, &count))
 		return 0;
 	for (size_t i = 0; i < count; i++) {
 		sst_reader_usage_get(f->reader, i, &su);
@@ -97,7 +106,7 @@ tablet_usage_get(struct tablet *t, struct tablet_usage *out)
 		goto out;
 	rc = 0;
 	for (size_t i = 0; i < v->file_count && rc == 0; i++) {
-		rc = file_usage(&v->files[i], &out->files[i]);
+		rc = file_usage(t, &v->files[i], &out->files[i]);
 		out->file_count++;
 	}
 out:

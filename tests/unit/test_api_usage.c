@@ -13,7 +13,11 @@
  * the condemned ones; a deleted family leaves the schema's figures at
  * once and its bytes as the group's other_bytes until a major
  * compaction; row deletes, in memory or flushed, are nobody's; the text form
- * (bt_table_describe_usage()) carries the same figures.
+ * (bt_table_describe_usage()) carries the same figures.  After a split
+ * the two tablets share their parent's file, counted once; once one of
+ * them has compacted its rows into a file of its own, the parent counts
+ * for the other's rows only (within a block at the boundary), the rest
+ * of it as other_bytes, rather than the sibling's cells twice.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/tabletfs.h"
 #include "api_util.h"
@@ -289,9 +294,106 @@ test_usage(void)
 	tstore_destroy(&t);
 }
 
+/* Whether, within 20 s, each of the table's two tablets names one file:
+ * the first has merged the parent's file with its own, the second still
+ * names the parent's. */
+static bool
+wait_one_file_each(struct bt_store *s)
+{
+	struct timespec nap = { 0, 20 * 1000 * 1000 };
+	struct bt_tablet_info *tablets;
+	size_t count;
+	bool done = false;
+
+	for (int i = 0; i < 1000 && !done; i++) {
+		must(bt_table_tablets(s, "t", &tablets, &count));
+		done = count == 2 && tablets[0].sstables == 1 &&
+		    tablets[1].sstables == 1;
+		bt_tablets_free(tablets);
+		if (!done)
+			nanosleep(&nap, NULL);
+	}
+	return done;
+}
+
+#define S_CELLS		200
+#define S_VALUE		1000
+#define S_BLOCK		4096
+#define S_NEW		20	/* cells of each later file */
+
+static void
+test_split_shared(void)
+{
+	struct bt_group_spec g = { "default", S_BLOCK, 0, -1, -1 };
+	const struct bt_family_usage *fb;
+	const struct bt_group_usage *gd;
+	struct bt_table_usage *u;
+	struct tstore t;
+	uint8_t value[S_VALUE];
+	uint64_t want, slack;
+
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", (const char *const[]){ "b", NULL }));
+	must(bt_group_set(t.s, "t", &g));
+	write_family(t.s, "b", S_CELLS, S_VALUE, 1000);
+	must(bt_store_flush(t.s));
+	must(bt_table_split(t.s, "t", bts("row0100")));
+	must(bt_table_usage(t.s, "t", &u));
+	fb = family_of(u, "b");
+	gd = group_of(u, "default");
+	is_int(u->files, 1, "split: both tablets share one file");
+	is_int(fb->value_bytes, S_CELLS * S_VALUE,
+	    "split: the shared file counted once, whole");
+	is_int(gd->other_bytes, 0, "split: none of it is other bytes");
+	bt_table_usage_free(u);
+
+	/* Three more files in the first tablet, together more than a
+	 * quarter of the parent's: with it, four, which the first tablet
+	 * merges whole (TABLET_MERGE_THRESHOLD, COMPACT_SIZE_RATIO). */
+	for (int f = 0; f < 3; f++) {
+		for (int i = 0; i < S_NEW; i++) {
+			char row[32];
+
+			snprintf(row, sizeof(row), "row%04d", i);
+			random_bytes(value, sizeof(value));
+			must(put_cell(t.s, "t", bts(row), "b", bts("q2"),
+			    2000 + f, btb(value, sizeof(value))));
+		}
+		must(bt_store_flush(t.s));
+	}
+	if (!ok(wait_one_file_each(t.s),
+	    "the first tablet merged its files alone")) {
+		tstore_destroy(&t);
+		return;
+	}
+	must(bt_table_usage(t.s, "t", &u));
+	fb = family_of(u, "b");
+	gd = group_of(u, "default");
+	want = (S_CELLS + 3 * S_NEW) * S_VALUE;
+	/* A block on each side of the boundary may count twice or not. */
+	slack = 2 * (S_BLOCK + S_VALUE);
+	is_int(u->files, 2, "merged: the first tablet's file and the parent");
+	ok(fb->value_bytes + slack >= want && fb->value_bytes <= want + slack,
+	    "merged: b's value bytes are its cells' once (%" PRIu64
+	    ", want %" PRIu64 " within %" PRIu64 ")", fb->value_bytes, want,
+	    slack);
+	ok(fb->entries + slack / S_VALUE >= S_CELLS + 3 * S_NEW &&
+	    fb->entries <= S_CELLS + 3 * S_NEW + slack / S_VALUE,
+	    "merged: b's entries are its cells' once (%" PRIu64 ")",
+	    fb->entries);
+	ok(gd->other_bytes > 0,
+	    "merged: the parent's rows of the first tablet are other bytes "
+	    "(%" PRIu64 ")", gd->other_bytes);
+	is_int(fb->disk_bytes + gd->other_bytes, gd->disk_bytes,
+	    "merged: b's and the other bytes add up to the files");
+	bt_table_usage_free(u);
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
 	test_usage();
+	test_split_shared();
 	return tap_done();
 }
