@@ -130,7 +130,12 @@ replay_record(struct server *s, struct slice data)
 	last = rec.seq + rec.count - 1;
 	if (last >= s->next_seq)
 		s->next_seq = last + 1;
-	for (size_t i = 0; i < rec.count; i++)
+	/* The next stamp goes above the record's, whatever the clock says
+	 * now.  A version 1 record has none, and a put's time may be a
+	 * client's: only one near the clock is taken as a server's. */
+	if (rec.stamp > s->last_stamp)
+		s->last_stamp = rec.stamp;
+	for (size_t i = 0; i < rec.count && rec.stamp == 0; i++)
 		if (rec.ops[i].kind == MUTATION_PUT &&
 		    rec.ops[i].ts > s->last_stamp &&
 		    rec.ops[i].ts <= server_now(s) + 1000000)
@@ -528,6 +533,7 @@ server_open(const char *path, const struct server_options *opts,
 	    &last_stamp)) < 0)
 		goto out_close;
 	s->last_stamp = (int64_t)last_stamp;
+	s->stamp_recorded = s->last_stamp;
 	if ((rc = server_load_tables(s)) < 0)
 		goto out_close;
 	if (!s->opts.read_only) {

@@ -147,6 +147,8 @@ struct server {
 	 * next_seq is read by schema changes too. */
 	_Atomic uint64_t next_seq;
 	int64_t last_stamp;
+	/* What the catalog's last_stamp says (under apply_mu). */
+	int64_t stamp_recorded;
 
 	struct write_queue writes;
 

@@ -395,7 +395,7 @@ group_log(struct server *s, struct write_waiter *first,
 			    p->ops[j].kind != MUTATION_DELETE_VERSION)
 				p->ops[j].ts = 0;
 		if ((rc = mutation_record_encode(p->first_seq, p->t->id,
-		    p->row, p->ops, p->count, &q->records)) < 0)
+		    p->stamp, p->row, p->ops, p->count, &q->records)) < 0)
 			return bt_error_set(rc, "encoding a log record: %s",
 			    bt_strerror(rc));
 		p->record_end = q->records.n;

@@ -34,6 +34,29 @@ server_segment_note_locked(struct server *s, uint64_t number, uint64_t max_seq)
 }
 
 /*
+ * Before a segment goes, the catalog's last_stamp must cover the stamps
+ * its records carry (mutation.h), or an open after a crash, replaying
+ * only what is left, could stamp below them when its clock is behind
+ * (docs/design.md section 1).  One commit for all the segments that go
+ * in one collection.  Caller holds apply_mu, so no stamp is given
+ * meanwhile.
+ */
+static int
+stamp_recorded(struct server *s)
+{
+	int rc;
+
+	mutex_assert_held(&s->apply_mu);
+	if (s->stamp_recorded >= s->last_stamp)
+		return 0;
+	if ((rc = catalog_meta_set(s->catalog, CATALOG_META_LAST_STAMP,
+	    (uint64_t)s->last_stamp)) < 0)
+		return rc;
+	s->stamp_recorded = s->last_stamp;
+	return 0;
+}
+
+/*
  * Delete the log segments that no tablet needs any more: every record in
  * them is in an SSTable.  The segment being written is kept, unless all
  * of it is flushed and it is past SEGMENT_ROTATE_FLUSHED bytes (or holds
@@ -93,7 +116,8 @@ server_segments_collect(struct server *s)
 		struct segment *g = &s->segments[i];
 		char path[4096];
 
-		if (g->number != current && g->max_seq < oldest) {
+		if (g->number != current && g->max_seq < oldest &&
+		    stamp_recorded(s) == 0) {
 			log_segment_path(path, sizeof(path), s->log_dir,
 			    g->number);
 			env_path_remove(s->env, path);

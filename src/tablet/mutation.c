@@ -34,14 +34,15 @@ put_lenprefixed(uint8_t *dst, struct slice s)
  * write path, and exact varint lengths cost more than the slack.
  */
 int
-mutation_record_encode(uint64_t seq, uint64_t table_id, struct slice row,
-    const struct mutation *ops, size_t count, struct buf *out)
+mutation_record_encode(uint64_t seq, uint64_t table_id, int64_t stamp,
+    struct slice row, const struct mutation *ops, size_t count,
+    struct buf *out)
 {
-	size_t size = 1 + 3 * VARINT64_MAX_BYTES;
+	size_t size = 1 + 4 * VARINT64_MAX_BYTES;
 	uint8_t *p;
 	int rc;
 
-	if (count == 0 || count > UINT32_MAX)
+	if (count == 0 || count > UINT32_MAX || stamp < 0)
 		return -EINVAL;
 	if (!lenprefixed_add(&size, row))
 		return -ENOMEM;
@@ -64,6 +65,7 @@ mutation_record_encode(uint64_t seq, uint64_t table_id, struct slice row,
 	*p++ = MUTATION_RECORD_VERSION;
 	p = encode_varint64(p, seq);
 	p = encode_varint64(p, table_id);
+	p = encode_varint64(p, (uint64_t)stamp);
 	p = put_lenprefixed(p, row);
 	p = encode_varint32(p, (uint32_t)count);
 	for (size_t i = 0; i < count; i++) {
@@ -84,19 +86,25 @@ mutation_record_decode(struct slice rec, struct mutation_record *out)
 {
 	struct slice in = rec;
 	uint32_t count;
-	uint64_t ts;
+	uint64_t ts, stamp = 0;
+	uint8_t version;
 
 	out->ops = NULL;
-	if (in.n < 1 || in.p[0] != MUTATION_RECORD_VERSION)
+	out->count = 0;
+	if (in.n < 1 || (in.p[0] != 1 && in.p[0] != MUTATION_RECORD_VERSION))
 		return bt_error_set(BT_ECORRUPT,
 		    "mutation record: unknown version");
+	version = in.p[0];
 	slice_skip(&in, 1);
 	if (get_varint64(&in, &out->seq) < 0 ||
 	    get_varint64(&in, &out->table_id) < 0 ||
+	    (version >= 2 && (get_varint64(&in, &stamp) < 0 ||
+	    stamp > INT64_MAX)) ||
 	    get_lenprefixed(&in, &out->row) < 0 ||
 	    get_varint32(&in, &count) < 0 || count == 0 ||
 	    count > in.n / 5)
 		goto corrupt;
+	out->stamp = (int64_t)stamp;
 	if ((out->ops = bt_calloc(count, sizeof(*out->ops))) == NULL)
 		return -ENOMEM;
 	out->count = count;

@@ -7,9 +7,11 @@
  * one sequence number, so readers see all of it or none of it.
  *
  * Log record (payload of one commit-log record, src/log/format.h):
- *     version   1 byte    MUTATION_RECORD_VERSION
+ *     version   1 byte    MUTATION_RECORD_VERSION (1 is read too: no stamp)
  *     seq       varint64  sequence number of the mutation
  *     table_id  varint64
+ *     stamp     varint64  the server stamp its write group gave it
+ *                         (version 2 only)
  *     row       varint64 length, bytes
  *     count     varint32  number of operations, at least 1
  *     op*       kind 1 byte (enum mutation_kind), family (varint64 length,
@@ -25,7 +27,7 @@
 #include "util/buf.h"
 #include "util/slice.h"
 
-#define MUTATION_RECORD_VERSION 1
+#define MUTATION_RECORD_VERSION 2
 /* A put whose ts is this gets the server's clock. */
 #define MUTATION_TS_SERVER (-1)
 
@@ -53,6 +55,9 @@ struct mutation {
 struct mutation_record {
 	uint64_t seq;
 	uint64_t table_id;
+	/* The server's stamp when the record was written, which every
+	 * server stamp given later exceeds; 0 in a version 1 record. */
+	int64_t stamp;
 	struct slice row;
 	size_t count;
 	struct mutation *ops;	/* owned: bt_free() */
@@ -60,8 +65,9 @@ struct mutation_record {
 
 /* Append the record for a mutation whose timestamps are final.  0, -EINVAL
  * (a server timestamp left) or -ENOMEM. */
-int mutation_record_encode(uint64_t seq, uint64_t table_id, struct slice row,
-    const struct mutation *ops, size_t count, struct buf *out);
+int mutation_record_encode(uint64_t seq, uint64_t table_id, int64_t stamp,
+    struct slice row, const struct mutation *ops, size_t count,
+    struct buf *out);
 
 /* Decode a record.  0, BT_ECORRUPT (with a detail) or -ENOMEM. */
 int mutation_record_decode(struct slice rec, struct mutation_record *out);

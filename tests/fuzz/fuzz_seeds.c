@@ -216,8 +216,8 @@ mutation_seed(struct buf *out, int ops)
 	};
 
 	buf_clear(out);
-	if (mutation_record_encode(42, 3, slice_str("com.cnn.www"), m,
-	    (size_t)ops, out) < 0)
+	if (mutation_record_encode(42, 3, 1700000000000000,
+	    slice_str("com.cnn.www"), m, (size_t)ops, out) < 0)
 		die("mutation_record_encode");
 }
 

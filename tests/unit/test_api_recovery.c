@@ -14,7 +14,9 @@
  * Also: a clean close keeps everything, unsynced writes included, even if
  * the power goes right after; the store lock refuses a second open; a
  * read-only open refuses writes; a flipped byte in an SSTable is reported,
- * never returned as data.
+ * never returned as data; server stamps given before a crash stay below
+ * those given after it, though the clock went back ten seconds (a
+ * server of a cell taking over from one whose clock was ahead).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -723,6 +725,75 @@ test_flipped_byte(void)
 	tstore_destroy(&t);
 }
 
+/* One synced server-stamped put of value to row; its stamp. */
+static int64_t
+put_stamped(struct tstore *t, const char *row, struct bt_bytes value)
+{
+	struct bt_mutation m = { BT_PUT, "f", { (const uint8_t *)"q", 1 },
+	    BT_TS_SERVER, value };
+	struct bt_write_options w = { .sync = true };
+	int64_t stamp = -1;
+
+	must(bt_mutate_row(t->s, "t", bts(row), &m, 1, &w, &stamp));
+	return stamp;
+}
+
+#define CLOCK_AHEAD	1800000000000000ll	/* early 2027, in micros */
+#define CLOCK_BACK	(10 * 1000000ll)
+
+/*
+ * Server stamps at a clock ten seconds ahead, a crash, and a stamp at
+ * the clock set back: above them all.  With flushed, the writes fill
+ * more than a log segment and are flushed, so that their segment is
+ * deleted, and the process dies (every file operation fails from then
+ * on, nothing is lost): the replay finds none of their stamps.  (After
+ * a power loss instead, the segment's unsynced deletion would be undone
+ * and its records replayed.)
+ */
+static void
+test_clock_back(bool flushed, const char *label)
+{
+	const char *const fams[] = { "f", NULL };
+	size_t size = flushed ? 64 * 1024 : 8;
+	int64_t before = 0, after;
+	struct bt_row *r = NULL;
+	struct tstore t;
+	uint8_t *value = xmalloc(size);
+	char row[16];
+
+	memset(value, 'v', size);
+	tstore_fault(&t, NULL);
+	must(make_table(t.s, "t", fams));
+	env_fault_set_clock(t.env, CLOCK_AHEAD);
+	for (int i = 0; i < 20; i++) {
+		int64_t stamp;
+
+		snprintf(row, sizeof(row), "r%02d", i);
+		stamp = put_stamped(&t, row, btb(value, size));
+		if (stamp > before)
+			before = stamp;
+	}
+	env_fault_set_clock(t.env, CLOCK_AHEAD - CLOCK_BACK);
+	if (flushed) {
+		must(bt_store_flush(t.s));
+		faults_arm_all(t.env);
+		(void)bt_store_close(t.s);
+		faults_disarm(t.env);
+		must(bt_store_open(t.path, &t.opts, &t.s));
+	} else {
+		crash_and_reopen(&t, false, 0, label);
+	}
+	after = put_stamped(&t, "r00", bts("after"));
+	ok(after > before, "%s: a stamp after the crash (%" PRId64 ") is "
+	    "above every one before it (%" PRId64 ")", label, after, before);
+	must(bt_read_row(t.s, "t", bts("r00"), NULL, &r));
+	ok(r->cell_count == 2 && bytes_eq(r->cells[0].value, bts("after")),
+	    "%s: the newest version is the write after the crash", label);
+	bt_row_free(r);
+	free(value);
+	tstore_destroy(&t);
+}
+
 int
 main(void)
 {
@@ -734,5 +805,7 @@ main(void)
 	test_read_only();
 	test_crash_rounds(seed);
 	test_flipped_byte();
+	test_clock_back(false, "clock back");
+	test_clock_back(true, "clock back, log collected, killed");
 	return tap_done();
 }
