@@ -465,8 +465,14 @@ fileh_temp_read(struct fs *fs, struct fileh *fh, off_t off, size_t size,
 	return rc;
 }
 
-/* The value that fh's latest names now (where a rename of its column
- * took it), into out; lock held. */
+/*
+ * The value that fh's latest names now (where a rename of its column
+ * took it), into out; lock held.  No read takes the rename lock: a commit
+ * holds it while the kernel invalidates pages, which may wait for a read
+ * in flight, and a rename queued behind the commit would hold the read
+ * back (the lock prefers writers).  A read that meets a rename reads
+ * nothing new, and the next one reads at the new name.
+ */
 static int
 fileh_load_latest(struct fs *fs, struct fileh *fh, struct buf *out)
 {
@@ -475,11 +481,9 @@ fileh_load_latest(struct fs *fs, struct fileh *fh, struct buf *out)
 	int rc;
 
 	mutex_assert_held(&fh->lock);
-	pthread_rwlock_rdlock(&fs->rename_lock);
 	now = node_follow(fs, fh->node);
 	rc = fs_load_value(fs, &now->c, out, &found, NULL);
 	node_put(fs, now);
-	pthread_rwlock_unlock(&fs->rename_lock);
 	return rc;
 }
 
@@ -497,12 +501,11 @@ fileh_reread(struct fs *fs, struct fileh *fh)
 	int rc;
 
 	mutex_assert_held(&fh->lock);
-	/* Where the file is now: tail -f follows a rename of its column. */
-	pthread_rwlock_rdlock(&fs->rename_lock);
+	/* Where the file is now: tail -f follows a rename of its column
+	 * (without the rename lock: fileh_load_latest()). */
 	now = node_follow(fs, fh->node);
 	rc = fs_read_cell(fs, &now->c, false, &row, &cell);
 	node_put(fs, now);
-	pthread_rwlock_unlock(&fs->rename_lock);
 	if (rc != 0)
 		return rc == BT_NOTFOUND ? 0 : rc;
 	bt_row_free(fh->row);

@@ -1,0 +1,156 @@
+#!/bin/sh
+# test_fs_cwd.sh - a rename keeps inode numbers, as on every POSIX
+# filesystem, so what holds a renamed directory follows it: a shell whose
+# cwd is in a column or family that another process renames still names
+# its cwd (pwd -P, /bin/pwd print the new path) and reads relative paths;
+# ls -i and stat -c %i show one inode before and after mv, of a directory
+# and of a file; tail -f and an open writer in a renamed column read and
+# commit at its new name; and a stat loop in a cwd that another process
+# renames back and forth never fails and never sees its inode change.
+set -eu
+. "${top_srcdir:?}/tests/fs/lib.sh"
+
+# Under the sanitizers (TEST_SMALL) the loops are 30 % as long.
+N=100
+if [ -n "${TEST_SMALL:-}" ]; then
+	N=30
+fi
+ctl init
+ctl createtable t families=f,g
+# No entry or attribute cache: every path walk asks the daemon again, so
+# a dentry whose inode number changed would be dropped at once.
+fs_mount -o cache_timeout=0
+P=$(cd "$M" && pwd -P)/t/r	# the physical path pwd -P prints
+R=$M/t/r
+
+# wait_go NAME: wait (up to 10 s) until $T/NAME exists.
+wait_go() {
+	i=0
+	until [ -e "$T/$1" ] || [ $i -ge 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
+# A shell in a column that another process renames.
+mkdir -p "$R/f/q"
+echo v > "$R/f/q/latest"
+ino=$(stat -c %i "$R/f/q")
+(
+	cd "$R/f/q"
+	wait_go moved
+	pwd -P
+	/bin/pwd
+	cat latest
+) > "$T/col.out" 2>&1 &
+col=$!
+sleep 0.2
+mv "$R/f/q" "$R/f/q2"
+check_eq "stat -c %i of the renamed column" "$(stat -c %i "$R/f/q2")" "$ino"
+check_eq "ls -i of the renamed column" "$(ls -i "$R/f" | awk '{print $1}')" \
+    "$ino"
+: > "$T/moved"
+wait "$col" || :
+check_eq "a cwd in a renamed column" "$(cat "$T/col.out")" "$P/f/q2
+$P/f/q2
+v"
+
+# Shells in a family and in a column inside it, while the family is
+# renamed (g is in the schema).
+fino=$(stat -c %i "$R/f")
+(
+	cd "$R/f"
+	wait_go fmoved
+	pwd -P
+	cat q2/latest
+) > "$T/fam.out" 2>&1 &
+fam=$!
+(
+	cd "$R/f/q2"
+	wait_go fmoved
+	/bin/pwd
+	cat latest
+) > "$T/famcol.out" 2>&1 &
+famcol=$!
+sleep 0.2
+mv "$R/f" "$R/g"
+check_eq "inode of the renamed family" "$(stat -c %i "$R/g")" "$fino"
+check_eq "inode of a column in it" "$(stat -c %i "$R/g/q2")" "$ino"
+: > "$T/fmoved"
+wait "$fam" || :
+wait "$famcol" || :
+check_eq "a cwd in a renamed family" "$(cat "$T/fam.out")" "$P/g
+v"
+check_eq "a cwd in a column of a renamed family" "$(cat "$T/famcol.out")" \
+    "$P/g/q2
+v"
+
+# A file keeps its inode through mv too.
+echo one > "$R/g/q2/100"
+vino=$(ls -i "$R/g/q2/100" | awk '{print $1}')
+mv "$R/g/q2/100" "$R/g/q2/200"
+check_eq "ls -i of a renamed version" \
+    "$(ls -i "$R/g/q2/200" | awk '{print $1}')" "$vino"
+check_eq "its value" "$(cat "$R/g/q2/200")" "one"
+
+# tail -f of latest, and a writer appending to it, in a column that is
+# renamed under them: tail reads what is appended at the new name, and
+# the writer's close commits there.
+mkdir -p "$R/f/tail"
+echo first > "$R/f/tail/latest"
+(cd "$R/f/tail" && exec tail -s 0.1 -f latest) > "$T/tail.out" &
+tail_pid=$!
+exec 3>>"$R/f/tail/latest"
+sleep 0.5
+mv "$R/f/tail" "$R/f/tailed"
+echo second >> "$R/f/tailed/latest"
+echo third >&3
+exec 3>&-
+i=0
+until grep -q third "$T/tail.out" || [ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+kill $tail_pid 2>/dev/null || :
+wait $tail_pid 2>/dev/null || :
+check_eq "tail -f in a renamed column" "$(cat "$T/tail.out")" "first
+second
+third"
+check_eq "the writer committed at the new name" \
+    "$(cat "$R/f/tailed/latest")" "first
+second
+third"
+[ ! -e "$R/f/tail" ] || fail "a write recreated the old name"
+
+# A column renamed back and forth while a shell in it stats names relative
+# to its cwd and asks for its cwd: no ENOENT, one inode throughout.
+mkdir -p "$R/f/a"
+echo 0 > "$R/f/a/latest"
+aino=$(stat -c %i "$R/f/a")
+(
+	cd "$R/f/a"
+	: > "$T/ready"
+	i=0
+	until [ -e "$T/done" ] || [ $i -ge $((N * 50)) ]; do
+		stat -c %i . >> "$T/inos" || echo "stat . failed"
+		[ -n "$(cat latest)" ] || echo "cat latest failed"
+		case $(pwd -P) in
+		"$P/f/a" | "$P/f/b") ;;
+		*) echo "pwd -P failed" ;;
+		esac
+		i=$((i + 1))
+	done
+) > "$T/loop.out" 2>&1 &
+loop=$!
+wait_go ready
+i=0
+while [ $i -lt $N ]; do
+	mv "$R/f/a" "$R/f/b"
+	mv "$R/f/b" "$R/f/a"
+	i=$((i + 1))
+done
+: > "$T/done"
+wait "$loop" || :
+check_eq "failures in the renamed cwd" "$(sort "$T/loop.out" | uniq -c)" ""
+check_eq "its inode throughout" "$(sort -u "$T/inos")" "$aino"
+[ "$(wc -l < "$T/inos")" -gt 1 ] || fail "the stat loop did not run"
