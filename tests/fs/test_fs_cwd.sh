@@ -4,7 +4,8 @@
 # cwd is in a column or family that another process renames still names
 # its cwd (pwd -P, /bin/pwd print the new path) and reads relative paths;
 # ls -i and stat -c %i show one inode before and after mv, of a directory
-# and of a file; tail -f and an open writer in a renamed column read and
+# and of a file; mv onto an empty directory replaces it (the name then
+# reads what moved, and a cwd in the replaced one is deleted); tail -f and an open writer in a renamed column read and
 # commit at its new name; and a stat loop in a cwd that another process
 # renames back and forth never fails and never sees its inode change.
 set -eu
@@ -84,6 +85,32 @@ v"
 check_eq "a cwd in a column of a renamed family" "$(cat "$T/famcol.out")" \
     "$P/g/q2
 v"
+
+# mv onto an empty (pending) directory replaces it: the name reads what
+# moved, under the inode that moved, and a shell in the replaced
+# directory is in a deleted one (getcwd fails, as on any filesystem).
+mkdir -p "$R/f/e1" "$R/f/e2"
+echo moved > "$R/f/e1/latest"
+eino=$(stat -c %i "$R/f/e1")
+(
+	cd "$R/f/e2"
+	wait_go replaced
+	# dash's pwd -P prints nothing (and an error) when getcwd fails.
+	d=$(pwd -P 2>/dev/null) || :
+	[ -z "$d" ] || echo "pwd -P in a replaced directory: $d"
+	echo x 2>/dev/null > latest && echo "a write in a replaced directory"
+	:
+) > "$T/repl.out" 2>&1 &
+repl=$!
+sleep 0.2
+mv -T "$R/f/e1" "$R/f/e2"
+check_eq "inode of a directory renamed onto another" \
+    "$(stat -c %i "$R/f/e2")" "$eino"
+check_eq "what it holds" "$(cat "$R/f/e2/latest")" "moved"
+: > "$T/replaced"
+wait "$repl" || :
+check_eq "the replaced directory is gone" "$(cat "$T/repl.out")" ""
+check_eq "and so is the moved one's old name" "$(ls "$R/f")" "e2"
 
 # A file keeps its inode through mv too.
 echo one > "$R/g/q2/100"
