@@ -142,6 +142,11 @@ struct fs {
 	 * file's place is read and written to in one step that no rename
 	 * splits, so a write through a descriptor lands where the file is
 	 * (a rename's data move and its node changes happen together).
+	 * Lookup, getattr, setattr, open and the listing of a row, family,
+	 * column or range take it to read too, between finding a node and
+	 * reading at its coordinate.  Never a read of an open file: a
+	 * commit holds it while the kernel invalidates pages, which may wait
+	 * for that read.  Never twice in one thread: it prefers writers.
 	 */
 	pthread_rwlock_t rename_lock;
 	struct mutex lock;

@@ -24,7 +24,9 @@ fs_mount -o cache_timeout=0
 P=$(cd "$M" && pwd -P)/t/r	# the physical path pwd -P prints
 R=$M/t/r
 
-# wait_go NAME: wait (up to 10 s) until $T/NAME exists.
+# wait_go NAME: wait (up to 10 s) until $T/NAME exists: each shell below
+# makes in.* once in its cwd, and waits for what the test makes after the
+# rename.
 wait_go() {
 	i=0
 	until [ -e "$T/$1" ] || [ $i -ge 200 ]; do
@@ -39,13 +41,14 @@ echo v > "$R/f/q/latest"
 ino=$(stat -c %i "$R/f/q")
 (
 	cd "$R/f/q"
+	: > "$T/in.col"
 	wait_go moved
 	pwd -P
 	/bin/pwd
 	cat latest
 ) > "$T/col.out" 2>&1 &
 col=$!
-sleep 0.2
+wait_go in.col
 mv "$R/f/q" "$R/f/q2"
 check_eq "stat -c %i of the renamed column" "$(stat -c %i "$R/f/q2")" "$ino"
 check_eq "ls -i of the renamed column" "$(ls -i "$R/f" | awk '{print $1}')" \
@@ -61,6 +64,7 @@ v"
 fino=$(stat -c %i "$R/f")
 (
 	cd "$R/f"
+	: > "$T/in.fam"
 	wait_go fmoved
 	pwd -P
 	cat q2/latest
@@ -68,12 +72,14 @@ fino=$(stat -c %i "$R/f")
 fam=$!
 (
 	cd "$R/f/q2"
+	: > "$T/in.famcol"
 	wait_go fmoved
 	/bin/pwd
 	cat latest
 ) > "$T/famcol.out" 2>&1 &
 famcol=$!
-sleep 0.2
+wait_go in.fam
+wait_go in.famcol
 mv "$R/f" "$R/g"
 check_eq "inode of the renamed family" "$(stat -c %i "$R/g")" "$fino"
 check_eq "inode of a column in it" "$(stat -c %i "$R/g/q2")" "$ino"
@@ -94,6 +100,7 @@ echo moved > "$R/f/e1/latest"
 eino=$(stat -c %i "$R/f/e1")
 (
 	cd "$R/f/e2"
+	: > "$T/in.repl"
 	wait_go replaced
 	# dash's pwd -P prints nothing (and an error) when getcwd fails.
 	d=$(pwd -P 2>/dev/null) || :
@@ -102,7 +109,7 @@ eino=$(stat -c %i "$R/f/e1")
 	:
 ) > "$T/repl.out" 2>&1 &
 repl=$!
-sleep 0.2
+wait_go in.repl
 mv -T "$R/f/e1" "$R/f/e2"
 check_eq "inode of a directory renamed onto another" \
     "$(stat -c %i "$R/f/e2")" "$eino"
@@ -128,7 +135,11 @@ echo first > "$R/f/tail/latest"
 (cd "$R/f/tail" && exec tail -s 0.1 -f latest) > "$T/tail.out" &
 tail_pid=$!
 exec 3>>"$R/f/tail/latest"
-sleep 0.5
+i=0
+until grep -q first "$T/tail.out" || [ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 mv "$R/f/tail" "$R/f/tailed"
 echo second >> "$R/f/tailed/latest"
 echo third >&3
