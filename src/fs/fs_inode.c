@@ -633,11 +633,13 @@ node_put(struct fs *fs, struct node *n)
 	mutex_unlock(&fs->lock);
 }
 
+/* The kernel's lookups count on the node that has n's number now: a
+ * create, not under the rename lock, may have met a rename. */
 void
 node_lookup_add(struct fs *fs, struct node *n)
 {
 	mutex_lock(&fs->lock);
-	n->nlookup++;
+	node_moved_to(n)->nlookup++;
 	mutex_unlock(&fs->lock);
 }
 

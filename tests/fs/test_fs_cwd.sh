@@ -5,9 +5,11 @@
 # its cwd (pwd -P, /bin/pwd print the new path) and reads relative paths;
 # ls -i and stat -c %i show one inode before and after mv, of a directory
 # and of a file; mv onto an empty directory replaces it (the name then
-# reads what moved, and nothing is made in the replaced one); tail -f and an open writer in a renamed column read and
-# commit at its new name; and a stat loop in a cwd that another process
-# renames back and forth never fails and never sees its inode change.
+# reads what moved, and nothing is made in the replaced one); tail -f and
+# an open writer in a renamed column read and commit at its new name; and
+# a shell whose cwd another process renames back and forth stats, reads,
+# lists and asks getcwd there without a failure, its inode never
+# changing.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -186,11 +188,14 @@ aino=$(stat -c %i "$R/f/a")
 	done
 ) > "$T/loop.out" 2>&1 &
 loop=$!
+# A failure below stops the loop too, or its cwd would keep the mount
+# busy past the unmount.
+trap ': > "$T/done"; fs_cleanup' EXIT
 wait_go ready
 i=0
 while [ $i -lt $N ]; do
-	mv "$R/f/a" "$R/f/b"
-	mv "$R/f/b" "$R/f/a"
+	mv "$R/f/a" "$R/f/b" || fail "mv a b ($i): $?"
+	mv "$R/f/b" "$R/f/a" || fail "mv b a ($i): $?"
 	i=$((i + 1))
 done
 : > "$T/done"
