@@ -9,6 +9,15 @@
  * it (nlookup) or the daemon holds references (refs: open handles and
  * requests in flight); it is freed when both reach zero.
  *
+ * A node's coordinate never changes, so requests read it without a lock.
+ * A rename keeps inode numbers, as POSIX does (a shell whose cwd is in a
+ * renamed directory stays there): the renamed node and every node within
+ * it hand their numbers and lookup counts to new nodes of the new
+ * coordinates and step out of both tables ("detached", with moved naming
+ * the successor, for the handles and requests that hold them); a node
+ * whose name the rename took stays in by_ino for the kernel's forget but
+ * answers no request by its number ("replaced": fs_inode.c, node_moved).
+ *
  * Directories made by mkdir that hold no data yet are "pending": kept in
  * memory only (struct fs.pending), shown in listings and lookups like live
  * ones, and dropped by rmdir or at unmount.  Deleting the last version of a
@@ -79,7 +88,9 @@ struct node {
 	uint64_t nlookup;
 	uint64_t refs;
 	uint32_t writers;	/* open handles that may create the file */
-	bool orphan;		/* out of by_key: its name was renamed */
+	bool orphan;		/* out of by_key: renamed, or replaced */
+	bool detached;		/* out of by_ino too: renamed, its number
+				   went to moved (on fs.detached) */
 	struct node *moved;	/* renamed: requests go there (a reference) */
 	struct coord c;		/* owns its strings and bytes */
 	struct buf key;		/* c serialised: the identity */
@@ -131,6 +142,11 @@ struct fs {
 	 * file's place is read and written to in one step that no rename
 	 * splits, so a write through a descriptor lands where the file is
 	 * (a rename's data move and its node changes happen together).
+	 * Lookup, getattr, setattr, open and the listing of a row, family,
+	 * column or range take it to read too, between finding a node and
+	 * reading at its coordinate.  Never a read of an open file: a
+	 * commit holds it while the kernel invalidates pages, which may wait
+	 * for that read.  Never twice in one thread: it prefers writers.
 	 */
 	pthread_rwlock_t rename_lock;
 	struct mutex lock;
@@ -142,6 +158,8 @@ struct fs {
 	struct buf peek_key;		/* node_peek's key, under lock */
 	fuse_ino_t next_ino;
 	struct node *root;
+	struct node *detached;		/* renamed nodes still held, by
+					   ino_next */
 	struct pending *pending;	/* an array, in no order */
 	uint64_t pending_gen;		/* counts changes to the pending set */
 	size_t pending_count;
@@ -206,8 +224,8 @@ bool coord_same_upto(const struct coord *a, const struct coord *b,
     enum node_kind kind);
 /* Find or make the node for c; returned with a reference (node_put). */
 struct node *node_obtain(struct fs *fs, const struct coord *c);
-/* The node numbered ino with a reference, or NULL; requests for a renamed
- * node go where the rename sent them (node_moved()), and so do these. */
+/* The node numbered ino with a reference, or NULL (never made, forgotten,
+ * or replaced by a rename onto its name). */
 struct node *node_get(struct fs *fs, fuse_ino_t ino);
 /* The same for a node the caller holds: where n is now, referenced. */
 struct node *node_follow(struct fs *fs, struct node *n);
@@ -216,12 +234,15 @@ void node_lookup_add(struct fs *fs, struct node *n);
 void node_forget(struct fs *fs, fuse_ino_t ino, uint64_t nlookup);
 /* The inode number of c if the kernel may know it, else 0. */
 fuse_ino_t node_peek(struct fs *fs, const struct coord *c);
-/* After a rename, send requests for src's inode to dst's node and let a
- * new src node be made for the old name. */
+/* After a rename of src onto dst, with the rename lock held to write:
+ * src's inode number (and lookups) now names dst, whose node, if any, is
+ * replaced; a new src node may be made for the old name.  0 or -ENOMEM. */
 int node_moved(struct fs *fs, const struct coord *src,
     const struct coord *dst);
-/* After a rename of directory src to dst: the same for src and every name
- * within it, and the pending directories within src move to dst. */
+/* After a rename of directory src to dst: every node within dst is
+ * replaced, src and every node within it keep their numbers at their new
+ * names (node_moved()), and the pending directories within src move to
+ * dst. */
 int node_tree_moved(struct fs *fs, const struct coord *src,
     const struct coord *dst);
 void node_writers_add(struct fs *fs, struct node *n, int delta);
@@ -442,6 +463,11 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino,
     struct fuse_file_info *fi);
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
     int to_set, struct fuse_file_info *fi);
+/* The node a request on ino with fi (an open file, or NULL) is about,
+ * referenced: the open file's, where it is now, since a file replaced
+ * by a rename is still its descriptors'; else node_get(ino). */
+struct node *fs_file_node_get(struct fs *fs, fuse_ino_t ino,
+    const struct fuse_file_info *fi);
 
 /* fs_rename.c: changes to names. */
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -731,10 +731,9 @@ fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct stat st;
 	int rc;
 
-	(void)fi;
 	/* A rename moves the data, then the nodes: none in between. */
 	pthread_rwlock_rdlock(&fs->rename_lock);
-	if ((n = node_get(fs, ino)) == NULL) {
+	if ((n = fs_file_node_get(fs, ino, fi)) == NULL) {
 		pthread_rwlock_unlock(&fs->rename_lock);
 		fuse_reply_err(req, ENOENT);
 		return;

@@ -366,17 +366,23 @@ fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct node *n;
 	int rc;
 
+	/* The file is found and read with no rename between (a read of a
+	 * place the rename just emptied would be ENOENT). */
+	pthread_rwlock_rdlock(&fs->rename_lock);
 	if ((n = node_get(fs, ino)) == NULL) {
+		pthread_rwlock_unlock(&fs->rename_lock);
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
 	if ((n->c.kind == NODE_QUERY_ROW &&
 	    (rc = fs_access_query(fs, req, n->c.table)) < 0) ||
 	    (rc = fileh_open(fs, n, fi->flags, false, &fh)) < 0) {
+		pthread_rwlock_unlock(&fs->rename_lock);
 		node_put(fs, n);
 		fuse_reply_err(req, fs_errno(rc));
 		return;
 	}
+	pthread_rwlock_unlock(&fs->rename_lock);
 	fi->fh = (uintptr_t)fh;
 	fileh_cache_mode(fh, fi);
 	/* A reader's close has nothing to commit: spare it the FLUSH. */
@@ -459,14 +465,26 @@ fileh_temp_read(struct fs *fs, struct fileh *fh, off_t off, size_t size,
 	return rc;
 }
 
-/* The value that fh's latest names now, into out; lock held. */
+/*
+ * The value that fh's latest names now (where a rename of its column
+ * took it), into out; lock held.  No read takes the rename lock: a commit
+ * holds it while the kernel invalidates pages, which may wait for a read
+ * in flight, and a rename queued behind the commit would hold the read
+ * back (the lock prefers writers).  A read that meets a rename reads
+ * nothing new, and the next one reads at the new name.
+ */
 static int
 fileh_load_latest(struct fs *fs, struct fileh *fh, struct buf *out)
 {
+	struct node *now;
 	bool found;
+	int rc;
 
 	mutex_assert_held(&fh->lock);
-	return fs_load_value(fs, &fh->node->c, out, &found, NULL);
+	now = node_follow(fs, fh->node);
+	rc = fs_load_value(fs, &now->c, out, &found, NULL);
+	node_put(fs, now);
+	return rc;
 }
 
 /*
@@ -479,10 +497,16 @@ fileh_reread(struct fs *fs, struct fileh *fh)
 {
 	const struct bt_cell *cell;
 	struct bt_row *row;
+	struct node *now;
 	int rc;
 
 	mutex_assert_held(&fh->lock);
-	if ((rc = fs_read_cell(fs, &fh->node->c, false, &row, &cell)) != 0)
+	/* Where the file is now: tail -f follows a rename of its column
+	 * (without the rename lock: fileh_load_latest()). */
+	now = node_follow(fs, fh->node);
+	rc = fs_read_cell(fs, &now->c, false, &row, &cell);
+	node_put(fs, now);
+	if (rc != 0)
 		return rc == BT_NOTFOUND ? 0 : rc;
 	bt_row_free(fh->row);
 	fh->row = row;
@@ -730,8 +754,25 @@ temp_setattr(struct fs *fs, struct node *n, const struct stat *attr,
 	return rc;
 }
 
-/* chmod, chown and utimens succeed without effect (on temporary files
- * they set the mode and mtime shown); sizes truncate. */
+struct node *
+fs_file_node_get(struct fs *fs, fuse_ino_t ino,
+    const struct fuse_file_info *fi)
+{
+	const struct fileh *fh;
+
+	/* A directory's requests carry no handle (fh 0: opendir makes
+	 * none), and the kernel sends a getattr's only for a file. */
+	if (fi == NULL || fi->fh == 0)
+		return node_get(fs, ino);
+	fh = (const struct fileh *)(uintptr_t)fi->fh;
+	return node_follow(fs, fh->node);
+}
+
+/*
+ * chmod, chown and utimens succeed without effect (on temporary files
+ * they set the mode and mtime shown); sizes truncate.  Under the rename
+ * lock, read: a truncation by path reads and writes where the file is.
+ */
 void
 fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
     struct fuse_file_info *fi)
@@ -742,7 +783,9 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	struct stat st;
 	int rc = 0;
 
-	if ((n = node_get(fs, ino)) == NULL) {
+	pthread_rwlock_rdlock(&fs->rename_lock);
+	if ((n = fs_file_node_get(fs, ino, fi)) == NULL) {
+		pthread_rwlock_unlock(&fs->rename_lock);
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -783,6 +826,7 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		st.st_blocks = (blkcnt_t)((fh->data.n + 511) / 512);
 		mutex_unlock(&fh->lock);
 	}
+	pthread_rwlock_unlock(&fs->rename_lock);
 	if (rc < 0)
 		fuse_reply_err(req, fs_errno(rc));
 	else

@@ -306,6 +306,10 @@ fs_release(struct fs *fs)
 			node_free(n);
 		}
 	}
+	for (struct node *n = fs->detached, *next; n != NULL; n = next) {
+		next = n->ino_next;
+		node_free(n);
+	}
 	for (size_t i = 0; i < fs->pending_count; i++) {
 		coord_release(&fs->pending[i].c);
 		buf_release(&fs->pending[i].key);
@@ -369,6 +373,22 @@ find_key(struct fs *fs, const struct buf *key, uint64_t hash)
 	return NULL;
 }
 
+/* Insert n, numbered, in both tables; lock held. */
+static void
+node_insert(struct fs *fs, struct node *n)
+{
+	mutex_assert_held(&fs->lock);
+	if (fs->count >= fs->buckets)
+		tables_grow(fs);
+	n->ino_next = fs->by_ino[n->ino % fs->buckets];
+	fs->by_ino[n->ino % fs->buckets] = n;
+	n->key_next = fs->by_key[n->hash % fs->buckets];
+	fs->by_key[n->hash % fs->buckets] = n;
+	fs->count++;
+	if (n->c.kind == NODE_RANGE)
+		fs->ranges++;
+}
+
 struct node *
 node_obtain(struct fs *fs, const struct coord *c)
 {
@@ -410,16 +430,8 @@ node_obtain(struct fs *fs, const struct coord *c)
 			return other;
 		}
 	}
-	if (fs->count >= fs->buckets)
-		tables_grow(fs);
 	n->ino = fs->next_ino++;
-	n->ino_next = fs->by_ino[n->ino % fs->buckets];
-	fs->by_ino[n->ino % fs->buckets] = n;
-	n->key_next = fs->by_key[hash % fs->buckets];
-	fs->by_key[hash % fs->buckets] = n;
-	fs->count++;
-	if (n->c.kind == NODE_RANGE)
-		fs->ranges++;
+	node_insert(fs, n);
 	mutex_unlock(&fs->lock);
 	return n;
 fail:
@@ -449,16 +461,17 @@ node_moved_to(struct node *n)
 	return n;
 }
 
+/* An orphan in by_ino was replaced: its number names nothing now. */
 struct node *
 node_get(struct fs *fs, fuse_ino_t ino)
 {
 	struct node *n;
 
 	mutex_lock(&fs->lock);
-	if ((n = find_ino(fs, ino)) != NULL) {
-		n = node_moved_to(n);
+	if ((n = find_ino(fs, ino)) != NULL && n->orphan)
+		n = NULL;
+	if (n != NULL)
 		n->refs++;
-	}
 	mutex_unlock(&fs->lock);
 	return n;
 }
@@ -473,7 +486,9 @@ node_follow(struct fs *fs, struct node *n)
 	return n;
 }
 
-/* Unlink n from both tables and free it if nothing holds it; lock held. */
+/* Unlink n from both tables (a detached node: from fs.detached) and
+ * free it if nothing holds it, then the same for the node it moved to;
+ * lock held. */
 static void
 node_maybe_free(struct fs *fs, struct node *n)
 {
@@ -482,7 +497,8 @@ node_maybe_free(struct fs *fs, struct node *n)
 	mutex_assert_held(&fs->lock);
 	assert(n != fs->root || n->refs > 0);
 	while (n != NULL && n->refs == 0 && n->nlookup == 0) {
-		for (pp = &fs->by_ino[n->ino % fs->buckets]; *pp != n;
+		for (pp = n->detached ? &fs->detached :
+		    &fs->by_ino[n->ino % fs->buckets]; *pp != n;
 		    pp = &(*pp)->ino_next)
 			;
 		*pp = n->ino_next;
@@ -518,6 +534,53 @@ node_orphan(struct fs *fs, struct node *n)
 	n->orphan = true;
 }
 
+/*
+ * Give current node from's number to to, a new node of its new name, and
+ * detach from (out of by_ino too, onto fs.detached): what the kernel
+ * holds of from (its lookups) and what open handles count on it (writers)
+ * go with the number; from moves to to, with a reference, so that the
+ * handles and requests holding it find where it went (node_follow()).
+ * Lock held.
+ */
+static void
+node_renumber(struct fs *fs, struct node *from, struct node *to)
+{
+	struct node **pp;
+
+	mutex_assert_held(&fs->lock);
+	assert(!from->orphan && from->moved == NULL);
+	for (pp = &fs->by_ino[from->ino % fs->buckets]; *pp != from;
+	    pp = &(*pp)->ino_next)
+		;
+	*pp = from->ino_next;
+	node_orphan(fs, from);
+	from->detached = true;
+	from->ino_next = fs->detached;
+	fs->detached = from;
+
+	to->ino = from->ino;
+	to->nlookup = from->nlookup;
+	to->writers = from->writers;
+	to->listed = from->listed;
+	to->listed_ages = from->listed_ages;
+	to->listed_seq = from->listed_seq;
+	to->listed_gen = from->listed_gen;
+	to->listed_at = from->listed_at;
+	to->refs = 1;		/* from->moved's */
+	from->nlookup = 0;
+	from->writers = 0;
+	from->moved = to;
+	node_insert(fs, to);
+	node_maybe_free(fs, from);
+}
+
+/*
+ * The kernel gave src's inode the name dst: the number now names dst (a
+ * new node takes it, since a node's coordinate never changes under the
+ * requests that read it) and a node that had dst's name is replaced.
+ * The rename lock, held to write, keeps lookups and the requests that
+ * resolve and read under it out until both are done.
+ */
 int
 node_moved(struct fs *fs, const struct coord *src, const struct coord *dst)
 {
@@ -525,28 +588,34 @@ node_moved(struct fs *fs, const struct coord *src, const struct coord *dst)
 	struct buf key;
 	int rc;
 
-	if ((to = node_obtain(fs, dst)) == NULL)
+	if ((to = bt_calloc(1, sizeof(*to))) == NULL)
 		return -ENOMEM;
 	buf_init(&key);
-	if ((rc = coord_key(src, &key)) < 0) {
-		node_put(fs, to);
+	if ((rc = coord_copy(&to->c, dst)) < 0) {
+		bt_free(to);
 		goto out;
 	}
+	buf_init(&to->key);
+	if ((rc = coord_key(dst, &to->key)) < 0 ||
+	    (rc = coord_key(src, &key)) < 0)
+		goto out_free;
+	to->hash = hash64(buf_slice(&to->key), NODE_KEY_SEED);
+	if (key.n == to->key.n && memcmp(key.p, to->key.p, key.n) == 0)
+		goto out_free;		/* onto itself */
 	mutex_lock(&fs->lock);
+	if ((old = find_key(fs, &to->key, to->hash)) != NULL) {
+		node_orphan(fs, old);	/* replaced */
+		node_maybe_free(fs, old);
+	}
 	from = find_key(fs, &key, hash64(buf_slice(&key), NODE_KEY_SEED));
-	if (from != NULL && from != to) {
-		node_orphan(fs, from);
-		old = from->moved;
-		from->moved = to;	/* our reference passes to it */
-		if (old != NULL) {
-			old->refs--;
-			node_maybe_free(fs, old);
-		}
-	} else {
-		to->refs--;
-		node_maybe_free(fs, to);
+	if (from != NULL && from != fs->root) {
+		node_renumber(fs, from, to);
+		to = NULL;
 	}
 	mutex_unlock(&fs->lock);
+out_free:
+	if (to != NULL)
+		node_free(to);
 out:
 	buf_release(&key);
 	return rc;
@@ -564,11 +633,13 @@ node_put(struct fs *fs, struct node *n)
 	mutex_unlock(&fs->lock);
 }
 
+/* The kernel's lookups count on the node that has n's number now: a
+ * create, not under the rename lock, may have met a rename. */
 void
 node_lookup_add(struct fs *fs, struct node *n)
 {
 	mutex_lock(&fs->lock);
-	n->nlookup++;
+	node_moved_to(n)->nlookup++;
 	mutex_unlock(&fs->lock);
 }
 
@@ -610,10 +681,14 @@ node_peek(struct fs *fs, const struct coord *c)
 	return ino;
 }
 
+/* Writers are counted where the node is now: a rename takes them along
+ * (node_renumber()). */
 void
 node_writers_add(struct fs *fs, struct node *n, int delta)
 {
 	mutex_lock(&fs->lock);
+	n = node_moved_to(n);
+	assert(delta >= 0 || n->writers >= (uint32_t)-delta);
 	n->writers += delta;
 	mutex_unlock(&fs->lock);
 }
@@ -624,7 +699,7 @@ node_writers(struct fs *fs, struct node *n)
 	uint32_t w;
 
 	mutex_lock(&fs->lock);
-	w = n->writers;
+	w = node_moved_to(n)->writers;
 	mutex_unlock(&fs->lock);
 	return w;
 }
@@ -825,13 +900,14 @@ coord_under(const struct coord *p, const struct coord *c)
 }
 
 /* Whether p is directory c (a row, family or column) or a name in it at
- * any depth, control names (latest, increment, @TS) and temporary files
- * included. */
+ * any depth, control names (latest, increment, @TS), temporary files and
+ * time ranges included. */
 static bool
 coord_within(const struct coord *p, const struct coord *c)
 {
 	return ((p->kind >= c->kind && p->kind <= NODE_INCREMENT) ||
-	    p->kind == NODE_TEMP) && coord_same_upto(p, c, c->kind);
+	    p->kind == NODE_TEMP || p->kind == NODE_RANGE ||
+	    p->kind == NODE_RANGE_VERSION) && coord_same_upto(p, c, c->kind);
 }
 
 /* p, within directory src, with src's coordinates replaced by dst's (a
@@ -886,10 +962,10 @@ coord_list_release(struct coord_list *l)
 
 /*
  * After directory src was renamed to dst (a row, family or column of the
- * same kind): the kernel keeps the inode of src, and of every name inside
- * it that it knows, under their new names, so each such node sends its
- * requests to the node of its new coordinates (node_moved()); and the
- * pending directories within src move within dst.
+ * same kind): what the kernel knew within dst is gone (POSIX: dst was
+ * empty, and is replaced), and it keeps the inode of src, and of every
+ * name inside it that it knows, under their new names (node_moved());
+ * the pending directories within src move within dst.
  */
 int
 node_tree_moved(struct fs *fs, const struct coord *src,
@@ -900,6 +976,17 @@ node_tree_moved(struct fs *fs, const struct coord *src,
 	int rc = 0;
 
 	mutex_lock(&fs->lock);
+	for (size_t b = 0; b < fs->buckets; b++) {
+		struct node *n, *next;
+
+		for (n = fs->by_ino[b]; n != NULL; n = next) {
+			next = n->ino_next;
+			if (!n->orphan && coord_within(&n->c, dst)) {
+				node_orphan(fs, n);	/* replaced */
+				node_maybe_free(fs, n);
+			}
+		}
+	}
 	for (size_t b = 0; b < fs->buckets && rc == 0; b++)
 		for (struct node *n = fs->by_ino[b]; n != NULL && rc == 0;
 		    n = n->ino_next)

@@ -588,28 +588,47 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     bool plus)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	struct node *dir = NULL;
 	struct listing *l;
 	struct dir_ahead *a;
-	bool table;
+	bool table, locked;
 	size_t used = 0, len, i;
 	char *p = NULL, *reply = NULL;
 	struct stat st;
 	bool end = false;
 	int rc;
 
+	/*
+	 * A row, family, column or time range is listed with no rename
+	 * between finding it and reading it, and its entries are named where
+	 * it is now (a listing begun before a rename continues after it).
+	 * No rename moves the others (a table's listing streams).
+	 */
+	pthread_rwlock_rdlock(&fs->rename_lock);
+	locked = true;
 	if ((rc = listing_take(fs, ino, off, &l)) < 0) {
+		pthread_rwlock_unlock(&fs->rename_lock);
 		fuse_reply_err(req, fs_errno(rc));
 		return;
 	}
+	table = l->dir->c.kind == NODE_TABLE;
+	if (l->dir->c.kind != NODE_ROW && l->dir->c.kind != NODE_FAMILY &&
+	    l->dir->c.kind != NODE_COLUMN && l->dir->c.kind != NODE_RANGE) {
+		pthread_rwlock_unlock(&fs->rename_lock);
+		locked = false;
+	}
+	dir = node_follow(fs, l->dir);
 	/* A query's rows tell of every family it does not filter out. */
-	if (l->dir->c.kind == NODE_QUERY &&
-	    (rc = fs_access_query(fs, req, l->dir->c.table)) < 0) {
+	if (dir->c.kind == NODE_QUERY &&
+	    (rc = fs_access_query(fs, req, dir->c.table)) < 0) {
+		if (locked)
+			pthread_rwlock_unlock(&fs->rename_lock);
+		node_put(fs, dir);
 		listing_give(fs, l, true);
 		fuse_reply_err(req, fs_errno(rc));
 		return;
 	}
 	a = &l->ahead;
-	table = l->dir->c.kind == NODE_TABLE;
 	mutex_lock(&l->lock);
 	if (table && a->ready && !plus && off == a->from && size == a->size) {
 		a->ready = false;
@@ -632,12 +651,12 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		goto out;
 	}
 	if (l->ents == NULL &&
-	    (rc = fs_dir_snapshot(fs, l->dir, &l->ents, &l->count)) < 0)
+	    (rc = fs_dir_snapshot(fs, dir, &l->ents, &l->count)) < 0)
 		goto out;
 	end = (size_t)off >= l->count;
 	for (i = (size_t)off; i < l->count; i++) {
 		struct dent *d = &l->ents[i];
-		struct coord c = l->dir->c;
+		struct coord c = dir->c;
 
 		c.kind = d->kind;
 		switch (d->kind) {
@@ -687,7 +706,9 @@ out:
 	/* An empty reply is the end the kernel's cache waits for. */
 	if (rc == 0 && end && used == 0)
 		if (l->whole)
-			fs_listing_done(fs, l->dir, &l->version, &l->opened);
+			fs_listing_done(fs, dir, &l->version, &l->opened);
+	if (locked)
+		pthread_rwlock_unlock(&fs->rename_lock);
 	if (rc < 0 && used == 0)
 		fuse_reply_err(req, fs_errno(rc));
 	else
@@ -700,8 +721,9 @@ out:
 	bt_free(p);
 	/* The kernel's readdir cache would serve a query's rows to callers
 	 * the daemon has not checked (fs_access.c): it keeps none. */
-	if (l->dir->c.kind == NODE_QUERY)
-		fuse_lowlevel_notify_inval_inode(fs->se, l->dir->ino, 0, 0);
+	if (dir->c.kind == NODE_QUERY)
+		fuse_lowlevel_notify_inval_inode(fs->se, dir->ino, 0, 0);
+	node_put(fs, dir);
 	listing_give(fs, l, rc < 0 || (end && used == 0));
 }
 

@@ -219,6 +219,10 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	buf_init(&s1);
 	buf_init(&s2);
+	/* Both names are resolved with no other rename between: one that
+	 * moved a parent meanwhile would leave them naming its old place. */
+	pthread_rwlock_wrlock(&fs->rename_lock);
+	locked = true;
 	if ((sdir = node_get(fs, parent)) == NULL ||
 	    (ddir = node_get(fs, newparent)) == NULL) {
 		rc = -ENOENT;
@@ -237,8 +241,6 @@ fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if ((rc = fs_access_rename(fs, req, &src, &dst)) < 0)
 		goto out;
-	pthread_rwlock_wrlock(&fs->rename_lock);
-	locked = true;
 	if (src.kind == NODE_TABLE || dst.kind == NODE_TABLE) {
 		rc = -EPERM;
 		goto out;
