@@ -22,9 +22,11 @@ struct log_position {
 	uint64_t offset;	/* byte offset of the record in its segment */
 };
 
+#define LOG_DEFAULT_SEGMENT_SIZE	(64ull << 20)
+
 struct log_options {
 	/* Start a new segment once the current one passes this size.
-	 * Default (0): 64 MiB. */
+	 * Default (0): LOG_DEFAULT_SEGMENT_SIZE. */
 	uint64_t segment_size;
 	/* Reserve a segment's space ahead of its records only while the
 	 * filesystem keeps at least this many bytes free besides (the

@@ -53,7 +53,6 @@
 #include "util/error.h"
 #include "util/mutex.h"
 
-#define LOG_DEFAULT_SEGMENT_SIZE	(64ull << 20)
 /* A write buffer grown past 4 times this is given back after use. */
 #define LOG_BATCH_MAX			(1u << 20)
 /* Segment paths are the directory plus "/" 16 digits ".log" and a NUL. */

@@ -531,6 +531,14 @@ rados_env_is(const struct env *env)
 	return env->ops == &rados_ops;
 }
 
+uint64_t
+env_max_file_size(const struct env *env)
+{
+	if (!rados_env_is(env))
+		return UINT64_MAX;
+	return ((const struct rados_env *)env)->max_object;
+}
+
 /* An unsigned number from the client's configuration, or dflt. */
 static uint64_t
 rados_conf_u64(rados_t cluster, const char *option, uint64_t dflt)
