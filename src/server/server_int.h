@@ -351,8 +351,9 @@ int master_collect_files(struct server *s);
  * memtables of all tablets together: a memtable is frozen once it holds
  * master_freeze_size() bytes (half the budget, and at most
  * server_tablet_size_max(), so that its flush fits in one file), so
- * that it can flush while the next one fills, and writers wait while active and frozen
- * memtables together hold the whole budget (server_write.c).
+ * that it can flush while the next one fills, and writers wait while
+ * active and frozen memtables together hold the whole budget
+ * (server_write.c).
  */
 size_t master_freeze_size(const struct server *s);
 /*

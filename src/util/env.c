@@ -227,7 +227,7 @@ env_rados_new(const char *conf, const char *pool, const char *client_id,
 	    pool != NULL ? pool : "?");
 }
 
-/* No RADOS env can exist: these are never reached with one. */
+/* No RADOS env can exist: every file is unbounded. */
 uint64_t
 env_max_file_size(const struct env *env)
 {
@@ -235,6 +235,7 @@ env_max_file_size(const struct env *env)
 	return UINT64_MAX;
 }
 
+/* No RADOS env can exist: these are never reached with one. */
 void
 env_rados_on_fenced(struct env *env, void (*cb)(void *arg), void *arg)
 {
