@@ -545,8 +545,8 @@ server_open(const char *path, const struct server_options *opts,
 	if (!s->opts.read_only) {
 		/* A nearly full disk is left to the flushes (log.h).  On
 		 * storage whose files are bounded (the RADOS object limit),
-		 * a segment is cut at half the bound, so that the batch
-		 * that passes the cut still fits (docs/rados.md). */
+		 * a segment is cut at half the bound, and a batch that
+		 * would pass the bound starts the next one (docs/rados.md). */
 		struct log_options log_opts = {
 			.reserve_headroom = s->opts.memtable_size,
 		};
@@ -554,6 +554,8 @@ server_open(const char *path, const struct server_options *opts,
 
 		if (limit != UINT64_MAX && limit / 2 < LOG_DEFAULT_SEGMENT_SIZE)
 			log_opts.segment_size = limit / 2;
+		if (limit != UINT64_MAX)
+			log_opts.max_file_size = limit;
 
 		if ((rc = catalog_meta_set(s->catalog, "last_seq",
 		    s->next_seq - 1)) < 0)
