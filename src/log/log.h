@@ -22,10 +22,17 @@ struct log_position {
 	uint64_t offset;	/* byte offset of the record in its segment */
 };
 
+#define LOG_DEFAULT_SEGMENT_SIZE	(64ull << 20)
+
 struct log_options {
 	/* Start a new segment once the current one passes this size.
-	 * Default (0): 64 MiB. */
+	 * Default (0): LOG_DEFAULT_SEGMENT_SIZE. */
 	uint64_t segment_size;
+	/* The size no segment may pass (the storage's largest file:
+	 * env_max_file_size()): a batch that would end past it starts a
+	 * new segment first; one that cannot fit even in a new segment
+	 * fails with the env's -EFBIG.  0: unbounded. */
+	uint64_t max_file_size;
 	/* Reserve a segment's space ahead of its records only while the
 	 * filesystem keeps at least this many bytes free besides (the
 	 * tablet server's memtable budget, so that a nearly full disk is

@@ -53,7 +53,6 @@
 #include "util/error.h"
 #include "util/mutex.h"
 
-#define LOG_DEFAULT_SEGMENT_SIZE	(64ull << 20)
 /* A write buffer grown past 4 times this is given back after use. */
 #define LOG_BATCH_MAX			(1u << 20)
 /* Segment paths are the directory plus "/" 16 digits ".log" and a NUL. */
@@ -68,6 +67,7 @@ struct log_writer {
 	struct env *env;
 	char *dir;
 	uint64_t segment_size;
+	uint64_t max_file_size;	/* log_options.max_file_size; 0: none */
 	uint64_t headroom;	/* log_options.reserve_headroom */
 
 	struct mutex mu;
@@ -288,6 +288,7 @@ log_writer_open(struct env *env, const char *dir, uint64_t first_segment,
 	w->env = env;
 	w->segment_size = opts != NULL && opts->segment_size != 0 ?
 	    opts->segment_size : LOG_DEFAULT_SEGMENT_SIZE;
+	w->max_file_size = opts != NULL ? opts->max_file_size : 0;
 	w->headroom = opts != NULL ? opts->reserve_headroom : 0;
 	buf_init(&w->batch);
 	if ((w->dir = bt_strdup(dir)) == NULL)
@@ -401,6 +402,17 @@ writer_rotate(struct log_writer *w)
 	return 0;
 }
 
+/* Whether a batch of bytes (framed, before the synced field that its
+ * first record may carry) would end the segment past max_file_size; a
+ * segment that holds no record yet is not given up for a new one. */
+static bool
+writer_passes_max(const struct log_writer *w, size_t bytes)
+{
+	return w->max_file_size != 0 &&
+	    w->offset > LOG_SEGMENT_HEADER_SIZE &&
+	    w->offset + bytes + LOG_RECORD_SYNCED_SIZE > w->max_file_size;
+}
+
 /*
  * Frame one record at h (format.h), with the synced field when synced is
  * not 0; the bytes it takes.
@@ -441,7 +453,8 @@ writer_write(struct log_writer *w, const struct slice *records,
 		rc = writer_poisoned(w);
 		goto out;
 	}
-	if (w->offset >= w->segment_size && (rc = writer_rotate(w)) < 0)
+	if ((w->offset >= w->segment_size || writer_passes_max(w, bytes)) &&
+	    (rc = writer_rotate(w)) < 0)
 		goto out;
 	buf_clear(&w->batch);
 	/* The first record after a sync says how far it reached. */

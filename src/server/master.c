@@ -107,7 +107,10 @@ master_assign_tablets(struct server *s)
 size_t
 master_freeze_size(const struct server *s)
 {
-	return s->opts.memtable_size / 2;
+	uint64_t half = s->opts.memtable_size / 2;
+
+	return half < server_tablet_size_max(s) ? half :
+	    server_tablet_size_max(s);
 }
 
 void

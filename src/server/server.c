@@ -549,10 +549,19 @@ server_open(const char *path, const struct server_options *opts,
 	s->applied_upto = s->next_seq - 1;
 	atomic_store(&s->visible_seq, s->applied_upto);
 	if (!s->opts.read_only) {
-		/* A nearly full disk is left to the flushes (log.h). */
+		/* A nearly full disk is left to the flushes (log.h).  On
+		 * storage whose files are bounded (the RADOS object limit),
+		 * a segment is cut at half the bound, and a batch that
+		 * would pass the bound starts the next one (docs/rados.md). */
 		struct log_options log_opts = {
 			.reserve_headroom = s->opts.memtable_size,
 		};
+		uint64_t limit = env_max_file_size(s->env);
+
+		if (limit != UINT64_MAX && limit / 2 < LOG_DEFAULT_SEGMENT_SIZE)
+			log_opts.segment_size = limit / 2;
+		if (limit != UINT64_MAX)
+			log_opts.max_file_size = limit;
 
 		if ((rc = catalog_meta_set(s->catalog, "last_seq",
 		    s->next_seq - 1)) < 0)

@@ -290,6 +290,16 @@ struct tablet *server_tablet_map_find(const struct tablet_map *m,
 int server_tables_snapshot(struct server *s, struct server_table ***out,
     size_t *count);
 void server_tables_snapshot_free(struct server_table **list, size_t count);
+/*
+ * The largest tablet size the store's files allow: half the env's
+ * largest file (env_max_file_size(): the RADOS object limit), since a
+ * major compaction writes a locality group of a tablet as one SSTable
+ * and a tablet may outgrow its size before the master splits it
+ * (docs/rados.md, "The object size limit"); UINT64_MAX when files are
+ * unbounded.  A table's tablet_size is held to it when the table is
+ * built, and createtable refuses more.
+ */
+uint64_t server_tablet_size_max(const struct server *s);
 /* A table with its schema and tablets as the catalog has them (build:
  * given them, and made: a new table's, which have no files; load:
  * reading them), its tablets open. */
@@ -341,9 +351,11 @@ int master_collect_files(struct server *s);
 /*
  * The memtable budget, memtable_size, holds the active and the frozen
  * memtables of all tablets together: a memtable is frozen once it holds
- * master_freeze_size() bytes (half the budget), so that it can flush
- * while the next one fills, and writers wait while active and frozen
- * memtables together hold the whole budget (server_write.c).
+ * master_freeze_size() bytes (half the budget, and at most
+ * server_tablet_size_max(), so that its flush fits in one file), so
+ * that it can flush while the next one fills, and writers wait while
+ * active and frozen memtables together hold the whole budget
+ * (server_write.c).
  */
 size_t master_freeze_size(const struct server *s);
 /*

@@ -203,10 +203,21 @@ server_table_create(struct server *s, const char *name,
 {
 	struct catalog_family *fams;
 	struct schema_prep p;
+	uint64_t max = server_tablet_size_max(s);
 	int rc;
 
 	if ((rc = check_writable(s)) < 0)
 		return rc;
+	if (tablet_size == 0)
+		tablet_size = CATALOG_DEFAULT_TABLET_SIZE < max ?
+		    CATALOG_DEFAULT_TABLET_SIZE : max;
+	else if (tablet_size > max)
+		return bt_error_set(-EINVAL, "tablet_size of %" PRIu64
+		    " bytes: at most %" PRIu64 " on this storage, half its "
+		    "largest file (%" PRIu64 " bytes, the RADOS "
+		    "osd_max_object_size), as a compaction writes a tablet's "
+		    "data as one SSTable", tablet_size, max,
+		    env_max_file_size(s->env));
 	if ((fams = bt_calloc(family_count + 1, sizeof(*fams))) == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < family_count; i++) {
@@ -226,7 +237,7 @@ server_table_create(struct server *s, const char *name,
 	p.s = s;
 	mutex_lock(&s->tables_mu);
 	rc = catalog_table_create_as(s->catalog, name, access,
-	    tablet_size ? tablet_size : CATALOG_DEFAULT_TABLET_SIZE, fams,
+	    tablet_size, fams,
 	    family_count, NULL, 0, splits, split_count, NULL, &p.prepare);
 	if (rc == 0) {
 		s->tables[s->table_count++] = p.made;	/* reserved */
@@ -459,12 +470,13 @@ compact_flush(struct server *s, struct tablet *t)
  * background flush or compaction runs meanwhile: the background would
  * flush only after waiting a round, and might then merge the new file
  * with others just before this rewrites them all.  Returns the first
- * error.
+ * error, with its detail (the later steps set details of their own).
  */
 static int
 compact_all(struct server *s, const char *table, bool major, bool compact)
 {
 	struct server_table **tables;
+	char detail[512] = "";
 	size_t count;
 	int rc, first = 0;
 
@@ -482,15 +494,21 @@ compact_all(struct server *s, const char *table, bool major, bool compact)
 
 			if ((rc = compact_flush(s, t)) == 0 && compact)
 				rc = tablet_compact(t, major, server_now(s));
-			if (rc < 0 && first == 0)
+			if (rc < 0 && first == 0) {
 				first = rc;
+				snprintf(detail, sizeof(detail), "%s",
+				    bt_error_detail());
+			}
 		}
 		server_tablet_map_unref(m);
 		/* Then split or merge what the compaction resized, as a
 		 * background round would. */
 		if (compact && (rc = master_balance_table(s, tables[i])) < 0 &&
-		    first == 0)
+		    first == 0) {
 			first = rc;
+			snprintf(detail, sizeof(detail), "%s",
+			    bt_error_detail());
+		}
 	}
 	mutex_unlock(&s->work_mu);
 	server_tables_snapshot_free(tables, count);
@@ -502,6 +520,8 @@ compact_all(struct server *s, const char *table, bool major, bool compact)
 	server_segments_collect(s);
 	/* Room again: take the reserve back. */
 	(void)server_space_full(s);
+	if (first < 0 && detail[0] != '\0')
+		return bt_error_set(first, "%s", detail);
 	return first;
 }
 

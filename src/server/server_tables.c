@@ -187,6 +187,14 @@ server_table_find_id_locked(struct server *s, uint64_t id)
 	return NULL;
 }
 
+uint64_t
+server_tablet_size_max(const struct server *s)
+{
+	uint64_t limit = env_max_file_size(s->env);
+
+	return limit == UINT64_MAX ? UINT64_MAX : limit / 2;
+}
+
 /* Build a table from its schema and tablets as the catalog has them,
  * opening the tablets: with their files, or (made) a new table's, which
  * have none. */
@@ -208,6 +216,8 @@ server_table_build(struct server *s, const struct catalog_table *ct,
 	snprintf(t->name, sizeof(t->name), "%s", ct->name);
 	t->id = ct->id;
 	t->tablet_size = ct->tablet_size;
+	if (t->tablet_size > server_tablet_size_max(s))
+		t->tablet_size = server_tablet_size_max(s);
 	if ((rc = tablet_schema_new(ct, &t->schema)) < 0 ||
 	    (rc = server_access_new(ct, &t->access)) < 0)
 		goto out_free;

@@ -41,6 +41,13 @@ struct tabletd_options {
  * writes fail from then on, so it must not go on answering.
  */
 #define TABLETD_EXIT_FENCED 4
+/*
+ * A server whose store refuses writes until it is reopened (its commit
+ * log failed: bt_stats' writes_refused) exits with this status, without
+ * flushing, so that another server reopens the store and replays its
+ * log (tabletd_server.c).
+ */
+#define TABLETD_EXIT_STORAGE 5
 int tabletd_master_run(const struct tabletd_options *o);
 int tabletd_server_run(const struct tabletd_options *o);
 

@@ -24,6 +24,14 @@
  * more, and it exits at once (TABLETD_EXIT_FENCED) from that call; one
  * whose lease ends first asks the storage before it exits, so that its
  * log says whether it was fenced.
+ *
+ * A store that refuses writes until it is reopened (bt_stats'
+ * writes_refused: a commit-log write or sync failed and could not be
+ * undone, as when the storage times out, docs/rados.md) is given up:
+ * the server exits (TABLETD_EXIT_STORAGE) without flushing, as at the
+ * end of its lease, so that the master gives the store to another
+ * server, whose open replays the log.  Nothing it refused was
+ * acknowledged, and everything acknowledged is in the log.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -97,6 +105,31 @@ lease_lost(void *arg)
 		(void)env_path_size(env, lock, &size);
 	}
 	_exit(TABLETD_EXIT_LEASE);
+}
+
+/* How often the main loop asks the store whether it refuses writes. */
+#define STORE_CHECK_MS	500
+
+/* Exit (TABLETD_EXIT_STORAGE) if the store served refuses writes until
+ * it is reopened; see the top of this file. */
+static void
+store_check(struct tablet_server *ts)
+{
+	struct bt_store *store;
+	struct bt_stats st;
+
+	mutex_lock(&ts->mu);
+	store = ts->store;
+	mutex_unlock(&ts->mu);
+	if (store == NULL)
+		return;
+	bt_store_get_stats(store, &st);
+	if (st.writes_refused >= 0)
+		return;
+	tabletd_log("the store refuses writes until it is reopened (%s): "
+	    "giving %s up to another server; exiting",
+	    bt_strerror(st.writes_refused), ts->cell_storage);
+	_exit(TABLETD_EXIT_STORAGE);
 }
 
 static int
@@ -277,8 +310,11 @@ tabletd_server_run(const struct tabletd_options *o)
 	}
 	tabletd_log("listening on %s, session %d ms", address,
 	    coord_session_timeout_ms(ts.coord));
-	while (!*o->stop)
+	for (unsigned ticks = 1; !*o->stop; ticks++) {
 		tabletd_pause_ms(100);
+		if (ticks % (STORE_CHECK_MS / 100) == 0)
+			store_check(&ts);
+	}
 	status = 0;
 out:
 	/* Stop answering, then unregister (closing the session drops the

@@ -227,6 +227,14 @@ env_rados_new(const char *conf, const char *pool, const char *client_id,
 	    pool != NULL ? pool : "?");
 }
 
+/* No RADOS env can exist: every file is unbounded. */
+uint64_t
+env_max_file_size(const struct env *env)
+{
+	(void)env;
+	return UINT64_MAX;
+}
+
 /* No RADOS env can exist: these are never reached with one. */
 void
 env_rados_on_fenced(struct env *env, void (*cb)(void *arg), void *arg)

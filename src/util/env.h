@@ -168,9 +168,19 @@ int env_rados_new(const char *conf, const char *pool, const char *client_id,
  * negative error, having broken no lock.
  */
 void env_rados_on_fenced(struct env *env, void (*cb)(void *arg), void *arg);
+
 int env_rados_client(struct env *env, char *out, size_t size);
 int env_rados_lock_fence(struct env *env, const char *path, char *fenced,
     size_t size);
+
+/*
+ * The size past which no file of env can grow: for an env from
+ * env_rados_new() the OSDs' osd_max_object_size as the client's conf
+ * gives it (128 MiB unless set); UINT64_MAX for any other env.  The
+ * engine keeps its SSTables and log segments under half of it
+ * (docs/rados.md, "The object size limit").
+ */
+uint64_t env_max_file_size(const struct env *env);
 
 /* Release an env; accepts NULL.  Every file must be closed first. */
 void env_free(struct env *env);

@@ -531,6 +531,14 @@ rados_env_is(const struct env *env)
 	return env->ops == &rados_ops;
 }
 
+uint64_t
+env_max_file_size(const struct env *env)
+{
+	if (!rados_env_is(env))
+		return UINT64_MAX;
+	return ((const struct rados_env *)env)->max_object;
+}
+
 /* An unsigned number from the client's configuration, or dflt. */
 static uint64_t
 rados_conf_u64(rados_t cluster, const char *option, uint64_t dflt)
@@ -542,6 +550,30 @@ rados_conf_u64(rados_t cluster, const char *option, uint64_t dflt)
 		return dflt;
 	v = strtoull(buf, &end, 10);
 	return end == buf ? dflt : (uint64_t)v;
+}
+
+/*
+ * An op waits for an OSD that went away until the client has the OSD map
+ * that shows its successor, and librados asks the monitor for a new map
+ * only for ops older than objecter_timeout (10 s), looked at every
+ * objecter_tick_interval (5 s): after an OSD restart the log's writes
+ * stalled 10-14 s longer than the OSD was down (docs/rados.md, "When the
+ * OSD fails").  Unless the conf changes them from Ceph's defaults, ask
+ * after 2 s, looking every second: a map request costs one message to
+ * the monitor.
+ */
+static int
+rados_set_objecter(rados_t cluster)
+{
+	int rc;
+
+	if (rados_conf_u64(cluster, "objecter_timeout", 10) == 10 &&
+	    (rc = rados_conf_set(cluster, "objecter_timeout", "2")) < 0)
+		return rc;
+	if (rados_conf_u64(cluster, "objecter_tick_interval", 5) == 5 &&
+	    (rc = rados_conf_set(cluster, "objecter_tick_interval", "1")) < 0)
+		return rc;
+	return 0;
 }
 
 /*
@@ -561,6 +593,8 @@ rados_set_timeouts(rados_t cluster)
 		if (rados_conf_u64(cluster, options[i], 0) == 0 &&
 		    (rc = rados_conf_set(cluster, options[i], "30")) < 0)
 			return rc;
+	if ((rc = rados_set_objecter(cluster)) < 0)
+		return rc;
 	return rados_conf_set(cluster, "client_mount_timeout", "30");
 }
 

@@ -1219,6 +1219,60 @@ test_power_loss(uint64_t *rng)
 	env_free(env);
 }
 
+/*
+ * max_file_size: a batch that would end a segment past it starts a new
+ * segment first, so that no segment passes it (the RADOS object limit),
+ * even with segments larger than it; every record replays.
+ */
+static void
+test_max_file_size(uint64_t *rng)
+{
+	struct log_options opts = { .segment_size = MIB,
+	    .max_file_size = 64 << 10 };
+	struct log_writer *w;
+	struct env *env;
+	struct replay rp;
+	struct rec *recs;
+	uint8_t scratch[4096];
+	size_t i, n = small ? 60 : 200;
+	uint64_t *segs, count, size, largest = 0;
+	char path[64];
+	int failures = 0;
+
+	if ((recs = calloc(n, sizeof(*recs))) == NULL)
+		tap_bail("calloc");
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/m") < 0 ||
+	    env_dir_create(env, "/m/log") < 0)
+		tap_bail("env");
+	if (log_writer_open(env, "/m/log", 1, &opts, &w) < 0)
+		tap_bail("log_writer_open");
+	for (i = 0; i < n; i++) {
+		recs[i].n = 1 + tap_rand(rng) % 4000;
+		recs[i].seed = tap_rand(rng);
+		if (append_rec(w, &recs[i], i % 3 == 0, scratch) < 0)
+			failures++;
+	}
+	is_int(failures, 0, "max file size: all appends succeed");
+	log_writer_close(w);
+	if (log_list_segments(env, "/m/log", &segs, &count) < 0)
+		tap_bail("list");
+	for (uint64_t k = 0; k < count; k++) {
+		snprintf(path, sizeof(path), "/m/log/%016" PRIu64 ".log",
+		    segs[k]);
+		if (env_path_size(env, path, &size) == 0 && size > largest)
+			largest = size;
+	}
+	bt_free(segs);
+	ok(count > 1 && largest <= (64 << 10), "max file size: %" PRIu64
+	    " segments, the largest %" PRIu64 " bytes", count, largest);
+	replay_dir(env, "/m/log", recs, n, true, &rp);
+	ok(rp.rc == 0 && !rp.wrong && rp.matched == n,
+	    "max file size: every record replays (%zu of %zu, rc %d)",
+	    rp.matched, n, rp.rc);
+	free(recs);
+	env_free(env);
+}
+
 static int
 remove_one(const char *path, const struct stat *st, int flag,
     struct FTW *ftw)
@@ -1353,5 +1407,6 @@ main(void)
 	test_reserve_headroom();
 	test_sync_failure();
 	test_power_loss(&rng);
+	test_max_file_size(&rng);
 	return tap_done();
 }
