@@ -16,29 +16,9 @@
 # Skips (77) without Ceph, librados, Java or ZooKeeper, and under
 # ThreadSanitizer (test_env_rados.sh says why).
 set -eu
-: "${top_builddir:?top_builddir must be set}"
-: "${top_srcdir:?top_srcdir must be set}"
-for tool in ceph-mon ceph-osd ceph rados; do
-	command -v $tool >/dev/null 2>&1 || {
-		echo "SKIP: no $tool (scripts/install-deps --ceph)" >&2
-		exit 77
-	}
-done
-grep -q -- '-DHAVE_RADOS=1' "$top_builddir/Makefile" || {
-	echo "SKIP: built without librados" >&2
-	exit 77
-}
-if grep -q -- '-fsanitize=thread' "$top_builddir/Makefile"; then
-	echo "SKIP: librados is not built for ThreadSanitizer" >&2
-	exit 77
-fi
-. "$top_srcdir/tests/cell/lib.sh"
+. "${top_srcdir:?top_srcdir must be set}/tests/rados/lib.sh"
 
 LIMIT_BYTES=8388608
-began=$(now_ms)
-elapsed() {
-	echo "$(( ($(now_ms) - began) / 100 ))" | sed 's/.$/.&/'
-}
 
 CEPH_CONF_EXTRA="osd max object size = $LIMIT_BYTES"
 export CEPH_CONF_EXTRA

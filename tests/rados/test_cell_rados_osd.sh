@@ -22,23 +22,7 @@
 # Skips (77) without Ceph, librados, Java, ZooKeeper or FUSE, and under
 # ThreadSanitizer (test_env_rados.sh says why).
 set -eu
-: "${top_builddir:?top_builddir must be set}"
-: "${top_srcdir:?top_srcdir must be set}"
-for tool in ceph-mon ceph-osd ceph rados; do
-	command -v $tool >/dev/null 2>&1 || {
-		echo "SKIP: no $tool (scripts/install-deps --ceph)" >&2
-		exit 77
-	}
-done
-grep -q -- '-DHAVE_RADOS=1' "$top_builddir/Makefile" || {
-	echo "SKIP: built without librados" >&2
-	exit 77
-}
-if grep -q -- '-fsanitize=thread' "$top_builddir/Makefile"; then
-	echo "SKIP: librados is not built for ThreadSanitizer" >&2
-	exit 77
-fi
-. "$top_srcdir/tests/cell/lib.sh"
+. "${top_srcdir:?top_srcdir must be set}/tests/rados/lib.sh"
 [ -c /dev/fuse ] || skip "no /dev/fuse"
 command -v fusermount3 >/dev/null 2>&1 || skip "no fusermount3"
 [ -x "$TABLETFS" ] || skip "tabletfs not built"
@@ -46,10 +30,6 @@ command -v fusermount3 >/dev/null 2>&1 || skip "no fusermount3"
 # Above what a restart of the OSD takes here (7-10 s), so that phase 1
 # stalls rather than fails; the bound of every wait below.
 OP_TIMEOUT=${OP_TIMEOUT:-12}
-began=$(now_ms)
-elapsed() {
-	echo "$(( ($(now_ms) - began) / 100 ))" | sed 's/.$/.&/'
-}
 
 CEPH_OBJECTSTORE=bluestore
 CEPH_CONF_EXTRA="rados osd op timeout = $OP_TIMEOUT"
