@@ -1,0 +1,108 @@
+#!/bin/sh
+# Clock skew between the servers of a cell (issue 28): server stamps of
+# one cell strictly increase, whatever the servers' clocks say.  A
+# server whose clock runs 30 s ahead (libfaketime, realtime only) serves
+# and stamps writes; it is killed (-9), and a server with the true clock,
+# 30 s behind, takes the store over and stamps more.  Proves: every
+# stamp the second gives is above every stamp the first gave, so that
+# each row's latest version is its last write; in write order the stamps
+# read back strictly increase.  Skips (77) without libfaketime, and in
+# the instrumented builds (a preloaded library before their runtimes).
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+FAKETIME_LIB=
+for d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib; do
+	if [ -f "$d/faketime/libfaketimeMT.so.1" ]; then
+		FAKETIME_LIB=$d/faketime/libfaketimeMT.so.1
+		break
+	fi
+done
+[ -n "$FAKETIME_LIB" ] || skip "no libfaketime (faketime package)"
+if grep -q -- '-fsanitize=' "$top_builddir/Makefile"; then
+	skip "libfaketime would load before the sanitizer's runtime"
+fi
+AHEAD_S=30
+
+cell_start 1
+ctl createtable t families=f
+first=$(cell_serving_pid)
+[ -n "$first" ] || fail "no server serves"
+
+# The server ahead, started while the first serves: it stands by.
+LD_PRELOAD=$FAKETIME_LIB FAKETIME="+${AHEAD_S}s" \
+    FAKETIME_DONT_FAKE_MONOTONIC=1 "$TABLETD" server "$CELL" \
+    --session-timeout "$SESSION_MS" --daemon --pidfile "$C/server-ahead.pid" \
+    2>>"$C/logs/server-ahead.log" || fail "the server ahead did not start"
+wait_log 10000 "$C/logs/server-ahead.log" "listening on" ||
+    fail "the server ahead does not listen"
+ahead=$(cat "$C/server-ahead.pid")
+
+# Hand the store to it.
+kill -9 "$first"
+end=$(( $(now_ms) + LIMIT ))
+until [ "$(cell_serving_pid)" = "$ahead" ] && ctl ls >/dev/null 2>&1; do
+	[ "$(now_ms)" -lt "$end" ] || fail "the server ahead does not serve"
+	sleep 0.1
+done
+
+# Writes stamped 30 s ahead: rows a1..a20 and the column r of row x.
+i=1
+while [ $i -le 20 ]; do
+	ctl set t "a$i" "f:q=ahead-$i" >/dev/null
+	ctl set t x "f:r=ahead-$i" >/dev/null
+	i=$((i + 1))
+done
+
+# The server behind takes over from the killed one.
+cell_server_start behind
+kill -9 "$ahead"
+end=$(( $(now_ms) + LIMIT ))
+until [ "$(cell_serving_pid)" != "$ahead" ] &&
+    [ -n "$(cell_serving_pid)" ] && ctl ls >/dev/null 2>&1; do
+	[ "$(now_ms)" -lt "$end" ] || fail "no server took over"
+	sleep 0.1
+done
+i=1
+while [ $i -le 20 ]; do
+	ctl set t "b$i" "f:q=behind-$i" >/dev/null
+	ctl set t x "f:r=behind-$i" >/dev/null
+	i=$((i + 1))
+done
+
+# export: row, family, qualifier, timestamp, value.
+ctl export t >"$T/export"
+max_ahead=$(awk -F '\t' '$5 ~ /^ahead-/ && $4 > m { m = $4 } END { print m }' \
+    "$T/export")
+min_behind=$(awk -F '\t' '$5 ~ /^behind-/ && (m == "" || $4 < m) { m = $4 }
+    END { print m }' "$T/export")
+now_us=$(( $(now_ms) * 1000 ))
+echo "# newest stamp ahead $max_ahead, oldest behind $min_behind, clock $now_us"
+[ -n "$max_ahead" ] && [ -n "$min_behind" ] || fail "writes missing"
+[ "$max_ahead" -gt $((now_us + (AHEAD_S - 10) * 1000000)) ] ||
+    fail "the server ahead did not stamp ahead ($max_ahead)"
+[ "$min_behind" -gt "$max_ahead" ] ||
+    fail "a stamp after the takeover ($min_behind) is not above one before \
+it ($max_ahead)"
+# Row x: its 40 versions in the order written, newest first.
+awk -F '\t' '$1 == "x" { print $4 "\t" $5 }' "$T/export" | sort -rn |
+    cut -f 2 >"$T/x"
+i=20
+: >"$T/x.want"
+while [ $i -ge 1 ]; do
+	echo "behind-$i" >>"$T/x.want"
+	i=$((i - 1))
+done
+i=20
+while [ $i -ge 1 ]; do
+	echo "ahead-$i" >>"$T/x.want"
+	i=$((i - 1))
+done
+cmp -s "$T/x" "$T/x.want" || {
+	diff "$T/x.want" "$T/x" | head >&2
+	fail "row x's versions are not in the order written"
+}
+[ "$(ctl lookup t x cells-per-column=1 | grep -c "behind-20")" -eq 1 ] ||
+    fail "row x's latest is not its last write"
+echo "ok: stamps increase across a takeover from a server 30 s ahead"
+cell_ok=1
