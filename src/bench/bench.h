@@ -187,8 +187,11 @@ int bench_counter_parse(const void *p, size_t n, int64_t *out);
 /* Make room for n bytes in b; -ENOMEM. */
 int bench_buf_reserve(struct bench_buf *b, size_t n);
 
-/* CLOCK_MONOTONIC in nanoseconds. */
+/* CLOCK_MONOTONIC in nanoseconds, and in microseconds. */
 uint64_t bench_now_ns(void);
+double bench_now_us(void);
+/* The q-quantile (0 <= q <= 1) of v's n > 0 values: sorts v in place. */
+double bench_quantile(double *v, size_t n, double q);
 /* The calling thread's processor time in nanoseconds. */
 uint64_t bench_thread_cpu_ns(void);
 /* splitmix64's finaliser: a bijective mix of x. */

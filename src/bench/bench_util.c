@@ -130,6 +130,27 @@ bench_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+double
+bench_now_us(void)
+{
+	return (double)bench_now_ns() / 1e3;
+}
+
+static int
+double_compare(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double
+bench_quantile(double *v, size_t n, double q)
+{
+	qsort(v, n, sizeof(*v), double_compare);
+	return v[(size_t)(q * (double)(n - 1))];
+}
+
 uint64_t
 bench_thread_cpu_ns(void)
 {

@@ -52,11 +52,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
+#include "bench/bench.h"
 #include "catalog/format.h"
 #include "catalog/sqlite_env.h"
 #include "util/env.h"
@@ -107,31 +107,6 @@ struct samples {
 	double *v;
 	size_t n;
 };
-
-static double
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The q-quantile of v (sorted in place). */
-static double
-quantile(double *v, size_t n, double q)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return v[(size_t)(q * (double)(n - 1))];
-}
 
 static int
 db_fail(sqlite3 *db, const char *what)
@@ -354,37 +329,37 @@ round_run(struct vfs *v, struct sqlite_env *ours, int txns, int reads,
 	double t;
 
 	*number = 0;
-	t = now_us();
+	t = bench_now_us();
 	if (db_open(v, ours, true, &db) < 0)
 		return -1;
 	if (db_populate(db, tablets, number) < 0)
 		goto fail;
-	out[CREATE].v[out[CREATE].n++] = now_us() - t;
+	out[CREATE].v[out[CREATE].n++] = bench_now_us() - t;
 	if (stmts_prepare(db, st) < 0)
 		goto fail;
 	for (int i = 0; i < txns; i++) {
 		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
-		t = now_us();
+		t = bench_now_us();
 		if (db_apply(db, st, (int64_t)(rnd >> 33) % tablets + 1,
 		    number) < 0)
 			goto fail;
-		out[TXN].v[out[TXN].n++] = now_us() - t;
+		out[TXN].v[out[TXN].n++] = bench_now_us() - t;
 	}
 	for (int i = 0; i < reads; i++) {
 		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
-		t = now_us();
+		t = bench_now_us();
 		if (db_read(db, st, (int64_t)(rnd >> 33) % tablets + 1) < 0)
 			goto fail;
-		out[READ].v[out[READ].n++] = now_us() - t;
+		out[READ].v[out[READ].n++] = bench_now_us() - t;
 	}
 	stmts_finalize(st);
 	if (sqlite3_close(db) != SQLITE_OK)
 		return db_fail(db, "close");
-	t = now_us();
+	t = bench_now_us();
 	if (db_open(v, ours, false, &db) < 0 || stmts_prepare(db, st) < 0 ||
 	    db_read(db, st, 1) < 0)
 		goto fail;
-	out[REOPEN].v[out[REOPEN].n++] = now_us() - t;
+	out[REOPEN].v[out[REOPEN].n++] = bench_now_us() - t;
 	stmts_finalize(st);
 	*dbp = db;
 	return 0;
@@ -563,13 +538,13 @@ main(int argc, char **argv)
 	if (strlen(pool) > 100)
 		usage();
 
-	t = now_us();
+	t = bench_now_us();
 	if (env_rados_new(conf, pool, NULL, &env) < 0 ||
 	    sqlite_env_register(env, &ours) < 0) {
 		fprintf(stderr, "catalogvfs: %s\n", bt_error_detail());
 		return 1;
 	}
-	load_us[OURS] = now_us() - t;
+	load_us[OURS] = bench_now_us() - t;
 	master = env;
 	snprintf(dir, sizeof(dir), "/catalogvfs.%ld", (long)getpid());
 	if (env_dir_create(env, dir) < 0) {
@@ -582,9 +557,9 @@ main(int argc, char **argv)
 	vfs[CEPH].flags = SQLITE_OPEN_URI;
 	vfs[OURS].page_size = vfs[CEPH].page_size = page_size;
 	if (only == NULL || strcmp(only, vfs_names[CEPH]) == 0) {
-		t = now_us();
+		t = bench_now_us();
 		have[CEPH] = ceph_load(conf, why, sizeof(why));
-		load_us[CEPH] = now_us() - t;
+		load_us[CEPH] = bench_now_us() - t;
 		if (!have[CEPH])
 			printf("ceph unavailable: %s\n", why);
 	}
@@ -631,7 +606,7 @@ main(int argc, char **argv)
 					return 1;
 				memcpy(tmp, all[k][m].v + start[m],
 				    n * sizeof(double));
-				medians[k][m][r] = quantile(tmp, n, 0.5);
+				medians[k][m][r] = bench_quantile(tmp, n, 0.5);
 				free(tmp);
 				fprintf(stderr, " %s %.0f", measure_names[m],
 				    medians[k][m][r]);
@@ -650,9 +625,9 @@ main(int argc, char **argv)
 		for (int m = 0; m < MEASURES; m++)
 			printf("%s %s p50_us %.0f %s %.0f\n",
 			    vfs_names[k], measure_names[m],
-			    quantile(medians[k][m], (size_t)rounds, 0.5),
+			    bench_quantile(medians[k][m], (size_t)rounds, 0.5),
 			    m == TXN || m == READ ? "p99_us" : "max_us",
-			    quantile(all[k][m].v, all[k][m].n,
+			    bench_quantile(all[k][m].v, all[k][m].n,
 			    m == TXN || m == READ ? 0.99 : 1.0));
 	}
 	if (fence && fence_probe(conf, pool, env, dir, dbs, &master) < 0)

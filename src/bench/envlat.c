@@ -26,9 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -46,36 +46,6 @@ static const char *const measure_names[MEASURES] = {
 	"append4k+sync", "append1m+sync", "read4k", "read1m", "rename16m",
 	"list",
 };
-
-struct samples {
-	double *v;
-	size_t n;
-};
-
-static double
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The q-quantile of v (sorted in place). */
-static double
-quantile(double *v, size_t n, double q)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return v[(size_t)(q * (double)(n - 1))];
-}
 
 static int
 fail(const char *what, int rc)
@@ -112,38 +82,38 @@ envlat_round(struct env *env, const char *dir, const char *path, int ops,
 	if ((rc = env_file_open(env, path, ENV_CREATE, &f)) < 0)
 		return fail("create", rc);
 	for (int i = 0; i < ops; i++) {
-		t = now_us();
+		t = bench_now_us();
 		if ((rc = env_file_append(f, buf, SMALL)) < 0 ||
 		    (rc = env_file_sync(f)) < 0)
 			return fail("append 4 KiB", rc);
-		out[APPEND_SMALL][counts[APPEND_SMALL]++] = now_us() - t;
+		out[APPEND_SMALL][counts[APPEND_SMALL]++] = bench_now_us() - t;
 		written += SMALL;
 	}
 	for (int i = 0; i < ops / 4 || written < FILE_BYTES; i++) {
-		t = now_us();
+		t = bench_now_us();
 		if ((rc = env_file_append(f, buf, LARGE)) < 0 ||
 		    (rc = env_file_sync(f)) < 0)
 			return fail("append 1 MiB", rc);
 		if (i < ops / 4)
 			out[APPEND_LARGE][counts[APPEND_LARGE]++] =
-			    now_us() - t;
+			    bench_now_us() - t;
 		written += LARGE;
 	}
 	for (int i = 0; i < ops; i++) {
 		*rnd = *rnd * 6364136223846793005ull + 1442695040888963407ull;
 		off = (*rnd >> 33) % (FILE_BYTES / SMALL) * SMALL;
-		t = now_us();
+		t = bench_now_us();
 		if ((rc = env_file_read_at(f, off, buf, SMALL, &got)) < 0)
 			return fail("read 4 KiB", rc);
-		out[READ_SMALL][counts[READ_SMALL]++] = now_us() - t;
+		out[READ_SMALL][counts[READ_SMALL]++] = bench_now_us() - t;
 	}
 	for (int i = 0; i < ops / 4; i++) {
 		*rnd = *rnd * 6364136223846793005ull + 1442695040888963407ull;
 		off = (*rnd >> 33) % (FILE_BYTES / LARGE) * LARGE;
-		t = now_us();
+		t = bench_now_us();
 		if ((rc = env_file_read_at(f, off, buf, LARGE, &got)) < 0)
 			return fail("read 1 MiB", rc);
-		out[READ_LARGE][counts[READ_LARGE]++] = now_us() - t;
+		out[READ_LARGE][counts[READ_LARGE]++] = bench_now_us() - t;
 	}
 	env_file_close(f);
 	snprintf(from, sizeof(from), "%s.from", path);
@@ -156,14 +126,14 @@ envlat_round(struct env *env, const char *dir, const char *path, int ops,
 	if ((rc = env_file_sync(f)) < 0)
 		return fail("sync", rc);
 	env_file_close(f);
-	t = now_us();
+	t = bench_now_us();
 	if ((rc = env_path_rename(env, from, to)) < 0)
 		return fail("rename", rc);
-	out[RENAME][counts[RENAME]++] = now_us() - t;
-	t = now_us();
+	out[RENAME][counts[RENAME]++] = bench_now_us() - t;
+	t = bench_now_us();
 	if ((rc = env_dir_list(env, dir, envlat_count, &names)) < 0)
 		return fail("list", rc);
-	out[LIST][counts[LIST]++] = now_us() - t;
+	out[LIST][counts[LIST]++] = bench_now_us() - t;
 	if ((rc = env_path_remove(env, to)) < 0 ||
 	    (rc = env_path_remove(env, path)) < 0)
 		return fail("remove", rc);
@@ -234,7 +204,7 @@ main(int argc, char **argv)
 			for (size_t i = 0; i < n; i++)
 				sum += round[m][i];
 			means[m][r] = sum / (double)n;
-			medians[m][r] = quantile(round[m], n, 0.5);
+			medians[m][r] = bench_quantile(round[m], n, 0.5);
 			fprintf(stderr, " %s %.0f", measure_names[m],
 			    medians[m][r]);
 		}
@@ -242,9 +212,9 @@ main(int argc, char **argv)
 	}
 	for (int m = 0; m < MEASURES; m++)
 		printf("%s p50_us %.0f mean_us %.0f p99_us %.0f\n",
-		    measure_names[m], quantile(medians[m], (size_t)rounds, 0.5),
-		    quantile(means[m], (size_t)rounds, 0.5),
-		    quantile(all[m], counts[m], 0.99));
+		    measure_names[m], bench_quantile(medians[m], (size_t)rounds, 0.5),
+		    bench_quantile(means[m], (size_t)rounds, 0.5),
+		    bench_quantile(all[m], counts[m], 0.99));
 	env_free(env);
 	return 0;
 usage:
