@@ -119,10 +119,19 @@ ctl() {
 	"$TABLETCTL" -s "$CELL" "$@"
 }
 
-# The pid of the server that serves the cell's store (it holds the
-# store's lock, which names its holder).
+# The pid of the server that serves the cell's store: its lock names its
+# holder, a file of the storage directory, or on RADOS (scripts/cell
+# start --rados: rados://POOL/NAME?conf=FILE) the object NAME/LOCK.
 cell_serving_pid() {
-	cat "$C/storage/LOCK" 2>/dev/null || :
+	if [ -f "$C/storage-url" ]; then
+		csp_url=$(cat "$C/storage-url")
+		csp_url=${csp_url#rados://}
+		timeout 20 rados -c "${csp_url#*\?conf=}" -p "${csp_url%%/*}" \
+		    get "$(echo "${csp_url%%\?*}" | cut -d/ -f2)/LOCK" - \
+		    2>/dev/null || :
+	else
+		cat "$C/storage/LOCK" 2>/dev/null || :
+	fi
 }
 
 . "$top_srcdir/tests/cell/wait.sh"

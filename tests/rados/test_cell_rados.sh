@@ -29,11 +29,6 @@ rados_c() {
 	timeout 20 rados -c "$CONF" -p tabletfs "$@"
 }
 
-# The pid of the store's lock holder, which the lock object names.
-serving_pid() {
-	rados_c get cell/LOCK - 2>/dev/null || :
-}
-
 # A write begun now, acknowledged within LIMIT (new tabletctl each try:
 # it locates the store afresh); its row goes to $T/acked.p for the
 # final check.  Prints how long it took (ms).
@@ -51,7 +46,7 @@ probe_write() {
 }
 
 ctl createtable t families=f
-first=$(serving_pid)
+first=$(cell_serving_pid)
 [ -n "$first" ] || fail "no server holds the store's lock"
 cell_child_start
 cell_child_start
@@ -64,7 +59,7 @@ sleep 1
 n0=$(cell_acked_count)
 kill -KILL "$first"
 took=$(probe_write after-kill)
-now=$(serving_pid)
+now=$(cell_serving_pid)
 [ -n "$now" ] && [ "$now" != "$first" ] ||
     fail "the store's lock still names the killed $first"
 echo "# kill -9 of $first: $now serves, a write acknowledged $took ms" \
@@ -75,7 +70,7 @@ sleep 1
 [ "$(cell_acked_count)" -gt "$n0" ] || fail "the writers stopped"
 
 # SIGSTOP of the serving server: fenced while stopped.
-z=$(serving_pid)
+z=$(cell_serving_pid)
 case " $cell_children " in
 *" $z "*) ;;
 *) fail "the store's holder $z is not a server of this test" ;;
@@ -86,7 +81,7 @@ zaddr=$(sed -n "s/.*server\[$z\]: serving .* as RADOS client\.[0-9]* at //p" \
 [ -n "$zaddr" ] || fail "$z did not log its RADOS address"
 kill -STOP "$z"
 took=$(probe_write after-stop)
-new=$(serving_pid)
+new=$(cell_serving_pid)
 [ -n "$new" ] && [ "$new" != "$z" ] ||
     fail "the lock still names the stopped $z"
 grep -q "fenced client\.[0-9]* at .*(cookie $z-" "$C"/logs/master-*.log ||

@@ -32,18 +32,14 @@ rados_c() {
 	timeout 20 rados -c "$CONF" -p tabletfs "$@"
 }
 
-serving_pid() {
-	rados_c get cell/LOCK - 2>/dev/null || :
-}
-
 # Kill the serving server and start another, which the master gives the
 # store to once it has fenced the dead one; returns once table u reads.
 reopen() {
-	ro_pid=$(serving_pid)
+	ro_pid=$(cell_serving_pid)
 	cell_child_start
 	kill -KILL "$ro_pid"
 	ro_end=$(( $(now_ms) + LIMIT * 2 ))
-	until [ "$(serving_pid)" != "$ro_pid" ] &&
+	until [ "$(cell_serving_pid)" != "$ro_pid" ] &&
 	    ctl lookup u row10 >/dev/null 2>&1; do
 		[ "$(now_ms)" -lt "$ro_end" ] ||
 		    fail "no server serves the store after killing $ro_pid"

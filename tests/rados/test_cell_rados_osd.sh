@@ -40,11 +40,6 @@ CEPH_DIR=$C/ceph
 CEPH=$top_srcdir/scripts/ceph
 echo "# cell on $(cat "$C/storage-url") (bluestore) up at $(elapsed) s"
 
-serving_pid() {
-	timeout 20 rados -c "$CEPH_DIR/ceph.conf" -p tabletfs get cell/LOCK - \
-	    2>/dev/null || :
-}
-
 # The latest time (ms) at which a writer was acknowledged.
 last_ack() {
 	cat "$T"/acked.* 2>/dev/null | cut -f 3 | sort -n | tail -n 1
@@ -109,7 +104,7 @@ until mountpoint -q "$M"; do
 	[ $i -le 100 ] || fail "$M not mounted after 10 s"
 	sleep 0.1
 done
-server=$(serving_pid)
+server=$(cell_serving_pid)
 [ -n "$server" ] || fail "no server holds the store's lock"
 cell_child_start
 standby=${cell_children# }
@@ -130,7 +125,8 @@ wait_acks 10 $((OP_TIMEOUT * 1000)) || {
 	fail "the writers did not resume after the OSD restarted"
 }
 gap=$(longest_gap "$t0")
-[ "$(serving_pid)" = "$server" ] || fail "the server changed: $(serving_pid)"
+[ "$(cell_serving_pid)" = "$server" ] ||
+    fail "the server changed: $(cell_serving_pid)"
 ! grep -q 'refuses writes' "$C"/logs/server-1.log ||
     fail "the server gave up during an outage shorter than the timeout"
 echo "# kill -9 and restart of the OSD: down $((back - t0)) ms, longest" \
@@ -162,7 +158,7 @@ wait_acks 10 $((OP_TIMEOUT * 1000 + LIMIT)) || {
 	writer_errors >&2
 	fail "the writers did not resume after the OSD came back"
 }
-new=$(serving_pid)
+new=$(cell_serving_pid)
 [ "$new" = "$standby" ] || fail "the store is served by $new, not $standby"
 echo "# SIGSTOP of the OSD: the server gave up its store" \
     "$((gaveup - t0)) ms after; no acknowledgement from $((last - t0)) ms" \
