@@ -119,6 +119,25 @@ ctl() {
 	"$TABLETCTL" -s "$CELL" "$@"
 }
 
+# Mount the cell at $1 (made here), waiting up to 10 s; skips when FUSE
+# cannot mount here.  The EXIT trap unmounts $T/mnt*.
+cell_mount() {
+	mkdir "$1"
+	if ! "$TABLETFS" "$CELL" "$1" 2>"$T/mount.err"; then
+		cat "$T/mount.err" >&2
+		grep -q -e "Operation not permitted" -e "Permission denied" \
+		    -e "fuse: device not found" "$T/mount.err" &&
+		    skip "cannot mount FUSE here"
+		fail "tabletfs $CELL $1"
+	fi
+	cm_i=0
+	until mountpoint -q "$1"; do
+		cm_i=$((cm_i + 1))
+		[ $cm_i -le 100 ] || fail "$1 not mounted after 10 s"
+		sleep 0.1
+	done
+}
+
 # The pid of the server that serves the cell's store: its lock names its
 # holder, a file of the storage directory, or on RADOS (scripts/cell
 # start --rados: rados://POOL/NAME?conf=FILE) the object NAME/LOCK.

@@ -24,19 +24,7 @@ ROUNDS=${CELL_ROUNDS:-1}
 M=$T/mnt
 cell_start 3
 ctl createtable t families=f
-mkdir "$M"
-if ! "$TABLETFS" "$CELL" "$M" 2>"$T/mount.err"; then
-	cat "$T/mount.err" >&2
-	grep -q -e "Operation not permitted" -e "Permission denied" \
-	    "$T/mount.err" && skip "cannot mount FUSE here"
-	fail "tabletfs $CELL $M"
-fi
-i=0
-until mountpoint -q "$M"; do
-	i=$((i + 1))
-	[ $i -le 100 ] || fail "$M not mounted after 10 s"
-	sleep 0.1
-done
+cell_mount "$M"
 
 # df: the cell's storage is a directory on this host here, so the mount
 # must report its filesystem's size and block size exactly (a cell on

@@ -90,20 +90,7 @@ mount_writer() {
 
 ctl createtable t families=f
 M=$T/mnt
-mkdir "$M"
-if ! "$TABLETFS" "$CELL" "$M" 2>"$T/mount.err"; then
-	cat "$T/mount.err" >&2
-	grep -q -e "Operation not permitted" -e "Permission denied" \
-	    -e "fuse: device not found" "$T/mount.err" &&
-	    skip "cannot mount FUSE here"
-	fail "tabletfs $CELL $M"
-fi
-i=0
-until mountpoint -q "$M"; do
-	i=$((i + 1))
-	[ $i -le 100 ] || fail "$M not mounted after 10 s"
-	sleep 0.1
-done
+cell_mount "$M"
 server=$(cell_serving_pid)
 [ -n "$server" ] || fail "no server holds the store's lock"
 cell_child_start
