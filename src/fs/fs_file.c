@@ -768,10 +768,34 @@ fs_file_node_get(struct fs *fs, fuse_ino_t ino,
 	return node_follow(fs, fh->node);
 }
 
+/* Truncate what the handle fh buffers to size.  Takes fh's lock. */
+static int
+fileh_truncate(struct fs *fs, struct fileh *fh, off_t size)
+{
+	int rc = 0;
+
+	mutex_lock(&fh->lock);
+	if (fh->mode == FH_READ)
+		rc = -EBADF;
+	else if ((uint64_t)size > fs->max_cell)
+		rc = -EFBIG;
+	else if ((size_t)size > fh->data.n &&
+	    (rc = buf_reserve(&fh->data, (size_t)size - fh->data.n)) == 0)
+		memset(fh->data.p + fh->data.n, 0, (size_t)size - fh->data.n);
+	if (rc == 0) {
+		fh->data.n = (size_t)size;
+		fh->dirty = true;
+	}
+	mutex_unlock(&fh->lock);
+	return rc;
+}
+
 /*
  * chmod, chown and utimens succeed without effect (on temporary files
  * they set the mode and mtime shown); sizes truncate.  Under the rename
  * lock, read: a truncation by path reads and writes where the file is.
+ * A handle's lock is taken only after it is given back, since a commit
+ * takes the rename lock while it holds its handle's.
  */
 void
 fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -781,6 +805,7 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	struct fileh *fh = NULL;
 	struct node *n;
 	struct stat st;
+	bool truncate_fh = false;
 	int rc = 0;
 
 	pthread_rwlock_rdlock(&fs->rename_lock);
@@ -799,26 +824,15 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		rc = temp_setattr(fs, n, attr, to_set);
 		fh = NULL;	/* the temporary file is what a handle sees */
 	} else if ((to_set & FUSE_SET_ATTR_SIZE) && fh != NULL) {
-		mutex_lock(&fh->lock);
-		if (fh->mode == FH_READ)
-			rc = -EBADF;
-		else if ((uint64_t)attr->st_size > fs->max_cell)
-			rc = -EFBIG;
-		else if ((size_t)attr->st_size > fh->data.n &&
-		    (rc = buf_reserve(&fh->data, (size_t)attr->st_size -
-		    fh->data.n)) == 0)
-			memset(fh->data.p + fh->data.n, 0,
-			    (size_t)attr->st_size - fh->data.n);
-		if (rc == 0) {
-			fh->data.n = (size_t)attr->st_size;
-			fh->dirty = true;
-		}
-		mutex_unlock(&fh->lock);
+		truncate_fh = true;
 	} else if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = truncate_path(fs, n, attr->st_size);
 	}
 	if (rc == 0 && (rc = fs_stat(fs, n, &st)) == -ENOENT && fh != NULL)
 		rc = 0;		/* not committed yet: describe the buffer */
+	pthread_rwlock_unlock(&fs->rename_lock);
+	if (rc == 0 && truncate_fh)
+		rc = fileh_truncate(fs, fh, attr->st_size);
 	if (rc == 0 && fh != NULL && fh->mode != FH_READ &&
 	    fh->mode != FH_APPEND) {
 		mutex_lock(&fh->lock);
@@ -826,7 +840,6 @@ fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		st.st_blocks = (blkcnt_t)((fh->data.n + 511) / 512);
 		mutex_unlock(&fh->lock);
 	}
-	pthread_rwlock_unlock(&fs->rename_lock);
 	if (rc < 0)
 		fuse_reply_err(req, fs_errno(rc));
 	else
