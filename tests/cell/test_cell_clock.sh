@@ -38,37 +38,37 @@ wait_log 10000 "$C/logs/server-ahead.log" "listening on" ||
     fail "the server ahead does not listen"
 ahead=$(cat "$C/server-ahead.pid")
 
-# Hand the store to it.
-kill -9 "$first"
-end=$(( $(now_ms) + LIMIT ))
-until [ "$(cell_serving_pid)" = "$ahead" ] && ctl ls >/dev/null 2>&1; do
-	[ "$(now_ms)" -lt "$end" ] || fail "the server ahead does not serve"
-	sleep 0.1
-done
+# Kill server $1 and wait until another one serves and answers.
+handover() {
+	kill -9 "$1"
+	ho_end=$(( $(now_ms) + LIMIT ))
+	until [ -n "$(cell_serving_pid)" ] &&
+	    [ "$(cell_serving_pid)" != "$1" ] && ctl ls >/dev/null 2>&1; do
+		[ "$(now_ms)" -lt "$ho_end" ] ||
+		    fail "no server took over from $1"
+		sleep 0.1
+	done
+}
 
-# Writes stamped 30 s ahead: rows a1..a20 and the column r of row x.
-i=1
-while [ $i -le 20 ]; do
-	ctl set t "a$i" "f:q=ahead-$i" >/dev/null
-	ctl set t x "f:r=ahead-$i" >/dev/null
-	i=$((i + 1))
-done
+# Twenty server-stamped writes of rows $1-1..$1-20, and as many versions
+# of column r of row x, with values $2-1..$2-20.
+write_twenty() {
+	wt_i=1
+	while [ $wt_i -le 20 ]; do
+		ctl set t "$1$wt_i" "f:q=$2-$wt_i" >/dev/null
+		ctl set t x "f:r=$2-$wt_i" >/dev/null
+		wt_i=$((wt_i + 1))
+	done
+}
 
-# The server behind takes over from the killed one.
+# Hand the store to the server ahead (the only other), which stamps 30 s
+# ahead; then to one behind it.
+handover "$first"
+[ "$(cell_serving_pid)" = "$ahead" ] || fail "the server ahead does not serve"
+write_twenty a ahead
 cell_server_start behind
-kill -9 "$ahead"
-end=$(( $(now_ms) + LIMIT ))
-until [ "$(cell_serving_pid)" != "$ahead" ] &&
-    [ -n "$(cell_serving_pid)" ] && ctl ls >/dev/null 2>&1; do
-	[ "$(now_ms)" -lt "$end" ] || fail "no server took over"
-	sleep 0.1
-done
-i=1
-while [ $i -le 20 ]; do
-	ctl set t "b$i" "f:q=behind-$i" >/dev/null
-	ctl set t x "f:r=behind-$i" >/dev/null
-	i=$((i + 1))
-done
+handover "$ahead"
+write_twenty b behind
 
 # export: row, family, qualifier, timestamp, value.
 ctl export t >"$T/export"

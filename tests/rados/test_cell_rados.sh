@@ -25,10 +25,6 @@ cell_start 1
 CONF=${C}/ceph/ceph.conf
 echo "# cell on $(cat "$C/storage-url") up at $(elapsed) s"
 
-rados_c() {
-	timeout 20 rados -c "$CONF" -p tabletfs "$@"
-}
-
 # A write begun now, acknowledged within LIMIT (new tabletctl each try:
 # it locates the store afresh); its row goes to $T/acked.p for the
 # final check.  Prints how long it took (ms).

@@ -25,12 +25,7 @@ set -eu
 
 CELL_START_ARGS=--rados
 cell_start 1
-CONF=$C/ceph/ceph.conf
 echo "# cell on $(cat "$C/storage-url") up at $(elapsed) s"
-
-rados_c() {
-	timeout 20 rados -c "$CONF" -p tabletfs "$@"
-}
 
 # Kill the serving server and start another, which the master gives the
 # store to once it has fenced the dead one; returns once table u reads.

@@ -27,10 +27,6 @@ cell_start 1
 CONF=$C/ceph/ceph.conf
 echo "# cell on $(cat "$C/storage-url") up at $(elapsed) s"
 
-rados_c() {
-	timeout 20 rados -c "$CONF" -p tabletfs "$@"
-}
-
 # The largest object under PREFIX, as "SIZE NAME".
 largest() {
 	rados_c ls | grep "^$1" | while read -r o; do
