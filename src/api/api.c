@@ -1739,6 +1739,26 @@ bt_table_split(struct bt_store *s, const char *table, struct bt_bytes row)
 }
 
 int
+bt_tablet_unload(struct bt_store *s, const char *table, uint64_t tablet_id)
+{
+	bt_error_clear();
+	if (s->cell != NULL)
+		return bt_error_set(-EOPNOTSUPP, "a cell's master assigns its "
+		    "tablets");
+	return server_tablet_unload(s->server, table, tablet_id);
+}
+
+int
+bt_tablet_load(struct bt_store *s, const char *table, uint64_t tablet_id)
+{
+	bt_error_clear();
+	if (s->cell != NULL)
+		return bt_error_set(-EOPNOTSUPP, "a cell's master assigns its "
+		    "tablets");
+	return server_tablet_load(s->server, table, tablet_id);
+}
+
+int
 bt_table_tablets(struct bt_store *s, const char *table,
     struct bt_tablet_info **out, size_t *count)
 {

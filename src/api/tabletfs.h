@@ -607,6 +607,23 @@ int bt_store_compact(struct bt_store *s, const char *table, bool major);
  */
 int bt_table_split(struct bt_store *s, const char *table, struct bt_bytes row);
 
+/*
+ * What a cell's tablet server does when the master moves a tablet away
+ * (Bigtable 5.2; docs/design.md section 5): stop serving it, and serve it
+ * again.  bt_tablet_unload() flushes the tablet's memtable twice, while
+ * it serves and then in a short pause of the store's writes for what
+ * came meanwhile, so that whoever loads it next needs no commit log;
+ * from then on reads, scans and writes of its rows fail with
+ * BT_ENOTSERVING, and it is neither split nor merged, until
+ * bt_tablet_load() opens it again from the catalog.  tablet_id is one of
+ * bt_table_tablets().  Both return 0 when there is nothing to do, -ENOENT
+ * for an unknown table or tablet, -EROFS on a read-only store, and
+ * -EOPNOTSUPP on a cell address (its master assigns tablets).
+ */
+int bt_tablet_unload(struct bt_store *s, const char *table,
+    uint64_t tablet_id);
+int bt_tablet_load(struct bt_store *s, const char *table, uint64_t tablet_id);
+
 /* One tablet of a table: its row range [start, end) (an empty end is the
  * end of the table) and what it holds. */
 struct bt_tablet_info {

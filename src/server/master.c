@@ -172,11 +172,8 @@ master_freeze(struct server *s, struct tablet *t)
 	return s->broken < 0 ? s->broken : tablet_freeze(t);
 }
 
-/* Flush everything tablet t holds in memory.  Caller holds apply_mu (so
- * nothing new arrives), has found the store not broken, and holds work_mu
- * (so nothing else flushes). */
-static int
-tablet_drain_locked(struct server *s, struct tablet *t)
+int
+master_drain_locked(struct server *s, struct tablet *t)
 {
 	int rc;
 
@@ -196,10 +193,8 @@ tablet_drain_locked(struct server *s, struct tablet *t)
 	    "memtable", tablet_id(t));
 }
 
-/* Flush t before taking the apply turn, so that little is left to flush
- * while writers wait. */
-static int
-tablet_preflush(struct server *s, struct tablet *t)
+int
+master_preflush(struct server *s, struct tablet *t)
 {
 	int rc;
 
@@ -299,37 +294,6 @@ files_union(struct server *s, struct tablet *const *from, size_t n,
 }
 
 /*
- * A new map for t: m with the tablets at [first, first + old_count)
- * replaced by fresh (fresh_count of them, whose references it takes on
- * success).
- */
-static int
-map_build(const struct tablet_map *m, size_t first, size_t old_count,
-    struct tablet *const *fresh, size_t fresh_count, struct tablet_map **out)
-{
-	struct tablet_map *nm;
-	size_t k = 0;
-
-	assert(first + old_count <= m->count && fresh_count > 0);
-	nm = server_tablet_map_new(m->count - old_count + fresh_count);
-	if (nm == NULL)
-		return -ENOMEM;
-	for (size_t i = 0; i < first; i++) {
-		tablet_ref(m->tablets[i]);
-		nm->tablets[k++] = m->tablets[i];
-	}
-	for (size_t i = 0; i < fresh_count; i++)
-		nm->tablets[k++] = fresh[i];
-	for (size_t i = first + old_count; i < m->count; i++) {
-		tablet_ref(m->tablets[i]);
-		nm->tablets[k++] = m->tablets[i];
-	}
-	assert(k == nm->count);
-	*out = nm;
-	return 0;
-}
-
-/*
  * A split (one parent, two rows) or a merge (two parents, one row) of the
  * tablets at [first, first + parents) of map m: what it builds in memory
  * inside the catalog's transaction (replace_prepare), so that once the
@@ -365,7 +329,7 @@ replace_prepare(void *arg, const uint64_t *ids, size_t n)
 	else
 		rc = tablet_merge(parent[0], parent[1], &b->rows[0],
 		    &fresh[0]);
-	if (rc == 0 && (rc = map_build(b->m, b->first, b->parents, fresh, n,
+	if (rc == 0 && (rc = server_tablet_map_replace(b->m, b->first, b->parents, fresh, n,
 	    &b->made)) < 0)
 		for (size_t i = 0; i < n; i++)
 			tablet_unref(fresh[i]);
@@ -430,12 +394,12 @@ split_tablet(struct server *s, struct server_table *t, struct tablet_map *m,
 
 	mutex_assert_held(&s->work_mu);
 	assert(i < m->count);
-	if ((rc = tablet_preflush(s, p)) < 0)
+	if ((rc = master_preflush(s, p)) < 0)
 		return rc;
 	if ((left_auto = tablet_auto_split(s, t->id, old)) < 0)
 		return left_auto;
 	mutex_lock(&s->apply_mu);
-	if ((rc = s->broken) < 0 || (rc = tablet_drain_locked(s, p)) < 0)
+	if ((rc = s->broken) < 0 || (rc = master_drain_locked(s, p)) < 0)
 		goto out_unlock;
 	if ((rc = files_union(s, &p, 1, &files, &count)) < 0)
 		goto out_unlock;
@@ -516,7 +480,7 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 	mutex_assert_held(&s->work_mu);
 	assert(i + 1 < m->count);
 	for (size_t k = 0; k < 2; k++) {
-		if ((rc = tablet_preflush(s, pair[k])) < 0)
+		if ((rc = master_preflush(s, pair[k])) < 0)
 			return rc;
 		if ((rc = tablet_files_in_range(pair[k])) < 0)
 			return rc;
@@ -529,7 +493,7 @@ merge_tablets(struct server *s, struct server_table *t, struct tablet_map *m,
 	mutex_lock(&s->apply_mu);
 	rc = s->broken;
 	for (size_t k = 0; k < 2 && rc == 0; k++)
-		rc = tablet_drain_locked(s, pair[k]);
+		rc = master_drain_locked(s, pair[k]);
 	if (rc < 0 || (rc = files_union(s, pair, 2, &files, &count)) < 0)
 		goto out_unlock;
 	row_init(&row, tablet_start(pair[0]), tablet_end(pair[1]),
@@ -599,7 +563,9 @@ balance_merge_one(struct server *s, struct server_table *t)
 		if (tablet_bytes(m->tablets[i]) >= small ||
 		    tablet_bytes(m->tablets[i + 1]) >= small ||
 		    tablet_damaged(m->tablets[i]) ||
-		    tablet_damaged(m->tablets[i + 1]))
+		    tablet_damaged(m->tablets[i + 1]) ||
+		    !tablet_serving(m->tablets[i]) ||
+		    !tablet_serving(m->tablets[i + 1]))
 			continue;
 		rc = merge_tablets(s, t, m, i, server_now(s));
 	}

@@ -97,6 +97,29 @@ int server_access_list(struct server *s, const char *table,
     struct catalog_access *table_access, char (**names)[CATALOG_NAME_MAX + 1],
     struct catalog_access **families, size_t *count);
 
+/* ---- Assignment (a cell's tablet servers: server_assign.c) ---- */
+
+/*
+ * Stop serving tablet id of table, as a tablet server does when the
+ * master moves the tablet (Bigtable 5.2): flush its memtable while it
+ * still serves, then in the apply turn (writers wait) flush what came
+ * meanwhile and put a tablet that serves nothing in its place
+ * (tablet_serving()), so that the catalog's redo point covers every write
+ * it took and its next server needs none of this server's log.  From
+ * then on calls on its rows fail with BT_ENOTSERVING, and it is neither
+ * split nor merged.  0 (also when it was not served), -ENOENT (no such
+ * table, or no such tablet in it), -EROFS (a read-only store), or the
+ * flush's error, and the tablet then serves on.
+ */
+int server_tablet_unload(struct server *s, const char *table, uint64_t id);
+/*
+ * Serve tablet id of table again, opened from the catalog (its files and
+ * redo point).  Records of it in this server's log above the redo point
+ * are not replayed: that is for a tablet whose unload flushed them.
+ * 0 (also when it was served), -ENOENT, -EROFS, or the open's error.
+ */
+int server_tablet_load(struct server *s, const char *table, uint64_t id);
+
 /* ---- Data ---- */
 
 /*

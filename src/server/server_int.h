@@ -265,8 +265,10 @@ struct server_table *server_table_find_id_locked(struct server *s,
 /* The table's current tablets, referenced. */
 struct tablet_map *server_table_map(struct server_table *t);
 /* Whether the tablet with id tablet serves row in the current map (a
- * look under map_mu, without a reference to the map). */
-bool server_table_serves_row(struct server_table *t, uint64_t tablet,
+ * look under map_mu, without a reference to the map): 0, BT_STALE when
+ * another tablet holds row, BT_ENOTSERVING when it is not served here
+ * (tablet_serving()). */
+int server_table_serves_row(struct server_table *t, uint64_t tablet,
     struct slice row);
 /* The table's current tablets, borrowed: the caller holds apply_mu, and
  * splits and merges install maps only in the apply turn (master.c), so
@@ -281,6 +283,14 @@ void server_table_map_install(struct server *s, struct server_table *t,
 struct tablet_map *server_tablet_map_new(size_t count);
 /* Accepts NULL. */
 void server_tablet_map_unref(struct tablet_map *m);
+/*
+ * A new map: m with the tablets at [first, first + old_count) replaced by
+ * fresh (fresh_count of them, whose references it takes on success).
+ * 0 or -ENOMEM.
+ */
+int server_tablet_map_replace(const struct tablet_map *m, size_t first,
+    size_t old_count, struct tablet *const *fresh, size_t fresh_count,
+    struct tablet_map **out);
 /* The index of the tablet serving row (binary search on starts). */
 size_t server_tablet_map_index(const struct tablet_map *m, struct slice row);
 /* The tablet serving row, borrowed from m. */
@@ -365,6 +375,14 @@ size_t master_freeze_size(const struct server *s);
  * they hold stays in memory and in the log, and a reopen replays it whole.
  */
 int master_freeze(struct server *s, struct tablet *t);
+/* Flush t before taking the apply turn, so that little is left to flush
+ * while writers wait (the first of Bigtable's two minor compactions
+ * before a tablet changes hands).  Caller holds work_mu. */
+int master_preflush(struct server *s, struct tablet *t);
+/* Flush everything tablet t holds in memory.  Caller holds apply_mu (so
+ * nothing new arrives), has found the store not broken, and holds work_mu
+ * (so nothing else flushes). */
+int master_drain_locked(struct server *s, struct tablet *t);
 /* Keep the active memtables of all tablets together within
  * master_freeze_size(): freeze the largest while they are over it (their
  * flush follows in the same background round). */

@@ -304,8 +304,13 @@ group_reserve(struct server *s, struct write_waiter *first,
 		tablet = server_tablet_map_find(server_table_map_locked(s,
 		    p->t), p->row);
 		p->tablet = tablet;
+		/* A tablet not served (a write that named no tablet, or
+		 * came as its tablet was unloaded) fails the group with
+		 * BT_ENOTSERVING: nothing is logged, so a retry is safe. */
 		if ((rc = tablet_reserve(tablet, p->row, p->ops,
-		    p->count)) < 0)
+		    p->count)) == BT_ENOTSERVING)
+			return rc;
+		if (rc < 0)
 			return bt_error_set(rc, "no memory to apply a write "
 			    "group");
 		if (p == last)

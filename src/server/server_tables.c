@@ -5,6 +5,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,6 +61,33 @@ server_tablet_map_find(const struct tablet_map *m, struct slice row)
 	return m->tablets[server_tablet_map_index(m, row)];
 }
 
+int
+server_tablet_map_replace(const struct tablet_map *m, size_t first,
+    size_t old_count, struct tablet *const *fresh, size_t fresh_count,
+    struct tablet_map **out)
+{
+	struct tablet_map *nm;
+	size_t k = 0;
+
+	assert(first + old_count <= m->count && fresh_count > 0);
+	nm = server_tablet_map_new(m->count - old_count + fresh_count);
+	if (nm == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < first; i++) {
+		tablet_ref(m->tablets[i]);
+		nm->tablets[k++] = m->tablets[i];
+	}
+	for (size_t i = 0; i < fresh_count; i++)
+		nm->tablets[k++] = fresh[i];
+	for (size_t i = first + old_count; i < m->count; i++) {
+		tablet_ref(m->tablets[i]);
+		nm->tablets[k++] = m->tablets[i];
+	}
+	assert(k == nm->count);
+	*out = nm;
+	return 0;
+}
+
 struct tablet_map *
 server_table_map(struct server_table *t)
 {
@@ -72,16 +100,24 @@ server_table_map(struct server_table *t)
 	return m;
 }
 
-bool
+int
 server_table_serves_row(struct server_table *t, uint64_t tablet,
     struct slice row)
 {
-	bool serves;
+	struct tablet *tab;
+	int rc = 0;
 
 	mutex_lock(&t->map_mu);
-	serves = tablet_id(server_tablet_map_find(t->map, row)) == tablet;
+	tab = server_tablet_map_find(t->map, row);
+	if (tablet_id(tab) != tablet)
+		rc = BT_STALE;
+	else if (!tablet_serving(tab))
+		rc = BT_ENOTSERVING;
 	mutex_unlock(&t->map_mu);
-	return serves;
+	if (rc == BT_ENOTSERVING)
+		rc = bt_error_set(rc, "table %s: tablet %" PRIu64 " is not "
+		    "served here", t->name, tablet);
+	return rc;
 }
 
 struct tablet_map *

@@ -18,13 +18,13 @@
 #include "util/error.h"
 #include "util/hash.h"
 
-/* BT_STALE when tablet is not 0 and is not the tablet serving row. */
+/* When tablet is not 0: BT_STALE when it is not the tablet holding row,
+ * BT_ENOTSERVING when it is not served here.  (A write naming no tablet
+ * to a tablet not served fails in its group: server_queue.c.) */
 static int
 tablet_check_serves(struct server_table *t, uint64_t tablet, struct slice row)
 {
-	if (tablet == 0 || server_table_serves_row(t, tablet, row))
-		return 0;
-	return BT_STALE;
+	return tablet == 0 ? 0 : server_table_serves_row(t, tablet, row);
 }
 
 static struct mutex *

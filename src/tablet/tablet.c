@@ -461,6 +461,7 @@ tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	if ((t = bt_calloc(1, sizeof(*t))) == NULL)
 		return -ENOMEM;
 	atomic_init(&t->refs, 1);
+	atomic_init(&t->serving, true);
 	t->tenv = *tenv;
 	t->id = ct->id;
 	t->table_id = ct->table_id;
@@ -567,6 +568,38 @@ tablet_open(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	rc = tablet_open_files(tenv, ct, schema, files, count, out);
 	bt_free(files);
 	return rc;
+}
+
+int
+tablet_open_unserved(const struct tablet_env *tenv,
+    const struct catalog_tablet *ct, struct tablet_schema *schema,
+    struct tablet **out)
+{
+	int rc;
+
+	if ((rc = tablet_open_files(tenv, ct, schema, NULL, 0, out)) == 0)
+		tablet_serving_stop(*out);
+	return rc;
+}
+
+void
+tablet_serving_stop(struct tablet *t)
+{
+	atomic_store(&t->serving, false);
+}
+
+bool
+tablet_serving(const struct tablet *t)
+{
+	return atomic_load(&t->serving);
+}
+
+/* BT_ENOTSERVING with a detail, for what t no longer serves. */
+int
+tablet_not_serving(const struct tablet *t)
+{
+	return bt_error_set(BT_ENOTSERVING, "tablet %" PRIu64 ": not served "
+	    "here", t->id);
 }
 
 void
@@ -841,6 +874,8 @@ tablet_reserve(struct tablet *t, struct slice row,
 	size_t keys = 0, values = 0, key_max = 0;
 	int rc;
 
+	if (!tablet_serving(t))
+		return tablet_not_serving(t);
 	for (size_t i = 0; i < count; i++) {
 		size_t k = ikey_encoded_max(row.n, ops[i].family.n,
 		    ops[i].qualifier.n);

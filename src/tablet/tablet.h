@@ -172,6 +172,22 @@ int tablet_open_files(const struct tablet_env *tenv,
     const struct catalog_tablet *ct, struct tablet_schema *schema,
     const struct catalog_file *files, size_t count, struct tablet **out);
 void tablet_ref(struct tablet *t);
+
+/*
+ * Serving (a cell's assignment of tablets to servers, docs/design.md
+ * section 5): a tablet serves from its open until tablet_serving_stop().
+ * From then on every read, scan, reservation (so every write) and ingest
+ * of it fails with BT_ENOTSERVING, and a split or merge of it with
+ * -EBUSY.  The server stops a tablet only with its memtables flushed, so
+ * that nothing of it lives in this process alone, and puts one opened by
+ * tablet_open_unserved() in its place: the same id, range and redo point,
+ * no files, never serving.  Thread-safe.
+ */
+int tablet_open_unserved(const struct tablet_env *tenv,
+    const struct catalog_tablet *ct, struct tablet_schema *schema,
+    struct tablet **out);
+void tablet_serving_stop(struct tablet *t);
+bool tablet_serving(const struct tablet *t);
 /* Drop a reference; the last one frees the tablet, and unflushed memtable
  * data with it (it is in the log).  Accepts NULL. */
 void tablet_unref(struct tablet *t);

@@ -50,6 +50,8 @@ tablet_ingest_new(struct tablet *t, bool parallel, struct tablet_ingest **out)
 	struct tablet_version *v;
 	struct tablet_ingest *in;
 
+	if (!tablet_serving(t))
+		return tablet_not_serving(t);
 	if ((in = bt_calloc(1, sizeof(*in))) == NULL)
 		return -ENOMEM;
 	v = tablet_version_get(t);

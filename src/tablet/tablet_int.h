@@ -113,6 +113,9 @@ struct tablet {
 	 * empty for an open bound (range_iter.h). */
 	struct buf key_lo, key_hi;
 
+	/* Cleared once by tablet_serving_stop(), never set again. */
+	atomic_bool serving;
+
 	struct mutex mu;		/* guards current (T1) */
 	struct tablet_version *current;
 
@@ -159,6 +162,9 @@ struct tablet {
 	bool idle;
 	bool idle_decided;	/* idle_overlap() asked this quiet period */
 };
+
+/* BT_ENOTSERVING, its detail naming t (tablet_serving()). */
+int tablet_not_serving(const struct tablet *t);
 
 /* The index in s->groups of the group named name, or NO_GROUP. */
 size_t tablet_schema_group_index(const struct tablet_schema *s,

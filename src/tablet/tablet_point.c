@@ -761,8 +761,8 @@ read_now(const struct tablet *t, const struct tablet_version *v,
  * cur_qualifier, seek_key), which the resolver sets before it uses them:
  * what they grow to here is then reused, not allocated again.
  */
-int
-tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
+static int
+tablet_read_row_served(struct tablet *t, uint64_t snapshot, struct slice row,
     int64_t now, const struct cells_filter *filter, struct cells_row *out)
 {
 	struct tablet_version *v = tablet_version_get(t);
@@ -816,4 +816,13 @@ out:
 	point_read_release(&pr);
 	tablet_version_unref(v);
 	return rc;
+}
+
+int
+tablet_read_row(struct tablet *t, uint64_t snapshot, struct slice row,
+    int64_t now, const struct cells_filter *filter, struct cells_row *out)
+{
+	if (!tablet_serving(t))
+		return tablet_not_serving(t);
+	return tablet_read_row_served(t, snapshot, row, now, filter, out);
 }

@@ -169,6 +169,8 @@ tablet_scan_open(struct tablet *t, uint64_t snapshot, struct slice start,
 	struct buf prefix;
 	int rc = -ENOMEM;
 
+	if (!tablet_serving(t))
+		return tablet_not_serving(t);
 	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
 		return -ENOMEM;
 	buf_init(&prefix);

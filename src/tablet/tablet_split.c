@@ -97,6 +97,9 @@ tablet_split(struct tablet *t, const struct catalog_tablet *left,
 	struct tablet *l, *r;
 	int rc;
 
+	if (!tablet_serving(t))
+		return bt_error_set(-EBUSY, "tablet %" PRIu64 ": split of a "
+		    "tablet not served", t->id);
 	if (memtable_count(t->mem) > 0 || tablet_has_frozen(t))
 		return bt_error_set(-EBUSY, "tablet %" PRIu64 ": split with "
 		    "unflushed data", t->id);
@@ -117,6 +120,10 @@ tablet_merge(struct tablet *left, struct tablet *right,
 {
 	struct tablet *parents[2] = { left, right };
 
+	for (size_t i = 0; i < 2; i++)
+		if (!tablet_serving(parents[i]))
+			return bt_error_set(-EBUSY, "tablet %" PRIu64 ": merge "
+			    "of a tablet not served", parents[i]->id);
 	for (size_t i = 0; i < 2; i++)
 		if (memtable_count(parents[i]->mem) > 0 ||
 		    tablet_has_frozen(parents[i]))

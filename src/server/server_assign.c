@@ -1,0 +1,192 @@
+/*
+ * server_assign.c - tablets unloaded and loaded again in a running
+ * server: the tablet server's side of a cell's assignment (Bigtable 5.2,
+ * docs/design.md section 5).  A tablet that is not served stays in its
+ * table's map as one that serves nothing (tablet_open_unserved()), so
+ * that the map still tiles the table and a row of it finds the tablet
+ * that answers BT_ENOTSERVING.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+
+#include "server/server_int.h"
+#include "util/error.h"
+
+/* The index of tablet id in m, or m->count when m has none. */
+static size_t
+map_index_of(const struct tablet_map *m, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < m->count; i++)
+		if (tablet_id(m->tablets[i]) == id)
+			break;
+	return i;
+}
+
+static int
+no_tablet(struct server_table *t, uint64_t id)
+{
+	return bt_error_set(-ENOENT, "table %s: no tablet %" PRIu64, t->name,
+	    id);
+}
+
+/* Put fresh (its reference taken on success) at index i of t's map m,
+ * which is the current one (only work_mu's holder installs maps).
+ * Caller holds apply_mu. */
+static int
+map_put(struct server *s, struct server_table *t, struct tablet_map *m,
+    size_t i, struct tablet *fresh)
+{
+	struct tablet_map *nm;
+	int rc;
+
+	mutex_assert_held(&s->apply_mu);
+	assert(server_table_map_locked(s, t) == m);
+	if ((rc = server_tablet_map_replace(m, i, 1, &fresh, 1, &nm)) < 0)
+		return rc;
+	server_table_map_install(s, t, nm);
+	return 0;
+}
+
+/* A catalog row of tab's range and redo point (its start and end to be
+ * released with buf_release()). */
+static int
+row_of(struct tablet *tab, uint64_t table_id, struct catalog_tablet *row)
+{
+	int rc;
+
+	*row = (struct catalog_tablet){ .id = tablet_id(tab),
+	    .table_id = table_id, .flushed_seq = tablet_flushed_seq(tab) };
+	buf_init(&row->start);
+	buf_init(&row->end);
+	if ((rc = buf_set(&row->start, tablet_start(tab).p,
+	    tablet_start(tab).n)) == 0)
+		rc = buf_set(&row->end, tablet_end(tab).p, tablet_end(tab).n);
+	return rc;
+}
+
+static int
+unload_locked(struct server *s, struct server_table *t, uint64_t id)
+{
+	struct tablet_map *m = server_table_map(t);
+	struct tablet_schema *schema = NULL;
+	struct tablet *tab, *none = NULL;
+	struct catalog_tablet row;
+	size_t i = map_index_of(m, id);
+	int rc;
+
+	mutex_assert_held(&s->work_mu);
+	buf_init(&row.start);
+	buf_init(&row.end);
+	if (i == m->count) {
+		rc = no_tablet(t, id);
+		goto out;
+	}
+	tab = m->tablets[i];
+	if (!tablet_serving(tab)) {
+		rc = 0;
+		goto out;
+	}
+	/* The first minor compaction, while the tablet still serves. */
+	if ((rc = master_preflush(s, tab)) < 0)
+		goto out;
+	schema = server_table_schema(s, t);
+	/* The second, of what came meanwhile, in the apply turn: after it
+	 * the redo point covers every write the tablet took. */
+	mutex_lock(&s->apply_mu);
+	if ((rc = s->broken) < 0 || (rc = master_drain_locked(s, tab)) < 0)
+		goto out_unlock;
+	if ((rc = row_of(tab, t->id, &row)) < 0 ||
+	    (rc = tablet_open_unserved(&s->tenv, &row, schema, &none)) < 0)
+		goto out_unlock;
+	if ((rc = map_put(s, t, m, i, none)) < 0) {
+		tablet_unref(none);
+		goto out_unlock;
+	}
+	/* Readers that still hold the old map stop too. */
+	tablet_serving_stop(tab);
+out_unlock:
+	mutex_unlock(&s->apply_mu);
+out:
+	buf_release(&row.start);
+	buf_release(&row.end);
+	tablet_schema_unref(schema);
+	server_tablet_map_unref(m);
+	return rc;
+}
+
+static int
+load_locked(struct server *s, struct server_table *t, uint64_t id)
+{
+	struct tablet_map *m = server_table_map(t);
+	struct tablet_schema *schema = NULL;
+	struct catalog_tablet *rows = NULL;
+	struct tablet *tab = NULL;
+	size_t n = 0, i = map_index_of(m, id), k;
+	int rc;
+
+	mutex_assert_held(&s->work_mu);
+	if (i == m->count) {
+		rc = no_tablet(t, id);
+		goto out;
+	}
+	if (tablet_serving(m->tablets[i])) {
+		rc = 0;
+		goto out;
+	}
+	if ((rc = catalog_tablets_list(s->catalog, t->id, &rows, &n)) < 0)
+		goto out;
+	for (k = 0; k < n && rows[k].id != id; k++)
+		;
+	if (k == n) {
+		rc = bt_error_set(BT_ECORRUPT, "table %s: tablet %" PRIu64
+		    " is not in the catalog", t->name, id);
+		goto out;
+	}
+	schema = server_table_schema(s, t);
+	if ((rc = tablet_open(&s->tenv, &rows[k], schema, &tab)) < 0)
+		goto out;
+	mutex_lock(&s->apply_mu);
+	if ((rc = map_put(s, t, m, i, tab)) < 0)
+		tablet_unref(tab);
+	mutex_unlock(&s->apply_mu);
+out:
+	tablet_schema_unref(schema);
+	catalog_tablets_free(rows, n);
+	server_tablet_map_unref(m);
+	return rc;
+}
+
+/* Run fn on tablet id of table under work_mu (so that no flush,
+ * compaction, split or merge runs beside it). */
+static int
+assign_run(struct server *s, const char *table, uint64_t id,
+    int (*fn)(struct server *, struct server_table *, uint64_t))
+{
+	struct server_table *t;
+	int rc;
+
+	if (s->opts.read_only)
+		return bt_error_set(-EROFS, "the store is open read-only");
+	if ((rc = server_table_lookup(s, table, &t)) < 0)
+		return rc;
+	mutex_lock(&s->work_mu);
+	rc = fn(s, t, id);
+	mutex_unlock(&s->work_mu);
+	server_table_unref(t);
+	return rc;
+}
+
+int
+server_tablet_unload(struct server *s, const char *table, uint64_t id)
+{
+	return assign_run(s, table, id, unload_locked);
+}
+
+int
+server_tablet_load(struct server *s, const char *table, uint64_t id)
+{
+	return assign_run(s, table, id, load_locked);
+}

@@ -1,0 +1,304 @@
+/*
+ * test_api_assign.c - a tablet unloaded and loaded again in a running
+ * store, as a cell's tablet server does when the master moves it
+ * (bt_tablet_unload, bt_tablet_load): once unloaded, reads, scans and
+ * writes of its rows fail with BT_ENOTSERVING and nothing else, while
+ * the other tablets serve on; its memtable is flushed, so that its redo
+ * point covers every write it took; it is neither split nor compacted
+ * away; loaded again it holds every cell written before; writers racing
+ * with unloads and loads lose no acknowledged cell; and a crash right
+ * after an unload, with the log collected, loses nothing.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "api_util.h"
+
+static int
+tablet_ids(struct bt_store *s, uint64_t *ids, size_t max, size_t *n)
+{
+	struct bt_tablet_info *info;
+	int rc;
+
+	if ((rc = bt_table_tablets(s, "t", &info, n)) != 0)
+		return rc;
+	for (size_t i = 0; i < *n && i < max; i++)
+		ids[i] = info[i].id;
+	bt_tablets_free(info);
+	return 0;
+}
+
+/* The memtable bytes and redo point of tablet i of "t". */
+static void
+tablet_state(struct bt_store *s, size_t i, uint64_t *mem, uint64_t *redo)
+{
+	struct bt_tablet_info *info;
+	size_t n;
+
+	must(bt_table_tablets(s, "t", &info, &n));
+	*mem = info[i].memtable_bytes;
+	*redo = info[i].flushed_seq;
+	bt_tablets_free(info);
+}
+
+/* A store with table "t" in two tablets, [, m) and [m, ), and rows
+ * a0..a9 and x0..x9 in each. */
+static void
+store_make(struct tstore *t, uint64_t ids[2])
+{
+	struct bt_bytes split = bts("m");
+	struct bt_family_spec f = { "f", NULL, NULL };
+	size_t n;
+
+	tstore_fault(t, NULL);
+	must(bt_table_create(t->s, "t", &f, 1, &split, 1, 0));
+	for (int i = 0; i < 10; i++) {
+		char a[8], x[8];
+
+		snprintf(a, sizeof(a), "a%d", i);
+		snprintf(x, sizeof(x), "x%d", i);
+		must(put_str(t->s, "t", a, "f", "q", 1000 + i, a));
+		must(put_str(t->s, "t", x, "f", "q", 1000 + i, x));
+	}
+	must(tablet_ids(t->s, ids, 2, &n));
+	if (n != 2)
+		tap_bail("the table has not two tablets");
+}
+
+static void
+test_unloaded_refuses(void)
+{
+	struct tstore t;
+	uint64_t ids[2], mem, redo, stats_seq;
+	struct bt_row *row = NULL;
+	struct sbuf b = { 0 };
+	struct bt_scan_options so = { 0 };
+	int rc;
+
+	store_make(&t, ids);
+	if (tstore_cell_skip(&t, "unload is the tablet server's"))
+		return;
+	stats_seq = bt_store_last_seq(t.s);
+	tablet_state(t.s, 1, &mem, &redo);
+	ok(redo < stats_seq, "before: the tablet holds its "
+	    "writes in memory (redo point %" PRIu64 ")", redo);
+	rc = bt_tablet_unload(t.s, "t", ids[1]);
+	ok(rc == 0, "unload: %s (%s)", bt_strerror(rc), bt_error_detail());
+	tablet_state(t.s, 1, &mem, &redo);
+	ok(redo >= stats_seq, "its memtable is flushed: redo point %" PRIu64
+	    " of last seq %" PRIu64, redo, stats_seq);
+
+	rc = bt_read_row(t.s, "t", bts("x3"), NULL, &row);
+	ok(rc == BT_ENOTSERVING, "a read of its row: BT_ENOTSERVING (%s)",
+	    bt_strerror(rc));
+	if (rc == 0)
+		bt_row_free(row);
+	rc = put_str(t.s, "t", "x3", "f", "q", BT_TS_SERVER, "new");
+	ok(rc == BT_ENOTSERVING, "a write of its row: BT_ENOTSERVING (%s)",
+	    bt_strerror(rc));
+	rc = put_str(t.s, "t", "zz", "f", "q", 5, "new");
+	ok(rc == BT_ENOTSERVING, "a write of a new row in it: "
+	    "BT_ENOTSERVING (%s)", bt_strerror(rc));
+	is_text(read_text_str(t.s, "t", "a3", NULL), "f:q@1003=a3\n",
+	    "the other tablet reads");
+	ok(put_str(t.s, "t", "a3", "f", "q", 2000, "b3") == 0 &&
+	    put_str(t.s, "t", "l", "f", "q", 2000, "l") == 0,
+	    "and takes writes, up to the boundary");
+	so.end = bts("m");
+	is_text(scan_keys(t.s, "t", &so), "[a0]\n[a1]\n[a2]\n[a3]\n[a4]\n"
+	    "[a5]\n[a6]\n[a7]\n[a8]\n[a9]\n[l]\n",
+	    "a scan of the other tablet's rows");
+	so.end = bts("");
+	rc = scan_render(t.s, "t", &so, false, &b);
+	ok(rc == BT_ENOTSERVING, "a scan into it stops with BT_ENOTSERVING "
+	    "(%s)", bt_strerror(rc));
+	sbuf_release(&b);
+	so.start = bts("n");
+	rc = scan_render(t.s, "t", &so, false, &b);
+	ok(rc == BT_ENOTSERVING, "a scan inside it: BT_ENOTSERVING (%s)",
+	    bt_strerror(rc));
+	sbuf_release(&b);
+
+	ok(bt_tablet_unload(t.s, "t", ids[1]) == 0, "unloading again: 0");
+	ok(bt_tablet_unload(t.s, "t", ids[1] + 100) == -ENOENT,
+	    "an unknown tablet: -ENOENT");
+	ok(bt_tablet_load(t.s, "nosuch", ids[1]) == -ENOENT,
+	    "an unknown table: -ENOENT");
+	rc = bt_table_split(t.s, "t", bts("q"));
+	ok(rc < 0, "it is not split (%s)", bt_strerror(rc));
+	rc = bt_store_compact(t.s, "t", true);
+	ok(rc == 0, "a major compaction of the table passes it by (%s)",
+	    bt_strerror(rc));
+
+	rc = bt_tablet_load(t.s, "t", ids[1]);
+	ok(rc == 0, "load: %s (%s)", bt_strerror(rc), bt_error_detail());
+	ok(bt_tablet_load(t.s, "t", ids[1]) == 0, "loading again: 0");
+	is_text(read_text_str(t.s, "t", "x3", NULL), "f:q@1003=x3\n",
+	    "loaded, it holds what it held");
+	ok(put_str(t.s, "t", "x3", "f", "q", 2000, "y3") == 0,
+	    "and takes writes again");
+	is_text(read_text_str(t.s, "t", "x3", NULL),
+	    "f:q@2000=y3\nf:q@1003=x3\n", "which read back");
+	so.start = bts("");
+	is_text(scan_keys(t.s, "t", &so), "[a0]\n[a1]\n[a2]\n[a3]\n[a4]\n"
+	    "[a5]\n[a6]\n[a7]\n[a8]\n[a9]\n[l]\n[x0]\n[x1]\n[x2]\n[x3]\n"
+	    "[x4]\n[x5]\n[x6]\n[x7]\n[x8]\n[x9]\n", "a scan of the table");
+	ok(tstore_reopen(&t) == 0, "the store closes and opens");
+	is_text(read_text_str(t.s, "t", "x3", NULL),
+	    "f:q@2000=y3\nf:q@1003=x3\n", "and keeps it");
+	tstore_destroy(&t);
+}
+
+/* A crash just after an unload, the log collected: the unloaded tablet's
+ * cells are in its SSTables, and the reopen serves them. */
+static void
+test_crash_after_unload(void)
+{
+	static const enum env_fault_op ops[] = { ENV_FAULT_APPEND,
+	    ENV_FAULT_SYNC, ENV_FAULT_OPEN, ENV_FAULT_RENAME };
+	struct tstore t;
+	uint64_t ids[2];
+	int rc;
+
+	store_make(&t, ids);
+	if (tstore_cell_skip(&t, "needs the fault env"))
+		return;
+	must(bt_tablet_unload(t.s, "t", ids[1]));
+	must(bt_tablet_unload(t.s, "t", ids[0]));
+	/* Collects the log segments both redo points passed. */
+	must(bt_store_flush(t.s));
+	for (size_t k = 0; k < 4; k++)
+		env_fault_fail_after(t.env, ops[k], 1, -EIO, true);
+	bt_store_close(t.s);
+	t.s = NULL;
+	env_fault_drop_unsynced(t.env);
+	for (size_t k = 0; k < 4; k++)
+		env_fault_fail_after(t.env, ops[k], 0, 0, false);
+	rc = bt_store_open(t.path, &t.opts, &t.s);
+	ok(rc == 0, "the store opens after the crash (%s)", bt_strerror(rc));
+	if (rc != 0) {
+		tstore_destroy(&t);
+		return;
+	}
+	is_text(read_text_str(t.s, "t", "x9", NULL), "f:q@1009=x9\n",
+	    "an unloaded tablet's cell is there");
+	is_text(read_text_str(t.s, "t", "a9", NULL), "f:q@1009=a9\n",
+	    "and the other's");
+	tstore_destroy(&t);
+}
+
+#define WRITERS 3
+#define ROUNDS 40
+
+struct race {
+	struct bt_store *s;
+	atomic_bool stop;
+	atomic_int bad;		/* failures other than BT_ENOTSERVING */
+	int acked[WRITERS];	/* writes acknowledged, each a new row */
+	int refused[WRITERS];	/* BT_ENOTSERVING */
+};
+
+struct writer {
+	struct race *r;
+	int id;
+};
+
+static void *
+writer_run(void *arg)
+{
+	struct writer *w = arg;
+	struct race *r = w->r;
+	int i = 0;
+
+	while (!atomic_load(&r->stop)) {
+		char row[32];
+		int rc;
+
+		/* Rows on both sides of the boundary "m". */
+		snprintf(row, sizeof(row), "%c%d-%06d", i % 2 ? 'x' : 'b',
+		    w->id, r->acked[w->id]);
+		rc = put_str(r->s, "t", row, "f", "q", 7, row);
+		if (rc == 0)
+			r->acked[w->id]++;
+		else if (rc == BT_ENOTSERVING)
+			r->refused[w->id]++;
+		else {
+			diag("writer %d: %s (%s)", w->id, bt_strerror(rc),
+			    bt_error_detail());
+			atomic_fetch_add(&r->bad, 1);
+		}
+		i++;
+	}
+	return NULL;
+}
+
+static void
+test_writers_race(void)
+{
+	struct tstore t;
+	struct race r = { 0 };
+	struct writer w[WRITERS];
+	pthread_t th[WRITERS];
+	uint64_t ids[2];
+	int fails = 0, missing = 0;
+
+	store_make(&t, ids);
+	if (tstore_cell_skip(&t, "unload is the tablet server's"))
+		return;
+	r.s = t.s;
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (struct writer){ &r, i };
+		pthread_create(&th[i], NULL, writer_run, &w[i]);
+	}
+	for (int k = 0; k < ROUNDS; k++) {
+		if (bt_tablet_unload(t.s, "t", ids[k % 2]) != 0)
+			fails++;
+		usleep(2000);	/* writers meet it unloaded */
+		if (bt_tablet_load(t.s, "t", ids[k % 2]) != 0)
+			fails++;
+	}
+	atomic_store(&r.stop, true);
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(th[i], NULL);
+	ok(fails == 0, "%d unloads and loads under writers, %d failed",
+	    ROUNDS, fails);
+	ok(atomic_load(&r.bad) == 0, "writers failed only with "
+	    "BT_ENOTSERVING");
+	ok(r.refused[0] + r.refused[1] + r.refused[2] > 0, "and some did");
+	for (int i = 0; i < WRITERS; i++) {
+		int j = 0;
+
+		/* Acknowledged writes i..acked-1 of writer i, the sides
+		 * alternating as they were tried: look in both. */
+		for (int a = 0; a < r.acked[i]; a++) {
+			char b[32], x[32];
+			struct bt_row *row = NULL;
+
+			snprintf(b, sizeof(b), "b%d-%06d", i, a);
+			snprintf(x, sizeof(x), "x%d-%06d", i, a);
+			if (bt_read_row(t.s, "t", bts(b), NULL, &row) == 0)
+				bt_row_free(row);
+			else if (bt_read_row(t.s, "t", bts(x), NULL,
+			    &row) == 0)
+				bt_row_free(row);
+			else
+				missing++;
+			j++;
+		}
+		diag("writer %d: %d writes acknowledged, %d refused", i, j,
+		    r.refused[i]);
+	}
+	ok(missing == 0, "every acknowledged write reads back (%d missing)",
+	    missing);
+	ok(tstore_reopen(&t) == 0, "the store closes and opens");
+	tstore_destroy(&t);
+}
+
+int
+main(void)
+{
+	test_unloaded_refuses();
+	test_crash_after_unload();
+	test_writers_race();
+	return tap_done();
+}
