@@ -1759,6 +1759,17 @@ bt_tablet_load(struct bt_store *s, const char *table, uint64_t tablet_id)
 }
 
 int
+bt_tablet_recover(struct bt_store *s, const char *table, uint64_t tablet_id,
+    const char *log_dir)
+{
+	bt_error_clear();
+	if (s->cell != NULL)
+		return bt_error_set(-EOPNOTSUPP, "a cell's master assigns its "
+		    "tablets");
+	return server_tablet_recover(s->server, table, tablet_id, log_dir);
+}
+
+int
 bt_table_tablets(struct bt_store *s, const char *table,
     struct bt_tablet_info **out, size_t *count)
 {

@@ -623,6 +623,19 @@ int bt_table_split(struct bt_store *s, const char *table, struct bt_bytes row);
 int bt_tablet_unload(struct bt_store *s, const char *table,
     uint64_t tablet_id);
 int bt_tablet_load(struct bt_store *s, const char *table, uint64_t tablet_id);
+/*
+ * What a cell's tablet server does when given a tablet of a server that
+ * died (Bigtable 5.3): serve tablet_id, which bt_tablet_unload() left not
+ * served here, recovered from the dead server's commit log in log_dir (a
+ * directory of log segments, as the store's env names it): the records
+ * of its rows above its redo point are replayed, damage skipped with a
+ * notice as at open, and flushed; nothing in log_dir is changed.  Later
+ * writes get sequence numbers and server stamps above every record read
+ * there.  -EBUSY when the tablet is served here; otherwise as
+ * bt_tablet_load(), or the replay's error (the tablet stays not served).
+ */
+int bt_tablet_recover(struct bt_store *s, const char *table,
+    uint64_t tablet_id, const char *log_dir);
 
 /* One tablet of a table: its row range [start, end) (an empty end is the
  * end of the table) and what it holds. */

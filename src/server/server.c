@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,147 +114,6 @@ out:
 	return rc;
 }
 
-/* Replay one log record into its tablet, unless it is already flushed. */
-static int
-replay_record(struct server *s, struct slice data)
-{
-	struct mutation_record rec;
-	struct server_table *t;
-	struct tablet *tablet;
-	uint64_t last;
-	int rc;
-
-	if ((rc = mutation_record_decode(data, &rec)) < 0)
-		return rc;
-	last = rec.seq + rec.count - 1;
-	if (last >= s->next_seq)
-		s->next_seq = last + 1;
-	/* The next stamp goes above the record's, whatever the clock says
-	 * now.  A version 1 record has none, and a put's time may be a
-	 * client's: only one near the clock is taken as a server's. */
-	if (rec.stamp > s->last_stamp)
-		s->last_stamp = rec.stamp;
-	for (size_t i = 0; i < rec.count && rec.stamp == 0; i++)
-		if (rec.ops[i].kind == MUTATION_PUT &&
-		    rec.ops[i].ts > s->last_stamp &&
-		    rec.ops[i].ts <= server_now(s) + 1000000)
-			s->last_stamp = rec.ops[i].ts;
-	/* Alone at open, but a table is found under tables_mu. */
-	mutex_lock(&s->tables_mu);
-	t = server_table_find_id_locked(s, rec.table_id);
-	mutex_unlock(&s->tables_mu);
-	if (t == NULL)
-		goto out;	/* the table was dropped */
-	tablet = server_tablet_map_find(t->map, rec.row);
-	if (last <= tablet_flushed_seq(tablet))
-		goto out;
-	if ((rc = tablet_apply(tablet, rec.seq, rec.row, rec.ops,
-	    rec.count)) < 0)
-		goto out;
-	if (!s->opts.read_only && !s->replay_disk_full &&
-	    tablet_memtable_usage(tablet) >= s->opts.memtable_size &&
-	    (rc = tablet_freeze(tablet)) == 0)
-		rc = tablet_flush(tablet, true);
-	/* A full disk: the rest replays into memory (server_recover). */
-	if (rc == -ENOSPC || rc == -EDQUOT) {
-		s->replay_disk_full = true;
-		rc = 0;
-	}
-	if (rc > 0)
-		rc = 0;
-out:
-	mutation_record_release(&rec);
-	return rc;
-}
-
-/* Tell the store's user one line (server_options.notice; stderr). */
-static void
-server_notice(struct server *s, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (s->opts.notice != NULL)
-		s->opts.notice(s->opts.notice_arg, line);
-	else
-		fprintf(stderr, "tabletfs: %s\n", line);
-}
-
-/*
- * Replay one segment.  Damage that is not a torn tail (a record whose
- * check fails with a valid record after it, or a torn-looking tail in a
- * segment that is not the last) is skipped -- in the last segment, damage
- * that no later record shows synced is a power loss's torn tail instead,
- * dropped with what follows (log.h) -- and replay goes on at the next
- * record that checks, one notice names what was skipped, and
- * *damaged is set so that the segment is kept in lost/ (and *torn if
- * intact records were dropped).  The mutations in the damaged bytes are
- * lost; every other record is replayed.
- */
-static int
-recover_segment(struct server *s, uint64_t number, bool last,
-    bool *damaged, bool *torn)
-{
-	struct log_reader *r;
-	struct slice rec;
-	uint64_t off, n, size, intact;
-	const char *kept;
-	char path[4096];
-	int rc;
-
-	log_segment_path(path, sizeof(path), s->log_dir, number);
-	if ((rc = env_path_size(s->env, path, &size)) < 0 ||
-	    (rc = log_reader_open(s->env, path, &r)) < 0)
-		return rc;
-	if (!last)
-		log_reader_set_sealed(r);
-	for (;;) {
-		rc = log_reader_next(r, &rec, NULL);
-		if (rc == 0) {
-			if ((rc = replay_record(s, rec)) < 0)
-				break;
-			continue;
-		}
-		intact = 0;
-		if (rc == BT_DONE) {
-			/* A torn tail; or damage no sync covered, dropped
-			 * with the intact records after it (format.h). */
-			n = log_reader_dropped_bytes(r);
-			intact = log_reader_dropped_records(r);
-			if (n == 0 || (last && intact == 0))
-				break;
-			off = size - n;
-		} else if (rc == BT_ECHECKSUM || rc == BT_ECORRUPT) {
-			if ((rc = log_reader_skip_damage(r, &off, &n)) < 0)
-				break;
-		} else {
-			break;
-		}
-		*damaged = true;
-		*torn |= intact > 0;
-		kept = s->opts.read_only ?
-		    "read-only: the segment stays in log/" :
-		    "the segment is kept in lost/";
-		if (intact > 0)
-			server_notice(s, "log/%016" PRIu64 ".log: damaged "
-			    "record at offset %" PRIu64 " before %" PRIu64
-			    " intact records, none synced after it: dropped "
-			    "as torn by a power loss (%s)", number, off,
-			    intact, kept);
-		else
-			server_notice(s, "log/%016" PRIu64 ".log: %" PRIu64
-			    " damaged bytes at offset %" PRIu64 " skipped at "
-			    "recovery (%s)", number, n, off, kept);
-		if (rc == BT_DONE)
-			break;
-	}
-	log_reader_close(r);
-	return rc == BT_DONE ? 0 : rc;
-}
-
 /*
  * Move a damaged segment into STORE/lost/ (created if absent) under a name
  * no earlier one there has, NNN.log or, when recovery dropped records as a
@@ -304,6 +162,7 @@ server_recover(struct server *s, uint64_t *next_segment)
 {
 	uint64_t *segments = NULL;
 	struct lost_segment *kept = NULL;
+	struct replay rp;
 	bool *damaged = NULL;
 	size_t count = 0;
 	int rc;
@@ -319,10 +178,15 @@ server_recover(struct server *s, uint64_t *next_segment)
 		rc = -ENOMEM;
 		goto out;
 	}
+	rp = (struct replay){ .dir = s->log_dir, .name = "log",
+	    .max_seq = s->next_seq - 1, .max_stamp = s->last_stamp };
 	for (size_t i = 0; i < count; i++) {
 		kept[i].number = segments[i];
-		if ((rc = recover_segment(s, segments[i], i + 1 == count,
-		    &damaged[i], &kept[i].torn)) < 0)
+		rc = server_replay_segment(s, &rp, segments[i],
+		    i + 1 == count, &damaged[i], &kept[i].torn);
+		s->next_seq = rp.max_seq + 1;
+		s->last_stamp = rp.max_stamp;
+		if (rc < 0)
 			goto out;
 		*next_segment = segments[i] + 1;
 	}

@@ -119,6 +119,19 @@ int server_tablet_unload(struct server *s, const char *table, uint64_t id);
  * 0 (also when it was served), -ENOENT, -EROFS, or the open's error.
  */
 int server_tablet_load(struct server *s, const char *table, uint64_t id);
+/*
+ * Serve tablet id of table, not served here, recovered from another
+ * server's commit log in log_dir (Bigtable 5.3: the tablet of a server
+ * that died): opened from the catalog, with every record of its rows in
+ * log_dir's segments above its redo point replayed (damage skipped with
+ * a notice, as at open, and nothing in log_dir changed) and flushed, so
+ * that its redo point covers them; this server's sequence numbers and
+ * stamps then go on above every record read.  0, -ENOENT, -EBUSY (it is
+ * served here), -EROFS, or the replay's or flush's error (it stays not
+ * served).
+ */
+int server_tablet_recover(struct server *s, const char *table, uint64_t id,
+    const char *log_dir);
 
 /* ---- Data ---- */
 

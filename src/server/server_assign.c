@@ -1,7 +1,8 @@
 /*
- * server_assign.c - tablets unloaded and loaded again in a running
- * server: the tablet server's side of a cell's assignment (Bigtable 5.2,
- * docs/design.md section 5).  A tablet that is not served stays in its
+ * server_assign.c - tablets unloaded, loaded again, and recovered from
+ * another server's commit log in a running server: the tablet server's
+ * side of a cell's assignment (Bigtable 5.2-5.3, docs/design.md section
+ * 5).  A tablet that is not served stays in its
  * table's map as one that serves nothing (tablet_open_unserved()), so
  * that the map still tiles the table and a row of it finds the tablet
  * that answers BT_ENOTSERVING.
@@ -9,8 +10,11 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 
 #include "server/server_int.h"
+#include "tablet/ikey.h"
+#include "util/alloc.h"
 #include "util/error.h"
 
 /* The index of tablet id in m, or m->count when m has none. */
@@ -68,7 +72,8 @@ row_of(struct tablet *tab, uint64_t table_id, struct catalog_tablet *row)
 }
 
 static int
-unload_locked(struct server *s, struct server_table *t, uint64_t id)
+unload_locked(struct server *s, struct server_table *t, uint64_t id,
+    const char *unused)
 {
 	struct tablet_map *m = server_table_map(t);
 	struct tablet_schema *schema = NULL;
@@ -77,6 +82,7 @@ unload_locked(struct server *s, struct server_table *t, uint64_t id)
 	size_t i = map_index_of(m, id);
 	int rc;
 
+	(void)unused;
 	mutex_assert_held(&s->work_mu);
 	buf_init(&row.start);
 	buf_init(&row.end);
@@ -117,16 +123,43 @@ out:
 	return rc;
 }
 
+/* Open tablet id of t from its catalog row (files and redo point), not
+ * yet in any map. */
 static int
-load_locked(struct server *s, struct server_table *t, uint64_t id)
+open_from_catalog(struct server *s, struct server_table *t, uint64_t id,
+    struct tablet **out)
 {
-	struct tablet_map *m = server_table_map(t);
-	struct tablet_schema *schema = NULL;
+	struct tablet_schema *schema;
 	struct catalog_tablet *rows = NULL;
-	struct tablet *tab = NULL;
-	size_t n = 0, i = map_index_of(m, id), k;
+	size_t n = 0, k;
 	int rc;
 
+	if ((rc = catalog_tablets_list(s->catalog, t->id, &rows, &n)) < 0)
+		return rc;
+	for (k = 0; k < n && rows[k].id != id; k++)
+		;
+	if (k == n) {
+		rc = bt_error_set(BT_ECORRUPT, "table %s: tablet %" PRIu64
+		    " is not in the catalog", t->name, id);
+	} else {
+		schema = server_table_schema(s, t);
+		rc = tablet_open(&s->tenv, &rows[k], schema, out);
+		tablet_schema_unref(schema);
+	}
+	catalog_tablets_free(rows, n);
+	return rc;
+}
+
+static int
+load_locked(struct server *s, struct server_table *t, uint64_t id,
+    const char *unused)
+{
+	struct tablet_map *m = server_table_map(t);
+	struct tablet *tab = NULL;
+	size_t i = map_index_of(m, id);
+	int rc;
+
+	(void)unused;
 	mutex_assert_held(&s->work_mu);
 	if (i == m->count) {
 		rc = no_tablet(t, id);
@@ -136,25 +169,101 @@ load_locked(struct server *s, struct server_table *t, uint64_t id)
 		rc = 0;
 		goto out;
 	}
-	if ((rc = catalog_tablets_list(s->catalog, t->id, &rows, &n)) < 0)
-		goto out;
-	for (k = 0; k < n && rows[k].id != id; k++)
-		;
-	if (k == n) {
-		rc = bt_error_set(BT_ECORRUPT, "table %s: tablet %" PRIu64
-		    " is not in the catalog", t->name, id);
-		goto out;
-	}
-	schema = server_table_schema(s, t);
-	if ((rc = tablet_open(&s->tenv, &rows[k], schema, &tab)) < 0)
+	if ((rc = open_from_catalog(s, t, id, &tab)) < 0)
 		goto out;
 	mutex_lock(&s->apply_mu);
 	if ((rc = map_put(s, t, m, i, tab)) < 0)
 		tablet_unref(tab);
 	mutex_unlock(&s->apply_mu);
 out:
-	tablet_schema_unref(schema);
-	catalog_tablets_free(rows, n);
+	server_tablet_map_unref(m);
+	return rc;
+}
+
+/*
+ * Number above every record read from another server's log (rp), so
+ * that writes after the recovery order after the ones it replayed, and
+ * let readers see them (what bt_bulk's commit does with its one number).
+ * Caller holds apply_mu: every group before is applied and published.
+ */
+static int
+seq_raise_locked(struct server *s, const struct replay *rp)
+{
+	mutex_assert_held(&s->apply_mu);
+	assert(atomic_load(&s->next_seq) == s->applied_upto + 1);
+	if (rp->max_seq >= IKEY_MAX_SEQ)
+		return bt_error_set(-EOVERFLOW, "sequence numbers exhausted");
+	if (rp->max_seq > s->applied_upto) {
+		atomic_store(&s->next_seq, rp->max_seq + 1);
+		s->applied_upto = rp->max_seq;
+		atomic_store_explicit(&s->visible_seq, rp->max_seq,
+		    memory_order_release);
+	}
+	if (rp->max_stamp > s->last_stamp)
+		s->last_stamp = rp->max_stamp;
+	return 0;
+}
+
+/* Replay into tab the records of its rows in every segment of log_dir
+ * above its redo point, and flush them. */
+static int
+replay_from(struct server *s, struct server_table *t, struct tablet *tab,
+    const char *log_dir, struct replay *rp)
+{
+	uint64_t *segments = NULL;
+	size_t count = 0;
+	int rc;
+
+	*rp = (struct replay){ .dir = log_dir, .name = log_dir, .only = tab,
+	    .only_table = t->id };
+	if ((rc = log_list_segments(s->env, log_dir, &segments, &count)) < 0)
+		return bt_error_set(rc, "%s: %s", log_dir, bt_strerror(rc));
+	for (size_t i = 0; i < count && rc == 0; i++) {
+		bool damaged = false, torn = false;
+
+		rc = server_replay_segment(s, rp, segments[i], i + 1 == count,
+		    &damaged, &torn);
+	}
+	bt_free(segments);
+	if (rc < 0)
+		return rc;
+	if ((rc = tablet_freeze(tab)) == 0)
+		rc = tablet_flush(tab, false);
+	return rc == BT_NOTFOUND || rc > 0 ? 0 : rc;
+}
+
+static int
+recover_locked(struct server *s, struct server_table *t, uint64_t id,
+    const char *log_dir)
+{
+	struct tablet_map *m = server_table_map(t);
+	struct tablet *tab = NULL;
+	struct replay rp;
+	size_t i = map_index_of(m, id);
+	int rc;
+
+	mutex_assert_held(&s->work_mu);
+	if (i == m->count) {
+		rc = no_tablet(t, id);
+		goto out;
+	}
+	if (tablet_serving(m->tablets[i])) {
+		rc = bt_error_set(-EBUSY, "table %s: tablet %" PRIu64 " is "
+		    "served here: unload it first", t->name, id);
+		goto out;
+	}
+	if ((rc = open_from_catalog(s, t, id, &tab)) < 0)
+		goto out;
+	if ((rc = replay_from(s, t, tab, log_dir, &rp)) < 0)
+		goto out_unref;
+	mutex_lock(&s->apply_mu);
+	if ((rc = seq_raise_locked(s, &rp)) == 0 &&
+	    (rc = map_put(s, t, m, i, tab)) == 0)
+		tab = NULL;
+	mutex_unlock(&s->apply_mu);
+out_unref:
+	tablet_unref(tab);
+out:
 	server_tablet_map_unref(m);
 	return rc;
 }
@@ -163,7 +272,9 @@ out:
  * compaction, split or merge runs beside it). */
 static int
 assign_run(struct server *s, const char *table, uint64_t id,
-    int (*fn)(struct server *, struct server_table *, uint64_t))
+    const char *log_dir,
+    int (*fn)(struct server *, struct server_table *, uint64_t,
+    const char *))
 {
 	struct server_table *t;
 	int rc;
@@ -173,7 +284,7 @@ assign_run(struct server *s, const char *table, uint64_t id,
 	if ((rc = server_table_lookup(s, table, &t)) < 0)
 		return rc;
 	mutex_lock(&s->work_mu);
-	rc = fn(s, t, id);
+	rc = fn(s, t, id, log_dir);
 	mutex_unlock(&s->work_mu);
 	server_table_unref(t);
 	return rc;
@@ -182,11 +293,18 @@ assign_run(struct server *s, const char *table, uint64_t id,
 int
 server_tablet_unload(struct server *s, const char *table, uint64_t id)
 {
-	return assign_run(s, table, id, unload_locked);
+	return assign_run(s, table, id, NULL, unload_locked);
 }
 
 int
 server_tablet_load(struct server *s, const char *table, uint64_t id)
 {
-	return assign_run(s, table, id, load_locked);
+	return assign_run(s, table, id, NULL, load_locked);
+}
+
+int
+server_tablet_recover(struct server *s, const char *table, uint64_t id,
+    const char *log_dir)
+{
+	return assign_run(s, table, id, log_dir, recover_locked);
 }

@@ -392,6 +392,34 @@ int master_assign_tablets(struct server *s);
 /* The sweep, every so many background rounds. */
 int master_collect_rounds(struct server *s, uint64_t round);
 
+/* ---- Replaying the log (server_replay.c) ---- */
+
+/* One replay of log segments: where, into what, and what it found. */
+struct replay {
+	const char *dir;	/* the segments' directory */
+	const char *name;	/* the directory as notices name it */
+	/* NULL: every tablet of the store (at open, alone); else only the
+	 * records of this tablet's rows, in table only_table. */
+	struct tablet *only;
+	uint64_t only_table;
+	/* Raised to the highest sequence number and server stamp of the
+	 * records read, whichever tablet they are for. */
+	uint64_t max_seq;
+	int64_t max_stamp;
+};
+
+/*
+ * Replay segment number of rp->dir into its tablets, skipping what each
+ * has flushed; last: the log's last segment, which may end torn.
+ * Damage is skipped (a torn tail dropped) with one notice, and sets
+ * *damaged (and *torn when intact records were dropped as torn).
+ */
+int server_replay_segment(struct server *s, struct replay *rp,
+    uint64_t number, bool last, bool *damaged, bool *torn);
+/* One line for the store's user (server_options.notice; stderr). */
+void server_notice(struct server *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* ---- The log segments (server_segments.c) ---- */
 
 /* Record that segment number holds sequence numbers up to max_seq;

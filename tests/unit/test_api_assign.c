@@ -1,13 +1,16 @@
 /*
  * test_api_assign.c - a tablet unloaded and loaded again in a running
  * store, as a cell's tablet server does when the master moves it
- * (bt_tablet_unload, bt_tablet_load): once unloaded, reads, scans and
+ * (bt_tablet_unload, bt_tablet_load), and one recovered from another
+ * server's log (bt_tablet_recover): once unloaded, reads, scans and
  * writes of its rows fail with BT_ENOTSERVING and nothing else, while
  * the other tablets serve on; its memtable is flushed, so that its redo
  * point covers every write it took; it is neither split nor compacted
  * away; loaded again it holds every cell written before; writers racing
- * with unloads and loads lose no acknowledged cell; and a crash right
- * after an unload, with the log collected, loses nothing.
+ * with unloads and loads lose no acknowledged cell; a crash right
+ * after an unload, with the log collected, loses nothing; and a tablet
+ * whose writes live only in another log is recovered from it whole,
+ * newer writes ordering after them.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -39,6 +42,23 @@ tablet_state(struct bt_store *s, size_t i, uint64_t *mem, uint64_t *redo)
 	*mem = info[i].memtable_bytes;
 	*redo = info[i].flushed_seq;
 	bt_tablets_free(info);
+}
+
+/* The value of row's newest version of f:q, or "NOTFOUND"/"ERROR(rc)". */
+static char *
+newest_text_value(struct bt_store *s, const char *row)
+{
+	char *val = NULL, *text;
+	size_t len;
+	int64_t ts;
+	int rc;
+
+	rc = get_newest(s, "t", bts(row), "f", bts("q"), &val, &len, &ts);
+	if (rc == 0)
+		return val;
+	text = xmalloc(32);
+	snprintf(text, 32, rc == BT_NOTFOUND ? "NOTFOUND" : "ERROR(%d)", rc);
+	return text;
 }
 
 /* A store with table "t" in two tablets, [, m) and [m, ), and rows
@@ -187,6 +207,149 @@ test_crash_after_unload(void)
 	tstore_destroy(&t);
 }
 
+/* Copy every file of directory from to directory to (made), synced: the
+ * log of a server that died, as its tablets' next servers find it. */
+struct copy {
+	struct env *env;
+	const char *from, *to;
+	int rc;
+};
+
+static int
+copy_one(void *arg, const char *name)
+{
+	struct copy *c = arg;
+	char src[512], dst[512];
+	struct env_file *in, *out;
+	uint64_t size;
+	char *data;
+	int rc;
+
+	snprintf(src, sizeof(src), "%s/%s", c->from, name);
+	snprintf(dst, sizeof(dst), "%s/%s", c->to, name);
+	if ((rc = env_path_size(c->env, src, &size)) < 0 ||
+	    (rc = env_file_open(c->env, src, ENV_READ, &in)) < 0)
+		return rc;
+	data = xmalloc(size + 1);
+	rc = env_file_read_exact(in, 0, data, size);
+	env_file_close(in);
+	if (rc == 0 && (rc = env_file_open(c->env, dst, ENV_CREATE,
+	    &out)) == 0) {
+		if ((rc = env_file_append(out, data, size)) == 0)
+			rc = env_file_sync(out);
+		env_file_close(out);
+	}
+	free(data);
+	return rc;
+}
+
+static int
+copy_dir(struct env *env, const char *from, const char *to)
+{
+	struct copy c = { env, from, to, 0 };
+	int rc;
+
+	if ((rc = env_dir_create(env, to)) < 0 ||
+	    (rc = env_dir_sync(env, "/")) < 0 ||
+	    (rc = env_dir_list(env, from, copy_one, &c)) < 0)
+		return rc;
+	return env_dir_sync(env, to);
+}
+
+static int
+remove_one(void *arg, const char *name)
+{
+	struct copy *c = arg;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", c->from, name);
+	return env_path_remove(c->env, path);
+}
+
+/*
+ * The writes of tablet [m, ) live only in a log the store does not
+ * replay (its own log is gone, as if another server had taken them):
+ * the reopened store lacks them; bt_tablet_recover() from that log
+ * brings them back, flushed, and a later write with a server stamp is
+ * the newest version and orders after them.
+ */
+static void
+test_recover_from_log(void)
+{
+	static const enum env_fault_op ops[] = { ENV_FAULT_APPEND,
+	    ENV_FAULT_SYNC, ENV_FAULT_OPEN, ENV_FAULT_RENAME };
+	struct bt_write_options wo = { .sync = true };
+	struct copy rm;
+	struct tstore t;
+	uint64_t ids[2], mem, redo;
+	int rc;
+
+	store_make(&t, ids);
+	if (tstore_cell_skip(&t, "needs the fault env"))
+		return;
+	/* Server-stamped versions, synced, above the ones at 1000+. */
+	for (int i = 0; i < 10; i++) {
+		char x[8];
+		struct bt_mutation m = { .kind = BT_PUT, .family = "f",
+		    .qualifier = bts("q"), .ts = BT_TS_SERVER,
+		    .value = bts("late") };
+
+		snprintf(x, sizeof(x), "x%d", i);
+		must(bt_mutate_row(t.s, "t", bts(x), &m, 1, &wo, NULL));
+	}
+	must(copy_dir(t.env, "/store/log", "/dead"));
+	/* A crash, then the store's own log is lost: what the tablets have
+	 * not flushed is only in /dead. */
+	for (size_t k = 0; k < 4; k++)
+		env_fault_fail_after(t.env, ops[k], 1, -EIO, true);
+	bt_store_close(t.s);
+	t.s = NULL;
+	env_fault_drop_unsynced(t.env);
+	for (size_t k = 0; k < 4; k++)
+		env_fault_fail_after(t.env, ops[k], 0, 0, false);
+	rm = (struct copy){ t.env, "/store/log", NULL, 0 };
+	must(env_dir_list(t.env, "/store/log", remove_one, &rm));
+	must(bt_store_open(t.path, &t.opts, &t.s));
+	is_text(read_text_str(t.s, "t", "x3", NULL), "NOTFOUND",
+	    "reopened without its log, the store lacks the tablet's cells");
+
+	rc = bt_tablet_recover(t.s, "t", ids[1], "/dead");
+	ok(rc == -EBUSY, "recovering a served tablet: -EBUSY (%s)",
+	    bt_strerror(rc));
+	must(bt_tablet_unload(t.s, "t", ids[1]));
+	rc = bt_tablet_recover(t.s, "t", ids[1], "/nosuch");
+	ok(rc < 0, "from a log that is not there: an error (%s)",
+	    bt_strerror(rc));
+	is_text(read_text_str(t.s, "t", "x3", NULL), "ERROR(-10005 not served here: locate it again)",
+	    "which leaves it not served");
+	rc = bt_tablet_recover(t.s, "t", ids[1], "/dead");
+	ok(rc == 0, "recover: %s (%s)", bt_strerror(rc), bt_error_detail());
+	{
+		struct bt_row *r = NULL;
+
+		rc = bt_read_row(t.s, "t", bts("x3"), NULL, &r);
+		ok(rc == 0 && r->cell_count == 2, "x3 has its two versions "
+		    "back (%s)", bt_strerror(rc));
+		if (rc == 0)
+			bt_row_free(r);
+	}
+	tablet_state(t.s, 1, &mem, &redo);
+	ok(redo > 20, "its redo point covers them (%" PRIu64 ")", redo);
+	is_text(read_text_str(t.s, "t", "a3", NULL), "NOTFOUND",
+	    "the other tablet's cells stay in the log it was not given");
+	must(put_str(t.s, "t", "x3", "f", "q", BT_TS_SERVER, "newest"));
+	is_text(newest_text_value(t.s, "x3"), "newest",
+	    "a write after the recovery is the newest version");
+	must(del_str(t.s, "t", "x4", BT_DELETE_COLUMN, "f", "q", 0));
+	is_text(read_text_str(t.s, "t", "x4", NULL), "NOTFOUND",
+	    "and a delete after it masks what it replayed");
+	ok(tstore_reopen(&t) == 0, "the store closes and opens");
+	is_text(newest_text_value(t.s, "x3"), "newest", "and keeps it");
+	is_text(read_text_str(t.s, "t", "x4", NULL), "NOTFOUND",
+	    "and the delete");
+	tstore_destroy(&t);
+}
+
 #define WRITERS 3
 #define ROUNDS 40
 
@@ -299,6 +462,7 @@ main(void)
 {
 	test_unloaded_refuses();
 	test_crash_after_unload();
+	test_recover_from_log();
 	test_writers_race();
 	return tap_done();
 }
