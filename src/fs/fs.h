@@ -42,6 +42,7 @@
 
 #include "api/tabletfs.h"
 #include "util/buf.h"
+#include "util/buf_pool.h"
 #include "util/mutex.h"
 
 enum node_kind {
@@ -136,6 +137,9 @@ struct fs {
 	gid_t gid;
 	struct timespec started;
 	struct fs_socket *sock;	/* the control socket, while mounted */
+	/* The memory of writers' buffers, handed from one open to the next
+	 * (fs_file.c). */
+	struct buf_pool *write_bufs;
 
 	/*
 	 * Renames take it to write, a commit of an open file to read: a

@@ -237,7 +237,7 @@ fileh_free(struct fs *fs, struct fileh *fh)
 	if (fh->writer)
 		node_writers_add(fs, fh->node, -1);
 	node_put(fs, fh->node);
-	buf_release(&fh->data);
+	buf_pool_give(fs->write_bufs, &fh->data);
 	buf_release(&fh->seen);
 	bt_row_free(fh->row);
 	mutex_destroy(&fh->lock);
@@ -276,6 +276,10 @@ fileh_open(struct fs *fs, struct node *n, int flags, bool created,
 	mutex_init(&fh->lock);
 	buf_init(&fh->data);
 	buf_init(&fh->seen);
+	/* A writer's buffer takes memory a closed writer left, whose pages
+	 * are mapped already: a large value's fresh pages each fault. */
+	if (writing && n->c.kind != NODE_TEMP && n->c.kind != NODE_INCREMENT)
+		buf_pool_take(fs->write_bufs, &fh->data);
 	fh->node = n;
 	fh->flags = flags;
 	fh->stamp = -1;

@@ -10,9 +10,16 @@
 
 #include "fs/fs.h"
 #include "util/alloc.h"
+#include "util/buf_pool.h"
 #include "util/hash.h"
 
 #define INITIAL_BUCKETS 1024
+/*
+ * What fs->write_bufs keeps: a buffer for each of a few files written at
+ * once, values of a few megabytes; a larger value's buffer is freed.
+ */
+#define WRITE_BUFS_KEPT 8
+#define WRITE_BUFS_BYTES ((size_t)16 << 20)
 
 #define PENDING_NONE SIZE_MAX	/* the end of a hash chain */
 #define PENDING_SEED 0x7064
@@ -264,6 +271,9 @@ fs_init(struct fs *fs)
 		mutex_destroy(&fs->lock);
 		return -rc;
 	}
+	if ((rc = buf_pool_new(WRITE_BUFS_KEPT, WRITE_BUFS_BYTES,
+	    &fs->write_bufs)) < 0)
+		goto out_lock;
 	fs->buckets = INITIAL_BUCKETS;
 	fs->by_ino = bt_calloc(fs->buckets, sizeof(*fs->by_ino));
 	fs->by_key = bt_calloc(fs->buckets, sizeof(*fs->by_key));
@@ -282,6 +292,8 @@ fs_init(struct fs *fs)
 out_free:
 	bt_free(fs->by_ino);
 	bt_free(fs->by_key);
+	buf_pool_free(fs->write_bufs);
+out_lock:
 	pthread_rwlock_destroy(&fs->rename_lock);
 	mutex_destroy(&fs->lock);
 	return rc;
@@ -320,6 +332,7 @@ fs_release(struct fs *fs)
 	bt_free(fs->by_ino);
 	bt_free(fs->by_key);
 	buf_release(&fs->peek_key);
+	buf_pool_free(fs->write_bufs);
 	pthread_rwlock_destroy(&fs->rename_lock);
 	mutex_destroy(&fs->lock);
 }
