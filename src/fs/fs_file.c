@@ -172,6 +172,19 @@ commit_value(struct fs *fs, struct fileh *fh, const struct coord *c,
 	return rc;
 }
 
+/* Drop the kernel's cache of version ts of column c, if it has one. */
+static void
+version_changed(struct fs *fs, const struct coord *c, int64_t ts)
+{
+	struct coord v = *c;
+	fuse_ino_t ino;
+
+	v.kind = NODE_VERSION;
+	v.ts = ts;
+	if ((ino = node_peek(fs, &v)) != 0)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+}
+
 /*
  * Commit the handle's buffer if it was written; lock held.  A truncation
  * with no write yet commits only when all is set (a second close, fsync,
@@ -187,7 +200,7 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 	struct bt_write_options wo = { .sync = sync };
 	const struct coord *c;
 	struct node *now;
-	int64_t delta;
+	int64_t delta, made = fh->stamp;
 	int rc;
 
 	mutex_assert_held(&fh->lock);
@@ -225,6 +238,10 @@ commit(struct fs *fs, struct fileh *fh, bool sync, bool all)
 		pending_settled(fs, c);
 		latest_show(fs, c);
 		fs_column_changed(fs, c);
+		/* An earlier commit of this open of latest made a version,
+		 * which this one rewrote in place: its pages are stale. */
+		if (c->kind == NODE_LATEST && made >= 0)
+			version_changed(fs, c, made);
 	}
 	node_put(fs, now);
 	pthread_rwlock_unlock(&fs->rename_lock);
