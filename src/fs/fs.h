@@ -26,8 +26,9 @@
  *
  * Threads: requests run on libfuse's worker threads.  fs.lock guards the
  * node tables, the counters in nodes and the pending list; handles carry
- * their own locks; fs.rename_lock orders renames against commits.  The
- * store is thread-safe (src/api/tabletfs.h).
+ * their own locks; fs.rename_lock orders renames against the requests
+ * that act at a name and against commits.  The store is thread-safe
+ * (src/api/tabletfs.h).
  */
 #ifndef TABLETFS_FS_FS_H
 #define TABLETFS_FS_FS_H
@@ -148,9 +149,18 @@ struct fs {
 	 * (a rename's data move and its node changes happen together).
 	 * Lookup, getattr, setattr, open and the listing of a row, family,
 	 * column or range take it to read too, between finding a node and
-	 * reading at its coordinate.  Never a read of an open file: a
-	 * commit holds it while the kernel invalidates pages, which may wait
-	 * for that read.  Never twice in one thread: it prefers writers.
+	 * reading at its coordinate; create, mkdir, unlink and rmdir from
+	 * resolving the parent to acting at the name, which a rename of the
+	 * parent in between would leave at its old place.
+	 * A handle's lock comes first (commit()): none is taken while this
+	 * is held (setattr truncates a handle's buffer after).  Never a read
+	 * of an open file: a commit holds it while the kernel invalidates
+	 * pages, which may wait for that read.  The kernel is told of
+	 * changes under it by fuse_lowlevel_notify_inval_inode() alone, which
+	 * waits for no request but such a read; never notify_inval_entry or
+	 * notify_delete, which take a directory's lock that the kernel holds
+	 * across a create, mkdir, unlink or rmdir there waiting for this
+	 * one.  Never twice in one thread: it prefers writers.
 	 */
 	pthread_rwlock_t rename_lock;
 	struct mutex lock;

@@ -750,6 +750,11 @@ fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* ---- mkdir and rmdir ---- */
 
+/*
+ * Under the rename lock, read: the name is resolved and made pending with
+ * no rename between (one that moved the parent meanwhile would leave the
+ * new directory at the parent's old name).
+ */
 void
 fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode)
@@ -762,6 +767,7 @@ fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	(void)mode;
 	buf_init(&scratch);
+	pthread_rwlock_rdlock(&fs->rename_lock);
 	if ((rc = fs_child_to_create(fs, parent, name, &dir, &c,
 	    &scratch)) < 0)
 		goto out;
@@ -785,6 +791,7 @@ fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	fs_reply_entry(fs, req, n);
 out:
+	pthread_rwlock_unlock(&fs->rename_lock);
 	if (rc < 0)
 		fuse_reply_err(req, fs_errno(rc));
 	node_put(fs, n);
@@ -792,6 +799,8 @@ out:
 	buf_release(&scratch);
 }
 
+/* Under the rename lock, read, as mkdir: the directory removed is the
+ * one the name resolved to. */
 void
 fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -802,6 +811,7 @@ fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	buf_init(&scratch);
+	pthread_rwlock_rdlock(&fs->rename_lock);
 	if ((rc = fs_child_at(fs, parent, name, false, &dir, &c,
 	    &scratch)) < 0)
 		goto out;
@@ -833,6 +843,7 @@ fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (rc == BT_NOTFOUND)
 		rc = -ENOENT;
 out:
+	pthread_rwlock_unlock(&fs->rename_lock);
 	fuse_reply_err(req, fs_errno(rc));
 	node_put(fs, dir);
 	buf_release(&scratch);

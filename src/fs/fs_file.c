@@ -412,6 +412,13 @@ fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fileh_free(fs, fh);
 }
 
+/*
+ * Under the rename lock, read: the name is resolved and its node made
+ * with no rename between, so a rename after it moves the new file with
+ * its directory (one in between would leave the node, and so the
+ * commit, at the directory's old name).  The handle is new and no one
+ * else's: nothing takes a handle's lock here (commit() orders them).
+ */
 void
 fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode, struct fuse_file_info *fi)
@@ -419,12 +426,13 @@ fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fs *fs = fuse_req_userdata(req);
 	struct fuse_entry_param e;
 	struct node *dir, *n = NULL;
-	struct fileh *fh;
+	struct fileh *fh = NULL;
 	struct buf scratch;
 	struct coord c;
 	int rc;
 
 	buf_init(&scratch);
+	pthread_rwlock_rdlock(&fs->rename_lock);
 	if ((rc = fs_child_to_create(fs, parent, name, &dir, &c,
 	    &scratch)) < 0)
 		goto out;
@@ -459,13 +467,14 @@ fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	e.attr_timeout = fs->timeout;
 	e.entry_timeout = fs->timeout;
 	node_lookup_add(fs, fh->node);
-	if (fuse_reply_create(req, &e, fi) != 0) {
+out:
+	pthread_rwlock_unlock(&fs->rename_lock);
+	if (rc < 0) {
+		fuse_reply_err(req, fs_errno(rc));
+	} else if (fuse_reply_create(req, &e, fi) != 0) {
 		node_forget(fs, e.ino, 1);
 		fileh_free(fs, fh);
 	}
-out:
-	if (rc < 0)
-		fuse_reply_err(req, fs_errno(rc));
 	node_put(fs, n);
 	node_put(fs, dir);
 	buf_release(&scratch);

@@ -646,8 +646,8 @@ node_put(struct fs *fs, struct node *n)
 	mutex_unlock(&fs->lock);
 }
 
-/* The kernel's lookups count on the node that has n's number now: a
- * create, not under the rename lock, may have met a rename. */
+/* The kernel's lookups count on the node that has n's number now (a
+ * caller without the rename lock may have met a rename). */
 void
 node_lookup_add(struct fs *fs, struct node *n)
 {

@@ -62,6 +62,11 @@ column_keep(struct fs *fs, const struct coord *c)
 	(void)pending_add(fs, &col);
 }
 
+/*
+ * Under the rename lock, read: the name is resolved and its version
+ * deleted with no rename between (one that moved the column meanwhile
+ * would leave the delete at its old place, and the version in place).
+ */
 void
 fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -76,6 +81,7 @@ fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	buf_init(&scratch);
+	pthread_rwlock_rdlock(&fs->rename_lock);
 	if ((rc = fs_child_at(fs, parent, name, false, &dir, &c,
 	    &scratch)) < 0)
 		goto out;
@@ -112,6 +118,7 @@ fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	    NULL)) == 0)
 		fs_column_changed(fs, &c);
 out:
+	pthread_rwlock_unlock(&fs->rename_lock);
 	fuse_reply_err(req, fs_errno(rc));
 	node_put(fs, dir);
 	buf_release(&scratch);

@@ -5,6 +5,9 @@
 # while another process renames the column back and forth: no write is
 # lost or splits the column, no rename fails, and a third process that
 # stats the column and its latest (in its cwd) never sees them vanish.
+# Last, creates, unlinks, mkdirs and rmdirs inside a family while another
+# process renames it back and forth: each acts where the family is at that
+# moment, never at the name it just left.
 set -eu
 . "${top_srcdir:?}/tests/fs/lib.sh"
 
@@ -100,4 +103,117 @@ PY
 	check_eq "warnings of the stats" "$(cat "$T/stats.err")" ""
 	check_eq "the column is whole" "$(ls "$R/f/a" | wc -l)" $((WRITES + 1))
 	[ ! -e "$R/f/b" ] || fail "a write recreated the other name"
+fi
+
+# Creates, unlinks, mkdirs and rmdirs by name inside a family (each
+# process's cwd is in it, so every name resolves wherever the family is)
+# while another process renames the family back and forth.  A request
+# that resolved the family's old name just before a rename and acted
+# after it would write, delete or make at that old name: a version or a
+# pending directory stranded there (the next rename onto it fails with
+# ENOTEMPTY, and it shows beside the family), an unlink or rmdir that
+# fails, or one that succeeds and leaves its name in place.
+if command -v python3 >/dev/null 2>&1; then
+	OPS=$((N * 3))
+	ctl createtable u families=f,g
+	U=$M/u/r
+	mkdir -p "$U/f/c"
+	i=1
+	while [ $i -le $OPS ]; do
+		echo "old$i" > "$U/f/c/$i"
+		i=$((i + 1))
+	done
+	# The kernel looks every version up: a rename then moves that many
+	# nodes, which is when a request may resolve the old name.
+	ls -l "$U/f/c" >/dev/null
+	: > "$T/ops.err"
+	# $1: what the loop is (its ready file); $2: its directory; $3: the
+	# command run with each i (a shell function below).
+	ops_loop() {
+		(
+			cd "$2" || exit 1
+			: > "$T/ready.$1"
+			while [ ! -e "$T/go" ]; do
+				sleep 0.01
+			done
+			i=1
+			while [ $i -le $OPS ]; do
+				$3 $i 2>>"$T/ops.err" ||
+				    echo "$1 $i failed" >> "$T/ops.err"
+				i=$((i + 1))
+			done
+		) &
+	}
+	op_create() { echo "new$1" > "$((100000 + $1))"; }
+	op_unlink() { rm "$1"; }
+	op_dirs() { mkdir "d$1" && rmdir "d$1" && mkdir "k$1"; }
+	ops_loop create "$U/f/c" op_create
+	creator=$!
+	ops_loop unlink "$U/f/c" op_unlink
+	unlinker=$!
+	ops_loop dirs "$U/f" op_dirs
+	dirs=$!
+	i=0
+	while [ ! -e "$T/ready.create" ] || [ ! -e "$T/ready.unlink" ] ||
+	    [ ! -e "$T/ready.dirs" ]; do
+		i=$((i + 1))
+		[ $i -le 500 ] || fail "the loops did not start"
+		sleep 0.01
+	done
+	python3 - "$U/f" "$U/g" "$T/go" "$T/stop" > "$T/renames" 2>&1 <<'PY' &
+import os, sys, time
+a, b, go, stop = sys.argv[1:]
+open(go, "w").close()
+count = 0
+while not os.path.exists(stop):
+    for s, d in ((a, b), (b, a)):
+        try:
+            os.rename(s, d)
+            count += 1
+        except OSError as e:
+            print(s, d, os.strerror(e.errno))
+        # The lock prefers writers: without a pause, renames one after
+        # another would hold the other requests back for minutes.
+        time.sleep(0.002)
+print("renamed", count, file=sys.stderr)
+PY
+	renamer=$!
+	wait "$creator" || fail "the creator failed"
+	wait "$unlinker" || fail "the unlinker failed"
+	wait "$dirs" || fail "the mkdir loop failed"
+	: > "$T/stop"
+	wait "$renamer" || fail "the renamer failed"
+	check_eq "operations that failed" "$(cat "$T/ops.err")" ""
+	check_eq "renames of the family that failed" \
+	    "$(grep -v '^renamed' "$T/renames" | sort | uniq -c)" ""
+	grep -q '^renamed [1-9]' "$T/renames" || fail "no rename happened"
+	check_eq "the row holds the family alone" "$(ls "$U")" "f"
+	: > "$T/want"
+	i=1
+	while [ $i -le $OPS ]; do
+		echo "$((100000 + i))" >> "$T/want"
+		i=$((i + 1))
+	done
+	ls "$U/f/c" | sort > "$T/got"
+	cmp -s "$T/got" "$T/want" || fail "versions, every created one and \
+no unlinked one: $(diff "$T/want" "$T/got" | grep '^[<>]' | head -5)"
+	(cd "$U/f/c" && cat $(cat "$T/want")) > "$T/got"
+	sed 's/^10*/new/' "$T/want" > "$T/want.values"
+	cmp "$T/got" "$T/want.values" || fail "created values differ"
+	: > "$T/want"
+	i=1
+	while [ $i -le $OPS ]; do
+		echo "k$i" >> "$T/want"
+		i=$((i + 1))
+	done
+	echo c >> "$T/want"
+	ls "$U/f" | sort > "$T/got"
+	sort "$T/want" > "$T/want.sorted"
+	cmp -s "$T/want.sorted" "$T/got" || fail "directories, every kept \
+one and no removed one: $(diff "$T/want.sorted" "$T/got" | grep '^[<>]' |
+	    head -5)"
+	check_eq "the engine's cells of g" "$(ctl read u columns=g |
+	    grep -c '^  g:' || :)" 0
+	check_eq "the engine's cells of f" "$(ctl read u columns=f |
+	    grep -c '^  f:c @' || :)" $OPS
 fi
