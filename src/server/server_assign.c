@@ -150,41 +150,13 @@ open_from_catalog(struct server *s, struct server_table *t, uint64_t id,
 	return rc;
 }
 
-static int
-load_locked(struct server *s, struct server_table *t, uint64_t id,
-    const char *unused)
-{
-	struct tablet_map *m = server_table_map(t);
-	struct tablet *tab = NULL;
-	size_t i = map_index_of(m, id);
-	int rc;
-
-	(void)unused;
-	mutex_assert_held(&s->work_mu);
-	if (i == m->count) {
-		rc = no_tablet(t, id);
-		goto out;
-	}
-	if (tablet_serving(m->tablets[i])) {
-		rc = 0;
-		goto out;
-	}
-	if ((rc = open_from_catalog(s, t, id, &tab)) < 0)
-		goto out;
-	mutex_lock(&s->apply_mu);
-	if ((rc = map_put(s, t, m, i, tab)) < 0)
-		tablet_unref(tab);
-	mutex_unlock(&s->apply_mu);
-out:
-	server_tablet_map_unref(m);
-	return rc;
-}
-
 /*
- * Number above every record read from another server's log (rp), so
- * that writes after the recovery order after the ones it replayed, and
- * let readers see them (what bt_bulk's commit does with its one number).
- * Caller holds apply_mu: every group before is applied and published.
+ * Number above rp's highest sequence number and stamp (the records read
+ * from another server's log, or a loaded tablet's redo point), so that
+ * later writes to the tablet order after its earlier ones, and let
+ * readers see what was replayed (what bt_bulk's commit does with its
+ * one number).  Caller holds apply_mu: every group before is applied
+ * and published.
  */
 static int
 seq_raise_locked(struct server *s, const struct replay *rp)
@@ -202,6 +174,41 @@ seq_raise_locked(struct server *s, const struct replay *rp)
 	if (rp->max_stamp > s->last_stamp)
 		s->last_stamp = rp->max_stamp;
 	return 0;
+}
+
+static int
+load_locked(struct server *s, struct server_table *t, uint64_t id,
+    const char *unused)
+{
+	struct tablet_map *m = server_table_map(t);
+	struct tablet *tab = NULL;
+	struct replay rp;
+	size_t i = map_index_of(m, id);
+	int rc;
+
+	(void)unused;
+	mutex_assert_held(&s->work_mu);
+	if (i == m->count) {
+		rc = no_tablet(t, id);
+		goto out;
+	}
+	if (tablet_serving(m->tablets[i])) {
+		rc = 0;
+		goto out;
+	}
+	if ((rc = open_from_catalog(s, t, id, &tab)) < 0)
+		goto out;
+	/* Its redo point covers every number it was given (an unload or a
+	 * recovery flushed them): number above it. */
+	rp = (struct replay){ .max_seq = tablet_flushed_seq(tab) };
+	mutex_lock(&s->apply_mu);
+	if ((rc = seq_raise_locked(s, &rp)) < 0 ||
+	    (rc = map_put(s, t, m, i, tab)) < 0)
+		tablet_unref(tab);
+	mutex_unlock(&s->apply_mu);
+out:
+	server_tablet_map_unref(m);
+	return rc;
 }
 
 /* Replay into tab the records of its rows in every segment of log_dir
