@@ -223,6 +223,35 @@ tstore_posix(struct tstore *t, const struct bt_options *opts)
 	}
 }
 
+void
+tstore_crash(struct tstore *t)
+{
+	static const enum env_fault_op kinds[] = {
+		ENV_FAULT_APPEND, ENV_FAULT_SYNC, ENV_FAULT_OPEN,
+		ENV_FAULT_RENAME,
+	};
+
+	for (size_t i = 0; i < 4; i++)
+		env_fault_fail_after(t->env, kinds[i], 1, -EIO, true);
+	if (t->s != NULL)
+		(void)bt_store_close(t->s);
+	t->s = NULL;
+	env_fault_drop_unsynced(t->env);
+	for (size_t i = 0; i < 4; i++)
+		env_fault_fail_after(t->env, kinds[i], 0, 0, false);
+}
+
+int
+tstore_crash_reopen(struct tstore *t)
+{
+	int rc;
+
+	tstore_crash(t);
+	if ((rc = bt_store_open(t->path, &t->opts, &t->s)) != 0)
+		t->s = NULL;
+	return rc;
+}
+
 int
 tstore_reopen(struct tstore *t)
 {

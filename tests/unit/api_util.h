@@ -87,6 +87,18 @@ void tstore_posix(struct tstore *t, const struct bt_options *opts);
 /* Close (result returned) and open again; bails out if the open fails. */
 int tstore_reopen(struct tstore *t);
 
+/*
+ * Power loss now, with the store open (a store in the fault env): every
+ * append, sync, create and rename fails while the store closes (so that
+ * the close only frees its memory), the env loses what was not synced,
+ * and its faults are cleared.  t->s is NULL after.
+ */
+void tstore_crash(struct tstore *t);
+
+/* tstore_crash(), then open the store again: the open's result (t->s is
+ * NULL when it failed). */
+int tstore_crash_reopen(struct tstore *t);
+
 /* Close the store, free the env, remove the directory. */
 void tstore_destroy(struct tstore *t);
 

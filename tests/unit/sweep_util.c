@@ -601,35 +601,6 @@ probe_family(struct tstore *t, struct tally *tl, const char *where)
 /* ---- The sweep ---- */
 
 
-/*
- * Power loss now, with the store open (or not): every write, sync, create
- * and rename of the env fails while the store closes (so that closing
- * only frees its memory: a remove, with no directory sync, is undone by
- * the loss), the env loses what was not synced, and the store opens
- * again.  Returns the open's result; t->s is NULL if it failed.
- */
-static int
-sweep_crash_reopen(struct tstore *t)
-{
-	static const enum env_fault_op kinds[] = {
-		ENV_FAULT_APPEND, ENV_FAULT_SYNC, ENV_FAULT_OPEN,
-		ENV_FAULT_RENAME,
-	};
-	int rc;
-
-	for (size_t i = 0; i < 4; i++)
-		env_fault_fail_after(t->env, kinds[i], 1, -EIO, true);
-	if (t->s != NULL)
-		(void)bt_store_close(t->s);
-	t->s = NULL;
-	env_fault_drop_unsynced(t->env);
-	for (size_t i = 0; i < 4; i++)
-		env_fault_fail_after(t->env, kinds[i], 0, 0, false);
-	if ((rc = bt_store_open(t->path, &t->opts, &t->s)) != 0)
-		t->s = NULL;
-	return rc;
-}
-
 /* One point: the operation with the nth call of the fault's kind failing. */
 static void
 sweep_point(const struct op *op, const struct sweep_fault *fault,
@@ -723,7 +694,7 @@ sweep_point(const struct op *op, const struct sweep_fault *fault,
 	 * store takes a write.  (The close may fail: a broken store says
 	 * so.) */
 	if (f.crash) {
-		orc = sweep_crash_reopen(&t);
+		orc = tstore_crash_reopen(&t);
 	} else {
 		if (t.s != NULL)
 			(void)bt_store_close(t.s);

@@ -174,8 +174,6 @@ test_unloaded_refuses(void)
 static void
 test_crash_after_unload(void)
 {
-	static const enum env_fault_op ops[] = { ENV_FAULT_APPEND,
-	    ENV_FAULT_SYNC, ENV_FAULT_OPEN, ENV_FAULT_RENAME };
 	struct tstore t;
 	uint64_t ids[2];
 	int rc;
@@ -187,13 +185,7 @@ test_crash_after_unload(void)
 	must(bt_tablet_unload(t.s, "t", ids[0]));
 	/* Collects the log segments both redo points passed. */
 	must(bt_store_flush(t.s));
-	for (size_t k = 0; k < 4; k++)
-		env_fault_fail_after(t.env, ops[k], 1, -EIO, true);
-	bt_store_close(t.s);
-	t.s = NULL;
-	env_fault_drop_unsynced(t.env);
-	for (size_t k = 0; k < 4; k++)
-		env_fault_fail_after(t.env, ops[k], 0, 0, false);
+	tstore_crash(&t);
 	rc = bt_store_open(t.path, &t.opts, &t.s);
 	ok(rc == 0, "the store opens after the crash (%s)", bt_strerror(rc));
 	if (rc != 0) {
@@ -276,8 +268,6 @@ remove_one(void *arg, const char *name)
 static void
 test_recover_from_log(void)
 {
-	static const enum env_fault_op ops[] = { ENV_FAULT_APPEND,
-	    ENV_FAULT_SYNC, ENV_FAULT_OPEN, ENV_FAULT_RENAME };
 	struct bt_write_options wo = { .sync = true };
 	struct copy rm;
 	struct tstore t;
@@ -300,13 +290,7 @@ test_recover_from_log(void)
 	must(copy_dir(t.env, "/store/log", "/dead"));
 	/* A crash, then the store's own log is lost: what the tablets have
 	 * not flushed is only in /dead. */
-	for (size_t k = 0; k < 4; k++)
-		env_fault_fail_after(t.env, ops[k], 1, -EIO, true);
-	bt_store_close(t.s);
-	t.s = NULL;
-	env_fault_drop_unsynced(t.env);
-	for (size_t k = 0; k < 4; k++)
-		env_fault_fail_after(t.env, ops[k], 0, 0, false);
+	tstore_crash(&t);
 	rm = (struct copy){ t.env, "/store/log", NULL, 0 };
 	must(env_dir_list(t.env, "/store/log", remove_one, &rm));
 	must(bt_store_open(t.path, &t.opts, &t.s));

@@ -131,28 +131,6 @@ tmp_count(struct tstore *t)
 	return n;
 }
 
-/* Power loss now: nothing the close writes survives. */
-static int
-crash_reopen(struct tstore *t)
-{
-	static const enum env_fault_op kinds[] = {
-		ENV_FAULT_APPEND, ENV_FAULT_SYNC, ENV_FAULT_OPEN,
-		ENV_FAULT_RENAME,
-	};
-	int rc;
-
-	for (size_t i = 0; i < 4; i++)
-		env_fault_fail_after(t->env, kinds[i], 1, -EIO, true);
-	(void)bt_store_close(t->s);
-	t->s = NULL;
-	env_fault_drop_unsynced(t->env);
-	for (size_t i = 0; i < 4; i++)
-		env_fault_fail_after(t->env, kinds[i], 0, 0, false);
-	if ((rc = bt_store_open(t->path, &t->opts, &t->s)) != 0)
-		t->s = NULL;
-	return rc;
-}
-
 static int
 clean_reopen(struct tstore *t)
 {
@@ -214,7 +192,7 @@ point(const struct fault *f, long n, const char *before, const char *after,
 		}
 	}
 	free(now);
-	orc = f->crash ? crash_reopen(&t) : clean_reopen(&t);
+	orc = f->crash ? tstore_crash_reopen(&t) : clean_reopen(&t);
 	if (orc != 0) {
 		if (tl->bad++ < 3)
 			diag("%s: reopen: %s (%s)", where, bt_strerror(orc),

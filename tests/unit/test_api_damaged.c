@@ -495,23 +495,6 @@ test_damaged_group(void)
 
 /* ---- The commit log ---- */
 
-/* Power loss now, leaving the log as it was synced. */
-static void
-crash(struct tstore *t)
-{
-	env_fault_fail_after(t->env, ENV_FAULT_APPEND, 1, -EIO, true);
-	env_fault_fail_after(t->env, ENV_FAULT_SYNC, 1, -EIO, true);
-	env_fault_fail_after(t->env, ENV_FAULT_OPEN, 1, -EIO, true);
-	env_fault_fail_after(t->env, ENV_FAULT_RENAME, 1, -EIO, true);
-	bt_store_close(t->s);
-	t->s = NULL;
-	env_fault_drop_unsynced(t->env);
-	env_fault_fail_after(t->env, ENV_FAULT_APPEND, 0, 0, false);
-	env_fault_fail_after(t->env, ENV_FAULT_SYNC, 0, 0, false);
-	env_fault_fail_after(t->env, ENV_FAULT_OPEN, 0, 0, false);
-	env_fault_fail_after(t->env, ENV_FAULT_RENAME, 0, 0, false);
-}
-
 static int
 segment_one(void *arg, const char *name)
 {
@@ -549,7 +532,7 @@ log_setup(struct tstore *t, uint64_t *off, uint64_t *len)
 		snprintf(row, sizeof(row), "r%d", i);
 		must(put_str(t->s, "t", row, "f", "q", 1, row));
 	}
-	crash(t);
+	tstore_crash(t);
 	env_dir_list(t->env, "/store/log", segment_one, &seg);
 	if (seg == 0)
 		tap_bail("no log segment");
@@ -677,7 +660,7 @@ test_log_middle(void)
 	free(text);
 
 	/* Power loss right after: lost/ and the replayed rows stay. */
-	crash(&t);
+	tstore_crash(&t);
 	if ((rc = bt_store_open(t.path, &t.opts, &t.s)) != 0)
 		tap_bail("cannot reopen after the crash");
 	is_text(rows_present(t.s), "r0 r1 r3 r4 r5 r6 r7 r8 r9 ",
@@ -720,7 +703,7 @@ test_replay_disk_full(void)
 			val[sizeof(val) - 1] = '\0';
 			must(put_str(t.s, "t", row, "f", "q", 1, val));
 		}
-		crash(&t);
+		tstore_crash(&t);
 		env_fault_fail_after(t.env, ENV_FAULT_OPEN, n, -ENOSPC, false);
 		rc = bt_store_open(t.path, &t.opts, &t.s);
 		env_fault_fail_after(t.env, ENV_FAULT_OPEN, 0, 0, false);

@@ -252,18 +252,7 @@ test_replayed(void)
 		is_int(bt_mutate_row(t.s, "d", bts("delver-miss"), &m, 1, &w,
 		    NULL), 0, "replay: a synced write after the deletes");
 	}
-	env_fault_fail_after(t.env, ENV_FAULT_APPEND, 1, -EIO, true);
-	env_fault_fail_after(t.env, ENV_FAULT_SYNC, 1, -EIO, true);
-	env_fault_fail_after(t.env, ENV_FAULT_OPEN, 1, -EIO, true);
-	env_fault_fail_after(t.env, ENV_FAULT_RENAME, 1, -EIO, true);
-	bt_store_close(t.s);
-	t.s = NULL;
-	env_fault_drop_unsynced(t.env);
-	env_fault_fail_after(t.env, ENV_FAULT_APPEND, 0, 0, false);
-	env_fault_fail_after(t.env, ENV_FAULT_SYNC, 0, 0, false);
-	env_fault_fail_after(t.env, ENV_FAULT_OPEN, 0, 0, false);
-	env_fault_fail_after(t.env, ENV_FAULT_RENAME, 0, 0, false);
-	must(bt_store_open(t.path, &t.opts, &t.s));
+	must(tstore_crash_reopen(&t));
 	check_scenarios(&t, "deletes replayed from the log");
 	tstore_destroy(&t);
 }
