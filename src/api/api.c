@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api/api_cell.h"
+#include "api/api_server.h"
 #include "api/location_cache.h"
 #include "api/tabletfs.h"
 #include "server/server.h"
@@ -1835,6 +1836,12 @@ bt_store_check(struct bt_store *s,
 	if (s->cell != NULL)
 		return cell_store_check(s->cell, report, arg, files, bytes);
 	return server_check(s->server, report, progress, arg, files, bytes);
+}
+
+struct server *
+api_store_server(struct bt_store *s)
+{
+	return s->server;
 }
 
 uint64_t

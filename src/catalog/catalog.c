@@ -89,6 +89,7 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	    "SELECT table_id, flushed_seq FROM tablets WHERE id = ?1",
 	[STMT_TABLET_SET_SEQ] =
 	    "UPDATE tablets SET flushed_seq = ?2 WHERE id = ?1",
+	[STMT_TABLET_SERVER] = "SELECT server FROM tablets WHERE id = ?1",
 	[STMT_FILE_INSERT] =
 	    "INSERT INTO files"
 	    " (tablet_id, number, group_name, size, entry_count, max_seq)"
@@ -453,6 +454,8 @@ catalog_begin(struct catalog *c, bool write)
 	sqlite3_stmt *st;
 	int rc;
 
+	if (c->is_remote)
+		return catalog_remote_refuse(c);
 	mutex_lock(&c->mu);
 	bt_error_clear();
 	st = catalog_stmt(c, write ? STMT_BEGIN_WRITE : STMT_BEGIN_READ);

@@ -137,8 +137,64 @@ int catalog_create(struct env *env, const char *path);
  * ensures it): the connection runs in exclusive locking mode.
  */
 int catalog_open(struct env *env, const char *path, struct catalog **out);
-/* Accepts NULL. */
+/* Accepts NULL.  A remote catalog's ops close runs here. */
 void catalog_close(struct catalog *c);
+
+/*
+ * A remote catalog: the catalog of another process (the root's server
+ * of a cell, which opened the database), reached through ops, which the
+ * layer above implements over its transport; this module includes none
+ * (docs/design.md section 5, "The catalog served").
+ *
+ * Each op has the contract of the catalog call of the same name below,
+ * with arg for c: the same return codes (BT_NOTFOUND for a table or
+ * tablet that is absent, the remote catalog's own errors as they are),
+ * results allocated as that call allocates them (bt_malloc and friends,
+ * so that catalog_table_free(), catalog_tablets_free() and bt_free()
+ * release them), outputs set only on success and a detail with every
+ * error; and also -EIO or -ETIMEDOUT, with a detail, when the other
+ * process could not be reached or did not answer in time (a change may
+ * then have been made or not).  The ops run without the handle's lock:
+ * they must be thread-safe.  close releases arg, once, at
+ * catalog_close().
+ *
+ * A remote handle serves exactly these calls, forwarded after the
+ * argument checks the local calls make; every other catalog call on it
+ * (schema changes, assignment, the location hierarchy, counters, checks)
+ * returns -EOPNOTSUPP with a detail, and catalog_commit_unknown() is
+ * false (the remote process knows its own commits).
+ */
+struct catalog_remote_ops {
+	int (*table_get)(void *arg, const char *name,
+	    struct catalog_table **out);
+	int (*table_get_by_id)(void *arg, uint64_t id,
+	    struct catalog_table **out);
+	int (*table_list)(void *arg, char ***names, size_t *count);
+	int (*tablets_list)(void *arg, uint64_t table_id,
+	    struct catalog_tablet **out, size_t *count);
+	int (*files_list)(void *arg, uint64_t tablet_id,
+	    struct catalog_file **out, size_t *count);
+	int (*next_number)(void *arg, uint64_t *number);
+	/* The remote process applies it as catalog_tablet_apply_as() for
+	 * the name the ops' owner was given: BT_ENOTSERVING when that
+	 * server is not the tablet's. */
+	int (*tablet_apply)(void *arg, uint64_t tablet_id,
+	    const struct catalog_file *added, size_t added_count,
+	    const uint64_t *removed, size_t removed_count,
+	    uint64_t flushed_seq);
+	int (*file_is_live)(void *arg, uint64_t number);
+	void (*close)(void *arg);
+};
+
+/*
+ * A catalog handle whose calls go to ops (copied; every op must be set,
+ * else -EINVAL) with arg.  0 and *out, or -ENOMEM, and then close is
+ * not called: arg stays the caller's.
+ */
+int catalog_open_remote(const struct catalog_remote_ops *ops, void *arg,
+    struct catalog **out);
+/* Whether c is a remote catalog. */
+bool catalog_is_remote(struct catalog *c);
 
 /*
  * What a schema change's caller builds from the table as the change leaves
@@ -259,6 +315,20 @@ int catalog_files_list(struct catalog *c, uint64_t tablet_id,
 int catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
     const struct catalog_file *added, size_t added_count,
     const uint64_t *removed, size_t removed_count, uint64_t flushed_seq);
+/*
+ * The same for the tablet server named server, fenced (docs/design.md
+ * section 5, "The catalog served"): the change is made only if the
+ * tablet's assigned server (catalog_tablet_assign) is server, checked in
+ * the change's own transaction, so that a server the master has given
+ * the tablet up for cannot name files in it.  BT_ENOTSERVING, with a
+ * detail naming the tablet's server, when it is assigned elsewhere or
+ * to none; -EINVAL for an empty or bad name; otherwise as
+ * catalog_tablet_apply().  Nothing changes on any error.
+ */
+int catalog_tablet_apply_as(struct catalog *c, const char *server,
+    uint64_t tablet_id, const struct catalog_file *added,
+    size_t added_count, const uint64_t *removed, size_t removed_count,
+    uint64_t flushed_seq);
 
 /* What one tablet gains in a bulk load (catalog_tablets_ingest). */
 struct catalog_ingest {

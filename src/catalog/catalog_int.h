@@ -51,6 +51,7 @@ enum catalog_stmt_id {
 	STMT_TABLET_LIST,
 	STMT_TABLET_GET,
 	STMT_TABLET_SET_SEQ,
+	STMT_TABLET_SERVER,
 	STMT_FILE_INSERT,
 	STMT_FILE_DELETE,
 	STMT_FILE_LIST,
@@ -77,6 +78,12 @@ struct catalog {
 	 * the effective ids of the process that opened the catalog. */
 	uint32_t owner_uid;
 	uint32_t owner_gid;
+	/* A remote catalog (catalog_remote.c): the calls it serves go to
+	 * remote with remote_arg, catalog_begin() refuses every other, and
+	 * vfs, db, path and the statements are unused (NULL). */
+	bool is_remote;
+	struct catalog_remote_ops remote;
+	void *remote_arg;
 };
 
 /*
@@ -93,7 +100,9 @@ catalog_assert_in_call(struct catalog *c)
 }
 
 /* Take the mutex and BEGIN (IMMEDIATE when write).  On error the mutex is
- * released again. */
+ * released again.  On a remote catalog: -EOPNOTSUPP, with a detail, and
+ * no mutex taken (the one place that refuses the calls a remote catalog
+ * does not serve). */
 int catalog_begin(struct catalog *c, bool write);
 /* COMMIT if rc >= 0, else ROLLBACK; release the mutex; the final code. */
 int catalog_end(struct catalog *c, int rc);
@@ -196,6 +205,14 @@ int catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
 int catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
     const struct catalog_file *f);
 
+
+/* ---- Remote catalogs (catalog_remote.c) ---- */
+
+/* -EOPNOTSUPP with the detail that a remote catalog serves only the
+ * calls of struct catalog_remote_ops. */
+int catalog_remote_refuse(struct catalog *c);
+/* Run the remote's close and free c (catalog_close()). */
+void catalog_remote_close(struct catalog *c);
 
 /* ---- The location hierarchy (catalog_location.c) ---- */
 

@@ -470,6 +470,8 @@ catalog_check(struct catalog *c,
 	const char *msg;
 	int rc, src, pages, problems = 0;
 
+	if (c->is_remote)
+		return catalog_remote_refuse(c);
 	mutex_lock(&c->mu);
 	bt_error_clear();
 	/* Copy the WAL into the database first: it reads (and so checks)
@@ -520,6 +522,10 @@ catalog_close(struct catalog *c)
 {
 	if (c == NULL)
 		return;
+	if (c->is_remote) {
+		catalog_remote_close(c);
+		return;
+	}
 	catalog_location_finalize(c);
 	for (int i = 0; i < STMT_COUNT; i++)
 		sqlite3_finalize(c->stmts[i]);

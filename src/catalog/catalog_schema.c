@@ -516,6 +516,8 @@ catalog_table_get(struct catalog *c, const char *name,
 
 	if (!catalog_name_valid(name))
 		return BT_NOTFOUND;
+	if (c->is_remote)
+		return c->remote.table_get(c->remote_arg, name, out);
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
 	return catalog_end(c, table_get_txn(c, name, 0, out));
@@ -527,6 +529,8 @@ catalog_table_get_by_id(struct catalog *c, uint64_t id,
 {
 	int rc;
 
+	if (c->is_remote)
+		return c->remote.table_get_by_id(c->remote_arg, id, out);
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
 	return catalog_end(c, table_get_txn(c, NULL, id, out));
@@ -610,6 +614,8 @@ catalog_table_list(struct catalog *c, char ***names, size_t *count)
 {
 	int rc;
 
+	if (c->is_remote)
+		return c->remote.table_list(c->remote_arg, names, count);
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
 	return catalog_end(c, table_list_txn(c, names, count));

@@ -95,6 +95,9 @@ catalog_tablets_list(struct catalog *c, uint64_t table_id,
 {
 	int rc;
 
+	if (c->is_remote)
+		return c->remote.tablets_list(c->remote_arg, table_id, out,
+		    count);
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
 	return catalog_end(c, catalog_tablets_list_txn(c, table_id, out,
@@ -140,6 +143,9 @@ catalog_files_list(struct catalog *c, uint64_t tablet_id,
 {
 	int rc;
 
+	if (c->is_remote)
+		return c->remote.files_list(c->remote_arg, tablet_id, out,
+		    count);
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
 	return catalog_end(c, files_list_txn(c, tablet_id, out, count));
@@ -243,8 +249,61 @@ tablet_apply_txn(struct catalog *c, uint64_t tablet_id,
 	return catalog_exec(c, st);
 }
 
-int
-catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
+/* Whether the tablet's assigned server is server, inside a write
+ * transaction: 0, BT_ENOTSERVING with a detail, BT_NOTFOUND or an
+ * error. */
+static int
+tablet_server_check(struct catalog *c, uint64_t tablet_id,
+    const char *server)
+{
+	char assigned[CATALOG_SERVER_MAX + 1];
+	sqlite3_stmt *st;
+	int rc;
+
+	catalog_assert_in_call(c);
+	st = catalog_stmt(c, STMT_TABLET_SERVER);
+	if ((rc = catalog_bind(c, st, "u", tablet_id)) < 0 ||
+	    (rc = catalog_step(c, st)) < 0)
+		goto out;
+	if (rc == SQLITE_DONE) {
+		rc = BT_NOTFOUND;
+		goto out;
+	}
+	if ((rc = catalog_column_text(c, st, 0, assigned,
+	    sizeof(assigned))) < 0)
+		goto out;
+	rc = 0;
+	if (strcmp(assigned, server) != 0)
+		rc = bt_error_set(BT_ENOTSERVING, "catalog: tablet %llu is "
+		    "assigned to %s, not to %s", (unsigned long long)tablet_id,
+		    assigned[0] != '\0' ? assigned : "no server", server);
+out:
+	catalog_stmt_done(st);
+	return rc;
+}
+
+static int
+tablet_apply_as_txn(struct catalog *c, const char *server,
+    uint64_t tablet_id, const struct catalog_file *added,
+    size_t added_count, const uint64_t *removed, size_t removed_count,
+    uint64_t flushed_seq)
+{
+	int rc;
+
+	if (server != NULL &&
+	    (rc = tablet_server_check(c, tablet_id, server)) != 0) {
+		if (rc == BT_NOTFOUND)
+			return bt_error_set(-ENOENT, "catalog: no tablet %llu",
+			    (unsigned long long)tablet_id);
+		return rc;
+	}
+	return tablet_apply_txn(c, tablet_id, added, added_count, removed,
+	    removed_count, flushed_seq);
+}
+
+/* catalog_tablet_apply(), fenced for server unless it is NULL. */
+static int
+tablet_apply(struct catalog *c, const char *server, uint64_t tablet_id,
     const struct catalog_file *added, size_t added_count,
     const uint64_t *removed, size_t removed_count, uint64_t flushed_seq)
 {
@@ -260,10 +319,37 @@ catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
 			return bt_error_set(-EINVAL, "catalog: tablet %llu: "
 			    "bad file %llu", (unsigned long long)tablet_id,
 			    (unsigned long long)added[i].number);
+	if (server != NULL && (server[0] == '\0' ||
+	    memchr(server, '\0', CATALOG_SERVER_MAX + 1) == NULL))
+		return bt_error_set(-EINVAL, "catalog: tablet %llu: bad "
+		    "server name", (unsigned long long)tablet_id);
+	if (c->is_remote && server == NULL)
+		return c->remote.tablet_apply(c->remote_arg, tablet_id, added,
+		    added_count, removed, removed_count, flushed_seq);
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
-	return catalog_end(c, tablet_apply_txn(c, tablet_id, added,
+	return catalog_end(c, tablet_apply_as_txn(c, server, tablet_id, added,
 	    added_count, removed, removed_count, flushed_seq));
+}
+
+int
+catalog_tablet_apply(struct catalog *c, uint64_t tablet_id,
+    const struct catalog_file *added, size_t added_count,
+    const uint64_t *removed, size_t removed_count, uint64_t flushed_seq)
+{
+	return tablet_apply(c, NULL, tablet_id, added, added_count, removed,
+	    removed_count, flushed_seq);
+}
+
+int
+catalog_tablet_apply_as(struct catalog *c, const char *server,
+    uint64_t tablet_id, const struct catalog_file *added,
+    size_t added_count, const uint64_t *removed, size_t removed_count,
+    uint64_t flushed_seq)
+{
+	assert(server != NULL);
+	return tablet_apply(c, server, tablet_id, added, added_count, removed,
+	    removed_count, flushed_seq);
 }
 
 /* Read a counter: 0 and *value, or BT_NOTFOUND. */
@@ -313,6 +399,8 @@ catalog_next_number(struct catalog *c, uint64_t *number)
 	uint64_t n = 0;
 	int rc;
 
+	if (c->is_remote)
+		return c->remote.next_number(c->remote_arg, number);
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
 	if ((rc = catalog_end(c, next_number_txn(c, &n))) == 0)
@@ -354,6 +442,8 @@ catalog_file_is_live(struct catalog *c, uint64_t number)
 {
 	int rc;
 
+	if (c->is_remote)
+		return c->remote.file_is_live(c->remote_arg, number);
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
 	return catalog_end(c, file_is_live_txn(c, number));

@@ -419,6 +419,10 @@ struct server_stats {
 void server_get_stats(struct server *s, struct server_stats *out);
 /* server_stats.last_seq alone (bt_store_last_seq). */
 uint64_t server_last_seq(struct server *s);
+/* The store's catalog, owned by s (valid until server_close()), which
+ * the root's server of a cell serves to the other tablet servers
+ * (tabletd/service_catalog.c).  Thread-safe, as every catalog call. */
+struct catalog *server_catalog(struct server *s);
 /* The figures of the filesystem holding the store, through its env
  * (env_path_space(); bt_store_space).  0 or the env's error. */
 int server_space_measure(struct server *s, struct env_space *out);

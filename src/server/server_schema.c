@@ -650,6 +650,12 @@ server_last_seq(struct server *s)
 	return atomic_load(&s->visible_seq);
 }
 
+struct catalog *
+server_catalog(struct server *s)
+{
+	return s->catalog;
+}
+
 void
 server_get_stats(struct server *s, struct server_stats *out)
 {

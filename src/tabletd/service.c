@@ -680,6 +680,19 @@ static const struct {
 	{ TABLETFS__METHOD__TABLE_USAGE, table_usage },
 	{ TABLETFS__METHOD__LAST_SEQ, store_last_seq },
 	{ TABLETFS__METHOD__SPACE, store_space },
+	{ TABLETFS__METHOD__CATALOG_TABLE_GET, service_catalog_table_get },
+	{ TABLETFS__METHOD__CATALOG_TABLE_GET_BY_ID,
+	    service_catalog_table_get_by_id },
+	{ TABLETFS__METHOD__CATALOG_TABLE_LIST, service_catalog_table_list },
+	{ TABLETFS__METHOD__CATALOG_TABLETS_LIST,
+	    service_catalog_tablets_list },
+	{ TABLETFS__METHOD__CATALOG_FILES_LIST, service_catalog_files_list },
+	{ TABLETFS__METHOD__CATALOG_NEXT_NUMBER,
+	    service_catalog_next_number },
+	{ TABLETFS__METHOD__CATALOG_TABLET_APPLY,
+	    service_catalog_tablet_apply },
+	{ TABLETFS__METHOD__CATALOG_FILE_IS_LIVE,
+	    service_catalog_file_is_live },
 };
 
 /* The methods whose state belongs to the connection they came on. */

@@ -69,6 +69,12 @@
  *    refuses, and each later request on it returns that error again.
  *    BULK_COMMIT forgets the load whatever its outcome.
  *  - LAST_SEQ and SPACE are bt_store_last_seq() and bt_store_space().
+ *  - CATALOG_*: the store's catalog (catalog.h), for the tablet servers
+ *    that do not open it (service_catalog.c): each request names its
+ *    caller (-EINVAL without one); a lookup's BT_NOTFOUND is found =
+ *    false; CATALOG_TABLET_APPLY is catalog_tablet_apply_as() for the
+ *    caller, BT_ENOTSERVING when the tablet is assigned elsewhere.  A
+ *    store opened on a cell has no catalog here: -EOPNOTSUPP.
  *
  * Errors: service_handle() returns a negative tabletfs code (-errno or
  * BT_E*) and writes the one-line message: the detail that the failing

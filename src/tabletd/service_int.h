@@ -4,8 +4,9 @@
  * through util/alloc.h) and the handlers that service.c dispatches to.
  *
  * service.c dispatches and runs the schema and administration calls,
- * service_rows.c the row calls, service_scan.c the scanners; the two
- * others call only what this header declares from service_pb.c.
+ * service_rows.c the row calls, service_scan.c the scanners,
+ * service_bulk.c the bulk loads, service_catalog.c the catalog calls;
+ * the others call only what this header declares from service_pb.c.
  */
 #ifndef TABLETFS_TABLETD_SERVICE_INT_H
 #define TABLETFS_TABLETD_SERVICE_INT_H
@@ -159,5 +160,24 @@ int service_bulk_abort(struct service *svc, uint64_t conn, struct slice req,
 /* Abort the loads of conn (every load when all): service_conn_closed()
  * and service_free(). */
 void service_loads_abort(struct service *svc, uint64_t conn, bool all);
+
+/* ---- the catalog, for the other tablet servers (service_catalog.c) ---- */
+
+int service_catalog_table_get(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_table_get_by_id(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_table_list(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_tablets_list(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_files_list(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_next_number(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_tablet_apply(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_file_is_live(struct service *svc, struct slice req,
+    struct buf *reply);
 
 #endif

@@ -370,6 +370,56 @@ seed_rpc(const char *name, uint32_t method, const ProtobufCMessage *m)
 
 #define PB_STR(s)	((ProtobufCBinaryData){ sizeof(s) - 1, (uint8_t *)(s) })
 
+/* The catalog calls of another tablet server (service_catalog.c): the
+ * fixture's table "t" is id 1, its tablet 1 (assigned to the fixture's
+ * host, not to the caller here: an apply is refused, for its shape). */
+static void
+seeds_service_catalog(void)
+{
+	Tabletfs__CatalogRequest cr = TABLETFS__CATALOG_REQUEST__INIT;
+	Tabletfs__CatalogApplyRequest ar = TABLETFS__CATALOG_APPLY_REQUEST__INIT;
+	Tabletfs__CatalogFile f = TABLETFS__CATALOG_FILE__INIT;
+	Tabletfs__CatalogFile *fp[] = { &f };
+	uint64_t removed[] = { 3 };
+
+	cr.caller = "127.0.0.1:7001#1";
+	cr.name = "t";
+	seed_rpc("catalog_table_get", TABLETFS__METHOD__CATALOG_TABLE_GET,
+	    &cr.base);
+	cr.name = NULL;
+	cr.has_id = true;
+	cr.id = 1;
+	seed_rpc("catalog_table_get_by_id",
+	    TABLETFS__METHOD__CATALOG_TABLE_GET_BY_ID, &cr.base);
+	seed_rpc("catalog_tablets_list", TABLETFS__METHOD__CATALOG_TABLETS_LIST,
+	    &cr.base);
+	seed_rpc("catalog_files_list", TABLETFS__METHOD__CATALOG_FILES_LIST,
+	    &cr.base);
+	seed_rpc("catalog_file_is_live",
+	    TABLETFS__METHOD__CATALOG_FILE_IS_LIVE, &cr.base);
+	cr.has_id = false;
+	seed_rpc("catalog_table_list", TABLETFS__METHOD__CATALOG_TABLE_LIST,
+	    &cr.base);
+	seed_rpc("catalog_next_number", TABLETFS__METHOD__CATALOG_NEXT_NUMBER,
+	    &cr.base);
+	f.has_number = f.has_size = f.has_entry_count = f.has_max_seq = true;
+	f.number = 1000;
+	f.group = "default";
+	f.size = 100;
+	f.entry_count = 2;
+	f.max_seq = 9;
+	ar.caller = "127.0.0.1:7001#1";
+	ar.has_tablet_id = ar.has_flushed_seq = true;
+	ar.tablet_id = 1;
+	ar.flushed_seq = 9;
+	ar.n_added = 1;
+	ar.added = fp;
+	ar.n_removed = 1;
+	ar.removed = removed;
+	seed_rpc("catalog_tablet_apply", TABLETFS__METHOD__CATALOG_TABLET_APPLY,
+	    &ar.base);
+}
+
 /*
  * A bulk load's requests.  Ids are the service's scrambled counter, not
  * known here: the open seeds the opening, the others name id 1 (-ENOENT
@@ -591,6 +641,7 @@ seeds_service(void)
 	seed_rpc("space", TABLETFS__METHOD__SPACE, NULL);
 	seed_rpc("unknown", 99, NULL);
 	seeds_service_bulk();
+	seeds_service_catalog();
 }
 
 int

@@ -67,6 +67,21 @@ static const struct {
 	{ TABLETFS__METHOD__BULK_ABORT, NULL },
 	{ TABLETFS__METHOD__LAST_SEQ, &tabletfs__last_seq_reply__descriptor },
 	{ TABLETFS__METHOD__SPACE, &tabletfs__space_reply__descriptor },
+	{ TABLETFS__METHOD__CATALOG_TABLE_GET,
+	    &tabletfs__catalog_table_reply__descriptor },
+	{ TABLETFS__METHOD__CATALOG_TABLE_GET_BY_ID,
+	    &tabletfs__catalog_table_reply__descriptor },
+	{ TABLETFS__METHOD__CATALOG_TABLE_LIST,
+	    &tabletfs__table_list_reply__descriptor },
+	{ TABLETFS__METHOD__CATALOG_TABLETS_LIST,
+	    &tabletfs__catalog_tablets_reply__descriptor },
+	{ TABLETFS__METHOD__CATALOG_FILES_LIST,
+	    &tabletfs__catalog_files_reply__descriptor },
+	{ TABLETFS__METHOD__CATALOG_NEXT_NUMBER,
+	    &tabletfs__catalog_number_reply__descriptor },
+	{ TABLETFS__METHOD__CATALOG_TABLET_APPLY, NULL },
+	{ TABLETFS__METHOD__CATALOG_FILE_IS_LIVE,
+	    &tabletfs__catalog_live_reply__descriptor },
 };
 #define METHODS	(sizeof(methods) / sizeof(methods[0]))
 
