@@ -13,6 +13,7 @@
 #include "api/cell_client.h"
 #include "coord/coord.h"
 #include "rpc/rpc.h"
+#include "rpc/rpc_pb.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/env.h"
@@ -45,23 +46,6 @@ struct cell_client {
 	char server[ADDRESS_MAX];
 	struct rpc_client **retired;
 	size_t retired_count;
-};
-
-static void *
-pb_alloc(void *arg, size_t size)
-{
-	return bt_malloc(size);
-}
-
-static void
-pb_free(void *arg, void *p)
-{
-	bt_free(p);
-}
-
-static ProtobufCAllocator pb_allocator = {
-	.alloc = pb_alloc,
-	.free = pb_free,
 };
 
 bool
@@ -349,7 +333,7 @@ reply_finish(struct cell_client *c, int32_t status, const struct buf *rep,
 		return bt_error_set(status, "%.*s", (int)rep->n,
 		    rep->n ? (const char *)rep->p : bt_strerror(status));
 	if (reply_desc != NULL) {
-		*reply = protobuf_c_message_unpack(reply_desc, &pb_allocator,
+		*reply = protobuf_c_message_unpack(reply_desc, &rpc_pb_allocator,
 		    rep->n, rep->p);
 		if (*reply == NULL)
 			return bt_error_set(-EPROTO, "cell %s: a reply does "
@@ -428,5 +412,5 @@ void
 cell_client_free(ProtobufCMessage *reply)
 {
 	if (reply != NULL)
-		protobuf_c_message_free_unpacked(reply, &pb_allocator);
+		protobuf_c_message_free_unpacked(reply, &rpc_pb_allocator);
 }

@@ -18,6 +18,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "rpc/rpc.h"
+#include "rpc/rpc_pb.h"
 #include "rpc/tabletfs.pb-c.h"
 #include "tabletd/catalog_client.h"
 #include "tabletd/catalog_client_int.h"
@@ -43,23 +44,6 @@ struct catalog_client {
 	int64_t deadline_ns;
 	struct mutex mu;
 	struct conn *conn;	/* the one new calls use, or NULL (mu) */
-};
-
-static void *
-pb_alloc(void *arg, size_t size)
-{
-	return bt_malloc(size);
-}
-
-static void
-pb_free(void *arg, void *p)
-{
-	bt_free(p);
-}
-
-static ProtobufCAllocator pb_allocator = {
-	.alloc = pb_alloc,
-	.free = pb_free,
 };
 
 /* Close a connection no call uses any more. */
@@ -218,7 +202,7 @@ call(struct catalog_client *cc, uint32_t method, const char *what,
 		goto out;
 	}
 	if (reply_desc != NULL && (*reply = protobuf_c_message_unpack(
-	    reply_desc, &pb_allocator, rep.n, rep.p)) == NULL)
+	    reply_desc, &rpc_pb_allocator, rep.n, rep.p)) == NULL)
 		rc = bt_error_set(-EPROTO, "catalog at %s: %s: the reply does "
 		    "not decode", cc->address, what);
 out:
@@ -231,7 +215,7 @@ static void
 msg_free(void *m)
 {
 	if (m != NULL)
-		protobuf_c_message_free_unpacked(m, &pb_allocator);
+		protobuf_c_message_free_unpacked(m, &rpc_pb_allocator);
 }
 
 /* A reply that breaks catalog.h's limits (the converter's detail). */
