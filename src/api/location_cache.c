@@ -146,9 +146,18 @@ int
 location_cache_lookup(struct location_cache *lc, uint64_t table_id,
     struct slice row, uint64_t *tablet_id)
 {
+	return location_cache_lookup_range(lc, table_id, row, tablet_id, NULL,
+	    NULL);
+}
+
+int
+location_cache_lookup_range(struct location_cache *lc, uint64_t table_id,
+    struct slice row, uint64_t *tablet_id, struct buf *start, struct buf *end)
+{
 	struct lc_entry *e = NULL;
 	size_t ti;
 	bool found;
+	int rc = 0;
 
 	pthread_rwlock_rdlock(&lc->lock);
 	ti = table_index(lc, table_id, &found);
@@ -156,11 +165,15 @@ location_cache_lookup(struct location_cache *lc, uint64_t table_id,
 		*tablet_id = e->tablet_id;
 		if (!__atomic_load_n(&e->referenced, __ATOMIC_RELAXED))
 			__atomic_store_n(&e->referenced, 1, __ATOMIC_RELAXED);
+		if (start != NULL)
+			rc = buf_set(start, e->bytes, e->start_n);
+		if (rc == 0 && end != NULL)
+			rc = buf_set(end, e->bytes + e->start_n, e->end_n);
 	}
 	pthread_rwlock_unlock(&lc->lock);
-	if (e == NULL) {
+	if (e == NULL || rc < 0) {
 		atomic_fetch_add_explicit(&lc->misses, 1, memory_order_relaxed);
-		return BT_NOTFOUND;
+		return rc < 0 ? rc : BT_NOTFOUND;
 	}
 	atomic_fetch_add_explicit(&lc->hits, 1, memory_order_relaxed);
 	return 0;

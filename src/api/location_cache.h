@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/buf.h"
 #include "util/slice.h"
 
 #define LOCATION_CACHE_DEFAULT_CAPACITY 65536	/* entries */
@@ -54,6 +55,14 @@ void location_cache_free(struct location_cache *lc);
  */
 int location_cache_lookup(struct location_cache *lc, uint64_t table_id,
     struct slice row, uint64_t *tablet_id);
+
+/*
+ * As location_cache_lookup(), and the cached range's start and end copied
+ * into start and end (either may be NULL; an empty end: to the end of
+ * the table).  0, BT_NOTFOUND, or -ENOMEM (counted as a miss).
+ */
+int location_cache_lookup_range(struct location_cache *lc, uint64_t table_id,
+    struct slice row, uint64_t *tablet_id, struct buf *start, struct buf *end);
 
 /*
  * Cache that tablet_id serves [start, end) of table_id (an empty end: to
