@@ -468,6 +468,9 @@ cell_store_last_seq(struct cell_client *c)
 	uint64_t seq;
 	int rc;
 
+	/* Tablets served one by one: every server's, combined. */
+	if ((rc = cell_client_last_seq(c, &seq)) <= 0)
+		return rc == 0 ? seq : 0;
 	rc = CALL(c, LAST_SEQ, NULL, CELL_RETRY_ANY,
 	    &tabletfs__last_seq_reply__descriptor, &rep);
 	if (rc == -ENOSYS) {		/* a server from before LAST_SEQ */

@@ -71,11 +71,17 @@ int cell_mutate_row(struct cell_client *c, const char *table,
     const struct bt_bytes *expected, int64_t expected_ts, bool *applied,
     int64_t *stamp);
 
-/* The read-modify-writes on one column (bt_increment, bt_append,
- * bt_put_newest, bt_move_version). */
-/* bt_mutate_rows() (results has room for n, zeroed). */
+/* Whether muts give the same row however often they are applied: no
+ * put with a server stamp (a second copy would add a second version). */
+bool cell_mutations_idempotent(const struct bt_mutation *muts,
+    size_t count);
+
+/* bt_mutate_rows() (results has room for n, zeroed; api_cell_batch.c). */
 int cell_mutate_rows(struct cell_client *c, const char *table,
     const struct bt_row_mutation *rows, size_t n, bool sync, int *results);
+
+/* The read-modify-writes on one column (bt_increment, bt_append,
+ * bt_put_newest, bt_move_version). */
 
 enum cell_rmw_kind {
 	CELL_RMW_INCREMENT,

@@ -24,8 +24,8 @@
  * would add a second version.  Everything else a mutation does (puts at
  * a given time, deletes) gives the same row however often it is applied.
  */
-static bool
-mutations_idempotent(const struct bt_mutation *muts, size_t count)
+bool
+cell_mutations_idempotent(const struct bt_mutation *muts, size_t count)
 {
 	for (size_t i = 0; i < count; i++)
 		if (muts[i].kind == BT_PUT && muts[i].ts == BT_TS_SERVER)
@@ -88,10 +88,12 @@ cell_mutate_row(struct cell_client *c, const char *table,
 		}
 		req.condition = &cond;
 	}
-	rc = cell_client_call(c, TABLETFS__METHOD__MUTATE_ROW, &req.base,
-	    !check && mutations_idempotent(muts, count) ? CELL_RETRY_ANY :
-	    CELL_RETRY_UNSENT, &tabletfs__mutate_row_reply__descriptor,
-	    (ProtobufCMessage **)&rep);
+	rc = cell_client_call_row(c, table, slice_make(row.data, row.size),
+	    TABLETFS__METHOD__MUTATE_ROW, &req.base,
+	    !check && cell_mutations_idempotent(muts, count) ?
+	    CELL_RETRY_ANY : CELL_RETRY_UNSENT,
+	    &tabletfs__mutate_row_reply__descriptor,
+	    (ProtobufCMessage **)&rep, NULL);
 	if (rc < 0)
 		goto out;
 	if (applied != NULL)
@@ -104,128 +106,6 @@ out:
 		bt_free(ms);
 	if (msp != localp)
 		bt_free(msp);
-	return rc;
-}
-
-/* The messages of a batch, in four arrays (entries_release()). */
-struct entries {
-	Tabletfs__MutateRowsEntry *es, **ep;
-	Tabletfs__Mutation *ms, **mp;
-};
-
-static void
-entries_release(struct entries *e)
-{
-	bt_free(e->es);
-	bt_free(e->ep);
-	bt_free(e->ms);
-	bt_free(e->mp);
-}
-
-/* One entry per row into req, borrowing every byte from rows.  0,
- * -EINVAL or -ENOMEM. */
-static int
-entries_make(struct entries *e, const struct bt_row_mutation *rows,
-    size_t n, Tabletfs__MutateRowsRequest *req)
-{
-	size_t total = 0, at = 0;
-
-	memset(e, 0, sizeof(*e));
-	for (size_t i = 0; i < n; i++) {
-		if (rows[i].count > SIZE_MAX / sizeof(*e->ms) / 2 - total)
-			return bt_error_set(-EINVAL, "too many mutations");
-		total += rows[i].muts != NULL ? rows[i].count : 0;
-	}
-	e->es = bt_calloc(n, sizeof(*e->es));
-	e->ep = bt_calloc(n, sizeof(*e->ep));
-	e->ms = bt_calloc(total + 1, sizeof(*e->ms));
-	e->mp = bt_calloc(total + 1, sizeof(*e->mp));
-	if (e->es == NULL || e->ep == NULL || e->ms == NULL ||
-	    e->mp == NULL) {
-		entries_release(e);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct bt_mutation *muts = rows[i].muts;
-		Tabletfs__MutateRowsEntry *en = &e->es[i];
-
-		tabletfs__mutate_rows_entry__init(en);
-		en->has_row = true;
-		en->row = cell_bin(rows[i].row);
-		en->mutations = e->mp + at;
-		en->n_mutations = muts != NULL ? rows[i].count : 0;
-		for (size_t j = 0; j < en->n_mutations; j++, at++) {
-			Tabletfs__Mutation *m = &e->ms[at];
-
-			tabletfs__mutation__init(m);
-			m->has_kind = m->has_qualifier = true;
-			m->has_ts = m->has_value = true;
-			m->kind = (Tabletfs__Mutation__Kind)muts[j].kind;
-			m->family = cell_str(muts[j].family);
-			m->qualifier = cell_bin(muts[j].qualifier);
-			m->ts = muts[j].ts;
-			m->value = cell_bin(muts[j].value);
-			e->mp[at] = m;
-		}
-		e->ep[i] = en;
-	}
-	req->n_entries = n;
-	req->entries = e->ep;
-	return 0;
-}
-
-/*
- * A batch is idempotent when every row of it is (mutations_idempotent):
- * sent twice, it leaves the rows as once.  One with a server-stamped put
- * is sent again only when it certainly was not applied.
- */
-int
-cell_mutate_rows(struct cell_client *c, const char *table,
-    const struct bt_row_mutation *rows, size_t n, bool sync, int *results)
-{
-	Tabletfs__MutateRowsRequest req = TABLETFS__MUTATE_ROWS_REQUEST__INIT;
-	Tabletfs__MutateRowsReply *rep = NULL;
-	struct entries e;
-	bool idempotent = true;
-	int rc;
-
-	for (size_t i = 0; i < n; i++)
-		if (rows[i].muts != NULL &&
-		    !mutations_idempotent(rows[i].muts, rows[i].count))
-			idempotent = false;
-	if ((rc = entries_make(&e, rows, n, &req)) < 0)
-		goto fail;
-	req.table = cell_str(table);
-	req.has_sync = true;
-	req.sync = sync;
-	rc = cell_client_call(c, TABLETFS__METHOD__MUTATE_ROWS, &req.base,
-	    idempotent ? CELL_RETRY_ANY : CELL_RETRY_UNSENT,
-	    &tabletfs__mutate_rows_reply__descriptor,
-	    (ProtobufCMessage **)&rep);
-	entries_release(&e);
-	if (rc < 0)
-		goto fail;
-	if (rep->n_status != n) {
-		rc = bt_error_set(-EPROTO, "MUTATE_ROWS: %zu statuses for "
-		    "%zu rows", rep->n_status, n);
-		cell_client_free(&rep->base);
-		goto fail;
-	}
-	for (size_t i = 0; i < n; i++) {
-		results[i] = rep->status[i] > 0 ? -EPROTO : rep->status[i];
-		if (results[i] < 0 && rc == 0)
-			rc = results[i];
-	}
-	if (rc < 0)
-		rc = bt_error_set(rc, "%s", rep->detail != NULL ?
-		    rep->detail : bt_strerror(rc));
-	cell_client_free(&rep->base);
-	return rc;
-fail:
-	/* Nothing is known to be applied: every row takes the error (an
-	 * outcome unknown included). */
-	for (size_t i = 0; i < n; i++)
-		results[i] = rc;
 	return rc;
 }
 
@@ -271,10 +151,10 @@ cell_read_modify_write(struct cell_client *c, const char *table,
 		req.move_version = &mv;
 		break;
 	}
-	if ((rc = cell_client_call(c, TABLETFS__METHOD__READ_MODIFY_WRITE,
-	    &req.base, CELL_RETRY_UNSENT,
-	    &tabletfs__read_modify_write_reply__descriptor,
-	    (ProtobufCMessage **)&rep)) < 0)
+	if ((rc = cell_client_call_row(c, table, slice_make(row.data,
+	    row.size), TABLETFS__METHOD__READ_MODIFY_WRITE, &req.base,
+	    CELL_RETRY_UNSENT, &tabletfs__read_modify_write_reply__descriptor,
+	    (ProtobufCMessage **)&rep, NULL)) < 0)
 		return rc;
 	if (result != NULL)
 		*result = rep->result;
@@ -311,8 +191,9 @@ cell_move_column(struct cell_client *c, const char *table,
 	req.src = &from;
 	req.dst = &to;
 	req.sync = sync;
-	return cell_client_call(c, TABLETFS__METHOD__MOVE_COLUMN, &req.base,
-	    CELL_RETRY_UNSENT, NULL, NULL);
+	return cell_client_call_row(c, table, slice_make(row.data, row.size),
+	    TABLETFS__METHOD__MOVE_COLUMN, &req.base, CELL_RETRY_UNSENT, NULL,
+	    NULL, NULL);
 }
 
 /* ---- Reading ---- */
@@ -436,9 +317,10 @@ cell_read_row(struct cell_client *c, const char *table,
 	req.has_row = true;
 	req.row = cell_bin(row);
 	req.options = &o;
-	rc = cell_client_call(c, TABLETFS__METHOD__READ_ROW, &req.base,
-	    CELL_RETRY_ANY, &tabletfs__read_row_reply__descriptor,
-	    (ProtobufCMessage **)&rep);
+	rc = cell_client_call_row(c, table, slice_make(row.data, row.size),
+	    TABLETFS__METHOD__READ_ROW, &req.base, CELL_RETRY_ANY,
+	    &tabletfs__read_row_reply__descriptor, (ProtobufCMessage **)&rep,
+	    NULL);
 	options_free(&o);
 	if (rc < 0)
 		return rc;
@@ -450,30 +332,98 @@ cell_read_row(struct cell_client *c, const char *table,
 	return rc;
 }
 
+/*
+ * A scan crosses tablets (cell_client.h, "Calls on rows"): its scanner is
+ * opened at the server of the tablet holding start, its end clipped to
+ * the tablet's; when that scanner is done, the next opens at the next
+ * tablet's start.  On a cell whose root's server serves every row (a
+ * whole route) one scanner covers the whole range.
+ */
 struct cell_scan {
 	struct cell_client *c;
 	Tabletfs__ScanRequest req;	/* the opening request */
 	Tabletfs__ReadOptions options;
 	char *table;
-	struct buf start, end;
+	struct buf start, end;		/* where a new scanner starts; the
+					   scan's end */
 	uint64_t limit;			/* rows still wanted; 0: all */
 	uint64_t scanner;		/* 0: none open */
+	struct cell_route route;	/* the scanner's, when open */
+	struct buf clipped;		/* the scanner's end */
+	bool tablet_done;		/* its tablet is read: go on at
+					   route.loc.end */
 	Tabletfs__ScanReply *batch;	/* or NULL */
 	size_t next;			/* the batch's next row */
-	bool done;
+	bool done;			/* no row follows the batch */
 };
+
+/* The scanner's end: the scan's, clipped to the tablet's.  0 or
+ * -ENOMEM. */
+static int
+scan_clip(struct cell_scan *sc)
+{
+	const struct buf *tablet_end = &sc->route.loc.end;
+
+	if (!sc->route.whole && tablet_end->n > 0 && (sc->end.n == 0 ||
+	    slice_compare(buf_slice(tablet_end), buf_slice(&sc->end)) < 0))
+		return buf_set(&sc->clipped, tablet_end->p, tablet_end->n);
+	return buf_set(&sc->clipped, sc->end.p, sc->end.n);
+}
+
+/* Open a scanner where the scan leaves off, at the server of the tablet
+ * holding its start, by deadline: 0 with its first batch in *rep, or
+ * negative. */
+static int
+scan_open_at(struct cell_scan *sc, uint32_t rows, int64_t deadline,
+    Tabletfs__ScanReply **rep)
+{
+	struct slice start = buf_slice(&sc->start);
+	int wait = 0;
+	bool lost;
+	int rc;
+
+	for (;;) {
+		rc = cell_client_route(sc->c, sc->table, start, deadline,
+		    &sc->route);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			if ((rc = scan_clip(sc)) < 0)
+				return rc;
+			sc->req.start.data = sc->start.p;
+			sc->req.start.len = sc->start.n;
+			sc->req.end.data = sc->clipped.p;
+			sc->req.end.len = sc->clipped.n;
+			sc->req.batch_rows = rows;
+			rc = cell_client_call_on(sc->c, sc->route.rpc,
+			    TABLETFS__METHOD__SCAN, &sc->req.base, deadline,
+			    &tabletfs__scan_reply__descriptor,
+			    (ProtobufCMessage **)rep, NULL, &lost);
+			if (rc == 0 || rc == -ENOMEM)
+				return rc;
+			if (!lost && rc != BT_ENOTSERVING)
+				return rc;	/* the scan's own error */
+			cell_client_route_failed(sc->c, &sc->route, start,
+			    rc);
+		}
+		if ((rc = cell_client_backoff(sc->c, deadline, &wait)) < 0)
+			return rc;
+	}
+}
 
 /*
  * The next batch: from the open scanner, or from a new one that starts
  * where the last row returned leaves off when there is none (the first
- * batch) or the server lost it.
+ * batch, the next tablet's) or the server lost it.
  */
 static int
 scan_fetch(struct cell_scan *sc)
 {
 	Tabletfs__ScanRequest more = TABLETFS__SCAN_REQUEST__INIT;
 	Tabletfs__ScanReply *rep = NULL;
+	int64_t deadline = cell_client_deadline(sc->c);
 	uint64_t rows = SCAN_BATCH_ROWS;
+	bool lost;
 	int rc;
 
 	if (sc->limit != 0 && sc->limit < rows)
@@ -481,39 +431,54 @@ scan_fetch(struct cell_scan *sc)
 	if (sc->batch != NULL)
 		cell_client_free(&sc->batch->base);
 	sc->batch = NULL;
+	if (sc->tablet_done) {
+		if ((rc = buf_set(&sc->start, sc->route.loc.end.p,
+		    sc->route.loc.end.n)) < 0)
+			return rc;
+		sc->req.start_exclusive = false;
+		sc->tablet_done = false;
+	}
 	if (sc->scanner != 0) {
 		more.has_scanner_id = more.has_batch_rows = true;
 		more.has_batch_bytes = true;
 		more.scanner_id = sc->scanner;
 		more.batch_rows = (uint32_t)rows;
 		more.batch_bytes = SCAN_BATCH_BYTES;
-		rc = cell_client_call(sc->c, TABLETFS__METHOD__SCAN,
-		    &more.base, CELL_RETRY_NONE,
+		rc = cell_client_call_on(sc->c, sc->route.rpc,
+		    TABLETFS__METHOD__SCAN, &more.base, deadline,
 		    &tabletfs__scan_reply__descriptor,
-		    (ProtobufCMessage **)&rep);
+		    (ProtobufCMessage **)&rep, NULL, &lost);
 		/* Lost, or failed: a new scanner tells which (an error
-		 * of the table's own comes back from it too). */
-		if (rc < 0)
+		 * of the table's own comes back from it too).  A scanner
+		 * its server forgot (BT_ENOTSERVING) does not make the
+		 * tablet's location stale: opening one again does. */
+		if (rc < 0) {
+			if (lost)
+				cell_client_route_failed(sc->c, &sc->route,
+				    buf_slice(&sc->start), rc);
 			sc->scanner = 0;
+		}
 	}
 	if (sc->scanner == 0) {
-		sc->req.start.data = sc->start.p;
-		sc->req.start.len = sc->start.n;
-		sc->req.end.data = sc->end.p;
-		sc->req.end.len = sc->end.n;
-		sc->req.batch_rows = (uint32_t)rows;
-		if ((rc = cell_client_call(sc->c, TABLETFS__METHOD__SCAN,
-		    &sc->req.base, CELL_RETRY_ANY,
-		    &tabletfs__scan_reply__descriptor,
-		    (ProtobufCMessage **)&rep)) < 0)
+		if ((rc = scan_open_at(sc, (uint32_t)rows, deadline,
+		    &rep)) < 0)
 			return rc;
 		sc->scanner = rep->scanner_id;
 	}
 	sc->batch = rep;
 	sc->next = 0;
-	sc->done = rep->done;
-	if (rep->done)
+	sc->done = false;
+	if (rep->done) {
 		sc->scanner = 0;	/* the server closed it */
+		/* The scan goes on past the tablet's end, if before its
+		 * own. */
+		if (sc->clipped.n > 0 && (sc->end.n == 0 ||
+		    slice_compare(buf_slice(&sc->clipped),
+		    buf_slice(&sc->end)) < 0))
+			sc->tablet_done = true;
+		else
+			sc->done = true;
+	}
 	return 0;
 }
 
@@ -532,6 +497,8 @@ cell_scan_open(struct cell_client *c, const char *table,
 		return -ENOMEM;
 	buf_init(&sc->start);
 	buf_init(&sc->end);
+	buf_init(&sc->clipped);
+	cell_route_init(&sc->route);
 	sc->c = c;
 	sc->limit = limit;
 	tabletfs__scan_request__init(&sc->req);
@@ -598,8 +565,9 @@ cell_scan_close(struct cell_scan *sc)
 
 		req.has_scanner_id = true;
 		req.scanner_id = sc->scanner;
-		(void)cell_client_call(sc->c, TABLETFS__METHOD__SCAN_CLOSE,
-		    &req.base, CELL_RETRY_NONE, NULL, NULL);
+		(void)cell_client_call_on(sc->c, sc->route.rpc,
+		    TABLETFS__METHOD__SCAN_CLOSE, &req.base,
+		    cell_client_deadline(sc->c), NULL, NULL, NULL, NULL);
 	}
 	if (sc->batch != NULL)
 		cell_client_free(&sc->batch->base);
@@ -607,5 +575,7 @@ cell_scan_close(struct cell_scan *sc)
 	bt_free(sc->table);
 	buf_release(&sc->start);
 	buf_release(&sc->end);
+	buf_release(&sc->clipped);
+	cell_route_release(&sc->route);
 	bt_free(sc);
 }

@@ -1,10 +1,12 @@
 /*
  * cell_client.h - the client library's side of a cell (docs/design.md
- * section 5): the calls of tabletfs.proto sent to the tablet server that
- * serves the cell, found through ZooKeeper, with retries until a deadline.
+ * section 5): the calls of tabletfs.proto sent to the cell's servers,
+ * found through ZooKeeper, with retries until a deadline.
  *
  * A call goes to the server that the cell's root location names (the
- * ZooKeeper value "root", set by the master once a server serves).  When
+ * ZooKeeper value "root", set by the master once a server serves), a
+ * call on a row to the server of the row's tablet (cell_client_call_row()
+ * below).  When
  * the server answers BT_ENOTSERVING, or the connection fails before the
  * request could reach it, or the call is idempotent, the client locates
  * the server again and retries, backing off, until the call's deadline;
@@ -13,7 +15,7 @@
  * saying the outcome is unknown.  Past the deadline: -ETIMEDOUT.
  *
  * Thread-safe: one client serves many threads, their calls pipelined over
- * one connection.
+ * one connection per server.
  */
 #ifndef TABLETFS_API_CELL_CLIENT_H
 #define TABLETFS_API_CELL_CLIENT_H
@@ -22,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/cell_locations.h"
 #include "util/slice.h"
 
 #define CELL_CLIENT_DEADLINE_MS 30000
@@ -43,6 +46,13 @@ bool cell_client_address(const char *s);
  */
 int cell_client_open(const char *address, uint32_t deadline_ms,
     struct cell_client **out);
+/*
+ * A client of the root's server at root ("HOST:PORT"), without
+ * ZooKeeper, whose secret is secret (RPC_SECRET_SIZE bytes, copied):
+ * for the tests of the routing.  0, -EINVAL or -ENOMEM.
+ */
+int cell_client_open_at(const char *root, const uint8_t *secret,
+    uint32_t deadline_ms, struct cell_client **out);
 /* Accepts NULL. */
 void cell_client_close(struct cell_client *c);
 
@@ -86,5 +96,90 @@ int cell_client_call_pinned(struct cell_client *c, struct rpc_client **pin,
     bool *lost);
 /* Accepts NULL. */
 void cell_client_free(ProtobufCMessage *reply);
+
+/*
+ * Calls on rows, routed by tablet (cell_route.c; docs/design.md section
+ * 5, "Clients locate by tablet").  The client asks the root's server
+ * LOCATE for a row missing from its cell_locations, with the next
+ * CELL_LOCATE_PREFETCH tablets after it, and sends the row's call to the
+ * server of its tablet, over that server's connection.  BT_ENOTSERVING
+ * forgets the row's tablet, a failed connection every tablet of its
+ * server, and the call is located again and retried as cell_retry
+ * says.  A tablet that no server serves yet is located again after a
+ * pause, until the deadline.  A root's server that answers LOCATE with
+ * -ENOSYS (it predates it) or -EOPNOTSUPP (it serves the whole store)
+ * gets every call, as cell_client_call() sends them.
+ */
+#define CELL_LOCATE_PREFETCH 8
+
+/* Where a call on a row goes: a connection, and the tablet it serves
+ * (loc), unless whole: the root's server, which serves every row. */
+struct cell_route {
+	struct rpc_client *rpc;
+	bool whole;
+	struct cell_location loc;
+};
+void cell_route_init(struct cell_route *r);
+void cell_route_release(struct cell_route *r);
+
+/* The deadline of a call starting now. */
+int64_t cell_client_deadline(const struct cell_client *c);
+
+/*
+ * Route a call on row of table: 0 and *r; 1 when there is nowhere to
+ * send it yet (no server serves the tablet, or it cannot be reached:
+ * pause and route again); negative: the error LOCATE answered (-ENOENT:
+ * no such table) or -EACCES, -ENOMEM.
+ */
+int cell_client_route(struct cell_client *c, const char *table,
+    struct slice row, int64_t deadline, struct cell_route *r);
+/* A call on row routed by r failed with rc: BT_ENOTSERVING, or a
+ * transport error.  Forget what led there, as said above. */
+void cell_client_route_failed(struct cell_client *c,
+    const struct cell_route *r, struct slice row, int rc);
+
+/*
+ * cell_client_call() of a call on row of table, sent to the server of the
+ * row's tablet; with used not NULL (cell_route_init()ed), the route of
+ * the call that answered is left there.
+ */
+int cell_client_call_row(struct cell_client *c, const char *table,
+    struct slice row, uint32_t method, const ProtobufCMessage *request,
+    enum cell_retry retry, const ProtobufCMessageDescriptor *reply_desc,
+    ProtobufCMessage **reply, struct cell_route *used);
+
+/*
+ * Send request on rpc (a connection of this client, as a route gave it)
+ * once, by deadline: as cell_client_call() with CELL_RETRY_NONE.  *sent
+ * as rpc_client_call() says, and *lost whether no reply came (the
+ * connection failed, or the deadline passed): then the result is the
+ * transport's, else the server's.  Either may be NULL.
+ */
+int cell_client_call_on(struct cell_client *c, struct rpc_client *rpc,
+    uint32_t method, const ProtobufCMessage *request, int64_t deadline,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply,
+    bool *sent, bool *lost);
+
+/* Pause *wait_ms (0 on the first call: the first pause) and lengthen it
+ * for the next: 0, or -ETIMEDOUT with a detail when the pause would
+ * pass deadline. */
+int cell_client_backoff(struct cell_client *c, int64_t deadline,
+    int *wait_ms);
+/* -EIO with a detail saying that a call sent to server, whose connection
+ * then failed with rc, has an unknown outcome. */
+int cell_client_outcome_unknown(struct cell_client *c, const char *server,
+    int rc);
+
+/*
+ * The last sequence number of every live server (registered under the
+ * cell's servers/, the list kept CELL_SERVERS_MS), combined into one
+ * value that changes whenever one of theirs does: 0 and *out, or 1 when
+ * calls go to the root's server alone (ask it LAST_SEQ), or negative.
+ */
+#define CELL_SERVERS_MS 1000
+int cell_client_last_seq(struct cell_client *c, uint64_t *out);
+
+/* LOCATE calls sent so far (for the tests). */
+uint64_t cell_client_locates(struct cell_client *c);
 
 #endif
