@@ -99,7 +99,27 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	[STMT_FILE_LIST] =
 	    "SELECT number, group_name, size, entry_count, max_seq FROM files"
 	    " WHERE tablet_id = ?1 ORDER BY number DESC",
-	[STMT_FILE_LIVE] = "SELECT 1 FROM files WHERE number = ?1 LIMIT 1",
+	/* A row when a tablet names the number or it is pending. */
+	[STMT_FILE_LIVE] =
+	    "SELECT 1 FROM files WHERE number = ?1"
+	    " UNION ALL SELECT 1 FROM pending_files WHERE number = ?1 LIMIT 1",
+	[STMT_PENDING_ADD] =
+	    "INSERT INTO pending_files (number, server) VALUES (?1, ?2)",
+	[STMT_PENDING_NAMED] = "DELETE FROM pending_files WHERE number = ?1",
+	[STMT_PENDING_GONE] = "DELETE FROM pending_files WHERE server = ?1",
+	[STMT_TABLET_SET_SERVER] =
+	    "UPDATE tablets SET server = ?2 WHERE id = ?1",
+	[STMT_ASSIGNMENTS] =
+	    "SELECT t.id, t.table_id, b.name, t.server FROM tablets t"
+	    " JOIN tables b ON b.id = t.table_id"
+	    " ORDER BY t.table_id, t.start_row",
+	/* The tablets of table ?1 after the one ending at ?2 (not the
+	 * last), in row order, at most ?3: level 2's rows, by key. */
+	[STMT_LOCATIONS_AFTER] =
+	    "SELECT tablet_id, meta_id, start_row, end_row, server"
+	    " FROM locations WHERE table_id = ?1"
+	    " AND (is_last, end_row) > (0, ?2)"
+	    " ORDER BY is_last, end_row LIMIT ?3",
 	[STMT_META_GET] = "SELECT value FROM meta WHERE key = ?1",
 	[STMT_META_SET] =
 	    "INSERT INTO meta (key, value) VALUES (?1, ?2)"

@@ -195,6 +195,10 @@ int catalog_open_remote(const struct catalog_remote_ops *ops, void *arg,
     struct catalog **out);
 /* Whether c is a remote catalog. */
 bool catalog_is_remote(struct catalog *c);
+/* The arg that remote catalog c was opened with, when its ops' close is
+ * close (how the layer above finds its own state from a handle); NULL
+ * for a local catalog or another's remote one. */
+void *catalog_remote_arg(struct catalog *c, void (*close)(void *arg));
 
 /*
  * What a schema change's caller builds from the table as the change leaves
@@ -366,8 +370,36 @@ int catalog_tablets_ingest(struct catalog *c, uint64_t table_id,
  */
 int catalog_next_number(struct catalog *c, uint64_t *number);
 
-/* Whether a file number is named by any tablet; 0 (no), 1 (yes); an
- * error when the catalog cannot say (a commit failed since the open). */
+/*
+ * A fresh file number as catalog_next_number() gives, handed to the
+ * tablet server named server ("HOST:PORT#EPOCH", as assigned; the root's
+ * server asks it for CATALOG_NEXT_NUMBER): the same transaction records
+ * the number as pending for server, durably, so that it is live
+ * (catalog_file_is_live) and the root's sweep of sst/ spares the file
+ * that server writes under it, renames into sst/ and only then names
+ * (docs/design.md section 5, "The catalog served").  The record goes in
+ * the transaction of any call that names the number in a tablet
+ * (catalog_tablet_apply(), _apply_as(), _ingest(), _replace()), or with
+ * every other of server's at catalog_server_gone().  -EINVAL for an
+ * empty or bad name (as catalog_tablet_assign() takes).  A remote
+ * catalog refuses it (-EOPNOTSUPP): its catalog_next_number() is this
+ * call at the root, for the name its ops were given.
+ */
+int catalog_next_number_for(struct catalog *c, const char *server,
+    uint64_t *number);
+/*
+ * Forget every number pending for server, in one transaction: the
+ * master says so once it has reassigned the tablets of a server it gave
+ * up for dead (CATALOG_SERVER_GONE), so that the next sweep deletes the
+ * files that server wrote and never named.  0 whether it had any or
+ * not; -EINVAL for an empty or bad name.  A number named by then stays
+ * live as named.
+ */
+int catalog_server_gone(struct catalog *c, const char *server);
+
+/* Whether a file number is named by any tablet or pending
+ * (catalog_next_number_for); 0 (no), 1 (yes); an error when the catalog
+ * cannot say (a commit failed since the open). */
 int catalog_file_is_live(struct catalog *c, uint64_t number);
 /* Whether a COMMIT failed since the open, so that what it changed may be
  * durable all the same (its sync succeeded and a later step failed): the
@@ -530,6 +562,52 @@ int catalog_meta_tablet_assign(struct catalog *c, uint64_t meta_tablet_id,
 int catalog_tablets_unassigned(struct catalog *c,
     struct catalog_location **out, size_t *count);
 void catalog_locations_free(struct catalog_location *locs, size_t count);
+
+/* ==== The master's assignment and the clients' locations (catalog_assign.c)
+ *
+ * What the root's server answers the master (CATALOG_ASSIGN,
+ * CATALOG_ASSIGNMENTS) and the clients (LOCATE), docs/design.md section
+ * 5, "Tablets one by one", step 5.  Same locking and errors as every
+ * catalog call; a remote catalog refuses them (-EOPNOTSUPP).
+ */
+
+/*
+ * Compare-and-set of a user tablet's assignment, in one transaction:
+ * assign tablet_id to server ("" unassigns) if it is now assigned to
+ * expected ("" for none), so that two masters (or one master's stale
+ * round) cannot both move a tablet.  0 (also when server is expected:
+ * nothing to change); -ESTALE, with a detail naming the tablet's
+ * server, when that is not expected, and nothing changes; -ENOENT when
+ * there is no such tablet; -EINVAL for a bad name (either).
+ */
+int catalog_tablet_assign_if(struct catalog *c, uint64_t tablet_id,
+    const char *server, const char *expected);
+
+/* One user tablet's assignment (catalog_assignments_list). */
+struct catalog_assignment {
+	uint64_t tablet_id;
+	uint64_t table_id;
+	char table[CATALOG_NAME_MAX + 1];	/* its table's name */
+	char server[CATALOG_SERVER_MAX + 1];	/* "" when unassigned */
+};
+
+/* Every user tablet with its table and server, by table id, then row,
+ * in one read transaction: 0 with *out (bt_free() it; NULL when there
+ * are none) and *count, or an error. */
+int catalog_assignments_list(struct catalog *c,
+    struct catalog_assignment **out, size_t *count);
+
+/*
+ * The location of the tablet holding row of table_id, then those of the
+ * tablets after it in row order, at most max in all (max >= 1, else
+ * -EINVAL), in one read transaction: what catalog_location_walk()
+ * finds, and level 2's next rows of the table.  0 with *out (free with
+ * catalog_locations_free(); count >= 1 entries, fewer than max when the
+ * table ends), BT_NOTFOUND when there is no such table, or an error.
+ */
+int catalog_locations_from(struct catalog *c, uint64_t table_id,
+    struct slice row, size_t max, struct catalog_location **out,
+    size_t *count);
 
 /*
  * Replace tablets by others in one transaction: the split (1 -> 2), the

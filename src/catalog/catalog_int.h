@@ -56,6 +56,12 @@ enum catalog_stmt_id {
 	STMT_FILE_DELETE,
 	STMT_FILE_LIST,
 	STMT_FILE_LIVE,
+	STMT_PENDING_ADD,
+	STMT_PENDING_NAMED,
+	STMT_PENDING_GONE,
+	STMT_TABLET_SET_SERVER,
+	STMT_ASSIGNMENTS,
+	STMT_LOCATIONS_AFTER,
 	STMT_META_GET,
 	STMT_META_SET,
 	STMT_COUNT
@@ -201,9 +207,27 @@ int catalog_tablets_list_txn(struct catalog *c, uint64_t table_id,
     struct catalog_tablet **out, size_t *count);
 /* Name file f in tablet_id, of table table_id, inside a write
  * transaction; its group must exist (-ENOENT), and the tablet must not
- * name it yet (-EEXIST). */
+ * name it yet (-EEXIST).  The number stops being pending
+ * (catalog_pending_named). */
 int catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
     const struct catalog_file *f);
+/* catalog_next_number()'s body, inside a write transaction. */
+int catalog_next_number_txn(struct catalog *c, uint64_t *number);
+
+/* Whether a server name may be recorded: "" or 1 to CATALOG_SERVER_MAX
+ * printable, non-blank bytes (catalog_location.c). */
+bool catalog_server_valid(const char *server);
+
+/* catalog_location_walk()'s body, inside a call's transaction; *walked
+ * counts the levels walked. */
+int catalog_location_walk_txn(struct catalog *c, uint64_t table_id,
+    struct slice row, struct catalog_location *out, int *walked);
+
+/* ---- Pending file numbers (catalog_pending.c) ---- */
+
+/* Number stops being pending, inside a write transaction: a tablet
+ * names it now (catalog_file_add).  0 whether it was or not. */
+int catalog_pending_named(struct catalog *c, uint64_t number);
 
 
 /* ---- Remote catalogs (catalog_remote.c) ---- */

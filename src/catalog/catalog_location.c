@@ -229,10 +229,8 @@ loc_column_slice(sqlite3_stmt *st, int col)
 	    (size_t)sqlite3_column_bytes(st, col));
 }
 
-/* Whether a server name may be recorded: "" or 1 to CATALOG_SERVER_MAX
- * printable, non-blank bytes. */
-static bool
-server_valid(const char *server)
+bool
+catalog_server_valid(const char *server)
 {
 	size_t n;
 
@@ -376,26 +374,38 @@ catalog_location_find(struct catalog *c, uint64_t meta_tablet_id,
 }
 
 int
+catalog_location_walk_txn(struct catalog *c, uint64_t table_id,
+    struct slice row, struct catalog_location *out, int *walked)
+{
+	uint64_t root_id, meta_id;
+	int rc;
+
+	catalog_assert_in_call(c);
+	*walked = 0;
+	if ((rc = root_txn(c, &root_id)) != 0)
+		return rc;
+	(*walked)++;
+	/* One transaction: nothing can move between the levels, so no
+	 * level needs verifying. */
+	if ((rc = metadata_txn(c, root_id, table_id, row, false,
+	    &meta_id)) != 0)
+		return rc;
+	(*walked)++;
+	rc = find_txn(c, meta_id, table_id, row, false, out);
+	*walked += rc >= 0;
+	return rc;
+}
+
+int
 catalog_location_walk(struct catalog *c, uint64_t table_id,
     struct slice row, struct catalog_location *out, int *levels)
 {
-	uint64_t root_id, meta_id;
 	int rc, walked = 0;
 
 	if ((rc = catalog_begin(c, false)) < 0)
 		return rc;
-	if ((rc = root_txn(c, &root_id)) == 0) {
-		walked++;
-		if ((rc = metadata_txn(c, root_id, table_id, row, false,
-		    &meta_id)) == 0) {
-			walked++;
-			rc = find_txn(c, meta_id, table_id, row, false, out);
-			walked += rc >= 0;
-		}
-	}
-	/* One transaction: nothing can move between the levels, so no
-	 * level needs verifying. */
-	rc = catalog_end(c, rc);
+	rc = catalog_end(c, catalog_location_walk_txn(c, table_id, row, out,
+	    &walked));
 	if (levels != NULL)
 		*levels = walked;
 	return rc;
@@ -445,7 +455,7 @@ assign(struct catalog *c, enum loc_stmt_id which, const char *what,
 	sqlite3_stmt *st;
 	int rc;
 
-	if (!server_valid(server))
+	if (!catalog_server_valid(server))
 		return bt_error_set(-EINVAL, "catalog: bad server name for "
 		    "%s %" PRIu64, what, id);
 	if ((rc = catalog_begin(c, true)) < 0)
@@ -637,7 +647,7 @@ specs_check(const struct catalog_tablet_spec *specs, size_t count)
 		    (sp->file_count > 0 && sp->files == NULL))
 			return bt_error_set(-EINVAL, "catalog: new tablet %zu: "
 			    "missing bytes", i);
-		if (sp->server != NULL && !server_valid(sp->server))
+		if (sp->server != NULL && !catalog_server_valid(sp->server))
 			return bt_error_set(-EINVAL, "catalog: new tablet %zu: "
 			    "bad server name", i);
 		if (sp->end.n > 0 && slice_compare(sp->start, sp->end) >= 0)

@@ -158,16 +158,17 @@ catalog_pragma_int(struct catalog *c, const char *sql, int64_t *value)
 	return rc;
 }
 
-static int catalog_access_upgrade(struct catalog *c);
+static int catalog_schema_upgrade(struct catalog *c, int64_t version);
 
 /*
  * Refuse what is not a catalog of our version, then set the connection
  * up.  Exclusive locking mode comes first: the env VFS has no shared
  * memory, and with it SQLite keeps the WAL index in the heap.  Nothing is
  * written before the version checks pass.  A version-1 catalog is
- * upgraded to 2 here, and a version-3 one to 4 (catalog_access_upgrade);
- * 1 means the catalog must still be rebuilt with page checksums
- * (catalog_upgrade_reserve), after which this runs again.
+ * upgraded to 2 here, and a version-3 or 4 one to the current version
+ * (catalog_schema_upgrade); 1 means the catalog must still be rebuilt
+ * with page checksums (catalog_upgrade_reserve), after which this runs
+ * again.
  */
 static int
 catalog_setup(struct catalog *c)
@@ -251,30 +252,41 @@ catalog_setup(struct catalog *c)
 		    "reserved bytes a page, a version-%lld catalog has %d",
 		    c->path, reserve, (long long)version,
 		    CATALOG_PAGE_RESERVE);
-	if (version == CATALOG_VERSION_RESERVE)
-		return catalog_access_upgrade(c);
+	if (version < CATALOG_VERSION)
+		return catalog_schema_upgrade(c, version);
 	return 0;
 }
 
 /*
- * Version 3 -> 4: owners, groups and modes (format.h), in one
- * transaction with the new user_version, so that a crash leaves version
- * 3 or version 4.  Rows already there belong to the store's owner.
+ * Version 3 or 4 -> 5 (format.h), in one transaction with the new
+ * user_version, so that a crash leaves the old version or the current
+ * one: from 3, owners, groups and modes (rows already there belong to
+ * the store's owner); from 3 and 4, the pending file numbers (none).
  */
 static int
-catalog_access_upgrade(struct catalog *c)
+catalog_schema_upgrade(struct catalog *c, int64_t version)
 {
-	static const char script[] =
+	static const char from3[] =
 	    "BEGIN IMMEDIATE;\n"
 	    CATALOG_SCHEMA_V4_SQL
+	    CATALOG_SCHEMA_V5_SQL
+	    "PRAGMA user_version = " CATALOG_STR(CATALOG_VERSION) ";\n"
+	    "COMMIT;\n";
+	static const char from4[] =
+	    "BEGIN IMMEDIATE;\n"
+	    CATALOG_SCHEMA_V5_SQL
 	    "PRAGMA user_version = " CATALOG_STR(CATALOG_VERSION) ";\n"
 	    "COMMIT;\n";
 	int src, rc;
 
-	if ((src = sqlite3_exec(c->db, script, NULL, NULL, NULL)) ==
-	    SQLITE_OK)
+	_Static_assert(CATALOG_VERSION == 5, "the upgrades end at 5");
+	assert(version == 3 || version == 4);
+	src = sqlite3_exec(c->db, version == 3 ? from3 : from4, NULL, NULL,
+	    NULL);
+	if (src == SQLITE_OK)
 		return 0;
-	rc = catalog_sqlite_error(c, src, "upgrade to version 4");
+	rc = catalog_sqlite_error(c, src, "upgrade to version "
+	    CATALOG_STR(CATALOG_VERSION));
 	if (!sqlite3_get_autocommit(c->db))
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;

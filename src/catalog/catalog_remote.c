@@ -46,6 +46,14 @@ catalog_is_remote(struct catalog *c)
 	return c->is_remote;
 }
 
+void *
+catalog_remote_arg(struct catalog *c, void (*close)(void *arg))
+{
+	if (!c->is_remote || c->remote.close != close)
+		return NULL;
+	return c->remote_arg;
+}
+
 int
 catalog_remote_refuse(struct catalog *c)
 {

@@ -215,7 +215,9 @@ catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
 		bt_error_set(rc, "catalog: tablet %llu already names file %llu",
 		    (unsigned long long)tablet_id,
 		    (unsigned long long)f->number);
-	return rc;
+	if (rc < 0)
+		return rc;
+	return catalog_pending_named(c, f->number);
 }
 
 static int
@@ -376,12 +378,13 @@ meta_write(struct catalog *c, const char *key, uint64_t value)
 	return catalog_exec(c, st);
 }
 
-static int
-next_number_txn(struct catalog *c, uint64_t *number)
+int
+catalog_next_number_txn(struct catalog *c, uint64_t *number)
 {
 	uint64_t last = 0;
 	int rc;
 
+	catalog_assert_in_call(c);
 	if ((rc = meta_read(c, CATALOG_META_LAST_NUMBER, &last)) < 0)
 		return rc;
 	if (last >= INT64_MAX)
@@ -403,7 +406,7 @@ catalog_next_number(struct catalog *c, uint64_t *number)
 		return c->remote.next_number(c->remote_arg, number);
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
-	if ((rc = catalog_end(c, next_number_txn(c, &n))) == 0)
+	if ((rc = catalog_end(c, catalog_next_number_txn(c, &n))) == 0)
 		*number = n;
 	return rc;
 }

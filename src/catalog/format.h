@@ -28,6 +28,8 @@
  *               their parent's files)
  *     meta      store-wide counters, key -> integer; CATALOG_META_LAST_NUMBER
  *               is the last file number handed out
+ *     pending_files  (version 5) file numbers handed to another tablet
+ *               server that no tablet names yet, with that server's name
  * Removing a table removes its groups, families, tablets and their file rows
  * (ON DELETE CASCADE).
  *
@@ -75,20 +77,33 @@
  *                rows from before the upgrade get 0755
  * A new family takes its table's three.
  *
+ * Version 5 adds the numbers a tablet server may still be about to name
+ * (docs/design.md section 5, "The catalog served"; CATALOG_SCHEMA_V5_SQL):
+ *     pending_files  number (the key), server ("HOST:PORT#EPOCH"): a file
+ *                number given by catalog_next_number_for() to that
+ *                server, which writes the SSTable in its own tmp/,
+ *                renames it into sst/ and only then names it.  The
+ *                number is live (catalog_file_is_live) while its row
+ *                is here, so that the root's sweep of sst/ spares the
+ *                file between its rename and its naming.  The row goes
+ *                in the transaction that names the number in a tablet,
+ *                or with every row of its server (catalog_server_gone).
+ *
  * Upgrades run at open, each crash-safe: 1 -> 2 in one transaction
  * (CATALOG_SCHEMA_V2_SQL); 2 -> 3 by VACUUM INTO CATALOG_UPGRADE_SUFFIX
  * beside the catalog with the reserve requested, user_version set to 3
  * there and synced, the old catalog closed (its WAL checkpointed and
  * removed, the directory synced), then the new file renamed over it: a
  * crash leaves the old catalog (and a stale copy that the next upgrade
- * removes first) or the new one; 3 -> 4 in one transaction
- * (CATALOG_SCHEMA_V4_SQL and user_version 4).
+ * removes first) or the new one; 3 -> 5 and 4 -> 5 in one transaction
+ * each (CATALOG_SCHEMA_V4_SQL from 3, CATALOG_SCHEMA_V5_SQL, and
+ * user_version 5), so that a crash leaves the old version or 5.
  */
 #ifndef TABLETFS_CATALOG_FORMAT_H
 #define TABLETFS_CATALOG_FORMAT_H
 
 #define CATALOG_APPLICATION_ID	1952871267	/* 0x74667363, "tfsc" */
-#define CATALOG_VERSION		4
+#define CATALOG_VERSION		5
 /* The version that first reserves the page trailer. */
 #define CATALOG_VERSION_RESERVE	3
 /* Bytes at the end of every page for the trailer (version 3). */
@@ -341,7 +356,16 @@
 	"ALTER TABLE families ADD COLUMN mode INTEGER NOT NULL\n" \
 	"    DEFAULT 493;\n"
 
+/* Version 5: the pending file numbers (the whole upgrade from 4). */
+#define CATALOG_SCHEMA_V5_SQL \
+	"CREATE TABLE pending_files (\n" \
+	"	number INTEGER PRIMARY KEY,\n" \
+	"	server TEXT NOT NULL\n" \
+	");\n" \
+	"CREATE INDEX pending_files_server ON pending_files (server);\n"
+
 #define CATALOG_SCHEMA_SQL \
-	CATALOG_SCHEMA_V1_SQL CATALOG_SCHEMA_V2_SQL CATALOG_SCHEMA_V4_SQL
+	CATALOG_SCHEMA_V1_SQL CATALOG_SCHEMA_V2_SQL CATALOG_SCHEMA_V4_SQL \
+	CATALOG_SCHEMA_V5_SQL
 
 #endif

@@ -9,6 +9,10 @@
  * fails is taken out of use at once, and closed when its last call has
  * returned, so that a thread still waiting on it never meets a freed
  * client and a server that keeps failing leaves no connection behind.
+ * Retargeting (catalog_client_retarget) takes the connection out of use
+ * the same way: calls already on it finish there, later ones connect to
+ * the new address.  The address is read under mu only; a call's error
+ * names the address of the connection it used.
  */
 #include <assert.h>
 #include <errno.h>
@@ -34,10 +38,11 @@
 struct conn {
 	struct rpc_client *rpc;
 	unsigned refs;
+	char address[ADDRESS_MAX];	/* where it goes (set once) */
 };
 
 struct catalog_client {
-	char address[ADDRESS_MAX];
+	char address[ADDRESS_MAX];	/* the root's server (mu) */
 	char caller[CATALOG_SERVER_MAX + 1];
 	uint8_t secret[RPC_SECRET_SIZE];
 	bool has_secret;
@@ -92,6 +97,7 @@ conn_get(struct catalog_client *cc, int64_t deadline, struct conn **out,
 				    bt_error_detail());
 			goto out;
 		}
+		memcpy(k->address, cc->address, sizeof(k->address));
 		cc->conn = k;
 		*fresh = true;
 	}
@@ -114,16 +120,26 @@ conn_put(struct catalog_client *cc, struct conn *k, bool failed)
 	mutex_unlock(&cc->mu);
 }
 
+/* The address new calls go to, copied into where (ADDRESS_MAX). */
+static void
+address_get(struct catalog_client *cc, char *where)
+{
+	mutex_lock(&cc->mu);
+	memcpy(where, cc->address, ADDRESS_MAX);
+	mutex_unlock(&cc->mu);
+}
+
 /*
  * One try of a call: 0 with the status in *status and the reply in rep;
  * or the connect's error, final (*connected false); or the call's
  * transport error (*sent as rpc.h says, *fresh: on a connection made by
- * this try).
+ * this try).  where (ADDRESS_MAX) receives the address of the
+ * connection used, once there is one.
  */
 static int
 call_once(struct catalog_client *cc, uint32_t method, struct slice req,
     int64_t deadline, struct buf *rep, int32_t *status, bool *connected,
-    bool *sent, bool *fresh)
+    bool *sent, bool *fresh, char *where)
 {
 	struct conn *k = NULL;
 	int rc;
@@ -134,6 +150,7 @@ call_once(struct catalog_client *cc, uint32_t method, struct slice req,
 		return rc;
 	}
 	*connected = true;
+	snprintf(where, ADDRESS_MAX, "%s", k->address);
 	rep->n = 0;
 	rc = rpc_client_call(k->rpc, method, req, deadline, rep, status,
 	    sent);
@@ -155,6 +172,7 @@ call(struct catalog_client *cc, uint32_t method, const char *what,
 {
 	int64_t deadline = rpc_now_ns() + cc->deadline_ns;
 	size_t n = protobuf_c_message_get_packed_size(request);
+	char where[ADDRESS_MAX] = "";
 	struct buf req, rep;
 	int32_t status = 0;
 	bool connected, sent, fresh;
@@ -167,44 +185,44 @@ call(struct catalog_client *cc, uint32_t method, const char *what,
 		goto out;
 	req.n = protobuf_c_message_pack(request, req.p);
 	rc = call_once(cc, method, buf_slice(&req), deadline, &rep, &status,
-	    &connected, &sent, &fresh);
+	    &connected, &sent, &fresh, where);
 	/* A connection an earlier call made may have been closed by the
 	 * server since: once more on a new one, when that is safe. */
 	if (rc < 0 && connected && rc != -ETIMEDOUT && rc != -ENOMEM &&
 	    rc != -EMSGSIZE && !fresh && (!change || !sent) &&
 	    rpc_now_ns() < deadline)
 		rc = call_once(cc, method, buf_slice(&req), deadline, &rep,
-		    &status, &connected, &sent, &fresh);
+		    &status, &connected, &sent, &fresh, where);
 	if (rc < 0 && (!connected || rc == -ENOMEM))
 		goto out;
 	if (rc == -ETIMEDOUT) {
 		rc = bt_error_set(rc, "catalog at %s: %s: no reply within "
-		    "%lld ms%s", cc->address, what,
+		    "%lld ms%s", where, what,
 		    (long long)(cc->deadline_ns / 1000000),
 		    change && sent ? ": its outcome is unknown" : "");
 		goto out;
 	}
 	if (rc < 0) {
 		rc = bt_error_set(-EIO, "catalog at %s: %s: the connection "
-		    "failed (%s)%s", cc->address, what, bt_strerror(rc),
+		    "failed (%s)%s", where, what, bt_strerror(rc),
 		    change && sent ? ": its outcome is unknown" : "");
 		goto out;
 	}
 	if (status > 0) {
 		rc = bt_error_set(-EPROTO, "catalog at %s: %s: positive status "
-		    "%d", cc->address, what, (int)status);
+		    "%d", where, what, (int)status);
 		goto out;
 	}
 	if (status < 0) {
 		rc = rep.n > 0 ? bt_error_set(status, "%.*s", (int)rep.n,
 		    (const char *)rep.p) : bt_error_set(status, "catalog at "
-		    "%s: %s: %s", cc->address, what, bt_strerror(status));
+		    "%s: %s: %s", where, what, bt_strerror(status));
 		goto out;
 	}
 	if (reply_desc != NULL && (*reply = protobuf_c_message_unpack(
 	    reply_desc, &rpc_pb_allocator, rep.n, rep.p)) == NULL)
 		rc = bt_error_set(-EPROTO, "catalog at %s: %s: the reply does "
-		    "not decode", cc->address, what);
+		    "not decode", where, what);
 out:
 	buf_release(&req);
 	buf_release(&rep);
@@ -222,10 +240,13 @@ msg_free(void *m)
 static int
 bad_reply(struct catalog_client *cc, const char *what, int rc)
 {
+	char where[ADDRESS_MAX];
+
 	if (rc != -EPROTO)
 		return rc;
-	return bt_error_set(rc, "catalog at %s: %s: bad reply: %s",
-	    cc->address, what, bt_error_detail());
+	address_get(cc, where);
+	return bt_error_set(rc, "catalog at %s: %s: bad reply: %s", where,
+	    what, bt_error_detail());
 }
 
 /* CATALOG_TABLE_GET and CATALOG_TABLE_GET_BY_ID. */
@@ -489,4 +510,29 @@ out_mutex:
 out_free:
 	bt_free(cc);
 	return rc;
+}
+
+int
+catalog_client_retarget(struct catalog *c, const char *address)
+{
+	struct catalog_client *cc = catalog_remote_arg(c, op_close);
+	struct conn *k;
+
+	if (cc == NULL)
+		return bt_error_set(-EINVAL, "catalog client: retarget: not a "
+		    "catalog client's handle");
+	if (address == NULL || address[0] == '\0' ||
+	    strlen(address) >= ADDRESS_MAX)
+		return bt_error_set(-EINVAL, "catalog client: retarget: no "
+		    "address, or one over %d bytes", ADDRESS_MAX - 1);
+	mutex_lock(&cc->mu);
+	snprintf(cc->address, sizeof(cc->address), "%s", address);
+	/* Out of use, as a failed one: freed now or by its last call. */
+	if ((k = cc->conn) != NULL) {
+		cc->conn = NULL;
+		if (k->refs == 0)
+			conn_free(k);
+	}
+	mutex_unlock(&cc->mu);
+	return 0;
 }

@@ -59,4 +59,15 @@ struct catalog_client_options {
 int catalog_client_open(const struct catalog_client_options *o,
     struct catalog **out);
 
+/*
+ * Send c's later calls to the root's server at address ("HOST:PORT",
+ * copied), when the root moves (SERVE naming a new root).  Calls in
+ * flight finish on the connection they use (or fail as on a lost one:
+ * -EIO, the outcome of a change unknown); a call that starts after this
+ * returns connects to address.  Thread-safe with calls on c.  0, or
+ * -EINVAL (c not a catalog client's handle, no address or one too
+ * long).
+ */
+int catalog_client_retarget(struct catalog *c, const char *address);
+
 #endif

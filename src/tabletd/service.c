@@ -693,6 +693,12 @@ static const struct {
 	    service_catalog_tablet_apply },
 	{ TABLETFS__METHOD__CATALOG_FILE_IS_LIVE,
 	    service_catalog_file_is_live },
+	{ TABLETFS__METHOD__CATALOG_ASSIGN, service_catalog_assign },
+	{ TABLETFS__METHOD__CATALOG_ASSIGNMENTS,
+	    service_catalog_assignments },
+	{ TABLETFS__METHOD__CATALOG_SERVER_GONE,
+	    service_catalog_server_gone },
+	{ TABLETFS__METHOD__LOCATE, service_locate },
 };
 
 /* The methods whose state belongs to the connection they came on. */
@@ -729,6 +735,8 @@ reply_error(int rc, struct buf *reply)
 	}
 }
 
+/* Not LOCATE nor any CATALOG_* read: the catalog's lock may be held by
+ * a change waiting for its sync. */
 bool
 service_method_short(uint32_t method)
 {

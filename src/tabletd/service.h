@@ -75,6 +75,21 @@
  *    false; CATALOG_TABLET_APPLY is catalog_tablet_apply_as() for the
  *    caller, BT_ENOTSERVING when the tablet is assigned elsewhere.  A
  *    store opened on a cell has no catalog here: -EOPNOTSUPP.
+ *    CATALOG_NEXT_NUMBER records the number as pending for the caller
+ *    (catalog_next_number_for()), until a tablet names it or
+ *    CATALOG_SERVER_GONE names the caller.  The master's CATALOG_ASSIGN
+ *    is catalog_tablet_assign_if() (an absent server or expected is
+ *    "": none; -ESTALE, -ENOENT), CATALOG_ASSIGNMENTS
+ *    catalog_assignments_list(), CATALOG_SERVER_GONE (name: the
+ *    server, -EINVAL without) catalog_server_gone().
+ *  - LOCATE, on the same catalog (-EOPNOTSUPP without one): -EINVAL
+ *    without a table, -ENOENT for a table that does not exist; else
+ *    the tablet holding row (absent: empty) and up to count - 1 after
+ *    it in row order (count 0 is 1; at most SERVICE_LOCATE_MAX in
+ *    all), from one read of the catalog, each with its server's
+ *    address: the name it is assigned by ("HOST:PORT#EPOCH") up to the
+ *    '#', or "" for a tablet unassigned or assigned to a name without
+ *    one (an embedded store's).
  *
  * Errors: service_handle() returns a negative tabletfs code (-errno or
  * BT_E*) and writes the one-line message: the detail that the failing

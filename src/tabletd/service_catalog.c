@@ -6,7 +6,12 @@
  * false (positive codes are never a status), and CATALOG_TABLET_APPLY as
  * catalog_tablet_apply_as() for the caller the request names, so that a
  * tablet assigned elsewhere is refused with BT_ENOTSERVING in the same
- * transaction that would have changed it.
+ * transaction that would have changed it.  CATALOG_NEXT_NUMBER is
+ * catalog_next_number_for() the caller, so that the root's sweep spares
+ * the file until the caller names it or the master says the caller is
+ * gone (CATALOG_SERVER_GONE).  The master's CATALOG_ASSIGN and
+ * CATALOG_ASSIGNMENTS are catalog_tablet_assign_if() and
+ * catalog_assignments_list().
  *
  * The catalog is the engine's own (server_catalog()), reached behind the
  * public API (api/api_server.h): a store that is a cell's client has
@@ -25,9 +30,8 @@
 #define UNPACK(desc, in, msgp) \
 	service_pb_unpack(&(desc), (in), (ProtobufCMessage **)(msgp))
 
-/* The catalog this service's store keeps: 0 or -EOPNOTSUPP. */
-static int
-store_catalog(struct service *svc, struct catalog **out)
+int
+service_store_catalog(struct service *svc, struct catalog **out)
 {
 	struct server *s = api_store_server(svc->store);
 
@@ -62,7 +66,7 @@ catalog_request(struct service *svc, struct slice in, const char *what,
 	else if (need == NEED_ID && !r->has_id)
 		rc = service_missing(what, "id");
 	else
-		rc = store_catalog(svc, cp);
+		rc = service_store_catalog(svc, cp);
 	if (rc < 0) {
 		service_pb_free(&r->base);
 		return rc;
@@ -324,7 +328,7 @@ service_catalog_next_number(struct service *svc, struct slice in,
 	if ((rc = catalog_request(svc, in, "CATALOG_NEXT_NUMBER",
 	    NEED_NOTHING, &r, &c)) < 0)
 		return rc;
-	if ((rc = catalog_next_number(c, &out.number)) == 0) {
+	if ((rc = catalog_next_number_for(c, r->caller, &out.number)) == 0) {
 		out.has_number = true;
 		rc = service_pb_pack(&out.base, reply);
 	}
@@ -398,7 +402,7 @@ service_catalog_tablet_apply(struct service *svc, struct slice in,
 		rc = service_missing("CATALOG_TABLET_APPLY", "caller");
 	else if (!r->has_tablet_id)
 		rc = service_missing("CATALOG_TABLET_APPLY", "tablet_id");
-	if (rc < 0 || (rc = store_catalog(svc, &c)) < 0 ||
+	if (rc < 0 || (rc = service_store_catalog(svc, &c)) < 0 ||
 	    (rc = apply_files(r, r->tablet_id, &added)) < 0)
 		goto out;
 	rc = catalog_tablet_apply_as(c, r->caller, r->tablet_id, added,
@@ -406,6 +410,94 @@ service_catalog_tablet_apply(struct service *svc, struct slice in,
 	    r->has_flushed_seq ? r->flushed_seq : 0);
 	bt_free(added);
 out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+/* CATALOG_ASSIGN: the master's compare-and-set of a tablet's server; an
+ * absent server or expected is "" (none). */
+int
+service_catalog_assign(struct service *svc, struct slice in,
+    struct buf *reply)
+{
+	Tabletfs__CatalogAssignRequest *r;
+	struct catalog *c = NULL;
+	int rc;
+
+	if ((rc = UNPACK(tabletfs__catalog_assign_request__descriptor, in,
+	    &r)) < 0)
+		return rc;
+	if (r->caller == NULL || r->caller[0] == '\0')
+		rc = service_missing("CATALOG_ASSIGN", "caller");
+	else if (!r->has_tablet_id)
+		rc = service_missing("CATALOG_ASSIGN", "tablet_id");
+	if (rc < 0 || (rc = service_store_catalog(svc, &c)) < 0)
+		goto out;
+	rc = catalog_tablet_assign_if(c, r->tablet_id,
+	    r->server != NULL ? r->server : "",
+	    r->expected != NULL ? r->expected : "");
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+int
+service_catalog_assignments(struct service *svc, struct slice in,
+    struct buf *reply)
+{
+	Tabletfs__CatalogAssignmentsReply out =
+	    TABLETFS__CATALOG_ASSIGNMENTS_REPLY__INIT;
+	Tabletfs__CatalogAssignment *as = NULL, **ap = NULL;
+	Tabletfs__CatalogRequest *r;
+	struct catalog_assignment *a = NULL;
+	struct catalog *c;
+	size_t count = 0;
+	int rc;
+
+	if ((rc = catalog_request(svc, in, "CATALOG_ASSIGNMENTS",
+	    NEED_NOTHING, &r, &c)) < 0)
+		return rc;
+	if ((rc = catalog_assignments_list(c, &a, &count)) < 0)
+		goto out;
+	if ((as = bt_calloc(count + 1, sizeof(*as))) == NULL ||
+	    (ap = bt_calloc(count + 1, sizeof(*ap))) == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (size_t i = 0; i < count; i++) {
+		tabletfs__catalog_assignment__init(&as[i]);
+		as[i].table = a[i].table;
+		as[i].has_table_id = as[i].has_tablet_id = true;
+		as[i].table_id = a[i].table_id;
+		as[i].tablet_id = a[i].tablet_id;
+		as[i].server = a[i].server;
+		ap[i] = &as[i];
+	}
+	out.n_tablets = count;
+	out.tablets = ap;
+	rc = service_pb_pack(&out.base, reply);
+out_free:
+	bt_free(as);
+	bt_free(ap);
+	bt_free(a);
+out:
+	service_pb_free(&r->base);
+	return rc;
+}
+
+/* CATALOG_SERVER_GONE: name is the server whose pending numbers go. */
+int
+service_catalog_server_gone(struct service *svc, struct slice in,
+    struct buf *reply)
+{
+	Tabletfs__CatalogRequest *r;
+	struct catalog *c;
+	int rc;
+
+	if ((rc = catalog_request(svc, in, "CATALOG_SERVER_GONE", NEED_NAME,
+	    &r, &c)) < 0)
+		return rc;
+	rc = catalog_server_gone(c, r->name);
 	service_pb_free(&r->base);
 	return rc;
 }

@@ -5,8 +5,10 @@
  *
  * service.c dispatches and runs the schema and administration calls,
  * service_rows.c the row calls, service_scan.c the scanners,
- * service_bulk.c the bulk loads, service_catalog.c the catalog calls;
- * the others call only what this header declares from service_pb.c.
+ * service_bulk.c the bulk loads, service_catalog.c the catalog calls,
+ * service_locate.c LOCATE (with service_catalog.c's
+ * service_store_catalog()); the others call only what this header
+ * declares from service_pb.c.
  */
 #ifndef TABLETFS_TABLETD_SERVICE_INT_H
 #define TABLETFS_TABLETD_SERVICE_INT_H
@@ -22,6 +24,7 @@
 #include "util/error.h"
 #include "util/mutex.h"
 
+struct catalog;
 struct scanner;
 struct service_load;
 
@@ -178,6 +181,24 @@ int service_catalog_next_number(struct service *svc, struct slice req,
 int service_catalog_tablet_apply(struct service *svc, struct slice req,
     struct buf *reply);
 int service_catalog_file_is_live(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_assign(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_assignments(struct service *svc, struct slice req,
+    struct buf *reply);
+int service_catalog_server_gone(struct service *svc, struct slice req,
+    struct buf *reply);
+/* The catalog this service's store keeps (the root's server's): 0 and
+ * *out, or -EOPNOTSUPP with a detail (a store that is a cell's client
+ * keeps none here). */
+int service_store_catalog(struct service *svc, struct catalog **out);
+
+/* ---- where tablets are served (service_locate.c) ---- */
+
+/* LOCATE answers at most this many tablets (its count is capped). */
+#define SERVICE_LOCATE_MAX	64
+
+int service_locate(struct service *svc, struct slice req,
     struct buf *reply);
 
 #endif

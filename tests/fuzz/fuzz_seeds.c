@@ -420,6 +420,37 @@ seeds_service_catalog(void)
 	    &ar.base);
 }
 
+/* The master's catalog calls and a client's LOCATE: tablet 1 is the
+ * fixture's, assigned to its host's name (not the expected here: the
+ * CAS is refused, for its shape); "t" has one tablet. */
+static void
+seeds_service_assign(void)
+{
+	Tabletfs__CatalogRequest cr = TABLETFS__CATALOG_REQUEST__INIT;
+	Tabletfs__CatalogAssignRequest ar =
+	    TABLETFS__CATALOG_ASSIGN_REQUEST__INIT;
+	Tabletfs__LocateRequest lr = TABLETFS__LOCATE_REQUEST__INIT;
+
+	ar.caller = "127.0.0.1:7000#1";
+	ar.has_tablet_id = true;
+	ar.tablet_id = 1;
+	ar.server = "127.0.0.1:7001#2";
+	ar.expected = "127.0.0.1:7001#1";
+	seed_rpc("catalog_assign", TABLETFS__METHOD__CATALOG_ASSIGN,
+	    &ar.base);
+	cr.caller = "127.0.0.1:7000#1";
+	seed_rpc("catalog_assignments", TABLETFS__METHOD__CATALOG_ASSIGNMENTS,
+	    &cr.base);
+	cr.name = "127.0.0.1:7001#1";
+	seed_rpc("catalog_server_gone", TABLETFS__METHOD__CATALOG_SERVER_GONE,
+	    &cr.base);
+	lr.table = "t";
+	lr.has_row = lr.has_count = true;
+	lr.row = PB_STR("b");
+	lr.count = 3;
+	seed_rpc("locate", TABLETFS__METHOD__LOCATE, &lr.base);
+}
+
 /*
  * A bulk load's requests.  Ids are the service's scrambled counter, not
  * known here: the open seeds the opening, the others name id 1 (-ENOENT
@@ -642,6 +673,7 @@ seeds_service(void)
 	seed_rpc("unknown", 99, NULL);
 	seeds_service_bulk();
 	seeds_service_catalog();
+	seeds_service_assign();
 }
 
 int

@@ -2,7 +2,8 @@
  * test_catalog_access.c - owners, groups and modes in the catalog (format
  * version 4): what tables and families are created with, changes and
  * their limits, persistence, and the upgrade of a version-3 catalog,
- * also when a crash cuts it short.
+ * also when a crash cuts it short; and that of a version-4 one, which
+ * gains the pending file numbers (version 5).
  */
 #include <errno.h>
 #include <sqlite3.h>
@@ -188,6 +189,7 @@ make_v3_catalog(const char *path)
 	    "ALTER TABLE families DROP COLUMN uid;"
 	    "ALTER TABLE families DROP COLUMN gid;"
 	    "ALTER TABLE families DROP COLUMN mode;"
+	    "DROP TABLE pending_files;"
 	    "INSERT INTO tables VALUES (1, 'web', 1048576);"
 	    "INSERT INTO groups VALUES (1, 'default', 65536, 1, 1, 0);"
 	    "INSERT INTO families VALUES (1, 'anchor', 'default',"
@@ -301,9 +303,48 @@ test_upgrade(const char *path)
 		}
 	}
 	ok(crashes > 2 && old > 0, "%d crashes in the upgrade, %d left a "
-	    "version-3 header, %d version 4", crashes, old, new);
-	is_int(bad, 0, "each left version 3 or 4, and the next open "
-	    "upgrades it with all it held");
+	    "version-3 header, %d version %d", crashes, old, new,
+	    CATALOG_VERSION);
+	is_int(bad, 0, "each left version 3 or %d, and the next open "
+	    "upgrades it with all it held", CATALOG_VERSION);
+	unlink(path);
+}
+
+/*
+ * A version-4 catalog (today's without pending_files) opens as the
+ * current version, in one transaction, and then keeps pending numbers
+ * as a new one does.
+ */
+static void
+test_upgrade_v4(const char *path)
+{
+	struct catalog *c;
+	sqlite3 *db;
+	uint64_t number = 0;
+
+	unlink(path);
+	if (catalog_create(env, path) != 0)
+		tap_bail("catalog_create");
+	if (raw_open(env, path, &db) != SQLITE_OK ||
+	    sqlite3_exec(db, "BEGIN; DROP TABLE pending_files;"
+	    "INSERT INTO meta VALUES ('last_number', 41);"
+	    "PRAGMA user_version = 4; COMMIT;", NULL, NULL, NULL) !=
+	    SQLITE_OK)
+		tap_bail(sqlite3_errmsg(db));
+	sqlite3_close(db);
+	is_int(version_of(env, path), 4, "a version-4 catalog");
+	c = open_or_bail(env, path);
+	ok(catalog_next_number_for(c, "127.0.0.1:7001#1", &number) == 0 &&
+	    number == 42, "opens, and hands out a pending number (%llu)",
+	    (unsigned long long)number);
+	is_int(catalog_file_is_live(c, number), 1, "which is live");
+	catalog_close(c);
+	is_int(version_of(env, path), CATALOG_VERSION, "the catalog is "
+	    "version %d", CATALOG_VERSION);
+	c = open_or_bail(env, path);
+	is_int(catalog_file_is_live(c, number), 1, "and its pending number "
+	    "is still live after a reopen");
+	catalog_close(c);
 	unlink(path);
 }
 
@@ -322,6 +363,8 @@ main(void)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/v3.db", dir);
 	test_upgrade(path);
+	snprintf(path, sizeof(path), "%s/v4.db", dir);
+	test_upgrade_v4(path);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	if (system(path) != 0)
 		diag("cannot remove %s", dir);

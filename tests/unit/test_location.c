@@ -1249,6 +1249,7 @@ test_v1_store(void)
 	    "ALTER TABLE families DROP COLUMN uid;"
 	    "ALTER TABLE families DROP COLUMN gid;"
 	    "ALTER TABLE families DROP COLUMN mode;"
+	    "DROP TABLE pending_files;"
 	    "DELETE FROM meta WHERE key = 'root_tablet';"
 	    "DELETE FROM meta WHERE key = 'last_tablet_id';"
 	    "PRAGMA user_version = 1;";
