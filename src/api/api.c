@@ -112,49 +112,87 @@ bt_store_create(const char *path, const struct bt_options *opts)
 	return server_create(path, opts ? opts->env : NULL);
 }
 
+/*
+ * Open the store at path: a cell's client for a cell address, else the
+ * tablet server of the store, embedded or (cell not NULL) one of a
+ * cell's, which owns cell->catalog from the call on.
+ */
+static int
+store_open(const char *path, const struct bt_options *opts,
+    const struct api_cell_server *cell, struct bt_store **out)
+{
+	struct server_options so;
+	struct bt_store *s = NULL;
+	/* Ours until server_open() takes it. */
+	struct catalog *catalog = cell != NULL ? cell->catalog : NULL;
+	bool address = path != NULL && cell_client_address(path);
+	int rc;
+
+	bt_error_clear();
+	server_options_from(opts, &so);
+	if (cell != NULL && (path == NULL || address)) {
+		rc = bt_error_set(-EINVAL, "a cell's tablet server opens its "
+		    "storage, not a cell address");
+		goto out;
+	}
+	if (opts != NULL && opts->max_cell > BT_MAX_CELL_LIMIT) {
+		char want[UNITS_STRLEN], limit[UNITS_STRLEN];
+
+		rc = bt_error_set(-EINVAL, "max_cell %s is over %s, the "
+		    "largest value a commit log record holds",
+		    format_size(want, sizeof(want), opts->max_cell),
+		    format_size(limit, sizeof(limit), BT_MAX_CELL_LIMIT));
+		goto out;
+	}
+	if ((s = bt_calloc(1, sizeof(*s))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	server_row_pool_init(&s->rows);
+	if ((rc = mutex_init(&s->access_mu)) < 0)
+		goto out_free;
+	if ((rc = location_cache_new(0, &s->locations)) < 0)
+		goto out_mutex;
+	if (address) {
+		rc = cell_client_open(path, opts ? opts->deadline_ms : 0,
+		    &s->cell);
+	} else {
+		if (cell != NULL) {
+			so.name = cell->name;
+			so.dir = cell->dir;
+			so.catalog = catalog;
+		}
+		catalog = NULL;		/* the server's, whatever it returns */
+		rc = server_open(path, &so, &s->server);
+	}
+	if (rc < 0)
+		goto out_cache;
+	*out = s;
+	return 0;
+out_cache:
+	location_cache_free(s->locations);
+out_mutex:
+	mutex_destroy(&s->access_mu);
+out_free:
+	server_row_pool_release(&s->rows);
+	bt_free(s);
+out:
+	catalog_close(catalog);
+	return rc;
+}
+
 int
 bt_store_open(const char *path, const struct bt_options *opts,
     struct bt_store **out)
 {
-	struct server_options so;
-	struct bt_store *s;
-	int rc;
+	return store_open(path, opts, NULL, out);
+}
 
-	bt_error_clear();
-	if (opts != NULL && opts->max_cell > BT_MAX_CELL_LIMIT) {
-		char want[UNITS_STRLEN], limit[UNITS_STRLEN];
-
-		return bt_error_set(-EINVAL, "max_cell %s is over %s, the "
-		    "largest value a commit log record holds",
-		    format_size(want, sizeof(want), opts->max_cell),
-		    format_size(limit, sizeof(limit), BT_MAX_CELL_LIMIT));
-	}
-	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
-		return -ENOMEM;
-	server_row_pool_init(&s->rows);
-	server_options_from(opts, &so);
-	if ((rc = mutex_init(&s->access_mu)) < 0) {
-		bt_free(s);
-		return rc;
-	}
-	if ((rc = location_cache_new(0, &s->locations)) < 0) {
-		mutex_destroy(&s->access_mu);
-		bt_free(s);
-		return rc;
-	}
-	if (path != NULL && cell_client_address(path))
-		rc = cell_client_open(path, opts ? opts->deadline_ms : 0,
-		    &s->cell);
-	else
-		rc = server_open(path, &so, &s->server);
-	if (rc < 0) {
-		location_cache_free(s->locations);
-		mutex_destroy(&s->access_mu);
-		bt_free(s);
-		return rc;
-	}
-	*out = s;
-	return 0;
+int
+api_store_open_cell(const char *path, const struct bt_options *opts,
+    const struct api_cell_server *cell, struct bt_store **out)
+{
+	return store_open(path, opts, cell, out);
 }
 
 /* Forget every table's cached access (a cell's). */
@@ -1763,11 +1801,19 @@ int
 bt_tablet_recover(struct bt_store *s, const char *table, uint64_t tablet_id,
     const char *log_dir)
 {
+	return api_tablet_recover(s, table, tablet_id, &log_dir, 1);
+}
+
+int
+api_tablet_recover(struct bt_store *s, const char *table, uint64_t tablet_id,
+    const char *const *log_dirs, size_t count)
+{
 	bt_error_clear();
 	if (s->cell != NULL)
 		return bt_error_set(-EOPNOTSUPP, "a cell's master assigns its "
 		    "tablets");
-	return server_tablet_recover(s->server, table, tablet_id, log_dir);
+	return server_tablet_recover(s->server, table, tablet_id, log_dirs,
+	    count);
 }
 
 int

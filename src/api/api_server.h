@@ -10,10 +10,49 @@
 
 #include "api/tabletfs.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
+struct catalog;
 struct server;
 
 /* The tablet server of an embedded store (owned by store), or NULL for
  * a cell's (bt_store_open() of a "zk://" address). */
 struct server *api_store_server(struct bt_store *store);
+
+/*
+ * One tablet server of a cell, as tabletd runs it (server.h, struct
+ * server_options: name, dir, catalog): name is the server's as the
+ * master assigns tablets to it ("HOST:PORT#EPOCH"), dir its own
+ * directory relative to the store's path ("servers/HOST_PORT.EPOCH"),
+ * catalog NULL for the root's server (which opens STORE/catalog.db and
+ * takes STORE/LOCK) or a remote catalog (catalog_client_open()) for
+ * any other.
+ */
+struct api_cell_server {
+	const char *name;
+	const char *dir;
+	struct catalog *catalog;
+};
+
+/*
+ * Open the store at path (a directory as the env names it, not a cell
+ * address) as the tablet server cell describes: every tablet not
+ * served until bt_tablet_load() or api_tablet_recover(), no tablet
+ * assigned, STORE/log not replayed (server.h has the rest).  The store
+ * owns cell->catalog from the call on, whatever it returns:
+ * bt_store_close() closes it, and so does a failed open.  Errors as
+ * bt_store_open(), and -EINVAL for a cell that server.h refuses.
+ */
+int api_store_open_cell(const char *path, const struct bt_options *opts,
+    const struct api_cell_server *cell, struct bt_store **out);
+
+/*
+ * bt_tablet_recover() from the commit logs of several servers
+ * (server_tablet_recover()): log_dirs (count >= 1) relative to the
+ * store's path on a cell's server, or absolute.
+ */
+int api_tablet_recover(struct bt_store *s, const char *table,
+    uint64_t tablet_id, const char *const *log_dirs, size_t count);
 
 #endif

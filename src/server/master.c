@@ -38,6 +38,7 @@ struct sweep {
 	struct server *s;
 	const char *dir;
 	bool tmp;
+	uint64_t horizon;	/* sst/: only numbers up to this go */
 };
 
 static int
@@ -50,7 +51,7 @@ sweep_one(void *arg, const char *name)
 
 	if (!w->tmp) {
 		if (sscanf(name, "%llu%7s", &number, tail) != 2 ||
-		    strcmp(tail, ".sst") != 0)
+		    strcmp(tail, ".sst") != 0 || number > w->horizon)
 			return 0;
 		if (catalog_file_is_live(w->s->catalog, number) != 0)
 			return 0;	/* named, or the catalog cannot say */
@@ -61,16 +62,46 @@ sweep_one(void *arg, const char *name)
 	return 0;
 }
 
+/*
+ * The numbers of sst/ that the sweep may delete when unnamed: every one
+ * in a store that one server serves; on a cell's root server, those
+ * given before the previous sweep (none at the first): another server
+ * may be writing a file it numbered since and not yet named, which the
+ * catalog would otherwise see as garbage.  A flush or compaction slower
+ * than a sweep's period (MASTER_SWEEP_ROUNDS) is not covered.
+ */
+static int
+sweep_horizon(struct server *s, uint64_t *horizon)
+{
+	uint64_t last;
+	int rc;
+
+	if (!s->cell) {
+		*horizon = UINT64_MAX;
+		return 0;
+	}
+	if ((rc = catalog_meta_get(s->catalog, "last_number", 0, &last)) < 0)
+		return rc;
+	*horizon = s->sweep_horizon;
+	s->sweep_horizon = last;
+	return 0;
+}
+
 int
 master_collect_files(struct server *s)
 {
-	struct sweep tmp = { s, s->tmp_dir, true };
-	struct sweep sst = { s, s->sst_dir, false };
+	struct sweep tmp = { s, s->tmp_dir, true, 0 };
+	struct sweep sst = { s, s->sst_dir, false, 0 };
 	int rc;
 
 	mutex_assert_held(&s->work_mu);
 	if (atomic_load(&s->bulk_loads) == 0 &&
 	    (rc = env_dir_list(s->env, s->tmp_dir, sweep_one, &tmp)) < 0)
+		return rc;
+	/* sst/ is the root's server's alone (server.h, catalog). */
+	if (s->catalog_remote)
+		return 0;
+	if ((rc = sweep_horizon(s, &sst.horizon)) < 0)
 		return rc;
 	return env_dir_list(s->env, s->sst_dir, sweep_one, &sst);
 }
@@ -428,7 +459,11 @@ master_split_at(struct server *s, struct server_table *t, struct slice row,
 	int rc;
 
 	mutex_assert_held(&s->work_mu);
-	if (slice_equal(tablet_start(m->tablets[i]), row))
+	if (s->catalog_remote)
+		rc = bt_error_set(-EOPNOTSUPP, "table %s: a tablet server "
+		    "with a remote catalog does not split tablets (the "
+		    "root's server does)", t->name);
+	else if (slice_equal(tablet_start(m->tablets[i]), row))
 		rc = bt_error_set(-EEXIST, "table %s: a tablet already "
 		    "starts at that row", t->name);
 	else
@@ -580,6 +615,9 @@ master_balance_table(struct server *s, struct server_table *t)
 	int rc = 0;
 
 	mutex_assert_held(&s->work_mu);
+	/* Only the root's server changes the catalog's tablets. */
+	if (s->catalog_remote)
+		return 0;
 	for (int i = 0; i < MASTER_MAX_CHANGES && rc == 0; i++)
 		rc = balance_split_one(s, t);
 	if (rc < 0)

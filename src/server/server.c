@@ -249,9 +249,13 @@ out:
 	return rc;
 }
 
+/* Every table of the catalog, its tablets served (an embedded store's
+ * server) or not (a cell's, whose master loads them one by one). */
 static int
 server_load_tables(struct server *s)
 {
+	enum server_tablets_open how = s->cell ? SERVER_TABLETS_UNSERVED :
+	    SERVER_TABLETS_FILES;
 	char **names = NULL;
 	size_t count = 0;
 	int rc;
@@ -261,7 +265,7 @@ server_load_tables(struct server *s)
 	for (size_t i = 0; i < count && rc == 0; i++) {
 		struct server_table *t;
 
-		if ((rc = server_table_load(s, names[i], &t)) < 0)
+		if ((rc = server_table_load(s, names[i], how, &t)) < 0)
 			break;
 		mutex_lock(&s->tables_mu);
 		rc = server_tables_add_locked(s, t);
@@ -295,17 +299,68 @@ server_name(char *name, size_t size)
 			*p = '_';
 }
 
+/* The directories of s's files: its own (the store's, or on a cell
+ * path/dir), with log/ and tmp/ in it, and the store's sst/. */
+static int
+server_dirs_name(struct server *s, const char *path)
+{
+	s->home_dir = s->cell ? path_join(path, s->opts.dir) :
+	    bt_strdup(path);
+	if (s->home_dir == NULL)
+		return -ENOMEM;
+	s->log_dir = path_join(s->home_dir, "log");
+	s->sst_dir = path_join(path, "sst");
+	s->tmp_dir = path_join(s->home_dir, "tmp");
+	if (s->log_dir == NULL || s->sst_dir == NULL || s->tmp_dir == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+/* The store's counters of the last sequence number and stamp, which
+ * the server that holds the catalog goes on above; a cell's other
+ * servers number above each tablet they take (server_assign.c). */
+static int
+server_counters_load(struct server *s)
+{
+	uint64_t last_seq, last_stamp;
+	int rc;
+
+	if (s->catalog_remote)
+		return 0;
+	if ((rc = catalog_meta_get(s->catalog, "last_seq", 0,
+	    &last_seq)) < 0)
+		return rc;
+	if (last_seq >= s->next_seq)
+		s->next_seq = last_seq + 1;
+	if ((rc = catalog_meta_get(s->catalog, "last_stamp", 0,
+	    &last_stamp)) < 0)
+		return rc;
+	s->last_stamp = (int64_t)last_stamp;
+	s->stamp_recorded = s->last_stamp;
+	return 0;
+}
+
 int
 server_open(const char *path, const struct server_options *opts,
     struct server **out)
 {
 	struct server *s;
-	uint64_t next_segment, last_seq, last_stamp;
+	uint64_t next_segment;
 	char *p;
 	int rc = -ENOMEM;
 
-	if ((s = bt_calloc(1, sizeof(*s))) == NULL)
+	/* The catalog given is ours from here on (server.h). */
+	if ((rc = server_cell_options_check(opts)) < 0) {
+		catalog_close(opts->catalog);
+		return rc;
+	}
+	if ((s = bt_calloc(1, sizeof(*s))) == NULL) {
+		catalog_close(opts->catalog);
 		return -ENOMEM;
+	}
+	s->catalog = opts->catalog;
+	s->cell = opts->dir != NULL;
+	s->catalog_remote = opts->catalog != NULL;
 	s->opts = *opts;
 	if (s->opts.memtable_size == 0)
 		s->opts.memtable_size = DEFAULT_MEMTABLE_SIZE;
@@ -316,6 +371,7 @@ server_open(const char *path, const struct server_options *opts,
 	mutex_init(&s->tables_mu);
 	if ((rc = server_queue_init(&s->writes)) < 0) {
 		mutex_destroy(&s->tables_mu);
+		catalog_close(s->catalog);
 		bt_free(s);
 		return rc;
 	}
@@ -330,21 +386,17 @@ server_open(const char *path, const struct server_options *opts,
 	server_batch_lock_init(&s->batch_lock);
 	server_row_pool_init(&s->rmw_rows);
 	s->next_seq = 1;
-	server_name(s->name, sizeof(s->name));
+	if (s->cell)
+		snprintf(s->name, sizeof(s->name), "%s", opts->name);
+	else
+		server_name(s->name, sizeof(s->name));
 	if ((s->env = opts->env) == NULL) {
 		if ((rc = env_posix_new(&s->own_env)) < 0)
 			goto out_close;
 		s->env = s->own_env;
 	}
-	s->store_dir = bt_strdup(path);
-	s->log_dir = path_join(path, "log");
-	s->sst_dir = path_join(path, "sst");
-	s->tmp_dir = path_join(path, "tmp");
-	if (s->store_dir == NULL || s->log_dir == NULL || s->sst_dir == NULL ||
-	    s->tmp_dir == NULL) {
-		rc = -ENOMEM;
+	if ((rc = server_dirs_name(s, path)) < 0)
 		goto out_close;
-	}
 	/* Refuse a directory that is not a store before writing to it. */
 	if ((p = path_join(path, "catalog.db")) == NULL) {
 		rc = -ENOMEM;
@@ -355,25 +407,36 @@ server_open(const char *path, const struct server_options *opts,
 	bt_free(p);
 	if (rc < 0)
 		goto out_close;
-	if ((p = path_join(path, STORAGE_LOCK_FILE)) == NULL) {
-		rc = -ENOMEM;
-		goto out_close;
+	/* The lock goes with the catalog: a remote one's holder has it. */
+	if (!s->catalog_remote) {
+		if ((p = path_join(path, STORAGE_LOCK_FILE)) == NULL) {
+			rc = -ENOMEM;
+			goto out_close;
+		}
+		rc = env_lock(s->env, p, &s->lock);
+		bt_free(p);
+		if (rc < 0)
+			goto out_close;
 	}
-	rc = env_lock(s->env, p, &s->lock);
-	bt_free(p);
-	if (rc < 0)
+	if (s->cell && ((rc = server_cell_dirs_make(s, path)) < 0 ||
+	    (rc = server_cell_log_check(s)) < 0))
 		goto out_close;
 	/* Before anything writes: a full disk gives up the reserve. */
 	if ((rc = server_space_open(s)) < 0)
 		goto out_close;
-	if ((p = path_join(path, "catalog.db")) == NULL) {
-		rc = -ENOMEM;
-		goto out_close;
+	if (!s->catalog_remote) {
+		if ((p = path_join(path, "catalog.db")) == NULL) {
+			rc = -ENOMEM;
+			goto out_close;
+		}
+		rc = catalog_open(s->env, p, &s->catalog);
+		bt_free(p);
+		if (rc < 0)
+			goto out_close;
 	}
-	rc = catalog_open(s->env, p, &s->catalog);
-	bt_free(p);
-	if (rc < 0)
-		goto out_close;
+	/* Only needed while opening: the caller's strings. */
+	s->opts.name = s->opts.dir = NULL;
+	s->opts.catalog = NULL;
 	if ((rc = cache_new(s->opts.block_cache_size, &s->cache)) < 0)
 		goto out_close;
 	s->tenv.env = s->env;
@@ -388,24 +451,17 @@ server_open(const char *path, const struct server_options *opts,
 	s->tenv.compact_wanted = server_background_compact_wanted;
 	s->tenv.compact_wanted_arg = s;
 	s->tenv.disk_full = &s->disk_full;
-	if ((rc = catalog_meta_get(s->catalog, "last_seq", 0,
-	    &last_seq)) < 0)
-		goto out_close;
-	if (last_seq >= s->next_seq)
-		s->next_seq = last_seq + 1;
-	if ((rc = catalog_meta_get(s->catalog, "last_stamp", 0,
-	    &last_stamp)) < 0)
-		goto out_close;
-	s->last_stamp = (int64_t)last_stamp;
-	s->stamp_recorded = s->last_stamp;
-	if ((rc = server_load_tables(s)) < 0)
+	if ((rc = server_counters_load(s)) < 0 ||
+	    (rc = server_load_tables(s)) < 0)
 		goto out_close;
 	if (!s->opts.read_only) {
 		/* The sweep's lock, though no flush runs yet. */
 		mutex_lock(&s->work_mu);
 		rc = master_collect_files(s);
 		mutex_unlock(&s->work_mu);
-		if (rc < 0 || (rc = master_assign_tablets(s)) < 0)
+		/* A cell's master assigns its tablets. */
+		if (rc < 0 || (!s->cell &&
+		    (rc = master_assign_tablets(s)) < 0))
 			goto out_close;
 	}
 	if ((rc = server_recover(s, &next_segment)) < 0)
@@ -427,8 +483,8 @@ server_open(const char *path, const struct server_options *opts,
 		if (limit != UINT64_MAX)
 			log_opts.max_file_size = limit;
 
-		if ((rc = catalog_meta_set(s->catalog, "last_seq",
-		    s->next_seq - 1)) < 0)
+		if (!s->catalog_remote && (rc = catalog_meta_set(s->catalog,
+		    "last_seq", s->next_seq - 1)) < 0)
 			goto out_close;
 		if ((rc = log_writer_open(s->env, s->log_dir, next_segment,
 		    &log_opts, &s->log)) < 0)
@@ -465,10 +521,10 @@ server_close(struct server *s)
 				if (frc < 0 && rc == 0)
 					rc = frc;
 			}
-		if (rc == 0)
+		if (rc == 0 && !s->catalog_remote)
 			rc = catalog_meta_set(s->catalog, "last_seq",
 			    s->next_seq - 1);
-		if (rc == 0)
+		if (rc == 0 && !s->catalog_remote)
 			rc = catalog_meta_set(s->catalog, "last_stamp",
 			    (uint64_t)s->last_stamp);
 	}
@@ -518,7 +574,7 @@ server_close(struct server *s)
 	catalog_close(s->catalog);
 	env_unlock(s->lock);
 	env_free(s->own_env);
-	bt_free(s->store_dir);
+	bt_free(s->home_dir);
 	bt_free(s->reserve_path);
 	bt_free(s->log_dir);
 	bt_free(s->sst_dir);

@@ -46,6 +46,43 @@ struct server_options {
 	 * NULL: stderr. */
 	void (*notice)(void *arg, const char *line);
 	void *notice_arg;
+	/*
+	 * One tablet server of a cell (docs/design.md section 5, "Tablets
+	 * one by one"; server_cell.c), selected by dir: NULL opens the
+	 * whole store as today's single server does.
+	 *
+	 * name: this server's name as the master assigns tablets to it,
+	 * "HOST:PORT#EPOCH" (1 to CATALOG_SERVER_MAX printable bytes, no
+	 * blank); required with dir (-EINVAL), ignored without (the host
+	 * name is used).  The tablets this server makes (a table created,
+	 * the children of its splits and merges) are assigned to it.
+	 *
+	 * dir: this server's own directory, relative to the store's path
+	 * ("servers/127.0.0.1_7001.5": no "..", no leading '/'), made with
+	 * its log/ and tmp/ as needed, each synced into its parent.  Its
+	 * log starts there empty: one that holds segments is refused
+	 * (-EEXIST; a server runs in a new epoch's directory, and the
+	 * master recovers the tablets of an old one from it).  Every tablet
+	 * opens not served until server_tablet_load() or
+	 * server_tablet_recover(); STORE/log is not replayed (the master
+	 * recovers it as a former server's log); no tablet is assigned at
+	 * open; the sweep takes this server's tmp/ and never another's.
+	 * Close flushes what it serves and removes its log segments when
+	 * clean, and leaves the directory.
+	 *
+	 * catalog: NULL opens STORE/catalog.db and takes STORE/LOCK, as
+	 * the root's server (which serves the catalog to the others) does,
+	 * and which alone sweeps sst/.  Else this catalog is used (a
+	 * remote one, catalog_client_open()), no lock is taken, and the
+	 * server never splits or merges a tablet (server_split() is
+	 * -EOPNOTSUPP) nor changes the schema (as the remote catalog
+	 * refuses: -EOPNOTSUPP).  Only with dir (-EINVAL otherwise).
+	 * server_open() owns it from the call on, whatever it returns:
+	 * server_close() closes it, and so does a failed open.
+	 */
+	const char *name;
+	const char *dir;
+	struct catalog *catalog;
 };
 
 struct server;
@@ -120,18 +157,30 @@ int server_tablet_unload(struct server *s, const char *table, uint64_t id);
  */
 int server_tablet_load(struct server *s, const char *table, uint64_t id);
 /*
- * Serve tablet id of table, not served here, recovered from another
- * server's commit log in log_dir (Bigtable 5.3: the tablet of a server
- * that died): opened from the catalog, with every record of its rows in
- * log_dir's segments above its redo point replayed (damage skipped with
- * a notice, as at open, and nothing in log_dir changed) and flushed, so
- * that its redo point covers them; this server's sequence numbers and
- * stamps then go on above every record read.  0, -ENOENT, -EBUSY (it is
- * served here), -EROFS, or the replay's or flush's error (it stays not
- * served).
+ * Serve tablet id of table, not served here, recovered from the commit
+ * logs of other servers in log_dirs (count >= 1 directories of
+ * segments; Bigtable 5.3: the tablet of a server that died): opened
+ * from the catalog, with every record of its rows in those segments
+ * above its redo point replayed (damage skipped with a notice, as at
+ * open, and nothing in log_dirs changed), directory by directory, and
+ * then flushed once, so that its redo point covers them; this server's
+ * sequence numbers and stamps then go on above every record read.  The
+ * order of the directories does not matter: a tablet's records above
+ * its redo point are all in the log of the one server that served it
+ * last.  A directory not starting with '/' is relative to the store's
+ * path on a cell's server (server_options.dir), and taken as the env
+ * names it otherwise.  0, -EINVAL (no directory), -ENOENT, -EBUSY (it
+ * is served here), -EROFS, or a replay's or the flush's error (it stays
+ * not served).
+ *
+ * On a cell's server, load and recover of a table or a tablet id it
+ * does not know (made, split or merged at the root's server since it
+ * last read the table) read the table again from the catalog first:
+ * its schema, and its tablets, those served here kept as they are and
+ * the others not served.
  */
 int server_tablet_recover(struct server *s, const char *table, uint64_t id,
-    const char *log_dir);
+    const char *const *log_dirs, size_t count);
 
 /* ---- Data ---- */
 
@@ -377,7 +426,8 @@ int server_check(struct server *s,
     uint64_t *files, uint64_t *bytes);
 
 /* Split the tablet holding row so that a tablet starts at row (see
- * bt_table_split). */
+ * bt_table_split); -EOPNOTSUPP on a cell's server with a remote
+ * catalog (only the root's server splits). */
 int server_split(struct server *s, const char *table, struct slice row);
 
 int server_flush(struct server *s);

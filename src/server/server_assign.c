@@ -11,11 +11,18 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "server/server_int.h"
 #include "tablet/ikey.h"
 #include "util/alloc.h"
 #include "util/error.h"
+
+/* The directories a recovery reads (server_tablet_recover()). */
+struct log_dirs {
+	const char *const *dirs;
+	size_t count;
+};
 
 /* The index of tablet id in m, or m->count when m has none. */
 static size_t
@@ -73,7 +80,7 @@ row_of(struct tablet *tab, uint64_t table_id, struct catalog_tablet *row)
 
 static int
 unload_locked(struct server *s, struct server_table *t, uint64_t id,
-    const char *unused)
+    const struct log_dirs *unused)
 {
 	struct tablet_map *m = server_table_map(t);
 	struct tablet_schema *schema = NULL;
@@ -178,7 +185,7 @@ seq_raise_locked(struct server *s, const struct replay *rp)
 
 static int
 load_locked(struct server *s, struct server_table *t, uint64_t id,
-    const char *unused)
+    const struct log_dirs *unused)
 {
 	struct tablet_map *m = server_table_map(t);
 	struct tablet *tab = NULL;
@@ -212,17 +219,16 @@ out:
 }
 
 /* Replay into tab the records of its rows in every segment of log_dir
- * above its redo point, and flush them. */
+ * above its redo point, raising rp's highest sequence number and stamp. */
 static int
-replay_from(struct server *s, struct server_table *t, struct tablet *tab,
-    const char *log_dir, struct replay *rp)
+replay_from(struct server *s, const char *log_dir, struct replay *rp)
 {
 	uint64_t *segments = NULL;
 	size_t count = 0;
 	int rc;
 
-	*rp = (struct replay){ .dir = log_dir, .name = log_dir, .only = tab,
-	    .only_table = t->id };
+	rp->dir = log_dir;
+	rp->name = log_dir;
 	if ((rc = log_list_segments(s->env, log_dir, &segments, &count)) < 0)
 		return bt_error_set(rc, "%s: %s", log_dir, bt_strerror(rc));
 	for (size_t i = 0; i < count && rc == 0; i++) {
@@ -232,21 +238,35 @@ replay_from(struct server *s, struct server_table *t, struct tablet *tab,
 		    &damaged, &torn);
 	}
 	bt_free(segments);
-	if (rc < 0)
-		return rc;
-	if ((rc = tablet_freeze(tab)) == 0)
-		rc = tablet_flush(tab, false);
-	return rc == BT_NOTFOUND || rc > 0 ? 0 : rc;
+	return rc;
+}
+
+/* log_dir as the env names it: relative ones are the store's on a cell's
+ * server.  path (size bytes) holds it when it is made here. */
+static const char *
+log_dir_path(struct server *s, const char *log_dir, char *path, size_t size)
+{
+	char *store;
+
+	if (!s->cell || log_dir[0] == '/')
+		return log_dir;
+	/* The store is sst/'s parent (home_dir is the server's own). */
+	if ((store = env_path_parent(s->sst_dir)) == NULL)
+		return NULL;
+	snprintf(path, size, "%s/%s", store, log_dir);
+	bt_free(store);
+	return path;
 }
 
 static int
 recover_locked(struct server *s, struct server_table *t, uint64_t id,
-    const char *log_dir)
+    const struct log_dirs *from)
 {
 	struct tablet_map *m = server_table_map(t);
 	struct tablet *tab = NULL;
 	struct replay rp;
 	size_t i = map_index_of(m, id);
+	char path[4096];
 	int rc;
 
 	mutex_assert_held(&s->work_mu);
@@ -261,7 +281,20 @@ recover_locked(struct server *s, struct server_table *t, uint64_t id,
 	}
 	if ((rc = open_from_catalog(s, t, id, &tab)) < 0)
 		goto out;
-	if ((rc = replay_from(s, t, tab, log_dir, &rp)) < 0)
+	/* Directory by directory: the tablet's records above its redo
+	 * point are in one of them only (server.h). */
+	rp = (struct replay){ .only = tab, .only_table = t->id };
+	for (size_t k = 0; k < from->count && rc == 0; k++) {
+		const char *dir = log_dir_path(s, from->dirs[k], path,
+		    sizeof(path));
+
+		rc = dir == NULL ? -ENOMEM : replay_from(s, dir, &rp);
+	}
+	if (rc < 0)
+		goto out_unref;
+	if ((rc = tablet_freeze(tab)) == 0)
+		rc = tablet_flush(tab, false);
+	if (rc < 0)
 		goto out_unref;
 	mutex_lock(&s->apply_mu);
 	if ((rc = seq_raise_locked(s, &rp)) == 0 &&
@@ -275,25 +308,50 @@ out:
 	return rc;
 }
 
+/*
+ * The table named table, referenced, for an assignment of its tablet id:
+ * on a cell's server, read again from the catalog when this server does
+ * not know the table or the tablet (server.h).  Caller holds work_mu.
+ */
+static int
+assign_table(struct server *s, const char *table, uint64_t id,
+    struct server_table **out)
+{
+	struct server_table *t = NULL;
+	int rc;
+
+	mutex_assert_held(&s->work_mu);
+	rc = server_table_lookup(s, table, &t);
+	if (!s->cell || (rc == 0 && server_cell_table_knows(t, id)) ||
+	    (rc < 0 && rc != -ENOENT)) {
+		*out = t;
+		return rc;
+	}
+	server_table_unref(t);
+	return server_cell_table_reread(s, table, out);
+}
+
 /* Run fn on tablet id of table under work_mu (so that no flush,
  * compaction, split or merge runs beside it). */
 static int
 assign_run(struct server *s, const char *table, uint64_t id,
-    const char *log_dir,
+    const struct log_dirs *from,
     int (*fn)(struct server *, struct server_table *, uint64_t,
-    const char *))
+    const struct log_dirs *))
 {
 	struct server_table *t;
 	int rc;
 
 	if (s->opts.read_only)
 		return bt_error_set(-EROFS, "the store is open read-only");
-	if ((rc = server_table_lookup(s, table, &t)) < 0)
-		return rc;
+	if (table == NULL)
+		return bt_error_set(-EINVAL, "no table name");
 	mutex_lock(&s->work_mu);
-	rc = fn(s, t, id, log_dir);
+	if ((rc = assign_table(s, table, id, &t)) == 0) {
+		rc = fn(s, t, id, from);
+		server_table_unref(t);
+	}
 	mutex_unlock(&s->work_mu);
-	server_table_unref(t);
 	return rc;
 }
 
@@ -311,7 +369,16 @@ server_tablet_load(struct server *s, const char *table, uint64_t id)
 
 int
 server_tablet_recover(struct server *s, const char *table, uint64_t id,
-    const char *log_dir)
+    const char *const *log_dirs, size_t count)
 {
-	return assign_run(s, table, id, log_dir, recover_locked);
+	struct log_dirs from = { log_dirs, count };
+
+	if (log_dirs == NULL || count == 0)
+		return bt_error_set(-EINVAL, "no log directory to recover "
+		    "from");
+	for (size_t i = 0; i < count; i++)
+		if (log_dirs[i] == NULL || log_dirs[i][0] == '\0')
+			return bt_error_set(-EINVAL, "an empty log directory "
+			    "to recover from");
+	return assign_run(s, table, id, &from, recover_locked);
 }

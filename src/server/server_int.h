@@ -128,8 +128,18 @@ struct server {
 	struct env *own_env;		/* the env we created, if any */
 	struct server_options opts;
 	/* This tablet server's name in the catalog's assignments: the host
-	 * name (one server per store for now). */
+	 * name of an embedded store's server, server_options.name of a
+	 * cell's. */
 	char name[CATALOG_SERVER_MAX + 1];
+	/* One server of a cell (server_options.dir set), and whether its
+	 * catalog is another process's (server_options.catalog). */
+	bool cell;
+	bool catalog_remote;
+	/* The root's server of a cell: the sweep of sst/ deletes only the
+	 * files numbered at most this, the catalog's last number as the
+	 * sweep before found it, since a live server may be writing a file
+	 * numbered since that it has not yet named (master.c). */
+	uint64_t sweep_horizon;
 	char *log_dir, *sst_dir, *tmp_dir;
 	struct env_lock *lock;
 	struct catalog *catalog;
@@ -208,7 +218,9 @@ struct server {
 	/* Disk space (server_space.c): the reserve and the disk-full
 	 * state.  disk_full is read anywhere; the rest under space_mu. */
 	struct mutex space_mu;
-	char *store_dir, *reserve_path;
+	/* The directory of this server's own files (the reserve, lost/):
+	 * the store's, or on a cell its server_options.dir. */
+	char *home_dir, *reserve_path;
 	uint64_t reserve_size;		/* 0: no reserve */
 	bool reserve_held;
 	_Atomic int disk_full;		/* 0, or -ENOSPC or -EDQUOT */
@@ -241,7 +253,8 @@ server_next_seq(struct server *s)
 /*
  * The files of src/server call one way, each only into those listed
  * before it here: the registry (server_tables.c), disk space
- * (server_space.c), the master (master.c), the log segments
+ * (server_space.c), the master (master.c), a cell's server
+ * (server_cell.c), the log segments
  * (server_segments.c), the background thread (server_background.c), the
  * write queue (server_queue.c), reads (server_read.c), writes
  * (server_write.c); schema changes and administration
@@ -310,14 +323,22 @@ void server_tables_snapshot_free(struct server_table **list, size_t count);
  * built, and createtable refuses more.
  */
 uint64_t server_tablet_size_max(const struct server *s);
+/* How server_table_build() opens a table's tablets: with their files
+ * from the catalog; a new table's, which have none; or not served
+ * (tablet_open_unserved(): a cell's server opens them so, and the
+ * master loads them one by one). */
+enum server_tablets_open {
+	SERVER_TABLETS_FILES,
+	SERVER_TABLETS_MADE,
+	SERVER_TABLETS_UNSERVED,
+};
 /* A table with its schema and tablets as the catalog has them (build:
- * given them, and made: a new table's, which have no files; load:
- * reading them), its tablets open. */
+ * given them; load: reading them), its tablets opened as how says. */
 int server_table_build(struct server *s, const struct catalog_table *ct,
-    const struct catalog_tablet *cts, size_t count, bool made,
-    struct server_table **out);
+    const struct catalog_tablet *cts, size_t count,
+    enum server_tablets_open how, struct server_table **out);
 int server_table_load(struct server *s, const char *name,
-    struct server_table **out);
+    enum server_tablets_open how, struct server_table **out);
 /* Make room for one more table (reserve), or add one (add, which may
  * then not fail); caller holds tables_mu. */
 int server_tables_reserve_locked(struct server *s);
@@ -347,16 +368,22 @@ void server_space_get_stats(struct server *s, int *disk_full,
 /* ---- The master's duties (master.c) ---- */
 
 /* Split the tablets of t that outgrew its tablet_size and merge adjacent
- * ones that shrank below a quarter of it; caller holds work_mu. */
+ * ones that shrank below a quarter of it; caller holds work_mu.  Nothing
+ * on a server whose catalog is remote (only the root's server changes
+ * the catalog's tablets). */
 int master_balance_table(struct server *s, struct server_table *t);
-/* Split the tablet holding row at row; caller holds work_mu.  0, or
- * -EEXIST if a tablet already starts there. */
+/* Split the tablet holding row at row; caller holds work_mu.  0, -EEXIST
+ * if a tablet already starts there, or -EOPNOTSUPP on a server whose
+ * catalog is remote. */
 int master_split_at(struct server *s, struct server_table *t,
     struct slice row, bool auto_split);
-/* Delete every SSTable in sst/ and every file in tmp/ that the catalog
- * does not name (mark and sweep); caller holds work_mu, so no flush or
- * compaction is between writing a file and naming it.  tmp/ is left
- * alone while a bulk load is open (its sorted runs are there). */
+/* Delete every file in this server's tmp/ and, on the server that holds
+ * the catalog, every SSTable in sst/ that the catalog does not name
+ * (mark and sweep; on a cell's root server, only those numbered before
+ * the previous sweep: s->sweep_horizon); caller holds work_mu, so no
+ * flush or compaction of this server is between writing a file and
+ * naming it.  tmp/ is left alone while a bulk load is open (its sorted
+ * runs are there). */
 int master_collect_files(struct server *s);
 /*
  * The memtable budget, memtable_size, holds the active and the frozen
@@ -391,6 +418,37 @@ void master_limit_memory(struct server *s);
 int master_assign_tablets(struct server *s);
 /* The sweep, every so many background rounds. */
 int master_collect_rounds(struct server *s, uint64_t round);
+
+/* ---- A cell's tablet server (server_cell.c) ---- */
+
+/* Check the cell's part of o (server.h): 0, or -EINVAL with a detail. */
+int server_cell_options_check(const struct server_options *o);
+/* Make the server's directory under the store at path, and its log/
+ * and tmp/, each synced into its parent (at open). */
+int server_cell_dirs_make(struct server *s, const char *path);
+/* 0, or -EEXIST when the server's log/ holds segments (server.h). */
+int server_cell_log_check(struct server *s);
+/* Whether t's current map has tablet id. */
+bool server_cell_table_knows(struct server_table *t, uint64_t id);
+/*
+ * The table named name read again from the catalog (a table the root's
+ * server made, split or merged since this server read it): its schema,
+ * access and tablets, those here kept when the catalog has them with
+ * the same range, the others not served; a table new here is added to
+ * the registry with all its tablets not served.  *out referenced.
+ * Caller holds work_mu (so that no split, merge or flush of this server
+ * runs beside it).  0, -ENOENT (not in the catalog), BT_ECORRUPT (a
+ * tablet served here changed in the catalog: nothing changes), or the
+ * catalog's error.
+ */
+int server_cell_table_reread(struct server *s, const char *name,
+    struct server_table **out);
+/* The same for t, read by its id, on a server whose catalog is remote
+ * (a family made at the root's server since): takes work_mu. */
+int server_cell_table_refresh(struct server *s, struct server_table *t);
+/* Assign every tablet of t to this server in the catalog: a table made
+ * by a cell's root server (server_table_create()). */
+int server_cell_tablets_assign(struct server *s, struct server_table *t);
 
 /* ---- Replaying the log (server_replay.c) ---- */
 

@@ -85,8 +85,8 @@ table_prepare(void *arg, const struct catalog_table *ct,
 	mutex_assert_held(&p->s->tables_mu);
 	if ((rc = server_tables_reserve_locked(p->s)) < 0)
 		return rc;
-	return server_table_build(p->s, ct, tablets, tablet_count, true,
-	    &p->made);
+	return server_table_build(p->s, ct, tablets, tablet_count,
+	    SERVER_TABLETS_MADE, &p->made);
 }
 
 static void
@@ -241,9 +241,15 @@ server_table_create(struct server *s, const char *name,
 	    family_count, NULL, 0, splits, split_count, NULL, &p.prepare);
 	if (rc == 0) {
 		s->tables[s->table_count++] = p.made;	/* reserved */
+		/* Kept, for the assignment below. */
+		atomic_fetch_add(&p.made->refs, 1);
+		p.t = p.made;
 		p.made = NULL;
 	}
 	mutex_unlock(&s->tables_mu);
+	/* A cell's root server serves the tablets it makes. */
+	if (rc == 0 && s->cell)
+		rc = server_cell_tablets_assign(s, p.t);
 	schema_prep_release(&p);
 out:
 	bt_free(fams);

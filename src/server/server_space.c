@@ -135,7 +135,7 @@ reserve_take_locked(struct server *s)
 	if (rc == 0)
 		rc = env_file_sync(f);
 	env_file_close(f);
-	if (rc == 0 && (rc = env_dir_sync(s->env, s->store_dir)) == 0) {
+	if (rc == 0 && (rc = env_dir_sync(s->env, s->home_dir)) == 0) {
 		s->reserve_held = true;
 		return 0;
 	}
@@ -151,7 +151,7 @@ reserve_release_locked(struct server *s)
 {
 	mutex_assert_held(&s->space_mu);
 	if (env_path_remove(s->env, s->reserve_path) == 0)
-		(void)env_dir_sync(s->env, s->store_dir);
+		(void)env_dir_sync(s->env, s->home_dir);
 	s->reserve_held = false;
 }
 
@@ -161,15 +161,15 @@ server_space_open(struct server *s)
 	uint64_t capacity, available, size = 0;
 	int rc;
 
-	if ((s->reserve_path = bt_malloc(strlen(s->store_dir) + 9)) == NULL)
+	if ((s->reserve_path = bt_malloc(strlen(s->home_dir) + 9)) == NULL)
 		return -ENOMEM;
-	sprintf(s->reserve_path, "%s/reserve", s->store_dir);
+	sprintf(s->reserve_path, "%s/reserve", s->home_dir);
 	if (s->opts.read_only)
 		return 0;
-	if (env_path_capacity(s->env, s->store_dir, &capacity) < 0)
+	if (env_path_capacity(s->env, s->home_dir, &capacity) < 0)
 		capacity = UINT64_MAX;
 	s->reserve_size = space_reserve_size(capacity);
-	if ((rc = env_path_available(s->env, s->store_dir, &available)) < 0)
+	if ((rc = env_path_available(s->env, s->home_dir, &available)) < 0)
 		return rc;
 	mutex_lock(&s->space_mu);
 	if (env_path_size(s->env, s->reserve_path, &size) < 0)
@@ -220,7 +220,7 @@ server_space_full(struct server *s)
 	detail_save(&d);
 	mutex_lock(&s->space_mu);
 	full = atomic_load(&s->disk_full) < 0;
-	if (full && env_path_available(s->env, s->store_dir,
+	if (full && env_path_available(s->env, s->home_dir,
 	    &available) == 0) {
 		if (s->reserve_size == 0)
 			full = available < SPACE_RESUME_MIN;
@@ -265,5 +265,5 @@ server_space_get_stats(struct server *s, int *disk_full,
 int
 server_space_measure(struct server *s, struct env_space *out)
 {
-	return env_path_space(s->env, s->store_dir, out);
+	return env_path_space(s->env, s->home_dir, out);
 }

@@ -232,12 +232,11 @@ server_tablet_size_max(const struct server *s)
 }
 
 /* Build a table from its schema and tablets as the catalog has them,
- * opening the tablets: with their files, or (made) a new table's, which
- * have none. */
+ * opening the tablets as how says. */
 int
 server_table_build(struct server *s, const struct catalog_table *ct,
-    const struct catalog_tablet *cts, size_t count, bool made,
-    struct server_table **out)
+    const struct catalog_tablet *cts, size_t count,
+    enum server_tablets_open how, struct server_table **out)
 {
 	struct server_table *t;
 	int rc;
@@ -262,9 +261,16 @@ server_table_build(struct server *s, const struct catalog_table *ct,
 		goto out_free;
 	}
 	for (size_t i = 0; i < count; i++) {
-		rc = made ? tablet_open_files(&s->tenv, &cts[i], t->schema,
-		    NULL, 0, &t->map->tablets[i]) : tablet_open(&s->tenv,
-		    &cts[i], t->schema, &t->map->tablets[i]);
+		struct tablet **tab = &t->map->tablets[i];
+
+		if (how == SERVER_TABLETS_MADE)
+			rc = tablet_open_files(&s->tenv, &cts[i], t->schema,
+			    NULL, 0, tab);
+		else if (how == SERVER_TABLETS_UNSERVED)
+			rc = tablet_open_unserved(&s->tenv, &cts[i],
+			    t->schema, tab);
+		else
+			rc = tablet_open(&s->tenv, &cts[i], t->schema, tab);
 		if (rc < 0)
 			goto out_free;
 	}
@@ -275,9 +281,10 @@ out_free:
 	return rc;
 }
 
-/* Load a table and open its tablets from the catalog. */
+/* Load a table from the catalog, its tablets opened as how says. */
 int
-server_table_load(struct server *s, const char *name, struct server_table **out)
+server_table_load(struct server *s, const char *name,
+    enum server_tablets_open how, struct server_table **out)
 {
 	struct catalog_tablet *cts = NULL;
 	struct catalog_table *ct = NULL;
@@ -293,7 +300,7 @@ server_table_load(struct server *s, const char *name, struct server_table **out)
 	/* None (BT_NOTFOUND) is the build's error. */
 	if ((rc = catalog_tablets_list(s->catalog, ct->id, &cts,
 	    &count)) >= 0)
-		rc = server_table_build(s, ct, cts, count, false, out);
+		rc = server_table_build(s, ct, cts, count, how, out);
 	catalog_tablets_free(cts, count);
 	catalog_table_free(ct);
 	return rc;

@@ -76,6 +76,39 @@ mutation_validate(struct server *s, struct server_table *t,
 	return rc;
 }
 
+/* Whether schema has every family that ops name. */
+static bool
+schema_has_families(const struct tablet_schema *schema,
+    const struct mutation *ops, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (ops[i].kind != MUTATION_DELETE_ROW &&
+		    !tablet_schema_has_family(schema, ops[i].family))
+			return false;
+	return true;
+}
+
+/*
+ * The schema of t for a mutation of ops, referenced.  On a server whose
+ * catalog is remote, a family this schema lacks may have been made at
+ * the root's server since the table was read here: the table is read
+ * again (server_cell_table_refresh()) before mutation_validate() refuses
+ * the mutation.  Caller holds no lock of s.
+ */
+static struct tablet_schema *
+write_schema(struct server *s, struct server_table *t,
+    const struct mutation *ops, size_t count)
+{
+	struct tablet_schema *schema = server_table_schema(s, t);
+
+	if (!s->catalog_remote || schema_has_families(schema, ops, count))
+		return schema;
+	tablet_schema_unref(schema);
+	/* Its failure leaves the schema as it was, which then refuses. */
+	(void)server_cell_table_refresh(s, t);
+	return server_table_schema(s, t);
+}
+
 /* Whether writers must wait for flushes: the active and frozen memtables
  * of all tablets together hold the whole memtable budget.  A memtable is
  * frozen at half of it (master_freeze_size()), so one frozen memtable
@@ -172,7 +205,7 @@ server_mutate(struct server *s, struct server_table *t, uint64_t tablet,
 	struct mutex *lock;
 	int rc;
 
-	schema = server_table_schema(s, t);
+	schema = write_schema(s, t, ops, count);
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, ops, count)) < 0)
 		goto out;
@@ -311,9 +344,11 @@ server_mutate_rows(struct server *s, struct server_row_mutation *rows,
 
 	/* Every row is checked before anything is written. */
 	for (size_t i = 0; i < n; i++) {
-		if (rows[i].t != schema_of) {
+		if (rows[i].t != schema_of || !schema_has_families(schema,
+		    rows[i].ops, rows[i].count)) {
 			tablet_schema_unref(schema);
-			schema = server_table_schema(s, rows[i].t);
+			schema = write_schema(s, rows[i].t, rows[i].ops,
+			    rows[i].count);
 			schema_of = rows[i].t;
 		}
 		rows[i].stamp = 0;
@@ -402,7 +437,7 @@ column_rmw(struct server *s, struct server_table *t, uint64_t tablet,
 	size_t count;
 	int rc, found;
 
-	schema = server_table_schema(s, t);
+	schema = write_schema(s, t, &probe, 1);
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, &probe, 1)) < 0)
 		goto out;
@@ -829,7 +864,7 @@ server_move_column(struct server *s, struct server_table *t,
 	if (src->has_qualifier != dst->has_qualifier)
 		return bt_error_set(-EINVAL, "a column moves to a column and "
 		    "a family to a family");
-	schema = server_table_schema(s, t);
+	schema = write_schema(s, t, probe, 2);
 	if ((rc = tablet_check_serves(t, tablet, row)) != 0 ||
 	    (rc = mutation_validate(s, t, schema, row, probe, 2)) < 0)
 		goto out;
