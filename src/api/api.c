@@ -1857,6 +1857,7 @@ bt_table_tablets(struct bt_store *s, const char *table,
 		info[i].data_bytes = stats[i].data_bytes;
 		info[i].memtable_bytes = stats[i].memtable_bytes;
 		info[i].flushed_seq = list[i].flushed_seq;
+		info[i].server = "";
 	}
 	*out = info;
 	*count = n;

@@ -348,6 +348,45 @@ out:
 	return rc;
 }
 
+/*
+ * The figures of the tablets of info (n, from the root's server) that
+ * the server named server serves, from its own TABLETS: each server
+ * knows its own memtables and files.  A server that does not answer
+ * leaves them 0.
+ */
+static void
+tablets_gather(struct cell_client *c, const char *table, const char *server,
+    struct bt_tablet_info *info, size_t n)
+{
+	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
+	Tabletfs__TabletsReply *rep = NULL;
+	char address[256];
+
+	snprintf(address, sizeof(address), "%.*s",
+	    (int)strcspn(server, "#"), server);
+	req.table = cell_str(table);
+	if (cell_client_call_at(c, address, TABLETFS__METHOD__TABLETS,
+	    &req.base, &tabletfs__tablets_reply__descriptor,
+	    (ProtobufCMessage **)&rep) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(info[i].server, server) != 0)
+			continue;
+		for (size_t k = 0; k < rep->n_tablets; k++) {
+			const Tabletfs__TabletInfo *t = rep->tablets[k];
+
+			if (t->id != info[i].id)
+				continue;
+			info[i].sstables = t->sstables;
+			info[i].sstable_bytes = t->sstable_bytes;
+			info[i].data_bytes = t->data_bytes;
+			info[i].memtable_bytes = t->memtable_bytes;
+			info[i].flushed_seq = t->flushed_seq;
+		}
+	}
+	cell_client_free(&rep->base);
+}
+
 int
 cell_table_tablets(struct cell_client *c, const char *table,
     struct bt_tablet_info **out, size_t *count)
@@ -365,7 +404,9 @@ cell_table_tablets(struct cell_client *c, const char *table,
 		return rc;
 	n = rep->n_tablets;
 	for (size_t i = 0; i < n; i++)
-		bytes += rep->tablets[i]->start.len + rep->tablets[i]->end.len;
+		bytes += rep->tablets[i]->start.len + rep->tablets[i]->end.len +
+		    (rep->tablets[i]->server != NULL ?
+		    strlen(rep->tablets[i]->server) : 0) + 1;
 	/* One allocation, as bt_tablets_free() expects. */
 	if ((info = bt_calloc(1, (n + 1) * sizeof(*info) + bytes)) == NULL) {
 		rc = -ENOMEM;
@@ -374,6 +415,7 @@ cell_table_tablets(struct cell_client *c, const char *table,
 	p = (uint8_t *)(info + n + 1);
 	for (size_t i = 0; i < n; i++) {
 		const Tabletfs__TabletInfo *t = rep->tablets[i];
+		const char *server = t->server != NULL ? t->server : "";
 
 		info[i].id = t->id;
 		info[i].start.data = p;
@@ -386,12 +428,25 @@ cell_table_tablets(struct cell_client *c, const char *table,
 		if (t->end.len > 0)
 			memcpy(p, t->end.data, t->end.len);
 		p += t->end.len;
+		info[i].server = (const char *)p;
+		memcpy(p, server, strlen(server) + 1);
+		p += strlen(server) + 1;
 		info[i].sstables = t->sstables;
 		info[i].sstable_bytes = t->sstable_bytes;
 		info[i].data_bytes = t->data_bytes;
 		info[i].memtable_bytes = t->memtable_bytes;
 		info[i].flushed_seq = t->flushed_seq;
 	}
+	/* Each server once, for the tablets it serves. */
+	for (size_t i = 0; i < n; i++) {
+		bool asked = info[i].server[0] == '\0';
+
+		for (size_t k = 0; k < i && !asked; k++)
+			asked = strcmp(info[k].server, info[i].server) == 0;
+		if (!asked)
+			tablets_gather(c, table, info[i].server, info, n);
+	}
+	bt_error_clear();
 	*out = info;
 	*count = n;
 out:

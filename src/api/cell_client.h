@@ -160,6 +160,16 @@ int cell_client_call_on(struct cell_client *c, struct rpc_client *rpc,
     const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply,
     bool *sent, bool *lost);
 
+/*
+ * Send request to the server at address ("HOST:PORT") once, over this
+ * client's connection to it, within the client's deadline: as
+ * cell_client_call() with CELL_RETRY_NONE; -EIO when it cannot be
+ * reached.  For the calls a client makes of every server.
+ */
+int cell_client_call_at(struct cell_client *c, const char *address,
+    uint32_t method, const ProtobufCMessage *request,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
+
 /* Pause *wait_ms (0 on the first call: the first pause) and lengthen it
  * for the next: 0, or -ETIMEDOUT with a detail when the pause would
  * pass deadline. */

@@ -276,6 +276,22 @@ out:
 	return rc;
 }
 
+int
+cell_client_call_at(struct cell_client *c, const char *address,
+    uint32_t method, const ProtobufCMessage *request,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+{
+	int64_t deadline = cell_client_deadline(c);
+	struct rpc_client *rpc;
+	int rc;
+
+	if ((rc = cell_conn_get(c, address, deadline, &rpc)) != 0)
+		return rc < 0 ? rc : bt_error_set(-EIO, "cell %s: %s does "
+		    "not answer", c->cell, address);
+	return cell_client_call_on(c, rpc, method, request, deadline,
+	    reply_desc, reply, NULL, NULL);
+}
+
 /* ---- The last sequence number of every server ---- */
 
 struct server_seq {

@@ -648,6 +648,9 @@ struct bt_tablet_info {
 	uint64_t data_bytes;		/* estimated bytes of its own rows */
 	uint64_t memtable_bytes;
 	uint64_t flushed_seq;		/* the tablet's redo point */
+	/* In a cell whose tablets are served one by one, the server the
+	 * tablet is assigned to ("HOST:PORT#EPOCH"); else "". */
+	const char *server;
 };
 
 /* The tablets of a table in row order, in one allocation freed with

@@ -44,9 +44,12 @@ tablets_print(struct ctl *c, const char *table)
 		putc('\t', c->out);
 		bound_print(c->out, t[i].end);
 		fprintf(c->out, "\tsstables=%" PRIu64 "\tbytes=%" PRIu64
-		    "\tmemtable=%" PRIu64 "\tdata=%" PRIu64 "\n",
+		    "\tmemtable=%" PRIu64 "\tdata=%" PRIu64,
 		    t[i].sstables, t[i].sstable_bytes, t[i].memtable_bytes,
 		    t[i].data_bytes);
+		if (t[i].server[0] != '\0')
+			fprintf(c->out, "\tserver=%s", t[i].server);
+		putc('\n', c->out);
 	}
 	bt_tablets_free(t);
 	return CTL_OK;

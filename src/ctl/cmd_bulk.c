@@ -503,8 +503,41 @@ cmd_compact(struct ctl *c, int argc, char **argv)
 }
 
 /*
+ * How many tablets of every table the catalog assigns to the server at
+ * address (tabletctl tablets' server=), or -1 when the tablets cannot
+ * be read.
+ */
+static long
+tablets_at(struct ctl *c, const char *address)
+{
+	char **tables = NULL;
+	size_t count = 0, n, len = strlen(address);
+	long at = 0;
+
+	if (bt_table_list(c->store, &tables, &count) < 0)
+		return -1;
+	for (size_t i = 0; i < count && at >= 0; i++) {
+		struct bt_tablet_info *t;
+
+		if (bt_table_tablets(c->store, tables[i], &t, &n) < 0) {
+			at = -1;
+			break;
+		}
+		for (size_t k = 0; k < n; k++)
+			if (strncmp(t[k].server, address, len) == 0 &&
+			    t[k].server[len] == '#')
+				at++;
+		bt_tablets_free(t);
+	}
+	bt_names_free(tables);
+	bt_error_clear();
+	return at;
+}
+
+/*
  * A cell's processes, from ZooKeeper: who is master, which server serves
- * the store (the root location), and every live server.
+ * the store (the root location), and every live server with the number
+ * of tablets the catalog assigns it.
  */
 static int
 status_cell(struct ctl *c)
@@ -536,9 +569,9 @@ status_cell(struct ctl *c)
 
 		if (coord_server_get(coord, names[i], &address) != 0)
 			continue;	/* gone meanwhile */
-		fprintf(c->out, "%-15s %s%s\n", "server", address,
-		    root != NULL && strcmp(address, root) == 0 ?
-		    " serving" : "");
+		fprintf(c->out, "%-15s %s%s tablets=%ld\n", "server",
+		    address, root != NULL && strcmp(address, root) == 0 ?
+		    " serving" : "", tablets_at(c, address));
 		free(address);
 	}
 	rc = 0;

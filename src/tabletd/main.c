@@ -1,7 +1,8 @@
 /*
  * main.c - tabletd, the processes of a cell (man/tabletd.8):
  *
- *	tabletd master CELL [--session-timeout MS] [--daemon] [--pidfile F]
+ *	tabletd master CELL [--session-timeout MS] [--spread] [--daemon]
+ *	    [--pidfile F]
  *	tabletd server CELL [--listen HOST:PORT] [--session-timeout MS]
  *	                    [--daemon] [--pidfile F]
  *
@@ -75,6 +76,7 @@ usage(FILE *f)
 	    "options:\n"
 	    "    --listen HOST:PORT      server: where to answer (127.0.0.1:0)\n"
 	    "    --session-timeout MS    ZooKeeper session (%d)\n"
+	    "    --spread                master: serve tablets on every server\n"
 	    "    --daemon                run in the background\n"
 	    "    --pidfile FILE          write and lock a pid file\n",
 	    TABLETD_SESSION_MS);
@@ -86,6 +88,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "session-timeout", required_argument, NULL, 't' },
+		{ "spread", no_argument, NULL, 's' },
 		{ "daemon", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
@@ -115,6 +118,9 @@ main(int argc, char **argv)
 			break;
 		case 'd':
 			daemonize = true;
+			break;
+		case 's':
+			o.spread = true;
 			break;
 		case 'p':
 			pidpath = optarg;

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "catalog/catalog.h"
 #include "tabletd/service_int.h"
 #include "util/alloc.h"
 #include "util/error.h"
@@ -396,20 +397,42 @@ table_split(struct service *svc, struct slice in, struct buf *reply)
 	return rc;
 }
 
+/*
+ * The name of the server that the catalog here (the root's server's)
+ * assigns tablet id to, when it is a cell's tablet server's
+ * ("HOST:PORT#EPOCH"); else NULL.
+ */
+static char *
+tablet_server(const struct catalog_assignment *a, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].tablet_id == id)
+			return strchr(a[i].server, '#') != NULL ?
+			    (char *)a[i].server : NULL;
+	return NULL;
+}
+
 static int
 table_tablets(struct service *svc, struct slice in, struct buf *reply)
 {
 	Tabletfs__TabletsReply out = TABLETFS__TABLETS_REPLY__INIT;
 	Tabletfs__TabletInfo *infos = NULL, **ptrs = NULL;
+	struct catalog_assignment *assigned = NULL;
 	struct bt_tablet_info *t;
 	Tabletfs__TableRequest *r;
-	size_t count;
+	struct catalog *c;
+	size_t count, n_assigned = 0;
 	int rc;
 
 	if ((rc = table_request(in, false, &r)) < 0)
 		return rc;
 	if ((rc = bt_table_tablets(svc->store, r->table, &t, &count)) < 0)
 		goto out;
+	/* Where each is served, when the catalog is here. */
+	if (service_store_catalog(svc, &c) == 0 &&
+	    catalog_assignments_list(c, &assigned, &n_assigned) < 0)
+		n_assigned = 0;
+	bt_error_clear();
 	if (count > 0 && ((infos = bt_calloc(count, sizeof(*infos))) == NULL ||
 	    (ptrs = bt_calloc(count, sizeof(*ptrs))) == NULL)) {
 		rc = -ENOMEM;
@@ -431,6 +454,7 @@ table_tablets(struct service *svc, struct slice in, struct buf *reply)
 		ti->data_bytes = t[i].data_bytes;
 		ti->memtable_bytes = t[i].memtable_bytes;
 		ti->flushed_seq = t[i].flushed_seq;
+		ti->server = tablet_server(assigned, n_assigned, t[i].id);
 		ptrs[i] = ti;
 	}
 	out.n_tablets = count;
@@ -439,6 +463,7 @@ table_tablets(struct service *svc, struct slice in, struct buf *reply)
 out_free:
 	bt_free(ptrs);
 	bt_free(infos);
+	bt_free(assigned);
 	bt_tablets_free(t);
 out:
 	service_pb_free(&r->base);

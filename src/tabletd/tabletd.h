@@ -11,7 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <protobuf-c/protobuf-c.h>
+
 #include "rpc/format.h"
+
+struct env;
 
 /* The session timeout asked of ZooKeeper (ms); a process that loses its
  * session for this long stops acting for the cell. */
@@ -21,6 +25,9 @@ struct tabletd_options {
 	const char *cell;	/* "zk://H:P[,H:P]/CELL" */
 	const char *listen;	/* server: "HOST:PORT" ("127.0.0.1:0") */
 	int session_ms;		/* 0: TABLETD_SESSION_MS */
+	/* master: give tablets to every server, not the root's alone
+	 * (docs/design.md section 5, "Tablets one by one"). */
+	bool spread;
 	/* Set by SIGTERM/SIGINT: leave cleanly. */
 	volatile sig_atomic_t *stop;
 };
@@ -64,6 +71,63 @@ struct storage;
  */
 int tabletd_cell_read(struct coord *c, const char *cell, char *storage,
     size_t size, struct storage *st, uint8_t secret[RPC_SECRET_SIZE]);
+
+/*
+ * The directory of the server at address ("HOST:PORT") serving under
+ * epoch, relative to the cell's storage: "servers/HOST_PORT.EPOCH",
+ * which holds its log/ and tmp/ (docs/design.md section 5).
+ */
+#define TABLETD_SERVERS_DIR "servers"
+void tabletd_server_dir(const char *address, uint64_t epoch, char *dir,
+    size_t size);
+
+/*
+ * One call of the master's to a server: request sent as method over a
+ * connection of its own, made by connect_deadline (rpc_now_ns() time)
+ * and answered by deadline; with reply_desc, the reply unpacked into
+ * *reply (protobuf_c_message_free_unpacked() it).  0, the server's
+ * status with its message as the detail, or the transport's error.
+ */
+int tabletd_call(const char *address, const uint8_t *secret, uint32_t method,
+    const ProtobufCMessage *request, int64_t connect_deadline,
+    int64_t deadline, const ProtobufCMessageDescriptor *reply_desc,
+    ProtobufCMessage **reply);
+
+/* A live server as the master sees it in one round. */
+struct tabletd_live {
+	char address[256];		/* "HOST:PORT" */
+	char name[300];			/* "HOST:PORT#EPOCH", as it serves */
+	uint64_t epoch;
+	size_t tablets;			/* assigned to it (the round counts) */
+};
+
+/* What one round of assignment works from (tabletd_assign.c). */
+struct tabletd_assign {
+	const char *root;		/* the root's server's address */
+	const uint8_t *secret;
+	struct env *env;		/* the cell's storage */
+	const char *storage_path;	/* the store's path in env */
+	struct tabletd_live *live;	/* the root's server among them */
+	size_t count;
+	/* The addresses of the servers registered in ZooKeeper that did
+	 * not answer SERVE this round. */
+	char *const *silent;
+	size_t silent_count;
+	bool rebuild;			/* a new master's first round */
+	/* Tablets go to every live server, and are moved to even out
+	 * their numbers; else to the root's server alone, unmoved. */
+	bool spread;
+	int64_t connect_ns;		/* to connect to a server, at most */
+};
+
+/*
+ * Give every tablet whose server is not live to a live one, recovered
+ * from the logs of the servers that are not (the file comment of
+ * tabletd_assign.c), and even out how many each serves.  0 once the round ran (a tablet that could not be
+ * given is logged and tried again next round), or the error that kept
+ * it from reading the assignments.
+ */
+int tabletd_assign_round(const struct tabletd_assign *a);
 
 /* Sleep ms milliseconds. */
 void tabletd_pause_ms(int ms);

@@ -3,6 +3,7 @@
  * storage and secret), and their pauses (tabletd.h).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,4 +52,17 @@ tabletd_pause_ms(int ms)
 	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 	nanosleep(&t, NULL);
+}
+
+void
+tabletd_server_dir(const char *address, uint64_t epoch, char *dir,
+    size_t size)
+{
+	int n = snprintf(dir, size, TABLETD_SERVERS_DIR "/%s.%" PRIu64,
+	    address, epoch);
+
+	for (char *p = dir + sizeof(TABLETD_SERVERS_DIR); n > 0 && *p != '\0';
+	    p++)
+		if (*p == ':')
+			*p = '_';
 }

@@ -2,20 +2,30 @@
  * tabletd_master.c - tabletd master CELL: the cell's master.
  *
  * Candidates wait in ZooKeeper's election (coord.h); the one elected
- * keeps the cell served.  The cell's store (its settings' storage=) is
- * served by one tablet server at a time, named by the cell's root
- * location, the ZooKeeper value "root" that clients read.  Each round,
+ * keeps the cell served.  One tablet server at a time is the root's
+ * server, named by the cell's root location (the ZooKeeper value "root"
+ * that clients read): it holds the store's lock and catalog.  Each round,
  * when the set of live servers changes and at least every second, the
- * master sends SERVE to the server that should serve: the one the root
- * names while it lives, else another live server; once one answers that
- * it serves, the root names it.  SERVE is idempotent, so a new master
- * needs no state of its predecessor's, and a server that restarted under
- * the same address is told again.  A server that cannot open the store
- * yet (its lock is still held by a server on its way out) is tried again
- * the next round.
+ * master sends SERVE to the server that should be the root's: the one
+ * the root names while it lives, else another live server; once one
+ * answers that it serves, the root names it.  SERVE is idempotent, so a
+ * new master needs no state of its predecessor's, and a server that
+ * restarted under the same address is told again.  A server that cannot
+ * open the store yet (its lock is still held by a server on its way out)
+ * is tried again the next round.
+ *
+ * In a directory cell every other live server is then told to SERVE
+ * with its catalog at the root's server, and the tablets are given out
+ * one by one (tabletd_assign.c): a tablet whose server is not live is
+ * recovered by a live one from the logs of the servers that are not, and
+ * tablets move, a few a round, from the server with the most to the one
+ * with the fewest.  A cell on RADOS storage is still served whole by the
+ * root's server.
  *
  * Each assignment has an epoch, one above the last, kept in ZooKeeper
- * ("epoch"), so that what a server was told can be ordered.
+ * ("epoch"), so that what a server was told can be ordered; a server
+ * serves under the name "HOST:PORT#EPOCH" of the epoch it was first told
+ * in, which the catalog's assignments name.
  *
  * On RADOS storage the master fences before it gives the store to a
  * server other than the root: whoever holds the store's lock (the lock
@@ -24,7 +34,9 @@
  * server that was given up for dead but still runs (stopped, cut off)
  * can then write nothing more, and the new server's open does not wait
  * for it.  In a directory the lock (flock) is let go only when its
- * holder exits, and SERVE fails until then.
+ * holder exits, and SERVE fails until then; a tablet server that is not
+ * the root's holds no lock, and is fenced by the catalog, which refuses
+ * its changes to tablets assigned to another name since.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -57,6 +69,10 @@ struct master {
 	char lock_path[PATH_MAX + 8];	/* the store's LOCK */
 	uint8_t secret[RPC_SECRET_SIZE];
 	uint64_t epoch;
+	struct env *files;	/* a directory cell's storage */
+	bool rebuilt;		/* a first round of assignment ran */
+	bool epoch_taken;	/* a server serves under epoch */
+	bool spread;		/* tabletd_options.spread */
 	atomic_bool changed;	/* the servers changed since the last round */
 	atomic_bool closing;
 };
@@ -116,55 +132,48 @@ session_ns(struct master *m)
 }
 
 /*
- * Tell server to serve the store: 0 once it does, within timeout_ns.
- * The connection must be made within the session timeout: a server that
- * is stopped (or cut off) still has its socket accept connections, and
- * waiting for its preamble until the SERVE's own deadline would hold the
- * whole round, so that no other server would be tried while the store is
- * unserved.
+ * Tell server to serve the store, with its catalog at root ("": it is
+ * the root's server): 0 once it does, within timeout_ns, and its name
+ * (tabletd_live) in *live when not NULL.  The connection must be made
+ * within the session timeout: a server that is stopped (or cut off)
+ * still has its socket accept connections, and waiting for its preamble
+ * until the SERVE's own deadline would hold the whole round, so that no
+ * other server would be tried while the store is unserved.
  */
 static int
-serve_send(struct master *m, const char *server, int64_t timeout_ns)
+serve_send(struct master *m, const char *server, const char *root,
+    int64_t timeout_ns, struct tabletd_live *live)
 {
 	Tabletfs__ServeRequest req = TABLETFS__SERVE_REQUEST__INIT;
+	Tabletfs__ServeReply *reply = NULL;
 	int64_t now = rpc_now_ns();
-	int64_t deadline = now + timeout_ns;
-	int64_t connect_deadline = now + session_ns(m);
-	struct rpc_client *rpc;
-	struct buf payload, reply;
-	int32_t status = 0;
-	bool sent;
+	const char *hash;
 	int rc;
 
 	req.storage = m->storage;
 	req.has_epoch = true;
 	req.epoch = m->epoch;
-	buf_init(&payload);
-	buf_init(&reply);
-	if ((rc = buf_reserve(&payload,
-	    tabletfs__serve_request__get_packed_size(&req))) < 0)
-		goto out;
-	payload.n = tabletfs__serve_request__pack(&req, payload.p);
-	if ((rc = rpc_client_open(server, m->secret, connect_deadline,
-	    &rpc)) < 0) {
-		if (rc == -ETIMEDOUT)
-			tabletd_log("%s does not answer", server);
-		else if (rc == -EACCES || rc == -EPROTO)
-			tabletd_log("%s", bt_error_detail());
-		goto out;
+	req.root = (char *)root;
+	rc = tabletd_call(server, m->secret, TABLETFS__METHOD__SERVE,
+	    &req.base, now + session_ns(m), now + timeout_ns,
+	    &tabletfs__serve_reply__descriptor, (ProtobufCMessage **)&reply);
+	if (rc == -ETIMEDOUT)
+		tabletd_log("%s does not answer", server);
+	else if (rc < 0)
+		tabletd_log("%s does not serve yet: %s", server,
+		    bt_error_detail());
+	if (rc < 0)
+		return rc;
+	if (live != NULL) {
+		memset(live, 0, sizeof(*live));
+		snprintf(live->address, sizeof(live->address), "%s", server);
+		snprintf(live->name, sizeof(live->name), "%s",
+		    reply->name != NULL ? reply->name : "");
+		if ((hash = strrchr(live->name, '#')) != NULL)
+			live->epoch = strtoull(hash + 1, NULL, 10);
 	}
-	rc = rpc_client_call(rpc, TABLETFS__METHOD__SERVE,
-	    buf_slice(&payload), deadline, &reply, &status, &sent);
-	rpc_client_close(rpc);
-	if (rc == 0 && status != 0) {
-		rc = status;
-		tabletd_log("%s does not serve yet: %.*s", server,
-		    (int)reply.n, reply.n ? (const char *)reply.p : "");
-	}
-out:
-	buf_release(&payload);
-	buf_release(&reply);
-	return rc;
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	return 0;
 }
 
 static bool
@@ -232,12 +241,64 @@ store_fence(struct master *m)
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * The other live servers of a directory cell serve with the catalog at
+ * the root's server, and every tablet goes to one of them
+ * (tabletd_assign.c).  A server that does not serve yet gets its name
+ * from a new epoch, taken once for the round.
+ */
+static int
+round_assign(struct master *m, const char *root, char **servers,
+    size_t count)
+{
+	struct tabletd_live *live;
+	char **silent;
+	struct tabletd_assign a = {
+		.root = root,
+		.secret = m->secret,
+		.env = m->files,
+		.storage_path = m->st.path,
+		.rebuild = !m->rebuilt,
+		.spread = m->spread,
+		.connect_ns = session_ns(m),
+	};
+	int rc;
+
+	live = calloc(count + 1, sizeof(*live));
+	silent = calloc(count + 1, sizeof(*silent));
+	if (live == NULL || silent == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((m->epoch == 0 || m->epoch_taken) && (rc = epoch_next(m)) < 0)
+		goto out;
+	for (size_t i = 0; i < count; i++)
+		if (serve_send(m, servers[i], strcmp(servers[i], root) == 0 ?
+		    "" : root, SERVE_DEADLINE_NS, &live[a.count]) == 0)
+			a.count++;
+		else
+			silent[a.silent_count++] = servers[i];
+	/* A server that took this epoch now: the next one gets another. */
+	m->epoch_taken = false;
+	for (size_t i = 0; i < a.count; i++)
+		if (live[i].epoch == m->epoch)
+			m->epoch_taken = true;
+	a.live = live;
+	a.silent = silent;
+	if ((rc = tabletd_assign_round(&a)) == 0)
+		m->rebuilt = true;
+out:
+	free(silent);
+	free(live);
+	return rc;
+}
+
 /* One round: make sure a live server serves the store and the root
- * names it. */
+ * names it; in a directory cell, then the tablets. */
 static int
 round_run(struct master *m)
 {
-	char **servers = NULL, *root = NULL;
+	char **servers = NULL, *root = NULL, *old_root = NULL;
 	size_t count = 0, len = 0, start;
 	int32_t version;
 	int rc;
@@ -254,10 +315,10 @@ round_run(struct master *m)
 	 * log holds the store's lock meanwhile, and is asked again the next
 	 * round. */
 	if (rc == 0 && len > 0 && listed(servers, count, root) &&
-	    serve_send(m, root, session_ns(m)) == 0) {
-		rc = 0;
-		goto out;
-	}
+	    serve_send(m, root, "", session_ns(m), NULL) == 0)
+		goto assign;
+	old_root = root;
+	root = NULL;
 	if (count == 0) {
 		rc = 0;		/* nobody to serve: wait for a server */
 		goto out;
@@ -267,24 +328,32 @@ round_run(struct master *m)
 	for (size_t i = 0; i < count; i++) {
 		const char *s = servers[(start + i) % count];
 
-		if (root != NULL && strcmp(s, root) == 0)
+		if (old_root != NULL && strcmp(s, old_root) == 0)
 			continue;
 		if ((rc = epoch_next(m)) < 0)
 			goto out;
 		if (store_fence(m) < 0)
 			break;	/* tried again next round */
-		if (serve_send(m, s, SERVE_DEADLINE_NS) != 0)
+		if (serve_send(m, s, "", SERVE_DEADLINE_NS, NULL) != 0)
 			continue;
 		if ((rc = coord_value_set(m->coord, "root", s,
 		    strlen(s))) < 0)
 			goto out;
 		tabletd_log("%s serves the cell (epoch %" PRIu64 ")", s,
 		    m->epoch);
+		if ((root = strdup(s)) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
 		break;
 	}
+assign:
 	rc = 0;
+	if (root != NULL && !m->st.rados)
+		rc = round_assign(m, root, servers, count);
 out:
 	free(root);
+	free(old_root);
 	addresses_free(servers, count);
 	return rc;
 }
@@ -298,6 +367,7 @@ tabletd_master_run(const struct tabletd_options *o)
 	int status = 1, rc;
 
 	memset(&m, 0, sizeof(m));
+	m.spread = o->spread;
 	if ((rc = coord_open(o->cell, o->session_ms, rpc_now_ns() +
 	    (int64_t)10 * 1000000000, &m.coord)) < 0) {
 		tabletd_log("%s: %s", o->cell, *bt_error_detail() ?
@@ -316,6 +386,9 @@ tabletd_master_run(const struct tabletd_options *o)
 		}
 		snprintf(m.lock_path, sizeof(m.lock_path),
 		    "%s/" STORAGE_LOCK_FILE, m.st.path);
+	} else if ((rc = storage_env_new(&m.st, &m.files)) < 0) {
+		tabletd_log("%s: %s", m.storage, bt_strerror(rc));
+		goto out;
 	}
 	/* What tabletctl status shows of the master. */
 	if (gethostname(host, sizeof(host)) < 0)
@@ -364,6 +437,7 @@ out:
 	atomic_store(&m.closing, true);
 	coord_close(m.coord);
 	env_free(m.env);
+	env_free(m.files);
 	explicit_bzero(m.secret, sizeof(m.secret));
 	return status;
 }

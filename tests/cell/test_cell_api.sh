@@ -30,7 +30,7 @@ cell_start 3
 ctl status >"$T/status"
 grep -q '^master  *pid [0-9]* on ' "$T/status" || fail "status: no master"
 grep -q '^servers  *3$' "$T/status" || fail "status: not 3 servers"
-[ "$(grep -c '^server  *127.0.0.1:[0-9]* serving$' "$T/status")" -eq 1 ] ||
+[ "$(grep -c '^server  *127.0.0.1:[0-9]* serving tablets=[0-9]*$' "$T/status")" -eq 1 ] ||
     fail "status: not one serving server"
 failed=""
 for t in $SUITES; do

@@ -1,0 +1,410 @@
+/*
+ * tabletd_assign.c - the master's assignment of tablets in a directory
+ * cell (docs/design.md section 5, "Tablets one by one", step 5).
+ *
+ * Each round the master knows the live servers and the names they serve
+ * under ("HOST:PORT#EPOCH", from their SERVE replies).  It reads every
+ * tablet's assigned server from the catalog (CATALOG_ASSIGNMENTS at the
+ * root's server), and gives each tablet whose server is not live (it
+ * died, or it is a name from before: the embedded store's host name, a
+ * server's earlier epoch) to the live server that has the fewest: a
+ * compare-and-set in the catalog (CATALOG_ASSIGN, so that two masters
+ * cannot both give it out), then RECOVER at that server with the logs of
+ * every server that is not live (the tablet's records above its redo
+ * point are in one of them: docs/design.md, step 4).  A RECOVER that
+ * fails unassigns the tablet again, so that the next round tries anew.
+ *
+ * A new master does not know whether its predecessor's last assignments
+ * reached their servers: its first round sends RECOVER for every tablet
+ * of a live server too, which a server answers at once (-EBUSY) for a
+ * tablet it serves.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/rpc.h"
+#include "rpc/tabletfs.pb-c.h"
+#include "tabletd/tabletd.h"
+#include "util/buf.h"
+#include "util/env.h"
+#include "util/error.h"
+
+/* How long one RECOVER may take: it replays logs and flushes. */
+#define RECOVER_DEADLINE_NS ((int64_t)120 * 1000000000)
+#define CATALOG_DEADLINE_NS ((int64_t)10 * 1000000000)
+#define MASTER_CALLER "master"
+/* Moves of the balancer in one round, at most. */
+#define ASSIGN_MOVES_PER_ROUND 4
+
+int
+tabletd_call(const char *address, const uint8_t *secret, uint32_t method,
+    const ProtobufCMessage *request, int64_t connect_deadline,
+    int64_t deadline, const ProtobufCMessageDescriptor *reply_desc,
+    ProtobufCMessage **reply)
+{
+	struct rpc_client *rpc;
+	struct buf payload, out;
+	int32_t status = 0;
+	bool sent;
+	int rc;
+
+	buf_init(&payload);
+	buf_init(&out);
+	if ((rc = buf_reserve(&payload,
+	    protobuf_c_message_get_packed_size(request))) < 0)
+		goto out;
+	payload.n = protobuf_c_message_pack(request, payload.p);
+	if ((rc = rpc_client_open(address, secret, connect_deadline,
+	    &rpc)) < 0)
+		goto out;
+	rc = rpc_client_call(rpc, method, buf_slice(&payload), deadline, &out,
+	    &status, &sent);
+	rpc_client_close(rpc);
+	if (rc == 0 && status != 0) {
+		rc = bt_error_set(status, "%s: %.*s", address, (int)out.n,
+		    out.n > 0 ? (const char *)out.p : bt_strerror(status));
+		goto out;
+	}
+	if (rc == 0 && reply_desc != NULL) {
+		*reply = protobuf_c_message_unpack(reply_desc, NULL, out.n,
+		    out.p);
+		if (*reply == NULL)
+			rc = bt_error_set(-EPROTO, "%s: a reply that does "
+			    "not decode", address);
+	}
+out:
+	buf_release(&payload);
+	buf_release(&out);
+	return rc;
+}
+
+/* The live server named name, or NULL. */
+static struct tabletd_live *
+live_find(const struct tabletd_assign *a, const char *name)
+{
+	for (size_t i = 0; i < a->count; i++)
+		if (strcmp(a->live[i].name, name) == 0)
+			return &a->live[i];
+	return NULL;
+}
+
+/*
+ * Whether name ("HOST:PORT#EPOCH") is the name of a server that is
+ * registered but did not answer this round: it may still serve its
+ * tablets (its session has not ended), so they are not given out, and
+ * its logs are not read.
+ */
+static bool
+silent_holds(const struct tabletd_assign *a, const char *name)
+{
+	size_t n = strcspn(name, "#");
+
+	for (size_t i = 0; i < a->silent_count; i++)
+		if (strlen(a->silent[i]) == n &&
+		    strncmp(a->silent[i], name, n) == 0)
+			return true;
+	return false;
+}
+
+struct dead_dirs {
+	const struct tabletd_assign *a;
+	char **dirs;
+	size_t count, cap;
+	int rc;
+};
+
+static int
+dead_dirs_add(struct dead_dirs *d, const char *dir)
+{
+	char **grown;
+
+	if (d->count == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 8;
+		if ((grown = realloc(d->dirs, d->cap * sizeof(*grown))) ==
+		    NULL)
+			return -ENOMEM;
+		d->dirs = grown;
+	}
+	if ((d->dirs[d->count] = strdup(dir)) == NULL)
+		return -ENOMEM;
+	d->count++;
+	return 0;
+}
+
+/* One entry of servers/: a log to read unless a live server owns it. */
+static int
+dead_dir_one(void *arg, const char *entry)
+{
+	struct dead_dirs *d = arg;
+	char dir[PATH_MAX], own[PATH_MAX];
+
+	for (size_t i = 0; i < d->a->count; i++) {
+		tabletd_server_dir(d->a->live[i].address, d->a->live[i].epoch,
+		    own, sizeof(own));
+		if (strcmp(own + sizeof(TABLETD_SERVERS_DIR), entry) == 0)
+			return 0;
+	}
+	/* "HOST_PORT.EPOCH" as a name, for silent_holds(). */
+	snprintf(own, sizeof(own), "%s", entry);
+	if (strrchr(own, '.') != NULL)
+		*strrchr(own, '.') = '#';
+	if (strrchr(own, '_') != NULL)
+		*strrchr(own, '_') = ':';
+	if (silent_holds(d->a, own))
+		return 0;
+	snprintf(dir, sizeof(dir), TABLETD_SERVERS_DIR "/%s/log", entry);
+	if ((d->rc = dead_dirs_add(d, dir)) < 0)
+		return d->rc;
+	return 0;
+}
+
+/* The log directories of the servers that are not live, and the
+ * store's own (that of a store served whole before). */
+static int
+dead_dirs_list(const struct tabletd_assign *a, struct dead_dirs *d)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	d->a = a;
+	if ((rc = dead_dirs_add(d, "log")) < 0)
+		return rc;
+	snprintf(path, sizeof(path), "%s/" TABLETD_SERVERS_DIR,
+	    a->storage_path);
+	if (!env_path_exists(a->env, path))
+		return 0;
+	rc = env_dir_list(a->env, path, dead_dir_one, d);
+	return rc < 0 ? rc : d->rc;
+}
+
+static void
+dead_dirs_free(struct dead_dirs *d)
+{
+	for (size_t i = 0; i < d->count; i++)
+		free(d->dirs[i]);
+	free(d->dirs);
+}
+
+static int
+catalog_assign(const struct tabletd_assign *a, uint64_t tablet,
+    const char *server, const char *expected)
+{
+	Tabletfs__CatalogAssignRequest req =
+	    TABLETFS__CATALOG_ASSIGN_REQUEST__INIT;
+	int64_t now = rpc_now_ns();
+
+	req.caller = (char *)MASTER_CALLER;
+	req.has_tablet_id = true;
+	req.tablet_id = tablet;
+	req.server = (char *)server;
+	req.expected = (char *)expected;
+	return tabletd_call(a->root, a->secret,
+	    TABLETFS__METHOD__CATALOG_ASSIGN, &req.base, now + a->connect_ns,
+	    now + CATALOG_DEADLINE_NS, NULL, NULL);
+}
+
+static int
+tablet_recover(const struct tabletd_assign *a, const struct tabletd_live *to,
+    const Tabletfs__CatalogAssignment *t, const struct dead_dirs *dirs)
+{
+	Tabletfs__TabletRequest req = TABLETFS__TABLET_REQUEST__INIT;
+	int64_t now = rpc_now_ns();
+
+	req.table = t->table;
+	req.has_tablet_id = true;
+	req.tablet_id = t->tablet_id;
+	req.log_dirs = dirs->dirs;
+	req.n_log_dirs = dirs->count;
+	return tabletd_call(to->address, a->secret, TABLETFS__METHOD__RECOVER,
+	    &req.base, now + a->connect_ns, now + RECOVER_DEADLINE_NS, NULL,
+	    NULL);
+}
+
+/* Give tablet t to the live server with the fewest tablets. */
+static int
+tablet_reassign(const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignment *t, const struct dead_dirs *dirs)
+{
+	struct tabletd_live *to = NULL;
+	const char *from = t->server != NULL ? t->server : "";
+	int rc;
+
+	for (size_t i = 0; i < a->count; i++)
+		if ((a->spread || strcmp(a->live[i].address, a->root) == 0) &&
+		    (to == NULL || a->live[i].tablets < to->tablets))
+			to = &a->live[i];
+	if (to == NULL)
+		return -EAGAIN;	/* the root's server did not answer */
+	if ((rc = catalog_assign(a, t->tablet_id, to->name, from)) < 0) {
+		tabletd_log("assign tablet %" PRIu64 " of %s to %s: %s",
+		    t->tablet_id, t->table, to->name, bt_error_detail());
+		return rc;
+	}
+	to->tablets++;
+	if ((rc = tablet_recover(a, to, t, dirs)) < 0) {
+		tabletd_log("recover tablet %" PRIu64 " of %s at %s: %s",
+		    t->tablet_id, t->table, to->name, bt_error_detail());
+		(void)catalog_assign(a, t->tablet_id, "", to->name);
+		to->tablets--;
+		return rc;
+	}
+	tabletd_log("tablet %" PRIu64 " of %s: %s serves it (was %s)",
+	    t->tablet_id, t->table, to->name, from[0] ? from : "unassigned");
+	return 0;
+}
+
+static int
+tablet_call(const struct tabletd_assign *a, const char *address,
+    uint32_t method, const Tabletfs__CatalogAssignment *t)
+{
+	Tabletfs__TabletRequest req = TABLETFS__TABLET_REQUEST__INIT;
+	int64_t now = rpc_now_ns();
+
+	req.table = t->table;
+	req.has_tablet_id = true;
+	req.tablet_id = t->tablet_id;
+	return tabletd_call(address, a->secret, method, &req.base,
+	    now + a->connect_ns, now + RECOVER_DEADLINE_NS, NULL, NULL);
+}
+
+/*
+ * Move tablet t from one live server to another as the paper does
+ * (Bigtable 5.2): UNLOAD at from, whose flushes leave nothing of it in
+ * from's log, then the catalog's compare-and-set, then LOAD at to.  A
+ * LOAD that fails unassigns it, for the next round to recover.
+ */
+static int
+tablet_move(const struct tabletd_assign *a, struct tabletd_live *from,
+    struct tabletd_live *to, const Tabletfs__CatalogAssignment *t)
+{
+	int rc;
+
+	if ((rc = tablet_call(a, from->address, TABLETFS__METHOD__UNLOAD,
+	    t)) < 0) {
+		tabletd_log("unload tablet %" PRIu64 " of %s at %s: %s",
+		    t->tablet_id, t->table, from->name, bt_error_detail());
+		return rc;
+	}
+	if ((rc = catalog_assign(a, t->tablet_id, to->name, from->name)) < 0) {
+		tabletd_log("assign tablet %" PRIu64 " of %s to %s: %s",
+		    t->tablet_id, t->table, to->name, bt_error_detail());
+		(void)tablet_call(a, from->address, TABLETFS__METHOD__LOAD, t);
+		return rc;
+	}
+	from->tablets--;
+	to->tablets++;
+	if ((rc = tablet_call(a, to->address, TABLETFS__METHOD__LOAD,
+	    t)) < 0) {
+		tabletd_log("load tablet %" PRIu64 " of %s at %s: %s",
+		    t->tablet_id, t->table, to->name, bt_error_detail());
+		(void)catalog_assign(a, t->tablet_id, "", to->name);
+		return rc;
+	}
+	tabletd_log("tablet %" PRIu64 " of %s: moved from %s to %s",
+	    t->tablet_id, t->table, from->name, to->name);
+	return 0;
+}
+
+/*
+ * Even out the number of tablets the live servers serve, a few moves a
+ * round: from the server with the most to the one with the fewest while
+ * they differ by more than one.
+ */
+static void
+tablets_balance(const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignmentsReply *all)
+{
+	size_t moved[ASSIGN_MOVES_PER_ROUND];
+
+	for (int moves = 0; moves < ASSIGN_MOVES_PER_ROUND; moves++) {
+		struct tabletd_live *most = &a->live[0], *fewest = &a->live[0];
+		const Tabletfs__CatalogAssignment *t = NULL;
+		size_t pick = 0;
+
+		for (size_t i = 1; i < a->count; i++) {
+			if (a->live[i].tablets > most->tablets)
+				most = &a->live[i];
+			if (a->live[i].tablets < fewest->tablets)
+				fewest = &a->live[i];
+		}
+		if (most->tablets <= fewest->tablets + 1)
+			return;
+		/* Its last tablet in the list not moved this round. */
+		for (size_t i = all->n_tablets; i-- > 0 && t == NULL;) {
+			bool done = false;
+
+			for (int k = 0; k < moves; k++)
+				done = done || moved[k] == i;
+			if (!done && all->tablets[i]->server != NULL &&
+			    strcmp(all->tablets[i]->server, most->name) == 0) {
+				t = all->tablets[i];
+				pick = i;
+			}
+		}
+		if (t == NULL || tablet_move(a, most, fewest, t) < 0)
+			return;
+		moved[moves] = pick;
+	}
+}
+
+int
+tabletd_assign_round(const struct tabletd_assign *a)
+{
+	Tabletfs__CatalogRequest req = TABLETFS__CATALOG_REQUEST__INIT;
+	Tabletfs__CatalogAssignmentsReply *all = NULL;
+	struct dead_dirs dirs = { 0 };
+	int64_t now = rpc_now_ns();
+	size_t orphans = 0;
+	int rc;
+
+	if (a->count == 0)
+		return 0;
+	req.caller = (char *)MASTER_CALLER;
+	if ((rc = tabletd_call(a->root, a->secret,
+	    TABLETFS__METHOD__CATALOG_ASSIGNMENTS, &req.base,
+	    now + a->connect_ns, now + CATALOG_DEADLINE_NS,
+	    &tabletfs__catalog_assignments_reply__descriptor,
+	    (ProtobufCMessage **)&all)) < 0)
+		return rc;
+	for (size_t i = 0; i < all->n_tablets; i++) {
+		const char *s = all->tablets[i]->server;
+		struct tabletd_live *l = live_find(a, s != NULL ? s : "");
+
+		if (l != NULL)
+			l->tablets++;
+		else if (!silent_holds(a, s != NULL ? s : ""))
+			orphans++;
+	}
+	if (orphans == 0 && !a->rebuild)
+		goto balance;
+	if ((rc = dead_dirs_list(a, &dirs)) < 0)
+		goto out;
+	for (size_t i = 0; i < all->n_tablets; i++) {
+		const Tabletfs__CatalogAssignment *t = all->tablets[i];
+		const struct tabletd_live *l = live_find(a,
+		    t->server != NULL ? t->server : "");
+		int trc;
+
+		if (l == NULL && !silent_holds(a, t->server != NULL ?
+		    t->server : ""))
+			(void)tablet_reassign(a, t, &dirs);
+		else if (a->rebuild && (trc = tablet_recover(a, l, t,
+		    &dirs)) < 0 && trc != -EBUSY)
+			tabletd_log("tablet %" PRIu64 " of %s at %s: %s",
+			    t->tablet_id, t->table, l->name,
+			    bt_error_detail());
+	}
+balance:
+	if (a->spread)
+		tablets_balance(a, all);
+out:
+	dead_dirs_free(&dirs);
+	if (all != NULL)
+		protobuf_c_message_free_unpacked(&all->base, NULL);
+	return rc;
+}

@@ -1,0 +1,133 @@
+#!/bin/sh
+# Tablets served one by one (docs/design.md section 5, step 5): a table of
+# six tablets, made at the root's server, spreads over the three servers
+# (two each, the master moving them with UNLOAD and LOAD) within the
+# session timeout + 5 s; then, under four writers through the client
+# library, kill -9 of a server that is not the root's: its tablets are
+# recovered by the others from its log within the session timeout + 5 s
+# (tabletctl tablets names the server of each tablet), the table answers again,
+# and every write acknowledged before, during and after reads back, no
+# row torn.  CELL_ROUNDS sets the kills (1 here; the long form runs 10,
+# each victim replaced by a new server).
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+ROUNDS=${CELL_ROUNDS:-1}
+CELL_START_ARGS="--spread" cell_start 3
+ctl createtable t families=f splits=w1-5,w2,w2-5,w3,w4
+
+# The server each tablet of t is assigned to, as tabletctl tablets says:
+# "N SERVER" for the Nth tablet in row order (no split happens here).
+assignments() {
+	ctl tablets t | awk -F '\t' '{
+		s = "-"
+		for (i = 1; i <= NF; i++)
+			if ($i ~ /^server=/)
+				s = substr($i, 8)
+		print NR, s
+	}'
+}
+
+# Wait until no server has more than one tablet above another's among
+# the $1 servers named in $2 (a file of names, one a line).
+wait_balanced() {
+	wb_t0=$(now_ms)
+	while :; do
+		assignments >"$T/assigned" 2>/dev/null || :
+		if [ "$(wc -l <"$T/assigned")" -eq 6 ] &&
+		    ! grep -q ' -$' "$T/assigned"; then
+			wb_counts=$(awk '{ print $2 }' "$T/assigned" | sort |
+			    uniq -c | awk '{ print $1 }' | sort -n)
+			wb_servers=$(echo "$wb_counts" | grep -c .)
+			wb_min=$(echo "$wb_counts" | head -n 1)
+			wb_max=$(echo "$wb_counts" | tail -n 1)
+			[ "$wb_servers" -eq "$1" ] &&
+			    [ $((wb_max - wb_min)) -le 1 ] && return 0
+		fi
+		[ $(( $(now_ms) - wb_t0 )) -lt "$LIMIT" ] || {
+			cat "$T/assigned" >&2
+			fail "the tablets did not spread over $1 servers"
+		}
+		sleep 0.1
+	done
+}
+
+wait_balanced 3
+echo "six tablets spread over three servers: $(awk '{ print $2 }' \
+    "$T/assigned" | sort | uniq -c | awk '{ print $1 }' | tr '\n' ' ')"
+
+# Rows in every tablet, and two columns a row: a torn row shows one.
+writer() {
+	n=0
+	: >"$T/acked.$1"
+	while [ ! -e "$T/stop" ]; do
+		n=$((n + 1))
+		if ctl set t "w$1-$n" "f:a=v$1-$n" "f:b=v$1-$n" \
+		    2>>"$T/writer.err"; then
+			printf 'w%s-%s\tv%s-%s\n' "$1" "$n" "$1" "$n" \
+			    >>"$T/acked.$1"
+		fi
+	done
+}
+for i in 1 2 3 4; do
+	cell_spawn writer "$i"
+done
+
+next=4
+for round in $(seq "$ROUNDS"); do
+	sleep 2
+	root=$(cell_serving_pid)
+	victim=""
+	for f in "$C"/server-*.pid; do
+		p=$(cat "$f")
+		if [ "$p" != "$root" ] && alive "$p"; then
+			victim=$p
+			break
+		fi
+	done
+	[ -n "$victim" ] || fail "round $round: no server but the root's"
+	address=$(cell_server_address "$victim")
+	assignments >"$T/assigned"
+	lost=$(awk -v a="$address#" 'index($2, a) == 1 { print $1 }' \
+	    "$T/assigned")
+	[ -n "$lost" ] || fail "round $round: $address serves no tablet"
+	kill -9 "$victim"
+	t0=$(now_ms)
+	# Every tablet it had, recovered by another.
+	for tablet in $lost; do
+		until assignments 2>/dev/null | awk -v t="$tablet" \
+		    -v a="$address#" '$1 == t && $2 != "-" &&
+		    index($2, a) != 1 { ok = 1 } END { exit !ok }'; do
+			[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 2)) ] ||
+			    fail "round $round: tablet $tablet not recovered"
+			sleep 0.05
+		done
+	done
+	took=$(( $(now_ms) - t0 ))
+	echo "round $round: killed $address; its tablets" $lost \
+	    "served by others in $took ms"
+	[ "$took" -le "$LIMIT" ] ||
+	    fail "round $round: took $took ms, more than $LIMIT"
+	until ctl set t "probe-$round" f:a=x f:b=x 2>/dev/null; do
+		[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 2)) ] ||
+		    fail "round $round: the table does not answer"
+	done
+	cell_server_start "$next"
+	next=$((next + 1))
+done
+sleep 1
+cell_spawned_stop
+
+acked=$(cat "$T"/acked.* | wc -l)
+[ "$acked" -gt 0 ] || fail "no write was acknowledged"
+cat "$T"/acked.* | awk -F '\t' '{ print $1 "\ta\t" $2; print $1 "\tb\t" $2 }' |
+    sort >"$T/acked"
+ctl export t | awk -F '\t' 'NF == 5 && $2 == "f" { print $1 "\t" $3 "\t" $5 }' |
+    sort >"$T/stored"
+missing=$(comm -23 "$T/acked" "$T/stored" | wc -l)
+if [ "$missing" -ne 0 ]; then
+	comm -23 "$T/acked" "$T/stored" | head >&2
+	fail "$missing cells of $acked acknowledged writes are lost or torn"
+fi
+echo "all $acked acknowledged writes read back after $ROUNDS kills"
+cell_ok=1
