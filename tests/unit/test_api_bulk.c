@@ -57,24 +57,14 @@ tmp_count_fn(void *arg, const char *name)
 	return 0;
 }
 
+/* The runs in directory path (through env when not NULL), or -1. */
 static int
-tmp_count(struct tstore *t)
+dir_runs(struct env *env, const char *path)
 {
-	char path[400];
 	int n = 0;
 
-	if (getenv("TABLETFS_TEST_CELL") != NULL &&
-	    *getenv("TABLETFS_TEST_CELL") != '\0') {
-		const char *storage = getenv("TABLETFS_TEST_CELL_STORAGE");
-
-		if (storage == NULL)
-			tap_bail("TABLETFS_TEST_CELL_STORAGE is not set");
-		snprintf(path, sizeof(path), "%s/tmp", storage);
-	} else {
-		snprintf(path, sizeof(path), "%s/tmp", t->path);
-	}
-	if (t->env != NULL) {
-		if (env_dir_list(t->env, path, tmp_count_fn, &n) < 0)
+	if (env != NULL) {
+		if (env_dir_list(env, path, tmp_count_fn, &n) < 0)
 			return -1;
 		return n;
 	}
@@ -85,6 +75,45 @@ tmp_count(struct tstore *t)
 		return -1;
 	while ((e = readdir(d)) != NULL)
 		tmp_count_fn(&n, e->d_name);
+	closedir(d);
+	return n;
+}
+
+/*
+ * The runs in the store's tmp/; on a cell, in its storage's and in each
+ * tablet server's own (servers/NAME/tmp: the root's server gathers the
+ * load in its own).
+ */
+static int
+tmp_count(struct tstore *t)
+{
+	char path[400];
+	const char *storage;
+	struct dirent *e;
+	int n, k;
+	DIR *d;
+
+	if (getenv("TABLETFS_TEST_CELL") == NULL ||
+	    *getenv("TABLETFS_TEST_CELL") == '\0') {
+		snprintf(path, sizeof(path), "%s/tmp", t->path);
+		return dir_runs(t->env, path);
+	}
+	if ((storage = getenv("TABLETFS_TEST_CELL_STORAGE")) == NULL)
+		tap_bail("TABLETFS_TEST_CELL_STORAGE is not set");
+	snprintf(path, sizeof(path), "%s/tmp", storage);
+	if ((n = dir_runs(t->env, path)) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/servers", storage);
+	if ((d = opendir(path)) == NULL)
+		return n;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/servers/%.100s/tmp", storage,
+		    e->d_name);
+		if ((k = dir_runs(t->env, path)) > 0)
+			n += k;
+	}
 	closedir(d);
 	return n;
 }
