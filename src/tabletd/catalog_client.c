@@ -526,6 +526,10 @@ catalog_client_retarget(struct catalog *c, const char *address)
 		return bt_error_set(-EINVAL, "catalog client: retarget: no "
 		    "address, or one over %d bytes", ADDRESS_MAX - 1);
 	mutex_lock(&cc->mu);
+	if (strcmp(cc->address, address) == 0) {
+		mutex_unlock(&cc->mu);
+		return 0;	/* the same root: keep its connection */
+	}
 	snprintf(cc->address, sizeof(cc->address), "%s", address);
 	/* Out of use, as a failed one: freed now or by its last call. */
 	if ((k = cc->conn) != NULL) {

@@ -64,7 +64,8 @@ int catalog_client_open(const struct catalog_client_options *o,
  * copied), when the root moves (SERVE naming a new root).  Calls in
  * flight finish on the connection they use (or fail as on a lost one:
  * -EIO, the outcome of a change unknown); a call that starts after this
- * returns connects to address.  Thread-safe with calls on c.  0, or
+ * returns connects to address; the address it uses already changes
+ * nothing.  Thread-safe with calls on c.  0, or
  * -EINVAL (c not a catalog client's handle, no address or one too
  * long).
  */

@@ -110,6 +110,20 @@ silent_holds(const struct tabletd_assign *a, const char *name)
 	return false;
 }
 
+/* The server name "HOST:PORT#EPOCH" of an entry "HOST_PORT.EPOCH" of
+ * servers/ (tabletd_server_dir()). */
+static void
+dir_entry_name(const char *entry, char *name, size_t size)
+{
+	char *p;
+
+	snprintf(name, size, "%s", entry);
+	if ((p = strrchr(name, '.')) != NULL)
+		*p = '#';
+	if ((p = strrchr(name, '_')) != NULL)
+		*p = ':';
+}
+
 struct dead_dirs {
 	const struct tabletd_assign *a;
 	char **dirs;
@@ -148,12 +162,7 @@ dead_dir_one(void *arg, const char *entry)
 		if (strcmp(own + sizeof(TABLETD_SERVERS_DIR), entry) == 0)
 			return 0;
 	}
-	/* "HOST_PORT.EPOCH" as a name, for silent_holds(). */
-	snprintf(own, sizeof(own), "%s", entry);
-	if (strrchr(own, '.') != NULL)
-		*strrchr(own, '.') = '#';
-	if (strrchr(own, '_') != NULL)
-		*strrchr(own, '_') = ':';
+	dir_entry_name(entry, own, sizeof(own));
 	if (silent_holds(d->a, own))
 		return 0;
 	snprintf(dir, sizeof(dir), TABLETD_SERVERS_DIR "/%s/log", entry);
@@ -188,6 +197,91 @@ dead_dirs_free(struct dead_dirs *d)
 	for (size_t i = 0; i < d->count; i++)
 		free(d->dirs[i]);
 	free(d->dirs);
+}
+
+/* Remove dir/name, a file or an empty directory, through env. */
+static int
+entry_remove(void *arg, const char *name)
+{
+	const char *dir = ((void **)arg)[0];
+	struct env *env = ((void **)arg)[1];
+	char path[3 * PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	(void)env_path_remove(env, path);	/* what stays, stays */
+	return 0;
+}
+
+/* Empty dir's log/ and tmp/, then dir itself, and remove it: what a
+ * server's directory holds. */
+static int
+server_dir_remove(struct env *env, const char *dir)
+{
+	static const char *const subs[] = { "log", "tmp" };
+	char path[2 * PATH_MAX + 8];
+	void *arg[2] = { path, env };
+	int rc;
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, subs[i]);
+		if (env_path_exists(env, path) &&
+		    (rc = env_dir_list(env, path, entry_remove, arg)) < 0)
+			return rc;
+	}
+	snprintf(path, sizeof(path), "%s", dir);
+	if ((rc = env_dir_list(env, path, entry_remove, arg)) < 0)
+		return rc;
+	return env_path_remove(env, dir);
+}
+
+/*
+ * Once every tablet is served by a live server, recovered from every
+ * log it had records in (a round that found no tablet to give out, and
+ * no silent server), the directories of the servers that are not live
+ * hold nothing any tablet needs: remove them, and release the file
+ * numbers the root gave them (CATALOG_SERVER_GONE) so that its sweep
+ * collects what they never named.  STORE/log is left, for an embedded
+ * open.
+ */
+static void
+dead_dirs_collect(const struct tabletd_assign *a)
+{
+	Tabletfs__CatalogRequest req = TABLETFS__CATALOG_REQUEST__INIT;
+	struct dead_dirs dirs;
+	char dir[2 * PATH_MAX], entry[PATH_MAX], name[PATH_MAX], *p;
+	int64_t now = rpc_now_ns();
+	bool removed = false;
+
+	if (dead_dirs_list(a, &dirs) < 0)
+		goto out;
+	req.caller = (char *)MASTER_CALLER;
+	for (size_t i = 1; i < dirs.count; i++) {	/* [0]: "log" */
+		/* "servers/HOST_PORT.EPOCH/log" */
+		snprintf(entry, sizeof(entry), "%s", dirs.dirs[i] +
+		    sizeof(TABLETD_SERVERS_DIR));
+		if ((p = strrchr(entry, '/')) != NULL)
+			*p = '\0';
+		snprintf(dir, sizeof(dir), "%s/" TABLETD_SERVERS_DIR "/%s",
+		    a->storage_path, entry);
+		dir_entry_name(entry, name, sizeof(name));
+		req.name = name;
+		if (tabletd_call(a->root, a->secret,
+		    TABLETFS__METHOD__CATALOG_SERVER_GONE, &req.base,
+		    now + a->connect_ns, now + CATALOG_DEADLINE_NS, NULL,
+		    NULL) < 0 || server_dir_remove(a->env, dir) < 0) {
+			tabletd_log("removing %s: %s", dir, bt_error_detail());
+			continue;
+		}
+		tabletd_log("removed %s: no tablet needs its log", dir);
+		removed = true;
+	}
+	if (removed) {
+		snprintf(dir, sizeof(dir), "%s/" TABLETD_SERVERS_DIR,
+		    a->storage_path);
+		(void)env_dir_sync(a->env, dir);
+	}
+out:
+	dead_dirs_free(&dirs);
 }
 
 static int
@@ -380,8 +474,11 @@ tabletd_assign_round(const struct tabletd_assign *a)
 		else if (!silent_holds(a, s != NULL ? s : ""))
 			orphans++;
 	}
-	if (orphans == 0 && !a->rebuild)
+	if (orphans == 0 && !a->rebuild) {
+		if (a->silent_count == 0)
+			dead_dirs_collect(a);
 		goto balance;
+	}
 	if ((rc = dead_dirs_list(a, &dirs)) < 0)
 		goto out;
 	for (size_t i = 0; i < all->n_tablets; i++) {
@@ -393,8 +490,8 @@ tabletd_assign_round(const struct tabletd_assign *a)
 		if (l == NULL && !silent_holds(a, t->server != NULL ?
 		    t->server : ""))
 			(void)tablet_reassign(a, t, &dirs);
-		else if (a->rebuild && (trc = tablet_recover(a, l, t,
-		    &dirs)) < 0 && trc != -EBUSY)
+		else if (l != NULL && a->rebuild && (trc = tablet_recover(a,
+		    l, t, &dirs)) < 0 && trc != -EBUSY)
 			tabletd_log("tablet %" PRIu64 " of %s at %s: %s",
 			    t->tablet_id, t->table, l->name,
 			    bt_error_detail());

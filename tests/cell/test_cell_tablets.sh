@@ -7,7 +7,8 @@
 # recovered by the others from its log within the session timeout + 5 s
 # (tabletctl tablets names the server of each tablet), the table answers again,
 # and every write acknowledged before, during and after reads back, no
-# row torn.  CELL_ROUNDS sets the kills (1 here; the long form runs 10,
+# row torn; the dead server's directory is removed once no tablet needs
+# its log.  CELL_ROUNDS sets the kills (1 here; the long form runs 10,
 # each victim replaced by a new server).
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -111,6 +112,13 @@ for round in $(seq "$ROUNDS"); do
 	until ctl set t "probe-$round" f:a=x f:b=x 2>/dev/null; do
 		[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 2)) ] ||
 		    fail "round $round: the table does not answer"
+	done
+	# Its directory goes once no tablet needs its log.
+	vdir=$(echo "$address" | tr : _)
+	while ls "$C/storage/servers" | grep -q "^$vdir\."; do
+		[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 2)) ] ||
+		    fail "round $round: servers/$vdir.* is still there"
+		sleep 0.1
 	done
 	cell_server_start "$next"
 	next=$((next + 1))
