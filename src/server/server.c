@@ -421,6 +421,8 @@ server_open(const char *path, const struct server_options *opts,
 	if (s->cell && ((rc = server_cell_dirs_make(s, path)) < 0 ||
 	    (rc = server_cell_log_check(s)) < 0))
 		goto out_close;
+	if (!s->cell && (rc = server_cell_logs_pending(s, path)) < 0)
+		goto out_close;
 	/* Before anything writes: a full disk gives up the reserve. */
 	if ((rc = server_space_open(s)) < 0)
 		goto out_close;

@@ -150,6 +150,61 @@ server_cell_log_check(struct server *s)
 	return 0;
 }
 
+struct logs_pending {
+	struct server *s;
+	const char *servers;
+	size_t segments;
+	char first[256];
+};
+
+static int
+logs_pending_one(void *arg, const char *name)
+{
+	struct logs_pending *lp = arg;
+	uint64_t *segments = NULL;
+	size_t count = 0;
+	char *log;
+	int rc;
+
+	if ((log = bt_malloc(strlen(lp->servers) + strlen(name) + 8)) == NULL)
+		return -ENOMEM;
+	sprintf(log, "%s/%s/log", lp->servers, name);
+	rc = env_path_exists(lp->s->env, log) ? log_list_segments(lp->s->env,
+	    log, &segments, &count) : 0;
+	bt_free(log);
+	bt_free(segments);
+	if (rc < 0)
+		return rc;
+	if (count > 0 && lp->segments == 0)
+		snprintf(lp->first, sizeof(lp->first), "%s", name);
+	lp->segments += count;
+	return 0;
+}
+
+int
+server_cell_logs_pending(struct server *s, const char *path)
+{
+	struct logs_pending lp = { .s = s };
+	char *servers;
+	int rc = 0;
+
+	assert(!s->cell);
+	if ((servers = bt_malloc(strlen(path) + sizeof("/servers"))) == NULL)
+		return -ENOMEM;
+	sprintf(servers, "%s/servers", path);
+	lp.servers = servers;
+	if (env_path_exists(s->env, servers) &&
+	    (rc = env_dir_list(s->env, servers, logs_pending_one, &lp)) == 0 &&
+	    lp.segments > 0)
+		rc = bt_error_set(-EBUSY, "%s: the commit logs of a cell's "
+		    "tablet servers (%zu segments, servers/%s/log and others) "
+		    "hold writes that no SSTable has yet: serve the store as "
+		    "a cell again (tabletd), whose master recovers them", path,
+		    lp.segments, lp.first);
+	bt_free(servers);
+	return rc;
+}
+
 /* The index of tablet id in m, or m->count. */
 static size_t
 map_find_id(const struct tablet_map *m, uint64_t id)

@@ -428,6 +428,10 @@ int server_cell_options_check(const struct server_options *o);
 int server_cell_dirs_make(struct server *s, const char *path);
 /* 0, or -EEXIST when the server's log/ holds segments (server.h). */
 int server_cell_log_check(struct server *s);
+/* An embedded open of a cell's storage: -EBUSY, saying so, when a
+ * server's log under path/servers/ holds segments (writes that only the
+ * cell's recovery puts back). */
+int server_cell_logs_pending(struct server *s, const char *path);
 /* Whether t's current map has tablet id. */
 bool server_cell_table_knows(struct server_table *t, uint64_t id);
 /*
