@@ -231,6 +231,43 @@ cell_check_acked() {
 	echo "$ca_n"
 }
 
+# A writer loop of two columns a row: writer N sets f:a and f:b of rows
+# wN-1, wN-2, ... in one mutation each (a torn row would show one of
+# them) until $T/stop exists, and appends each acknowledged one with its
+# value to $T/acked.N.
+cell_pair_writer() {
+	n=0
+	: >"$T/acked.$1"
+	while [ ! -e "$T/stop" ]; do
+		n=$((n + 1))
+		if ctl set t "w$1-$n" "f:a=v$1-$n" "f:b=v$1-$n" \
+		    2>>"$T/writer.err"; then
+			printf 'w%s-%s\tv%s-%s\n' "$1" "$n" "$1" "$n" \
+			    >>"$T/acked.$1"
+		fi
+	done
+}
+
+# Every write of the cell_pair_writer()s must be in table t with both
+# of its columns: fails naming the lost or torn ones.  Prints how many
+# there were.
+cell_check_acked_pairs() {
+	cp_n=$(cat "$T"/acked.* | wc -l)
+	[ "$cp_n" -gt 0 ] || fail "no write was acknowledged"
+	cat "$T"/acked.* |
+	    awk -F '\t' '{ print $1 "\ta\t" $2; print $1 "\tb\t" $2 }' |
+	    sort >"$T/acked"
+	ctl export t |
+	    awk -F '\t' 'NF == 5 && $2 == "f" { print $1 "\t" $3 "\t" $5 }' |
+	    sort >"$T/stored"
+	cp_missing=$(comm -23 "$T/acked" "$T/stored" | wc -l)
+	if [ "$cp_missing" -ne 0 ]; then
+		comm -23 "$T/acked" "$T/stored" | head >&2
+		fail "$cp_missing cells of $cp_n acknowledged writes are lost or torn"
+	fi
+	echo "$cp_n"
+}
+
 # The number of acknowledged writes so far.
 cell_acked_count() {
 	cat "$T"/acked.* 2>/dev/null | wc -l

@@ -17,19 +17,6 @@ fi
 cell_start 3
 ctl createtable t families=f
 
-writer() {
-	n=0
-	while [ ! -e "$T/stop" ]; do
-		n=$((n + 1))
-		# Two columns in one mutation: a torn row would show one.
-		if ctl set t "w$1-$n" "f:a=v$1-$n" "f:b=v$1-$n" \
-		    2>>"$T/writer.err"; then
-			printf 'w%s-%s\tv%s-%s\n' "$1" "$n" "$1" "$n" \
-			    >>"$T/acked.$1"
-		fi
-	done
-}
-
 reader() {
 	while [ ! -e "$T/stop" ]; do
 		ctl count t >/dev/null 2>&1 || :
@@ -37,8 +24,7 @@ reader() {
 }
 
 for i in 1 2 3 4; do
-	: >"$T/acked.$i"
-	cell_spawn writer "$i"
+	cell_spawn cell_pair_writer "$i"
 done
 for i in 1 2; do
 	cell_spawn reader
@@ -69,17 +55,6 @@ for round in $(seq "$ROUNDS"); do
 done
 cell_spawned_stop
 
-acked=$(cat "$T"/acked.* | wc -l)
-[ "$acked" -gt 0 ] || fail "no write was acknowledged"
-# Each acknowledged row with both of its columns.
-cat "$T"/acked.* | awk -F '\t' '{ print $1 "\ta\t" $2; print $1 "\tb\t" $2 }' |
-    sort >"$T/acked"
-ctl export t | awk -F '\t' 'NF == 5 && $2 == "f" { print $1 "\t" $3 "\t" $5 }' |
-    sort >"$T/stored"
-missing=$(comm -23 "$T/acked" "$T/stored" | wc -l)
-if [ "$missing" -ne 0 ]; then
-	comm -23 "$T/acked" "$T/stored" | head >&2
-	fail "$missing cells of $acked acknowledged writes are lost or torn"
-fi
+acked=$(cell_check_acked_pairs)
 echo "all $acked acknowledged writes read back after $ROUNDS kills"
 cell_ok=1

@@ -59,21 +59,9 @@ wait_balanced 3
 echo "six tablets spread over three servers: $(awk '{ print $2 }' \
     "$T/assigned" | sort | uniq -c | awk '{ print $1 }' | tr '\n' ' ')"
 
-# Rows in every tablet, and two columns a row: a torn row shows one.
-writer() {
-	n=0
-	: >"$T/acked.$1"
-	while [ ! -e "$T/stop" ]; do
-		n=$((n + 1))
-		if ctl set t "w$1-$n" "f:a=v$1-$n" "f:b=v$1-$n" \
-		    2>>"$T/writer.err"; then
-			printf 'w%s-%s\tv%s-%s\n' "$1" "$n" "$1" "$n" \
-			    >>"$T/acked.$1"
-		fi
-	done
-}
+# Rows in every tablet, two columns a row.
 for i in 1 2 3 4; do
-	cell_spawn writer "$i"
+	cell_spawn cell_pair_writer "$i"
 done
 
 next=4
@@ -128,17 +116,7 @@ done
 sleep 1
 cell_spawned_stop
 
-acked=$(cat "$T"/acked.* | wc -l)
-[ "$acked" -gt 0 ] || fail "no write was acknowledged"
-cat "$T"/acked.* | awk -F '\t' '{ print $1 "\ta\t" $2; print $1 "\tb\t" $2 }' |
-    sort >"$T/acked"
-ctl export t | awk -F '\t' 'NF == 5 && $2 == "f" { print $1 "\t" $3 "\t" $5 }' |
-    sort >"$T/stored"
-missing=$(comm -23 "$T/acked" "$T/stored" | wc -l)
-if [ "$missing" -ne 0 ]; then
-	comm -23 "$T/acked" "$T/stored" | head >&2
-	fail "$missing cells of $acked acknowledged writes are lost or torn"
-fi
+acked=$(cell_check_acked_pairs)
 echo "all $acked acknowledged writes read back after $ROUNDS kills"
 
 # kill -9 of every process: an embedded open of the storage is refused
