@@ -267,7 +267,8 @@ table_create_txn(struct catalog *c, const char *name,
 	for (size_t i = 0; i < family_count; i++)
 		if ((rc = family_insert(c, name, id, &families[i])) < 0)
 			return rc;
-	if ((rc = tablets_insert(c, id, splits, split_count)) < 0)
+	if ((rc = tablets_insert(c, id, splits, split_count)) < 0 ||
+	    (rc = catalog_schema_version_raise(c)) < 0)
 		return rc;
 	*idp = id;
 	return 0;
@@ -279,9 +280,9 @@ static int prepare_run(struct catalog *c, const struct catalog_prepare *prep,
 /*
  * A change to an existing table: unless table's name is bad or check_rc
  * (the caller's checks of its other arguments) is an error, run
- * change(c, table, id, arg) in a write transaction on the table's id, then
- * prep on the table as changed (prepare_run; prep may be NULL).  -ENOENT
- * when the table is absent.
+ * change(c, table, id, arg) in a write transaction on the table's id,
+ * raise the schema version, then run prep on the table as changed
+ * (prepare_run; prep may be NULL).  -ENOENT when the table is absent.
  */
 static int
 table_change(struct catalog *c, const char *table, int check_rc,
@@ -298,8 +299,9 @@ table_change(struct catalog *c, const char *table, int check_rc,
 		return check_rc;
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
-	if ((rc = table_id_for_change(c, table, &id)) >= 0)
-		rc = change(c, table, id, arg);
+	if ((rc = table_id_for_change(c, table, &id)) >= 0 &&
+	    (rc = change(c, table, id, arg)) >= 0)
+		rc = catalog_schema_version_raise(c);
 	return catalog_end(c, prepare_run(c, prep, table, rc));
 }
 
