@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "catalog/catalog_int.h"
+#include "catalog/format.h"
 #include "util/alloc.h"
 #include "util/error.h"
 
@@ -258,6 +259,14 @@ table_create_txn(struct catalog *c, const char *name,
 	if ((rc = catalog_exec(c, st)) < 0)
 		return rc;
 	id = (uint64_t)sqlite3_last_insert_rowid(c->db);
+	st = catalog_stmt(c, STMT_META_SET);
+	if ((rc = catalog_bind(c, st, "tu", CATALOG_META_LAST_TABLE_ID,
+	    id)) < 0) {
+		catalog_stmt_done(st);
+		return rc;
+	}
+	if ((rc = catalog_exec(c, st)) < 0)
+		return rc;
 	for (size_t i = 0; i < group_count; i++)
 		if ((rc = group_write(c, STMT_GROUP_UPSERT, id,
 		    &groups[i])) < 0)
