@@ -35,8 +35,8 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	    "SELECT id, name, tablet_size, uid, gid, mode FROM tables"
 	    " WHERE id = ?1",
 	[STMT_TABLE_INSERT] =
-	    "INSERT INTO tables (name, tablet_size, uid, gid, mode)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5)",
+	    "INSERT INTO tables (id, name, tablet_size, uid, gid, mode)"
+	    " VALUES (" CATALOG_TABLE_ID_NEXT_SQL ", ?1, ?2, ?3, ?4, ?5)",
 	[STMT_TABLE_DELETE] = "DELETE FROM tables WHERE id = ?1",
 	[STMT_TABLE_LIST] = "SELECT name FROM tables ORDER BY name",
 	[STMT_GROUP_LIST] =

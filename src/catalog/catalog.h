@@ -183,6 +183,7 @@ struct catalog_remote_ops {
 	    const uint64_t *removed, size_t removed_count,
 	    uint64_t flushed_seq);
 	int (*file_is_live)(void *arg, uint64_t number);
+	int (*schema_version)(void *arg, uint64_t *version);
 	void (*close)(void *arg);
 };
 
@@ -348,6 +349,21 @@ struct catalog_ingest {
  */
 #define CATALOG_META_LAST_SEQ	"last_seq"
 #define CATALOG_META_LAST_STAMP	"last_stamp"
+
+/*
+ * The schema version: a counter that every schema change
+ * (catalog_table_create(), _create_as(), catalog_table_drop(),
+ * catalog_family_create(), _drop(), _set_gc(), catalog_group_set(),
+ * catalog_access_set()) raises by one in its own transaction, so that
+ * it changes whenever a table's schema, access or existence does; 0 for
+ * a catalog that never had one (meta CATALOG_META_SCHEMA_VERSION; no
+ * format change).  Tablet changes (splits, merges, flushes, assignment)
+ * leave it alone.  A tablet server with a remote catalog polls it and
+ * reads its tables again when it moved (docs/design.md section 5).  A
+ * remote catalog serves it (CATALOG_SCHEMA_VERSION).
+ */
+#define CATALOG_META_SCHEMA_VERSION	"schema_version"
+int catalog_schema_version(struct catalog *c, uint64_t *version);
 
 /*
  * Record a bulk load (docs/design.md section 8) in one transaction: each

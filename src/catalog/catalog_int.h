@@ -230,6 +230,12 @@ int catalog_location_walk_txn(struct catalog *c, uint64_t table_id,
 int catalog_pending_named(struct catalog *c, uint64_t number);
 
 
+/* ---- The schema version (catalog_version.c) ---- */
+
+/* Raise CATALOG_META_SCHEMA_VERSION by one, inside the write transaction
+ * of a schema change. */
+int catalog_schema_version_raise(struct catalog *c);
+
 /* ---- Remote catalogs (catalog_remote.c) ---- */
 
 /* -EOPNOTSUPP with the detail that a remote catalog serves only the

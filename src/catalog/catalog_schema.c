@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "catalog/catalog_int.h"
+#include "catalog/format.h"
 #include "util/alloc.h"
 #include "util/error.h"
 
@@ -258,6 +259,14 @@ table_create_txn(struct catalog *c, const char *name,
 	if ((rc = catalog_exec(c, st)) < 0)
 		return rc;
 	id = (uint64_t)sqlite3_last_insert_rowid(c->db);
+	st = catalog_stmt(c, STMT_META_SET);
+	if ((rc = catalog_bind(c, st, "tu", CATALOG_META_LAST_TABLE_ID,
+	    id)) < 0) {
+		catalog_stmt_done(st);
+		return rc;
+	}
+	if ((rc = catalog_exec(c, st)) < 0)
+		return rc;
 	for (size_t i = 0; i < group_count; i++)
 		if ((rc = group_write(c, STMT_GROUP_UPSERT, id,
 		    &groups[i])) < 0)
@@ -267,7 +276,8 @@ table_create_txn(struct catalog *c, const char *name,
 	for (size_t i = 0; i < family_count; i++)
 		if ((rc = family_insert(c, name, id, &families[i])) < 0)
 			return rc;
-	if ((rc = tablets_insert(c, id, splits, split_count)) < 0)
+	if ((rc = tablets_insert(c, id, splits, split_count)) < 0 ||
+	    (rc = catalog_schema_version_raise(c)) < 0)
 		return rc;
 	*idp = id;
 	return 0;
@@ -279,9 +289,9 @@ static int prepare_run(struct catalog *c, const struct catalog_prepare *prep,
 /*
  * A change to an existing table: unless table's name is bad or check_rc
  * (the caller's checks of its other arguments) is an error, run
- * change(c, table, id, arg) in a write transaction on the table's id, then
- * prep on the table as changed (prepare_run; prep may be NULL).  -ENOENT
- * when the table is absent.
+ * change(c, table, id, arg) in a write transaction on the table's id,
+ * raise the schema version, then run prep on the table as changed
+ * (prepare_run; prep may be NULL).  -ENOENT when the table is absent.
  */
 static int
 table_change(struct catalog *c, const char *table, int check_rc,
@@ -298,8 +308,9 @@ table_change(struct catalog *c, const char *table, int check_rc,
 		return check_rc;
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
-	if ((rc = table_id_for_change(c, table, &id)) >= 0)
-		rc = change(c, table, id, arg);
+	if ((rc = table_id_for_change(c, table, &id)) >= 0 &&
+	    (rc = change(c, table, id, arg)) >= 0)
+		rc = catalog_schema_version_raise(c);
 	return catalog_end(c, prepare_run(c, prep, table, rc));
 }
 

@@ -27,7 +27,9 @@
  *               be named by more than one tablet (children of a split share
  *               their parent's files)
  *     meta      store-wide counters, key -> integer; CATALOG_META_LAST_NUMBER
- *               is the last file number handed out
+ *               is the last file number handed out, "last_table_id" the
+ *               highest table id ever given (table ids are never reused),
+ *               "schema_version" raised by every schema change (catalog.h)
  *     pending_files  (version 5) file numbers handed to another tablet
  *               server that no tablet names yet, with that server's name
  * Removing a table removes its groups, families, tablets and their file rows
@@ -116,6 +118,18 @@
 	"(SELECT max(coalesce((SELECT max(id) FROM tablets), 0)," \
 	" coalesce((SELECT value FROM meta WHERE key = 'last_tablet_id'), 0))" \
 	" + 1)"
+
+/* The id of a new table: above every id ever used, as for tablets, so
+ * that a table dropped and made again under its name has another id
+ * (a tablet server's log, replayed by table id and row, must never put
+ * the old table's records in the new one).  meta CATALOG_META_LAST_TABLE_ID
+ * holds the highest given; a catalog from before it has none, and its
+ * next id is above the tables it has (no format change). */
+#define CATALOG_META_LAST_TABLE_ID "last_table_id"
+#define CATALOG_TABLE_ID_NEXT_SQL \
+	"(SELECT max(coalesce((SELECT max(id) FROM tables), 0)," \
+	" coalesce((SELECT value FROM meta WHERE key = '" \
+	CATALOG_META_LAST_TABLE_ID "'), 0)) + 1)"
 
 /* The version-1 schema, unchanged; version 2 adds CATALOG_SCHEMA_V2_SQL
  * (below), which is also the whole upgrade from version 1. */

@@ -379,6 +379,7 @@ server_open(const char *path, const struct server_options *opts,
 	mutex_init(&s->work_mu);
 	mutex_init(&s->bg_mu);
 	mutex_init(&s->space_mu);
+	server_cell_poll_init(s);
 	pthread_cond_init(&s->bg_cv, NULL);
 	pthread_cond_init(&s->bg_done_cv, NULL);
 	for (size_t i = 0; i < ROW_LOCKS; i++)
@@ -591,6 +592,7 @@ server_close(struct server *s)
 	mutex_destroy(&s->work_mu);
 	mutex_destroy(&s->bg_mu);
 	mutex_destroy(&s->space_mu);
+	server_cell_poll_release(s);
 	pthread_cond_destroy(&s->bg_cv);
 	pthread_cond_destroy(&s->bg_done_cv);
 	bt_free(s);

@@ -473,6 +473,21 @@ uint64_t server_last_seq(struct server *s);
  * the root's server of a cell serves to the other tablet servers
  * (tabletd/service_catalog.c).  Thread-safe, as every catalog call. */
 struct catalog *server_catalog(struct server *s);
+/*
+ * On a cell's server whose catalog is remote: ask the catalog's schema
+ * version (catalog_schema_version()) and, when it moved since the last
+ * poll (or a flush found a tablet gone from the catalog), read every
+ * table this server knows again (docs/design.md section 5, "Tablets one
+ * by one"): schema changes made at the root's server take effect here
+ * (families dropped, GC policies, groups, access), and a table dropped
+ * there is discarded here, its tablets no longer served and their
+ * memtables dropped unflushed.  The background thread does this about
+ * once a second; this call does it now.  0 (also on a local catalog:
+ * nothing to do), or the catalog's error, the version then not taken,
+ * so that the next poll tries again.  Thread-safe; not with work_mu
+ * held.
+ */
+int server_schema_poll(struct server *s);
 /* The figures of the filesystem holding the store, through its env
  * (env_path_space(); bt_store_space).  0 or the env's error. */
 int server_space_measure(struct server *s, struct env_space *out);

@@ -142,6 +142,7 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 			struct tablet *t = m->tablets[j];
 
 			rc = tablet_flush(t, false);
+			server_cell_poll_note(s, rc);
 			flush_failed |= rc < 0;
 			freed |= rc == 0;
 			rc = background_idle(s, t, idle_pending);
@@ -150,6 +151,7 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 			flush_failed |= rc < 0;
 			if (tablet_needs_compaction(t)) {
 				rc = tablet_compact(t, false, server_now(s));
+				server_cell_poll_note(s, rc);
 				if (rc < 0 && first == 0)
 					first = rc;
 				freed = true;
@@ -162,6 +164,7 @@ background_round(struct server *s, bool trim, bool *idle_pending,
 	}
 	*flush_error = flush_failed ?
 	    flush_frozen(tables, count, &freed) : 0;
+	server_cell_poll_note(s, *flush_error);
 	if (*flush_error < 0 && first == 0)
 		first = *flush_error;
 	server_tables_snapshot_free(tables, count);
@@ -226,6 +229,9 @@ background_main(void *arg)
 		s->bg_wanted = false;
 		s->bg_begun++;
 		mutex_unlock(&s->bg_mu);
+		/* Before work_mu: its RPCs would hold up loads and writes
+		 * that read a table again. */
+		server_cell_poll_tick(s);
 		mutex_lock(&s->work_mu);
 		idle_soon = false;
 		rc = background_round(s, trim, &idle_soon, &flush_rc);

@@ -230,13 +230,16 @@ server_cell_table_knows(struct server_table *t, uint64_t id)
  * A table read again: its new schema and access, and its new map (each
  * tablet of it kept from the old map when the catalog has it with the
  * same id and range, else opened not served), with the schema changes
- * of the kept tablets prepared; built before anything is installed.
+ * of the kept tablets prepared, and the tablets served here that the
+ * catalog no longer has, to discard; built before anything is installed.
  */
 struct refresh {
 	struct tablet_schema *schema;
 	struct server_access *access;
 	struct tablet_map *map;
 	struct tablet_schema_change **changes;	/* of map, NULL: none */
+	struct tablet **gone;			/* referenced */
+	size_t gone_count;
 };
 
 static void
@@ -247,6 +250,9 @@ refresh_release(struct refresh *r)
 	    i < r->map->count; i++)
 		tablet_schema_change_free(r->changes[i]);
 	bt_free(r->changes);
+	for (size_t i = 0; i < r->gone_count; i++)
+		tablet_unref(r->gone[i]);
+	bt_free(r->gone);
 	server_tablet_map_unref(r->map);
 	bt_free(r->access);
 	tablet_schema_unref(r->schema);
@@ -260,6 +266,23 @@ tablet_same(struct tablet *tab, const struct catalog_tablet *ct)
 	    slice_equal(tablet_end(tab), buf_slice(&ct->end));
 }
 
+/* The index of tablet id in cts, or n. */
+static size_t
+rows_find_id(const struct catalog_tablet *cts, size_t n, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < n && cts[i].id != id; i++)
+		;
+	return i;
+}
+
+/*
+ * A served tablet that the catalog no longer has (its table dropped, or
+ * given to another server and split or merged there) goes to r->gone,
+ * to be discarded; one that the catalog has with another range cannot
+ * be, since only this server splits or merges what it serves.
+ */
 static int
 refresh_build(struct server *s, struct server_table *t,
     const struct tablet_map *old, const struct catalog_table *ct,
@@ -276,10 +299,21 @@ refresh_build(struct server *s, struct server_table *t,
 	    (rc = server_access_new(ct, &r->access)) < 0)
 		return rc;
 	if ((r->map = server_tablet_map_new(n)) == NULL ||
-	    (r->changes = bt_calloc(n + 1, sizeof(*r->changes))) == NULL)
+	    (r->changes = bt_calloc(n + 1, sizeof(*r->changes))) == NULL ||
+	    (r->gone = bt_calloc(old->count + 1, sizeof(*r->gone))) == NULL)
 		return -ENOMEM;
-	for (size_t i = 0; i < old->count; i++)
-		served += tablet_serving(old->tablets[i]);
+	for (size_t i = 0; i < old->count; i++) {
+		struct tablet *tab = old->tablets[i];
+
+		if (!tablet_serving(tab))
+			continue;
+		if (rows_find_id(cts, n, tablet_id(tab)) < n) {
+			served++;
+		} else {
+			tablet_ref(tab);
+			r->gone[r->gone_count++] = tab;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		size_t k = map_find_id(old, cts[i].id);
 		struct tablet **tab = &r->map->tablets[i];
@@ -333,6 +367,9 @@ refresh_install(struct server *s, struct server_table *t, struct refresh *r)
 	/* As a schema change that memory could not follow. */
 	if (rc < 0 && s->broken == 0)
 		s->broken = rc;
+	/* In the apply turn: no write group is applying to them. */
+	for (size_t i = 0; i < r->gone_count; i++)
+		tablet_serving_stop(r->gone[i]);
 	mutex_unlock(&s->apply_mu);
 	r->map = NULL;
 	r->schema = NULL;
@@ -386,9 +423,34 @@ table_refresh_locked(struct server *s, struct server_table *t,
 	return rc;
 }
 
+/*
+ * Discard t, which the catalog no longer has: writes that still hold it
+ * fail (dropped), its tablets stop serving, and their memtables go with
+ * the last reference, unflushed (the data was dropped; what of it is in
+ * this server's log no tablet replays, as no tablet names its table).
+ * Writers of it waiting for memtable room leave.  Caller holds work_mu.
+ */
+static void
+table_discard(struct server *s, struct server_table *t)
+{
+	struct tablet_map *m;
+
+	mutex_assert_held(&s->work_mu);
+	atomic_store(&t->dropped, true);
+	mutex_lock(&s->apply_mu);
+	m = server_table_map_locked(s, t);
+	for (size_t i = 0; i < m->count; i++)
+		tablet_serving_stop(m->tablets[i]);
+	mutex_unlock(&s->apply_mu);
+	mutex_lock(&s->bg_mu);
+	pthread_cond_broadcast(&s->bg_done_cv);
+	mutex_unlock(&s->bg_mu);
+}
+
 /* Add t (the caller's reference) to the registry, in place of a table of
  * the same name that the catalog no longer has (dropped and made again
- * at the root's server), which is then as dropped here. */
+ * at the root's server), which is then discarded here (table_discard).
+ * Caller holds work_mu. */
 static int
 table_add(struct server *s, struct server_table *t)
 {
@@ -405,10 +467,34 @@ table_add(struct server *s, struct server_table *t)
 		rc = server_tables_add_locked(s, t);
 	mutex_unlock(&s->tables_mu);
 	if (gone != NULL) {
-		atomic_store(&gone->dropped, true);
+		table_discard(s, gone);
 		server_table_unref(gone);
 	}
 	return rc;
+}
+
+/* Put the catalog's table ct, its tablets not served, in the registry
+ * in place of the table of its name (table_add); *out referenced.
+ * Caller holds work_mu. */
+static int
+table_replace(struct server *s, const struct catalog_table *ct,
+    const struct catalog_tablet *cts, size_t n, struct server_table **out)
+{
+	struct server_table *t = NULL;
+	int rc;
+
+	mutex_assert_held(&s->work_mu);
+	if ((rc = server_table_build(s, ct, cts, n, SERVER_TABLETS_UNSERVED,
+	    &t)) < 0)
+		return rc;
+	atomic_fetch_add(&t->refs, 1);	/* the registry's */
+	if ((rc = table_add(s, t)) < 0) {
+		atomic_fetch_sub(&t->refs, 1);
+		server_table_unref(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
 }
 
 int
@@ -431,14 +517,8 @@ server_cell_table_reread(struct server *s, const char *name,
 	} else {
 		server_table_unref(t);
 		t = NULL;
-		if ((rc = server_table_build(s, ct, cts, n,
-		    SERVER_TABLETS_UNSERVED, &t)) < 0)
+		if ((rc = table_replace(s, ct, cts, n, &t)) < 0)
 			goto out;
-		atomic_fetch_add(&t->refs, 1);	/* the registry's */
-		if ((rc = table_add(s, t)) < 0) {
-			atomic_fetch_sub(&t->refs, 1);
-			goto out;
-		}
 	}
 	*out = t;
 	t = NULL;
@@ -452,22 +532,7 @@ out:
 int
 server_cell_table_refresh(struct server *s, struct server_table *t)
 {
-	struct catalog_tablet *cts = NULL;
-	struct catalog_table *ct = NULL;
-	size_t n = 0;
-	int rc;
-
-	mutex_assert_not_held(&s->work_mu);
-	assert(s->catalog_remote);
-	/* Read before work_mu, which an RPC would hold up. */
-	if ((rc = catalog_read(s, t->name, t->id, &ct, &cts, &n)) < 0)
-		return rc;
-	mutex_lock(&s->work_mu);
-	rc = table_refresh_locked(s, t, ct, cts, n);
-	mutex_unlock(&s->work_mu);
-	catalog_tablets_free(cts, n);
-	catalog_table_free(ct);
-	return rc;
+	return server_cell_table_sync(s, t);
 }
 
 int
@@ -485,5 +550,92 @@ server_cell_tablets_assign(struct server *s, struct server_table *t)
 		rc = bt_error_set(rc, "table %s: made, but its tablets are "
 		    "not all assigned to %s: %s", t->name, s->name,
 		    bt_error_detail());
+	return rc;
+}
+
+/* Take t out of the registry, if it is still there, and discard it
+ * (table_discard).  Caller holds work_mu.  Returns 0. */
+static int
+table_remove(struct server *s, struct server_table *t)
+{
+	bool found = false;
+
+	mutex_assert_held(&s->work_mu);
+	mutex_lock(&s->tables_mu);
+	for (size_t i = 0; i < s->table_count && !found; i++)
+		if (s->tables[i] == t) {
+			s->tables[i] = s->tables[--s->table_count];
+			found = true;
+		}
+	mutex_unlock(&s->tables_mu);
+	if (found) {
+		table_discard(s, t);
+		server_table_unref(t);	/* the registry's */
+	}
+	return 0;
+}
+
+/* How often server_cell_table_sync() reads the catalog again when t's
+ * tablets changed while it read. */
+#define SYNC_TRIES 3
+
+/*
+ * One try of server_cell_table_sync(): the catalog read before work_mu
+ * (an RPC would hold it up), applied under it only if t's map is still
+ * the one from before the read (else -EAGAIN): a tablet loaded or split
+ * here meanwhile must not be taken for one the catalog dropped.
+ */
+static int
+table_sync_once(struct server *s, struct server_table *t)
+{
+	struct tablet_map *before = server_table_map(t), *now;
+	struct catalog_tablet *cts = NULL;
+	struct catalog_table *ct = NULL;
+	struct server_table *made = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = catalog_table_get(s->catalog, t->name, &ct);
+	if (rc == 0 && (rc = catalog_tablets_list(s->catalog, ct->id, &cts,
+	    &n)) == BT_NOTFOUND) {
+		catalog_table_free(ct);		/* dropped since */
+		ct = NULL;
+	}
+	if (rc < 0)
+		goto out;
+	mutex_lock(&s->work_mu);
+	now = server_table_map(t);
+	if (now != before)
+		rc = -EAGAIN;
+	else if (atomic_load(&t->dropped))
+		rc = 0;		/* replaced meanwhile (a load's reread) */
+	else if (ct == NULL)
+		rc = table_remove(s, t);
+	else if (ct->id != t->id)
+		rc = table_replace(s, ct, cts, n, &made);
+	else
+		rc = table_refresh_locked(s, t, ct, cts, n);
+	mutex_unlock(&s->work_mu);
+	server_tablet_map_unref(now);
+	server_table_unref(made);
+out:
+	catalog_tablets_free(cts, n);
+	catalog_table_free(ct);
+	server_tablet_map_unref(before);
+	return rc;
+}
+
+int
+server_cell_table_sync(struct server *s, struct server_table *t)
+{
+	int rc = -EAGAIN;
+
+	mutex_assert_not_held(&s->work_mu);
+	assert(s->catalog_remote);
+	for (int i = 0; i < SYNC_TRIES && rc == -EAGAIN; i++)
+		rc = table_sync_once(s, t);
+	if (rc == -EAGAIN)
+		rc = bt_error_set(rc, "table %s: its tablets kept changing "
+		    "while it was read from the catalog", t->name);
 	return rc;
 }

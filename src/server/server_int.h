@@ -135,6 +135,16 @@ struct server {
 	 * catalog is another process's (server_options.catalog). */
 	bool cell;
 	bool catalog_remote;
+	/* A server with a remote catalog (server_cell_poll.c): the
+	 * catalog's schema version that every table here was read at
+	 * (0: none yet) and when it was last asked, under poll_mu, which a
+	 * poll holds throughout (taken before work_mu); poll_stale asks the
+	 * next poll to read every table again whatever the version (a flush
+	 * found its tablet gone from the catalog). */
+	struct mutex poll_mu;
+	uint64_t poll_version;
+	int64_t poll_last;
+	_Atomic bool poll_stale;
 	/* The root's server of a cell: the sweep of sst/ deletes only the
 	 * files numbered at most this, the catalog's last number as the
 	 * sweep before found it, since a live server may be writing a file
@@ -254,7 +264,8 @@ server_next_seq(struct server *s)
  * The files of src/server call one way, each only into those listed
  * before it here: the registry (server_tables.c), disk space
  * (server_space.c), the master (master.c), a cell's server
- * (server_cell.c), the log segments
+ * (server_cell.c) and its poll of the catalog (server_cell_poll.c),
+ * the log segments
  * (server_segments.c), the background thread (server_background.c), the
  * write queue (server_queue.c), reads (server_read.c), writes
  * (server_write.c); schema changes and administration
@@ -442,17 +453,48 @@ bool server_cell_table_knows(struct server_table *t, uint64_t id);
  * the registry with all its tablets not served.  *out referenced.
  * Caller holds work_mu (so that no split, merge or flush of this server
  * runs beside it).  0, -ENOENT (not in the catalog), BT_ECORRUPT (a
- * tablet served here changed in the catalog: nothing changes), or the
- * catalog's error.
+ * tablet served here changed its range in the catalog: nothing
+ * changes), or the catalog's error.  A tablet served here that the
+ * catalog no longer has is discarded (server_cell_table_sync()).
  */
 int server_cell_table_reread(struct server *s, const char *name,
     struct server_table **out);
-/* The same for t, read by its id, on a server whose catalog is remote
- * (a family made at the root's server since): takes work_mu. */
+/* The same for t on a server whose catalog is remote (a family made at
+ * the root's server since): server_cell_table_sync(). */
 int server_cell_table_refresh(struct server *s, struct server_table *t);
 /* Assign every tablet of t to this server in the catalog: a table made
  * by a cell's root server (server_table_create()). */
 int server_cell_tablets_assign(struct server *s, struct server_table *t);
+/*
+ * Bring t to what the catalog says of it now, on a server whose catalog
+ * is remote (server_cell_poll.c, after a schema change at the root's
+ * server): its schema, access and tablets as server_cell_table_reread()
+ * does, a tablet served here that the catalog no longer has discarded
+ * (it stops serving and its memtables go unflushed: its table was
+ * dropped, or another server holds it now); a table the catalog no
+ * longer has, or has under another id (dropped, maybe made again), is
+ * discarded whole, its tablets so, and replaced in the registry by the
+ * catalog's table of that name, if any, with no tablet served.  The
+ * catalog is read before work_mu, which this takes; when t's tablets
+ * changed meanwhile (a load, unload or split) it is read again.  0, or
+ * the catalog's error (nothing changes), or -EAGAIN when t kept
+ * changing.
+ */
+int server_cell_table_sync(struct server *s, struct server_table *t);
+
+/* ---- A cell's server's poll of the catalog (server_cell_poll.c) ---- */
+
+/* poll_mu and the poll's state (at open and close). */
+void server_cell_poll_init(struct server *s);
+void server_cell_poll_release(struct server *s);
+/* The background thread's poll, before each round: server_schema_poll()
+ * when about a second passed since the last or a flush asked for one;
+ * nothing on a server whose catalog is local. */
+void server_cell_poll_tick(struct server *s);
+/* A flush or compaction of a tablet failed with rc: on a server with a
+ * remote catalog, -ENOENT may be the catalog no longer having its tablet,
+ * so the next poll reads every table again (and discards it). */
+void server_cell_poll_note(struct server *s, int rc);
 
 /* ---- Replaying the log (server_replay.c) ---- */
 

@@ -451,6 +451,27 @@ op_file_is_live(void *arg, uint64_t number)
 	return rc;
 }
 
+static int
+op_schema_version(void *arg, uint64_t *version)
+{
+	struct catalog_client *cc = arg;
+	Tabletfs__CatalogRequest req = request(cc, false, 0);
+	Tabletfs__CatalogVersionReply *r = NULL;
+	int rc;
+
+	if ((rc = call(cc, M(SCHEMA_VERSION), "schema_version", &req.base,
+	    false, &tabletfs__catalog_version_reply__descriptor,
+	    (ProtobufCMessage **)&r)) < 0)
+		return rc;
+	if (!r->has_version)
+		rc = bad_reply(cc, "schema_version", bt_error_set(-EPROTO,
+		    "no version"));
+	else
+		*version = r->version;
+	msg_free(r);
+	return rc;
+}
+
 /* catalog_close(): no call is running. */
 static void
 op_close(void *arg)
@@ -475,6 +496,7 @@ static const struct catalog_remote_ops client_ops = {
 	.next_number = op_next_number,
 	.tablet_apply = op_tablet_apply,
 	.file_is_live = op_file_is_live,
+	.schema_version = op_schema_version,
 	.close = op_close,
 };
 

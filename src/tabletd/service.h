@@ -82,6 +82,8 @@
  *    "": none; -ESTALE, -ENOENT), CATALOG_ASSIGNMENTS
  *    catalog_assignments_list(), CATALOG_SERVER_GONE (name: the
  *    server, -EINVAL without) catalog_server_gone().
+ *    CATALOG_SCHEMA_VERSION is catalog_schema_version(), which a
+ *    tablet server polls to learn of schema changes.
  *  - LOCATE, on the same catalog (-EOPNOTSUPP without one): -EINVAL
  *    without a table, -ENOENT for a table that does not exist; else
  *    the tablet holding row (absent: empty) and up to count - 1 after

@@ -9,7 +9,9 @@
  * transaction that would have changed it.  CATALOG_NEXT_NUMBER is
  * catalog_next_number_for() the caller, so that the root's sweep spares
  * the file until the caller names it or the master says the caller is
- * gone (CATALOG_SERVER_GONE).  The master's CATALOG_ASSIGN and
+ * gone (CATALOG_SERVER_GONE).  CATALOG_SCHEMA_VERSION is
+ * catalog_schema_version(), which the servers poll.  The master's
+ * CATALOG_ASSIGN and
  * CATALOG_ASSIGNMENTS are catalog_tablet_assign_if() and
  * catalog_assignments_list().
  *
@@ -351,6 +353,27 @@ service_catalog_file_is_live(struct service *svc, struct slice in,
 	if ((rc = catalog_file_is_live(c, r->id)) >= 0) {
 		out.has_live = true;
 		out.live = rc == 1;
+		rc = service_pb_pack(&out.base, reply);
+	}
+	service_pb_free(&r->base);
+	return rc;
+}
+
+int
+service_catalog_schema_version(struct service *svc, struct slice in,
+    struct buf *reply)
+{
+	Tabletfs__CatalogVersionReply out =
+	    TABLETFS__CATALOG_VERSION_REPLY__INIT;
+	Tabletfs__CatalogRequest *r;
+	struct catalog *c;
+	int rc;
+
+	if ((rc = catalog_request(svc, in, "CATALOG_SCHEMA_VERSION",
+	    NEED_NOTHING, &r, &c)) < 0)
+		return rc;
+	if ((rc = catalog_schema_version(c, &out.version)) == 0) {
+		out.has_version = true;
 		rc = service_pb_pack(&out.base, reply);
 	}
 	service_pb_free(&r->base);

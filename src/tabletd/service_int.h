@@ -182,6 +182,8 @@ int service_catalog_tablet_apply(struct service *svc, struct slice req,
     struct buf *reply);
 int service_catalog_file_is_live(struct service *svc, struct slice req,
     struct buf *reply);
+int service_catalog_schema_version(struct service *svc, struct slice req,
+    struct buf *reply);
 int service_catalog_assign(struct service *svc, struct slice req,
     struct buf *reply);
 int service_catalog_assignments(struct service *svc, struct slice req,

@@ -402,6 +402,8 @@ seeds_service_catalog(void)
 	    &cr.base);
 	seed_rpc("catalog_next_number", TABLETFS__METHOD__CATALOG_NEXT_NUMBER,
 	    &cr.base);
+	seed_rpc("catalog_schema_version",
+	    TABLETFS__METHOD__CATALOG_SCHEMA_VERSION, &cr.base);
 	f.has_number = f.has_size = f.has_entry_count = f.has_max_seq = true;
 	f.number = 1000;
 	f.group = "default";
