@@ -23,7 +23,8 @@ catalog_open_remote(const struct catalog_remote_ops *ops, void *arg,
 	    ops->table_get_by_id == NULL || ops->table_list == NULL ||
 	    ops->tablets_list == NULL || ops->files_list == NULL ||
 	    ops->next_number == NULL || ops->tablet_apply == NULL ||
-	    ops->file_is_live == NULL || ops->close == NULL)
+	    ops->file_is_live == NULL || ops->tablet_replace == NULL ||
+	    ops->close == NULL)
 		return bt_error_set(-EINVAL, "catalog: a remote catalog "
 		    "needs every op");
 	if ((c = bt_calloc(1, sizeof(*c))) == NULL)
@@ -59,8 +60,8 @@ catalog_remote_refuse(struct catalog *c)
 {
 	assert(c->is_remote);
 	return bt_error_set(-EOPNOTSUPP, "catalog: a remote catalog serves "
-	    "only the reads of tables, tablets and files, file numbers and "
-	    "tablet_apply; this call is the root's server's alone");
+	    "only the reads of tables, tablets and files, file numbers, "
+	    "tablet_apply and tablet_replace; this call is the root's server's alone");
 }
 
 void

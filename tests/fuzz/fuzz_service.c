@@ -82,6 +82,8 @@ static const struct {
 	{ TABLETFS__METHOD__CATALOG_TABLET_APPLY, NULL },
 	{ TABLETFS__METHOD__CATALOG_FILE_IS_LIVE,
 	    &tabletfs__catalog_live_reply__descriptor },
+	{ TABLETFS__METHOD__CATALOG_TABLET_REPLACE,
+	    &tabletfs__catalog_replace_reply__descriptor },
 	{ TABLETFS__METHOD__CATALOG_ASSIGN, NULL },
 	{ TABLETFS__METHOD__CATALOG_ASSIGNMENTS,
 	    &tabletfs__catalog_assignments_reply__descriptor },
