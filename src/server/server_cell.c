@@ -402,13 +402,22 @@ server_cell_table_refresh(struct server *s, struct server_table *t)
 	size_t n = 0;
 	int rc;
 
+	uint64_t splits = atomic_load(&s->splits);
+
 	mutex_assert_not_held(&s->work_mu);
 	assert(s->catalog_remote);
 	/* Read before work_mu, which an RPC would hold up. */
 	if ((rc = catalog_read(s, t->name, t->id, &ct, &cts, &n)) < 0)
 		return rc;
 	mutex_lock(&s->work_mu);
-	rc = table_refresh_locked(s, t, ct, cts, n);
+	/* A split here since the read (master.c): read again. */
+	if (atomic_load(&s->splits) != splits) {
+		catalog_tablets_free(cts, n);
+		catalog_table_free(ct);
+		rc = catalog_read(s, t->name, t->id, &ct, &cts, &n);
+	}
+	if (rc == 0)
+		rc = table_refresh_locked(s, t, ct, cts, n);
 	mutex_unlock(&s->work_mu);
 	catalog_tablets_free(cts, n);
 	catalog_table_free(ct);
