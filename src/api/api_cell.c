@@ -285,6 +285,14 @@ cell_store_compact(struct cell_client *c, const char *table, bool major)
 	return CALL(c, COMPACT, &req, CELL_RETRY_ANY, NULL, NULL);
 }
 
+/*
+ * SPLIT goes to the server of row's tablet, which splits what it serves
+ * (docs/design.md section 5), as a call on the row: BT_ENOTSERVING
+ * forgets the row's tablet and locates it again.  It is retried only
+ * when certainly not sent: a split that took effect is -EEXIST when
+ * sent again, so a retry could not tell it from one that already
+ * started there.
+ */
 int
 cell_table_split(struct cell_client *c, const char *table,
     struct bt_bytes row)
@@ -294,7 +302,9 @@ cell_table_split(struct cell_client *c, const char *table,
 	req.table = cell_str(table);
 	req.has_row = true;
 	req.row = cell_bin(row);
-	return CALL(c, SPLIT, &req, CELL_RETRY_UNSENT, NULL, NULL);
+	return cell_client_call_row(c, table, slice_make(row.data, row.size),
+	    TABLETFS__METHOD__SPLIT, &req.base, CELL_RETRY_UNSENT, NULL, NULL,
+	    NULL);
 }
 
 int

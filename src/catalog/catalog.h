@@ -39,6 +39,7 @@ struct env;
 #define CATALOG_DEFAULT_TABLET_SIZE (128ull << 20)
 
 struct catalog;
+struct catalog_tablet_spec;
 
 /*
  * Who may read and write a table or a family (docs/design.md section 2,
@@ -184,6 +185,15 @@ struct catalog_remote_ops {
 	    uint64_t flushed_seq);
 	int (*file_is_live)(void *arg, uint64_t number);
 	int (*schema_version)(void *arg, uint64_t *version);
+	/* The remote process applies it as catalog_tablet_replace_as()
+	 * for the name the ops' owner was given: BT_ENOTSERVING when an
+	 * old tablet is not that server's; the new tablets are its (each
+	 * spec's server is ignored).  new_ids (count entries, may be NULL)
+	 * receives the new tablets' ids.  No prepare crosses: the caller
+	 * builds what it needs before and numbers it after. */
+	int (*tablet_replace)(void *arg, const uint64_t *old_ids,
+	    size_t old_count, const struct catalog_tablet_spec *specs,
+	    size_t count, uint64_t *new_ids);
 	void (*close)(void *arg);
 };
 
@@ -644,9 +654,28 @@ int catalog_locations_from(struct catalog *c, uint64_t table_id,
  * stop being named.  prep (NULL: none) runs inside the transaction once
  * the new tablets have their ids, before the commit (see
  * struct catalog_replace_prepare).
+ *
+ * On a remote catalog it is the remote's tablet_replace (struct
+ * catalog_remote_ops): fenced for the name its ops were given, and prep
+ * must be NULL (-EINVAL): nothing runs inside the root's transaction.
  */
 int catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
     size_t old_count, const struct catalog_tablet_spec *specs, size_t count,
+    uint64_t *new_ids, const struct catalog_replace_prepare *prep);
+/*
+ * The same for the tablet server named server, fenced as
+ * catalog_tablet_apply_as() is (docs/design.md section 5, "The catalog
+ * served"): in the replacement's own transaction every old tablet must
+ * be assigned to server, else BT_ENOTSERVING with a detail naming the
+ * tablet and its server, and nothing changes; the new tablets are
+ * assigned to server, whatever the specs say.  -EINVAL for an empty or
+ * bad name; otherwise as catalog_tablet_replace() on a local catalog.
+ * What the root's server answers CATALOG_TABLET_REPLACE with: a split
+ * by the server of the tablet.
+ */
+int catalog_tablet_replace_as(struct catalog *c, const char *server,
+    const uint64_t *old_ids, size_t old_count,
+    const struct catalog_tablet_spec *specs, size_t count,
     uint64_t *new_ids, const struct catalog_replace_prepare *prep);
 
 #endif

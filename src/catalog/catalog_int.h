@@ -214,6 +214,12 @@ int catalog_file_add(struct catalog *c, uint64_t table_id, uint64_t tablet_id,
 /* catalog_next_number()'s body, inside a write transaction. */
 int catalog_next_number_txn(struct catalog *c, uint64_t *number);
 
+/* Whether tablet_id's assigned server is server, inside a write
+ * transaction: 0, BT_ENOTSERVING with a detail, BT_NOTFOUND (no such
+ * tablet) or an error (catalog_tablet.c). */
+int catalog_tablet_server_check(struct catalog *c, uint64_t tablet_id,
+    const char *server);
+
 /* Whether a server name may be recorded: "" or 1 to CATALOG_SERVER_MAX
  * printable, non-blank bytes (catalog_location.c). */
 bool catalog_server_valid(const char *server);

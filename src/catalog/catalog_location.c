@@ -604,9 +604,11 @@ replace_insert(struct catalog *c, uint64_t table_id,
 	return 0;
 }
 
+/* The replacement's body; fenced for server unless it is NULL. */
 static int
-replace_txn(struct catalog *c, struct old_tablet *old, size_t old_count,
-    const struct catalog_tablet_spec *specs, size_t count, uint64_t *ids)
+replace_txn(struct catalog *c, const char *server, struct old_tablet *old,
+    size_t old_count, const struct catalog_tablet_spec *specs, size_t count,
+    uint64_t *ids)
 {
 	sqlite3_stmt *st;
 	uint64_t table_id = 0;
@@ -614,6 +616,10 @@ replace_txn(struct catalog *c, struct old_tablet *old, size_t old_count,
 
 	if ((rc = old_load(c, old, old_count, &table_id)) < 0)
 		return rc;
+	for (size_t i = 0; i < old_count && server != NULL; i++)
+		if ((rc = catalog_tablet_server_check(c, old[i].id,
+		    server)) != 0)
+			return rc;	/* old_load found each: not BT_NOTFOUND */
 	if (!slice_equal(specs[0].start, buf_slice(&old[0].start)) ||
 	    !slice_equal(specs[count - 1].end,
 	    buf_slice(&old[old_count - 1].end)))
@@ -629,9 +635,14 @@ replace_txn(struct catalog *c, struct old_tablet *old, size_t old_count,
 			return rc;
 		}
 	}
-	for (size_t i = 0; i < count; i++)
-		if ((rc = replace_insert(c, table_id, &specs[i], &ids[i])) < 0)
+	for (size_t i = 0; i < count; i++) {
+		struct catalog_tablet_spec sp = specs[i];
+
+		if (server != NULL)
+			sp.server = server;
+		if ((rc = replace_insert(c, table_id, &sp, &ids[i])) < 0)
 			return rc;
+	}
 	return 0;
 }
 
@@ -668,9 +679,11 @@ specs_check(const struct catalog_tablet_spec *specs, size_t count)
 	return 0;
 }
 
-int
-catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
-    size_t old_count, const struct catalog_tablet_spec *specs, size_t count,
+/* catalog_tablet_replace(), fenced for server unless it is NULL. */
+static int
+tablet_replace(struct catalog *c, const char *server,
+    const uint64_t *old_ids, size_t old_count,
+    const struct catalog_tablet_spec *specs, size_t count,
     uint64_t *new_ids, const struct catalog_replace_prepare *prep)
 {
 	struct old_tablet *old;
@@ -682,6 +695,17 @@ catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
 		    "new tablets");
 	if ((rc = specs_check(specs, count)) < 0)
 		return rc;
+	if (server != NULL && (server[0] == '\0' ||
+	    !catalog_server_valid(server)))
+		return bt_error_set(-EINVAL, "catalog: replace: bad server "
+		    "name");
+	if (c->is_remote && server == NULL) {
+		if (prep != NULL)
+			return bt_error_set(-EINVAL, "catalog: a remote "
+			    "catalog's replace runs no prepare");
+		return c->remote.tablet_replace(c->remote_arg, old_ids,
+		    old_count, specs, count, new_ids);
+	}
 	if ((old = bt_calloc(old_count, sizeof(*old))) == NULL)
 		return -ENOMEM;
 	if ((ids = bt_calloc(count, sizeof(*ids))) == NULL) {
@@ -695,7 +719,7 @@ catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
 	}
 	if ((rc = catalog_begin(c, true)) < 0)
 		goto out_ids;
-	rc = replace_txn(c, old, old_count, specs, count, ids);
+	rc = replace_txn(c, server, old, old_count, specs, count, ids);
 	if (rc == 0 && prep != NULL)
 		rc = prep->fn(prep->arg, ids, count);
 	rc = catalog_end(c, rc);
@@ -710,6 +734,26 @@ out_old:
 	}
 	bt_free(old);
 	return rc;
+}
+
+int
+catalog_tablet_replace(struct catalog *c, const uint64_t *old_ids,
+    size_t old_count, const struct catalog_tablet_spec *specs, size_t count,
+    uint64_t *new_ids, const struct catalog_replace_prepare *prep)
+{
+	return tablet_replace(c, NULL, old_ids, old_count, specs, count,
+	    new_ids, prep);
+}
+
+int
+catalog_tablet_replace_as(struct catalog *c, const char *server,
+    const uint64_t *old_ids, size_t old_count,
+    const struct catalog_tablet_spec *specs, size_t count,
+    uint64_t *new_ids, const struct catalog_replace_prepare *prep)
+{
+	assert(server != NULL);
+	return tablet_replace(c, server, old_ids, old_count, specs, count,
+	    new_ids, prep);
 }
 
 /* ---- The consistency check ---- */

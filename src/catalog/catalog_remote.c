@@ -24,7 +24,7 @@ catalog_open_remote(const struct catalog_remote_ops *ops, void *arg,
 	    ops->tablets_list == NULL || ops->files_list == NULL ||
 	    ops->next_number == NULL || ops->tablet_apply == NULL ||
 	    ops->file_is_live == NULL || ops->schema_version == NULL ||
-	    ops->close == NULL)
+	    ops->tablet_replace == NULL || ops->close == NULL)
 		return bt_error_set(-EINVAL, "catalog: a remote catalog "
 		    "needs every op");
 	if ((c = bt_calloc(1, sizeof(*c))) == NULL)
@@ -61,7 +61,8 @@ catalog_remote_refuse(struct catalog *c)
 	assert(c->is_remote);
 	return bt_error_set(-EOPNOTSUPP, "catalog: a remote catalog serves "
 	    "only the reads of tables, tablets and files, file numbers, "
-	    "tablet_apply and the schema version; this call is the root's server's alone");
+	    "tablet_apply, tablet_replace and the schema version; this call is "
+	    "the root's server's alone");
 }
 
 void

@@ -251,11 +251,8 @@ tablet_apply_txn(struct catalog *c, uint64_t tablet_id,
 	return catalog_exec(c, st);
 }
 
-/* Whether the tablet's assigned server is server, inside a write
- * transaction: 0, BT_ENOTSERVING with a detail, BT_NOTFOUND or an
- * error. */
-static int
-tablet_server_check(struct catalog *c, uint64_t tablet_id,
+int
+catalog_tablet_server_check(struct catalog *c, uint64_t tablet_id,
     const char *server)
 {
 	char assigned[CATALOG_SERVER_MAX + 1];
@@ -293,7 +290,7 @@ tablet_apply_as_txn(struct catalog *c, const char *server,
 	int rc;
 
 	if (server != NULL &&
-	    (rc = tablet_server_check(c, tablet_id, server)) != 0) {
+	    (rc = catalog_tablet_server_check(c, tablet_id, server)) != 0) {
 		if (rc == BT_NOTFOUND)
 			return bt_error_set(-ENOENT, "catalog: no tablet %llu",
 			    (unsigned long long)tablet_id);

@@ -16,6 +16,13 @@
  * loads the new ones, and log replay routes each record by its row.
  * Nothing is copied: the new tablets share the old SSTables, each reading
  * only its own rows, until compactions rewrite them.
+ *
+ * A cell's server with a remote catalog splits the tablets it serves the
+ * same way, in the same apply turn, through the root's fenced replace
+ * (catalog_tablet_replace_as(), CATALOG_TABLET_REPLACE): no prepare
+ * crosses the wire, so the new tablets are built just before the call
+ * and numbered just after (replace_commit_remote()).  It merges nothing:
+ * merges stay with the root's server, for the tablets it serves.
  */
 #include <assert.h>
 #include <errno.h>
@@ -368,6 +375,49 @@ replace_prepare(void *arg, const uint64_t *ids, size_t n)
 }
 
 /*
+ * The same commit through a remote catalog, whose replace runs no
+ * prepare (catalog.h): b's tablets are built before it, numbered 0, and
+ * given the ids the root returns after it (tablet_renumber(), which
+ * cannot fail), then installed.  The root fences it: a parent assigned
+ * elsewhere is BT_ENOTSERVING and changes nothing.  A commit whose
+ * outcome this server cannot know (-EIO, -ETIMEDOUT, or a reply without
+ * the ids) may have given the children to this server while it still
+ * serves the parent: the store is broken then, as when its log fails,
+ * and the server exits; the master recovers the tablets from its log,
+ * whose records are routed by row.
+ */
+static int
+replace_commit_remote(struct server *s, struct replace_build *b,
+    const uint64_t *old, const struct catalog_tablet_spec *specs)
+{
+	static const uint64_t unknown[2] = { 0, 0 };
+	uint64_t ids[2];
+	int rc;
+
+	mutex_assert_held(&s->apply_mu);
+	assert(s->catalog_remote && b->n <= 2);
+	b->made = NULL;
+	if ((rc = replace_prepare(b, unknown, b->n)) < 0)
+		return rc;
+	rc = catalog_tablet_replace(s->catalog, old, b->parents, specs, b->n,
+	    ids, NULL);
+	if (rc < 0) {
+		server_tablet_map_unref(b->made);
+		if ((rc == -EIO || rc == -ETIMEDOUT || rc == -EPROTO) &&
+		    s->broken == 0)
+			s->broken = bt_error_set(rc, "table %s: a split's "
+			    "outcome is unknown, the store refuses writes "
+			    "until it is reopened: %s", b->t->name,
+			    bt_error_detail());
+		return rc;
+	}
+	for (size_t i = 0; i < b->n; i++)
+		tablet_renumber(b->made->tablets[b->first + i], ids[i]);
+	server_table_map_install(s, b->t, b->made);
+	return 0;
+}
+
+/*
  * Record b's new tablets in place of its parents (the commit point),
  * each named with files[0..count), and install them: 0, or an error
  * that changed nothing.
@@ -396,6 +446,8 @@ replace_commit(struct server *s, struct replace_build *b,
 			.files = files, .file_count = count,
 			.server = s->name, .auto_split = b->rows[i].auto_split,
 		};
+	if (s->catalog_remote)
+		return replace_commit_remote(s, b, old, specs);
 	b->made = NULL;
 	rc = catalog_tablet_replace(s->catalog, old, b->parents, specs, b->n,
 	    NULL, &prep);
@@ -459,10 +511,9 @@ master_split_at(struct server *s, struct server_table *t, struct slice row,
 	int rc;
 
 	mutex_assert_held(&s->work_mu);
-	if (s->catalog_remote)
-		rc = bt_error_set(-EOPNOTSUPP, "table %s: a tablet server "
-		    "with a remote catalog does not split tablets (the "
-		    "root's server does)", t->name);
+	if (!tablet_serving(m->tablets[i]))
+		rc = bt_error_set(BT_ENOTSERVING, "table %s: tablet %" PRIu64
+		    " is not served here", t->name, tablet_id(m->tablets[i]));
 	else if (slice_equal(tablet_start(m->tablets[i]), row))
 		rc = bt_error_set(-EEXIST, "table %s: a tablet already "
 		    "starts at that row", t->name);
@@ -560,7 +611,8 @@ balance_split_one(struct server *s, struct server_table *t)
 		struct tablet_stats st;
 
 		tablet_get_stats(m->tablets[i], &st);
-		if (st.data_bytes <= t->tablet_size)
+		if (st.data_bytes <= t->tablet_size ||
+		    !tablet_serving(m->tablets[i]))
 			continue;
 		rc = tablet_split_row(m->tablets[i], &row);
 		if (rc == BT_NOTFOUND) {
@@ -615,13 +667,12 @@ master_balance_table(struct server *s, struct server_table *t)
 	int rc = 0;
 
 	mutex_assert_held(&s->work_mu);
-	/* Only the root's server changes the catalog's tablets. */
-	if (s->catalog_remote)
-		return 0;
 	for (int i = 0; i < MASTER_MAX_CHANGES && rc == 0; i++)
 		rc = balance_split_one(s, t);
-	if (rc < 0)
-		return rc;
+	/* A server with a remote catalog splits what it serves, and merges
+	 * nothing (the root's server merges what it serves). */
+	if (rc < 0 || s->catalog_remote)
+		return rc < 0 ? rc : 0;
 	/* Merge while something merges. */
 	for (int i = 0; i < MASTER_MAX_CHANGES; i++)
 		if ((rc = balance_merge_one(s, t)) != 0)

@@ -74,9 +74,10 @@ struct server_options {
 	 * the root's server (which serves the catalog to the others) does,
 	 * and which alone sweeps sst/.  Else this catalog is used (a
 	 * remote one, catalog_client_open()), no lock is taken, and the
-	 * server never splits or merges a tablet (server_split() is
-	 * -EOPNOTSUPP) nor changes the schema (as the remote catalog
-	 * refuses: -EOPNOTSUPP).  Only with dir (-EINVAL otherwise).
+	 * server splits the tablets it serves (by size, and server_split())
+	 * through the remote catalog's fenced replace, but never merges
+	 * one nor changes the schema (as the remote catalog refuses:
+	 * -EOPNOTSUPP).  Only with dir (-EINVAL otherwise).
 	 * server_open() owns it from the call on, whatever it returns:
 	 * server_close() closes it, and so does a failed open.
 	 */
@@ -426,8 +427,10 @@ int server_check(struct server *s,
     uint64_t *files, uint64_t *bytes);
 
 /* Split the tablet holding row so that a tablet starts at row (see
- * bt_table_split); -EOPNOTSUPP on a cell's server with a remote
- * catalog (only the root's server splits). */
+ * bt_table_split).  BT_ENOTSERVING when that tablet is not served
+ * here, checked before -EEXIST (a tablet starts at row); on a cell's
+ * server with a remote catalog also when the catalog assigns it to
+ * another server (the root's fenced replace: nothing changes). */
 int server_split(struct server *s, const char *table, struct slice row);
 
 int server_flush(struct server *s);

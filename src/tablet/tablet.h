@@ -206,6 +206,14 @@ int tablet_split(struct tablet *t, const struct catalog_tablet *left,
     struct tablet **rightp);
 int tablet_merge(struct tablet *left, struct tablet *right,
     const struct catalog_tablet *ct, struct tablet **out);
+/*
+ * Give t, made by tablet_split() or tablet_merge() from a row whose id
+ * was 0 and held by its maker alone (one reference, no reader), the id
+ * the catalog gave it: a split recorded by a remote catalog, which
+ * returns the new ids after its commit (catalog.h: no prepare crosses),
+ * is built before and numbered after, where nothing may fail.
+ */
+void tablet_renumber(struct tablet *t, uint64_t id);
 /* Where to split: a row near the middle of the tablet's SSTable bytes,
  * strictly inside its range.  0 with the row in *row, BT_NOTFOUND when the
  * tablet cannot be split (one block, or a single row), or an error. */

@@ -132,6 +132,18 @@ tablet_merge(struct tablet *left, struct tablet *right,
 	return tablet_from(ct, parents, 2, out);
 }
 
+void
+tablet_renumber(struct tablet *t, uint64_t id)
+{
+	struct tablet_version *v = t->current;
+
+	assert(t->id == 0 && id != 0);
+	assert(atomic_load(&t->refs) == 1 && atomic_load(&v->refs) == 1);
+	t->id = id;
+	for (size_t i = 0; i < v->file_count; i++)
+		v->files[i].meta.tablet_id = id;
+}
+
 /* ---- Splitting and merging ---- */
 
 

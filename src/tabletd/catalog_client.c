@@ -472,6 +472,107 @@ op_schema_version(void *arg, uint64_t *version)
 	return rc;
 }
 
+/* What CATALOG_TABLET_REPLACE sends: specs and their files, each
+ * spec's files in its own slice of one array (free with replace_free). */
+struct replace_out {
+	Tabletfs__CatalogTabletSpec *specs, **sp;
+	Tabletfs__CatalogFile *files, **fp;
+};
+
+static void
+replace_free(struct replace_out *o)
+{
+	bt_free(o->specs);
+	bt_free(o->sp);
+	bt_free(o->files);
+	bt_free(o->fp);
+}
+
+static int
+replace_out_make(const struct catalog_tablet_spec *specs, size_t count,
+    struct replace_out *o)
+{
+	size_t total = 0, k = 0;
+
+	for (size_t i = 0; i < count; i++)
+		total += specs[i].file_count;
+	o->specs = bt_calloc(count + 1, sizeof(*o->specs));
+	o->sp = bt_calloc(count + 1, sizeof(*o->sp));
+	o->files = bt_calloc(total + 1, sizeof(*o->files));
+	o->fp = bt_calloc(total + 1, sizeof(*o->fp));
+	if (o->specs == NULL || o->sp == NULL || o->files == NULL ||
+	    o->fp == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++) {
+		const struct catalog_tablet_spec *sp = &specs[i];
+		Tabletfs__CatalogTabletSpec *t = &o->specs[i];
+
+		tabletfs__catalog_tablet_spec__init(t);
+		t->has_start = t->has_end = true;
+		t->has_flushed_seq = t->has_auto_split = true;
+		t->start = (ProtobufCBinaryData){ sp->start.n,
+		    (uint8_t *)sp->start.p };
+		t->end = (ProtobufCBinaryData){ sp->end.n,
+		    (uint8_t *)sp->end.p };
+		t->flushed_seq = sp->flushed_seq;
+		t->auto_split = sp->auto_split;
+		t->n_files = sp->file_count;
+		t->files = &o->fp[k];
+		for (size_t j = 0; j < sp->file_count; j++, k++) {
+			const struct catalog_file *f = &sp->files[j];
+			Tabletfs__CatalogFile *pf = &o->files[k];
+
+			tabletfs__catalog_file__init(pf);
+			pf->has_number = pf->has_size = true;
+			pf->has_entry_count = pf->has_max_seq = true;
+			pf->number = f->number;
+			pf->group = (char *)f->group;
+			pf->size = f->size;
+			pf->entry_count = f->entry_count;
+			pf->max_seq = f->max_seq;
+			o->fp[k] = pf;
+		}
+		o->sp[i] = t;
+	}
+	return 0;
+}
+
+static int
+op_tablet_replace(void *arg, const uint64_t *old_ids, size_t old_count,
+    const struct catalog_tablet_spec *specs, size_t count,
+    uint64_t *new_ids)
+{
+	struct catalog_client *cc = arg;
+	Tabletfs__CatalogReplaceRequest req =
+	    TABLETFS__CATALOG_REPLACE_REQUEST__INIT;
+	Tabletfs__CatalogReplaceReply *r = NULL;
+	struct replace_out o = { 0 };
+	int rc;
+
+	if ((rc = replace_out_make(specs, count, &o)) < 0)
+		goto out;
+	req.caller = cc->caller;
+	req.n_old_ids = old_count;
+	req.old_ids = (uint64_t *)old_ids;
+	req.n_specs = count;
+	req.specs = o.sp;
+	if ((rc = call(cc, M(TABLET_REPLACE), "tablet_replace", &req.base,
+	    true, &tabletfs__catalog_replace_reply__descriptor,
+	    (ProtobufCMessage **)&r)) < 0)
+		goto out;
+	/* Committed: a reply without the ids is still a replacement made. */
+	if (r->n_new_ids != count)
+		rc = bad_reply(cc, "tablet_replace", bt_error_set(-EPROTO,
+		    "%zu new ids for %zu tablets: its outcome is known, "
+		    "its ids are not", r->n_new_ids, count));
+	else if (new_ids != NULL)
+		memcpy(new_ids, r->new_ids, count * sizeof(*new_ids));
+	msg_free(r);
+out:
+	replace_free(&o);
+	return rc;
+}
+
 /* catalog_close(): no call is running. */
 static void
 op_close(void *arg)
@@ -497,6 +598,7 @@ static const struct catalog_remote_ops client_ops = {
 	.tablet_apply = op_tablet_apply,
 	.file_is_live = op_file_is_live,
 	.schema_version = op_schema_version,
+	.tablet_replace = op_tablet_replace,
 	.close = op_close,
 };
 

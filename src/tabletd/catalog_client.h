@@ -14,19 +14,20 @@
  *    waits past it: -ETIMEDOUT, with a detail naming the server and the
  *    call, when the connection or the reply does not come in time.
  *  - A connection that fails is -EIO with a detail naming the server and
- *    why; for a change (next_number, tablet_apply) sent before it failed
- *    the detail says that its outcome is unknown.  An idempotent call, or
- *    a change that certainly was not sent, is tried once more on a new
- *    connection when it failed on one made by an earlier call (the root's
- *    server may have closed it meanwhile); nothing else is retried:
- *    finding the root's server again is the caller's business.
+ *    why; for a change (next_number, tablet_apply, tablet_replace) sent
+ *    before it failed the detail says that its outcome is unknown.  An
+ *    idempotent call, or a change that certainly was not sent, is tried
+ *    once more on a new connection when it failed on one made by an
+ *    earlier call (the root's server may have closed it meanwhile);
+ *    nothing else is retried: finding the root's server again is the
+ *    caller's business.
  *  - A server that does not prove the secret: -EACCES.
  *  - The root's server's own errors come back as its status, unchanged
- *    (BT_ENOTSERVING for a tablet_apply on a tablet assigned to another
- *    server than caller, -ENOENT, -EEXIST, ...), with its message as the
- *    detail; a lookup's "not found" is BT_NOTFOUND, as locally.  A reply
- *    that does not decode or breaks a limit of catalog.h's structs is
- *    -EPROTO.
+ *    (BT_ENOTSERVING for a tablet_apply or tablet_replace on a tablet
+ *    assigned to another server than caller, -ENOENT, -EEXIST, ...),
+ *    with its message as the detail; a lookup's "not found" is
+ *    BT_NOTFOUND, as locally.  A reply that does not decode or breaks a
+ *    limit of catalog.h's structs is -EPROTO.
  *
  * Thread-safe: calls from many threads share one pipelined connection.
  */
@@ -45,7 +46,8 @@ struct catalog_client_options {
 				   (copied); NULL: none, as rpc.h's */
 	/* This server's name as the master assigns tablets to it
 	 * ("HOST:PORT#EPOCH", 1 to CATALOG_SERVER_MAX bytes): sent with
-	 * every call, and what tablet_apply is fenced by. */
+	 * every call, and what tablet_apply and tablet_replace are
+	 * fenced by. */
 	const char *caller;
 	uint32_t deadline_ms;	/* per call; 0: CATALOG_CLIENT_DEADLINE_MS */
 };

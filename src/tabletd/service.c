@@ -720,6 +720,8 @@ static const struct {
 	    service_catalog_file_is_live },
 	{ TABLETFS__METHOD__CATALOG_SCHEMA_VERSION,
 	    service_catalog_schema_version },
+	{ TABLETFS__METHOD__CATALOG_TABLET_REPLACE,
+	    service_catalog_tablet_replace },
 	{ TABLETFS__METHOD__CATALOG_ASSIGN, service_catalog_assign },
 	{ TABLETFS__METHOD__CATALOG_ASSIGNMENTS,
 	    service_catalog_assignments },

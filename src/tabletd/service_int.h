@@ -190,6 +190,9 @@ int service_catalog_assignments(struct service *svc, struct slice req,
     struct buf *reply);
 int service_catalog_server_gone(struct service *svc, struct slice req,
     struct buf *reply);
+/* CATALOG_TABLET_REPLACE (service_replace.c). */
+int service_catalog_tablet_replace(struct service *svc, struct slice req,
+    struct buf *reply);
 /* The catalog this service's store keeps (the root's server's): 0 and
  * *out, or -EOPNOTSUPP with a detail (a store that is a cell's client
  * keeps none here). */

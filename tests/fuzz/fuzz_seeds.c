@@ -422,6 +422,49 @@ seeds_service_catalog(void)
 	    &ar.base);
 }
 
+/* A split by another tablet server (service_replace.c): tablet 1 of "t"
+ * split at "m", both halves naming the file; tablet 1 is the fixture's
+ * host's, not the caller's here: the replace is refused, for its
+ * shape. */
+static void
+seeds_service_replace(void)
+{
+	Tabletfs__CatalogReplaceRequest rr =
+	    TABLETFS__CATALOG_REPLACE_REQUEST__INIT;
+	Tabletfs__CatalogTabletSpec sp[2] = {
+		TABLETFS__CATALOG_TABLET_SPEC__INIT,
+		TABLETFS__CATALOG_TABLET_SPEC__INIT,
+	};
+	Tabletfs__CatalogTabletSpec *spp[] = { &sp[0], &sp[1] };
+	Tabletfs__CatalogFile f = TABLETFS__CATALOG_FILE__INIT;
+	Tabletfs__CatalogFile *fp[] = { &f };
+	uint64_t old[] = { 1 };
+
+	f.has_number = f.has_size = f.has_entry_count = f.has_max_seq = true;
+	f.number = 1000;
+	f.group = "default";
+	f.size = 100;
+	f.entry_count = 2;
+	f.max_seq = 9;
+	for (size_t i = 0; i < 2; i++) {
+		sp[i].has_start = sp[i].has_end = true;
+		sp[i].has_flushed_seq = sp[i].has_auto_split = true;
+		sp[i].flushed_seq = 9;
+		sp[i].n_files = 1;
+		sp[i].files = fp;
+	}
+	sp[0].end = PB_STR("m");
+	sp[1].start = PB_STR("m");
+	sp[1].auto_split = true;
+	rr.caller = "127.0.0.1:7001#1";
+	rr.n_old_ids = 1;
+	rr.old_ids = old;
+	rr.n_specs = 2;
+	rr.specs = spp;
+	seed_rpc("catalog_tablet_replace",
+	    TABLETFS__METHOD__CATALOG_TABLET_REPLACE, &rr.base);
+}
+
 /* The master's catalog calls and a client's LOCATE: tablet 1 is the
  * fixture's, assigned to its host's name (not the expected here: the
  * CAS is refused, for its shape); "t" has one tablet. */
@@ -675,6 +718,7 @@ seeds_service(void)
 	seed_rpc("unknown", 99, NULL);
 	seeds_service_bulk();
 	seeds_service_catalog();
+	seeds_service_replace();
 	seeds_service_assign();
 }
 

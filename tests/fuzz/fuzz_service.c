@@ -84,6 +84,8 @@ static const struct {
 	    &tabletfs__catalog_live_reply__descriptor },
 	{ TABLETFS__METHOD__CATALOG_SCHEMA_VERSION,
 	    &tabletfs__catalog_version_reply__descriptor },
+	{ TABLETFS__METHOD__CATALOG_TABLET_REPLACE,
+	    &tabletfs__catalog_replace_reply__descriptor },
 	{ TABLETFS__METHOD__CATALOG_ASSIGN, NULL },
 	{ TABLETFS__METHOD__CATALOG_ASSIGNMENTS,
 	    &tabletfs__catalog_assignments_reply__descriptor },

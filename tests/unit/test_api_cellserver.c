@@ -8,7 +8,8 @@
  * the root's server serves the tablets it makes; a tablet moves to the
  * second server by unload, assignment and load, and its writes there
  * are flushed through the remote catalog; the second refuses schema
- * changes and splits; a table, tablet or family made at the root after
+ * changes and splits of tablets it does not serve (its own splits are
+ * test_api_cellsplit's); a table, tablet or family made at the root after
  * the second opened is found by reading the catalog again; and when the
  * second is given up for dead, the root recovers its tablets from its
  * log with every acknowledged write, while the still-running second's
@@ -330,10 +331,11 @@ test_refused(struct bt_store *second)
 	    "family create: -EOPNOTSUPP");
 	is_int(bt_table_delete(second, "t"), -EOPNOTSUPP,
 	    "table delete: -EOPNOTSUPP");
-	rc = bt_table_split(second, "t", bts("q"));
-	is_int(rc, -EOPNOTSUPP, "split at the second: -EOPNOTSUPP");
-	ok(strstr(bt_error_detail(), "split") != NULL, "with a detail: %s",
-	    bt_error_detail());
+	rc = bt_table_split(second, "t", bts("c"));
+	is_int(rc, BT_ENOTSERVING, "split at the second of a tablet it "
+	    "does not serve: BT_ENOTSERVING");
+	ok(strstr(bt_error_detail(), "not served") != NULL, "with a "
+	    "detail: %s", bt_error_detail());
 	is_int(rows_match(second, "x", 10, "second"), 10,
 	    "and the second serves on");
 }

@@ -1,0 +1,409 @@
+/*
+ * test_api_cellsplit.c - a cell's tablet server with a remote catalog
+ * splits the tablets it serves (docs/design.md section 5, "Splits where
+ * the tablet is served"): a real store on the local filesystem, the
+ * root's server serving the catalog over a real RPC server on loopback
+ * (CATALOG_TABLET_REPLACE among the rest), and a second server in the
+ * same process reaching it through catalog_client_open(), as in
+ * test_api_cellserver.
+ *
+ * A tablet moved to the second splits there, forced and by size; the
+ * catalog names the children, assigned to the second, and the root's
+ * locations show them; the second reads, writes and scans both.  A
+ * replace by a server the tablet is not assigned to is refused by the
+ * root (BT_ENOTSERVING, the catalog unchanged), over the wire and at
+ * the second once the master gave its tablets away; and the children
+ * are recovered at the root from the second's log with every
+ * acknowledged write.
+ */
+#include "api/api_server.h"
+#include "api_util.h"
+#include "catalog/catalog.h"
+#include "catalog_text.h"
+#include "rpc/rpc.h"
+#include "server/server.h"
+#include "tabletd/catalog_client.h"
+#include "tabletd/service.h"
+#include "util/error.h"
+
+#define ROOT_NAME	"127.0.0.1:7000#1"
+#define ROOT_DIR	"servers/127.0.0.1_7000.1"
+#define SECOND_NAME	"127.0.0.1:7001#5"
+#define SECOND_DIR	"servers/127.0.0.1_7001.5"
+#define OTHER_NAME	"127.0.0.1:7002#3"
+#define BIG_TABLET	(48u << 10)
+#define BIG_ROWS	1200
+
+static uint8_t secret[RPC_SECRET_SIZE];
+
+/* The root's server: its store, and a service on it behind RPC. */
+struct root {
+	struct bt_store *s;
+	struct catalog *catalog;	/* its own, local */
+	struct service *svc;
+	struct rpc_server *rpc;
+};
+
+static int
+handle(void *arg, const struct rpc_call *call, struct slice request,
+    struct buf *reply)
+{
+	struct root *r = arg;
+
+	return service_handle_conn(r->svc, call->conn, call->method, request,
+	    reply);
+}
+
+static void
+root_open_serve(const char *path, struct root *r)
+{
+	struct api_cell_server cell = { ROOT_NAME, ROOT_DIR, NULL };
+	struct rpc_server_options o = { .secret = secret };
+
+	must(api_store_open_cell(path, NULL, &cell, &r->s));
+	r->catalog = server_catalog(api_store_server(r->s));
+	if (service_new(r->s, &r->svc) < 0 ||
+	    rpc_server_open("127.0.0.1:0", &o, handle, r, &r->rpc) < 0)
+		tap_bail("cannot serve the root's store");
+}
+
+/* A remote catalog on the root as caller. */
+static struct catalog *
+catalog_as(struct root *r, const char *caller)
+{
+	struct catalog_client_options o = { rpc_server_address(r->rpc),
+	    secret, caller, 5000 };
+	struct catalog *c;
+
+	must(catalog_client_open(&o, &c));
+	return c;
+}
+
+static void
+open_second(const char *path, struct root *r, struct bt_store **out)
+{
+	struct api_cell_server cell = { SECOND_NAME, SECOND_DIR, NULL };
+
+	cell.catalog = catalog_as(r, SECOND_NAME);
+	must(api_store_open_cell(path, NULL, &cell, out));
+}
+
+static uint64_t
+table_id(struct catalog *c, const char *name)
+{
+	struct catalog_table *t;
+	uint64_t id;
+
+	if (catalog_table_get(c, name, &t) != 0)
+		tap_bail("table_get");
+	id = t->id;
+	catalog_table_free(t);
+	return id;
+}
+
+/* The tablets of table in row order, from the root's locations (one
+ * read transaction, as LOCATE answers): at most max. */
+static size_t
+locations(struct catalog *c, const char *table, struct catalog_location
+    **out, size_t max)
+{
+	size_t n = 0;
+
+	if (catalog_locations_from(c, table_id(c, table), slice_make(NULL, 0),
+	    max, out, &n) != 0)
+		tap_bail("locations_from");
+	return n;
+}
+
+/* How many of table's tablets the catalog assigns to server. */
+static size_t
+assigned_to(struct catalog *c, const char *table, const char *server)
+{
+	struct catalog_location *locs;
+	size_t n = locations(c, table, &locs, 64), k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += strcmp(locs[i].server, server) == 0;
+	catalog_locations_free(locs, n);
+	return k;
+}
+
+static void
+tablet_move(struct root *r, struct bt_store *to, const char *table,
+    uint64_t id)
+{
+	must(bt_tablet_unload(r->s, table, id));
+	must(catalog_tablet_assign(r->catalog, id, SECOND_NAME));
+	must(bt_tablet_load(to, table, id));
+}
+
+/* Rows prefix0..prefix(n-1) of "t", family f, each value row-tag. */
+static void
+rows_put(struct bt_store *s, const char *prefix, int n, const char *tag)
+{
+	for (int i = 0; i < n; i++) {
+		char row[32], val[64];
+
+		snprintf(row, sizeof(row), "%s%d", prefix, i);
+		snprintf(val, sizeof(val), "%s-%s", row, tag);
+		must(put_str(s, "t", row, "f", "q", BT_TS_SERVER, val));
+	}
+}
+
+static int
+rows_match(struct bt_store *s, const char *prefix, int n, const char *tag)
+{
+	int good = 0;
+
+	for (int i = 0; i < n; i++) {
+		char row[32], want[80], *got;
+
+		snprintf(row, sizeof(row), "%s%d", prefix, i);
+		snprintf(want, sizeof(want), "%s-%s@", row, tag);
+		got = newest_text(s, "t", row, "f", "q");
+		if (strncmp(got, want, strlen(want)) == 0)
+			good++;
+		else if (good == i)
+			diag("%s: %s, want %s...", row, got, want);
+		free(got);
+	}
+	return good;
+}
+
+static int
+read_rc(struct bt_store *s, const char *table, const char *row)
+{
+	struct bt_row *r = NULL;
+	int rc = bt_read_row(s, table, bts(row), NULL, &r);
+
+	if (rc == 0)
+		bt_row_free(r);
+	return rc;
+}
+
+/* Rows a scan of "t" from start to end returns. */
+static int
+scan_count(struct bt_store *s, const char *start, const char *end)
+{
+	struct bt_scan_options so = { .start = bts(start), .end = bts(end) };
+	char *keys = scan_keys(s, "t", &so);
+	int n = 0;
+
+	for (const char *p = keys; *p != '\0'; p++)
+		n += *p == '\n';
+	free(keys);
+	return n;
+}
+
+static void
+test_forced(struct root *r, struct bt_store *second, uint64_t child[2])
+{
+	struct catalog_location *locs;
+	size_t n;
+	int rc;
+
+	rows_put(second, "p", 10, "before");
+	rows_put(second, "w", 10, "before");
+	rc = bt_table_split(second, "t", bts("s"));
+	ok(rc == 0, "the second splits the tablet it serves at s (%s)",
+	    bt_error_detail());
+	n = locations(r->catalog, "t", &locs, 8);
+	is_int((int)n, 3, "the root's locations: three tablets");
+	if (n == 3) {
+		ok(locs[1].start.n == 1 && locs[1].start.p[0] == 'm' &&
+		    locs[1].end.n == 1 && locs[1].end.p[0] == 's' &&
+		    locs[2].start.n == 1 && locs[2].start.p[0] == 's' &&
+		    locs[2].end.n == 0, "[m, s) and [s, )");
+		is_str(locs[1].server, SECOND_NAME, "[m, s) is the second's");
+		is_str(locs[2].server, SECOND_NAME, "[s, ) is the second's");
+		is_str(locs[0].server, ROOT_NAME, "[, m) stays the root's");
+		child[0] = locs[1].tablet_id;
+		child[1] = locs[2].tablet_id;
+	}
+	catalog_locations_free(locs, n);
+	is_int(rows_match(second, "p", 10, "before") + rows_match(second, "w",
+	    10, "before"), 20, "both children read back at the second");
+	rows_put(second, "p", 10, "after");
+	rows_put(second, "w", 10, "after");
+	is_int(rows_match(second, "p", 10, "after") + rows_match(second, "w",
+	    10, "after"), 20, "and take writes");
+	is_int(scan_count(second, "m", ""), 20, "a scan across both "
+	    "children at the second returns every row");
+	is_int(read_rc(r->s, "t", "p1") == BT_ENOTSERVING && read_rc(r->s, "t",
+	    "w1") == BT_ENOTSERVING, 1, "the root serves neither");
+	rc = bt_table_split(second, "t", bts("s"));
+	is_int(rc, -EEXIST, "a split again at s: -EEXIST");
+	rc = bt_table_split(second, "t", bts("c"));
+	is_int(rc, BT_ENOTSERVING, "a split of the root's tablet at the "
+	    "second: BT_ENOTSERVING");
+	rc = bt_table_split(r->s, "t", bts("u"));
+	is_int(rc, BT_ENOTSERVING, "a split of the second's tablet at the "
+	    "root: BT_ENOTSERVING");
+}
+
+/* A replace sent by a server the tablet is not assigned to. */
+static void
+test_fenced_wire(struct root *r, const uint64_t child[2])
+{
+	struct catalog *other = catalog_as(r, OTHER_NAME);
+	uint64_t tid = table_id(r->catalog, "t"), ids[2];
+	struct catalog_tablet_spec specs[2] = {
+		{ .start = slice_make((const uint8_t *)"m", 1),
+		  .end = slice_make((const uint8_t *)"q", 1) },
+		{ .start = slice_make((const uint8_t *)"q", 1),
+		  .end = slice_make((const uint8_t *)"s", 1) },
+	};
+	struct catalog_replace_prepare prep = { NULL, NULL };
+	char *before, *after;
+	int rc;
+
+	before = catalog_text_state(r->catalog, tid);
+	rc = catalog_tablet_replace(other, &child[0], 1, specs, 2, ids, NULL);
+	is_int(rc, BT_ENOTSERVING, "CATALOG_TABLET_REPLACE of the second's "
+	    "tablet by another server: BT_ENOTSERVING");
+	ok(strstr(bt_error_detail(), SECOND_NAME) != NULL, "naming its "
+	    "server: %s", bt_error_detail());
+	rc = catalog_tablet_replace(other, &child[0], 1, specs, 2, ids, &prep);
+	is_int(rc, -EINVAL, "a remote replace with a prepare: -EINVAL");
+	after = catalog_text_state(r->catalog, tid);
+	is_str(after, before, "the catalog is unchanged");
+	free(before);
+	free(after);
+	catalog_close(other);
+}
+
+/* Row i's value in "big": 160 letters that do not compress away. */
+static void
+value_of(int i, char val[161])
+{
+	uint32_t x = (uint32_t)i * 2654435761u + 12345u;
+
+	for (int k = 0; k < 160; k++) {
+		x = x * 1103515245u + 12345u;
+		val[k] = (char)('a' + (x >> 16) % 26);
+	}
+	val[160] = '\0';
+}
+
+/* A table of tablet_size BIG_TABLET whose one tablet moves to the second
+ * and outgrows it there. */
+static void
+test_by_size(struct root *r, struct bt_store *second)
+{
+	struct bt_family_spec f = { "f", NULL, "maxversions=1" };
+	struct bt_group_spec g = { "default", 2048, -1, -1, -1 };
+	struct catalog_location *locs;
+	char row[32], val[161];
+	uint64_t id;
+	size_t n;
+	int good = 0, rc;
+
+	must(bt_table_create(r->s, "big", &f, 1, NULL, 0, BIG_TABLET));
+	must(bt_group_set(r->s, "big", &g));
+	n = locations(r->catalog, "big", &locs, 1);
+	id = locs[0].tablet_id;
+	catalog_locations_free(locs, n);
+	tablet_move(r, second, "big", id);
+	for (int i = 0; i < BIG_ROWS; i++) {
+		snprintf(row, sizeof(row), "row%06d", i);
+		value_of(i, val);
+		must(put_str(second, "big", row, "f", "q", 1, val));
+	}
+	rc = bt_store_compact(second, "big", false);
+	ok(rc == 0, "the second compacts the table (%s)", bt_error_detail());
+	n = locations(r->catalog, "big", &locs, 64);
+	catalog_locations_free(locs, n);
+	ok(n > 1, "it split by size there: %zu tablets of %u KiB",
+	    n, BIG_TABLET >> 10);
+	is_int((int)assigned_to(r->catalog, "big", SECOND_NAME), (int)n,
+	    "every one assigned to the second");
+	for (int i = 0; i < BIG_ROWS; i++) {
+		char *got;
+
+		snprintf(row, sizeof(row), "row%06d", i);
+		value_of(i, val);
+		got = newest_text(second, "big", row, "f", "q");
+		good += strncmp(got, val, 160) == 0;
+		free(got);
+	}
+	is_int(good, BIG_ROWS, "every row reads back at the second");
+}
+
+/* The master gives the second up: the root recovers both children from
+ * its log; the second, still running, can no longer split them. */
+static void
+test_given_up(struct root *r, struct bt_store *second, const uint64_t child[2])
+{
+	const char *dirs[] = { SECOND_DIR "/log" };
+	uint64_t tid = table_id(r->catalog, "t");
+	char *before, *after;
+	int rc;
+
+	/* Acknowledged, not flushed: only in the second's log. */
+	rows_put(second, "p", 10, "acked");
+	rows_put(second, "w", 10, "acked");
+	must(catalog_tablet_assign(r->catalog, child[0], ROOT_NAME));
+	must(catalog_tablet_assign(r->catalog, child[1], ROOT_NAME));
+	rc = api_tablet_recover(r->s, "t", child[0], dirs, 1);
+	ok(rc == 0, "the root recovers [m, s) from the second's log (%s)",
+	    bt_error_detail());
+	rc = api_tablet_recover(r->s, "t", child[1], dirs, 1);
+	ok(rc == 0, "and [s, ) (%s)", bt_error_detail());
+	is_int(rows_match(r->s, "p", 10, "acked") + rows_match(r->s, "w", 10,
+	    "acked"), 20, "every acknowledged write reads back at the root");
+	is_int(scan_count(r->s, "m", ""), 20, "and scans there");
+
+	before = catalog_text_state(r->catalog, tid);
+	rc = bt_table_split(second, "t", bts("u"));
+	is_int(rc, BT_ENOTSERVING, "a split at the stale second: "
+	    "BT_ENOTSERVING from the root (%s)", bt_error_detail());
+	after = catalog_text_state(r->catalog, tid);
+	is_str(after, before, "and the catalog is unchanged");
+	free(before);
+	free(after);
+	is_int(rows_match(second, "w", 10, "acked"), 10,
+	    "the stale second keeps its tablet as it was");
+}
+
+int
+main(void)
+{
+	static const char *const fams[] = { "f", NULL };
+	struct bt_family_spec f = { "f", NULL, NULL };
+	struct bt_bytes split = bts("m");
+	struct root r = { 0 };
+	struct bt_store *second = NULL;
+	struct catalog_location *locs;
+	uint64_t child[2] = { 0, 0 };
+	struct tstore ts;
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(secret); i++)
+		secret[i] = (uint8_t)(i * 7 + 1);
+	tstore_posix(&ts, NULL);
+	if (tstore_cell_skip(&ts, "opens the store's servers itself"))
+		return tap_done();
+	must(make_table(ts.s, "pre", fams));
+	must(bt_store_close(ts.s));
+	ts.s = NULL;
+	root_open_serve(ts.path, &r);
+	must(bt_table_create(r.s, "t", &f, 1, &split, 1, 0));
+	open_second(ts.path, &r, &second);
+	n = locations(r.catalog, "t", &locs, 2);
+	if (n != 2)
+		tap_bail("not two tablets");
+	tablet_move(&r, second, "t", locs[1].tablet_id);
+	catalog_locations_free(locs, n);
+
+	test_forced(&r, second, child);
+	test_fenced_wire(&r, child);
+	test_by_size(&r, second);
+	test_given_up(&r, second, child);
+
+	(void)bt_store_close(second);	/* stale: its flush is refused */
+	rpc_server_close(r.rpc);
+	service_free(r.svc);
+	must(bt_store_close(r.s));
+	tstore_destroy(&ts);
+	return tap_done();
+}
