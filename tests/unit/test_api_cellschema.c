@@ -16,6 +16,7 @@
  */
 #include "api/api_server.h"
 #include "api_util.h"
+#include "cell_util.h"
 #include "catalog/catalog.h"
 #include "rpc/rpc.h"
 #include "server/server.h"
@@ -23,62 +24,13 @@
 #include "tabletd/service.h"
 #include "util/error.h"
 
-#define ROOT_NAME	"127.0.0.1:7000#1"
-#define ROOT_DIR	"servers/127.0.0.1_7000.1"
 #define SECOND_NAME	"127.0.0.1:7001#5"
 #define SECOND_DIR	"servers/127.0.0.1_7001.5"
 
-static uint8_t secret[RPC_SECRET_SIZE];
-
-/* The root's server: its store, and a service on it behind RPC. */
-struct root {
-	struct bt_store *s;
-	struct catalog *catalog;	/* its own, local */
-	struct service *svc;
-	struct rpc_server *rpc;
-};
-
-static int
-handle(void *arg, const struct rpc_call *call, struct slice request,
-    struct buf *reply)
-{
-	struct root *r = arg;
-
-	return service_handle_conn(r->svc, call->conn, call->method, request,
-	    reply);
-}
-
 static void
-root_open(const char *path, struct root *r)
+second_open(const char *path, struct cell_root *r, struct bt_store **out)
 {
-	struct api_cell_server cell = { ROOT_NAME, ROOT_DIR, NULL };
-	struct rpc_server_options o = { .secret = secret };
-
-	must(api_store_open_cell(path, NULL, &cell, &r->s));
-	r->catalog = server_catalog(api_store_server(r->s));
-	if (service_new(r->s, &r->svc) < 0 ||
-	    rpc_server_open("127.0.0.1:0", &o, handle, r, &r->rpc) < 0)
-		tap_bail("cannot serve the root's store");
-}
-
-static void
-root_close(struct root *r)
-{
-	rpc_server_close(r->rpc);
-	service_free(r->svc);
-	must(bt_store_close(r->s));
-	memset(r, 0, sizeof(*r));
-}
-
-static void
-second_open(const char *path, struct root *r, struct bt_store **out)
-{
-	struct catalog_client_options o = { rpc_server_address(r->rpc),
-	    secret, SECOND_NAME, 5000 };
-	struct api_cell_server cell = { SECOND_NAME, SECOND_DIR, NULL };
-
-	must(catalog_client_open(&o, &cell.catalog));
-	must(api_store_open_cell(path, NULL, &cell, out));
+	must(cell_server_open(path, r, SECOND_NAME, SECOND_DIR, out));
 }
 
 static uint64_t
@@ -117,7 +69,7 @@ first_tablet(struct catalog *c, const char *table)
 /* Make table at the root with families f and g and move its one tablet
  * to the second, as the master does; its tablet's id. */
 static uint64_t
-table_to_second(struct root *r, struct bt_store *second, const char *table)
+table_to_second(struct cell_root *r, struct bt_store *second, const char *table)
 {
 	struct bt_family_spec fams[] = { { "f", NULL, NULL },
 	    { "g", NULL, NULL } };
@@ -145,7 +97,7 @@ read_rc(struct bt_store *s, const char *table, const char *row)
 /* The version counts each schema change, and the remote catalog serves
  * the root's. */
 static void
-test_version(struct root *r, struct bt_store *second, uint64_t *v)
+test_version(struct cell_root *r, struct bt_store *second, uint64_t *v)
 {
 	struct catalog *remote = server_catalog(api_store_server(second));
 	uint64_t got = 0;
@@ -167,7 +119,7 @@ test_version(struct root *r, struct bt_store *second, uint64_t *v)
 }
 
 static void
-test_family_drop(struct root *r, struct bt_store *second, uint64_t *v)
+test_family_drop(struct cell_root *r, struct bt_store *second, uint64_t *v)
 {
 	int rc;
 
@@ -191,7 +143,7 @@ test_family_drop(struct root *r, struct bt_store *second, uint64_t *v)
 }
 
 static void
-test_gc_and_access(struct root *r, struct bt_store *second, uint64_t *v)
+test_gc_and_access(struct cell_root *r, struct bt_store *second, uint64_t *v)
 {
 	struct bt_access change = { BT_ACCESS_KEEP, BT_ACCESS_KEEP, 0700 };
 	struct bt_access ta;
@@ -222,7 +174,7 @@ test_gc_and_access(struct root *r, struct bt_store *second, uint64_t *v)
 /* A table dropped at the root while the second serves one of its
  * tablets, then made again under its name. */
 static void
-test_table_drop(struct root *r, struct bt_store *second, uint64_t *v)
+test_table_drop(struct cell_root *r, struct bt_store *second, uint64_t *v)
 {
 	uint64_t old, fresh;
 	int rc;
@@ -261,7 +213,7 @@ test_table_drop(struct root *r, struct bt_store *second, uint64_t *v)
 /* The same table dropped and made again between two polls: the second
  * discards its tablet and knows the new table, whose tablet loads. */
 static void
-test_drop_recreate(struct root *r, struct bt_store *second, uint64_t *v)
+test_drop_recreate(struct cell_root *r, struct bt_store *second, uint64_t *v)
 {
 	uint64_t fresh;
 	int rc;
@@ -293,17 +245,17 @@ test_drop_recreate(struct root *r, struct bt_store *second, uint64_t *v)
  * it gone (-ENOENT from the root), and the next poll discards it.
  */
 static void
-test_flush_finds_gone(struct root *r, struct bt_store *second,
+test_flush_finds_gone(struct cell_root *r, struct bt_store *second,
     const uint64_t *v)
 {
-	struct catalog_tablet_spec spec = { .server = ROOT_NAME };
+	struct catalog_tablet_spec spec = { .server = CELL_ROOT_NAME };
 	uint64_t id, fresh = 0;
 	int rc = -1;
 
 	id = table_to_second(r, second, "h");
 	must(poll_second(second));
 	must(put_str(second, "h", "k", "f", "q", 1, "lost"));
-	must(catalog_tablet_assign(r->catalog, id, ROOT_NAME));
+	must(catalog_tablet_assign(r->catalog, id, CELL_ROOT_NAME));
 	must(catalog_tablet_replace(r->catalog, &id, 1, &spec, 1, &fresh,
 	    NULL));
 	ok(version(r->catalog) == *v + 1, "a tablet replaced leaves the "
@@ -325,18 +277,17 @@ main(void)
 	struct bt_family_spec fams[] = { { "f", NULL, NULL },
 	    { "g", NULL, NULL } };
 	struct tstore ts;
-	struct root r = { 0 };
+	struct cell_root r = { 0 };
 	struct bt_store *second = NULL;
 	uint64_t v = 0, before;
 
-	for (size_t i = 0; i < sizeof(secret); i++)
-		secret[i] = (uint8_t)(i * 7 + 1);
+	cell_secret_init();
 	tstore_posix(&ts, NULL);
 	if (tstore_cell_skip(&ts, "opens the store's servers itself"))
 		return tap_done();
 	must(bt_store_close(ts.s));
 	ts.s = NULL;
-	root_open(ts.path, &r);
+	cell_root_open(ts.path, &r);
 	is_int((int)version(r.catalog), 0, "a new catalog's schema version "
 	    "is 0");
 	must(bt_table_create(r.s, "t", fams, 2, NULL, 0, 0));
@@ -351,11 +302,11 @@ main(void)
 
 	must(bt_store_close(second));
 	before = version(r.catalog);
-	root_close(&r);
-	root_open(ts.path, &r);
+	cell_root_close(&r);
+	cell_root_open(ts.path, &r);
 	ok(version(r.catalog) == before, "the version survives a reopen "
 	    "(%llu)", (unsigned long long)before);
-	root_close(&r);
+	cell_root_close(&r);
 	tstore_destroy(&ts);
 	return tap_done();
 }

@@ -19,6 +19,7 @@
 
 #include "api/api_server.h"
 #include "api_util.h"
+#include "cell_util.h"
 #include "catalog/catalog.h"
 #include "catalog_text.h"
 #include "rpc/rpc.h"
@@ -27,68 +28,13 @@
 #include "tabletd/service.h"
 #include "util/error.h"
 
-#define ROOT_NAME	"127.0.0.1:7000#1"
-#define ROOT_DIR	"servers/127.0.0.1_7000.1"
 #define SECOND_NAME	"127.0.0.1:7001#5"
 #define SECOND_DIR	"servers/127.0.0.1_7001.5"
 
-static uint8_t secret[RPC_SECRET_SIZE];
-
-/* The root's server: its store, and a service on it behind RPC. */
-struct root {
-	struct bt_store *s;
-	struct catalog *catalog;	/* its own, local */
-	struct service *svc;
-	struct rpc_server *rpc;
-};
-
 static int
-handle(void *arg, const struct rpc_call *call, struct slice request,
-    struct buf *reply)
+open_second(const char *path, struct cell_root *r, struct bt_store **out)
 {
-	struct root *r = arg;
-
-	return service_handle_conn(r->svc, call->conn, call->method, request,
-	    reply);
-}
-
-static void
-root_serve(struct root *r)
-{
-	struct rpc_server_options o = { .secret = secret };
-
-	r->catalog = server_catalog(api_store_server(r->s));
-	if (service_new(r->s, &r->svc) < 0 ||
-	    rpc_server_open("127.0.0.1:0", &o, handle, r, &r->rpc) < 0)
-		tap_bail("cannot serve the root's store");
-}
-
-static void
-root_stop(struct root *r)
-{
-	rpc_server_close(r->rpc);
-	service_free(r->svc);
-	r->rpc = NULL;
-	r->svc = NULL;
-}
-
-static int
-open_root(const char *path, struct bt_store **out)
-{
-	struct api_cell_server cell = { ROOT_NAME, ROOT_DIR, NULL };
-
-	return api_store_open_cell(path, NULL, &cell, out);
-}
-
-static int
-open_second(const char *path, struct root *r, struct bt_store **out)
-{
-	struct catalog_client_options o = { rpc_server_address(r->rpc),
-	    secret, SECOND_NAME, 5000 };
-	struct api_cell_server cell = { SECOND_NAME, SECOND_DIR, NULL };
-
-	must(catalog_client_open(&o, &cell.catalog));
-	return api_store_open_cell(path, NULL, &cell, out);
+	return cell_server_open(path, r, SECOND_NAME, SECOND_DIR, out);
 }
 
 static bool
@@ -231,7 +177,7 @@ store_make(struct tstore *ts)
 }
 
 static void
-test_root(struct tstore *ts, struct root *r, uint64_t ids[2])
+test_root(struct tstore *ts, struct cell_root *r, uint64_t ids[2])
 {
 	struct bt_family_spec f = { "f", NULL, NULL };
 	struct bt_bytes split = bts("m");
@@ -239,12 +185,12 @@ test_root(struct tstore *ts, struct root *r, uint64_t ids[2])
 	char *a, *b;
 	int rc;
 
-	rc = open_root(ts->path, &r->s);
+	rc = cell_root_store_open(ts->path, &r->s);
 	ok(rc == 0, "the root's server opens (%s)", bt_error_detail());
 	if (rc != 0)
 		tap_bail("no root");
-	ok(is_dir(ts->path, ROOT_DIR "/log") && is_dir(ts->path,
-	    ROOT_DIR "/tmp"), "its directory has log/ and tmp/");
+	ok(is_dir(ts->path, CELL_ROOT_DIR "/log") && is_dir(ts->path,
+	    CELL_ROOT_DIR "/tmp"), "its directory has log/ and tmp/");
 	rc = read_rc(r->s, "pre", "a");
 	is_int(rc, BT_ENOTSERVING, "it serves no tablet of a table made "
 	    "before (%s)", bt_error_detail());
@@ -259,7 +205,7 @@ test_root(struct tstore *ts, struct root *r, uint64_t ids[2])
 	    "createtable with a split point: two tablets");
 	a = server_of(r->catalog, "t", "a");
 	b = server_of(r->catalog, "t", "x");
-	ok(strcmp(a, ROOT_NAME) == 0 && strcmp(b, ROOT_NAME) == 0,
+	ok(strcmp(a, CELL_ROOT_NAME) == 0 && strcmp(b, CELL_ROOT_NAME) == 0,
 	    "both assigned to the root's server (%s, %s)", a, b);
 	free(a);
 	free(b);
@@ -270,7 +216,7 @@ test_root(struct tstore *ts, struct root *r, uint64_t ids[2])
 }
 
 static void
-test_second_open(struct tstore *ts, struct root *r, struct bt_store **second)
+test_second_open(struct tstore *ts, struct cell_root *r, struct bt_store **second)
 {
 	int rc;
 
@@ -288,7 +234,7 @@ test_second_open(struct tstore *ts, struct root *r, struct bt_store **second)
 }
 
 static void
-test_move(struct root *r, struct bt_store *second, const uint64_t ids[2])
+test_move(struct cell_root *r, struct bt_store *second, const uint64_t ids[2])
 {
 	size_t before;
 	char *who;
@@ -343,7 +289,7 @@ test_refused(struct bt_store *second)
 /* What the root makes after the second opened: a table, a tablet (a
  * split) and a family, all found by the second. */
 static void
-test_made_later(struct root *r, struct bt_store *second, uint64_t *child)
+test_made_later(struct cell_root *r, struct bt_store *second, uint64_t *child)
 {
 	struct bt_family_spec f = { "f", NULL, NULL }, g = { "g", NULL, NULL };
 	uint64_t ids[4], late;
@@ -386,7 +332,7 @@ test_made_later(struct root *r, struct bt_store *second, uint64_t *child)
 }
 
 static void
-test_given_up(struct tstore *ts, struct root *r, struct bt_store *second,
+test_given_up(struct tstore *ts, struct cell_root *r, struct bt_store *second,
     const uint64_t ids[2], uint64_t child)
 {
 	const char *dirs[] = { "nosuch/log", SECOND_DIR "/log" };
@@ -400,8 +346,8 @@ test_given_up(struct tstore *ts, struct root *r, struct bt_store *second,
 	must(put_str(second, "t", "e", "f", "q", 11, "child acked"));
 
 	/* The master gives the second up and its tablets to the root. */
-	must(catalog_tablet_assign(r->catalog, ids[1], ROOT_NAME));
-	must(catalog_tablet_assign(r->catalog, child, ROOT_NAME));
+	must(catalog_tablet_assign(r->catalog, ids[1], CELL_ROOT_NAME));
+	must(catalog_tablet_assign(r->catalog, child, CELL_ROOT_NAME));
 	rc = api_tablet_recover(r->s, "t", ids[1], dirs, 2);
 	ok(rc < 0, "recover from a directory that is not there: an error "
 	    "(%s)", bt_error_detail());
@@ -437,9 +383,9 @@ test_given_up(struct tstore *ts, struct root *r, struct bt_store *second,
 	ok(is_dir(ts->path, SECOND_DIR "/log"), "its directory stays");
 
 	/* What the root recovered is durable. */
-	root_stop(r);
+	cell_root_stop(r);
 	must(bt_store_close(r->s));
-	must(open_root(ts->path, &r->s));
+	must(cell_root_store_open(ts->path, &r->s));
 	r->catalog = server_catalog(api_store_server(r->s));
 	is_int(read_rc(r->s, "t", "y1"), BT_ENOTSERVING,
 	    "the root reopened serves nothing");
@@ -452,18 +398,17 @@ int
 main(void)
 {
 	struct tstore ts;
-	struct root r = { 0 };
+	struct cell_root r = { 0 };
 	struct bt_store *second = NULL;
 	uint64_t ids[2], child = 0;
 
-	for (size_t i = 0; i < sizeof(secret); i++)
-		secret[i] = (uint8_t)(i * 5 + 3);
+	cell_secret_init();
 	tstore_posix(&ts, NULL);
 	if (tstore_cell_skip(&ts, "opens the store's servers itself"))
 		return tap_done();
 	store_make(&ts);
 	test_root(&ts, &r, ids);
-	root_serve(&r);
+	cell_root_serve(&r);
 	test_second_open(&ts, &r, &second);
 	test_move(&r, second, ids);
 	test_refused(second);

@@ -18,6 +18,7 @@
  */
 #include "api/api_server.h"
 #include "api_util.h"
+#include "cell_util.h"
 #include "catalog/catalog.h"
 #include "catalog_text.h"
 #include "rpc/rpc.h"
@@ -26,66 +27,16 @@
 #include "tabletd/service.h"
 #include "util/error.h"
 
-#define ROOT_NAME	"127.0.0.1:7000#1"
-#define ROOT_DIR	"servers/127.0.0.1_7000.1"
 #define SECOND_NAME	"127.0.0.1:7001#5"
 #define SECOND_DIR	"servers/127.0.0.1_7001.5"
 #define OTHER_NAME	"127.0.0.1:7002#3"
 #define BIG_TABLET	(48u << 10)
 #define BIG_ROWS	1200
 
-static uint8_t secret[RPC_SECRET_SIZE];
-
-/* The root's server: its store, and a service on it behind RPC. */
-struct root {
-	struct bt_store *s;
-	struct catalog *catalog;	/* its own, local */
-	struct service *svc;
-	struct rpc_server *rpc;
-};
-
-static int
-handle(void *arg, const struct rpc_call *call, struct slice request,
-    struct buf *reply)
-{
-	struct root *r = arg;
-
-	return service_handle_conn(r->svc, call->conn, call->method, request,
-	    reply);
-}
-
 static void
-root_open_serve(const char *path, struct root *r)
+open_second(const char *path, struct cell_root *r, struct bt_store **out)
 {
-	struct api_cell_server cell = { ROOT_NAME, ROOT_DIR, NULL };
-	struct rpc_server_options o = { .secret = secret };
-
-	must(api_store_open_cell(path, NULL, &cell, &r->s));
-	r->catalog = server_catalog(api_store_server(r->s));
-	if (service_new(r->s, &r->svc) < 0 ||
-	    rpc_server_open("127.0.0.1:0", &o, handle, r, &r->rpc) < 0)
-		tap_bail("cannot serve the root's store");
-}
-
-/* A remote catalog on the root as caller. */
-static struct catalog *
-catalog_as(struct root *r, const char *caller)
-{
-	struct catalog_client_options o = { rpc_server_address(r->rpc),
-	    secret, caller, 5000 };
-	struct catalog *c;
-
-	must(catalog_client_open(&o, &c));
-	return c;
-}
-
-static void
-open_second(const char *path, struct root *r, struct bt_store **out)
-{
-	struct api_cell_server cell = { SECOND_NAME, SECOND_DIR, NULL };
-
-	cell.catalog = catalog_as(r, SECOND_NAME);
-	must(api_store_open_cell(path, NULL, &cell, out));
+	must(cell_server_open(path, r, SECOND_NAME, SECOND_DIR, out));
 }
 
 static uint64_t
@@ -129,7 +80,7 @@ assigned_to(struct catalog *c, const char *table, const char *server)
 }
 
 static void
-tablet_move(struct root *r, struct bt_store *to, const char *table,
+tablet_move(struct cell_root *r, struct bt_store *to, const char *table,
     uint64_t id)
 {
 	must(bt_tablet_unload(r->s, table, id));
@@ -196,7 +147,7 @@ scan_count(struct bt_store *s, const char *start, const char *end)
 }
 
 static void
-test_forced(struct root *r, struct bt_store *second, uint64_t child[2])
+test_forced(struct cell_root *r, struct bt_store *second, uint64_t child[2])
 {
 	struct catalog_location *locs;
 	size_t n;
@@ -216,7 +167,7 @@ test_forced(struct root *r, struct bt_store *second, uint64_t child[2])
 		    locs[2].end.n == 0, "[m, s) and [s, )");
 		is_str(locs[1].server, SECOND_NAME, "[m, s) is the second's");
 		is_str(locs[2].server, SECOND_NAME, "[s, ) is the second's");
-		is_str(locs[0].server, ROOT_NAME, "[, m) stays the root's");
+		is_str(locs[0].server, CELL_ROOT_NAME, "[, m) stays the root's");
 		child[0] = locs[1].tablet_id;
 		child[1] = locs[2].tablet_id;
 	}
@@ -243,9 +194,9 @@ test_forced(struct root *r, struct bt_store *second, uint64_t child[2])
 
 /* A replace sent by a server the tablet is not assigned to. */
 static void
-test_fenced_wire(struct root *r, const uint64_t child[2])
+test_fenced_wire(struct cell_root *r, const uint64_t child[2])
 {
-	struct catalog *other = catalog_as(r, OTHER_NAME);
+	struct catalog *other = cell_catalog_as(r, OTHER_NAME);
 	uint64_t tid = table_id(r->catalog, "t"), ids[2];
 	struct catalog_tablet_spec specs[2] = {
 		{ .start = slice_make((const uint8_t *)"m", 1),
@@ -288,7 +239,7 @@ value_of(int i, char val[161])
 /* A table of tablet_size BIG_TABLET whose one tablet moves to the second
  * and outgrows it there. */
 static void
-test_by_size(struct root *r, struct bt_store *second)
+test_by_size(struct cell_root *r, struct bt_store *second)
 {
 	struct bt_family_spec f = { "f", NULL, "maxversions=1" };
 	struct bt_group_spec g = { "default", 2048, -1, -1, -1 };
@@ -332,7 +283,7 @@ test_by_size(struct root *r, struct bt_store *second)
 /* The master gives the second up: the root recovers both children from
  * its log; the second, still running, can no longer split them. */
 static void
-test_given_up(struct root *r, struct bt_store *second, const uint64_t child[2])
+test_given_up(struct cell_root *r, struct bt_store *second, const uint64_t child[2])
 {
 	const char *dirs[] = { SECOND_DIR "/log" };
 	uint64_t tid = table_id(r->catalog, "t");
@@ -342,8 +293,8 @@ test_given_up(struct root *r, struct bt_store *second, const uint64_t child[2])
 	/* Acknowledged, not flushed: only in the second's log. */
 	rows_put(second, "p", 10, "acked");
 	rows_put(second, "w", 10, "acked");
-	must(catalog_tablet_assign(r->catalog, child[0], ROOT_NAME));
-	must(catalog_tablet_assign(r->catalog, child[1], ROOT_NAME));
+	must(catalog_tablet_assign(r->catalog, child[0], CELL_ROOT_NAME));
+	must(catalog_tablet_assign(r->catalog, child[1], CELL_ROOT_NAME));
 	rc = api_tablet_recover(r->s, "t", child[0], dirs, 1);
 	ok(rc == 0, "the root recovers [m, s) from the second's log (%s)",
 	    bt_error_detail());
@@ -371,22 +322,21 @@ main(void)
 	static const char *const fams[] = { "f", NULL };
 	struct bt_family_spec f = { "f", NULL, NULL };
 	struct bt_bytes split = bts("m");
-	struct root r = { 0 };
+	struct cell_root r = { 0 };
 	struct bt_store *second = NULL;
 	struct catalog_location *locs;
 	uint64_t child[2] = { 0, 0 };
 	struct tstore ts;
 	size_t n;
 
-	for (size_t i = 0; i < sizeof(secret); i++)
-		secret[i] = (uint8_t)(i * 7 + 1);
+	cell_secret_init();
 	tstore_posix(&ts, NULL);
 	if (tstore_cell_skip(&ts, "opens the store's servers itself"))
 		return tap_done();
 	must(make_table(ts.s, "pre", fams));
 	must(bt_store_close(ts.s));
 	ts.s = NULL;
-	root_open_serve(ts.path, &r);
+	cell_root_open(ts.path, &r);
 	must(bt_table_create(r.s, "t", &f, 1, &split, 1, 0));
 	open_second(ts.path, &r, &second);
 	n = locations(r.catalog, "t", &locs, 2);
