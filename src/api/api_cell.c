@@ -358,11 +358,14 @@ out:
 	return rc;
 }
 
+/* How long one server may take to say what its tablets hold. */
+#define TABLETS_GATHER_MS 2000
+
 /*
  * The figures of the tablets of info (n, from the root's server) that
  * the server named server serves, from its own TABLETS: each server
  * knows its own memtables and files.  A server that does not answer
- * leaves them 0.
+ * within TABLETS_GATHER_MS (a stopped one, say) leaves them 0.
  */
 static void
 tablets_gather(struct cell_client *c, const char *table, const char *server,
@@ -376,7 +379,7 @@ tablets_gather(struct cell_client *c, const char *table, const char *server,
 	    (int)strcspn(server, "#"), server);
 	req.table = cell_str(table);
 	if (cell_client_call_at(c, address, TABLETFS__METHOD__TABLETS,
-	    &req.base, &tabletfs__tablets_reply__descriptor,
+	    &req.base, TABLETS_GATHER_MS, &tabletfs__tablets_reply__descriptor,
 	    (ProtobufCMessage **)&rep) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {

@@ -162,12 +162,13 @@ int cell_client_call_on(struct cell_client *c, struct rpc_client *rpc,
 
 /*
  * Send request to the server at address ("HOST:PORT") once, over this
- * client's connection to it, within the client's deadline: as
- * cell_client_call() with CELL_RETRY_NONE; -EIO when it cannot be
- * reached.  For the calls a client makes of every server.
+ * client's connection to it, within timeout_ms (and the client's
+ * deadline): as cell_client_call() with CELL_RETRY_NONE; -EIO when it
+ * cannot be reached.  For the calls a client makes of every server,
+ * which a stopped one must not hold up for long.
  */
 int cell_client_call_at(struct cell_client *c, const char *address,
-    uint32_t method, const ProtobufCMessage *request,
+    uint32_t method, const ProtobufCMessage *request, uint32_t timeout_ms,
     const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
 
 /* Pause *wait_ms (0 on the first call: the first pause) and lengthen it

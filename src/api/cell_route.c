@@ -278,10 +278,13 @@ out:
 
 int
 cell_client_call_at(struct cell_client *c, const char *address,
-    uint32_t method, const ProtobufCMessage *request,
+    uint32_t method, const ProtobufCMessage *request, uint32_t timeout_ms,
     const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
 {
-	int64_t deadline = cell_client_deadline(c);
+	int64_t deadline = rpc_now_ns() + (int64_t)timeout_ms * 1000000;
+
+	if (deadline > cell_client_deadline(c))
+		deadline = cell_client_deadline(c);
 	struct rpc_client *rpc;
 	int rc;
 

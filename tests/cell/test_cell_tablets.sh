@@ -1,17 +1,23 @@
 #!/bin/sh
-# Tablets served one by one (docs/design.md section 5, step 5): a table of
-# six tablets, made at the root's server, spreads over the three servers
-# (two each, the master moving them with UNLOAD and LOAD) within the
-# session timeout + 5 s; then, under four writers through the client
-# library, kill -9 of a server that is not the root's: its tablets are
-# recovered by the others from its log within the session timeout + 5 s
-# (tabletctl tablets names the server of each tablet), the table answers again,
-# and every write acknowledged before, during and after reads back, no
-# row torn; the dead server's directory is removed once no tablet needs
-# its log; after kill -9 of every process, an embedded open is refused
-# while the servers' logs hold writes, and a cell started again serves
-# every row.  CELL_ROUNDS sets the kills (1 here; the long form runs 10,
-# each victim replaced by a new server).
+# Tablets served one by one (docs/design.md section 5, step 5), on a cell
+# started with --spread:
+#  - a table of six tablets, made at the root's server, spreads over the
+#    three servers (two each, the master moving them with UNLOAD and
+#    LOAD) within the session timeout + 5 s (tabletctl tablets names the
+#    server of each tablet);
+#  - under four writers through the client library, kill -9 of a server
+#    that is not the root's: the others serve its tablets, recovered
+#    from its log, within the session timeout + 5 s, the table answers
+#    again, and its directory is removed once no tablet needs its log;
+#  - a stopped server's tablets go to others once its session ends, and
+#    continued it exits ("lease lost");
+#  - every write acknowledged before, during and after reads back, no
+#    row torn;
+#  - after kill -9 of every process, an embedded open is refused while
+#    the servers' logs hold writes, and a cell started again serves
+#    every row.
+# CELL_ROUNDS sets the kills (1 here; the long form runs 10, each victim
+# replaced by a new server).
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -113,6 +119,41 @@ for round in $(seq "$ROUNDS"); do
 	cell_server_start "$next"
 	next=$((next + 1))
 done
+# A zombie: a server that serves tablets, not the root's, is stopped;
+# once its session ends its tablets are served by others, and continued
+# it exits ("lease lost") without answering for them.
+sleep 1
+root=$(cell_serving_pid)
+zombie=""
+for f in "$C"/server-*.pid; do
+	p=$(cat "$f")
+	[ "$p" != "$root" ] && alive "$p" || continue
+	zaddr=$(cell_server_address "$p")
+	if assignments | awk -v a="$zaddr#" 'index($2, a) == 1 { f = 1 }
+	    END { exit !f }'; then
+		zombie=$p
+		break
+	fi
+done
+[ -n "$zombie" ] || fail "no server but the root's serves a tablet"
+kill -STOP "$zombie"
+t0=$(now_ms)
+while assignments 2>/dev/null | awk -v a="$zaddr#" \
+    'index($2, a) == 1 { f = 1 } END { exit !f }'; do
+	[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 2)) ] ||
+	    fail "the stopped server's tablets did not move"
+	sleep 0.1
+done
+echo "stopped $zaddr: its tablets served by others in $(( $(now_ms) - t0 )) ms"
+kill -CONT "$zombie"
+t0=$(now_ms)
+while alive "$zombie"; do
+	[ $(( $(now_ms) - t0 )) -lt 5000 ] ||
+	    fail "the continued zombie $zombie did not exit"
+	sleep 0.05
+done
+grep -q "server\[$zombie\]: lease lost" "$C"/logs/server-*.log ||
+    fail "the zombie $zombie did not log its lease lost"
 sleep 1
 cell_spawned_stop
 
