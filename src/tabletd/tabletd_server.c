@@ -416,6 +416,13 @@ handle(void *arg, const struct rpc_call *call, struct slice request,
 	case TABLETFS__METHOD__UNLOAD:
 	case TABLETFS__METHOD__RECOVER:
 		return tablet_call(ts, call->method, request, reply);
+	case TABLETFS__METHOD__LOCATE:
+		/* Served whole, every tablet is this server's: clients
+		 * send it every call (cell_client.h). */
+		if (ts->st.rados)
+			return reply_error(reply, -EOPNOTSUPP, "LOCATE: this "
+			    "server serves the whole store");
+		break;
 	}
 	pthread_rwlock_rdlock(&ts->serving);
 	if (ts->service == NULL)
