@@ -372,6 +372,7 @@ test_assign(struct tstore *ts, struct service *svc)
 	is_str(got, want, "every tablet, by table id then row, with its "
 	    "table's name and its server");
 	free(got);
+	free(want);
 	ok(n >= 6, "%zu tablets", n);
 	tablet = a[0].tablet_id;
 	snprintf(host, sizeof(host), "%s", a[0].server);

@@ -91,7 +91,8 @@ key_of(ProtobufCBinaryData b, char out[KEY_MAX])
 {
 	size_t n = b.len < KEY_MAX - 1 ? b.len : KEY_MAX - 1;
 
-	memcpy(out, b.data, n);
+	if (n > 0)	/* an empty field's data may be NULL */
+		memcpy(out, b.data, n);
 	out[n] = '\0';
 }
 
