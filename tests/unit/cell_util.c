@@ -94,3 +94,14 @@ cell_server_open(const char *path, struct cell_root *r, const char *name,
 	cell.catalog = cell_catalog_as(r, name);
 	return api_store_open_cell(path, NULL, &cell, out);
 }
+
+int
+cell_read_rc(struct bt_store *s, const char *table, const char *row)
+{
+	struct bt_row *r = NULL;
+	int rc = bt_read_row(s, table, bts(row), NULL, &r);
+
+	if (rc == 0)
+		bt_row_free(r);
+	return rc;
+}

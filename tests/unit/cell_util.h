@@ -48,4 +48,7 @@ struct catalog *cell_catalog_as(struct cell_root *r, const char *caller);
 int cell_server_open(const char *path, struct cell_root *r,
     const char *name, const char *dir, struct bt_store **out);
 
+/* bt_read_row()'s result for row of table, the row freed. */
+int cell_read_rc(struct bt_store *s, const char *table, const char *row);
+
 #endif

@@ -83,17 +83,6 @@ table_to_second(struct cell_root *r, struct bt_store *second, const char *table)
 	return id;
 }
 
-static int
-read_rc(struct bt_store *s, const char *table, const char *row)
-{
-	struct bt_row *r = NULL;
-	int rc = bt_read_row(s, table, bts(row), NULL, &r);
-
-	if (rc == 0)
-		bt_row_free(r);
-	return rc;
-}
-
 /* The version counts each schema change, and the remote catalog serves
  * the root's. */
 static void
@@ -187,7 +176,7 @@ test_table_drop(struct cell_root *r, struct bt_store *second, uint64_t *v)
 	    "rises by one");
 	rc = poll_second(second);
 	is_int(rc, 0, "the second polls (%s)", bt_error_detail());
-	rc = read_rc(second, "d", "k");
+	rc = cell_read_rc(second, "d", "k");
 	ok(rc < 0, "the second no longer serves the dropped table (%s)",
 	    bt_strerror(rc));
 	rc = bt_store_flush(second);
@@ -203,7 +192,7 @@ test_table_drop(struct cell_root *r, struct bt_store *second, uint64_t *v)
 	rc = bt_tablet_load(second, "d", fresh);
 	is_int(rc, 0, "its tablet loads at the second (%s)",
 	    bt_error_detail());
-	is_int(read_rc(second, "d", "k"), BT_NOTFOUND,
+	is_int(cell_read_rc(second, "d", "k"), BT_NOTFOUND,
 	    "without the dropped table's cell");
 	must(put_str(second, "d", "k", "f", "q", 2, "new"));
 	is_int(bt_store_flush(second), 0, "and flushes");
@@ -227,7 +216,7 @@ test_drop_recreate(struct cell_root *r, struct bt_store *second, uint64_t *v)
 	    "three changes");
 	rc = poll_second(second);
 	is_int(rc, 0, "the second polls (%s)", bt_error_detail());
-	is_int(read_rc(second, "e", "k"), BT_ENOTSERVING,
+	is_int(cell_read_rc(second, "e", "k"), BT_ENOTSERVING,
 	    "it knows the new table, whose tablet it does not serve");
 	is_int(bt_store_flush(second), 0, "its flush does not fail");
 	fresh = first_tablet(r->catalog, "e");
@@ -235,7 +224,7 @@ test_drop_recreate(struct cell_root *r, struct bt_store *second, uint64_t *v)
 	must(catalog_tablet_assign(r->catalog, fresh, SECOND_NAME));
 	rc = bt_tablet_load(second, "e", fresh);
 	is_int(rc, 0, "the new tablet loads there (%s)", bt_error_detail());
-	is_int(read_rc(second, "e", "k"), BT_NOTFOUND, "empty");
+	is_int(cell_read_rc(second, "e", "k"), BT_NOTFOUND, "empty");
 	*v = version(r->catalog);
 }
 
@@ -261,12 +250,12 @@ test_flush_finds_gone(struct cell_root *r, struct bt_store *second,
 	ok(version(r->catalog) == *v + 1, "a tablet replaced leaves the "
 	    "version alone (but for the table made)");
 	must(poll_second(second));
-	is_int(read_rc(second, "h", "k"), 0, "so a poll keeps it served");
+	is_int(cell_read_rc(second, "h", "k"), 0, "so a poll keeps it served");
 	for (int i = 0; i < 3 && rc != 0; i++)
 		rc = bt_store_flush(second);
 	is_int(rc, 0, "a flush at the second succeeds again within three "
 	    "(%s)", bt_error_detail());
-	is_int(read_rc(second, "h", "k"), BT_ENOTSERVING,
+	is_int(cell_read_rc(second, "h", "k"), BT_ENOTSERVING,
 	    "the tablet gone from the catalog is discarded");
 	is_int(bt_store_flush(second), 0, "and the next flush is clean");
 }

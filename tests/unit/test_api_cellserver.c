@@ -153,17 +153,6 @@ rows_match(struct bt_store *s, const char *prefix, int n, const char *tag)
 	return good;
 }
 
-static int
-read_rc(struct bt_store *s, const char *table, const char *row)
-{
-	struct bt_row *r = NULL;
-	int rc = bt_read_row(s, table, bts(row), NULL, &r);
-
-	if (rc == 0)
-		bt_row_free(r);
-	return rc;
-}
-
 /* A store made embedded, with table "pre" written and flushed. */
 static void
 store_make(struct tstore *ts)
@@ -191,7 +180,7 @@ test_root(struct tstore *ts, struct cell_root *r, uint64_t ids[2])
 		tap_bail("no root");
 	ok(is_dir(ts->path, CELL_ROOT_DIR "/log") && is_dir(ts->path,
 	    CELL_ROOT_DIR "/tmp"), "its directory has log/ and tmp/");
-	rc = read_rc(r->s, "pre", "a");
+	rc = cell_read_rc(r->s, "pre", "a");
 	is_int(rc, BT_ENOTSERVING, "it serves no tablet of a table made "
 	    "before (%s)", bt_error_detail());
 	rc = bt_store_open(ts->path, NULL, &again);
@@ -227,9 +216,9 @@ test_second_open(struct tstore *ts, struct cell_root *r, struct bt_store **secon
 		tap_bail("no second server");
 	ok(is_dir(ts->path, SECOND_DIR "/log") && is_dir(ts->path,
 	    SECOND_DIR "/tmp"), "its own directory has log/ and tmp/");
-	is_int(read_rc(*second, "t", "x1"), BT_ENOTSERVING,
+	is_int(cell_read_rc(*second, "t", "x1"), BT_ENOTSERVING,
 	    "it serves nothing");
-	is_int(read_rc(*second, "pre", "a"), BT_ENOTSERVING,
+	is_int(cell_read_rc(*second, "pre", "a"), BT_ENOTSERVING,
 	    "not even the table made before");
 }
 
@@ -244,7 +233,7 @@ test_move(struct cell_root *r, struct bt_store *second, const uint64_t ids[2])
 	tablet_move(r->s, second, r->catalog, "t", ids[1], SECOND_NAME);
 	is_int(rows_match(second, "x", 10, "root"), 10,
 	    "the second reads the root's data");
-	is_int(read_rc(r->s, "t", "x1"), BT_ENOTSERVING,
+	is_int(cell_read_rc(r->s, "t", "x1"), BT_ENOTSERVING,
 	    "the root no longer serves it");
 	is_int(rows_match(r->s, "a", 10, "root"), 10,
 	    "and serves the other tablet on");
@@ -387,7 +376,7 @@ test_given_up(struct tstore *ts, struct cell_root *r, struct bt_store *second,
 	must(bt_store_close(r->s));
 	must(cell_root_store_open(ts->path, &r->s));
 	r->catalog = server_catalog(api_store_server(r->s));
-	is_int(read_rc(r->s, "t", "y1"), BT_ENOTSERVING,
+	is_int(cell_read_rc(r->s, "t", "y1"), BT_ENOTSERVING,
 	    "the root reopened serves nothing");
 	must(bt_tablet_load(r->s, "t", ids[1]));
 	is_int(rows_match(r->s, "y", 20, "acked") + rows_match(r->s, "z", 5,

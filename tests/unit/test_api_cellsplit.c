@@ -121,17 +121,6 @@ rows_match(struct bt_store *s, const char *prefix, int n, const char *tag)
 	return good;
 }
 
-static int
-read_rc(struct bt_store *s, const char *table, const char *row)
-{
-	struct bt_row *r = NULL;
-	int rc = bt_read_row(s, table, bts(row), NULL, &r);
-
-	if (rc == 0)
-		bt_row_free(r);
-	return rc;
-}
-
 /* Rows a scan of "t" from start to end returns. */
 static int
 scan_count(struct bt_store *s, const char *start, const char *end)
@@ -180,7 +169,7 @@ test_forced(struct cell_root *r, struct bt_store *second, uint64_t child[2])
 	    10, "after"), 20, "and take writes");
 	is_int(scan_count(second, "m", ""), 20, "a scan across both "
 	    "children at the second returns every row");
-	is_int(read_rc(r->s, "t", "p1") == BT_ENOTSERVING && read_rc(r->s, "t",
+	is_int(cell_read_rc(r->s, "t", "p1") == BT_ENOTSERVING && cell_read_rc(r->s, "t",
 	    "w1") == BT_ENOTSERVING, 1, "the root serves neither");
 	rc = bt_table_split(second, "t", bts("s"));
 	is_int(rc, -EEXIST, "a split again at s: -EEXIST");
