@@ -206,9 +206,11 @@ int server_locate(struct server *s, const char *table, struct slice row,
  * The table named name, referenced, and its catalog id in *id, for a
  * caller that makes calls on rows of the table (they take t) and needs
  * its id too (for its location cache): one lookup of the name, not one
- * per call.  0 or -ENOENT; server_table_unref() releases it.  A table
- * dropped while referenced stays readable and writable by its holder,
- * as during any call on it.
+ * per call.  0 or -ENOENT; BT_ENOTSERVING instead on a cell's server
+ * whose catalog is remote (it knows only the tables it serves tablets
+ * of).  server_table_unref() releases it.  A table dropped while
+ * referenced stays readable and writable by its holder, as during any
+ * call on it.
  */
 int server_table_ref(struct server *s, const char *name,
     struct server_table **out, uint64_t *id);

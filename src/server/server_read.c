@@ -139,6 +139,7 @@ server_scan_open(struct server *s, const char *table, struct slice start,
     struct server_scan **out)
 {
 	struct server_scan *sc;
+	uint64_t id;
 	int rc;
 
 	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
@@ -146,7 +147,7 @@ server_scan_open(struct server *s, const char *table, struct slice start,
 	buf_init(&sc->start);
 	buf_init(&sc->end);
 	sc->s = s;
-	if ((rc = server_table_lookup(s, table, &sc->t)) < 0)
+	if ((rc = server_table_ref(s, table, &sc->t, &id)) < 0)
 		goto out_free;
 	/* The snapshot before the map, as in server_table_read_row(). */
 	sc->snapshot = atomic_load(&s->visible_seq);

@@ -365,13 +365,20 @@ server_tables_snapshot_free(struct server_table **list, size_t count)
 	bt_free(list);
 }
 
+/* A cell's server whose catalog is remote knows only the tables whose
+ * tablets it serves or served, and its schemas lag the catalog's by up
+ * to a poll: a table it does not know has no tablet served here. */
 int
 server_table_ref(struct server *s, const char *name,
     struct server_table **out, uint64_t *id)
 {
 	int rc;
 
-	if ((rc = server_table_lookup(s, name, out)) < 0)
+	if ((rc = server_table_lookup(s, name, out)) == -ENOENT &&
+	    s->catalog_remote)
+		rc = bt_error_set(BT_ENOTSERVING, "table %s: no tablet of it "
+		    "is served here", name);
+	if (rc < 0)
 		return rc;
 	*id = (*out)->id;
 	return 0;

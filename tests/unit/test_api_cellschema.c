@@ -131,6 +131,27 @@ test_family_drop(struct cell_root *r, struct bt_store *second, uint64_t *v)
 	    "family f takes writes on");
 }
 
+/* A table of no tablet the second serves is not served there: the
+ * client is to locate its rows again, not to take the table for
+ * missing. */
+static void
+test_table_unknown(struct cell_root *r, struct bt_store *second)
+{
+	static const struct bt_family_spec f = { .name = "f" };
+	struct bt_row *row = NULL;
+	int rc;
+
+	must(bt_table_create(r->s, "u", &f, 1, NULL, 0, 0));
+	rc = put_str(second, "u", "r1", "f", "q", 1, "x");
+	is_int(rc, BT_ENOTSERVING, "a write to a table the second serves "
+	    "no tablet of: BT_ENOTSERVING (%s)", bt_error_detail());
+	rc = bt_read_row(second, "u", bts("r1"), NULL, &row);
+	is_int(rc, BT_ENOTSERVING, "a read there too (%s)",
+	    bt_error_detail());
+	bt_row_free(row);
+	is_int(bt_table_delete(r->s, "u"), 0, "the root drops it");
+}
+
 static void
 test_gc_and_access(struct cell_root *r, struct bt_store *second, uint64_t *v)
 {
@@ -288,6 +309,7 @@ main(void)
 	test_table_drop(&r, second, &v);
 	test_drop_recreate(&r, second, &v);
 	test_flush_finds_gone(&r, second, &v);
+	test_table_unknown(&r, second);
 
 	must(bt_store_close(second));
 	before = version(r.catalog);

@@ -623,6 +623,15 @@ struct split_arg {
 	int id;
 };
 
+/* Counts a failed call; the first few say which and why. */
+static void
+split_error(struct split_test *st, const char *what, int rc)
+{
+	if (atomic_fetch_add(&st->errors, 1) < 3)
+		diag("splits: %s: %s (%s)", what, bt_strerror(rc),
+		    bt_error_detail());
+}
+
 static void
 split_counter_row(int k, char *row, size_t n)
 {
@@ -636,14 +645,15 @@ split_incr_thread(void *p)
 	struct split_arg *a = p;
 	struct split_test *st = a->st;
 	char row[16];
+	int rc;
 
 	for (int i = 0; i < SPLIT_INCR_EACH; i++) {
 		split_counter_row((i + a->id) % SPLIT_COUNTERS, row,
 		    sizeof(row));
 		st->results[a->id][i] = -1;
-		if (bt_increment(st->s, "s", bts(row), "f", bts("n"), 1,
-		    NULL, &st->results[a->id][i], NULL) != 0)
-			atomic_fetch_add(&st->errors, 1);
+		if ((rc = bt_increment(st->s, "s", bts(row), "f", bts("n"),
+		    1, NULL, &st->results[a->id][i], NULL)) != 0)
+			split_error(st, "increment", rc);
 		atomic_fetch_add(&st->progress, 1);
 	}
 	atomic_fetch_sub(&st->workers_left, 1);
@@ -658,6 +668,7 @@ split_row_writer(void *p)
 	uint64_t rng = 0x5eedull + (uint64_t)a->id;
 	struct bt_mutation m[4];
 	char row[16], val[160];
+	int rc;
 
 	for (int i = 0; i < SPLIT_MUTS; i++) {
 		snprintf(row, sizeof(row), "r%04d",
@@ -669,9 +680,9 @@ split_row_writer(void *p)
 				.qualifier = bts(cell_names[j]),
 				.ts = BT_TS_SERVER, .value = bts(val),
 			};
-		if (bt_mutate_row(st->s, "s", bts(row), m, 4, NULL,
-		    NULL) != 0)
-			atomic_fetch_add(&st->errors, 1);
+		if ((rc = bt_mutate_row(st->s, "s", bts(row), m, 4, NULL,
+		    NULL)) != 0)
+			split_error(st, "mutate_row", rc);
 		atomic_fetch_add(&st->progress, 1);
 	}
 	atomic_fetch_sub(&st->workers_left, 1);
@@ -727,13 +738,13 @@ split_reader(void *p)
 			if (rc == 0 && !split_row_ok(r))
 				atomic_fetch_add(&st->mixed, 1);
 			else if (rc != 0 && rc != BT_NOTFOUND)
-				atomic_fetch_add(&st->errors, 1);
+				split_error(st, "read_row", rc);
 			bt_row_free(r);
 			continue;
 		}
 		scanned_at = atomic_load(&st->progress);
-		if (bt_scan_open(st->s, "s", &so, &sc) != 0) {
-			atomic_fetch_add(&st->errors, 1);
+		if ((rc = bt_scan_open(st->s, "s", &so, &sc)) != 0) {
+			split_error(st, "scan_open", rc);
 			continue;
 		}
 		while ((rc = bt_scan_next(sc, &r)) == 0) {
@@ -748,7 +759,7 @@ split_reader(void *p)
 			bt_row_free(r);
 		}
 		if (rc != BT_DONE)
-			atomic_fetch_add(&st->errors, 1);
+			split_error(st, "scan_next", rc);
 		bt_scan_close(sc);
 		atomic_fetch_add(&st->scans, 1);
 	}
@@ -793,9 +804,8 @@ split_maintainer(void *p)
 			rc = bt_store_compact(st->s, "s", k % 8 == 0);
 			break;
 		}
-		if (rc != 0 && atomic_fetch_add(&st->errors, 1) < 3)
-			diag("splits: maintenance %d: %s (%s)", k,
-			    bt_strerror(rc), bt_error_detail());
+		if (rc != 0)
+			split_error(st, "maintenance", rc);
 		atomic_fetch_add(&st->maint, 1);
 		while (atomic_load(&st->workers_left) > 0 &&
 		    atomic_load(&st->progress) < done_at + SPLIT_MAINT_EVERY)

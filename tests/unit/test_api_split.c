@@ -105,8 +105,10 @@ scan_matches(struct bt_store *s, const int *want, int nrows, int from,
 		so.start = bts(start);
 	if (to < nrows)
 		so.end = bts(end);
-	if ((rc = bt_scan_open(s, "t", &so, &sc)) != 0)
+	if ((rc = bt_scan_open(s, "t", &so, &sc)) != 0) {
+		diag("scan [%d, %d): open: %s", from, to, bt_strerror(rc));
 		return false;
+	}
 	while (good && (rc = bt_scan_next(sc, &row)) == 0) {
 		while (r < to && want[r] < 0)
 			r++;
@@ -122,6 +124,11 @@ scan_matches(struct bt_store *s, const int *want, int nrows, int from,
 	while (good && r < to && want[r] < 0)
 		r++;
 	bt_scan_close(sc);
+	if (good && rc != BT_DONE)
+		diag("scan [%d, %d): at row %d: %s (%s)", from, to, r,
+		    bt_strerror(rc), bt_error_detail());
+	else if (good && r < to)
+		diag("scan [%d, %d): ended before row %d", from, to, r);
 	return good && rc == BT_DONE && r >= to;
 }
 
