@@ -168,9 +168,9 @@ int server_tablet_load(struct server *s, const char *table, uint64_t id);
  * sequence numbers and stamps then go on above every record read.  The
  * order of the directories does not matter: a tablet's records above
  * its redo point are all in the log of the one server that served it
- * last.  A directory not starting with '/' is relative to the store's
- * path on a cell's server (server_options.dir), and taken as the env
- * names it otherwise.  0, -EINVAL (no directory), -ENOENT, -EBUSY (it
+ * last.  On a cell's server each is a path below the store (relative,
+ * no "..", as server_options.dir; else -EINVAL); elsewhere it is taken
+ * as the env names it.  0, -EINVAL (no directory), -ENOENT, -EBUSY (it
  * is served here), -EROFS, or a replay's or the flush's error (it stays
  * not served).
  *

@@ -380,5 +380,8 @@ server_tablet_recover(struct server *s, const char *table, uint64_t id,
 		if (log_dirs[i] == NULL || log_dirs[i][0] == '\0')
 			return bt_error_set(-EINVAL, "an empty log directory "
 			    "to recover from");
+		else if (s->cell && !server_cell_dir_is_below(log_dirs[i]))
+			return bt_error_set(-EINVAL, "log directory \"%s\": "
+			    "not a path below the store", log_dirs[i]);
 	return assign_run(s, table, id, &from, recover_locked);
 }

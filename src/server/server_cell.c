@@ -18,10 +18,8 @@
 #include "util/alloc.h"
 #include "util/error.h"
 
-/* Whether dir is a path below the store: relative, its components
- * neither empty nor "." nor "..". */
-static bool
-dir_is_below(const char *dir)
+bool
+server_cell_dir_is_below(const char *dir)
 {
 	const char *p = dir;
 
@@ -49,7 +47,7 @@ server_cell_options_check(const struct server_options *o)
 		return o->catalog == NULL ? 0 : bt_error_set(-EINVAL,
 		    "a catalog given is for a cell's tablet server, which "
 		    "has a directory of its own (server_options.dir)");
-	if (!dir_is_below(o->dir))
+	if (!server_cell_dir_is_below(o->dir))
 		return bt_error_set(-EINVAL, "server directory \"%s\": not a "
 		    "path below the store", o->dir);
 	if (o->read_only)
@@ -98,7 +96,7 @@ server_cell_dirs_make(struct server *s, const char *path)
 	char *parent = NULL, *cur;
 	int rc = 0;
 
-	assert(s->cell && dir_is_below(p));
+	assert(s->cell && server_cell_dir_is_below(p));
 	if ((cur = bt_strdup(path)) == NULL)
 		return -ENOMEM;
 	/* Each component of dir, as mkdir -p does. */

@@ -434,6 +434,9 @@ int master_collect_rounds(struct server *s, uint64_t round);
 
 /* Check the cell's part of o (server.h): 0, or -EINVAL with a detail. */
 int server_cell_options_check(const struct server_options *o);
+/* Whether dir is a path below the store: relative, its components
+ * neither empty nor "." nor "..". */
+bool server_cell_dir_is_below(const char *dir);
 /* Make the server's directory under the store at path, and its log/
  * and tmp/, each synced into its parent (at open). */
 int server_cell_dirs_make(struct server *s, const char *path);

@@ -325,6 +325,8 @@ test_given_up(struct tstore *ts, struct cell_root *r, struct bt_store *second,
     const uint64_t ids[2], uint64_t child)
 {
 	const char *dirs[] = { "nosuch/log", SECOND_DIR "/log" };
+	const char *outside[] = { "/tmp", "../store/log", "servers/../log",
+	    "./log", "log/" };
 	uint64_t tid = table_id(r->catalog, "t");
 	char *before, *after;
 	int rc;
@@ -340,6 +342,11 @@ test_given_up(struct tstore *ts, struct cell_root *r, struct bt_store *second,
 	rc = api_tablet_recover(r->s, "t", ids[1], dirs, 2);
 	ok(rc < 0, "recover from a directory that is not there: an error "
 	    "(%s)", bt_error_detail());
+	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
+		rc = api_tablet_recover(r->s, "t", ids[1], &outside[i], 1);
+		is_int(rc, -EINVAL, "recover from \"%s\", not below the "
+		    "store: -EINVAL (%s)", outside[i], bt_error_detail());
+	}
 	rc = api_tablet_recover(r->s, "t", ids[1], dirs + 1, 1);
 	ok(rc == 0, "the root recovers [m, ) from the second's log (%s)",
 	    bt_error_detail());
