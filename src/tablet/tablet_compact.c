@@ -81,6 +81,33 @@ tablet_out_abandon(struct tablet *t, struct tablet_out *o)
 }
 
 /*
+ * Whether a failed commit_files() is known not to have named its outputs:
+ * the catalog refused it for a tablet assigned elsewhere or gone (a
+ * remote catalog's refusal is its reply, and such calls are not sent
+ * twice).  Other failures may be durable all the same (a sync that
+ * failed, a reply lost), so their outputs stay for the catalog to name
+ * or the master to collect.
+ */
+static bool
+commit_refused(int rc)
+{
+	return rc == BT_ENOTSERVING || rc == -ENOENT;
+}
+
+/* Remove finished outputs that no catalog will name. */
+static void
+outputs_remove(struct tablet *t, const struct tablet_out *outs, size_t n)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < n; i++) {
+		tablet_sst_path(path, sizeof(path), t->tenv.sst_dir,
+		    outs[i].meta.number);
+		env_path_remove(t->tenv.env, path);
+	}
+}
+
+/*
  * Name the finished outputs in the catalog in place of the removed files,
  * open them, and install a version with the change.  The outputs are
  * already in sst/ with the directory synced.  When imm_done, the frozen
@@ -307,23 +334,17 @@ tablet_flush(struct tablet *t, bool parallel)
 	if (out_count > 0 &&
 	    (rc = env_dir_sync(t->tenv.env, t->tenv.sst_dir)) < 0)
 		goto out_remove;
-	/* A failed commit may be on disk all the same (its sync failed, not
-	 * its write): the outputs stay for the catalog to name, or for the
-	 * master to collect. */
 	if ((rc = commit_files(t, outs, out_count, NULL, 0, t->imm_max_seq,
-	    true)) < 0)
+	    true)) < 0) {
+		if (commit_refused(rc))
+			goto out_remove;
 		goto out_abandon;
+	}
 	atomic_store(&t->imm_first_seq, UINT64_MAX);
 	atomic_fetch_add(&t->flushes, 1);
 	goto out;
 out_remove:
-	for (size_t i = 0; i < out_count; i++) {
-		char path[4096];
-
-		tablet_sst_path(path, sizeof(path), t->tenv.sst_dir,
-		    outs[i].meta.number);
-		env_path_remove(t->tenv.env, path);
-	}
+	outputs_remove(t, outs, out_count);
 out_abandon:
 	for (size_t g = 0; g < s->group_count; g++)
 		tablet_out_abandon(t, &outs[g]);
@@ -531,8 +552,11 @@ compact_group(struct tablet *t, struct tablet_version *v, size_t g,
 			goto out;
 	}
 	if ((rc = commit_files(t, &out, out.meta.number != 0 ? 1 : 0,
-	    removed, n, 0, false)) < 0)
+	    removed, n, 0, false)) < 0) {
+		if (commit_refused(rc))
+			outputs_remove(t, &out, out.meta.number != 0 ? 1 : 0);
 		goto out;
+	}
 	for (size_t i = 0; i < n; i++)
 		tablet_file_release(&t->tenv, removed[i]);
 	atomic_fetch_add(&t->compactions, 1);
