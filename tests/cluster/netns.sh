@@ -14,10 +14,11 @@
 #
 # The cell's store is a directory under T, one path on this filesystem
 # that every namespace reaches.  Every process runs in its host's
-# namespace; each tabletd's log lines are stamped with the time (ms since
-# the epoch, one clock for every namespace) in T/logs/NAME.log, followed
-# by "exit STATUS" when it ends.  The EXIT trap kills everything the test
-# started, deletes every namespace and removes T, even on failure.
+# namespace; each tabletd stamps its log lines with the time on its own
+# clock (ms since the epoch; one clock for every namespace here), in
+# T/logs/NAME.log, followed by "exit STATUS" when it ends.  The EXIT trap
+# kills everything the test started, deletes every namespace and removes
+# T, even on failure.
 # Namespace names are tfsc<pid>-HOST: two tests run side by side, and
 # what a run killed with SIGKILL (no trap) leaves is reaped by the next
 # one (its writers and prober stop on their own once its shell is gone).
@@ -185,13 +186,6 @@ netns_up() {
 	done
 }
 
-# Copy stdin to stdout, each line stamped with the time (ms).
-stamp() {
-	while IFS= read -r st_line; do
-		printf '%s %s\n' "$(now_ms)" "$st_line"
-	done
-}
-
 # The answer of ZooKeeper member $1 (1-3) to the four-letter word $2,
 # asked from the client host.
 zk_ask() {
@@ -271,15 +265,18 @@ zk_member_pid() {
 CELL="zk://$(host_ip z1):2181,$(host_ip z2):2181,$(host_ip z3):2181/cell"
 
 # tabletd_start NAME HOST ROLE [ARG...]: tabletd ROLE in HOST, its pid in
-# T/NAME.pid, its log in T/logs/NAME.log; waits until it runs.
+# T/NAME.pid, its log in T/logs/NAME.log, each line stamped by tabletd
+# with the time on its own clock (--log-time), and "exit STATUS" stamped
+# once it has exited; waits until it runs.
 tabletd_start() {
 	ts_name=$1 ts_host=$2 ts_role=$3
 	shift 3
 	rm -f "$T/$ts_name.pid"
 	( set +e; hexec "$ts_host" "$TABLETD" "$ts_role" "$CELL" \
 	    --session-timeout "$SESSION_MS" --pidfile "$T/$ts_name.pid" \
-	    "$@" 2>&1 >/dev/null; echo "exit $?" ) |
-	    stamp >>"$T/logs/$ts_name.log" &
+	    --log-time "$@" 2>>"$T/logs/$ts_name.log" >/dev/null
+	    ts_status=$?
+	    echo "$(now_ms) exit $ts_status" >>"$T/logs/$ts_name.log" ) &
 	case $ts_role in
 	master) wait_log 15000 "$T/logs/$ts_name.log" "waiting in the election" ;;
 	server) wait_log 15000 "$T/logs/$ts_name.log" "listening on" ;;
@@ -294,10 +291,12 @@ tabletd_pid() {
 }
 
 # The time (ms) stamped on the first line of log NAME matching PATTERN
-# after time $3 (default 0), or nothing.
+# after time $3 (default 0), or nothing.  Lines without a stamp (the
+# ZooKeeper client's own) are passed over.
 log_time() {
 	awk -v after="${3:-0}" -v pat="$2" \
-	    '$1 >= after && $0 ~ pat { print $1; exit }' "$T/logs/$1.log"
+	    '$1 ~ /^[0-9]+$/ && $1 >= after && $0 ~ pat { print $1; exit }' \
+	    "$T/logs/$1.log"
 }
 
 ctl() {
