@@ -2,21 +2,29 @@
 # The serving tablet server cut off from ZooKeeper (nft drops, in its
 # namespace, every packet to and from the three ZooKeeper hosts) while
 # its clients still reach it: it must stop answering, on its own clock,
-# before another server serves the store.  Two writers (tabletctl, through
-# ZooKeeper) and a prober (tests/cluster/prober.py, writing straight to
-# every server, so that the cut-off one is still asked) record every
-# acknowledgement; checked, on the one clock every namespace shares:
-#  - the old server logs "lease lost" and exits with status 3 before the
-#    new server logs "serving";
-#  - the old server's last acknowledgement came before the first write
-#    that the new server acknowledged was even sent (and the servers'
-#    own stamps agree): no instant when both served;
-#  - the cell serves again within the session timeout + 5 s;
-#  - every acknowledged write reads back.
-# Prints the figures.  CLUSTER_ROUNDS sets the rounds (1; the long form
+# before the master hands the store to another server.  Two writers
+# (tabletctl, through ZooKeeper) and a prober (tests/cluster/prober.py,
+# writing straight to every server, so that the cut-off one is still
+# asked) record every acknowledgement.  Each tabletd stamps its log lines
+# with its own clock (--log-time), the prober's acknowledgements carry
+# the serving server's stamp; checked, in this order:
+#  1. the cut-off server still acknowledged the prober's writes after the
+#     cut (clients reach it: only ZooKeeper is cut off);
+#  2. its last acknowledgement (its stamp) came before it logged "lease
+#     lost" (its clock), and it exited with status 3;
+#  3. "lease lost" came before the new server logged "serving" (its
+#     clock) and before the master logged that the new one serves the
+#     cell (the master's clock);
+#  4. the new server's first acknowledgement to the prober was sent after
+#     the old one's last answer, and stamped after it (no instant when
+#     both served);
+#  5. the cell serves again, through the client library, within the
+#     session timeout + 5 s, and every acknowledged write reads back.
+# Prints the timeline.  CLUSTER_ROUNDS sets the rounds (1; the long form
 # 5): each round cuts off whichever server serves, heals it afterwards
 # and starts a server on that host again.
 set -eu
+SESSION_MS=${SESSION_MS:-2000}
 . "$(dirname "$0")/netns.sh"
 
 ROUNDS=${CLUSTER_ROUNDS:-1}
@@ -63,22 +71,67 @@ for round in $(seq "$ROUNDS"); do
 	[ -n "$lost" ] || fail "round $round: $old did not log its lease lost"
 	serving=$(log_time "$new" ": serving " "$t0")
 	[ -n "$serving" ] || fail "round $round: $new did not log serving"
-	[ "$lost" -lt "$serving" ] ||
-	    fail "round $round: $new served at $serving, $old lost its" \
-	    "lease only at $lost"
 	master=$(elected_master)
 	handed=$(log_time "$master" "$(host_ip "$new"):7000 serves the cell" \
 	    "$t0")
+	[ -n "$handed" ] ||
+	    fail "round $round: master $master did not log handing to $new"
+	# What the master said of the old server meanwhile, if anything.
+	asked=$(log_time "$master" "$old_addr does not" "$t0")
+
+	# 1, 2: the old server, seen by the prober (its stamps, its clock).
+	awk -F '\t' -v s="$old_addr" -v a="$t0" \
+	    '$1 == s && $2 >= a && $4 == "0" { n++; if ($5 > last) last = $5 }
+	    END { printf "%d %.0f\n", n, int(last / 1000) }' \
+	    "$T/probes" >"$T/old_acks"
+	read -r old_after last_stamp <"$T/old_acks"
+	[ "$old_after" -gt 0 ] ||
+	    fail "round $round: $old acknowledged nothing after the cut:" \
+	    "the prober did not reach it"
+	[ "$last_stamp" -lt "$lost" ] ||
+	    fail "round $round: $old acknowledged a write stamped" \
+	    "$last_stamp, at or after its lease lost at $lost"
+	# The prober's writes to it from the cut on that it answered with
+	# an error (its lease had ended), and that got no answer (it had
+	# exited).
+	refused=$(awk -F '\t' -v s="$old_addr" -v a="$t0" \
+	    '$1 == s && $2 >= a && $4 != "0" && $4 != "conn"' "$T/probes" |
+	    wc -l)
+	unanswered=$(awk -F '\t' -v s="$old_addr" -v a="$t0" \
+	    '$1 == s && $2 >= a && $4 == "conn"' "$T/probes" | wc -l)
+	# 3: the order of the three processes' own stamps.
+	[ "$lost" -lt "$serving" ] ||
+	    fail "round $round: $new served at $serving, $old lost its" \
+	    "lease only at $lost"
+	[ "$lost" -lt "$handed" ] ||
+	    fail "round $round: master $master handed the store to $new at" \
+	    "$handed, $old lost its lease only at $lost"
+	# 4: the prober's view of the handover.
 	python3 "$PROBER" overlap "$T/probes" "$old_addr" "$((t0 - 2000))" \
 	    >"$T/overlap" || {
 		cat "$T/overlap" >&2
 		fail "round $round: $old and $new overlap"
 	}
-	echo "round $round: cut $old off from ZooKeeper at 0 ms ($acked0 writes" \
-	    "acknowledged before); $old: lease lost +$((lost - t0)) ms," \
-	    "exit 3 +$((t_exit - t0)) ms; $new: serving +$((serving - t0)) ms;" \
-	    "master $master named it +$(( ${handed:-$t0} - t0 )) ms;" \
-	    "a write through ZooKeeper went through +$((t_served - t0)) ms"
+	first_new=$(sed -n 's/^new .* stamp \([0-9]*\)$/\1/p' "$T/overlap")
+	first_new=$((first_new / 1000))
+	echo "round $round: cut $old off from ZooKeeper at 0 ms" \
+	    "($acked0 writes acknowledged before); timeline, each on its" \
+	    "own clock:"
+	echo "round $round:   +$((last_stamp - t0)) ms $old's last" \
+	    "acknowledgement to the prober ($old_after after the cut)"
+	echo "round $round:   +$((lost - t0)) ms $old: lease lost (exit 3" \
+	    "seen +$((t_exit - t0)) ms; of the prober's writes to it from" \
+	    "the cut on, $refused refused, $unanswered unanswered)"
+	[ -z "$asked" ] ||
+	    echo "round $round:   +$((asked - t0)) ms master $master: $old" \
+	    "does not answer"
+	echo "round $round:   +$((serving - t0)) ms $new: serving"
+	echo "round $round:   +$((handed - t0)) ms master $master: $new" \
+	    "serves the cell"
+	echo "round $round:   +$((first_new - t0)) ms $new's first" \
+	    "acknowledgement to the prober"
+	echo "round $round:   +$((t_served - t0)) ms a write through the" \
+	    "client library went through"
 	sed "s/^/round $round: /" "$T/overlap"
 	[ $((t_served - t0)) -le "$LIMIT" ] ||
 	    fail "round $round: took $((t_served - t0)) ms, more than $LIMIT"
