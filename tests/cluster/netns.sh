@@ -299,6 +299,13 @@ log_time() {
 	    "$T/logs/$1.log"
 }
 
+# The time (ms) stamped on the last line of log NAME matching PATTERN,
+# or nothing.
+log_time_last() {
+	awk -v pat="$2" '$1 ~ /^[0-9]+$/ && $0 ~ pat { t = $1 } END { print t }' \
+	    "$T/logs/$1.log"
+}
+
 ctl() {
 	hexec c1 "$TABLETCTL" -s "$CELL" "$@"
 }
@@ -402,6 +409,46 @@ writer() {
 			    "$(now_ms)" >>"$T/acked.$1"
 		fi
 	done
+}
+
+# A reader loop on the client host, through the client library: reads
+# back the last write that writer 1 had acknowledged, until T/stop
+# exists, and appends to T/reads the time (ms) the read began, the time
+# it ended and "ok", "failed" (an error: the cell did not answer in
+# time) or "wrong" (an answer without the acknowledged value).
+reader() {
+	while [ ! -e "$T/stop" ] && kill -0 $$ 2>/dev/null; do
+		rd_last=$(tail -n 1 "$T/acked.1" 2>/dev/null || :)
+		if [ -z "$rd_last" ]; then
+			sleep 0.1
+			continue
+		fi
+		rd_row=$(echo "$rd_last" | cut -f 1)
+		rd_value=$(echo "$rd_last" | cut -f 2)
+		rd_t=$(now_ms)
+		if rd_out=$(ctl lookup t "$rd_row" 2>>"$T/reader.err"); then
+			case $rd_out in
+			*"\"$rd_value\""*) rd_what=ok ;;
+			*) rd_what=wrong ;;
+			esac
+		else
+			rd_what=failed
+		fi
+		printf '%s\t%s\t%s\t%s\n' "$rd_t" "$(now_ms)" "$rd_what" \
+		    "$rd_row" >>"$T/reads"
+	done
+}
+
+# Start the reader in the background.
+reader_start() {
+	reader &
+	BG_PIDS="$BG_PIDS $!"
+}
+
+# The reads that began from time $1 to time $2 with outcome $3.
+reads_count() {
+	awk -F '\t' -v a="$1" -v b="$2" -v w="$3" \
+	    '$1 >= a && $1 <= b && $3 == w' "$T/reads" 2>/dev/null | wc -l
 }
 
 # Start $1 writers in the background.
