@@ -332,9 +332,13 @@ elected_master() {
 	done | tail -n 1
 }
 
+# The masters' options beyond the cell's and the session's (--spread).
+MASTER_ARGS=${MASTER_ARGS:-}
+
 # cluster_up N: hosts z1-z3, m1-m2, s1-sN and c1; the ensemble; the
-# cell (its store in T/storage) with table t (family f); two masters and
-# N servers, one of which serves.
+# cell (its store in T/storage) with table t (family f, split at the
+# rows CLUSTER_SPLITS names, if any); two masters and N servers, one of
+# which serves the store.
 cluster_up() {
 	cu_t0=$(now_ms)
 	cu_hosts="z1 z2 z3 m1 m2 c1"
@@ -357,12 +361,15 @@ cluster_up() {
 	cu_zk=$(now_ms)
 	ctl init --storage "$T/storage" >/dev/null ||
 	    fail "tabletctl init failed"
-	tabletd_start m1 m1 master
-	tabletd_start m2 m2 master
+	# shellcheck disable=SC2086
+	tabletd_start m1 m1 master $MASTER_ARGS
+	# shellcheck disable=SC2086
+	tabletd_start m2 m2 master $MASTER_ARGS
 	for i in $(seq "$1"); do
 		tabletd_start "s$i" "s$i" server --listen "$(host_ip "s$i"):7000"
 	done
-	ctl createtable t families=f || fail "createtable failed"
+	ctl createtable t families=f ${CLUSTER_SPLITS:+splits=$CLUSTER_SPLITS} ||
+	    fail "createtable failed"
 	[ -n "$(serving_server)" ] || fail "no server holds the store"
 	echo "cluster: ${cu_hosts}; ensemble in $((cu_zk - cu_t0)) ms," \
 	    "serving in $(( $(now_ms) - cu_t0 )) ms; $CELL, session $SESSION_MS ms"
@@ -469,7 +476,8 @@ background_stop() {
 }
 
 # The prober on the client host: a write to every server in turn, each
-# recorded in T/probes with the server's answer and the times (prober.py).
+# recorded in T/probes with the server's answer and the times (prober.py;
+# its rows begin with PROBER_PREFIX, "p" by default).
 prober_start() {
 	pr_addrs=""
 	for s in "$@"; do
@@ -477,6 +485,7 @@ prober_start() {
 	done
 	# shellcheck disable=SC2086
 	hexec c1 env RPC_SECRET_FILE="$T/storage/secret" \
+	    PROBER_PREFIX="${PROBER_PREFIX:-p}" \
 	    python3 "$PROBER" run "$T/probes" "$T/stop" $$ t $pr_addrs \
 	    2>>"$T/logs/prober.log" &
 	BG_PIDS="$BG_PIDS $!"
@@ -538,7 +547,9 @@ supervise() {
 	for d in $DAEMONS; do
 		[ -n "$(tabletd_pid "$d")" ] && continue
 		case $d in
-		m*) tabletd_start "$d" "$d" master ;;
+		m*)
+			# shellcheck disable=SC2086
+			tabletd_start "$d" "$d" master $MASTER_ARGS ;;
 		s*) tabletd_start "$d" "$d" server --listen "$(host_ip "$d"):7000" ;;
 		esac
 		restarts=$((restarts + 1))

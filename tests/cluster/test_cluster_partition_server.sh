@@ -23,20 +23,67 @@
 # Prints the timeline.  CLUSTER_ROUNDS sets the rounds (1; the long form
 # 5): each round cuts off whichever server serves, heals it afterwards
 # and starts a server on that host again.
+#
+# With CLUSTER_SPREAD=1 (test_cluster_partition_tablet.sh) the masters
+# run --spread, table t is split at p2, p3, x and y, and what is cut off
+# is the server of one tablet, [x, y), which the prober asks every server
+# for (rows x1-N, x2-N, ...): the master gives that tablet to another
+# only once ZooKeeper has expired the old server's session ("tablet N of
+# t: NEW serves it (was OLD)"), which 3 checks instead of the whole
+# store's hand-over.
 set -eu
 SESSION_MS=${SESSION_MS:-2000}
+SPREAD=${CLUSTER_SPREAD:-}
+if [ -n "$SPREAD" ]; then
+	MASTER_ARGS=--spread
+	CLUSTER_SPLITS=p2,p3,x,y
+	PROBER_PREFIX=x
+fi
 . "$(dirname "$0")/netns.sh"
+
+# The host (s1, s2, ...) whose server the cut-off is aimed at: the
+# store's, or with SPREAD the one that tablet [x, y) of t is assigned
+# to (tabletctl tablets), or nothing.
+target() {
+	if [ -z "$SPREAD" ]; then
+		serving_server
+		return
+	fi
+	tg_addr=$(ctl tablets t 2>/dev/null | awk -F '\t' '$2 == "x" {
+		for (i = 1; i <= NF; i++)
+			if ($i ~ /^server=/)
+				print substr($i, 8)
+	}' | sed 's/#.*//')
+	for tg in $SERVERS; do
+		if [ "$(host_ip "$tg"):7000" = "$tg_addr" ]; then
+			echo "$tg"
+			return
+		fi
+	done
+}
 
 ROUNDS=${CLUSTER_ROUNDS:-1}
 LIMIT=$((SESSION_MS + 5000))
+SERVERS="s1 s2 s3"
 cluster_up 3
+if [ -n "$SPREAD" ]; then
+	# The master moves tablets off the root's server to the others.
+	t_spread=$(now_ms)
+	until tg=$(target) && [ -n "$tg" ] && [ "$tg" != "$(serving_server)" ]
+	do
+		[ $(( $(now_ms) - t_spread )) -lt "$LIMIT" ] ||
+		    fail "tablet [x, y) of t did not leave the root's server"
+		sleep 0.1
+	done
+fi
 
 writers_start 2
-prober_start s1 s2 s3
-ready_wait "$(serving_server)"
+# shellcheck disable=SC2086
+prober_start $SERVERS
+ready_wait "$(target)"
 for round in $(seq "$ROUNDS"); do
 	sleep 2
-	old=$(serving_server)
+	old=$(target)
 	[ -n "$old" ] || fail "round $round: no server holds the store"
 	old_pid=$(tabletd_pid "$old")
 	old_addr=$(host_ip "$old"):7000
@@ -50,12 +97,13 @@ for round in $(seq "$ROUNDS"); do
 		sleep 0.02
 	done
 	t_exit=$(now_ms)
-	until ctl set t "probe-$round" f:q=x 2>>"$T/probe.err"; do
+	# A row of the cut-off server's (of its tablet, with SPREAD).
+	until ctl set t "x0-probe-$round" f:q=x 2>>"$T/probe.err"; do
 		[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 2)) ] ||
 		    fail "round $round: no server took over"
 	done
 	t_served=$(now_ms)
-	new=$(serving_server)
+	new=$(target)
 	[ -n "$new" ] && [ "$new" != "$old" ] ||
 	    fail "round $round: the store is not served by another server"
 	sleep 1		# the prober's writes to the new server
@@ -69,11 +117,19 @@ for round in $(seq "$ROUNDS"); do
 	    fail "round $round: $old exited with ${status:-?}, not 3"
 	lost=$(log_time "$old" "lease lost" "$t0")
 	[ -n "$lost" ] || fail "round $round: $old did not log its lease lost"
-	serving=$(log_time "$new" ": serving " "$t0")
-	[ -n "$serving" ] || fail "round $round: $new did not log serving"
 	master=$(elected_master)
-	handed=$(log_time "$master" "$(host_ip "$new"):7000 serves the cell" \
-	    "$t0")
+	if [ -z "$SPREAD" ]; then
+		serving=$(log_time "$new" ": serving " "$t0")
+		[ -n "$serving" ] || fail "round $round: $new did not log serving"
+		handed_what="$new serves the cell"
+		handed=$(log_time "$master" \
+		    "$(host_ip "$new"):7000 serves the cell" "$t0")
+	else
+		handed_what="tablet [x, y) of t: $new serves it (was $old)"
+		handed=$(log_time "$master" \
+		    "of t: $(host_ip "$new"):7000#[0-9]* serves it .was $old_addr#" \
+		    "$t0")
+	fi
 	[ -n "$handed" ] ||
 	    fail "round $round: master $master did not log handing to $new"
 	# What the master said of the old server meanwhile, if anything.
@@ -100,7 +156,7 @@ for round in $(seq "$ROUNDS"); do
 	unanswered=$(awk -F '\t' -v s="$old_addr" -v a="$t0" \
 	    '$1 == s && $2 >= a && $4 == "conn"' "$T/probes" | wc -l)
 	# 3: the order of the three processes' own stamps.
-	[ "$lost" -lt "$serving" ] ||
+	[ -n "$SPREAD" ] || [ "$lost" -lt "$serving" ] ||
 	    fail "round $round: $new served at $serving, $old lost its" \
 	    "lease only at $lost"
 	[ "$lost" -lt "$handed" ] ||
@@ -114,6 +170,9 @@ for round in $(seq "$ROUNDS"); do
 	}
 	first_new=$(sed -n 's/^new .* stamp \([0-9]*\)$/\1/p' "$T/overlap")
 	first_new=$((first_new / 1000))
+	[ "$first_new" -gt "$lost" ] ||
+	    fail "round $round: $new acknowledged a write stamped $first_new," \
+	    "before $old lost its lease at $lost"
 	echo "round $round: cut $old off from ZooKeeper at 0 ms" \
 	    "($acked0 writes acknowledged before); timeline, each on its" \
 	    "own clock:"
@@ -125,9 +184,10 @@ for round in $(seq "$ROUNDS"); do
 	[ -z "$asked" ] ||
 	    echo "round $round:   +$((asked - t0)) ms master $master: $old" \
 	    "does not answer"
-	echo "round $round:   +$((serving - t0)) ms $new: serving"
-	echo "round $round:   +$((handed - t0)) ms master $master: $new" \
-	    "serves the cell"
+	[ -n "$SPREAD" ] ||
+	    echo "round $round:   +$((serving - t0)) ms $new: serving"
+	echo "round $round:   +$((handed - t0)) ms master $master:" \
+	    "$handed_what"
 	echo "round $round:   +$((first_new - t0)) ms $new's first" \
 	    "acknowledgement to the prober"
 	echo "round $round:   +$((t_served - t0)) ms a write through the" \
