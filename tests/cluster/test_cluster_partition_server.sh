@@ -71,7 +71,7 @@ if [ -n "$SPREAD" ]; then
 	t_spread=$(now_ms)
 	until tg=$(target) && [ -n "$tg" ] && [ "$tg" != "$(serving_server)" ]
 	do
-		[ $(( $(now_ms) - t_spread )) -lt "$LIMIT" ] ||
+		[ $(( $(now_ms) - t_spread )) -lt $((LIMIT * 2)) ] ||
 		    fail "tablet [x, y) of t did not leave the root's server"
 		sleep 0.1
 	done
