@@ -2,12 +2,13 @@
  * main.c - tabletd, the processes of a cell (man/tabletd.8):
  *
  *	tabletd master CELL [--session-timeout MS] [--spread] [--daemon]
- *	    [--pidfile F]
+ *	    [--pidfile F] [--log-time]
  *	tabletd server CELL [--listen HOST:PORT] [--session-timeout MS]
- *	                    [--daemon] [--pidfile F]
+ *	                    [--daemon] [--pidfile F] [--log-time]
  *
- * Each runs in the foreground, logging one line per event on stderr,
- * until SIGTERM or SIGINT; --daemon detaches it once it is set up far
+ * Each runs in the foreground, logging one line per event on stderr
+ * (with --log-time, after its own clock's time: the order of events
+ * across hosts, tests/cluster), until SIGTERM or SIGINT; --daemon detaches it once it is set up far
  * enough to have reported a bad argument.  The pid file is libbsd's
  * pidfile_open(), locked for the process's life.
  */
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coord/coord.h"
@@ -27,6 +29,7 @@
 
 static volatile sig_atomic_t stop_flag;
 static const char *role_name = "tabletd";
+static bool log_time;
 
 void
 tabletd_log(const char *fmt, ...)
@@ -34,11 +37,20 @@ tabletd_log(const char *fmt, ...)
 	char line[1024];
 	va_list ap;
 
+	struct timespec now;
+
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "tabletd %s[%ld]: %s\n", role_name, (long)getpid(),
-	    line);
+	if (log_time) {
+		/* Taken after formatting: a line never precedes its event. */
+		clock_gettime(CLOCK_REALTIME, &now);
+		fprintf(stderr, "%lld tabletd %s[%ld]: %s\n",
+		    (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,
+		    role_name, (long)getpid(), line);
+	} else
+		fprintf(stderr, "tabletd %s[%ld]: %s\n", role_name,
+		    (long)getpid(), line);
 }
 
 static void
@@ -78,7 +90,8 @@ usage(FILE *f)
 	    "    --session-timeout MS    ZooKeeper session (%d)\n"
 	    "    --spread                master: serve tablets on every server\n"
 	    "    --daemon                run in the background\n"
-	    "    --pidfile FILE          write and lock a pid file\n",
+	    "    --pidfile FILE          write and lock a pid file\n"
+	    "    --log-time              begin log lines with the time (ms)\n",
 	    TABLETD_SESSION_MS);
 }
 
@@ -91,6 +104,7 @@ main(int argc, char **argv)
 		{ "spread", no_argument, NULL, 's' },
 		{ "daemon", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, 'p' },
+		{ "log-time", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -124,6 +138,9 @@ main(int argc, char **argv)
 			break;
 		case 'p':
 			pidpath = optarg;
+			break;
+		case 'L':
+			log_time = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -14,10 +14,11 @@
 #
 # The cell's store is a directory under T, one path on this filesystem
 # that every namespace reaches.  Every process runs in its host's
-# namespace; each tabletd's log lines are stamped with the time (ms since
-# the epoch, one clock for every namespace) in T/logs/NAME.log, followed
-# by "exit STATUS" when it ends.  The EXIT trap kills everything the test
-# started, deletes every namespace and removes T, even on failure.
+# namespace; each tabletd stamps its log lines with the time on its own
+# clock (ms since the epoch; one clock for every namespace here), in
+# T/logs/NAME.log, followed by "exit STATUS" when it ends.  The EXIT trap
+# kills everything the test started, deletes every namespace and removes
+# T, even on failure.
 # Namespace names are tfsc<pid>-HOST: two tests run side by side, and
 # what a run killed with SIGKILL (no trap) leaves is reaped by the next
 # one (its writers and prober stop on their own once its shell is gone).
@@ -185,13 +186,6 @@ netns_up() {
 	done
 }
 
-# Copy stdin to stdout, each line stamped with the time (ms).
-stamp() {
-	while IFS= read -r st_line; do
-		printf '%s %s\n' "$(now_ms)" "$st_line"
-	done
-}
-
 # The answer of ZooKeeper member $1 (1-3) to the four-letter word $2,
 # asked from the client host.
 zk_ask() {
@@ -271,15 +265,18 @@ zk_member_pid() {
 CELL="zk://$(host_ip z1):2181,$(host_ip z2):2181,$(host_ip z3):2181/cell"
 
 # tabletd_start NAME HOST ROLE [ARG...]: tabletd ROLE in HOST, its pid in
-# T/NAME.pid, its log in T/logs/NAME.log; waits until it runs.
+# T/NAME.pid, its log in T/logs/NAME.log, each line stamped by tabletd
+# with the time on its own clock (--log-time), and "exit STATUS" stamped
+# once it has exited; waits until it runs.
 tabletd_start() {
 	ts_name=$1 ts_host=$2 ts_role=$3
 	shift 3
 	rm -f "$T/$ts_name.pid"
 	( set +e; hexec "$ts_host" "$TABLETD" "$ts_role" "$CELL" \
 	    --session-timeout "$SESSION_MS" --pidfile "$T/$ts_name.pid" \
-	    "$@" 2>&1 >/dev/null; echo "exit $?" ) |
-	    stamp >>"$T/logs/$ts_name.log" &
+	    --log-time "$@" 2>>"$T/logs/$ts_name.log" >/dev/null
+	    ts_status=$?
+	    echo "$(now_ms) exit $ts_status" >>"$T/logs/$ts_name.log" ) &
 	case $ts_role in
 	master) wait_log 15000 "$T/logs/$ts_name.log" "waiting in the election" ;;
 	server) wait_log 15000 "$T/logs/$ts_name.log" "listening on" ;;
@@ -294,10 +291,19 @@ tabletd_pid() {
 }
 
 # The time (ms) stamped on the first line of log NAME matching PATTERN
-# after time $3 (default 0), or nothing.
+# after time $3 (default 0), or nothing.  Lines without a stamp (the
+# ZooKeeper client's own) are passed over.
 log_time() {
 	awk -v after="${3:-0}" -v pat="$2" \
-	    '$1 >= after && $0 ~ pat { print $1; exit }' "$T/logs/$1.log"
+	    '$1 ~ /^[0-9]+$/ && $1 >= after && $0 ~ pat { print $1; exit }' \
+	    "$T/logs/$1.log"
+}
+
+# The time (ms) stamped on the last line of log NAME matching PATTERN,
+# or nothing.
+log_time_last() {
+	awk -v pat="$2" '$1 ~ /^[0-9]+$/ && $0 ~ pat { t = $1 } END { print t }' \
+	    "$T/logs/$1.log"
 }
 
 ctl() {
@@ -326,9 +332,13 @@ elected_master() {
 	done | tail -n 1
 }
 
+# The masters' options beyond the cell's and the session's (--spread).
+MASTER_ARGS=${MASTER_ARGS:-}
+
 # cluster_up N: hosts z1-z3, m1-m2, s1-sN and c1; the ensemble; the
-# cell (its store in T/storage) with table t (family f); two masters and
-# N servers, one of which serves.
+# cell (its store in T/storage) with table t (family f, split at the
+# rows CLUSTER_SPLITS names, if any); two masters and N servers, one of
+# which serves the store.
 cluster_up() {
 	cu_t0=$(now_ms)
 	cu_hosts="z1 z2 z3 m1 m2 c1"
@@ -351,12 +361,15 @@ cluster_up() {
 	cu_zk=$(now_ms)
 	ctl init --storage "$T/storage" >/dev/null ||
 	    fail "tabletctl init failed"
-	tabletd_start m1 m1 master
-	tabletd_start m2 m2 master
+	# shellcheck disable=SC2086
+	tabletd_start m1 m1 master $MASTER_ARGS
+	# shellcheck disable=SC2086
+	tabletd_start m2 m2 master $MASTER_ARGS
 	for i in $(seq "$1"); do
 		tabletd_start "s$i" "s$i" server --listen "$(host_ip "s$i"):7000"
 	done
-	ctl createtable t families=f || fail "createtable failed"
+	ctl createtable t families=f ${CLUSTER_SPLITS:+splits=$CLUSTER_SPLITS} ||
+	    fail "createtable failed"
 	[ -n "$(serving_server)" ] || fail "no server holds the store"
 	echo "cluster: ${cu_hosts}; ensemble in $((cu_zk - cu_t0)) ms," \
 	    "serving in $(( $(now_ms) - cu_t0 )) ms; $CELL, session $SESSION_MS ms"
@@ -405,6 +418,46 @@ writer() {
 	done
 }
 
+# A reader loop on the client host, through the client library: reads
+# back the last write that writer 1 had acknowledged, until T/stop
+# exists, and appends to T/reads the time (ms) the read began, the time
+# it ended and "ok", "failed" (an error: the cell did not answer in
+# time) or "wrong" (an answer without the acknowledged value).
+reader() {
+	while [ ! -e "$T/stop" ] && kill -0 $$ 2>/dev/null; do
+		rd_last=$(tail -n 1 "$T/acked.1" 2>/dev/null || :)
+		if [ -z "$rd_last" ]; then
+			sleep 0.1
+			continue
+		fi
+		rd_row=$(echo "$rd_last" | cut -f 1)
+		rd_value=$(echo "$rd_last" | cut -f 2)
+		rd_t=$(now_ms)
+		if rd_out=$(ctl lookup t "$rd_row" 2>>"$T/reader.err"); then
+			case $rd_out in
+			*"\"$rd_value\""*) rd_what=ok ;;
+			*) rd_what=wrong ;;
+			esac
+		else
+			rd_what=failed
+		fi
+		printf '%s\t%s\t%s\t%s\n' "$rd_t" "$(now_ms)" "$rd_what" \
+		    "$rd_row" >>"$T/reads"
+	done
+}
+
+# Start the reader in the background.
+reader_start() {
+	reader &
+	BG_PIDS="$BG_PIDS $!"
+}
+
+# The reads that began from time $1 to time $2 with outcome $3.
+reads_count() {
+	awk -F '\t' -v a="$1" -v b="$2" -v w="$3" \
+	    '$1 >= a && $1 <= b && $3 == w' "$T/reads" 2>/dev/null | wc -l
+}
+
 # Start $1 writers in the background.
 writers_start() {
 	for i in $(seq "$1"); do
@@ -423,7 +476,8 @@ background_stop() {
 }
 
 # The prober on the client host: a write to every server in turn, each
-# recorded in T/probes with the server's answer and the times (prober.py).
+# recorded in T/probes with the server's answer and the times (prober.py;
+# its rows begin with PROBER_PREFIX, "p" by default).
 prober_start() {
 	pr_addrs=""
 	for s in "$@"; do
@@ -431,6 +485,7 @@ prober_start() {
 	done
 	# shellcheck disable=SC2086
 	hexec c1 env RPC_SECRET_FILE="$T/storage/secret" \
+	    PROBER_PREFIX="${PROBER_PREFIX:-p}" \
 	    python3 "$PROBER" run "$T/probes" "$T/stop" $$ t $pr_addrs \
 	    2>>"$T/logs/prober.log" &
 	BG_PIDS="$BG_PIDS $!"
@@ -492,7 +547,9 @@ supervise() {
 	for d in $DAEMONS; do
 		[ -n "$(tabletd_pid "$d")" ] && continue
 		case $d in
-		m*) tabletd_start "$d" "$d" master ;;
+		m*)
+			# shellcheck disable=SC2086
+			tabletd_start "$d" "$d" master $MASTER_ARGS ;;
 		s*) tabletd_start "$d" "$d" server --listen "$(host_ip "$d"):7000" ;;
 		esac
 		restarts=$((restarts + 1))

@@ -9,7 +9,9 @@ a client: the other side of the timestamps in tests/cluster.
         the cell's secret read from the file RPC_SECRET_FILE names),
         one at a time, about every 5 ms, until STOPFILE exists or process
         PID (the test's shell) is gone: MUTATE_ROW
-        of row p<i>-<n>, f:q = v<i>-<n>, stamped by the server's clock.
+        of row p<i>-<n>, f:q = v<i>-<n>, stamped by the server's clock
+        (the rows begin with PROBER_PREFIX instead of "p" when that is
+        set: a prefix within one tablet asks every server for it).
         Appends one line per write to OUT:
             address  sent_ms  answered_ms  status  stamp_us  row  value
         status 0 is an acknowledgement, a negative one the server's error
@@ -125,11 +127,13 @@ def running(stopfile, owner):
 def probe(index, address, table, stopfile, owner, out, lock):
     key = secret()
     host, port = address.rsplit(":", 1)
+    prefix = os.environ.get("PROBER_PREFIX", "p")
     s = None
     n = 0
     while running(stopfile, owner):
         n += 1
-        row, value = "p%d-%d" % (index, n), "v%d-%d" % (index, n)
+        row = "%s%d-%d" % (prefix, index, n)
+        value = "v%d-%d" % (index, n)
         sent = now_ms()
         status, stamp = "conn", 0
         try:

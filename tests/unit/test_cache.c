@@ -317,6 +317,66 @@ test_large_entries(void)
 	cache_free(c);
 }
 
+#define HOT_KEYS	128
+#define STREAM_KEYS	48
+
+/*
+ * The block cache's case (issue 30): a small hot set spread over every
+ * shard, read between the inserts of a stream of large blocks, some
+ * above a quarter of a shard, some as large as a shard, some larger
+ * (a 1 MiB value's block in a cache of 16 MiB), each released at once
+ * as a reader that streams a file does.  Every hot entry must stay
+ * cached and every read of it hit: before large entries were kept apart,
+ * each such insert emptied its shard of the hot entries.  Uses only the
+ * calls the cache has always had, so that it runs against any version.
+ */
+static void
+test_large_stream_keeps_hot_set(void)
+{
+	static const size_t charges[] = { 40, 64, 200 };
+	static struct value hot[HOT_KEYS], big[STREAM_KEYS];
+	struct cache_stats before, after;
+	struct cache *c;
+	char key[32];
+	int missing = 0, dead = 0, big_deleted = 0;
+
+	memset(hot, 0, sizeof(hot));
+	memset(big, 0, sizeof(big));
+	/* Shards of 64; the hot set is about 32 of each. */
+	if (cache_new(16 * 64, &c) < 0)
+		tap_bail("cache_new");
+	for (int i = 0; i < HOT_KEYS; i++) {
+		snprintf(key, sizeof(key), "hot%d", i);
+		insert(c, &hot[i], key, 4);
+	}
+	cache_get_stats(c, &before);
+	for (int j = 0; j < STREAM_KEYS; j++) {
+		snprintf(key, sizeof(key), "big%d", j);
+		insert(c, &big[j], key, charges[j % 3]);
+		for (int i = 0; i < HOT_KEYS; i++) {
+			snprintf(key, sizeof(key), "hot%d", i);
+			missing += !present(c, key);
+		}
+	}
+	cache_get_stats(c, &after);
+	for (int i = 0; i < HOT_KEYS; i++)
+		dead += hot[i].deleted;
+	is_int(missing, 0, "%d large entries through every shard: no read "
+	    "of the %d small hot entries misses", STREAM_KEYS, HOT_KEYS);
+	is_int(dead, 0, "and no hot entry was evicted");
+	ok(after.hits - before.hits == (uint64_t)STREAM_KEYS * HOT_KEYS,
+	    "the hot reads' hit rate is 100%% (%llu hits of %d)",
+	    (unsigned long long)(after.hits - before.hits),
+	    STREAM_KEYS * HOT_KEYS);
+	ok(after.usage <= after.capacity, "usage %zu within capacity %zu",
+	    after.usage, after.capacity);
+	cache_free(c);
+	for (int j = 0; j < STREAM_KEYS; j++)
+		big_deleted += big[j].deleted;
+	is_int(big_deleted, STREAM_KEYS, "every large entry's deleter ran "
+	    "once");
+}
+
 static void
 test_erase_and_replace(void)
 {
@@ -745,6 +805,7 @@ main(void)
 	test_lru_eviction();
 	test_pinned();
 	test_large_entries();
+	test_large_stream_keeps_hot_set();
 	test_erase_and_replace();
 	test_many_keys();
 	test_enomem();
