@@ -21,8 +21,9 @@
  * same way, in the same apply turn, through the root's fenced replace
  * (catalog_tablet_replace_as(), CATALOG_TABLET_REPLACE): no prepare
  * crosses the wire, so the new tablets are built just before the call
- * and numbered just after (replace_commit_remote()).  It merges nothing:
- * merges stay with the root's server, for the tablets it serves.
+ * and numbered just after (replace_commit_remote()).  It merges the
+ * neighbours it serves both of the same way: the root's replace takes
+ * two parents as it takes one.
  */
 #include <assert.h>
 #include <errno.h>
@@ -405,9 +406,10 @@ replace_commit_remote(struct server *s, struct replace_build *b,
 		server_tablet_map_unref(b->made);
 		if ((rc == -EIO || rc == -ETIMEDOUT || rc == -EPROTO) &&
 		    s->broken == 0)
-			s->broken = bt_error_set(rc, "table %s: a split's "
+			s->broken = bt_error_set(rc, "table %s: a %s's "
 			    "outcome is unknown, the store refuses writes "
 			    "until it is reopened: %s", b->t->name,
+			    b->parents == 1 ? "split" : "merge",
 			    bt_error_detail());
 		return rc;
 	}
@@ -627,8 +629,21 @@ balance_split_one(struct server *s, struct server_table *t)
 	return rc;
 }
 
-/* Merge the first pair of neighbours that both shrank below a quarter of
- * the tablet size, across a boundary a split for size made. */
+/* Whether the catalog's rows say that tablet id starts at a boundary a
+ * split for size made.  The rows may list tablets this server's map
+ * does not know yet (split at other servers of a cell), so by id. */
+static bool
+rows_auto_split(const struct catalog_tablet *rows, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].id == id)
+			return rows[i].auto_split;
+	return false;
+}
+
+/* Merge the first pair of neighbours served here that both shrank below
+ * a quarter of the tablet size, across a boundary a split for size
+ * made. */
 static int
 balance_merge_one(struct server *s, struct server_table *t)
 {
@@ -643,9 +658,7 @@ balance_merge_one(struct server *s, struct server_table *t)
 	m = server_table_map(t);
 	rc = 1;
 	for (size_t i = 0; i + 1 < m->count && rc == 1; i++) {
-		/* The catalog rows and the map list the same tablets in the
-		 * same order (only this thread changes either). */
-		if (n != m->count || !rows[i + 1].auto_split)
+		if (!rows_auto_split(rows, n, tablet_id(m->tablets[i + 1])))
 			continue;
 		if (tablet_bytes(m->tablets[i]) >= small ||
 		    tablet_bytes(m->tablets[i + 1]) >= small ||
@@ -669,10 +682,8 @@ master_balance_table(struct server *s, struct server_table *t)
 	mutex_assert_held(&s->work_mu);
 	for (int i = 0; i < MASTER_MAX_CHANGES && rc == 0; i++)
 		rc = balance_split_one(s, t);
-	/* A server with a remote catalog splits what it serves, and merges
-	 * nothing (the root's server merges what it serves). */
-	if (rc < 0 || s->catalog_remote)
-		return rc < 0 ? rc : 0;
+	if (rc < 0)
+		return rc;
 	/* Merge while something merges. */
 	for (int i = 0; i < MASTER_MAX_CHANGES; i++)
 		if ((rc = balance_merge_one(s, t)) != 0)

@@ -235,7 +235,7 @@ test_by_size(struct cell_root *r, struct bt_store *second)
 	struct catalog_location *locs;
 	char row[32], val[161];
 	uint64_t id;
-	size_t n;
+	size_t n, before;
 	int good = 0, rc;
 
 	must(bt_table_create(r->s, "big", &f, 1, NULL, 0, BIG_TABLET));
@@ -267,6 +267,42 @@ test_by_size(struct cell_root *r, struct bt_store *second)
 		free(got);
 	}
 	is_int(good, BIG_ROWS, "every row reads back at the second");
+
+	/* Most rows deleted: the neighbours shrink and merge there. */
+	for (int i = 0; i < BIG_ROWS; i++) {
+		struct bt_mutation m = { .kind = BT_DELETE_ROW };
+
+		if (i % 50 == 0)
+			continue;
+		snprintf(row, sizeof(row), "row%06d", i);
+		must(bt_mutate_row(second, "big", bts(row), &m, 1, NULL,
+		    NULL));
+	}
+	rc = bt_store_compact(second, "big", true);
+	ok(rc == 0, "the second compacts the shrunken table (%s)",
+	    bt_error_detail());
+	for (int i = 0; i < 3; i++)
+		must(bt_store_flush(second));
+	before = n;
+	n = locations(r->catalog, "big", &locs, 64);
+	catalog_locations_free(locs, n);
+	ok(n < before, "it merged the neighbours it serves: %zu tablets from "
+	    "%zu", n, before);
+	is_int((int)assigned_to(r->catalog, "big", SECOND_NAME), (int)n,
+	    "every one assigned to the second");
+	good = 0;
+	for (int i = 0; i < BIG_ROWS; i++) {
+		char *got;
+
+		snprintf(row, sizeof(row), "row%06d", i);
+		value_of(i, val);
+		got = newest_text(second, "big", row, "f", "q");
+		good += i % 50 == 0 ? strncmp(got, val, 160) == 0 :
+		    strcmp(got, "NOTFOUND") == 0;
+		free(got);
+	}
+	is_int(good, BIG_ROWS, "every row kept reads back there, and no "
+	    "deleted one");
 }
 
 /* The master gives the second up: the root recovers both children from
