@@ -42,8 +42,10 @@ M=$T/mnt
 random() {
 	awk -v n="$1" -v s="$SEED" -v tag="$2" 'BEGIN {
 		h = s
+		chars = "0123456789abcdefghijklmnopqrstuvwxyz-"
 		for (i = 1; i <= length(tag); i++)
-			h = (h * 31 + index("0123456789abcdefghijklmnopqrstuvwxyz-", substr(tag, i, 1))) % 2147483647
+			h = (h * 31 + index(chars, substr(tag, i, 1))) %
+			    2147483647
 		srand(h)
 		print int(rand() * n)
 	}'
