@@ -43,9 +43,10 @@ random() {
 	awk -v n="$1" -v s="$SEED" -v tag="$2" 'BEGIN {
 		h = s
 		chars = "0123456789abcdefghijklmnopqrstuvwxyz-"
-		for (i = 1; i <= length(tag); i++)
-			h = (h * 31 + index(chars, substr(tag, i, 1))) %
-			    2147483647
+		for (i = 1; i <= length(tag); i++) {
+			h = h * 31 + index(chars, substr(tag, i, 1))
+			h %= 2147483647
+		}
 		srand(h)
 		print int(rand() * n)
 	}'
@@ -73,13 +74,30 @@ assignments() {
 	}' "$T/tablets"
 }
 
-# The pids of the live tablet servers, one a line.
+# The pids of the live tablet servers, one a line: those of their pid
+# files that still run the server that wrote them (the pid of a server
+# killed rounds ago may be another process's by now, which must be
+# neither killed nor counted).
 live_servers() {
 	for f in "$C"/server-*.pid; do
 		ls_p=$(cat "$f" 2>/dev/null) || continue
-		if alive "$ls_p"; then
+		if alive "$ls_p" && tr '\0' ' ' <"/proc/$ls_p/cmdline" \
+		    2>/dev/null | grep -q -F -- "server $CELL " &&
+		    tr '\0' ' ' <"/proc/$ls_p/cmdline" 2>/dev/null |
+		    grep -q -F -- "--pidfile $f "; then
 			echo "$ls_p"
 		fi
+	done
+}
+
+# The names ("HOST:PORT#EPOCH") the live servers serve under now, one a
+# line, from the last "serving ... as NAME" each logged (a server that
+# becomes the root's takes a new name: its tablets are then given out
+# again).
+live_names() {
+	for p in $(live_servers); do
+		ln_re="^tabletd server\\[$p\\]: serving .* as \\([^,]*\\),.*"
+		sed -n "s/$ln_re/\\1/p" "$C"/logs/server-*.log | tail -n 1
 	done
 }
 
@@ -216,6 +234,9 @@ for round in $(seq "$ROUNDS"); do
 	before=$(cell_acked_count)
 	kill -9 "$victim"
 	t0=$(now_ms)
+	for f in "$C"/server-*.pid; do
+		[ "$(cat "$f")" != "$victim" ] || rm -f "$f"
+	done
 	# A split while the victim's tablets are being recovered: it must
 	# complete once they are served.
 	row=$(split_row "$round-b")
@@ -224,14 +245,20 @@ for round in $(seq "$ROUNDS"); do
 		echo $? >"$T/split.rc"
 	) &
 	splitter=$!
-	# Served again: no tablet of t without a server or at the victim,
-	# and a scan of the whole table answers.
+	# Served again: every tablet of t assigned to a live server's
+	# current name (the catalog says so at $assigned ms), and then a
+	# scan of the whole table answers.
+	assigned=""
 	while :; do
-		if assignments >"$T/assigned" 2>/dev/null &&
-		    [ -s "$T/assigned" ] &&
-		    ! awk -v a="$address#" '$2 == "-" || index($2, a) == 1 {
-		    f = 1 } END { exit !f }' "$T/assigned" &&
-		    ctl count t >/dev/null 2>&1; then
+		if [ -z "$assigned" ] &&
+		    assignments >"$T/assigned" 2>/dev/null &&
+		    [ -s "$T/assigned" ] && live_names >"$T/names" &&
+		    awk 'NR == FNR { live[$1] = 1; next }
+		    !($2 in live) { f = 1 } END { exit f }' \
+		    "$T/names" "$T/assigned"; then
+			assigned=$(( $(now_ms) - t0 ))
+		fi
+		if [ -n "$assigned" ] && ctl count t >/dev/null 2>&1; then
 			break
 		fi
 		[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 3)) ] || {
@@ -244,7 +271,8 @@ for round in $(seq "$ROUNDS"); do
 	took=$(( $(now_ms) - t0 ))
 	times="$times $took"
 	echo "round $round: killed $role $address ($lost tablets of t)" \
-	    "after $before writes; served again in $took ms"
+	    "after $before writes; reassigned in $assigned ms, served" \
+	    "again in $took ms"
 	[ "$took" -le "$LIMIT" ] ||
 	    fail "round $round: took $took ms, more than $LIMIT"
 	mountpoint -q "$M" || fail "round $round: $M was unmounted"
