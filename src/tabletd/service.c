@@ -398,72 +398,106 @@ table_split(struct service *svc, struct slice in, struct buf *reply)
 }
 
 /*
- * The name of the server that the catalog here (the root's server's)
- * assigns tablet id to, when it is a cell's tablet server's
- * ("HOST:PORT#EPOCH"); else NULL.
+ * A tablet server's name ("HOST:PORT#EPOCH") as TABLETS gives it; NULL
+ * for none or for the embedded store's host name, which no client can
+ * reach.
  */
 static char *
-tablet_server(const struct catalog_assignment *a, size_t n, uint64_t id)
+tablet_server(char *name)
 {
-	for (size_t i = 0; i < n; i++)
-		if (a[i].tablet_id == id)
-			return strchr(a[i].server, '#') != NULL ?
-			    (char *)a[i].server : NULL;
-	return NULL;
+	return strchr(name, '#') != NULL ? name : NULL;
 }
 
+/* The catalog's id of table, or 0 when it has none. */
+static uint64_t
+catalog_table_id(struct catalog *c, const char *table)
+{
+	struct catalog_table *t = NULL;
+	uint64_t id = 0;
+
+	if (catalog_table_get(c, table, &t) == 0 && t != NULL)
+		id = t->id;
+	catalog_table_free(t);
+	return id;
+}
+
+/*
+ * TABLETS: the tablets of a table with what this server's store knows of
+ * each.  At the root's server the row ranges and servers are the
+ * catalog's, from one read: in a cell whose tablets are spread, the
+ * store here knows only the tablets it was given, as they were then,
+ * not those split at other servers since.
+ */
 static int
 table_tablets(struct service *svc, struct slice in, struct buf *reply)
 {
 	Tabletfs__TabletsReply out = TABLETFS__TABLETS_REPLY__INIT;
 	Tabletfs__TabletInfo *infos = NULL, **ptrs = NULL;
-	struct catalog_assignment *assigned = NULL;
+	struct catalog_location *locs = NULL;
 	struct bt_tablet_info *t;
 	Tabletfs__TableRequest *r;
 	struct catalog *c;
-	size_t count, n_assigned = 0;
+	size_t count, n_locs = 0, n;
+	uint64_t id;
 	int rc;
 
 	if ((rc = table_request(in, false, &r)) < 0)
 		return rc;
 	if ((rc = bt_table_tablets(svc->store, r->table, &t, &count)) < 0)
 		goto out;
-	/* Where each is served, when the catalog is here. */
 	if (service_store_catalog(svc, &c) == 0 &&
-	    catalog_assignments_list(c, &assigned, &n_assigned) < 0)
-		n_assigned = 0;
+	    (id = catalog_table_id(c, r->table)) != 0 &&
+	    catalog_locations_from(c, id, slice_make(NULL, 0),
+	    (size_t)INT64_MAX, &locs, &n_locs) != 0)
+		n_locs = 0;
 	bt_error_clear();
-	if (count > 0 && ((infos = bt_calloc(count, sizeof(*infos))) == NULL ||
-	    (ptrs = bt_calloc(count, sizeof(*ptrs))) == NULL)) {
+	n = n_locs > 0 ? n_locs : count;
+	if (n > 0 && ((infos = bt_calloc(n, sizeof(*infos))) == NULL ||
+	    (ptrs = bt_calloc(n, sizeof(*ptrs))) == NULL)) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < n; i++) {
 		Tabletfs__TabletInfo *ti = &infos[i];
+		const struct bt_tablet_info *local = NULL;
 
 		tabletfs__tablet_info__init(ti);
 		ti->has_id = ti->has_start = ti->has_end = true;
 		ti->has_sstables = ti->has_sstable_bytes = true;
 		ti->has_data_bytes = ti->has_memtable_bytes = true;
 		ti->has_flushed_seq = true;
-		ti->id = t[i].id;
-		ti->start = service_pb_bytes(t[i].start);
-		ti->end = service_pb_bytes(t[i].end);
-		ti->sstables = t[i].sstables;
-		ti->sstable_bytes = t[i].sstable_bytes;
-		ti->data_bytes = t[i].data_bytes;
-		ti->memtable_bytes = t[i].memtable_bytes;
-		ti->flushed_seq = t[i].flushed_seq;
-		ti->server = tablet_server(assigned, n_assigned, t[i].id);
+		if (n_locs > 0) {
+			ti->id = locs[i].tablet_id;
+			ti->start = (ProtobufCBinaryData){ locs[i].start.n,
+			    locs[i].start.p };
+			ti->end = (ProtobufCBinaryData){ locs[i].end.n,
+			    locs[i].end.p };
+			ti->server = tablet_server(locs[i].server);
+			for (size_t k = 0; k < count && local == NULL; k++)
+				if (t[k].id == ti->id)
+					local = &t[k];
+		} else {
+			local = &t[i];
+			ti->id = local->id;
+			ti->start = service_pb_bytes(local->start);
+			ti->end = service_pb_bytes(local->end);
+		}
+		if (local != NULL) {
+			ti->sstables = local->sstables;
+			ti->sstable_bytes = local->sstable_bytes;
+			ti->data_bytes = local->data_bytes;
+			ti->memtable_bytes = local->memtable_bytes;
+			ti->flushed_seq = local->flushed_seq;
+		}
 		ptrs[i] = ti;
 	}
-	out.n_tablets = count;
+	out.n_tablets = n;
 	out.tablets = ptrs;
 	rc = service_pb_pack(&out.base, reply);
 out_free:
 	bt_free(ptrs);
 	bt_free(infos);
-	bt_free(assigned);
+	catalog_locations_free(locs, n_locs);
 	bt_tablets_free(t);
 out:
 	service_pb_free(&r->base);

@@ -9,11 +9,11 @@
  *
  * A tablet moved to the second splits there, forced and by size; the
  * catalog names the children, assigned to the second, and the root's
- * locations show them; the second reads, writes and scans both.  A
- * replace by a server the tablet is not assigned to is refused by the
- * root (BT_ENOTSERVING, the catalog unchanged), over the wire and at
- * the second once the master gave its tablets away; and the children
- * are recovered at the root from the second's log with every
+ * locations and its TABLETS show them; the second reads, writes and
+ * scans both.  A replace by a server the tablet is not assigned to is
+ * refused by the root (BT_ENOTSERVING, the catalog unchanged), over the
+ * wire and at the second once the master gave its tablets away; and the
+ * children are recovered at the root from the second's log with every
  * acknowledged write.
  */
 #include "api/api_server.h"
@@ -22,6 +22,7 @@
 #include "catalog/catalog.h"
 #include "catalog_text.h"
 #include "rpc/rpc.h"
+#include "rpc/tabletfs.pb-c.h"
 #include "server/server.h"
 #include "tabletd/catalog_client.h"
 #include "tabletd/service.h"
@@ -135,6 +136,47 @@ scan_count(struct bt_store *s, const char *start, const char *end)
 	return n;
 }
 
+/*
+ * TABLETS of "t" at the root's service: "START-END@SERVER" of each
+ * tablet in row order, a line each (malloc'd); bails out when it fails.
+ */
+static char *
+root_tablets(struct cell_root *r)
+{
+	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
+	Tabletfs__TabletsReply *rep;
+	uint8_t p[64];
+	struct buf reply, text;
+	char *out;
+	size_t n;
+
+	req.table = (char *)"t";
+	n = protobuf_c_message_pack(&req.base, p);
+	buf_init(&reply);
+	buf_init(&text);
+	if (service_handle(r->svc, TABLETFS__METHOD__TABLETS, slice_make(p,
+	    n), &reply) != 0 || (rep = tabletfs__tablets_reply__unpack(NULL,
+	    reply.n, reply.p)) == NULL)
+		tap_bail("TABLETS at the root's server");
+	for (size_t i = 0; i < rep->n_tablets; i++) {
+		const Tabletfs__TabletInfo *t = rep->tablets[i];
+		char line[256];
+
+		snprintf(line, sizeof(line), "%.*s-%.*s@%s\n",
+		    (int)t->start.len, (const char *)t->start.data,
+		    (int)t->end.len, (const char *)t->end.data,
+		    t->server != NULL ? t->server : "");
+		must(buf_append(&text, line, strlen(line)));
+	}
+	tabletfs__tablets_reply__free_unpacked(rep, NULL);
+	must(buf_append(&text, "", 1));
+	if ((out = strdup((const char *)text.p)) == NULL)
+		tap_bail("strdup");
+	buf_release(&reply);
+	buf_release(&text);
+	return out;
+}
+
 static void
 test_forced(struct cell_root *r, struct bt_store *second, uint64_t child[2])
 {
@@ -161,6 +203,9 @@ test_forced(struct cell_root *r, struct bt_store *second, uint64_t child[2])
 		child[1] = locs[2].tablet_id;
 	}
 	catalog_locations_free(locs, n);
+	is_text(root_tablets(r), "-m@" CELL_ROOT_NAME "\nm-s@" SECOND_NAME
+	    "\ns-@" SECOND_NAME "\n", "TABLETS at the root's server lists the "
+	    "children split at the second, as its catalog does");
 	is_int(rows_match(second, "p", 10, "before") + rows_match(second, "w",
 	    10, "before"), 20, "both children read back at the second");
 	rows_put(second, "p", 10, "after");
