@@ -268,21 +268,31 @@ cell_access_set(struct cell_client *c, const char *table, const char *family,
 
 /* ---- Administration ---- */
 
+/* FLUSH and COMPACT act on what each server serves: at the root's
+ * server, then at every other. */
 int
 cell_store_flush(struct cell_client *c)
 {
-	return CALL(c, FLUSH, NULL, CELL_RETRY_ANY, NULL, NULL);
+	int rc;
+
+	if ((rc = CALL(c, FLUSH, NULL, CELL_RETRY_ANY, NULL, NULL)) < 0)
+		return rc;
+	return cell_client_call_others(c, TABLETFS__METHOD__FLUSH, NULL);
 }
 
 int
 cell_store_compact(struct cell_client *c, const char *table, bool major)
 {
 	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
+	int rc;
 
 	req.table = cell_str(table);
 	req.has_major = true;
 	req.major = major;
-	return CALL(c, COMPACT, &req, CELL_RETRY_ANY, NULL, NULL);
+	if ((rc = CALL(c, COMPACT, &req, CELL_RETRY_ANY, NULL, NULL)) < 0)
+		return rc;
+	return cell_client_call_others(c, TABLETFS__METHOD__COMPACT,
+	    &req.base);
 }
 
 /*

@@ -142,6 +142,8 @@ group_send(struct batch *b, struct rpc_client *rpc,
 	req.table = (char *)b->table;
 	req.has_sync = true;
 	req.sync = b->sync;
+	req.has_table_id = !route->whole;
+	req.table_id = route->loc.table_id;
 	rc = cell_client_call_on(b->c, rpc, TABLETFS__METHOD__MUTATE_ROWS,
 	    &req.base, deadline, &tabletfs__mutate_rows_reply__descriptor,
 	    (ProtobufCMessage **)&rep, &sent, &lost);

@@ -395,6 +395,8 @@ scan_open_at(struct cell_scan *sc, uint32_t rows, int64_t deadline,
 			sc->req.end.data = sc->clipped.p;
 			sc->req.end.len = sc->clipped.n;
 			sc->req.batch_rows = rows;
+			sc->req.has_table_id = !sc->route.whole;
+			sc->req.table_id = sc->route.loc.table_id;
 			rc = cell_client_call_on(sc->c, sc->route.rpc,
 			    TABLETFS__METHOD__SCAN, &sc->req.base, deadline,
 			    &tabletfs__scan_reply__descriptor,

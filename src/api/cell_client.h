@@ -171,6 +171,18 @@ int cell_client_call_at(struct cell_client *c, const char *address,
     uint32_t method, const ProtobufCMessage *request, uint32_t timeout_ms,
     const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
 
+/*
+ * Send request (its reply an Empty) to every live server but the root's,
+ * one after another within the client's deadline, when the cell's
+ * tablets are served one by one: the calls that act on what each server
+ * serves (FLUSH, COMPACT), which the caller sends to the root's server
+ * first, as its answer is the one that says whether the table exists.
+ * -ENOENT and BT_ENOTSERVING from the others (they serve nothing of the
+ * table) are not errors; 0 or the first other error.
+ */
+int cell_client_call_others(struct cell_client *c, uint32_t method,
+    const ProtobufCMessage *request);
+
 /* Pause *wait_ms (0 on the first call: the first pause) and lengthen it
  * for the next: 0, or -ETIMEDOUT with a detail when the pause would
  * pass deadline. */

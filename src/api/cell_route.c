@@ -13,6 +13,7 @@
 #include "api/cell_client_int.h"
 #include "rpc/tabletfs.pb-c.h"
 #include "util/alloc.h"
+#include "util/coding.h"
 #include "util/error.h"
 
 /* How long a connection to a tablet server may take to open: a server
@@ -191,6 +192,40 @@ cell_client_route_failed(struct cell_client *c, const struct cell_route *r,
 	}
 }
 
+/* The number of request's table_id field (tabletfs.proto, above
+ * MutateRowRequest), or 0 when it has none. */
+static uint32_t
+table_id_field(const ProtobufCMessage *request)
+{
+	const ProtobufCFieldDescriptor *f;
+
+	if (request == NULL)
+		return 0;
+	f = protobuf_c_message_descriptor_get_field_by_name(
+	    request->descriptor, "table_id");
+	return f != NULL && f->type == PROTOBUF_C_TYPE_UINT64 ? f->id : 0;
+}
+
+/*
+ * Set the packed request req (base bytes without it) to name the table
+ * id the route located, as its field number field: a field appended to
+ * a packed message is read as if packed with it (the last of a scalar
+ * wins), so the request is packed once, whatever its route.
+ */
+static int
+table_id_set(struct buf *req, size_t base, uint32_t field,
+    const struct cell_route *r)
+{
+	int rc;
+
+	req->n = base;
+	if (field == 0 || r->whole)
+		return 0;
+	if ((rc = buf_put_varint32(req, field << 3)) < 0)
+		return rc;
+	return buf_put_varint64(req, r->loc.table_id);
+}
+
 int
 cell_client_call_row(struct cell_client *c, const char *table,
     struct slice row, uint32_t method, const ProtobufCMessage *request,
@@ -199,8 +234,10 @@ cell_client_call_row(struct cell_client *c, const char *table,
 {
 	int64_t deadline = cell_client_deadline(c);
 	struct cell_route local, *r = used != NULL ? used : &local;
+	uint32_t field = table_id_field(request);
 	struct buf req, rep;
 	int32_t status;
+	size_t base;
 	int wait = 0;
 	int rc;
 
@@ -210,12 +247,15 @@ cell_client_call_row(struct cell_client *c, const char *table,
 		cell_route_init(&local);
 	if ((rc = cell_request_pack(request, &req)) < 0)
 		goto out;
+	base = req.n;
 	for (;;) {
 		bool sent = false;
 
 		if ((rc = cell_client_route(c, table, row, deadline, r)) < 0)
 			goto out;
 		if (rc == 0) {
+			if ((rc = table_id_set(&req, base, field, r)) < 0)
+				goto out;
 			rep.n = 0;
 			rc = rpc_client_call(r->rpc, method, buf_slice(&req),
 			    deadline, &rep, &status, &sent);
@@ -385,4 +425,38 @@ out:
 		free(addresses[i]);
 	free(addresses);
 	return rc;
+}
+
+int
+cell_client_call_others(struct cell_client *c, uint32_t method,
+    const ProtobufCMessage *request)
+{
+	int64_t deadline = cell_client_deadline(c);
+	char root[CELL_SERVER_MAX] = "";
+	struct rpc_client *rpc;
+	char **addresses;
+	size_t count;
+	int rc, first = 0;
+
+	if (atomic_load(&c->route) != ROUTE_TABLETS)
+		return 0;
+	if ((rc = cell_root_get(c, deadline, &rpc, root)) < 0)
+		return rc;
+	if ((rc = cell_servers_list(c, &addresses, &count)) < 0)
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		int64_t left = (deadline - rpc_now_ns()) / 1000000;
+
+		if (strcmp(addresses[i], root) == 0)
+			continue;
+		rc = cell_client_call_at(c, addresses[i], method, request,
+		    left > 0 ? (uint32_t)left : 1, NULL, NULL);
+		if (rc < 0 && rc != -ENOENT && rc != BT_ENOTSERVING &&
+		    first == 0)
+			first = rc;
+	}
+	for (size_t i = 0; i < count; i++)
+		free(addresses[i]);
+	free(addresses);
+	return first;
 }

@@ -214,6 +214,15 @@ int server_locate(struct server *s, const char *table, struct slice row,
  */
 int server_table_ref(struct server *s, const char *name,
     struct server_table **out, uint64_t *id);
+/*
+ * Whether the table named name has id here, for a call on its rows that
+ * names the id the caller located: 0 when it has, or when this server
+ * knows no table of that name (the call answers that itself), else
+ * BT_ENOTSERVING with a detail; on a server whose catalog is remote the
+ * schema is then polled at the background thread's next round, as this
+ * server may not yet know that the table was dropped and made again.
+ */
+int server_table_id_check(struct server *s, const char *name, uint64_t id);
 /* Accepts NULL. */
 void server_table_unref(struct server_table *t);
 

@@ -385,6 +385,23 @@ server_table_ref(struct server *s, const char *name,
 }
 
 int
+server_table_id_check(struct server *s, const char *name, uint64_t id)
+{
+	uint64_t here;
+
+	if (server_table_id(s, name, &here) < 0) {
+		bt_error_clear();
+		return 0;	/* the call itself answers */
+	}
+	if (here == id)
+		return 0;
+	if (s->catalog_remote)
+		atomic_store(&s->poll_stale, true);
+	return bt_error_set(BT_ENOTSERVING, "table %s: its id here is %"
+	    PRIu64 ", the caller located %" PRIu64, name, here, id);
+}
+
+int
 server_locate(struct server *s, const char *table, struct slice row,
     struct catalog_location *loc, int *levels)
 {

@@ -206,4 +206,9 @@ int service_store_catalog(struct service *svc, struct catalog **out);
 int service_locate(struct service *svc, struct slice req,
     struct buf *reply);
 
+/* The table id a call on rows names (has: whether it names one) against
+ * the store's (server_table_id_check()): 0 or BT_ENOTSERVING. */
+int service_table_id_check(struct service *svc, const char *table,
+    protobuf_c_boolean has, uint64_t id);
+
 #endif

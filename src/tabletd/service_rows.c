@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/api_server.h"
+#include "server/server.h"
 #include "tabletd/service_int.h"
 #include "util/alloc.h"
 #include "util/error.h"
@@ -70,6 +72,15 @@ mutations_from(Tabletfs__Mutation **in, size_t count,
 }
 
 int
+service_table_id_check(struct service *svc, const char *table,
+    protobuf_c_boolean has, uint64_t id)
+{
+	if (!has)
+		return 0;
+	return server_table_id_check(api_store_server(svc->store), table, id);
+}
+
+int
 service_mutate_row(struct service *svc, struct slice in, struct buf *reply)
 {
 	Tabletfs__MutateRowReply out = TABLETFS__MUTATE_ROW_REPLY__INIT;
@@ -90,6 +101,9 @@ service_mutate_row(struct service *svc, struct slice in, struct buf *reply)
 		rc = service_missing("MutateRowRequest", "table");
 		goto out;
 	}
+	if ((rc = service_table_id_check(svc, r->table, r->has_table_id,
+	    r->table_id)) != 0)
+		goto out;
 	if (c != NULL && c->family == NULL) {
 		rc = service_missing("MutateRowRequest condition", "family");
 		goto out;
@@ -217,6 +231,9 @@ service_mutate_rows(struct service *svc, struct slice in, struct buf *reply)
 		rc = service_missing("MutateRowsRequest", "table");
 		goto out;
 	}
+	if ((rc = service_table_id_check(svc, r->table, r->has_table_id,
+	    r->table_id)) != 0)
+		goto out;
 	if (r->n_entries == 0) {
 		rc = bt_error_set(-EINVAL, "MutateRowsRequest: no entries");
 		goto out;
@@ -278,6 +295,9 @@ service_read_modify_write(struct service *svc, struct slice in,
 		    r->table == NULL ? "table" : "family");
 		goto out;
 	}
+	if ((rc = service_table_id_check(svc, r->table, r->has_table_id,
+	    r->table_id)) != 0)
+		goto out;
 	row = service_bytes(r->has_row, r->row);
 	qual = service_bytes(r->has_qualifier, r->qualifier);
 	w = write_options(r->has_sync, r->sync);
@@ -340,6 +360,9 @@ service_move_column(struct service *svc, struct slice in, struct buf *reply)
 		return rc;
 	if (r->table == NULL)
 		rc = service_missing("MoveColumnRequest", "table");
+	else if ((rc = service_table_id_check(svc, r->table,
+	    r->has_table_id, r->table_id)) != 0)
+		;
 	else if ((rc = column_from(r->src, "MoveColumnRequest src",
 	    &src)) == 0 &&
 	    (rc = column_from(r->dst, "MoveColumnRequest dst", &dst)) == 0) {
@@ -497,6 +520,9 @@ service_read_row(struct service *svc, struct slice in, struct buf *reply)
 		rc = service_missing("ReadRowRequest", "table");
 		goto out;
 	}
+	if ((rc = service_table_id_check(svc, r->table, r->has_table_id,
+	    r->table_id)) != 0)
+		goto out;
 	if ((rc = service_read_options(r->options, &ro, &columns)) < 0)
 		goto out;
 	rc = bt_read_row(svc->store, r->table,

@@ -115,6 +115,9 @@ scanner_open(struct service *svc, Tabletfs__ScanRequest *r,
 
 	if (r->table == NULL)
 		return service_missing("ScanRequest", "table");
+	if ((rc = service_table_id_check(svc, r->table, r->has_table_id,
+	    r->table_id)) != 0)
+		return rc;
 	if ((sc = bt_calloc(1, sizeof(*sc))) == NULL)
 		return -ENOMEM;
 	if ((rc = service_read_options(r->options, &so.read, &columns)) < 0)

@@ -42,6 +42,17 @@ version(struct catalog *c)
 	return v;
 }
 
+/* The id of the table named table at store s (0: none there). */
+static uint64_t
+table_id_of(struct bt_store *s, const char *table)
+{
+	uint64_t id = 0;
+
+	if (server_table_id(api_store_server(s), table, &id) < 0)
+		return 0;
+	return id;
+}
+
 static int
 poll_second(struct bt_store *second)
 {
@@ -225,7 +236,7 @@ test_table_drop(struct cell_root *r, struct bt_store *second, uint64_t *v)
 static void
 test_drop_recreate(struct cell_root *r, struct bt_store *second, uint64_t *v)
 {
-	uint64_t fresh;
+	uint64_t fresh, old_id, new_id;
 	int rc;
 
 	table_to_second(r, second, "e");
@@ -235,8 +246,25 @@ test_drop_recreate(struct cell_root *r, struct bt_store *second, uint64_t *v)
 	    NULL }, 1, NULL, 0, 0));
 	ok(version(r->catalog) == *v + 3, "made, dropped and made again: "
 	    "three changes");
+	/* Before its poll the second still serves the old table: a call
+	 * located in the new one must not reach it. */
+	old_id = table_id_of(second, "e");
+	new_id = table_id_of(r->s, "e");
+	ok(old_id != 0 && new_id != 0 && old_id != new_id, "the new table "
+	    "has a new id (%llu, was %llu)", (unsigned long long)new_id,
+	    (unsigned long long)old_id);
+	rc = server_table_id_check(api_store_server(second), "e", new_id);
+	is_int(rc, BT_ENOTSERVING, "unpolled, the second refuses a call "
+	    "located in the new table: BT_ENOTSERVING (%s)",
+	    bt_error_detail());
+	is_int(server_table_id_check(api_store_server(second), "e", old_id),
+	    0, "and takes one located in the table it serves");
+	is_int(server_table_id_check(api_store_server(second), "nosuch", 1),
+	    0, "a table it does not know is for the call to answer");
 	rc = poll_second(second);
 	is_int(rc, 0, "the second polls (%s)", bt_error_detail());
+	is_int(server_table_id_check(api_store_server(second), "e", new_id),
+	    0, "polled, it knows the new table's id");
 	is_int(cell_read_rc(second, "e", "k"), BT_ENOTSERVING,
 	    "it knows the new table, whose tablet it does not serve");
 	is_int(bt_store_flush(second), 0, "its flush does not fail");

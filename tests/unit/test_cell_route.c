@@ -66,6 +66,7 @@ struct server {
 	atomic_int scans_opened;
 	uint64_t last_seq;
 	struct scanner scanners[SCANNERS_MAX];
+	atomic_int unnamed;		/* row calls without the table's id */
 	atomic_bool stall;		/* MUTATE_ROW: take it, then stall */
 	atomic_bool stalled;
 };
@@ -207,6 +208,15 @@ handle_locate(struct server *s, struct slice req, struct buf *reply)
 	return pack(&out.base, reply);
 }
 
+/* A call on rows must name the table's id as LOCATE gave it (a whole
+ * store's server, located by no LOCATE, is given none). */
+static void
+id_note(struct server *s, protobuf_c_boolean has, uint64_t id)
+{
+	if (s->f->root_whole ? has : (!has || id != TABLE_ID))
+		atomic_fetch_add(&s->unnamed, 1);
+}
+
 static int
 handle_mutate_row(struct server *s, struct slice req, struct buf *reply)
 {
@@ -219,6 +229,7 @@ handle_mutate_row(struct server *s, struct slice req, struct buf *reply)
 	    req.p);
 	if (in == NULL)
 		return -EPROTO;
+	id_note(s, in->has_table_id, in->table_id);
 	key_of(in->row, row);
 	if (!serves(s, row)) {
 		tabletfs__mutate_row_request__free_unpacked(in,
@@ -255,6 +266,7 @@ handle_mutate_rows(struct server *s, struct slice req, struct buf *reply)
 	    req.p);
 	if (in == NULL || in->n_entries > ROWS_MAX)
 		return -EPROTO;
+	id_note(s, in->has_table_id, in->table_id);
 	atomic_fetch_add(&s->calls, 1);
 	for (size_t i = 0; i < in->n_entries; i++) {
 		key_of(in->entries[i]->row, row);
@@ -292,6 +304,7 @@ handle_read_row(struct server *s, struct slice req, struct buf *reply)
 	    req.p);
 	if (in == NULL)
 		return -EPROTO;
+	id_note(s, in->has_table_id, in->table_id);
 	key_of(in->row, row);
 	tabletfs__read_row_request__free_unpacked(in, &rpc_pb_allocator);
 	if (!serves(s, row)) {
@@ -377,6 +390,7 @@ handle_scan(struct server *s, struct slice req, struct buf *reply)
 		return sc != NULL ? scan_batch(s, sc, batch, reply) :
 		    BT_ENOTSERVING;
 	}
+	id_note(s, in->has_table_id, in->table_id);
 	key_of(in->start, start);
 	key_of(in->end, end);
 	/* A tablet server scans within one tablet it serves. */
@@ -492,8 +506,14 @@ fixture_new(void)
 static void
 fixture_free(struct fixture *f)
 {
-	for (enum who w = ROOT; w < SERVERS; w++)
+	int unnamed = 0;
+
+	for (enum who w = ROOT; w < SERVERS; w++) {
 		rpc_server_close(f->servers[w].rpc);
+		unnamed += atomic_load(&f->servers[w].unnamed);
+	}
+	is_int(unnamed, 0, "every call on rows named the table's id that "
+	    "LOCATE gave");
 	pthread_mutex_destroy(&f->mu);
 	free(f);
 }
