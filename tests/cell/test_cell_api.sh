@@ -21,7 +21,10 @@ else
 	ALL="test_api_webtable test_api_gc test_api_delete test_api_scan
 	    test_api_split test_api_move test_api_model test_api_concurrency
 	    test_api_point test_api_filter test_api_mutate_rows test_api_usage
-	    test_access test_api_bulk"
+	    test_access"
+	# A bulk load goes whole to the root's server, which fails its
+	# commit once the table's tablets are spread (issue 26).
+	[ -n "${CELL_API_SPREAD:-}" ] || ALL="$ALL test_api_bulk"
 fi
 SUITES="${CELL_API_SUITES:-$ALL}"
 
@@ -30,8 +33,13 @@ cell_start 3
 ctl status >"$T/status"
 grep -q '^master  *pid [0-9]* on ' "$T/status" || fail "status: no master"
 grep -q '^servers  *3$' "$T/status" || fail "status: not 3 servers"
-[ "$(grep -c '^server  *127.0.0.1:[0-9]* serving tablets=[0-9]*$' "$T/status")" -eq 1 ] ||
-    fail "status: not one serving server"
+serving=$(grep -c '^server  *127.0.0.1:[0-9]* serving tablets=[0-9]*$' \
+    "$T/status") || :
+if [ -n "${CELL_API_SPREAD:-}" ]; then
+	[ "$serving" -ge 1 ] || fail "status: no serving server"
+else
+	[ "$serving" -eq 1 ] || fail "status: not one serving server"
+fi
 failed=""
 for t in $SUITES; do
 	bin=$top_builddir/tests/unit/$t
@@ -45,6 +53,11 @@ for t in $SUITES; do
 	fi
 done
 [ -z "$failed" ] || fail "on the cell:$failed"
+if [ -n "${CELL_API_SPREAD:-}" ]; then
+	moves=$(cat "$C"/logs/master-*.log | grep -c 'moved from') || :
+	[ "$moves" -gt 0 ] || fail "spread: the master moved no tablet"
+	echo "spread: the master moved tablets $moves times during the suites"
+fi
 
 # tabletbench's cell engine: the db_bench workloads through the client.
 # tabletbench runs each engine in a forked child that starts threads,
