@@ -118,6 +118,9 @@ struct tabletd_assign {
 	 * their numbers; else to the root's server alone, unmoved. */
 	bool spread;
 	int64_t connect_ns;		/* to connect to a server, at most */
+	/* The master's session: no assignment is sent once its lease has
+	 * lapsed, nor run by the root after that (NULL: no lease). */
+	struct coord *coord;
 };
 
 /*

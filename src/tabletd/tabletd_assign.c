@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord/coord.h"
 #include "rpc/rpc.h"
 #include "rpc/tabletfs.pb-c.h"
 #include "tabletd/tabletd.h"
@@ -291,15 +292,29 @@ catalog_assign(const struct tabletd_assign *a, uint64_t tablet,
 	Tabletfs__CatalogAssignRequest req =
 	    TABLETFS__CATALOG_ASSIGN_REQUEST__INIT;
 	int64_t now = rpc_now_ns();
+	int64_t until = now + CATALOG_DEADLINE_NS, lease;
 
+	/* A master acts only under its lease: none once it has lapsed, and
+	 * the root's server runs no request whose timeout ran out before a
+	 * worker took it (rpc/format.h), so none that the lease's end
+	 * overtook on its way but for the time it spent in flight. */
+	if (a->coord != NULL) {
+		lease = coord_lease_expiry_ns(a->coord);
+		if (lease <= now)
+			return bt_error_set(-ENOLINK, "the master's lease has "
+			    "lapsed: it assigns nothing");
+		if (lease < until)
+			until = lease;
+	}
 	req.caller = (char *)MASTER_CALLER;
 	req.has_tablet_id = true;
 	req.tablet_id = tablet;
 	req.server = (char *)server;
 	req.expected = (char *)expected;
 	return tabletd_call(a->root, a->secret,
-	    TABLETFS__METHOD__CATALOG_ASSIGN, &req.base, now + a->connect_ns,
-	    now + CATALOG_DEADLINE_NS, NULL, NULL);
+	    TABLETFS__METHOD__CATALOG_ASSIGN, &req.base,
+	    now + a->connect_ns < until ? now + a->connect_ns : until, until,
+	    NULL, NULL);
 }
 
 static int

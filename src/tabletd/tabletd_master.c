@@ -261,6 +261,7 @@ round_assign(struct master *m, const char *root, char **servers,
 		.rebuild = !m->rebuilt,
 		.spread = m->spread,
 		.connect_ns = session_ns(m),
+		.coord = m->coord,
 	};
 	int rc;
 
