@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,37 +335,131 @@ tablet_recover(const struct tabletd_assign *a, const struct tabletd_live *to,
 	    NULL);
 }
 
-/* Give tablet t to the live server with the fewest tablets. */
-static int
-tablet_reassign(const struct tabletd_assign *a,
-    const Tabletfs__CatalogAssignment *t, const struct dead_dirs *dirs)
+/* Give tablet t, whose server is not live, to the live server with the
+ * fewest tablets in the catalog (compare-and-set): that server, or NULL
+ * when it could not be given this round. */
+static struct tabletd_live *
+tablet_give(const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignment *t)
 {
 	struct tabletd_live *to = NULL;
 	const char *from = t->server != NULL ? t->server : "";
-	int rc;
 
 	for (size_t i = 0; i < a->count; i++)
 		if ((a->spread || strcmp(a->live[i].address, a->root) == 0) &&
 		    (to == NULL || a->live[i].tablets < to->tablets))
 			to = &a->live[i];
 	if (to == NULL)
-		return -EAGAIN;	/* the root's server did not answer */
-	if ((rc = catalog_assign(a, t->tablet_id, to->name, from)) < 0) {
+		return NULL;	/* the root's server did not answer */
+	if (catalog_assign(a, t->tablet_id, to->name, from) < 0) {
 		tabletd_log("assign tablet %" PRIu64 " of %s to %s: %s",
 		    t->tablet_id, t->table, to->name, bt_error_detail());
-		return rc;
+		return NULL;
 	}
 	to->tablets++;
-	if ((rc = tablet_recover(a, to, t, dirs)) < 0) {
-		tabletd_log("recover tablet %" PRIu64 " of %s at %s: %s",
-		    t->tablet_id, t->table, to->name, bt_error_detail());
-		(void)catalog_assign(a, t->tablet_id, "", to->name);
-		to->tablets--;
-		return rc;
+	return to;
+}
+
+/* A tablet given to a server this round, to recover there. */
+struct recover_job {
+	const Tabletfs__CatalogAssignment *t;
+	struct tabletd_live *to;
+	int rc;
+};
+
+/*
+ * The RECOVERs of one server, one after another (the server runs them
+ * one at a time anyway), while the other servers recover theirs: a dead
+ * server's tablets are served again in the time of the busiest
+ * recovery, not of all of them.  A RECOVER that fails unassigns its
+ * tablet for the next round.
+ */
+struct recover_batch {
+	const struct tabletd_assign *a;
+	const struct dead_dirs *dirs;
+	const struct tabletd_live *to;
+	struct recover_job *jobs;	/* all of the round's; to's are run */
+	size_t count;
+	pthread_t thread;
+	bool started;
+};
+
+static void *
+recover_batch_run(void *arg)
+{
+	struct recover_batch *b = arg;
+
+	for (size_t i = 0; i < b->count; i++) {
+		struct recover_job *j = &b->jobs[i];
+		const char *from = j->t->server != NULL ? j->t->server : "";
+
+		if (j->to != b->to)
+			continue;
+		if ((j->rc = tablet_recover(b->a, b->to, j->t, b->dirs)) < 0) {
+			tabletd_log("recover tablet %" PRIu64 " of %s at %s: "
+			    "%s", j->t->tablet_id, j->t->table, b->to->name,
+			    bt_error_detail());
+			(void)catalog_assign(b->a, j->t->tablet_id, "",
+			    b->to->name);
+			continue;
+		}
+		tabletd_log("tablet %" PRIu64 " of %s: %s serves it (was %s)",
+		    j->t->tablet_id, j->t->table, b->to->name,
+		    from[0] ? from : "unassigned");
 	}
-	tabletd_log("tablet %" PRIu64 " of %s: %s serves it (was %s)",
-	    t->tablet_id, t->table, to->name, from[0] ? from : "unassigned");
-	return 0;
+	return NULL;
+}
+
+/* Give every tablet whose server is neither live nor silent to a live
+ * one, and recover them, each server's in a thread of its own. */
+static void
+orphans_recover(const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignmentsReply *all,
+    const struct dead_dirs *dirs)
+{
+	struct recover_job *jobs;
+	struct recover_batch *batches;
+	size_t n = 0;
+
+	jobs = calloc(all->n_tablets + 1, sizeof(*jobs));
+	batches = calloc(a->count + 1, sizeof(*batches));
+	if (jobs == NULL || batches == NULL) {
+		tabletd_log("recovery: out of memory; next round");
+		goto out;
+	}
+	for (size_t i = 0; i < all->n_tablets; i++) {
+		const Tabletfs__CatalogAssignment *t = all->tablets[i];
+		const char *server = t->server != NULL ? t->server : "";
+		struct tabletd_live *to;
+
+		if (live_find(a, server) != NULL || silent_holds(a, server))
+			continue;
+		if ((to = tablet_give(a, t)) != NULL)
+			jobs[n++] = (struct recover_job){ .t = t, .to = to };
+	}
+	for (size_t k = 0; k < a->count; k++) {
+		bool any = false;
+
+		for (size_t i = 0; i < n && !any; i++)
+			any = jobs[i].to == &a->live[k];
+		if (!any)
+			continue;
+		batches[k] = (struct recover_batch){ .a = a, .dirs = dirs,
+		    .to = &a->live[k], .jobs = jobs, .count = n };
+		batches[k].started = pthread_create(&batches[k].thread, NULL,
+		    recover_batch_run, &batches[k]) == 0;
+		if (!batches[k].started)
+			recover_batch_run(&batches[k]);
+	}
+	for (size_t k = 0; k < a->count; k++)
+		if (batches[k].started)
+			pthread_join(batches[k].thread, NULL);
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].rc < 0)
+			jobs[i].to->tablets--;
+out:
+	free(batches);
+	free(jobs);
 }
 
 static int
@@ -496,17 +591,15 @@ tabletd_assign_round(const struct tabletd_assign *a)
 	}
 	if ((rc = dead_dirs_list(a, &dirs)) < 0)
 		goto out;
-	for (size_t i = 0; i < all->n_tablets; i++) {
+	orphans_recover(a, all, &dirs);
+	for (size_t i = 0; i < all->n_tablets && a->rebuild; i++) {
 		const Tabletfs__CatalogAssignment *t = all->tablets[i];
 		const struct tabletd_live *l = live_find(a,
 		    t->server != NULL ? t->server : "");
 		int trc;
 
-		if (l == NULL && !silent_holds(a, t->server != NULL ?
-		    t->server : ""))
-			(void)tablet_reassign(a, t, &dirs);
-		else if (l != NULL && a->rebuild && (trc = tablet_recover(a,
-		    l, t, &dirs)) < 0 && trc != -EBUSY)
+		if (l != NULL && (trc = tablet_recover(a, l, t, &dirs)) < 0 &&
+		    trc != -EBUSY)
 			tabletd_log("tablet %" PRIu64 " of %s at %s: %s",
 			    t->tablet_id, t->table, l->name,
 			    bt_error_detail());
