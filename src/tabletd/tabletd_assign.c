@@ -605,7 +605,10 @@ tabletd_assign_round(const struct tabletd_assign *a)
 			    bt_error_detail());
 	}
 balance:
-	if (a->spread)
+	/* Not while a server is silent: it may be dying, and a round of
+	 * moves (each a flush at its server) would hold up the round that
+	 * gives its tablets out once its session ends. */
+	if (a->spread && a->silent_count == 0)
 		tablets_balance(a, all);
 out:
 	dead_dirs_free(&dirs);
