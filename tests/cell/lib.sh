@@ -119,6 +119,16 @@ ctl() {
 	"$TABLETCTL" -s "$CELL" "$@"
 }
 
+# What a test that mounts the cell and writes with /bin/echo needs: it
+# skips (77) without it.
+cell_mount_needs() {
+	[ -c /dev/fuse ] || skip "no /dev/fuse"
+	command -v fusermount3 >/dev/null 2>&1 || skip "no fusermount3"
+	command -v mountpoint >/dev/null 2>&1 || skip "no mountpoint(1)"
+	[ -x "$TABLETFS" ] || skip "tabletfs not built"
+	[ -x /bin/echo ] || skip "no /bin/echo"
+}
+
 # Mount the cell at $1 (made here), waiting up to 10 s; skips when FUSE
 # cannot mount here.  The EXIT trap unmounts $T/mnt*.
 cell_mount() {

@@ -25,11 +25,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v fusermount3 >/dev/null 2>&1 || skip "no fusermount3"
-command -v mountpoint >/dev/null 2>&1 || skip "no mountpoint(1)"
-[ -x "$TABLETFS" ] || skip "tabletfs not built"
-[ -x /bin/echo ] || skip "no /bin/echo"
+cell_mount_needs
 
 ROUNDS=${CELL_ROUNDS:-1}
 # make check runs two tests at a time on two cores beside this one's own
