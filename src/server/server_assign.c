@@ -241,14 +241,15 @@ replay_from(struct server *s, const char *log_dir, struct replay *rp)
 	return rc;
 }
 
-/* log_dir as the env names it: relative ones are the store's on a cell's
- * server.  path (size bytes) holds it when it is made here. */
+/* log_dir as the env names it: on a cell's server it is below the store
+ * (server_tablet_recover() checks).  path (size bytes) holds it when it
+ * is made here. */
 static const char *
 log_dir_path(struct server *s, const char *log_dir, char *path, size_t size)
 {
 	char *store;
 
-	if (!s->cell || log_dir[0] == '/')
+	if (!s->cell)
 		return log_dir;
 	/* The store is sst/'s parent (home_dir is the server's own). */
 	if ((store = env_path_parent(s->sst_dir)) == NULL)

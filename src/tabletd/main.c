@@ -8,9 +8,10 @@
  *
  * Each runs in the foreground, logging one line per event on stderr
  * (with --log-time, after its own clock's time: the order of events
- * across hosts, tests/cluster), until SIGTERM or SIGINT; --daemon detaches it once it is set up far
- * enough to have reported a bad argument.  The pid file is libbsd's
- * pidfile_open(), locked for the process's life.
+ * across hosts, tests/cluster), until SIGTERM or SIGINT; --daemon
+ * detaches it once it is set up far enough to have reported a bad
+ * argument.  The pid file is libbsd's pidfile_open(), locked for the
+ * process's life.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,10 +35,9 @@ static bool log_time;
 void
 tabletd_log(const char *fmt, ...)
 {
+	struct timespec now;
 	char line[1024];
 	va_list ap;
-
-	struct timespec now;
 
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
