@@ -32,6 +32,7 @@ skip() {
 
 fail() {
 	echo "FAIL: $*" >&2
+	cell_failure="$*"
 	exit 1
 }
 
@@ -76,6 +77,11 @@ cell_cleanup() {
 			echo "---- $f" >&2
 			tail -n 20 "$f" >&2
 		done
+		# Said again last, where a cut of a long log keeps it.
+		[ -z "${cell_failure:-}" ] ||
+		    echo "FAIL (said above the logs): $cell_failure" >&2
+		[ ! -s "$T/sanitized" ] || grep -h -m 3 -e 'Sanitizer' \
+		    -e 'runtime error:' $(cat "$T/sanitized") >&2 || :
 	fi
 	rm -rf "$T"
 	[ "${cell_status:-0}" = 0 ] || exit "$cell_status"
