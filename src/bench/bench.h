@@ -43,12 +43,19 @@ struct bench_buf {
  * loss), a put with sync true is on stable storage (fdatasync, shared by
  * concurrent writers where the engine can).
  */
+/* Tablets of the cell engine's table, at most (--cell-tablets). */
+#define BENCH_MAX_CELL_TABLETS	256
+
 struct engine_config {
 	uint64_t cache_bytes;
 	uint64_t memtable_bytes;	/* write buffer before a flush */
 	uint64_t block_bytes;	/* SSTable data block size */
 	bool compress;		/* Snappy on data blocks, where the engine can */
 	const char *cell;	/* the cell engine's address (--cell) */
+	/* The cell engine's table is split at these keys (--cell-tablets),
+	 * so that a cell's master can spread its tablets over servers. */
+	const struct bench_bytes *cell_splits;
+	size_t cell_split_count;
 };
 
 /* Counters some engines can report; fields an engine lacks stay 0. */

@@ -17,9 +17,13 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/tabletfs.h"
 #include "bench/bench.h"
@@ -88,9 +92,14 @@ tfs_table_make(struct bt_store *s, const char *table,
 		.compress = cfg->compress ? 1 : 0, .bloom = -1,
 		.in_memory = -1,
 	};
+	struct bt_bytes splits[BENCH_MAX_CELL_TABLETS];
 	int rc;
 
-	if ((rc = bt_table_create(s, table, families, 2, NULL, 0, 0)) < 0)
+	for (size_t i = 0; i < cfg->cell_split_count; i++)
+		splits[i] = (struct bt_bytes){ cfg->cell_splits[i].p,
+		    cfg->cell_splits[i].n };
+	if ((rc = bt_table_create(s, table, families, 2, splits,
+	    cfg->cell_split_count, 0)) < 0)
 		return rc;
 	if (cfg->block_bytes != 0 || !cfg->compress)
 		rc = bt_group_set(s, table, &group);
@@ -119,6 +128,105 @@ tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
 	return 0;
 }
 
+/* How long the tablets of a new split table may take to spread. */
+#define SPREAD_WAIT_MS	120000
+/* Unchanged this long, with no server ahead of another by more than one
+ * tablet, the spread is done (the master moves a few a second). */
+#define SPREAD_STEADY_MS	3000
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Whether no server named in t serves more than one tablet above
+ * another ("", not served one by one or not yet assigned, counts as a
+ * server: the steady wait below outlasts an assignment). */
+static bool
+spread_even(const struct bt_tablet_info *t, size_t n)
+{
+	size_t most = 0, fewest = SIZE_MAX;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *a = t[i].server ? t[i].server : "";
+		size_t k = 0;
+
+		for (size_t j = 0; j < n; j++)
+			k += strcmp(a, t[j].server ? t[j].server : "") == 0;
+		most = k > most ? k : most;
+		fewest = k < fewest ? k : fewest;
+	}
+	return most <= fewest + 1;
+}
+
+/* The servers of t, one string, compared from one poll to the next. */
+static char *
+spread_of(const struct bt_tablet_info *t, size_t n)
+{
+	size_t size = 1;
+	char *s;
+
+	for (size_t i = 0; i < n; i++)
+		size += strlen(t[i].server ? t[i].server : "") + 1;
+	if ((s = calloc(1, size)) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		strcat(s, t[i].server ? t[i].server : "");
+		strcat(s, ",");
+	}
+	return s;
+}
+
+/*
+ * Wait until the master has spread the tablets of a table just made
+ * with splits over its servers: the assignment steady and even for
+ * SPREAD_STEADY_MS.  A cell without --spread keeps them at one server,
+ * steady at once.  Says on stderr how it went; a timeout is not fatal
+ * (the workload runs on the spread there is).
+ */
+static void
+cell_spread_wait(struct bt_store *s, const char *table)
+{
+	uint64_t t0 = now_ms(), steady = t0;
+	char *last = NULL;
+	struct timespec tick = { 0, 100 * 1000000 };
+
+	while (now_ms() - t0 < SPREAD_WAIT_MS) {
+		struct bt_tablet_info *t;
+		size_t n;
+		char *now;
+		bool even;
+
+		if (bt_table_tablets(s, table, &t, &n) < 0)
+			break;
+		even = spread_even(t, n);
+		now = spread_of(t, n);
+		bt_tablets_free(t);
+		if (now == NULL)
+			break;
+		if (!even || last == NULL || strcmp(now, last) != 0)
+			steady = now_ms();
+		free(last);
+		last = now;
+		if (now_ms() - steady >= SPREAD_STEADY_MS) {
+			fprintf(stderr, "tabletbench: %s: %zu tablets spread "
+			    "in %" PRIu64 " ms\n", table, n,
+			    now_ms() - t0 - SPREAD_STEADY_MS);
+			free(last);
+			return;
+		}
+		nanosleep(&tick, NULL);
+	}
+	free(last);
+	fprintf(stderr, "tabletbench: %s: its tablets did not spread evenly "
+	    "in %d ms; running on the spread there is\n", table,
+	    SPREAD_WAIT_MS);
+}
+
 /*
  * The cell engine: the same table in a running cell (tabletbench --cell),
  * created afresh; the store's settings are the cell server's own, so
@@ -142,8 +250,13 @@ cell_open(const struct engine_config *cfg, const char *path, void **dbp)
 	if ((rc = bt_store_open(cfg->cell, NULL, &s)) < 0)
 		return rc;
 	if (((rc = bt_table_delete(s, table)) < 0 && rc != -ENOENT) ||
-	    (rc = tfs_table_make(s, table, cfg)) < 0 ||
-	    (rc = tfs_db_new(s, table, dbp)) < 0) {
+	    (rc = tfs_table_make(s, table, cfg)) < 0) {
+		bt_store_close(s);
+		return rc;
+	}
+	if (cfg->cell_split_count > 0)
+		cell_spread_wait(s, table);
+	if ((rc = tfs_db_new(s, table, dbp)) < 0) {
 		bt_store_close(s);
 		return rc;
 	}

@@ -6,7 +6,7 @@
  *	    [--syncs N] [--value-size B] [--key-size K] [--incompressible]
  *	    [--figure6] [--benchmarks LIST] [--runs R] [--db DIR] [--cache-mb M]
  *	    [--memtable-mb M] [--block-kb K] [--threads T[,T...]] [--seed S]
- *	    [--json]
+ *	    [--json] [--cell ADDRESS [--cell-tablets K]]
  *
  * Each engine runs the whole suite in a child process of its own (so its
  * peak RSS is its own), one engine after the other within a run, and the
@@ -134,6 +134,7 @@ static const struct engine_entry {
 struct bench_opts {
 	const char *engines;	/* NULL: every engine built */
 	const char *cell;	/* --cell: a cell's address, for "cell" */
+	uint64_t cell_tablets;	/* --cell-tablets: its table's, at first */
 	uint64_t num;
 	uint64_t reads;
 	uint64_t seeks;
@@ -176,6 +177,9 @@ struct bench {
 	uint64_t epochs;	/* write passes so far */
 	uint64_t rng;
 	char *data;		/* compressible text */
+	/* --cell-tablets' split keys, in cfg.cell_splits too */
+	struct bench_bytes *cell_splits;
+	char *cell_split_keys;
 	size_t value_slots;	/* value offsets: multiples of DATA_PIECE */
 	FILE *out;		/* the human-readable lines */
 	sigset_t signals;	/* handled by bench_signal_main */
@@ -230,7 +234,8 @@ usage(void)
 	    "[--key-size K] [--incompressible] [--figure6]\n\t"
 	    "[--benchmarks LIST] "
 	    "[--runs R] [--db DIR] [--cache-mb M]\n\t[--memtable-mb M] "
-	    "[--block-kb K] [--threads T[,T...]] [--seed S] [--json]\n"
+	    "[--block-kb K] [--threads T[,T...]] [--seed S] [--json]\n\t"
+	    "[--cell ADDRESS [--cell-tablets K]]\n"
 	    "engines: tabletfs leveldb rocksdb sqlite\n"
 	    "benchmarks: fillseq fillrandom overwrite fillsync readrandom "
 	    "readmissing\n\treadpastend readseq seekrandom compact "
@@ -354,6 +359,24 @@ bench_key(const struct bench *b, uint64_t v, char *buf)
 	for (size_t i = b->o.key_size; i > 0; v /= 10)
 		buf[--i] = (char)('0' + v % 10);
 	return (struct bench_bytes){ buf, b->o.key_size };
+}
+
+/* With --cell-tablets K, the cell engine's table starts as K tablets of
+ * as many entries each, split at key numbers num * i / K. */
+static void
+bench_cell_splits_make(struct bench *b)
+{
+	size_t n = b->o.cell_tablets > 1 ? b->o.cell_tablets - 1 : 0;
+
+	if (n == 0)
+		return;
+	b->cell_splits = xcalloc(n, sizeof(*b->cell_splits));
+	b->cell_split_keys = xcalloc(n, b->o.key_size);
+	for (size_t i = 0; i < n; i++)
+		b->cell_splits[i] = bench_key(b, b->o.num * (i + 1) /
+		    b->o.cell_tablets, b->cell_split_keys + i * b->o.key_size);
+	b->cfg.cell_splits = b->cell_splits;
+	b->cfg.cell_split_count = n;
 }
 
 /* The value write pass epoch gives entry k. */
@@ -1541,7 +1564,8 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 {
 	enum { O_NUM, O_READS, O_SEEKS, O_SYNCS, O_VALUE, O_KEY, O_BENCH,
 	    O_RUNS, O_DB, O_CACHE, O_MEMTABLE, O_BLOCK, O_THREADS, O_SEED,
-	    O_JSON, O_ENGINES, O_INCOMPRESSIBLE, O_FIGURE6, O_CELL, O_HELP };
+	    O_JSON, O_ENGINES, O_INCOMPRESSIBLE, O_FIGURE6, O_CELL,
+	    O_CELL_TABLETS, O_HELP };
 	static const struct option longopts[] = {
 		{ "num", required_argument, NULL, O_NUM },
 		{ "reads", required_argument, NULL, O_READS },
@@ -1562,6 +1586,7 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 		{ "incompressible", no_argument, NULL, O_INCOMPRESSIBLE },
 		{ "figure6", no_argument, NULL, O_FIGURE6 },
 		{ "cell", required_argument, NULL, O_CELL },
+		{ "cell-tablets", required_argument, NULL, O_CELL_TABLETS },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1626,6 +1651,10 @@ bench_options_parse(struct bench *b, int argc, char **argv)
 			break;
 		case O_CELL:
 			o->cell = optarg;
+			break;
+		case O_CELL_TABLETS:
+			o->cell_tablets = parse_u64(name, optarg, 1,
+			    BENCH_MAX_CELL_TABLETS);
 			break;
 		case O_CACHE:
 			o->cache_mb = parse_u64(name, optarg, 0, 1u << 30);
@@ -1768,6 +1797,7 @@ main(int argc, char **argv)
 	b.cfg.block_bytes = b.o.block_kb << 10;
 	b.cfg.compress = true;
 	b.cfg.cell = b.o.cell;
+	bench_cell_splits_make(&b);
 	b.rng = b.o.seed | 1;
 	per_run = b.nengines * b.nslots;
 	b.results = xcalloc(b.o.runs * per_run, sizeof(*b.results));
@@ -1837,6 +1867,8 @@ out_remove:
 out:
 	free(b.data);
 	free(b.results);
+	free(b.cell_splits);
+	free(b.cell_split_keys);
 	free(b.slots);
 	return status;
 }
