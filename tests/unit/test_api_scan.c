@@ -638,13 +638,24 @@ fill_scan(struct bt_store *s, bool no_fill, uint64_t *misses, uint64_t *hits)
  * Each returns every row.  The values compress, so the blocks are
  * uncompressed into buffers of their own rather than lent from a
  * readahead window (which is never cached).
+ *
+ * On a cell the counters are the root's server's, where other tablets'
+ * work counts too (a tablet the master moves there reads its index
+ * blocks as it loads): a comparison that such work can upset is made
+ * again, up to CELL_TRIES times.  What no_cache_fill could get wrong
+ * (a block kept) would upset every try alike.
  */
+#define CELL_TRIES	5
+
 static void
 test_no_cache_fill(void)
 {
 	static const char *const one[] = { "f=maxversions=1", NULL };
 	struct bt_group_spec g = { "default", 1024, 1, -1, -1 };
-	uint64_t miss1, hit1, miss2, hit2, miss3, hit3, miss4, hit4;
+	uint64_t miss1, hit1, miss2 = 0, hit2 = 0, miss3, hit3;
+	uint64_t miss4 = 0, hit4 = 0;
+	bool cell = getenv("TABLETFS_TEST_CELL") != NULL;
+	int tries = cell ? CELL_TRIES : 1, rc = 0;
 	char row[32], val[128];
 	struct tstore t;
 
@@ -664,16 +675,29 @@ test_no_cache_fill(void)
 	    "a scan with no_cache_fill over a cold cache returns every row");
 	ok(miss1 > 100, "and reads its blocks from the file (%llu misses, "
 	    "%llu hits)", (unsigned long long)miss1, (unsigned long long)hit1);
-	is_int(fill_scan(t.s, true, &miss2, &hit2), 0, "so does a second");
-	ok(miss2 == miss1 && hit2 == hit1, "which finds none of them cached "
-	    "(%llu misses, %llu hits)", (unsigned long long)miss2,
-	    (unsigned long long)hit2);
+	for (int k = 0; k < tries && rc == 0; k++) {
+		if (k > 0) {
+			miss1 = miss2;
+			hit1 = hit2;
+		}
+		rc = fill_scan(t.s, true, &miss2, &hit2);
+		if (miss2 == miss1 && hit2 == hit1 && miss1 > 100)
+			break;
+	}
+	is_int(rc, 0, "so does a second");
+	ok(miss2 == miss1 && hit2 == hit1 && miss1 > 100, "which finds none "
+	    "of them cached (%llu misses, %llu hits)",
+	    (unsigned long long)miss2, (unsigned long long)hit2);
 	is_int(fill_scan(t.s, false, &miss3, &hit3), 0,
 	    "a scan that fills the cache returns every row");
-	ok(miss3 == miss1, "reading the same blocks from the file (%llu "
-	    "misses)", (unsigned long long)miss3);
-	is_int(fill_scan(t.s, true, &miss4, &hit4), 0,
-	    "then a scan with no_cache_fill returns every row");
+	ok(miss3 == miss1 || (cell && miss3 > miss1), "reading the same "
+	    "blocks from the file (%llu misses)", (unsigned long long)miss3);
+	for (int k = 0; k < tries && rc == 0; k++) {
+		rc = fill_scan(t.s, true, &miss4, &hit4);
+		if (miss4 == 0 && hit4 >= miss1)
+			break;
+	}
+	is_int(rc, 0, "then a scan with no_cache_fill returns every row");
 	ok(miss4 == 0 && hit4 >= miss1, "from the cached blocks (%llu misses, "
 	    "%llu hits)", (unsigned long long)miss4, (unsigned long long)hit4);
 	tstore_destroy(&t);
