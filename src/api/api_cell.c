@@ -65,13 +65,32 @@ out:
 	return rc;
 }
 
+/*
+ * rc, the result of a schema change made at the root's server; when it
+ * was made, every other server reads the schema at once (SCHEMA_SYNC)
+ * rather than at its next poll, up to a second later: once a table
+ * dropped or a family deleted returns, no server serves it.  The change
+ * is made whatever the sync gives: a server that does not answer polls
+ * on its own (or has lost its lease), and one from before SCHEMA_SYNC
+ * (-ENOSYS) polls as before.
+ */
+static int
+schema_synced(struct cell_client *c, int rc)
+{
+	if (rc == 0)
+		(void)cell_client_call_others(c, TABLETFS__METHOD__SCHEMA_SYNC,
+		    NULL);
+	return rc;
+}
+
 int
 cell_table_delete(struct cell_client *c, const char *table)
 {
 	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
 
 	req.table = cell_str(table);
-	return CALL(c, TABLE_DELETE, &req, CELL_RETRY_UNSENT, NULL, NULL);
+	return schema_synced(c, CALL(c, TABLE_DELETE, &req,
+	    CELL_RETRY_UNSENT, NULL, NULL));
 }
 
 int
@@ -117,8 +136,8 @@ family_call(struct cell_client *c, uint32_t method, const char *table,
 	f.gc_policy = cell_str(gc_policy);
 	req.table = cell_str(table);
 	req.family = &f;
-	return cell_client_call(c, method, &req.base, CELL_RETRY_UNSENT,
-	    NULL, NULL);
+	return schema_synced(c, cell_client_call(c, method, &req.base,
+	    CELL_RETRY_UNSENT, NULL, NULL));
 }
 
 int
@@ -165,7 +184,8 @@ cell_group_set(struct cell_client *c, const char *table,
 	g.in_memory = group->in_memory;
 	req.table = cell_str(table);
 	req.group = &g;
-	return CALL(c, GROUP_SET, &req, CELL_RETRY_ANY, NULL, NULL);
+	return schema_synced(c, CALL(c, GROUP_SET, &req, CELL_RETRY_ANY,
+	    NULL, NULL));
 }
 
 int
@@ -262,8 +282,8 @@ cell_access_set(struct cell_client *c, const char *table, const char *family,
 	req.family = cell_str(family);
 	req.change = &a;
 	/* Setting the same again changes nothing: safe to send twice. */
-	return access_unsupported(CALL(c, ACCESS_SET, &req, CELL_RETRY_ANY,
-	    NULL, NULL));
+	return schema_synced(c, access_unsupported(CALL(c, ACCESS_SET, &req,
+	    CELL_RETRY_ANY, NULL, NULL)));
 }
 
 /* ---- Administration ---- */

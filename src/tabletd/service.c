@@ -9,7 +9,9 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "api/api_server.h"
 #include "catalog/catalog.h"
+#include "server/server.h"
 #include "tabletd/service_int.h"
 #include "util/alloc.h"
 #include "util/error.h"
@@ -364,6 +366,19 @@ store_flush(struct service *svc, struct slice in, struct buf *reply)
 	if ((rc = empty_request(in)) < 0)
 		return rc;
 	return bt_store_flush(svc->store);
+}
+
+/* SCHEMA_SYNC: the schema polled now (0 at once where the catalog is
+ * this server's own). */
+static int
+store_schema_sync(struct service *svc, struct slice in, struct buf *reply)
+{
+	struct server *s = api_store_server(svc->store);
+	int rc;
+
+	if ((rc = empty_request(in)) < 0)
+		return rc;
+	return s != NULL ? server_schema_poll(s) : 0;
 }
 
 static int
@@ -731,6 +746,7 @@ static const struct {
 	{ TABLETFS__METHOD__SCAN, service_scan },
 	{ TABLETFS__METHOD__SCAN_CLOSE, service_scan_close },
 	{ TABLETFS__METHOD__FLUSH, store_flush },
+	{ TABLETFS__METHOD__SCHEMA_SYNC, store_schema_sync },
 	{ TABLETFS__METHOD__COMPACT, store_compact },
 	{ TABLETFS__METHOD__SPLIT, table_split },
 	{ TABLETFS__METHOD__TABLETS, table_tablets },

@@ -12,16 +12,18 @@
  * there while it serves one of its tablets, so that its flushes go on;
  * the table made again under its name loads at the second; and a tablet
  * that the catalog lost without a schema change is discarded once a
- * flush finds it gone.
+ * flush finds it gone.  SCHEMA_SYNC makes the second poll at once.
  */
 #include "api/api_server.h"
 #include "api_util.h"
 #include "cell_util.h"
 #include "catalog/catalog.h"
 #include "rpc/rpc.h"
+#include "rpc/tabletfs.pb-c.h"
 #include "server/server.h"
 #include "tabletd/catalog_client.h"
 #include "tabletd/service.h"
+#include "util/buf.h"
 #include "util/error.h"
 
 #define SECOND_NAME	"127.0.0.1:7001#5"
@@ -231,6 +233,40 @@ test_table_drop(struct cell_root *r, struct bt_store *second, uint64_t *v)
 	*v = version(r->catalog);
 }
 
+/* SCHEMA_SYNC, which a client sends every other server after a schema
+ * change: the second polls at once, so a table dropped at the root is
+ * no longer served there before its background poll; at the root's
+ * server it does nothing. */
+static void
+test_schema_sync(struct cell_root *r, struct bt_store *second, uint64_t *v)
+{
+	struct service *svc;
+	struct buf reply;
+	int rc;
+
+	buf_init(&reply);
+	(void)table_to_second(r, second, "y");
+	must(put_str(second, "y", "k", "f", "q", 1, "x"));
+	must(bt_table_delete(r->s, "y"));
+	is_int(cell_read_rc(second, "y", "k"), 0,
+	    "dropped at the root, the unpolled second still serves y");
+	must(service_new(second, &svc));
+	rc = service_handle(svc, TABLETFS__METHOD__SCHEMA_SYNC,
+	    (struct slice){ NULL, 0 }, &reply);
+	is_int(rc, 0, "SCHEMA_SYNC at the second (%s)", bt_error_detail());
+	rc = cell_read_rc(second, "y", "k");
+	ok(rc < 0, "then it no longer serves y (%s)", bt_strerror(rc));
+	service_free(svc);
+	must(service_new(r->s, &svc));
+	reply.n = 0;
+	is_int(service_handle(svc, TABLETFS__METHOD__SCHEMA_SYNC,
+	    (struct slice){ NULL, 0 }, &reply), 0,
+	    "SCHEMA_SYNC at the root's server: nothing to do");
+	service_free(svc);
+	buf_release(&reply);
+	*v = version(r->catalog);
+}
+
 /* The same table dropped and made again between two polls: the second
  * discards its tablet and knows the new table, whose tablet loads. */
 static void
@@ -335,6 +371,7 @@ main(void)
 	test_family_drop(&r, second, &v);
 	test_gc_and_access(&r, second, &v);
 	test_table_drop(&r, second, &v);
+	test_schema_sync(&r, second, &v);
 	test_drop_recreate(&r, second, &v);
 	test_flush_finds_gone(&r, second, &v);
 	test_table_unknown(&r, second);
