@@ -519,6 +519,52 @@ cell_store_check(struct cell_client *c,
 	return rc;
 }
 
+/* Add one server's counters to out: counts and bytes summed, the
+ * highest sequence number, the first refusal and full disk. */
+static void
+stats_add(struct bt_stats *out, const Tabletfs__Stats *st)
+{
+	out->mutations += st->mutations;
+	out->reads += st->reads;
+	out->log_syncs += st->log_syncs;
+	out->log_batches += st->log_batches;
+	out->flushes += st->flushes;
+	out->compactions += st->compactions;
+	out->sstables += st->sstables;
+	out->damaged_sstables += st->damaged_sstables;
+	out->memtable_bytes += st->memtable_bytes;
+	if (st->last_seq > out->last_seq)
+		out->last_seq = st->last_seq;
+	out->cache_hits += st->cache_hits;
+	out->cache_misses += st->cache_misses;
+	out->tablets += st->tablets;
+	out->splits += st->splits;
+	out->merges += st->merges;
+	out->files_collected += st->files_collected;
+	out->location_lookups += st->location_lookups;
+	out->location_hits += st->location_hits;
+	out->location_levels += st->location_levels;
+	out->location_stale += st->location_stale;
+	out->write_gathers += st->write_gathers;
+	out->write_waits += st->write_waits;
+	out->memtable_peak_bytes += st->memtable_peak_bytes;
+	out->memory_trims += st->memory_trims;
+	if (out->writes_refused == 0)
+		out->writes_refused = st->writes_refused;
+	if (out->disk_full == 0)
+		out->disk_full = st->disk_full;
+	out->reserve_bytes += st->reserve_bytes;
+}
+
+static void
+stats_add_reply(void *arg, const ProtobufCMessage *reply)
+{
+	stats_add(arg, (const Tabletfs__Stats *)reply);
+}
+
+/* The root's server's counters, and on a cell whose tablets are served
+ * one by one every other server's added (what one of them does not
+ * answer is left out). */
 void
 cell_store_get_stats(struct cell_client *c, struct bt_stats *out)
 {
@@ -528,34 +574,10 @@ cell_store_get_stats(struct cell_client *c, struct bt_stats *out)
 	if (CALL(c, STATS, NULL, CELL_RETRY_ANY, &tabletfs__stats__descriptor,
 	    &st) < 0)
 		return;
-	out->mutations = st->mutations;
-	out->reads = st->reads;
-	out->log_syncs = st->log_syncs;
-	out->log_batches = st->log_batches;
-	out->flushes = st->flushes;
-	out->compactions = st->compactions;
-	out->sstables = st->sstables;
-	out->damaged_sstables = st->damaged_sstables;
-	out->memtable_bytes = st->memtable_bytes;
-	out->last_seq = st->last_seq;
-	out->cache_hits = st->cache_hits;
-	out->cache_misses = st->cache_misses;
-	out->tablets = st->tablets;
-	out->splits = st->splits;
-	out->merges = st->merges;
-	out->files_collected = st->files_collected;
-	out->location_lookups = st->location_lookups;
-	out->location_hits = st->location_hits;
-	out->location_levels = st->location_levels;
-	out->location_stale = st->location_stale;
-	out->write_gathers = st->write_gathers;
-	out->write_waits = st->write_waits;
-	out->memtable_peak_bytes = st->memtable_peak_bytes;
-	out->memory_trims = st->memory_trims;
-	out->writes_refused = st->writes_refused;
-	out->disk_full = st->disk_full;
-	out->reserve_bytes = st->reserve_bytes;
+	stats_add(out, st);
 	cell_client_free(&st->base);
+	(void)cell_client_call_others_each(c, TABLETFS__METHOD__STATS, NULL,
+	    &tabletfs__stats__descriptor, stats_add_reply, out);
 }
 
 uint64_t

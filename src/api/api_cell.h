@@ -150,8 +150,11 @@ int cell_table_tablets(struct cell_client *c, const char *table,
 int cell_store_check(struct cell_client *c,
     void (*report)(void *arg, const char *problem), void *arg,
     uint64_t *files, uint64_t *bytes);
-/* bt_stats as the serving server counts them; zero when it cannot be
- * reached. */
+/* bt_stats as the root's server counts them, with every other server's
+ * added when the tablets are served one by one (counts and bytes
+ * summed, the highest last_seq, the first refusal); zero when the root's
+ * server cannot be reached, and a server that does not answer left
+ * out. */
 void cell_store_get_stats(struct cell_client *c, struct bt_stats *out);
 /* bt_store_last_seq() (LAST_SEQ; STATS from a server before it): 0 when
  * no server can be reached. */

@@ -182,6 +182,12 @@ int cell_client_call_at(struct cell_client *c, const char *address,
  */
 int cell_client_call_others(struct cell_client *c, uint32_t method,
     const ProtobufCMessage *request);
+/* cell_client_call_others(), each server's reply unpacked as reply_desc
+ * and handed to each(arg, reply), borrowed for that call. */
+int cell_client_call_others_each(struct cell_client *c, uint32_t method,
+    const ProtobufCMessage *request,
+    const ProtobufCMessageDescriptor *reply_desc,
+    void (*each)(void *arg, const ProtobufCMessage *reply), void *arg);
 
 /* Pause *wait_ms (0 on the first call: the first pause) and lengthen it
  * for the next: 0, or -ETIMEDOUT with a detail when the pause would

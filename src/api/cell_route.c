@@ -431,6 +431,16 @@ int
 cell_client_call_others(struct cell_client *c, uint32_t method,
     const ProtobufCMessage *request)
 {
+	return cell_client_call_others_each(c, method, request, NULL, NULL,
+	    NULL);
+}
+
+int
+cell_client_call_others_each(struct cell_client *c, uint32_t method,
+    const ProtobufCMessage *request,
+    const ProtobufCMessageDescriptor *reply_desc,
+    void (*each)(void *arg, const ProtobufCMessage *reply), void *arg)
+{
 	int64_t deadline = cell_client_deadline(c);
 	char root[CELL_SERVER_MAX] = "";
 	struct rpc_client *rpc;
@@ -446,11 +456,17 @@ cell_client_call_others(struct cell_client *c, uint32_t method,
 		return rc;
 	for (size_t i = 0; i < count; i++) {
 		int64_t left = (deadline - rpc_now_ns()) / 1000000;
+		ProtobufCMessage *reply = NULL;
 
 		if (strcmp(addresses[i], root) == 0)
 			continue;
 		rc = cell_client_call_at(c, addresses[i], method, request,
-		    left > 0 ? (uint32_t)left : 1, NULL, NULL);
+		    left > 0 ? (uint32_t)left : 1, reply_desc,
+		    reply_desc != NULL ? &reply : NULL);
+		if (rc == 0 && reply != NULL) {
+			each(arg, reply);
+			cell_client_free(reply);
+		}
 		if (rc < 0 && rc != -ENOENT && rc != BT_ENOTSERVING &&
 		    first == 0)
 			first = rc;

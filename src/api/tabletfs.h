@@ -809,7 +809,9 @@ int bt_store_check(struct bt_store *s,
     void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
     uint64_t *files, uint64_t *bytes);
 
-/* Counters for status displays. */
+/* Counters for status displays.  On a cell whose tablets are spread
+ * over its servers, the sum over the servers that answer (the highest
+ * last_seq; the first server's refusal or full disk). */
 struct bt_stats {
 	uint64_t mutations;
 	uint64_t reads;
