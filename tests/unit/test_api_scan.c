@@ -639,9 +639,9 @@ fill_scan(struct bt_store *s, bool no_fill, uint64_t *misses, uint64_t *hits)
  * uncompressed into buffers of their own rather than lent from a
  * readahead window (which is never cached).
  *
- * On a cell the counters are the root's server's, where other tablets'
- * work counts too (a tablet the master moves there reads its index
- * blocks as it loads): a comparison that such work can upset is made
+ * On a cell the counters are its servers', where other tablets' work
+ * counts too (a tablet the master moves reads its index blocks as it
+ * loads): a comparison that such work can upset is made
  * again, up to CELL_TRIES times.  What no_cache_fill could get wrong
  * (a block kept) would upset every try alike.
  */
