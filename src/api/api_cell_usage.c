@@ -288,7 +288,8 @@ cell_table_usage(struct cell_client *c, const char *table,
 		    "%s", str(rep->groups[i]->name));
 	if ((rc = usage_gather_add(&g, rep)) < 0)
 		goto out_free;
-	if ((rc = cell_client_call_each(c, TABLETFS__METHOD__TABLE_USAGE,
+	if ((rc = cell_client_route_learn(c, table)) < 0 ||
+	    (rc = cell_client_call_each(c, TABLETFS__METHOD__TABLE_USAGE,
 	    &req.base, &tabletfs__usage_reply__descriptor, usage_each,
 	    &g)) < 0)
 		goto out_free;

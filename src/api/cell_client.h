@@ -184,6 +184,16 @@ int cell_client_call_others(struct cell_client *c, uint32_t method,
     const ProtobufCMessage *request);
 
 /*
+ * Find out, when no call has yet, whether the cell's tablets are served
+ * one by one (ROUTE_TABLETS: LOCATE answers) or all at the root's
+ * server, by a LOCATE of table's first row: a fresh client's
+ * cell_client_call_others() and cell_client_call_each() would
+ * otherwise take it for the latter and ask the root's server alone.
+ * 0, or LOCATE's error.
+ */
+int cell_client_route_learn(struct cell_client *c, const char *table);
+
+/*
  * Send request to every live server but the root's, as
  * cell_client_call_others(), for the calls whose replies the caller
  * combines with the root's (TABLE_USAGE): each(arg, address, reply) for

@@ -462,6 +462,22 @@ cell_client_call_others(struct cell_client *c, uint32_t method,
 }
 
 int
+cell_client_route_learn(struct cell_client *c, const char *table)
+{
+	int64_t deadline = cell_client_deadline(c);
+	int wait_ms = 0, rc;
+
+	while (atomic_load(&c->route) == ROUTE_UNKNOWN) {
+		if ((rc = locate(c, table, slice_make(NULL, 0), deadline)) < 0)
+			return rc;
+		if (rc == 1 &&
+		    (rc = cell_client_backoff(c, deadline, &wait_ms)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
 cell_client_call_each(struct cell_client *c, uint32_t method,
     const ProtobufCMessage *request,
     const ProtobufCMessageDescriptor *reply_desc,
