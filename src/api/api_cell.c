@@ -337,57 +337,6 @@ cell_table_split(struct cell_client *c, const char *table,
 	    NULL);
 }
 
-int
-cell_table_usage(struct cell_client *c, const char *table,
-    struct bt_table_usage **out)
-{
-	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
-	Tabletfs__UsageReply *rep = NULL;
-	struct bt_table_usage *u;
-	int rc;
-
-	req.table = cell_str(table);
-	if ((rc = CALL(c, TABLE_USAGE, &req, CELL_RETRY_ANY,
-	    &tabletfs__usage_reply__descriptor, &rep)) < 0)
-		return rc;
-	if ((u = api_table_usage_alloc(rep->n_families,
-	    rep->n_groups)) == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < rep->n_families; i++) {
-		const Tabletfs__FamilyUsage *f = rep->families[i];
-		struct bt_family_usage *o = &u->families[i];
-
-		snprintf(o->name, sizeof(o->name), "%s",
-		    f->name != NULL ? f->name : "");
-		snprintf(o->group, sizeof(o->group), "%s",
-		    f->group != NULL ? f->group : "");
-		o->disk_bytes = f->disk_bytes;
-		o->memory_bytes = f->memory_bytes;
-		o->entries = f->entries;
-		o->value_bytes = f->value_bytes;
-	}
-	for (size_t i = 0; i < rep->n_groups; i++) {
-		const Tabletfs__GroupUsage *g = rep->groups[i];
-		struct bt_group_usage *o = &u->groups[i];
-
-		snprintf(o->name, sizeof(o->name), "%s",
-		    g->name != NULL ? g->name : "");
-		o->files = g->files;
-		o->disk_bytes = g->disk_bytes;
-		o->memory_bytes = g->memory_bytes;
-		o->other_bytes = g->other_bytes;
-		o->unknown_bytes = g->unknown_bytes;
-	}
-	api_table_usage_sum(u, rep->other_memory_bytes);
-	*out = u;
-	rc = 0;
-out:
-	cell_client_free(&rep->base);
-	return rc;
-}
-
 /* How long one server may take to say what its tablets hold. */
 #define TABLETS_GATHER_MS 2000
 

@@ -189,6 +189,33 @@ int cell_client_call_others_each(struct cell_client *c, uint32_t method,
     const ProtobufCMessageDescriptor *reply_desc,
     void (*each)(void *arg, const ProtobufCMessage *reply), void *arg);
 
+/*
+ * Find out, when no call has yet, whether the cell's tablets are served
+ * one by one (ROUTE_TABLETS: LOCATE answers) or all at the root's
+ * server, by a LOCATE of table's first row: a fresh client's
+ * cell_client_call_others() and cell_client_call_each() would
+ * otherwise take it for the latter and ask the root's server alone.
+ * 0, or LOCATE's error.
+ */
+int cell_client_route_learn(struct cell_client *c, const char *table);
+
+/*
+ * Send request to every live server but the root's, as
+ * cell_client_call_others(), for the calls whose replies the caller
+ * combines with the root's (TABLE_USAGE): each(arg, address, reply) for
+ * every reply (the reply freed after it returns; a negative return
+ * stops there).  -ENOENT and BT_ENOTSERVING from a server (it serves
+ * nothing of the table) call nothing; any other failure, a server that
+ * does not answer included, stops with it, its detail naming the
+ * server: a sum missing a server's part is never returned.  0, or the
+ * first error.
+ */
+int cell_client_call_each(struct cell_client *c, uint32_t method,
+    const ProtobufCMessage *request,
+    const ProtobufCMessageDescriptor *reply_desc,
+    int (*each)(void *arg, const char *server, ProtobufCMessage *reply),
+    void *arg);
+
 /* Pause *wait_ms (0 on the first call: the first pause) and lengthen it
  * for the next: 0, or -ETIMEDOUT with a detail when the pause would
  * pass deadline. */

@@ -476,3 +476,76 @@ cell_client_call_others_each(struct cell_client *c, uint32_t method,
 	free(addresses);
 	return first;
 }
+
+int
+cell_client_route_learn(struct cell_client *c, const char *table)
+{
+	int64_t deadline = cell_client_deadline(c);
+	int wait_ms = 0, rc;
+
+	while (atomic_load(&c->route) == ROUTE_UNKNOWN) {
+		if ((rc = locate(c, table, slice_make(NULL, 0), deadline)) < 0)
+			return rc;
+		if (rc == 1 &&
+		    (rc = cell_client_backoff(c, deadline, &wait_ms)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
+cell_client_call_each(struct cell_client *c, uint32_t method,
+    const ProtobufCMessage *request,
+    const ProtobufCMessageDescriptor *reply_desc,
+    int (*each)(void *arg, const char *server, ProtobufCMessage *reply),
+    void *arg)
+{
+	int64_t deadline = cell_client_deadline(c);
+	char root[CELL_SERVER_MAX] = "";
+	struct rpc_client *rpc;
+	char **addresses;
+	size_t count;
+	int rc = 0;
+
+	if (atomic_load(&c->route) != ROUTE_TABLETS)
+		return 0;
+	if ((rc = cell_root_get(c, deadline, &rpc, root)) != 0)
+		return rc < 0 ? rc : bt_error_set(-EIO, "cell %s: no root's "
+		    "server answers", c->cell);
+	if ((rc = cell_servers_list(c, &addresses, &count)) < 0)
+		return rc;
+	for (size_t i = 0; i < count && rc >= 0; i++) {
+		int64_t left = (deadline - rpc_now_ns()) / 1000000;
+		ProtobufCMessage *reply = NULL;
+
+		if (strcmp(addresses[i], root) == 0)
+			continue;
+		rc = cell_client_call_at(c, addresses[i], method, request,
+		    left > 0 ? (uint32_t)left : 1, reply_desc, &reply);
+		/* A connection its server closed since (it restarted, or
+		 * closed it idle): once more, on a new one. */
+		if (rc == -ECONNRESET || rc == -EPIPE) {
+			left = (deadline - rpc_now_ns()) / 1000000;
+			rc = cell_client_call_at(c, addresses[i], method,
+			    request, left > 0 ? (uint32_t)left : 1,
+			    reply_desc, &reply);
+		}
+		if (rc == -ENOENT || rc == BT_ENOTSERVING) {
+			rc = 0;
+			continue;
+		}
+		if (rc < 0) {
+			if (strstr(bt_error_detail(), addresses[i]) == NULL)
+				rc = bt_error_set(rc, "cell %s: server %s: %s",
+				    c->cell, addresses[i], *bt_error_detail() ?
+				    bt_error_detail() : bt_strerror(rc));
+			break;
+		}
+		rc = each(arg, addresses[i], reply);
+		cell_client_free(reply);
+	}
+	for (size_t i = 0; i < count; i++)
+		free(addresses[i]);
+	free(addresses);
+	return rc < 0 ? rc : 0;
+}

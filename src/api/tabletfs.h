@@ -713,8 +713,16 @@ struct bt_table_usage {
 	uint64_t value_bytes;
 };
 
-/* A table's usage, in one allocation freed with bt_table_usage_free().
- * Reads no data block.  -ENOENT for an unknown table. */
+/*
+ * A table's usage, in one allocation freed with bt_table_usage_free().
+ * Reads no data block.  -ENOENT for an unknown table.  On a cell whose
+ * tablets are spread over its servers, the sum of what each live server
+ * says of the tablets it serves, each file counted once: a server that
+ * does not answer fails the call (-EIO, -ETIMEDOUT, or its error, with
+ * a detail naming it) rather than leave its tablets out.  Each server's
+ * figures are as of its answer; a tablet moving meanwhile may be
+ * counted twice or not at all.
+ */
 int bt_table_usage(struct bt_store *s, const char *table,
     struct bt_table_usage **out);
 /* Accepts NULL. */

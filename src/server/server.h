@@ -401,8 +401,10 @@ int server_table_tablets(struct server *s, const char *table,
 
 /*
  * A table's bytes per family and per locality group (docs/design.md
- * section 3, "Accounting"; bt_table_usage()): each file counted once,
- * however many tablets share it.  Reads no data block.
+ * section 3, "Accounting"; bt_table_usage()) in the tablets this server
+ * serves (a tablet it unloaded has no files and no memtable left): each
+ * file counted once, however many of them share it.  Reads no data
+ * block.
  */
 struct server_family_usage {
 	char name[CATALOG_NAME_MAX + 1];
@@ -420,12 +422,35 @@ struct server_group_usage {
 	uint64_t other_bytes;	/* of its files, no schema family's */
 	uint64_t unknown_bytes;	/* of its files that record no usage */
 };
+/*
+ * Each file counted, with what it was counted from: its size (to its
+ * group's files, disk_bytes, and unknown_bytes when !known), its labels
+ * (each its share of size), and its data blocks and those in the ranges
+ * of this server's tablets that name it (range_bytes, summed over them
+ * and not capped at data_bytes): each family of its group got
+ * usage_share(label, min(range_bytes, data_bytes), data_bytes), the rest
+ * of its labels went to other_bytes.  A cell's servers each count a file
+ * that a split shares between tablets they serve; the client, summing
+ * their usages, counts such a file again from these, once.
+ */
+struct server_file_usage {
+	uint64_t number;
+	char group[CATALOG_NAME_MAX + 1];
+	uint64_t size;
+	bool known;
+	uint64_t data_bytes;
+	uint64_t range_bytes;
+	size_t label_count;
+	struct usage_label *labels;
+};
 struct server_table_usage {
 	size_t family_count;
 	struct server_family_usage *families;	/* the schema's order */
 	size_t group_count;
 	struct server_group_usage *groups;
 	uint64_t other_memory_bytes;	/* memtables' row deletes */
+	size_t file_count;
+	struct server_file_usage *files;	/* by number */
 };
 int server_table_usage(struct server *s, const char *table,
     struct server_table_usage *out);

@@ -87,22 +87,34 @@ usage_add_memory(struct server_table_usage *u, const struct usage *mem)
  * compacted into files of its own, and counting it again would count
  * those cells twice.
  */
-static void
+static int
 usage_add_file(struct server_table_usage *u,
     const struct tablet_file_usage *file, uint64_t range_bytes)
 {
 	size_t g = group_index(u, file->group);
 	struct server_group_usage *gu;
+	struct server_file_usage *fu;
 	uint64_t live, whole;
 
 	if (g == SIZE_MAX)
-		return;		/* a group the schema lost: nobody's */
+		return 0;	/* a group the schema lost: nobody's */
+	fu = &u->files[u->file_count];
+	if (file->labels.count > 0 && (fu->labels = bt_calloc(
+	    file->labels.count, sizeof(*fu->labels))) == NULL)
+		return -ENOMEM;
+	u->file_count++;
 	gu = &u->groups[g];
 	gu->files++;
 	gu->disk_bytes += file->size;
+	fu->number = file->number;
+	snprintf(fu->group, sizeof(fu->group), "%s", gu->name);
+	fu->size = file->size;
+	fu->known = file->known;
+	fu->data_bytes = file->data_bytes;
+	fu->range_bytes = range_bytes;
 	if (!file->known) {
 		gu->unknown_bytes += file->size;
-		return;
+		return 0;
 	}
 	whole = file->data_bytes;
 	live = range_bytes < whole ? range_bytes : whole;
@@ -111,6 +123,7 @@ usage_add_file(struct server_table_usage *u,
 		size_t f = family_index(u, l->name);
 		uint64_t bytes = usage_share(l->bytes, live, whole);
 
+		fu->labels[fu->label_count++] = *l;
 		if (f == SIZE_MAX ||
 		    strcmp(u->families[f].group, gu->name) != 0) {
 			gu->other_bytes += l->bytes;
@@ -122,6 +135,7 @@ usage_add_file(struct server_table_usage *u,
 		u->families[f].value_bytes += usage_share(l->value_bytes,
 		    live, whole);
 	}
+	return 0;
 }
 
 /* A file of the table, and the bytes of it in its tablets' ranges. */
@@ -194,13 +208,14 @@ server_table_usage(struct server *s, const char *table,
 	}
 	server_tablet_map_unref(m);
 	server_table_unref(t);
-	if (rc == 0 && (files = bt_calloc(file_total + 1,
-	    sizeof(*files))) == NULL)
+	if (rc == 0 && ((files = bt_calloc(file_total + 1,
+	    sizeof(*files))) == NULL || (u.files = bt_calloc(file_total + 1,
+	    sizeof(*u.files))) == NULL))
 		rc = -ENOMEM;
 	if (rc == 0) {
 		count = usage_files_gather(tu, got, files);
-		for (size_t i = 0; i < count; i++)
-			usage_add_file(&u, files[i].file,
+		for (size_t i = 0; i < count && rc == 0; i++)
+			rc = usage_add_file(&u, files[i].file,
 			    files[i].range_bytes);
 	}
 	bt_free(files);
@@ -221,5 +236,8 @@ server_table_usage_release(struct server_table_usage *u)
 {
 	bt_free(u->families);
 	bt_free(u->groups);
+	for (size_t i = 0; i < u->file_count; i++)
+		bt_free(u->files[i].labels);
+	bt_free(u->files);
 	memset(u, 0, sizeof(*u));
 }

@@ -519,33 +519,71 @@ out:
 	return rc;
 }
 
-/* TABLE_USAGE: bt_table_usage(), the table's totals left to the client
- * but for the memtables' bytes of no family. */
+/* x's labels into o: one allocation of them at o->labels[0], and the
+ * array of pointers, both for the caller to free. */
+static int
+usage_labels_pack(const struct server_file_usage *x, Tabletfs__UsageFile *o)
+{
+	Tabletfs__UsageLabel *labels;
+
+	if (x->label_count == 0)
+		return 0;
+	labels = bt_calloc(x->label_count, sizeof(*labels));
+	o->labels = bt_calloc(x->label_count, sizeof(*o->labels));
+	if (labels == NULL || o->labels == NULL) {
+		bt_free(labels);
+		bt_free(o->labels);
+		o->labels = NULL;
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < x->label_count; k++) {
+		const struct usage_label *l = &x->labels[k];
+		Tabletfs__UsageLabel *p = &labels[k];
+
+		tabletfs__usage_label__init(p);
+		p->name = (char *)l->name;
+		p->has_bytes = p->has_entries = p->has_value_bytes = true;
+		p->bytes = l->bytes;
+		p->entries = l->entries;
+		p->value_bytes = l->value_bytes;
+		o->labels[k] = p;
+	}
+	o->n_labels = x->label_count;
+	return 0;
+}
+
+/* TABLE_USAGE: server_table_usage() of the tablets this server serves,
+ * the table's totals left to the client but for the memtables' bytes of
+ * no family, with every file it counted. */
 static int
 table_usage(struct service *svc, struct slice in, struct buf *reply)
 {
 	Tabletfs__UsageReply out = TABLETFS__USAGE_REPLY__INIT;
 	Tabletfs__FamilyUsage *fams = NULL, **fptrs = NULL;
 	Tabletfs__GroupUsage *groups = NULL, **gptrs = NULL;
+	Tabletfs__UsageFile *files = NULL, **xptrs = NULL;
 	Tabletfs__TableRequest *r;
-	struct bt_table_usage *u = NULL;
-	uint64_t family_memory = 0;
+	struct server_table_usage su, *u = &su;
 	int rc;
 
 	if ((rc = table_request(in, false, &r)) < 0)
 		return rc;
-	if ((rc = bt_table_usage(svc->store, r->table, &u)) < 0)
+	if ((rc = server_table_usage(api_store_server(svc->store),
+	    r->table, &su)) < 0)
 		goto out;
 	fams = bt_calloc(u->family_count + 1, sizeof(*fams));
 	fptrs = bt_calloc(u->family_count + 1, sizeof(*fptrs));
 	groups = bt_calloc(u->group_count + 1, sizeof(*groups));
 	gptrs = bt_calloc(u->group_count + 1, sizeof(*gptrs));
-	if (fams == NULL || fptrs == NULL || groups == NULL || gptrs == NULL) {
+	files = bt_calloc(u->file_count + 1, sizeof(*files));
+	xptrs = bt_calloc(u->file_count + 1, sizeof(*xptrs));
+	if (fams == NULL || fptrs == NULL || groups == NULL || gptrs == NULL ||
+	    files == NULL || xptrs == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
 	for (size_t i = 0; i < u->family_count; i++) {
-		const struct bt_family_usage *f = &u->families[i];
+		const struct server_family_usage *f = &u->families[i];
 		Tabletfs__FamilyUsage *o = &fams[i];
 
 		tabletfs__family_usage__init(o);
@@ -557,11 +595,10 @@ table_usage(struct service *svc, struct slice in, struct buf *reply)
 		o->memory_bytes = f->memory_bytes;
 		o->entries = f->entries;
 		o->value_bytes = f->value_bytes;
-		family_memory += f->memory_bytes;
 		fptrs[i] = o;
 	}
 	for (size_t i = 0; i < u->group_count; i++) {
-		const struct bt_group_usage *g = &u->groups[i];
+		const struct server_group_usage *g = &u->groups[i];
 		Tabletfs__GroupUsage *o = &groups[i];
 
 		tabletfs__group_usage__init(o);
@@ -575,19 +612,46 @@ table_usage(struct service *svc, struct slice in, struct buf *reply)
 		o->unknown_bytes = g->unknown_bytes;
 		gptrs[i] = o;
 	}
+	for (size_t i = 0; i < u->file_count && rc == 0; i++) {
+		const struct server_file_usage *x = &u->files[i];
+		Tabletfs__UsageFile *o = &files[i];
+
+		tabletfs__usage_file__init(o);
+		o->has_number = o->has_size = o->has_known = true;
+		o->has_data_bytes = o->has_range_bytes = true;
+		o->number = x->number;
+		o->group = (char *)x->group;
+		o->size = x->size;
+		o->known = x->known;
+		o->data_bytes = x->data_bytes;
+		o->range_bytes = x->range_bytes;
+		rc = usage_labels_pack(x, o);
+		xptrs[i] = o;
+	}
+	if (rc < 0)
+		goto out_free;
 	out.n_families = u->family_count;
 	out.families = fptrs;
 	out.n_groups = u->group_count;
 	out.groups = gptrs;
 	out.has_other_memory_bytes = true;
-	out.other_memory_bytes = u->memory_bytes - family_memory;
+	out.other_memory_bytes = u->other_memory_bytes;
+	out.n_files = u->file_count;
+	out.files = xptrs;
 	rc = service_pb_pack(&out.base, reply);
 out_free:
 	bt_free(fams);
 	bt_free(fptrs);
 	bt_free(groups);
 	bt_free(gptrs);
-	bt_table_usage_free(u);
+	for (size_t i = 0; files != NULL && i < u->file_count; i++) {
+		if (files[i].labels != NULL)
+			bt_free(files[i].labels[0]);
+		bt_free(files[i].labels);
+	}
+	bt_free(files);
+	bt_free(xptrs);
+	server_table_usage_release(u);
 out:
 	service_pb_free(&r->base);
 	return rc;

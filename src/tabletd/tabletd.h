@@ -82,8 +82,8 @@ void tabletd_server_dir(const char *address, uint64_t epoch, char *dir,
     size_t size);
 
 /*
- * One call of the master's to a server: request sent as method over a
- * connection of its own, made by connect_deadline (rpc_now_ns() time)
+ * One call of the master's to a server (tabletd_conns.c): request sent
+ * as method over a connection of its own, made by connect_deadline (rpc_now_ns() time)
  * and answered by deadline; with reply_desc, the reply unpacked into
  * *reply (protobuf_c_message_free_unpacked() it).  0, the server's
  * status with its message as the detail, or the transport's error.
@@ -100,6 +100,36 @@ struct tabletd_live {
 	uint64_t epoch;
 	size_t tablets;			/* assigned to it (the round counts) */
 };
+
+/*
+ * The master's connections to its servers, one per address, kept for
+ * its term (tabletd_conns.c): the calls of assignment go over them
+ * rather than over a connection each.  Thread-safe.
+ *
+ * tabletd_conns_new() copies secret (RPC_SECRET_SIZE bytes): 0 or
+ * -ENOMEM.  tabletd_conns_free() closes every connection; accepts NULL.
+ *
+ * tabletd_conns_retain() takes the round's live servers: it closes each
+ * connection to an address none of them has, or that serves under
+ * another name than when it was opened (the server restarted); 0 or
+ * -ENOMEM.
+ *
+ * tabletd_conns_call() is tabletd_call() over the connection kept for
+ * address, opened by connect_deadline when there is none (a call
+ * meanwhile on a connection kept already needs no connect): the same
+ * results.  A transport failure (the reply did not come by deadline,
+ * the connection broke) closes the connection, for the next call to
+ * open a new one; a server's status keeps it.
+ */
+struct tabletd_conns;
+int tabletd_conns_new(const uint8_t *secret, struct tabletd_conns **out);
+void tabletd_conns_free(struct tabletd_conns *c);
+int tabletd_conns_retain(struct tabletd_conns *c,
+    const struct tabletd_live *live, size_t count);
+int tabletd_conns_call(struct tabletd_conns *c, const char *address,
+    uint32_t method, const ProtobufCMessage *request,
+    int64_t connect_deadline, int64_t deadline,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
 
 /* What one round of assignment works from (tabletd_assign.c). */
 struct tabletd_assign {
@@ -121,6 +151,9 @@ struct tabletd_assign {
 	/* The master's session: no assignment is sent once its lease has
 	 * lapsed, nor run by the root after that (NULL: no lease). */
 	struct coord *coord;
+	/* The connections the round's calls go over, kept from round to
+	 * round (NULL: a connection per call). */
+	struct tabletd_conns *conns;
 };
 
 /*

@@ -42,46 +42,19 @@
 /* Moves of the balancer in one round, at most. */
 #define ASSIGN_MOVES_PER_ROUND 4
 
-int
-tabletd_call(const char *address, const uint8_t *secret, uint32_t method,
-    const ProtobufCMessage *request, int64_t connect_deadline,
-    int64_t deadline, const ProtobufCMessageDescriptor *reply_desc,
-    ProtobufCMessage **reply)
+/* tabletd_call() over the connection a keeps to address, or over one
+ * of its own when a keeps none. */
+static int
+assign_call(const struct tabletd_assign *a, const char *address,
+    uint32_t method, const ProtobufCMessage *request,
+    int64_t connect_deadline, int64_t deadline,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
 {
-	struct rpc_client *rpc;
-	struct buf payload, out;
-	int32_t status = 0;
-	bool sent;
-	int rc;
-
-	buf_init(&payload);
-	buf_init(&out);
-	if ((rc = buf_reserve(&payload,
-	    protobuf_c_message_get_packed_size(request))) < 0)
-		goto out;
-	payload.n = protobuf_c_message_pack(request, payload.p);
-	if ((rc = rpc_client_open(address, secret, connect_deadline,
-	    &rpc)) < 0)
-		goto out;
-	rc = rpc_client_call(rpc, method, buf_slice(&payload), deadline, &out,
-	    &status, &sent);
-	rpc_client_close(rpc);
-	if (rc == 0 && status != 0) {
-		rc = bt_error_set(status, "%s: %.*s", address, (int)out.n,
-		    out.n > 0 ? (const char *)out.p : bt_strerror(status));
-		goto out;
-	}
-	if (rc == 0 && reply_desc != NULL) {
-		*reply = protobuf_c_message_unpack(reply_desc, NULL, out.n,
-		    out.p);
-		if (*reply == NULL)
-			rc = bt_error_set(-EPROTO, "%s: a reply that does "
-			    "not decode", address);
-	}
-out:
-	buf_release(&payload);
-	buf_release(&out);
-	return rc;
+	if (a->conns != NULL)
+		return tabletd_conns_call(a->conns, address, method, request,
+		    connect_deadline, deadline, reply_desc, reply);
+	return tabletd_call(address, a->secret, method, request,
+	    connect_deadline, deadline, reply_desc, reply);
 }
 
 /* The live server named name, or NULL. */
@@ -267,7 +240,7 @@ dead_dirs_collect(const struct tabletd_assign *a)
 		    a->storage_path, entry);
 		dir_entry_name(entry, name, sizeof(name));
 		req.name = name;
-		if (tabletd_call(a->root, a->secret,
+		if (assign_call(a, a->root,
 		    TABLETFS__METHOD__CATALOG_SERVER_GONE, &req.base,
 		    now + a->connect_ns, now + CATALOG_DEADLINE_NS, NULL,
 		    NULL) < 0 || server_dir_remove(a->env, dir) < 0) {
@@ -312,9 +285,8 @@ catalog_assign(const struct tabletd_assign *a, uint64_t tablet,
 	req.tablet_id = tablet;
 	req.server = (char *)server;
 	req.expected = (char *)expected;
-	return tabletd_call(a->root, a->secret,
-	    TABLETFS__METHOD__CATALOG_ASSIGN, &req.base,
-	    now + a->connect_ns < until ? now + a->connect_ns : until, until,
+	return assign_call(a, a->root, TABLETFS__METHOD__CATALOG_ASSIGN,
+	    &req.base, now + a->connect_ns < until ? now + a->connect_ns : until, until,
 	    NULL, NULL);
 }
 
@@ -330,7 +302,7 @@ tablet_recover(const struct tabletd_assign *a, const struct tabletd_live *to,
 	req.tablet_id = t->tablet_id;
 	req.log_dirs = dirs->dirs;
 	req.n_log_dirs = dirs->count;
-	return tabletd_call(to->address, a->secret, TABLETFS__METHOD__RECOVER,
+	return assign_call(a, to->address, TABLETFS__METHOD__RECOVER,
 	    &req.base, now + a->connect_ns, now + RECOVER_DEADLINE_NS, NULL,
 	    NULL);
 }
@@ -472,7 +444,7 @@ tablet_call(const struct tabletd_assign *a, const char *address,
 	req.table = t->table;
 	req.has_tablet_id = true;
 	req.tablet_id = t->tablet_id;
-	return tabletd_call(address, a->secret, method, &req.base,
+	return assign_call(a, address, method, &req.base,
 	    now + a->connect_ns, now + RECOVER_DEADLINE_NS, NULL, NULL);
 }
 
@@ -566,10 +538,13 @@ tabletd_assign_round(const struct tabletd_assign *a)
 	size_t orphans = 0;
 	int rc;
 
+	if (a->conns != NULL &&
+	    (rc = tabletd_conns_retain(a->conns, a->live, a->count)) < 0)
+		return rc;
 	if (a->count == 0)
 		return 0;
 	req.caller = (char *)MASTER_CALLER;
-	if ((rc = tabletd_call(a->root, a->secret,
+	if ((rc = assign_call(a, a->root,
 	    TABLETFS__METHOD__CATALOG_ASSIGNMENTS, &req.base,
 	    now + a->connect_ns, now + CATALOG_DEADLINE_NS,
 	    &tabletfs__catalog_assignments_reply__descriptor,

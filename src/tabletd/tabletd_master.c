@@ -73,6 +73,8 @@ struct master {
 	bool rebuilt;		/* a first round of assignment ran */
 	bool epoch_taken;	/* a server serves under epoch */
 	bool spread;		/* tabletd_options.spread */
+	/* The assignment's connections to servers, for the term. */
+	struct tabletd_conns *conns;
 	atomic_bool changed;	/* the servers changed since the last round */
 	atomic_bool closing;
 };
@@ -262,6 +264,7 @@ round_assign(struct master *m, const char *root, char **servers,
 		.spread = m->spread,
 		.connect_ns = session_ns(m),
 		.coord = m->coord,
+		.conns = m->conns,
 	};
 	int rc;
 
@@ -422,6 +425,10 @@ tabletd_master_run(const struct tabletd_options *o)
 		tabletd_log("watch servers: %s", bt_strerror(rc));
 		goto out;
 	}
+	if ((rc = tabletd_conns_new(m.secret, &m.conns)) < 0) {
+		tabletd_log("%s", bt_strerror(rc));
+		goto out;
+	}
 	tabletd_log("elected master of %s (storage %s)", o->cell, m.storage);
 	while (!*o->stop) {
 		if (atomic_exchange(&m.changed, false) ||
@@ -437,6 +444,7 @@ tabletd_master_run(const struct tabletd_options *o)
 out:
 	atomic_store(&m.closing, true);
 	coord_close(m.coord);
+	tabletd_conns_free(m.conns);
 	env_free(m.env);
 	env_free(m.files);
 	explicit_bzero(m.secret, sizeof(m.secret));

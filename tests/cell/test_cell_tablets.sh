@@ -5,6 +5,8 @@
 #    three servers (two each, the master moving them with UNLOAD and
 #    LOAD) within the session timeout + 5 s (tabletctl tablets names the
 #    server of each tablet);
+#  - tabletctl status t counts a cell in each of them, whichever
+#    server serves it;
 #  - under four writers through the client library, kill -9 of a server
 #    that is not the root's: the others serve its tablets, recovered
 #    from its log, within the session timeout + 5 s, the table answers
@@ -64,6 +66,16 @@ wait_balanced() {
 wait_balanced 3
 echo "six tablets spread over three servers: $(awk '{ print $2 }' \
     "$T/assigned" | sort | uniq -c | awk '{ print $1 }' | tr '\n' ' ')"
+
+# A table's usage sums every server's tablets, asked by a process that
+# has made no call on rows (tabletctl status T): a cell in each tablet.
+for r in a-usage w1-6usage w2-2usage w2-6usage w3-usage w4-usage; do
+	ctl set t "$r" f:u=x
+done
+ctl status t >"$T/usage"
+grep -q '^table  *t files=[0-9]* disk_bytes=[0-9]* memory_bytes=[0-9]* entries=6 value_bytes=6$' \
+    "$T/usage" || { cat "$T/usage" >&2; fail "status t: not the six cells"; }
+echo "status t counts the cells of all three servers' tablets"
 
 # Rows in every tablet, two columns a row.
 for i in 1 2 3 4; do

@@ -15,8 +15,15 @@
  * wire and at the second once the master gave its tablets away; and the
  * children are recovered at the root from the second's log with every
  * acknowledged write.
+ *
+ * A table whose tablets sit at the root and at a third server, served
+ * over RPC, has the usage of both through a cell client (TABLE_USAGE at
+ * each), a file a split shares between the two counted once; with the
+ * third gone, the usage is an error naming it, not the root's part.
  */
+#include "api/api_cell.h"
 #include "api/api_server.h"
+#include "api/cell_client.h"
 #include "api_util.h"
 #include "cell_util.h"
 #include "catalog/catalog.h"
@@ -386,6 +393,176 @@ test_given_up(struct cell_root *r, struct bt_store *second, const uint64_t child
 	    "the stale second keeps its tablet as it was");
 }
 
+/* A tablet server behind RPC on loopback, so that a client reaches it. */
+struct served {
+	struct bt_store *s;
+	struct service *svc;
+	struct rpc_server *rpc;
+	char name[64];
+};
+
+static int
+served_handle(void *arg, const struct rpc_call *call, struct slice request,
+    struct buf *reply)
+{
+	struct served *v = arg;
+
+	return service_handle_conn(v->svc, call->conn, call->method, request,
+	    reply);
+}
+
+/* A server named after the port it listens on, as tabletd's are. */
+static void
+served_open(const char *path, struct cell_root *r, struct served *v)
+{
+	struct rpc_server_options o = { .secret = cell_secret };
+	char dir[80], *colon;
+
+	if (rpc_server_open("127.0.0.1:0", &o, served_handle, v,
+	    &v->rpc) < 0)
+		tap_bail("rpc_server_open");
+	snprintf(v->name, sizeof(v->name), "%s#7",
+	    rpc_server_address(v->rpc));
+	snprintf(dir, sizeof(dir), "servers/%s.7",
+	    rpc_server_address(v->rpc));
+	if ((colon = strchr(dir, ':')) != NULL)
+		*colon = '_';
+	must(cell_server_open(path, r, v->name, dir, &v->s));
+	if (service_new(v->s, &v->svc) < 0)
+		tap_bail("service_new");
+}
+
+static uint64_t
+tablet_at(struct cell_root *r, const char *table, int index)
+{
+	struct catalog_location *locs;
+	size_t n = locations(r->catalog, table, &locs, 8);
+	uint64_t id;
+
+	if ((size_t)index >= n)
+		tap_bail("no such tablet");
+	id = locs[index].tablet_id;
+	catalog_locations_free(locs, n);
+	return id;
+}
+
+static struct bt_table_usage *
+usage_of(struct bt_store *s, const char *table)
+{
+	struct bt_table_usage *u = NULL;
+
+	must(bt_table_usage(s, table, &u));
+	return u;
+}
+
+/*
+ * "u" split at m: [, m) at the root, [m, ) at the third, which splits it
+ * at s, and [s, ) moved back to the root, so that the root and the third
+ * both name the file of [m, ) that the split shares.
+ */
+static void
+test_usage_two_servers(struct cell_root *r, const char *path)
+{
+	struct bt_family_spec f = { "f", NULL, NULL };
+	struct bt_bytes split = bts("m");
+	struct bt_table_usage *atr, *att, *cu = NULL;
+	struct cell_client *c;
+	struct cells_row row;
+	struct served v = { 0 };
+	char third[80];
+	uint64_t id;
+	int rc;
+
+	must(bt_table_create(r->s, "u", &f, 1, &split, 1, 0));
+	served_open(path, r, &v);
+	id = tablet_at(r, "u", 1);
+	must(bt_tablet_unload(r->s, "u", id));
+	must(catalog_tablet_assign(r->catalog, id, v.name));
+	must(bt_tablet_load(v.s, "u", id));
+	for (int i = 0; i < 40; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "a%02d", i);
+		must(put_str(r->s, "u", k, "f", "q", 1, "root's value"));
+		snprintf(k, sizeof(k), "p%02d", i);
+		must(put_str(v.s, "u", k, "f", "q", 1, "third's value"));
+		snprintf(k, sizeof(k), "w%02d", i);
+		must(put_str(v.s, "u", k, "f", "q", 1, "third's value"));
+	}
+	must(bt_store_flush(r->s));
+	must(bt_store_flush(v.s));
+	must(bt_table_split(v.s, "u", bts("s")));
+	id = tablet_at(r, "u", 2);
+	must(bt_tablet_unload(v.s, "u", id));
+	must(catalog_tablet_assign(r->catalog, id, CELL_ROOT_NAME));
+	must(bt_tablet_load(r->s, "u", id));
+	for (int i = 0; i < 40; i++) {		/* a file at the third alone */
+		char k[16];
+
+		snprintf(k, sizeof(k), "q%02d", i);
+		must(put_str(v.s, "u", k, "f", "q", 1, "third's value"));
+	}
+	must(bt_store_flush(v.s));
+
+	atr = usage_of(r->s, "u");
+	att = usage_of(v.s, "u");
+	ok(atr->families[0].disk_bytes > 0 && att->families[0].disk_bytes > 0,
+	    "each server counts its own tablets' bytes (%llu, %llu)",
+	    (unsigned long long)atr->families[0].disk_bytes,
+	    (unsigned long long)att->families[0].disk_bytes);
+	is_int((int)atr->groups[0].files, 2, "the root names two files");
+	is_int((int)att->groups[0].files, 2, "the third two, one of which "
+	    "the root's [s, ) shares");
+
+	if (cell_client_open_at(rpc_server_address(r->rpc), cell_secret, 5000,
+	    &c) < 0)
+		tap_bail("cell_client_open_at");
+	cells_row_init(&row);
+	must(cell_read_row(c, "u", bts("p01"), NULL, &row));
+	cells_row_release(&row);
+	rc = cell_table_usage(c, "u", &cu);
+	ok(rc == 0, "a client's usage of a table on two servers (%s)",
+	    bt_error_detail());
+	if (rc == 0) {
+		is_int((int)cu->entries, 160, "its entries are both "
+		    "servers' rows, the shared file's once (the servers "
+		    "alone: %llu, %llu)", (unsigned long long)atr->entries,
+		    (unsigned long long)att->entries);
+		is_int((int)cu->value_bytes, 40 * 12 + 120 * 13, "and its "
+		    "value bytes");
+		is_int((int)cu->files, 3, "the shared file counted once");
+		ok(cu->disk_bytes > atr->disk_bytes && cu->disk_bytes <
+		    atr->disk_bytes + att->disk_bytes, "and its bytes once "
+		    "(%llu)", (unsigned long long)cu->disk_bytes);
+		ok(cu->families[0].disk_bytes + cu->groups[0].other_bytes ==
+		    cu->disk_bytes, "the family's and other bytes add up to "
+		    "the files' (%llu + %llu)", (unsigned long long)
+		    cu->families[0].disk_bytes, (unsigned long long)
+		    cu->groups[0].other_bytes);
+		ok(cu->families[0].disk_bytes < atr->families[0].disk_bytes +
+		    att->families[0].disk_bytes, "the family's less than "
+		    "the servers' summed: the file's blocks by each range "
+		    "counted once");
+	}
+	bt_table_usage_free(cu);
+	cu = NULL;
+
+	snprintf(third, sizeof(third), "%s", rpc_server_address(v.rpc));
+	rpc_server_close(v.rpc);
+	v.rpc = NULL;
+	rc = cell_table_usage(c, "u", &cu);
+	ok(rc < 0 && cu == NULL, "with the third gone the usage fails "
+	    "(%d) rather than count the root's part alone", rc);
+	ok(strstr(bt_error_detail(), third) != NULL, "its detail names the "
+	    "server: %s", bt_error_detail());
+	bt_table_usage_free(cu);
+	cell_client_close(c);
+	bt_table_usage_free(atr);
+	bt_table_usage_free(att);
+	service_free(v.svc);
+	(void)bt_store_close(v.s);
+}
+
 int
 main(void)
 {
@@ -419,6 +596,7 @@ main(void)
 	test_fenced_wire(&r, child);
 	test_by_size(&r, second);
 	test_given_up(&r, second, child);
+	test_usage_two_servers(&r, ts.path);
 
 	(void)bt_store_close(second);	/* stale: its flush is refused */
 	rpc_server_close(r.rpc);
