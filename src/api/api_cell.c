@@ -89,6 +89,8 @@ cell_table_delete(struct cell_client *c, const char *table)
 	Tabletfs__TableRequest req = TABLETFS__TABLE_REQUEST__INIT;
 
 	req.table = cell_str(table);
+	/* While the table is there to locate. */
+	(void)cell_client_route_learn(c, table);
 	return schema_synced(c, CALL(c, TABLE_DELETE, &req,
 	    CELL_RETRY_UNSENT, NULL, NULL));
 }
@@ -136,6 +138,7 @@ family_call(struct cell_client *c, uint32_t method, const char *table,
 	f.gc_policy = cell_str(gc_policy);
 	req.table = cell_str(table);
 	req.family = &f;
+	(void)cell_client_route_learn(c, table);
 	return schema_synced(c, cell_client_call(c, method, &req.base,
 	    CELL_RETRY_UNSENT, NULL, NULL));
 }
@@ -184,6 +187,7 @@ cell_group_set(struct cell_client *c, const char *table,
 	g.in_memory = group->in_memory;
 	req.table = cell_str(table);
 	req.group = &g;
+	(void)cell_client_route_learn(c, table);
 	return schema_synced(c, CALL(c, GROUP_SET, &req, CELL_RETRY_ANY,
 	    NULL, NULL));
 }
@@ -281,6 +285,7 @@ cell_access_set(struct cell_client *c, const char *table, const char *family,
 	req.table = cell_str(table);
 	req.family = cell_str(family);
 	req.change = &a;
+	(void)cell_client_route_learn(c, table);
 	/* Setting the same again changes nothing: safe to send twice. */
 	return schema_synced(c, access_unsupported(CALL(c, ACCESS_SET, &req,
 	    CELL_RETRY_ANY, NULL, NULL)));
@@ -297,6 +302,8 @@ cell_store_flush(struct cell_client *c)
 
 	if ((rc = CALL(c, FLUSH, NULL, CELL_RETRY_ANY, NULL, NULL)) < 0)
 		return rc;
+	if ((rc = cell_client_route_learn(c, NULL)) < 0)
+		return rc;
 	return cell_client_call_others(c, TABLETFS__METHOD__FLUSH, NULL);
 }
 
@@ -310,6 +317,8 @@ cell_store_compact(struct cell_client *c, const char *table, bool major)
 	req.has_major = true;
 	req.major = major;
 	if ((rc = CALL(c, COMPACT, &req, CELL_RETRY_ANY, NULL, NULL)) < 0)
+		return rc;
+	if ((rc = cell_client_route_learn(c, table)) < 0)
 		return rc;
 	return cell_client_call_others(c, TABLETFS__METHOD__COMPACT,
 	    &req.base);
@@ -505,10 +514,12 @@ stats_add(struct bt_stats *out, const Tabletfs__Stats *st)
 	out->reserve_bytes += st->reserve_bytes;
 }
 
-static void
-stats_add_reply(void *arg, const ProtobufCMessage *reply)
+static int
+stats_add_reply(void *arg, const char *server, ProtobufCMessage *reply)
 {
+	(void)server;
 	stats_add(arg, (const Tabletfs__Stats *)reply);
+	return 0;
 }
 
 /* The root's server's counters, and on a cell whose tablets are served
@@ -525,6 +536,7 @@ cell_store_get_stats(struct cell_client *c, struct bt_stats *out)
 		return;
 	stats_add(out, st);
 	cell_client_free(&st->base);
+	(void)cell_client_route_learn(c, NULL);
 	(void)cell_client_call_others_each(c, TABLETFS__METHOD__STATS, NULL,
 	    &tabletfs__stats__descriptor, stats_add_reply, out);
 }

@@ -183,16 +183,20 @@ int cell_client_call_at(struct cell_client *c, const char *address,
 int cell_client_call_others(struct cell_client *c, uint32_t method,
     const ProtobufCMessage *request);
 /* cell_client_call_others(), each server's reply unpacked as reply_desc
- * and handed to each(arg, reply), borrowed for that call. */
+ * and handed to each(arg, server, reply) (freed after it returns; a
+ * negative return stops there): for the calls whose replies are summed
+ * where a server that does not answer may be left out (STATS). */
 int cell_client_call_others_each(struct cell_client *c, uint32_t method,
     const ProtobufCMessage *request,
     const ProtobufCMessageDescriptor *reply_desc,
-    void (*each)(void *arg, const ProtobufCMessage *reply), void *arg);
+    int (*each)(void *arg, const char *server, ProtobufCMessage *reply),
+    void *arg);
 
 /*
  * Find out, when no call has yet, whether the cell's tablets are served
  * one by one (ROUTE_TABLETS: LOCATE answers) or all at the root's
- * server, by a LOCATE of table's first row: a fresh client's
+ * server, by a LOCATE of table's first row (table NULL: of the first
+ * table the cell has; none, nothing learned): a fresh client's
  * cell_client_call_others() and cell_client_call_each() would
  * otherwise take it for the latter and ask the root's server alone.
  * 0, or LOCATE's error.

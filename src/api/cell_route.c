@@ -427,19 +427,20 @@ out:
 	return rc;
 }
 
-int
-cell_client_call_others(struct cell_client *c, uint32_t method,
-    const ProtobufCMessage *request)
-{
-	return cell_client_call_others_each(c, method, request, NULL, NULL,
-	    NULL);
-}
-
-int
-cell_client_call_others_each(struct cell_client *c, uint32_t method,
+/*
+ * request to every live server but the root's, one after another within
+ * the client's deadline, when the tablets are served one by one; each
+ * reply handed to each() when given.  -ENOENT and BT_ENOTSERVING (the
+ * server serves nothing of the table) are skipped; another failure
+ * stops the loop when strict, its detail naming the server, and is
+ * otherwise kept (the first) while the others are asked.
+ */
+static int
+servers_call(struct cell_client *c, uint32_t method,
     const ProtobufCMessage *request,
     const ProtobufCMessageDescriptor *reply_desc,
-    void (*each)(void *arg, const ProtobufCMessage *reply), void *arg)
+    int (*each)(void *arg, const char *server, ProtobufCMessage *reply),
+    void *arg, bool strict)
 {
 	int64_t deadline = cell_client_deadline(c);
 	char root[CELL_SERVER_MAX] = "";
@@ -450,8 +451,9 @@ cell_client_call_others_each(struct cell_client *c, uint32_t method,
 
 	if (atomic_load(&c->route) != ROUTE_TABLETS)
 		return 0;
-	if ((rc = cell_root_get(c, deadline, &rpc, root)) < 0)
-		return rc;
+	if ((rc = cell_root_get(c, deadline, &rpc, root)) != 0)
+		return rc < 0 ? rc : bt_error_set(-EIO, "cell %s: no root's "
+		    "server answers", c->cell);
 	if ((rc = cell_servers_list(c, &addresses, &count)) < 0)
 		return rc;
 	for (size_t i = 0; i < count; i++) {
@@ -463,13 +465,35 @@ cell_client_call_others_each(struct cell_client *c, uint32_t method,
 		rc = cell_client_call_at(c, addresses[i], method, request,
 		    left > 0 ? (uint32_t)left : 1, reply_desc,
 		    reply_desc != NULL ? &reply : NULL);
-		if (rc == 0 && reply != NULL) {
-			each(arg, reply);
-			cell_client_free(reply);
+		/* A connection its server closed since (it restarted, or
+		 * closed it idle): once more, on a new one. */
+		if (rc == -ECONNRESET || rc == -EPIPE) {
+			left = (deadline - rpc_now_ns()) / 1000000;
+			rc = cell_client_call_at(c, addresses[i], method,
+			    request, left > 0 ? (uint32_t)left : 1,
+			    reply_desc, reply_desc != NULL ? &reply : NULL);
 		}
-		if (rc < 0 && rc != -ENOENT && rc != BT_ENOTSERVING &&
-		    first == 0)
-			first = rc;
+		if (rc == -ENOENT || rc == BT_ENOTSERVING)
+			continue;
+		if (rc < 0) {
+			if (strstr(bt_error_detail(), addresses[i]) == NULL)
+				rc = bt_error_set(rc, "cell %s: server %s: %s",
+				    c->cell, addresses[i], *bt_error_detail() ?
+				    bt_error_detail() : bt_strerror(rc));
+			if (first == 0)
+				first = rc;
+			if (strict)
+				break;
+			continue;
+		}
+		if (reply != NULL) {
+			rc = each != NULL ? each(arg, addresses[i], reply) : 0;
+			cell_client_free(reply);
+			if (rc < 0) {
+				first = rc;
+				break;
+			}
+		}
 	}
 	for (size_t i = 0; i < count; i++)
 		free(addresses[i]);
@@ -478,19 +502,20 @@ cell_client_call_others_each(struct cell_client *c, uint32_t method,
 }
 
 int
-cell_client_route_learn(struct cell_client *c, const char *table)
+cell_client_call_others(struct cell_client *c, uint32_t method,
+    const ProtobufCMessage *request)
 {
-	int64_t deadline = cell_client_deadline(c);
-	int wait_ms = 0, rc;
+	return servers_call(c, method, request, NULL, NULL, NULL, false);
+}
 
-	while (atomic_load(&c->route) == ROUTE_UNKNOWN) {
-		if ((rc = locate(c, table, slice_make(NULL, 0), deadline)) < 0)
-			return rc;
-		if (rc == 1 &&
-		    (rc = cell_client_backoff(c, deadline, &wait_ms)) < 0)
-			return rc;
-	}
-	return 0;
+int
+cell_client_call_others_each(struct cell_client *c, uint32_t method,
+    const ProtobufCMessage *request,
+    const ProtobufCMessageDescriptor *reply_desc,
+    int (*each)(void *arg, const char *server, ProtobufCMessage *reply),
+    void *arg)
+{
+	return servers_call(c, method, request, reply_desc, each, arg, false);
 }
 
 int
@@ -500,52 +525,39 @@ cell_client_call_each(struct cell_client *c, uint32_t method,
     int (*each)(void *arg, const char *server, ProtobufCMessage *reply),
     void *arg)
 {
-	int64_t deadline = cell_client_deadline(c);
-	char root[CELL_SERVER_MAX] = "";
-	struct rpc_client *rpc;
-	char **addresses;
-	size_t count;
-	int rc = 0;
-
-	if (atomic_load(&c->route) != ROUTE_TABLETS)
-		return 0;
-	if ((rc = cell_root_get(c, deadline, &rpc, root)) != 0)
-		return rc < 0 ? rc : bt_error_set(-EIO, "cell %s: no root's "
-		    "server answers", c->cell);
-	if ((rc = cell_servers_list(c, &addresses, &count)) < 0)
-		return rc;
-	for (size_t i = 0; i < count && rc >= 0; i++) {
-		int64_t left = (deadline - rpc_now_ns()) / 1000000;
-		ProtobufCMessage *reply = NULL;
-
-		if (strcmp(addresses[i], root) == 0)
-			continue;
-		rc = cell_client_call_at(c, addresses[i], method, request,
-		    left > 0 ? (uint32_t)left : 1, reply_desc, &reply);
-		/* A connection its server closed since (it restarted, or
-		 * closed it idle): once more, on a new one. */
-		if (rc == -ECONNRESET || rc == -EPIPE) {
-			left = (deadline - rpc_now_ns()) / 1000000;
-			rc = cell_client_call_at(c, addresses[i], method,
-			    request, left > 0 ? (uint32_t)left : 1,
-			    reply_desc, &reply);
-		}
-		if (rc == -ENOENT || rc == BT_ENOTSERVING) {
-			rc = 0;
-			continue;
-		}
-		if (rc < 0) {
-			if (strstr(bt_error_detail(), addresses[i]) == NULL)
-				rc = bt_error_set(rc, "cell %s: server %s: %s",
-				    c->cell, addresses[i], *bt_error_detail() ?
-				    bt_error_detail() : bt_strerror(rc));
-			break;
-		}
-		rc = each(arg, addresses[i], reply);
-		cell_client_free(reply);
-	}
-	for (size_t i = 0; i < count; i++)
-		free(addresses[i]);
-	free(addresses);
-	return rc < 0 ? rc : 0;
+	return servers_call(c, method, request, reply_desc, each, arg, true);
 }
+
+int
+cell_client_route_learn(struct cell_client *c, const char *table)
+{
+	int64_t deadline = cell_client_deadline(c);
+	Tabletfs__TableListReply *tables = NULL;
+	int wait_ms = 0, rc = 0;
+
+	if (atomic_load(&c->route) != ROUTE_UNKNOWN)
+		return 0;
+	/* No table named: the first the cell has, if any. */
+	if (table == NULL) {
+		if ((rc = cell_client_call(c, TABLETFS__METHOD__TABLE_LIST,
+		    NULL, CELL_RETRY_ANY, &tabletfs__table_list_reply__descriptor,
+		    (ProtobufCMessage **)&tables)) < 0)
+			return rc;
+		if (tables->n_names == 0)
+			goto out;
+		table = tables->names[0];
+	}
+	while (atomic_load(&c->route) == ROUTE_UNKNOWN) {
+		if ((rc = locate(c, table, slice_make(NULL, 0), deadline)) < 0)
+			goto out;
+		if (rc == 1 &&
+		    (rc = cell_client_backoff(c, deadline, &wait_ms)) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (tables != NULL)
+		cell_client_free(&tables->base);
+	return rc;
+}
+
