@@ -694,7 +694,20 @@ tablet_get_stats(struct tablet *t, struct tablet_stats *out)
 	    (v->imm ? memtable_memory_usage(v->imm) : 0);
 	out->flushes = atomic_load(&t->flushes);
 	out->compactions = atomic_load(&t->compactions);
+	out->requests = tablet_request_count(t);
 	tablet_version_unref(v);
+}
+
+void
+tablet_request_note(struct tablet *t)
+{
+	atomic_fetch_add_explicit(&t->requests, 1, memory_order_relaxed);
+}
+
+uint64_t
+tablet_request_count(const struct tablet *t)
+{
+	return atomic_load_explicit(&t->requests, memory_order_relaxed);
 }
 
 struct tablet_schema_change {

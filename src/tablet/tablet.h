@@ -352,8 +352,18 @@ struct tablet_stats {
 	uint64_t memtable_bytes;
 	uint64_t flushes;
 	uint64_t compactions;
+	uint64_t requests;		/* tablet_request_note() calls */
 };
 void tablet_get_stats(struct tablet *t, struct tablet_stats *out);
+/*
+ * Count one request served by t (a row read or written, a scan entering
+ * it), for the master's balancing by load (docs/design.md section 5):
+ * one relaxed atomic add, no lock, so that any thread may call it on
+ * the request path.  The count only grows; tablet_request_count() reads
+ * it, and whoever wants a rate takes the difference of two reads.
+ */
+void tablet_request_note(struct tablet *t);
+uint64_t tablet_request_count(const struct tablet *t);
 
 /* One of a tablet's SSTables, per family (tablet_usage_get()). */
 struct tablet_file_usage {

@@ -146,6 +146,8 @@ struct tablet {
 	_Atomic uint64_t flushed_seq;	/* read by any thread */
 	atomic_uint_fast64_t flushes;
 	atomic_uint_fast64_t compactions;
+	/* Requests served (tablet_request_note()), read by any thread. */
+	atomic_uint_fast64_t requests;
 	/* Read-triggered compaction (tablet.h, TABLET_SEEK_BYTES): the reads
 	 * left before the group seek_group is merged, reset when a flush or
 	 * compaction changes the files; seek_group is set by the read that
