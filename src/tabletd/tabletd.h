@@ -14,8 +14,11 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "rpc/format.h"
+#include "rpc/tabletfs.pb-c.h"
+#include "util/mutex.h"
 
 struct env;
+struct server_tablet_load;
 
 /* The session timeout asked of ZooKeeper (ms); a process that loses its
  * session for this long stops acting for the cell. */
@@ -92,6 +95,31 @@ int tabletd_call(const char *address, const uint8_t *secret, uint32_t method,
     const ProtobufCMessage *request, int64_t connect_deadline,
     int64_t deadline, const ProtobufCMessageDescriptor *reply_desc,
     ProtobufCMessage **reply);
+
+/*
+ * A tablet server's window on the load of its tablets (tabletd_load.c):
+ * sampled by the server's main loop about once a second, reported in
+ * every SERVE reply.  The mutex makes sample and report safe from any
+ * thread.
+ */
+struct tabletd_load_window {
+	struct mutex mu;
+	struct tabletd_load_entry *entries;	/* the last sample */
+	size_t count;
+	int64_t sampled_ns;		/* rpc_now_ns() of the last sample */
+};
+int tabletd_load_window_init(struct tabletd_load_window *w);
+void tabletd_load_window_release(struct tabletd_load_window *w);
+/* Take a sample: every tablet served now (server_tablets_load()) at
+ * now_ns.  0 or -ENOMEM (the window stays as it was). */
+int tabletd_load_window_sample(struct tabletd_load_window *w,
+    const struct server_tablet_load *list, size_t count, int64_t now_ns);
+/* Set out->tablets to the last sample (each tablet's rate only once it
+ * has one); free them with tabletd_load_report_free().  0 or -ENOMEM
+ * (out then unchanged). */
+int tabletd_load_window_report(struct tabletd_load_window *w,
+    Tabletfs__ServeReply *out);
+void tabletd_load_report_free(Tabletfs__ServeReply *out);
 
 /* A live server as the master sees it in one round. */
 struct tabletd_live {
