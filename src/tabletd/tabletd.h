@@ -121,12 +121,42 @@ int tabletd_load_window_report(struct tabletd_load_window *w,
     Tabletfs__ServeReply *out);
 void tabletd_load_report_free(Tabletfs__ServeReply *out);
 
+/* One tablet's load as its server reported it (TabletLoad). */
+struct tabletd_tablet_load {
+	uint64_t tablet_id;
+	bool known;			/* requests_per_s is a figure */
+	double requests_per_s;
+	uint64_t memtable_bytes;
+	uint64_t sstable_bytes;
+};
+
 /* A live server as the master sees it in one round. */
 struct tabletd_live {
 	char address[256];		/* "HOST:PORT" */
 	char name[300];			/* "HOST:PORT#EPOCH", as it serves */
 	uint64_t epoch;
 	size_t tablets;			/* assigned to it (the round counts) */
+	/* Its tablets' loads from its SERVE reply (free()). */
+	struct tabletd_tablet_load *loads;
+	size_t load_count;
+};
+
+/*
+ * What the master keeps between rounds to balance by load
+ * (tabletd_balance.c): the tablets it moved lately and the server each
+ * came from, where it does not go back for a while (part of the
+ * hysteresis), and what it last logged.
+ */
+#define TABLETD_BALANCE_RESTING 64
+struct tabletd_balance {
+	struct {
+		uint64_t tablet_id;
+		int64_t moved_ns;
+		char from[300];		/* tabletd_live.name */
+	} resting[TABLETD_BALANCE_RESTING];
+	size_t resting_count;
+	uint64_t hot_logged;		/* the tablet last said too hot */
+	int64_t logged_ns;		/* when the figures were last logged */
 };
 
 /* What one round of assignment works from (tabletd_assign.c). */
@@ -149,14 +179,49 @@ struct tabletd_assign {
 	/* The master's session: no assignment is sent once its lease has
 	 * lapsed, nor run by the root after that (NULL: no lease). */
 	struct coord *coord;
+	/* The balancer's memory (NULL: balance by tablet count alone). */
+	struct tabletd_balance *balance;
 };
+
+/* How the balancer evens out the servers this round. */
+enum tabletd_balance_by {
+	TABLETD_BALANCE_COUNT,	/* the cell is idle: tablet numbers */
+	TABLETD_BALANCE_LOAD,	/* requests per second: the moves given */
+	TABLETD_BALANCE_WAIT,	/* busy, some tablet's rate not known yet */
+};
+
+/* A move the balancer chose: all->tablets[tablet] from a->live[from] to
+ * a->live[to]. */
+struct tabletd_move {
+	size_t tablet;
+	size_t from, to;
+	double requests_per_s;
+};
+
+/*
+ * Plan one round of balancing by load (tabletd_balance.c, its numbered
+ * rules): whether the cell is busy enough to balance by load and every
+ * tablet's rate is known, and if so at most max moves, in order, in
+ * moves[0..*count).  Reads b (the tablets at rest) and logs through
+ * tabletd_log() what a move cannot help (a tablet that carries most of
+ * a server's load), once per tablet.
+ */
+enum tabletd_balance_by tabletd_balance_plan(struct tabletd_balance *b,
+    const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignmentsReply *all, int64_t now_ns,
+    struct tabletd_move *moves, size_t max, size_t *count);
+/* Record that tablet moved from server from (a tabletd_live.name) at
+ * now_ns: it does not go back there for a while. */
+void tabletd_balance_moved(struct tabletd_balance *b, uint64_t tablet,
+    const char *from, int64_t now_ns);
 
 /*
  * Give every tablet whose server is not live to a live one, recovered
  * from the logs of the servers that are not (the file comment of
- * tabletd_assign.c), and even out how many each serves.  0 once the round ran (a tablet that could not be
- * given is logged and tried again next round), or the error that kept
- * it from reading the assignments.
+ * tabletd_assign.c), and even out their load (tabletd_balance.c).  0
+ * once the round ran (a tablet that could not be given is logged and
+ * tried again next round), or the error that kept it from reading the
+ * assignments.
  */
 int tabletd_assign_round(const struct tabletd_assign *a);
 

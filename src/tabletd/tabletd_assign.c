@@ -18,6 +18,10 @@
  * reached their servers: its first round sends RECOVER for every tablet
  * of a live server too, which a server answers at once (-EBUSY) for a
  * tablet it serves.
+ *
+ * With no tablet to give out and no server silent, a spread cell's
+ * tablets move to even out the servers' load: tabletd_balance.c plans
+ * the moves, this file makes them (UNLOAD, the catalog, LOAD).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -520,7 +524,7 @@ tablet_move(const struct tabletd_assign *a, struct tabletd_live *from,
  * they differ by more than one.
  */
 static void
-tablets_balance(const struct tabletd_assign *a,
+tablets_balance_count(const struct tabletd_assign *a,
     const Tabletfs__CatalogAssignmentsReply *all)
 {
 	size_t moved[ASSIGN_MOVES_PER_ROUND];
@@ -553,6 +557,44 @@ tablets_balance(const struct tabletd_assign *a,
 		if (t == NULL || tablet_move(a, most, fewest, t) < 0)
 			return;
 		moved[moves] = pick;
+	}
+}
+
+/*
+ * Even out the servers' load (tabletd_balance.c): by requests per
+ * second while the cell is busy, by tablet count while it is idle, and
+ * not at all while a busy cell has a tablet whose rate is not known.
+ * The moves stop at the first that fails.
+ */
+static void
+tablets_balance(const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignmentsReply *all)
+{
+	struct tabletd_move moves[ASSIGN_MOVES_PER_ROUND];
+	enum tabletd_balance_by by = TABLETD_BALANCE_COUNT;
+	int64_t now = rpc_now_ns();
+	size_t n = 0;
+
+	if (a->balance != NULL)
+		by = tabletd_balance_plan(a->balance, a, all, now, moves,
+		    ASSIGN_MOVES_PER_ROUND, &n);
+	if (by == TABLETD_BALANCE_COUNT) {
+		tablets_balance_count(a, all);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const Tabletfs__CatalogAssignment *t =
+		    all->tablets[moves[i].tablet];
+
+		tabletd_log("tablet %" PRIu64 " of %s: %.1f requests/s, moving "
+		    "from %s to %s to even out the load", t->tablet_id,
+		    t->table, moves[i].requests_per_s,
+		    a->live[moves[i].from].name, a->live[moves[i].to].name);
+		if (tablet_move(a, &a->live[moves[i].from],
+		    &a->live[moves[i].to], t) < 0)
+			return;
+		tabletd_balance_moved(a->balance, t->tablet_id,
+		    a->live[moves[i].from].name, now);
 	}
 }
 
