@@ -118,8 +118,8 @@ loads_log(struct tabletd_balance *b, const struct tabletd_assign *a,
 	char line[1024];
 	size_t n = 0;
 
-	if (!now && now_ns - b->logged_ns < BALANCE_LOG_NS)
-		return;
+	if (now_ns - b->logged_ns < (now ? 1 : BALANCE_LOG_NS))
+		return;		/* now: unless this plan logged them already */
 	b->logged_ns = now_ns;
 	line[0] = '\0';
 	for (size_t k = 0; k < a->count && n < sizeof(line); k++)
