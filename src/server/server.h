@@ -500,6 +500,16 @@ struct server_tablet_load {
 };
 int server_tablets_load(struct server *s, struct server_tablet_load **out,
     size_t *count);
+/*
+ * Where to split tablet id of table, served here, so that its requests
+ * divide evenly (tablet_request_split_row()): 0 with the row in *row,
+ * BT_ENOTSERVING when it is not served here, BT_NOTFOUND when its
+ * requests give no such row (too few, or all of one row), -ENOENT for
+ * no such table, -ENOMEM.
+ */
+struct buf;
+int server_tablet_split_row(struct server *s, const char *table,
+    uint64_t id, struct buf *row);
 /* server_stats.last_seq alone (bt_store_last_seq). */
 uint64_t server_last_seq(struct server *s);
 /* The store's catalog, owned by s (valid until server_close()), which

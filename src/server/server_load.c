@@ -7,10 +7,12 @@
  * atomic add); reading them takes no lock a request takes.
  */
 #include <errno.h>
+#include <inttypes.h>
 
 #include "server/server.h"
 #include "server/server_int.h"
 #include "util/alloc.h"
+#include "util/error.h"
 
 /* Append the served tablets of t to *list (room for them made). */
 static int
@@ -74,4 +76,31 @@ server_tablets_load(struct server *s, struct server_tablet_load **out,
 	*out = list;
 	*count = n;
 	return 0;
+}
+
+int
+server_tablet_split_row(struct server *s, const char *table, uint64_t id,
+    struct buf *row)
+{
+	struct server_table *t;
+	struct tablet_map *m;
+	int rc = BT_ENOTSERVING;
+
+	if ((rc = server_table_lookup(s, table, &t)) < 0)
+		return rc;
+	m = server_table_map(t);
+	rc = BT_ENOTSERVING;
+	for (size_t i = 0; i < m->count; i++)
+		if (tablet_id(m->tablets[i]) == id &&
+		    tablet_serving(m->tablets[i]))
+			rc = tablet_request_split_row(m->tablets[i], row);
+	server_tablet_map_unref(m);
+	server_table_unref(t);
+	if (rc == BT_ENOTSERVING)
+		rc = bt_error_set(rc, "table %s: tablet %" PRIu64 " is not "
+		    "served here", table, id);
+	else if (rc == BT_NOTFOUND)
+		rc = bt_error_set(rc, "table %s: tablet %" PRIu64 ": its "
+		    "requests give no row to split at", table, id);
+	return rc;
 }
