@@ -156,7 +156,12 @@ struct tabletd_balance {
 	} resting[TABLETD_BALANCE_RESTING];
 	size_t resting_count;
 	uint64_t hot_logged;		/* the tablet last said too hot */
+	int64_t hot_ns;			/* and when */
 	int64_t logged_ns;		/* when the figures were last logged */
+	/* Set by a plan that found a tablet too hot to move: split
+	 * all->tablets[split_tablet] at live[split_server]. */
+	bool split_wanted;
+	size_t split_tablet, split_server;
 };
 
 /* What one round of assignment works from (tabletd_assign.c). */

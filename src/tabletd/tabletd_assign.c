@@ -560,6 +560,29 @@ tablets_balance_count(const struct tabletd_assign *a,
 	}
 }
 
+/* Split tablet t, too hot for a move to help, at its server from
+ * (tabletd_balance.c, rule 6): SPLIT with no row, so that the server
+ * splits it at the middle of its recent requests. */
+static void
+hot_split(const struct tabletd_assign *a, const struct tabletd_live *from,
+    const Tabletfs__CatalogAssignment *t)
+{
+	Tabletfs__SplitRequest req = TABLETFS__SPLIT_REQUEST__INIT;
+	int64_t now = rpc_now_ns();
+
+	req.table = t->table;
+	req.has_tablet_id = true;
+	req.tablet_id = t->tablet_id;
+	if (tabletd_call(from->address, a->secret, TABLETFS__METHOD__SPLIT,
+	    &req.base, now + a->connect_ns, now + RECOVER_DEADLINE_NS, NULL,
+	    NULL) < 0)
+		tabletd_log("split tablet %" PRIu64 " of %s at %s: %s",
+		    t->tablet_id, t->table, from->name, bt_error_detail());
+	else
+		tabletd_log("tablet %" PRIu64 " of %s: split at %s by its "
+		    "requests", t->tablet_id, t->table, from->name);
+}
+
 /*
  * Even out the servers' load (tabletd_balance.c): by requests per
  * second while the cell is busy, by tablet count while it is idle, and
@@ -582,6 +605,9 @@ tablets_balance(const struct tabletd_assign *a,
 		tablets_balance_count(a, all);
 		return;
 	}
+	if (a->balance->split_wanted)
+		hot_split(a, &a->live[a->balance->split_server],
+		    all->tablets[a->balance->split_tablet]);
 	for (size_t i = 0; i < n; i++) {
 		const Tabletfs__CatalogAssignment *t =
 		    all->tablets[moves[i].tablet];

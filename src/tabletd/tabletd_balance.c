@@ -33,9 +33,15 @@
  * 5. At most max moves a round (ASSIGN_MOVES_PER_ROUND), each planned on
  *    the loads as the moves before it leave them.
  * 6. A tablet too hot for any move to help (its rate alone at least the
- *    difference: moving it only swaps which server is busiest) is left
- *    and logged once; splitting it is for the operator (tabletctl
- *    split), not done here.
+ *    difference, so that moving it only swaps which server is busiest,
+ *    and above the mean load, so that wherever it goes its server is
+ *    over the mean: noise in the rates does not make one) is left,
+ *    logged, and split by its server at the middle row of its recent
+ *    requests (b->split_wanted; tabletd_assign.c sends the SPLIT); its
+ *    halves are new tablets, whose rates the next rounds wait for and
+ *    then move, or split again while still above the mean.  Once per
+ *    tablet per BALANCE_HOT_NS: a split its server refuses (too few
+ *    requests sampled yet, or all of one row) is tried again then.
  * No move is planned while a server is silent: tabletd_assign.c does
  * not call this then.
  */
@@ -52,6 +58,8 @@
 #define BALANCE_ACT 0.2
 #define BALANCE_GAIN 0.1
 #define BALANCE_REST_NS ((int64_t)30 * 1000000000)
+/* Rule 6: how long before a hot tablet is logged and split again. */
+#define BALANCE_HOT_NS ((int64_t)10 * 1000000000)
 /* How often the loads are logged while the cell is busy. */
 #define BALANCE_LOG_NS ((int64_t)10 * 1000000000)
 
@@ -184,25 +192,31 @@ plan_pick(const struct tabletd_balance *b, const struct tabletd_assign *a,
 
 /* Rule 6: the busiest server hi (SIZE_MAX: none to even out) could
  * give lo nothing; when its hottest tablet alone is more than their
- * difference, say so, once per tablet. */
+ * difference and than the mean, say so and ask for its split. */
 static void
-hot_log(struct tabletd_balance *b, const struct tabletd_assign *a,
+hot_note(struct tabletd_balance *b, const struct tabletd_assign *a,
     const Tabletfs__CatalogAssignmentsReply *all, const struct plan *p,
-    size_t hi, size_t lo, size_t hottest)
+    size_t hi, size_t lo, size_t hottest, double mean, int64_t now_ns)
 {
 	const Tabletfs__CatalogAssignment *t;
 
 	if (hi == SIZE_MAX || hottest == SIZE_MAX ||
-	    p->rate[hottest] < p->load[hi] - p->load[lo])
+	    p->rate[hottest] < p->load[hi] - p->load[lo] ||
+	    p->rate[hottest] <= mean)
 		return;
 	t = all->tablets[hottest];
-	if (b->hot_logged == t->tablet_id)
+	if (b->hot_logged == t->tablet_id && now_ns - b->hot_ns <
+	    BALANCE_HOT_NS)
 		return;
 	b->hot_logged = t->tablet_id;
+	b->hot_ns = now_ns;
 	tabletd_log("tablet %" PRIu64 " of %s carries %.1f of %s's %.1f "
-	    "requests/s: no move evens that out (split it: tabletctl split)",
+	    "requests/s: no move evens that out; splitting it",
 	    t->tablet_id, t->table, p->rate[hottest], a->live[hi].name,
 	    p->load[hi]);
+	b->split_wanted = true;
+	b->split_tablet = hottest;
+	b->split_server = hi;
 }
 
 enum tabletd_balance_by
@@ -217,6 +231,7 @@ tabletd_balance_plan(struct tabletd_balance *b,
 	bool unknown = false;
 
 	*count = 0;
+	b->split_wanted = false;
 	p.load = calloc(a->count + 1, sizeof(*p.load));
 	p.rate = calloc(all->n_tablets + 1, sizeof(*p.rate));
 	p.where = calloc(all->n_tablets + 1, sizeof(*p.where));
@@ -280,7 +295,8 @@ tabletd_balance_plan(struct tabletd_balance *b,
 			}
 		}
 		if (pick == SIZE_MAX) {
-			hot_log(b, a, all, &p, first, lo, first_hottest);
+			hot_note(b, a, all, &p, first, lo, first_hottest,
+			    mean, now_ns);
 			break;
 		}
 		if (*count == 0)	/* the loads measured, before moves */

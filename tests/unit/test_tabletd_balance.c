@@ -11,8 +11,8 @@
  * the bound on moves (rules 4, 5); loads within a fifth of the mean of
  * each other move nothing; a tablet does not go back to the server it
  * came from while it rests, but may go on to a third (rule 4); a tablet
- * that alone is more than a move could even out stays, logged once
- * (rule 6).
+ * that alone is more than a move could even out stays, logged and its
+ * split asked of its server, once (rule 6).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -205,11 +205,14 @@ main(void)
 		tabletd_balance_plan(&b, &r.a, &r.all, now, moves, 4, &n);
 		ok(n == 0 || moves[0].tablet != 0,
 		    "a tablet of 100 requests/s against 0 is not moved");
-		ok(strstr(logged, "no move evens that out") != NULL,
-		    "and is logged (%s)", logged);
+		ok(strstr(logged, "no move evens that out") != NULL &&
+		    b.split_wanted && b.split_tablet == 0 &&
+		    b.split_server == 0, "it is logged and its split asked "
+		    "of its server (%s)", logged);
 		log_lines = 0;
 		tabletd_balance_plan(&b, &r.a, &r.all, now, moves, 4, &n);
 		is_int(log_lines, 0, "once");
+		ok(!b.split_wanted, "and its split asked once");
 	}
 	return tap_done();
 }
