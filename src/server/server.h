@@ -506,6 +506,35 @@ struct server_stats {
 	uint64_t reserve_bytes;
 };
 void server_get_stats(struct server *s, struct server_stats *out);
+/*
+ * What each tablet served here costs (server_load.c), for a cell's
+ * balancing by load: the requests it served since it was opened here
+ * (a row read or written, a scan entering it: a count that only grows,
+ * whose differences make a rate), its memtables' bytes and the
+ * estimated bytes of its own rows in SSTables (tablet_stats.data_bytes).
+ * Tablets not served here are left out.  *out allocated (bt_free()),
+ * *count entries, in table then row order.  0 or -ENOMEM.  Thread-safe;
+ * it takes no lock a request holds.
+ */
+struct server_tablet_load {
+	uint64_t table_id;
+	uint64_t tablet_id;
+	uint64_t requests;
+	uint64_t memtable_bytes;
+	uint64_t sstable_bytes;
+};
+int server_tablets_load(struct server *s, struct server_tablet_load **out,
+    size_t *count);
+/*
+ * Where to split tablet id of table, served here, so that its requests
+ * divide evenly (tablet_request_split_row()): 0 with the row in *row,
+ * BT_ENOTSERVING when it is not served here, BT_NOTFOUND when its
+ * requests give no such row (too few, or all of one row), -ENOENT for
+ * no such table, -ENOMEM.
+ */
+struct buf;
+int server_tablet_split_row(struct server *s, const char *table,
+    uint64_t id, struct buf *row);
 /* server_stats.last_seq alone (bt_store_last_seq). */
 uint64_t server_last_seq(struct server *s);
 /* The store's catalog, owned by s (valid until server_close()), which

@@ -478,6 +478,7 @@ group_apply(struct server *s, struct write_waiter *first,
 			} else {
 				p->rc = 0;
 				applied++;
+				tablet_request_note(p->tablet, p->row);
 			}
 			assert(i < s->writes.slots);
 			server_segment_note_locked(s,

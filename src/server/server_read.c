@@ -90,6 +90,8 @@ server_read_row(struct server *s, struct server_table *t, uint64_t tablet,
 		else
 			rc = tablet_read_row(tab, snapshot, row,
 			    TABLET_NOW_UNREAD, filter, out);
+		if (rc >= 0)
+			tablet_request_note(tab, row);
 		server_tablet_map_unref(m);
 	}
 	atomic_fetch_add(&s->reads, 1);
@@ -126,6 +128,7 @@ scan_next_tablet(struct server_scan *sc)
 		if (sc->start.n > 0 && last.n > 0 &&
 		    slice_compare(last, buf_slice(&sc->start)) <= 0)
 			continue;
+		tablet_request_note(tab, (struct slice){ NULL, 0 });
 		return tablet_scan_open(tab, sc->snapshot,
 		    buf_slice(&sc->start), sc->start_exclusive,
 		    buf_slice(&sc->end), sc->now, sc->filter, &sc->cur);

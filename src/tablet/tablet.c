@@ -479,6 +479,9 @@ tablet_new(const struct tablet_env *tenv, const struct catalog_tablet *ct,
 	buf_init(&t->key_scratch);
 	mutex_init(&t->mu);
 	mutex_init(&t->usage_mu);
+	mutex_init(&t->sample_mu);
+	for (size_t i = 0; i < TABLET_SAMPLES; i++)
+		buf_init(&t->samples[i]);
 	usage_init(&t->mem_families);
 	usage_init(&t->imm_families);
 	if (buf_set(&t->start, ct->start.p, ct->start.n) < 0 ||
@@ -619,6 +622,9 @@ tablet_unref(struct tablet *t)
 	tablet_version_unref(t->current);
 	mutex_destroy(&t->mu);
 	mutex_destroy(&t->usage_mu);
+	mutex_destroy(&t->sample_mu);
+	for (size_t i = 0; i < TABLET_SAMPLES; i++)
+		buf_release(&t->samples[i]);
 	usage_release(&t->mem_families);
 	usage_release(&t->imm_families);
 	buf_release(&t->start);
@@ -694,7 +700,80 @@ tablet_get_stats(struct tablet *t, struct tablet_stats *out)
 	    (v->imm ? memtable_memory_usage(v->imm) : 0);
 	out->flushes = atomic_load(&t->flushes);
 	out->compactions = atomic_load(&t->compactions);
+	out->requests = tablet_request_count(t);
 	tablet_version_unref(v);
+}
+
+void
+tablet_request_note(struct tablet *t, struct slice row)
+{
+	uint64_t n = atomic_fetch_add_explicit(&t->requests, 1,
+	    memory_order_relaxed) + 1;
+
+	if (row.n == 0 || n % TABLET_SAMPLE_EVERY != 0 ||
+	    mutex_trylock(&t->sample_mu) != 0)
+		return;
+	/* A failed copy leaves the slot empty: a sample less. */
+	if (buf_set(&t->samples[t->sample_next], row.p, row.n) < 0)
+		t->samples[t->sample_next].n = 0;
+	t->sample_next = (t->sample_next + 1) % TABLET_SAMPLES;
+	if (t->sample_count < TABLET_SAMPLES)
+		t->sample_count++;
+	mutex_unlock(&t->sample_mu);
+}
+
+static int
+sample_compare(const void *a, const void *b)
+{
+	return slice_compare(buf_slice(a), buf_slice(b));
+}
+
+int
+tablet_request_split_row(struct tablet *t, struct buf *row)
+{
+	struct buf rows[TABLET_SAMPLES];
+	size_t n = 0, first = 0;
+	int rc = 0;
+
+	mutex_lock(&t->sample_mu);
+	for (size_t i = 0; i < t->sample_count && rc == 0; i++) {
+		struct slice r = buf_slice(&t->samples[i]);
+
+		/* Inside the range, start excluded: a split there is none. */
+		if (r.n == 0 || slice_compare(r, buf_slice(&t->start)) <= 0 ||
+		    (t->end.n > 0 && slice_compare(r, buf_slice(&t->end)) >= 0))
+			continue;
+		buf_init(&rows[n]);
+		if ((rc = buf_set(&rows[n], r.p, r.n)) == 0)
+			n++;
+		else
+			buf_release(&rows[n]);
+	}
+	mutex_unlock(&t->sample_mu);
+	if (rc == 0 && n < TABLET_SAMPLES / 4)
+		rc = BT_NOTFOUND;
+	if (rc == 0) {
+		qsort(rows, n, sizeof(*rows), sample_compare);
+		/* The middle; past the rows equal to the first, so that the
+		 * left tablet is not empty of requests. */
+		first = n / 2;
+		while (first < n && slice_compare(buf_slice(&rows[first]),
+		    buf_slice(&rows[0])) == 0)
+			first++;
+		if (first == n)
+			rc = BT_NOTFOUND;	/* one row: no split helps */
+		else
+			rc = buf_set(row, rows[first].p, rows[first].n);
+	}
+	for (size_t i = 0; i < n; i++)
+		buf_release(&rows[i]);
+	return rc;
+}
+
+uint64_t
+tablet_request_count(const struct tablet *t)
+{
+	return atomic_load_explicit(&t->requests, memory_order_relaxed);
 }
 
 struct tablet_schema_change {

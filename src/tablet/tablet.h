@@ -352,8 +352,31 @@ struct tablet_stats {
 	uint64_t memtable_bytes;
 	uint64_t flushes;
 	uint64_t compactions;
+	uint64_t requests;		/* tablet_request_note() calls */
 };
 void tablet_get_stats(struct tablet *t, struct tablet_stats *out);
+/*
+ * Count one request served by t (a row read or written, a scan entering
+ * it: row empty), for the master's balancing by load (docs/design.md
+ * section 5): one relaxed atomic add, no lock, so that any thread may
+ * call it on the request path; one in TABLET_SAMPLE_EVERY also keeps
+ * its row (below).  The count only grows; tablet_request_count() reads
+ * it, and whoever wants a rate takes the difference of two reads.
+ */
+void tablet_request_note(struct tablet *t, struct slice row);
+uint64_t tablet_request_count(const struct tablet *t);
+/*
+ * Where to split t so that its requests divide evenly (a hot tablet,
+ * docs/design.md section 5, "Balancing by load"): the middle row of the
+ * rows of its recent requests, which tablet_request_note() samples (one
+ * in TABLET_SAMPLE_EVERY, the last TABLET_SAMPLES, each copied under a
+ * lock the request only tries, so none waits for it).  0 with the row
+ * in *row, strictly inside t's range; BT_NOTFOUND with too few samples
+ * or none inside; -ENOMEM.
+ */
+#define TABLET_SAMPLE_EVERY 8
+#define TABLET_SAMPLES 32
+int tablet_request_split_row(struct tablet *t, struct buf *row);
 
 /* One of a tablet's SSTables, per family (tablet_usage_get()). */
 struct tablet_file_usage {

@@ -146,6 +146,14 @@ struct tablet {
 	_Atomic uint64_t flushed_seq;	/* read by any thread */
 	atomic_uint_fast64_t flushes;
 	atomic_uint_fast64_t compactions;
+	/* Requests served (tablet_request_note()), read by any thread. */
+	atomic_uint_fast64_t requests;
+	/* Rows of every TABLET_SAMPLE_EVERY-th request, the last
+	 * TABLET_SAMPLES of them, for tablet_request_split_row(); a request
+	 * skips its sample when another thread holds sample_mu. */
+	struct mutex sample_mu;
+	struct buf samples[TABLET_SAMPLES];
+	size_t sample_next, sample_count;
 	/* Read-triggered compaction (tablet.h, TABLET_SEEK_BYTES): the reads
 	 * left before the group seek_group is merged, reset when a flush or
 	 * compaction changes the files; seek_group is set by the read that

@@ -4,6 +4,7 @@
  * service_rows.c, the scanners in service_scan.c.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -14,6 +15,7 @@
 #include "server/server.h"
 #include "tabletd/service_int.h"
 #include "util/alloc.h"
+#include "util/buf.h"
 #include "util/error.h"
 
 #define UNPACK(desc, in, msgp) \
@@ -395,6 +397,30 @@ store_compact(struct service *svc, struct slice in, struct buf *reply)
 	return rc;
 }
 
+/* A hot tablet's split, at the middle row of its recent requests
+ * (server_tablet_split_row()); only where the store is served here. */
+static int
+hot_split(struct service *svc, const char *table, uint64_t tablet_id)
+{
+	struct server *s = api_store_server(svc->store);
+	struct buf row;
+	int rc;
+
+	if (s == NULL)
+		return bt_error_set(-EOPNOTSUPP, "a hot tablet's split is its "
+		    "server's");
+	buf_init(&row);
+	rc = server_tablet_split_row(s, table, tablet_id, &row);
+	if (rc == 0)
+		rc = bt_table_split(svc->store, table,
+		    (struct bt_bytes){ row.p, row.n });
+	else if (rc == BT_NOTFOUND)	/* a status is never positive */
+		rc = bt_error_set(-EAGAIN, "table %s: tablet %" PRIu64 ": its "
+		    "requests give no row to split at yet", table, tablet_id);
+	buf_release(&row);
+	return rc;
+}
+
 static int
 table_split(struct service *svc, struct slice in, struct buf *reply)
 {
@@ -405,6 +431,8 @@ table_split(struct service *svc, struct slice in, struct buf *reply)
 		return rc;
 	if (r->table == NULL)
 		rc = service_missing("SplitRequest", "table");
+	else if (!r->has_row && r->has_tablet_id)
+		rc = hot_split(svc, r->table, r->tablet_id);
 	else
 		rc = bt_table_split(svc->store, r->table,
 		    service_bytes(r->has_row, r->row));

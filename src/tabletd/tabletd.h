@@ -14,8 +14,11 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "rpc/format.h"
+#include "rpc/tabletfs.pb-c.h"
+#include "util/mutex.h"
 
 struct env;
+struct server_tablet_load;
 
 /* The session timeout asked of ZooKeeper (ms); a process that loses its
  * session for this long stops acting for the cell. */
@@ -93,12 +96,72 @@ int tabletd_call(const char *address, const uint8_t *secret, uint32_t method,
     int64_t deadline, const ProtobufCMessageDescriptor *reply_desc,
     ProtobufCMessage **reply);
 
+/*
+ * A tablet server's window on the load of its tablets (tabletd_load.c):
+ * sampled by the server's main loop about once a second, reported in
+ * every SERVE reply.  The mutex makes sample and report safe from any
+ * thread.
+ */
+struct tabletd_load_window {
+	struct mutex mu;
+	struct tabletd_load_entry *entries;	/* the last sample */
+	size_t count;
+	int64_t sampled_ns;		/* rpc_now_ns() of the last sample */
+};
+int tabletd_load_window_init(struct tabletd_load_window *w);
+void tabletd_load_window_release(struct tabletd_load_window *w);
+/* Take a sample: every tablet served now (server_tablets_load()) at
+ * now_ns.  0 or -ENOMEM (the window stays as it was). */
+int tabletd_load_window_sample(struct tabletd_load_window *w,
+    const struct server_tablet_load *list, size_t count, int64_t now_ns);
+/* Set out->tablets to the last sample (each tablet's rate only once it
+ * has one); free them with tabletd_load_report_free().  0 or -ENOMEM
+ * (out then unchanged). */
+int tabletd_load_window_report(struct tabletd_load_window *w,
+    Tabletfs__ServeReply *out);
+void tabletd_load_report_free(Tabletfs__ServeReply *out);
+
+/* One tablet's load as its server reported it (TabletLoad). */
+struct tabletd_tablet_load {
+	uint64_t tablet_id;
+	bool known;			/* requests_per_s is a figure */
+	double requests_per_s;
+	uint64_t memtable_bytes;
+	uint64_t sstable_bytes;
+};
+
 /* A live server as the master sees it in one round. */
 struct tabletd_live {
 	char address[256];		/* "HOST:PORT" */
 	char name[300];			/* "HOST:PORT#EPOCH", as it serves */
 	uint64_t epoch;
 	size_t tablets;			/* assigned to it (the round counts) */
+	/* Its tablets' loads from its SERVE reply (free()). */
+	struct tabletd_tablet_load *loads;
+	size_t load_count;
+};
+
+/*
+ * What the master keeps between rounds to balance by load
+ * (tabletd_balance.c): the tablets it moved lately and the server each
+ * came from, where it does not go back for a while (part of the
+ * hysteresis), and what it last logged.
+ */
+#define TABLETD_BALANCE_RESTING 64
+struct tabletd_balance {
+	struct {
+		uint64_t tablet_id;
+		int64_t moved_ns;
+		char from[300];		/* tabletd_live.name */
+	} resting[TABLETD_BALANCE_RESTING];
+	size_t resting_count;
+	uint64_t hot_logged;		/* the tablet last said too hot */
+	int64_t hot_ns;			/* and when */
+	int64_t logged_ns;		/* when the figures were last logged */
+	/* Set by a plan that found a tablet too hot to move: split
+	 * all->tablets[split_tablet] at live[split_server]. */
+	bool split_wanted;
+	size_t split_tablet, split_server;
 };
 
 /*
@@ -154,14 +217,49 @@ struct tabletd_assign {
 	/* The connections the round's calls go over, kept from round to
 	 * round (NULL: a connection per call). */
 	struct tabletd_conns *conns;
+	/* The balancer's memory (NULL: balance by tablet count alone). */
+	struct tabletd_balance *balance;
 };
+
+/* How the balancer evens out the servers this round. */
+enum tabletd_balance_by {
+	TABLETD_BALANCE_COUNT,	/* the cell is idle: tablet numbers */
+	TABLETD_BALANCE_LOAD,	/* requests per second: the moves given */
+	TABLETD_BALANCE_WAIT,	/* busy, some tablet's rate not known yet */
+};
+
+/* A move the balancer chose: all->tablets[tablet] from a->live[from] to
+ * a->live[to]. */
+struct tabletd_move {
+	size_t tablet;
+	size_t from, to;
+	double requests_per_s;
+};
+
+/*
+ * Plan one round of balancing by load (tabletd_balance.c, its numbered
+ * rules): whether the cell is busy enough to balance by load and every
+ * tablet's rate is known, and if so at most max moves, in order, in
+ * moves[0..*count).  Reads b (the tablets at rest) and logs through
+ * tabletd_log() what a move cannot help (a tablet that carries most of
+ * a server's load), once per tablet.
+ */
+enum tabletd_balance_by tabletd_balance_plan(struct tabletd_balance *b,
+    const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignmentsReply *all, int64_t now_ns,
+    struct tabletd_move *moves, size_t max, size_t *count);
+/* Record that tablet moved from server from (a tabletd_live.name) at
+ * now_ns: it does not go back there for a while. */
+void tabletd_balance_moved(struct tabletd_balance *b, uint64_t tablet,
+    const char *from, int64_t now_ns);
 
 /*
  * Give every tablet whose server is not live to a live one, recovered
  * from the logs of the servers that are not (the file comment of
- * tabletd_assign.c), and even out how many each serves.  0 once the round ran (a tablet that could not be
- * given is logged and tried again next round), or the error that kept
- * it from reading the assignments.
+ * tabletd_assign.c), and even out their load (tabletd_balance.c).  0
+ * once the round ran (a tablet that could not be given is logged and
+ * tried again next round), or the error that kept it from reading the
+ * assignments.
  */
 int tabletd_assign_round(const struct tabletd_assign *a);
 

@@ -18,6 +18,10 @@
  * reached their servers: its first round sends RECOVER for every tablet
  * of a live server too, which a server answers at once (-EBUSY) for a
  * tablet it serves.
+ *
+ * With no tablet to give out and no server silent, a spread cell's
+ * tablets move to even out the servers' load: tabletd_balance.c plans
+ * the moves, this file makes them (UNLOAD, the catalog, LOAD).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -492,7 +496,7 @@ tablet_move(const struct tabletd_assign *a, struct tabletd_live *from,
  * they differ by more than one.
  */
 static void
-tablets_balance(const struct tabletd_assign *a,
+tablets_balance_count(const struct tabletd_assign *a,
     const Tabletfs__CatalogAssignmentsReply *all)
 {
 	size_t moved[ASSIGN_MOVES_PER_ROUND];
@@ -525,6 +529,69 @@ tablets_balance(const struct tabletd_assign *a,
 		if (t == NULL || tablet_move(a, most, fewest, t) < 0)
 			return;
 		moved[moves] = pick;
+	}
+}
+
+/* Split tablet t, too hot for a move to help, at its server from
+ * (tabletd_balance.c, rule 6): SPLIT with no row, so that the server
+ * splits it at the middle of its recent requests. */
+static void
+hot_split(const struct tabletd_assign *a, const struct tabletd_live *from,
+    const Tabletfs__CatalogAssignment *t)
+{
+	Tabletfs__SplitRequest req = TABLETFS__SPLIT_REQUEST__INIT;
+	int64_t now = rpc_now_ns();
+
+	req.table = t->table;
+	req.has_tablet_id = true;
+	req.tablet_id = t->tablet_id;
+	if (assign_call(a, from->address, TABLETFS__METHOD__SPLIT, &req.base,
+	    now + a->connect_ns, now + RECOVER_DEADLINE_NS, NULL, NULL) < 0)
+		tabletd_log("split tablet %" PRIu64 " of %s at %s: %s",
+		    t->tablet_id, t->table, from->name, bt_error_detail());
+	else
+		tabletd_log("tablet %" PRIu64 " of %s: split at %s by its "
+		    "requests", t->tablet_id, t->table, from->name);
+}
+
+/*
+ * Even out the servers' load (tabletd_balance.c): by requests per
+ * second while the cell is busy, by tablet count while it is idle, and
+ * not at all while a busy cell has a tablet whose rate is not known.
+ * The moves stop at the first that fails.
+ */
+static void
+tablets_balance(const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignmentsReply *all)
+{
+	struct tabletd_move moves[ASSIGN_MOVES_PER_ROUND];
+	enum tabletd_balance_by by = TABLETD_BALANCE_COUNT;
+	int64_t now = rpc_now_ns();
+	size_t n = 0;
+
+	if (a->balance != NULL)
+		by = tabletd_balance_plan(a->balance, a, all, now, moves,
+		    ASSIGN_MOVES_PER_ROUND, &n);
+	if (by == TABLETD_BALANCE_COUNT) {
+		tablets_balance_count(a, all);
+		return;
+	}
+	if (a->balance->split_wanted)
+		hot_split(a, &a->live[a->balance->split_server],
+		    all->tablets[a->balance->split_tablet]);
+	for (size_t i = 0; i < n; i++) {
+		const Tabletfs__CatalogAssignment *t =
+		    all->tablets[moves[i].tablet];
+
+		tabletd_log("tablet %" PRIu64 " of %s: %.1f requests/s, moving "
+		    "from %s to %s to even out the load", t->tablet_id,
+		    t->table, moves[i].requests_per_s,
+		    a->live[moves[i].from].name, a->live[moves[i].to].name);
+		if (tablet_move(a, &a->live[moves[i].from],
+		    &a->live[moves[i].to], t) < 0)
+			return;
+		tabletd_balance_moved(a->balance, t->tablet_id,
+		    a->live[moves[i].from].name, now);
 	}
 }
 

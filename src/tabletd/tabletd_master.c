@@ -18,9 +18,10 @@
  * with its catalog at the root's server, and the tablets are given out
  * one by one (tabletd_assign.c): a tablet whose server is not live is
  * recovered by a live one from the logs of the servers that are not, and
- * tablets move, a few a round, from the server with the most to the one
- * with the fewest.  A cell on RADOS storage is still served whole by the
- * root's server.
+ * tablets move, a few a round, from the busiest server to the idlest
+ * (tabletd_balance.c: by the requests per second the servers report in
+ * their SERVE replies, by tablet count in an idle cell).  A cell on
+ * RADOS storage is still served whole by the root's server.
  *
  * Each assignment has an epoch, one above the last, kept in ZooKeeper
  * ("epoch"), so that what a server was told can be ordered; a server
@@ -75,6 +76,7 @@ struct master {
 	bool spread;		/* tabletd_options.spread */
 	/* The assignment's connections to servers, for the term. */
 	struct tabletd_conns *conns;
+	struct tabletd_balance balance;	/* between rounds (spread) */
 	atomic_bool changed;	/* the servers changed since the last round */
 	atomic_bool closing;
 };
@@ -133,6 +135,28 @@ session_ns(struct master *m)
 	return (int64_t)coord_session_timeout_ms(m->coord) * 1000000;
 }
 
+/* The tablets' loads of a SERVE reply, into live (none when there is
+ * no memory for them: the balancer then waits for them, or counts). */
+static void
+loads_take(struct tabletd_live *live, const Tabletfs__ServeReply *reply)
+{
+	if (reply->n_tablets == 0 || (live->loads = calloc(reply->n_tablets,
+	    sizeof(*live->loads))) == NULL)
+		return;
+	for (size_t i = 0; i < reply->n_tablets; i++) {
+		const Tabletfs__TabletLoad *tl = reply->tablets[i];
+
+		live->loads[i] = (struct tabletd_tablet_load){
+			.tablet_id = tl->tablet_id,
+			.known = tl->has_requests_per_s,
+			.requests_per_s = tl->requests_per_s,
+			.memtable_bytes = tl->memtable_bytes,
+			.sstable_bytes = tl->sstable_bytes,
+		};
+	}
+	live->load_count = reply->n_tablets;
+}
+
 /*
  * Tell server to serve the store, with its catalog at root ("": it is
  * the root's server): 0 once it does, within timeout_ns, and its name
@@ -173,6 +197,7 @@ serve_send(struct master *m, const char *server, const char *root,
 		    reply->name != NULL ? reply->name : "");
 		if ((hash = strrchr(live->name, '#')) != NULL)
 			live->epoch = strtoull(hash + 1, NULL, 10);
+		loads_take(live, reply);
 	}
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	return 0;
@@ -265,6 +290,7 @@ round_assign(struct master *m, const char *root, char **servers,
 		.connect_ns = session_ns(m),
 		.coord = m->coord,
 		.conns = m->conns,
+		.balance = m->spread ? &m->balance : NULL,
 	};
 	int rc;
 
@@ -292,6 +318,8 @@ round_assign(struct master *m, const char *root, char **servers,
 	if ((rc = tabletd_assign_round(&a)) == 0)
 		m->rebuilt = true;
 out:
+	for (size_t i = 0; live != NULL && i < a.count; i++)
+		free(live[i].loads);
 	free(silent);
 	free(live);
 	return rc;

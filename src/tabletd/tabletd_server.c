@@ -60,9 +60,11 @@
 #include "coord/coord.h"
 #include "rpc/rpc.h"
 #include "rpc/tabletfs.pb-c.h"
+#include "server/server.h"
 #include "tabletd/catalog_client.h"
 #include "tabletd/service.h"
 #include "tabletd/tabletd.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/env.h"
 #include "util/error.h"
@@ -93,6 +95,9 @@ struct tablet_server {
 	/* The RADOS client the store was opened with, once it is. */
 	struct env *_Atomic rados_env;
 	atomic_bool closing;	/* the session is being closed on purpose */
+	/* What its tablets cost, sampled by the main loop, reported in
+	 * every SERVE reply (tabletd_load.c). */
+	struct tabletd_load_window load;
 };
 
 /* The storage's fenced callback (env_rados_on_fenced). */
@@ -131,6 +136,8 @@ lease_lost(void *arg)
 
 /* How often the main loop asks the store whether it refuses writes. */
 #define STORE_CHECK_MS	500
+/* How often the load of the tablets served is sampled. */
+#define LOAD_SAMPLE_MS	1000
 
 /* Exit (TABLETD_EXIT_STORAGE) if the store served refuses writes until
  * it is reopened; see the top of this file. */
@@ -180,12 +187,35 @@ reply_name(struct tablet_server *ts, struct buf *reply)
 	int rc;
 
 	out.name = ts->name;
+	/* Without memory for the loads, the name alone: the master then
+	 * waits for them. */
+	(void)tabletd_load_window_report(&ts->load, &out);
 	reply->n = 0;
 	if ((rc = buf_reserve(reply,
-	    tabletfs__serve_reply__get_packed_size(&out))) < 0)
-		return rc;
-	reply->n = tabletfs__serve_reply__pack(&out, reply->p);
-	return 0;
+	    tabletfs__serve_reply__get_packed_size(&out))) == 0)
+		reply->n = tabletfs__serve_reply__pack(&out, reply->p);
+	tabletd_load_report_free(&out);
+	return rc;
+}
+
+/* Sample the load of the tablets served (tabletd_load.c), about once a
+ * second, from the main loop. */
+static void
+load_sample(struct tablet_server *ts)
+{
+	struct server_tablet_load *list = NULL;
+	struct server *s;
+	size_t count = 0;
+	int rc = 0;
+
+	pthread_rwlock_rdlock(&ts->serving);
+	if (ts->store != NULL && (s = api_store_server(ts->store)) != NULL)
+		rc = server_tablets_load(s, &list, &count);
+	pthread_rwlock_unlock(&ts->serving);
+	if (rc == 0)
+		(void)tabletd_load_window_sample(&ts->load, list, count,
+		    rpc_now_ns());	/* no memory: the next second's */
+	bt_free(list);
 }
 
 /*
@@ -481,6 +511,10 @@ tabletd_server_run(const struct tabletd_options *o)
 	memset(&ts, 0, sizeof(ts));
 	if (mutex_init(&ts.mu) < 0)
 		return 1;
+	if (tabletd_load_window_init(&ts.load) < 0) {
+		mutex_destroy(&ts.mu);
+		return 1;
+	}
 	pthread_rwlock_init(&ts.serving, NULL);
 	if ((rc = coord_open(o->cell, o->session_ms, rpc_now_ns() +
 	    (int64_t)10 * 1000000000, &ts.coord)) < 0) {
@@ -511,6 +545,8 @@ tabletd_server_run(const struct tabletd_options *o)
 		tabletd_pause_ms(100);
 		if (ticks % (STORE_CHECK_MS / 100) == 0)
 			store_check(&ts);
+		if (ticks % (LOAD_SAMPLE_MS / 100) == 0)
+			load_sample(&ts);
 	}
 	status = 0;
 out:
@@ -528,6 +564,7 @@ out:
 	}
 	env_free(atomic_load(&ts.rados_env));
 	pthread_rwlock_destroy(&ts.serving);
+	tabletd_load_window_release(&ts.load);
 	mutex_destroy(&ts.mu);
 	explicit_bzero(ts.secret, sizeof(ts.secret));
 	return status;
