@@ -72,6 +72,26 @@ env_file_write_at(struct env_file *f, uint64_t offset, const void *p,
 }
 
 int
+env_file_write_parts_at(struct env_file *f, uint64_t offset,
+    const struct slice *parts, size_t count)
+{
+	int rc;
+
+	if (f->env->ops->file_write_parts_at != NULL)
+		return f->env->ops->file_write_parts_at(f, offset, parts,
+		    count);
+	for (size_t i = 0; i < count; i++) {
+		if (parts[i].n == 0)
+			continue;
+		if ((rc = f->env->ops->file_write_at(f, offset, parts[i].p,
+		    parts[i].n)) < 0)
+			return rc;
+		offset += parts[i].n;
+	}
+	return 0;
+}
+
+int
 env_file_sync(struct env_file *f)
 {
 	return f->env->ops->file_sync(f);
