@@ -6,7 +6,9 @@
  * same records written whole make, a large record torn at any point is
  * dropped as a torn tail, damage inside its value is a checksum error,
  * and a failed parts write is cut off and leaves the writer usable.
- * Also env_file_write_parts_at() itself on both envs.
+ * Also env_file_write_parts_at() itself on both envs, and a row
+ * mutation's record encoded with its large values left out, as the write
+ * queue logs it.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -18,8 +20,10 @@
 
 #include "log/format.h"
 #include "log/log.h"
+#include "tablet/mutation.h"
 #include "tap.h"
 #include "util/alloc.h"
+#include "util/buf.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -449,6 +453,100 @@ test_env_parts(struct env *env, const char *path, const char *name,
 	env_path_remove(env, path);
 }
 
+/*
+ * A row mutation encoded with its large values left out
+ * (mutation_record_encode_split(), as the write queue encodes it), its
+ * gaps filled, is byte for byte what mutation_record_encode() makes;
+ * logged in parts (bytes, value, bytes, ...), it replays and decodes to
+ * the same mutation.
+ */
+static void
+test_mutation_split(uint64_t *rng)
+{
+	struct mutation ops[5];
+	struct mutation_gap gaps[5];
+	struct mutation_record mr;
+	struct slice parts[11], s;
+	struct log_record lr;
+	struct log_writer *w;
+	struct log_reader *r;
+	struct buf whole, split, joined;
+	struct env *env;
+	uint8_t *big;
+	size_t ngaps = 0, k = 0, from = 0, sizes[5] = { 5, LOG_PART_IN_PLACE,
+	    0, 300000, LOG_PART_IN_PLACE - 1 };
+	int rc;
+	bool same = true;
+
+	if ((big = malloc(300000)) == NULL)
+		tap_bail("malloc");
+	gen(big, 300000, tap_rand(rng));
+	memset(ops, 0, sizeof(ops));
+	for (size_t i = 0; i < 5; i++) {
+		ops[i].kind = i == 2 ? MUTATION_DELETE_COLUMN : MUTATION_PUT;
+		ops[i].family = slice_str("f");
+		ops[i].qualifier = slice_make(&"abcde"[i], 1);
+		ops[i].ts = i == 2 ? 0 : 1000 + (int64_t)i;
+		ops[i].value = slice_make(big + i, sizes[i]);
+	}
+	buf_init(&whole);
+	buf_init(&split);
+	buf_init(&joined);
+	if (buf_append(&split, "junk", 4) < 0 ||
+	    mutation_record_encode(9, 3, 77, slice_str("row"), ops, 5,
+	    &whole) < 0 ||
+	    mutation_record_encode_split(9, 3, 77, slice_str("row"), ops, 5,
+	    LOG_PART_IN_PLACE, &split, gaps, &ngaps) < 0)
+		tap_bail("encode");
+	is_int(ngaps, 2, "mutation: the two values of %u bytes or more are "
+	    "left out", LOG_PART_IN_PLACE);
+	from = 4;	/* after the junk already in the buffer */
+	for (size_t g = 0; g < ngaps; g++) {
+		parts[k++] = slice_make(split.p + from, gaps[g].at - from);
+		parts[k++] = gaps[g].value;
+		from = gaps[g].at;
+	}
+	parts[k++] = slice_make(split.p + from, split.n - from);
+	for (size_t i = 0; i < k; i++)
+		if (buf_append(&joined, parts[i].p, parts[i].n) < 0)
+			tap_bail("buf_append");
+	ok(joined.n == whole.n && memcmp(joined.p, whole.p, whole.n) == 0,
+	    "mutation: with its gaps filled the record is the whole "
+	    "encoding (%zu and %zu bytes)", joined.n, whole.n);
+	lr.parts = parts;
+	lr.count = k;
+	if (env_fault_new(&env) < 0 || env_dir_create(env, "/m") < 0 ||
+	    log_writer_open(env, "/m", 1, NULL, &w) < 0)
+		tap_bail("writer");
+	rc = log_writer_append_records(w, &lr, 1, true, NULL);
+	if (log_writer_close(w) < 0 ||
+	    log_reader_open(env, "/m/0000000000000001.log", &r) < 0)
+		tap_bail("reader");
+	if (rc == 0 && (rc = log_reader_next(r, &s, NULL)) == 0)
+		rc = mutation_record_decode(s, &mr);
+	if (rc == 0) {
+		same = mr.seq == 9 && mr.table_id == 3 && mr.stamp == 77 &&
+		    mr.count == 5 && slice_compare(mr.row,
+		    slice_str("row")) == 0;
+		for (size_t i = 0; same && i < 5; i++)
+			same = mr.ops[i].kind == ops[i].kind &&
+			    mr.ops[i].ts == ops[i].ts &&
+			    slice_compare(mr.ops[i].value,
+			    ops[i].value) == 0 &&
+			    slice_compare(mr.ops[i].qualifier,
+			    ops[i].qualifier) == 0;
+		mutation_record_release(&mr);
+	}
+	ok(rc == 0 && same, "mutation: logged in parts, it replays and "
+	    "decodes to the same mutation (rc %d)", rc);
+	log_reader_close(r);
+	env_free(env);
+	buf_release(&whole);
+	buf_release(&split);
+	buf_release(&joined);
+	free(big);
+}
+
 static int
 remove_one(const char *path, const struct stat *st, int flag,
     struct FTW *ftw)
@@ -487,5 +585,6 @@ main(void)
 
 	test_torn_large(&rng);
 	test_write_failure(&rng);
+	test_mutation_split(&rng);
 	return tap_done();
 }
