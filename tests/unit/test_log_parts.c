@@ -562,6 +562,7 @@ main(void)
 {
 	char tmp[] = "/tmp/test_log_parts.XXXXXX", a[64], b[64], p[64];
 	uint64_t rng = tap_seed();
+	struct env_ops joined_ops;
 	struct env *env;
 
 	if (env_fault_new(&env) < 0 || env_dir_create(env, "/a") < 0 ||
@@ -569,6 +570,11 @@ main(void)
 		tap_bail("env_fault_new");
 	test_round_trip(env, "/a", "/b", "fault", &rng);
 	test_env_parts(env, "/parts", "fault", &rng);
+	/* An env without a parts write (as RADOS is) gets them joined. */
+	joined_ops = *env->ops;
+	joined_ops.file_write_parts_at = NULL;
+	env->ops = &joined_ops;
+	test_env_parts(env, "/parts", "joined", &rng);
 	env_free(env);
 
 	if (mkdtemp(tmp) == NULL || env_posix_new(&env) < 0)
