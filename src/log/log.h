@@ -85,6 +85,33 @@ int log_writer_append(struct log_writer *w, struct slice record, bool sync,
 int log_writer_append_many(struct log_writer *w, const struct slice *records,
     size_t count, bool sync, struct log_position *positions);
 
+/*
+ * A record given in parts, its payload their concatenation (count >= 1;
+ * parts may be empty, the payload may not).
+ */
+struct log_record {
+	const struct slice *parts;
+	size_t count;
+};
+
+/*
+ * Parts of at least this many bytes are written from where they are
+ * (one env_file_write_parts_at() for the batch) rather than copied into
+ * the writer's buffer first; the record's CRC is computed over them in
+ * place.  The bytes on disk are the same either way.
+ */
+#define LOG_PART_IN_PLACE	(64u << 10)
+
+/*
+ * log_writer_append_many() for records given in parts: a mutation's large
+ * value is logged from the caller's memory, in the same batch, append
+ * and sync as the small records around it.  The parts are only read, and
+ * not after the call returns.
+ */
+int log_writer_append_records(struct log_writer *w,
+    const struct log_record *records, size_t count, bool sync,
+    struct log_position *positions);
+
 /* Make everything appended so far durable. */
 int log_writer_sync(struct log_writer *w);
 

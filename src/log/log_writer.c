@@ -7,6 +7,11 @@
  * second queue here would only hand the same batch over again.  Each
  * append encodes its records into one buffer and writes it in place with
  * one env_file_write_at(), followed, when asked, by one env_file_sync().
+ * A record part of LOG_PART_IN_PLACE bytes or more (a large value) is
+ * not copied into that buffer: the append is then one
+ * env_file_write_parts_at() (a pwritev) of the buffer's runs and those
+ * parts in order, the same bytes at the same offsets, under the same
+ * single appender, and synced by the same fdatasync.
  *
  * A segment's space is reserved a chunk ahead of its records
  * (env_file_allocate), so that on filesystems that journal a file's size
@@ -90,6 +95,8 @@ struct log_writer {
 	char *next_path;	/* scratch for the next one */
 	size_t path_size;
 	struct buf batch;
+	struct slice *pieces;	/* what a batch with in-place parts writes */
+	size_t pieces_cap;
 #ifndef NDEBUG
 	atomic_int appending;	/* L1: an appender is inside */
 #endif
@@ -413,15 +420,56 @@ writer_passes_max(const struct log_writer *w, size_t bytes)
 	    w->offset + bytes + LOG_RECORD_SYNCED_SIZE > w->max_file_size;
 }
 
+/* The records of one append: log_records, or slices of one part each. */
+struct record_list {
+	const struct log_record *records;
+	const struct slice *slices;
+	size_t count;
+};
+
+static struct log_record
+record_list_get(const struct record_list *l, size_t i)
+{
+	struct log_record r;
+
+	if (l->records != NULL)
+		return l->records[i];
+	r.parts = &l->slices[i];
+	r.count = 1;
+	return r;
+}
+
+/* What an append writes, counted before it is framed. */
+struct append_size {
+	size_t bytes;		/* framed, before any synced field */
+	size_t copied;		/* of those, what goes through the batch */
+	size_t in_place;	/* parts written from where they are */
+};
+
+/* Append an in-place piece to w->pieces (room was made for it). */
+static void
+pieces_add(struct log_writer *w, size_t *n, const uint8_t *p, size_t len)
+{
+	if (len > 0)
+		w->pieces[(*n)++] = slice_make(p, len);
+}
+
 /*
- * Frame one record at h (format.h), with the synced field when synced is
- * not 0; the bytes it takes.
+ * Frame record r at the end of w->batch (format.h), with the synced field
+ * when synced is not 0.  Parts of LOG_PART_IN_PLACE bytes or more are not
+ * copied: the batch bytes before each become a piece of w->pieces, the
+ * part another, and *run the batch offset where the next batch piece
+ * starts.  The record's CRC covers the parts where they are.  The bytes
+ * the record takes.
  */
 static size_t
-record_put(uint8_t *h, struct slice record, uint64_t synced)
+record_frame(struct log_writer *w, struct log_record r, size_t payload,
+    uint64_t synced, size_t *npieces, size_t *run)
 {
+	uint8_t *h = w->batch.p + w->batch.n;
 	size_t head = LOG_RECORD_HEADER_SIZE;
-	uint32_t field = (uint32_t)record.n;
+	size_t checked = w->batch.n + 4;	/* batch bytes not in crc yet */
+	uint32_t field = (uint32_t)payload, crc = 0;
 
 	if (synced != 0) {
 		field |= LOG_RECORD_SYNCED;
@@ -429,53 +477,87 @@ record_put(uint8_t *h, struct slice record, uint64_t synced)
 		head += LOG_RECORD_SYNCED_SIZE;
 	}
 	put_fixed32(h + 4, field);
-	memcpy(h + head, record.p, record.n);
-	put_fixed32(h, crc32c_mask(crc32c_value(h + 4,
-	    head - 4 + record.n)));
-	return head + record.n;
+	w->batch.n += head;
+	for (size_t i = 0; i < r.count; i++) {
+		struct slice part = r.parts[i];
+
+		if (part.n >= LOG_PART_IN_PLACE) {
+			crc = crc32c_extend(crc, w->batch.p + checked,
+			    w->batch.n - checked);
+			crc = crc32c_extend(crc, part.p, part.n);
+			checked = w->batch.n;
+			pieces_add(w, npieces, w->batch.p + *run,
+			    w->batch.n - *run);
+			pieces_add(w, npieces, part.p, part.n);
+			*run = w->batch.n;
+			continue;
+		}
+		if (part.n > 0)
+			memcpy(w->batch.p + w->batch.n, part.p, part.n);
+		w->batch.n += part.n;
+	}
+	crc = crc32c_extend(crc, w->batch.p + checked, w->batch.n - checked);
+	put_fixed32(h, crc32c_mask(crc));
+	return head + payload;
 }
 
 /*
- * Write records as one buffer (bytes: their framed size), fdatasynced
- * when sync is true.  A failed write is cut off again so that the
- * segment ends at its last good record; if even that fails, the segment
- * holds garbage and the writer is poisoned.
+ * Write the records of l as one batch (size: as append_sizes() counted
+ * them), fdatasynced when sync is true: one env_file_write_at() of the
+ * batch buffer, or, when parts are written in place, one
+ * env_file_write_parts_at() of the batch's runs and those parts in order.
+ * A failed write is cut off again so that the segment ends at its last
+ * good record; if even that fails, the segment holds garbage and the
+ * writer is poisoned.
  */
 static int
-writer_write(struct log_writer *w, const struct slice *records,
-    size_t count, size_t bytes, bool sync, struct log_position *positions)
+writer_write(struct log_writer *w, const struct record_list *l,
+    const struct append_size *size, const size_t *payloads, bool sync,
+    struct log_position *positions)
 {
 	char saved[256];
-	uint64_t mark;
+	uint64_t mark, written = 0;
+	size_t npieces = 0, run = 0;
 	int rc;
 
 	if (w->stats.poison < 0) {
 		rc = writer_poisoned(w);
 		goto out;
 	}
-	if ((w->offset >= w->segment_size || writer_passes_max(w, bytes)) &&
+	if ((w->offset >= w->segment_size ||
+	    writer_passes_max(w, size->bytes)) &&
 	    (rc = writer_rotate(w)) < 0)
 		goto out;
 	buf_clear(&w->batch);
 	/* The first record after a sync says how far it reached. */
 	mark = w->synced > w->marked ? w->synced : 0;
-	if ((rc = buf_reserve(&w->batch, bytes + LOG_RECORD_SYNCED_SIZE)) < 0) {
+	if ((rc = buf_reserve(&w->batch, size->copied +
+	    LOG_RECORD_SYNCED_SIZE)) < 0) {
 		rc = bt_error_set(rc, "%s: no memory for a batch of %zu bytes",
-		    w->path, bytes);
+		    w->path, size->copied);
 		goto out;
 	}
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < l->count; i++) {
 		if (positions != NULL) {
 			positions[i].segment = w->segment;
-			positions[i].offset = w->offset + w->batch.n;
+			positions[i].offset = w->offset + written;
 		}
-		w->batch.n += record_put(w->batch.p + w->batch.n, records[i],
-		    mark);
+		written += record_frame(w, record_list_get(l, i), payloads[i],
+		    mark, &npieces, &run);
 		mark = 0;
 	}
-	writer_reserve(w, w->offset + w->batch.n);
-	if ((rc = env_file_write_at(w->file, w->offset, w->batch.p,
-	    w->batch.n)) < 0) {
+	assert(w->batch.n <= size->copied + LOG_RECORD_SYNCED_SIZE);
+	assert(written == w->batch.n + size->in_place);
+	writer_reserve(w, w->offset + written);
+	if (npieces == 0)
+		rc = env_file_write_at(w->file, w->offset, w->batch.p,
+		    w->batch.n);
+	else {
+		pieces_add(w, &npieces, w->batch.p + run, w->batch.n - run);
+		rc = env_file_write_parts_at(w->file, w->offset, w->pieces,
+		    npieces);
+	}
+	if (rc < 0) {
 		snprintf(saved, sizeof(saved), "%s", bt_error_detail());
 		if (env_file_truncate(w->file, w->offset) < 0)
 			writer_poison(w, rc);
@@ -486,8 +568,8 @@ writer_write(struct log_writer *w, const struct slice *records,
 	if (w->synced > w->marked)
 		w->marked = w->synced;
 	mutex_lock(&w->mu);
-	w->offset += w->batch.n;
-	w->stats.records += count;
+	w->offset += written;
+	w->stats.records += l->count;
 	w->stats.batches++;
 	mutex_unlock(&w->mu);
 	if (sync) {
@@ -500,32 +582,106 @@ out:
 	return rc;
 }
 
+/*
+ * Check the records of l and count what writing them takes: each
+ * record's payload into payloads[], the totals into *size, and room in
+ * w->pieces for the in-place parts.  0, -EINVAL, BT_ETOOBIG or -ENOMEM.
+ */
+static int
+append_sizes(struct log_writer *w, const struct record_list *l,
+    size_t *payloads, struct append_size *size)
+{
+	size_t in_place_parts = 0, cap;
+	struct slice *pieces;
+
+	memset(size, 0, sizeof(*size));
+	if (l->count == 0)
+		return bt_error_set(-EINVAL, "%s: no log records", w->dir);
+	for (size_t i = 0; i < l->count; i++) {
+		struct log_record r = record_list_get(l, i);
+		size_t n = 0;
+
+		if (r.count == 0)
+			return bt_error_set(-EINVAL, "%s: log record of no "
+			    "parts", w->dir);
+		for (size_t j = 0; j < r.count; j++) {
+			if (r.parts[j].n > LOG_MAX_RECORD - n)
+				return bt_error_set(BT_ETOOBIG, "%s: log "
+				    "record exceeds %u bytes", w->dir,
+				    LOG_MAX_RECORD);
+			n += r.parts[j].n;
+			if (r.parts[j].n >= LOG_PART_IN_PLACE) {
+				size->in_place += r.parts[j].n;
+				in_place_parts++;
+			}
+		}
+		if (n == 0)
+			return bt_error_set(-EINVAL, "%s: empty log record",
+			    w->dir);
+		if (size->bytes > SIZE_MAX / 2)
+			return bt_error_set(BT_ETOOBIG, "%s: %zu log records "
+			    "too big together", w->dir, l->count);
+		size->bytes += LOG_RECORD_HEADER_SIZE + n;
+		payloads[i] = n;
+	}
+	size->copied = size->bytes - size->in_place;
+	/* Each in-place part and the batch run before it, and the last run. */
+	cap = 2 * in_place_parts + 1;
+	if (in_place_parts > 0 && cap > w->pieces_cap) {
+		if ((pieces = bt_realloc(w->pieces, cap *
+		    sizeof(*pieces))) == NULL)
+			return bt_error_set(-ENOMEM, "%s: no memory for %zu "
+			    "record parts", w->dir, cap);
+		w->pieces = pieces;
+		w->pieces_cap = cap;
+	}
+	return 0;
+}
+
+/* Payload sizes of this many records are counted on the stack. */
+#define APPEND_STACK_RECORDS	64
+
+static int
+writer_append(struct log_writer *w, const struct record_list *l, bool sync,
+    struct log_position *positions)
+{
+	size_t stack[APPEND_STACK_RECORDS], *payloads = stack;
+	struct append_size size;
+	int rc;
+
+	appender_enter(w);
+	if (l->count > APPEND_STACK_RECORDS &&
+	    (payloads = bt_malloc(l->count * sizeof(*payloads))) == NULL) {
+		rc = bt_error_set(-ENOMEM, "%s: no memory for %zu log "
+		    "records", w->dir, l->count);
+		goto out;
+	}
+	if ((rc = append_sizes(w, l, payloads, &size)) == 0)
+		rc = writer_write(w, l, &size, payloads, sync, positions);
+	if (payloads != stack)
+		bt_free(payloads);
+out:
+	appender_leave(w);
+	return rc;
+}
+
+int
+log_writer_append_records(struct log_writer *w,
+    const struct log_record *records, size_t count, bool sync,
+    struct log_position *positions)
+{
+	struct record_list l = { records, NULL, count };
+
+	return writer_append(w, &l, sync, positions);
+}
+
 int
 log_writer_append_many(struct log_writer *w, const struct slice *records,
     size_t count, bool sync, struct log_position *positions)
 {
-	size_t bytes = 0;
-	int rc;
+	struct record_list l = { NULL, records, count };
 
-	if (count == 0)
-		return bt_error_set(-EINVAL, "%s: no log records", w->dir);
-	for (size_t i = 0; i < count; i++) {
-		if (records[i].n == 0)
-			return bt_error_set(-EINVAL, "%s: empty log record",
-			    w->dir);
-		if (records[i].n > LOG_MAX_RECORD)
-			return bt_error_set(BT_ETOOBIG, "%s: log record of "
-			    "%zu bytes exceeds %u", w->dir, records[i].n,
-			    LOG_MAX_RECORD);
-		if (bytes > SIZE_MAX / 2)
-			return bt_error_set(BT_ETOOBIG, "%s: %zu log records "
-			    "too big together", w->dir, count);
-		bytes += LOG_RECORD_HEADER_SIZE + records[i].n;
-	}
-	appender_enter(w);
-	rc = writer_write(w, records, count, bytes, sync, positions);
-	appender_leave(w);
-	return rc;
+	return writer_append(w, &l, sync, positions);
 }
 
 int
@@ -582,6 +738,7 @@ log_writer_close(struct log_writer *w)
 	if ((crc = env_file_close(w->file)) < 0 && rc == 0)
 		rc = crc;
 	buf_release(&w->batch);
+	bt_free(w->pieces);
 	bt_free(w->zeros);
 	mutex_destroy(&w->mu);
 	bt_free(w->next_path);

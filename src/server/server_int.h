@@ -104,9 +104,17 @@ struct write_queue {
 	 * bit the next waiter to queue takes. */
 	_Atomic uint32_t wakes;
 	uint32_t next_bit;
-	/* The leader's scratch. */
+	/* The leader's scratch: the group's encoded records, the large
+	 * values left out of them (one gap per operation at most), the
+	 * parts that the log writes (a run of records and a value per gap,
+	 * and a last run per record), and per record its parts and
+	 * position. */
 	struct buf records;
+	struct mutation_gap *gaps;
+	size_t gap_slots;
 	struct slice *slices;
+	size_t part_slots;
+	struct log_record *log_records;
 	struct log_position *positions;
 	size_t slots;
 };

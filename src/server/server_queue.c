@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -90,6 +91,7 @@ struct write_waiter {
 	int64_t stamp;
 	uint64_t first_seq;
 	size_t record_end;	/* in the leader's buffer */
+	size_t gap_end;		/* in the leader's gaps */
 	char *detail;		/* the leader's detail, when rc < 0: */
 };
 #define WAITER_DETAIL_SIZE	256	/* bytes at detail */
@@ -115,7 +117,9 @@ void
 server_queue_release(struct write_queue *q)
 {
 	buf_release(&q->records);
+	bt_free(q->gaps);
 	bt_free(q->slices);
+	bt_free(q->log_records);
 	bt_free(q->positions);
 	mutex_destroy(&q->mu);
 }
@@ -264,18 +268,36 @@ write_gather(struct write_queue *q, struct write_waiter *me)
 	return false;
 }
 
-/* Room in the leader's scratch for n records. */
+/* Room in the leader's scratch for n records of ops operations. */
 static int
-write_queue_reserve(struct write_queue *q, size_t n)
+write_queue_reserve(struct write_queue *q, size_t n, size_t ops)
 {
+	struct mutation_gap *gaps;
 	struct slice *sl;
+	struct log_record *lr;
 	struct log_position *pos;
 
+	if (ops > (SIZE_MAX - n) / 2 ||
+	    n + 2 * ops > SIZE_MAX / sizeof(*sl))
+		return -ENOMEM;
+	if (ops > q->gap_slots) {
+		if ((gaps = bt_realloc(q->gaps, ops * sizeof(*gaps))) == NULL)
+			return -ENOMEM;
+		q->gaps = gaps;
+		q->gap_slots = ops;
+	}
+	if (n + 2 * ops > q->part_slots) {
+		if ((sl = bt_realloc(q->slices, (n + 2 * ops) *
+		    sizeof(*sl))) == NULL)
+			return -ENOMEM;
+		q->slices = sl;
+		q->part_slots = n + 2 * ops;
+	}
 	if (n <= q->slots)
 		return 0;
-	if ((sl = bt_realloc(q->slices, n * sizeof(*sl))) == NULL)
+	if ((lr = bt_realloc(q->log_records, n * sizeof(*lr))) == NULL)
 		return -ENOMEM;
-	q->slices = sl;
+	q->log_records = lr;
 	if ((pos = bt_realloc(q->positions, n * sizeof(*pos))) == NULL)
 		return -ENOMEM;
 	q->positions = pos;
@@ -356,7 +378,7 @@ group_log(struct server *s, struct write_waiter *first,
 {
 	struct write_queue *q = &s->writes;
 	struct write_waiter *p;
-	size_t i = 0, from = 0;
+	size_t i = 0, from = 0, ops = 0, g = 0, k;
 	uint64_t t0, seq;
 	int rc;
 
@@ -384,11 +406,17 @@ group_log(struct server *s, struct write_waiter *first,
 	if ((rc = group_reserve(s, first, last)) < 0)
 		return rc;
 
-	if ((rc = write_queue_reserve(q, n)) < 0)
+	for (p = first;; p = p->next) {
+		ops += p->count;
+		if (p == last)
+			break;
+	}
+	if ((rc = write_queue_reserve(q, n, ops)) < 0)
 		return bt_error_set(rc, "no memory for a write group of %zu",
 		    n);
-	/* Encode every record into one buffer; the slices point into it
-	 * once it stops moving. */
+	/* Encode every record into one buffer, leaving large values out
+	 * (the log writes them from the callers' memory: one copy fewer);
+	 * the parts point into the buffer once it stops moving. */
 	buf_clear(&q->records);
 	for (p = first;; p = p->next) {
 		for (size_t j = 0; j < p->count; j++)
@@ -399,24 +427,37 @@ group_log(struct server *s, struct write_waiter *first,
 			else if (p->ops[j].kind != MUTATION_PUT &&
 			    p->ops[j].kind != MUTATION_DELETE_VERSION)
 				p->ops[j].ts = 0;
-		if ((rc = mutation_record_encode(p->first_seq, p->t->id,
-		    p->stamp, p->row, p->ops, p->count, &q->records)) < 0)
+		if ((rc = mutation_record_encode_split(p->first_seq, p->t->id,
+		    p->stamp, p->row, p->ops, p->count, LOG_PART_IN_PLACE,
+		    &q->records, q->gaps + g, &k)) < 0)
 			return bt_error_set(rc, "encoding a log record: %s",
 			    bt_strerror(rc));
 		p->record_end = q->records.n;
+		p->gap_end = g += k;
 		if (p == last)
 			break;
 	}
-	for (p = first;; p = p->next) {
-		q->slices[i++] = slice_make(q->records.p + from,
+	for (p = first, g = k = 0;; p = p->next) {
+		struct slice *parts = q->slices + k;
+
+		for (; g < p->gap_end; g++) {
+			q->slices[k++] = slice_make(q->records.p + from,
+			    q->gaps[g].at - from);
+			q->slices[k++] = q->gaps[g].value;
+			from = q->gaps[g].at;
+		}
+		q->slices[k++] = slice_make(q->records.p + from,
 		    p->record_end - from);
+		q->log_records[i].parts = parts;
+		q->log_records[i++].count = (size_t)(q->slices + k - parts);
 		from = p->record_end;
 		if (p == last)
 			break;
 	}
 	assert(i == n);		/* n members, first to last */
 	t0 = sync ? monotonic_ns() : 0;	/* a clock read costs */
-	rc = log_writer_append_many(s->log, q->slices, n, sync, q->positions);
+	rc = log_writer_append_records(s->log, q->log_records, n, sync,
+	    q->positions);
 	if (rc == BT_ECLOSED)
 		rc = log_refusal(s, rc);
 	server_space_note(s, rc);
@@ -651,6 +692,7 @@ waiter_init(struct write_waiter *p, struct server_table *t, struct slice row,
 	p->stamp = 0;
 	p->first_seq = 0;
 	p->record_end = 0;
+	p->gap_end = 0;
 	p->detail = detail;
 	detail[0] = '\0';
 }

@@ -31,14 +31,16 @@ put_lenprefixed(uint8_t *dst, struct slice s)
 /*
  * The record is bounded first (every varint at its longest) and written
  * in place with one reservation: this runs once per mutation on the
- * write path, and exact varint lengths cost more than the slack.
+ * write path, and exact varint lengths cost more than the slack.  Values
+ * of min_gap bytes or more are left out, each described in gaps[].
  */
-int
-mutation_record_encode(uint64_t seq, uint64_t table_id, int64_t stamp,
+static int
+record_encode(uint64_t seq, uint64_t table_id, int64_t stamp,
     struct slice row, const struct mutation *ops, size_t count,
-    struct buf *out)
+    struct buf *out, size_t min_gap, struct mutation_gap *gaps,
+    size_t *ngaps)
 {
-	size_t size = 1 + 4 * VARINT64_MAX_BYTES;
+	size_t size = 1 + 4 * VARINT64_MAX_BYTES, n = 0;
 	uint8_t *p;
 	int rc;
 
@@ -48,15 +50,18 @@ mutation_record_encode(uint64_t seq, uint64_t table_id, int64_t stamp,
 		return -ENOMEM;
 	for (size_t i = 0; i < count; i++) {
 		const struct mutation *m = &ops[i];
+		struct slice value = m->value;
 
 		if (m->ts < 0)
 			return -EINVAL;
 		if (size > SIZE_MAX - 1 - VARINT64_MAX_BYTES)
 			return -ENOMEM;
 		size += 1 + VARINT64_MAX_BYTES;	/* kind, timestamp */
+		if (value.n >= min_gap)
+			value.n = 0;
 		if (!lenprefixed_add(&size, m->family) ||
 		    !lenprefixed_add(&size, m->qualifier) ||
-		    !lenprefixed_add(&size, m->value))
+		    !lenprefixed_add(&size, value))
 			return -ENOMEM;
 	}
 	if ((rc = buf_reserve(out, size)) < 0)
@@ -75,10 +80,40 @@ mutation_record_encode(uint64_t seq, uint64_t table_id, int64_t stamp,
 		p = put_lenprefixed(p, m->family);
 		p = put_lenprefixed(p, m->qualifier);
 		p = encode_varint64(p, (uint64_t)m->ts);
-		p = put_lenprefixed(p, m->value);
+		if (m->value.n < min_gap) {
+			p = put_lenprefixed(p, m->value);
+			continue;
+		}
+		p = encode_varint64(p, m->value.n);
+		gaps[n].at = (size_t)(p - out->p);
+		gaps[n].value = m->value;
+		n++;
 	}
 	out->n = (size_t)(p - out->p);
+	if (ngaps != NULL)
+		*ngaps = n;
 	return 0;
+}
+
+int
+mutation_record_encode(uint64_t seq, uint64_t table_id, int64_t stamp,
+    struct slice row, const struct mutation *ops, size_t count,
+    struct buf *out)
+{
+	return record_encode(seq, table_id, stamp, row, ops, count, out,
+	    SIZE_MAX, NULL, NULL);
+}
+
+int
+mutation_record_encode_split(uint64_t seq, uint64_t table_id, int64_t stamp,
+    struct slice row, const struct mutation *ops, size_t count,
+    size_t min_gap, struct buf *out, struct mutation_gap *gaps,
+    size_t *ngaps)
+{
+	if (min_gap == 0)
+		return -EINVAL;
+	return record_encode(seq, table_id, stamp, row, ops, count, out,
+	    min_gap, gaps, ngaps);
 }
 
 int

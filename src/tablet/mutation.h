@@ -69,6 +69,29 @@ int mutation_record_encode(uint64_t seq, uint64_t table_id, int64_t stamp,
     struct slice row, const struct mutation *ops, size_t count,
     struct buf *out);
 
+/*
+ * A value that mutation_record_encode_split() left out of the bytes it
+ * appended: the record is those bytes with value inserted at byte at of
+ * the buffer (before the bytes that follow there).
+ */
+struct mutation_gap {
+	size_t at;
+	struct slice value;
+};
+
+/*
+ * mutation_record_encode(), except that the value of each operation of
+ * min_gap bytes or more (min_gap > 0) is not copied: its length is
+ * encoded and the value itself described in gaps[] (room for count),
+ * *ngaps of them in record order, so that the commit log can write it
+ * from where the caller holds it (log_writer_append_records()).  The
+ * record is the same bytes once the gaps are filled.
+ */
+int mutation_record_encode_split(uint64_t seq, uint64_t table_id,
+    int64_t stamp, struct slice row, const struct mutation *ops,
+    size_t count, size_t min_gap, struct buf *out, struct mutation_gap *gaps,
+    size_t *ngaps);
+
 /* Decode a record.  0, BT_ECORRUPT (with a detail) or -ENOMEM. */
 int mutation_record_decode(struct slice rec, struct mutation_record *out);
 void mutation_record_release(struct mutation_record *r);

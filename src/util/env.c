@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "util/alloc.h"
@@ -69,6 +70,44 @@ env_file_write_at(struct env_file *f, uint64_t offset, const void *p,
     size_t n)
 {
 	return f->env->ops->file_write_at(f, offset, p, n);
+}
+
+/*
+ * Where the env has no parts write (RADOS, where each write is a round
+ * trip to the OSDs), the parts are joined and written with one write,
+ * as one buffer was before parts existed.
+ */
+int
+env_file_write_parts_at(struct env_file *f, uint64_t offset,
+    const struct slice *parts, size_t count)
+{
+	size_t n = 0, at = 0;
+	uint8_t *joined;
+	int rc;
+
+	if (f->env->ops->file_write_parts_at != NULL)
+		return f->env->ops->file_write_parts_at(f, offset, parts,
+		    count);
+	if (count == 1)
+		return f->env->ops->file_write_at(f, offset, parts[0].p,
+		    parts[0].n);
+	for (size_t i = 0; i < count; i++) {
+		if (parts[i].n > SIZE_MAX - n)
+			return bt_error_set(-EFBIG, "%s: parts too big to "
+			    "write", f->path);
+		n += parts[i].n;
+	}
+	if ((joined = bt_malloc(n > 0 ? n : 1)) == NULL)
+		return bt_error_set(-ENOMEM, "%s: no memory to join %zu "
+		    "bytes to write", f->path, n);
+	for (size_t i = 0; i < count; i++) {
+		if (parts[i].n > 0)
+			memcpy(joined + at, parts[i].p, parts[i].n);
+		at += parts[i].n;
+	}
+	rc = f->env->ops->file_write_at(f, offset, joined, n);
+	bt_free(joined);
+	return rc;
 }
 
 int

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/slice.h"
+
 struct env;
 struct env_space;
 struct env_file;
@@ -48,6 +50,10 @@ struct env_ops {
 	int (*file_append)(struct env_file *f, const void *p, size_t n);
 	int (*file_write_at)(struct env_file *f, uint64_t offset,
 	    const void *p, size_t n);
+	/* NULL: env_file_write_parts_at() joins the parts for one
+	 * file_write_at. */
+	int (*file_write_parts_at)(struct env_file *f, uint64_t offset,
+	    const struct slice *parts, size_t count);
 	int (*file_sync)(struct env_file *f);
 	int (*file_start_writeback)(struct env_file *f, uint64_t offset,
 	    uint64_t len);
@@ -217,6 +223,18 @@ int env_file_append(struct env_file *f, const void *p, size_t n);
  */
 int env_file_write_at(struct env_file *f, uint64_t offset, const void *p,
     size_t n);
+
+/*
+ * Write the concatenation of parts[0..count) at offset, as
+ * env_file_write_at() writes one buffer (and with its failure: an
+ * unknown part of them written), without first copying them together:
+ * the posix env makes one pwritev(2), the in-memory env one write that
+ * its faults count once; an env without it (RADOS) gets the parts joined
+ * into one buffer and one write.  For the commit log, which writes a
+ * large value from where the caller holds it.
+ */
+int env_file_write_parts_at(struct env_file *f, uint64_t offset,
+    const struct slice *parts, size_t count);
 
 /* Make the file's data durable (fdatasync). */
 int env_file_sync(struct env_file *f);

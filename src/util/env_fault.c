@@ -174,21 +174,27 @@ fault_file_append(struct env_file *base, const void *p, size_t n)
 
 /*
  * The first write below the synced length saves the synced content in the
- * shadow, so that power loss can put it back.
+ * shadow, so that power loss can put it back.  Parts are one write: a
+ * fault fails them all, before any byte is written.
  */
 static int
-fault_file_write_at(struct env_file *base, uint64_t offset, const void *p,
-    size_t n)
+fault_file_write_parts_at(struct env_file *base, uint64_t offset,
+    const struct slice *parts, size_t count)
 {
 	struct fault_env *e = (struct fault_env *)base->env;
 	struct fault_file *f = (struct fault_file *)base;
 	struct fault_node *node = f->node;
 	struct buf *data = &node->data;
-	size_t end;
+	size_t end, n = 0;
 	int rc;
 
 	if (!f->writable)
 		return fault_error(-EBADF, base->path, "write at");
+	for (size_t i = 0; i < count; i++) {
+		if (parts[i].n > FAULT_MAX_FILE - n)
+			return fault_error(-EFBIG, base->path, "write at");
+		n += parts[i].n;
+	}
 	if (offset > FAULT_MAX_FILE || n > FAULT_MAX_FILE - offset)
 		return fault_error(-EFBIG, base->path, "write at");
 	end = (size_t)offset + n;
@@ -210,13 +216,26 @@ fault_file_write_at(struct env_file *base, uint64_t offset, const void *p,
 			    (size_t)offset - data->n);
 		data->n = end;
 	}
-	memcpy(data->p + offset, p, n);
+	for (size_t i = 0; i < count; i++) {
+		if (parts[i].n > 0)
+			memcpy(data->p + offset, parts[i].p, parts[i].n);
+		offset += parts[i].n;
+	}
 	goto out;
 out_error:
 	rc = fault_error(rc, base->path, "write at");
 out:
 	mutex_unlock(&e->mu);
 	return rc;
+}
+
+static int
+fault_file_write_at(struct env_file *base, uint64_t offset, const void *p,
+    size_t n)
+{
+	struct slice part = slice_make(p, n);
+
+	return fault_file_write_parts_at(base, offset, &part, 1);
 }
 
 /*
@@ -679,6 +698,7 @@ static const struct env_ops fault_ops = {
 	.file_read_at = fault_file_read_at,
 	.file_append = fault_file_append,
 	.file_write_at = fault_file_write_at,
+	.file_write_parts_at = fault_file_write_parts_at,
 	.file_sync = fault_file_sync,
 	.file_start_writeback = fault_file_start_writeback,
 	.file_truncate = fault_file_truncate,

@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,6 +106,8 @@
  */
 #define POSIX_WRITE_WINDOW	((uint64_t)1 << 20)
 #define POSIX_WINDOW_AFTER_WRITES	32
+/* iovecs a pwritev is given at a time (IOV_MAX is at least 16). */
+#define POSIX_IOV_BATCH			16
 #define POSIX_WINDOW_MAX_WRITE	4096
 #define POSIX_WINDOW_POPULATE	((size_t)64 << 10)
 
@@ -553,6 +556,24 @@ posix_file_append(struct env_file *base, const void *src, size_t n)
 	return 0;
 }
 
+/* Make a writable file's writes positional (no O_APPEND); what names
+ * the operation refused. */
+static int
+posix_file_positional(struct posix_file *f, const char *what)
+{
+	int flags;
+
+	if (!f->writable)
+		return posix_error(EBADF, f->base.path, what);
+	if (!f->positional) {
+		if ((flags = fcntl(f->fd, F_GETFL)) < 0 ||
+		    fcntl(f->fd, F_SETFL, flags & ~O_APPEND) < 0)
+			return posix_error(errno, f->base.path, "fcntl");
+		f->positional = true;
+	}
+	return 0;
+}
+
 static int
 posix_file_write_at(struct env_file *base, uint64_t offset, const void *src,
     size_t n)
@@ -560,16 +581,10 @@ posix_file_write_at(struct env_file *base, uint64_t offset, const void *src,
 	struct posix_file *f = (struct posix_file *)base;
 	const uint8_t *p = src;
 	ssize_t r;
-	int flags;
+	int rc;
 
-	if (!f->writable)
-		return posix_error(EBADF, base->path, "write at");
-	if (!f->positional) {
-		if ((flags = fcntl(f->fd, F_GETFL)) < 0 ||
-		    fcntl(f->fd, F_SETFL, flags & ~O_APPEND) < 0)
-			return posix_error(errno, base->path, "fcntl");
-		f->positional = true;
-	}
+	if ((rc = posix_file_positional(f, "write at")) < 0)
+		return rc;
 	if (posix_window_write((struct posix_env *)base->env, f, offset, p,
 	    n))
 		return 0;
@@ -589,6 +604,58 @@ posix_file_write_at(struct env_file *base, uint64_t offset, const void *src,
 		n -= (size_t)r;
 	}
 	return 0;
+}
+
+/*
+ * One pwritev(2) for all the parts (POSIX_IOV_BATCH at a time), going on
+ * from where a short write stopped.  Never through the write window,
+ * which takes small writes only; the window's mapping and pwritev share
+ * the page cache, so either sees the other's bytes.
+ */
+static int
+posix_file_write_parts_at(struct env_file *base, uint64_t offset,
+    const struct slice *parts, size_t count)
+{
+	struct posix_file *f = (struct posix_file *)base;
+	struct iovec iov[POSIX_IOV_BATCH];
+	size_t i = 0, skip = 0, k, done;
+	ssize_t r;
+	int rc;
+
+	if ((rc = posix_file_positional(f, "write at")) < 0)
+		return rc;
+	if (f->unsynced_writes < POSIX_WINDOW_AFTER_WRITES)
+		f->unsynced_writes++;
+	for (;;) {
+		while (i < count && parts[i].n == skip) {
+			i++;
+			skip = 0;
+		}
+		if (i == count)
+			return 0;
+		for (k = 0; k < POSIX_IOV_BATCH && i + k < count; k++) {
+			iov[k].iov_base = (void *)(uintptr_t)(parts[i + k].p +
+			    (k == 0 ? skip : 0));
+			iov[k].iov_len = parts[i + k].n - (k == 0 ? skip : 0);
+		}
+		r = pwritev(f->fd, iov, (int)k, (off_t)offset);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return bt_error_set(-errno,
+			    "%s: write at offset %" PRIu64 ": %s", base->path,
+			    offset, strerror(errno));
+		}
+		if (r == 0)
+			return posix_error(EIO, base->path, "write at");
+		offset += (uint64_t)r;
+		for (done = (size_t)r; done > 0 && done >= parts[i].n - skip;
+		    i++) {
+			done -= parts[i].n - skip;
+			skip = 0;
+		}
+		skip += done;
+	}
 }
 
 static int
@@ -925,6 +992,7 @@ static const struct env_ops posix_ops = {
 	.file_read_at = posix_file_read_at,
 	.file_append = posix_file_append,
 	.file_write_at = posix_file_write_at,
+	.file_write_parts_at = posix_file_write_parts_at,
 	.file_sync = posix_file_sync,
 	.file_start_writeback = posix_file_start_writeback,
 	.file_truncate = posix_file_truncate,
