@@ -288,3 +288,15 @@ cell_check_acked_pairs() {
 cell_acked_count() {
 	cat "$T"/acked.* 2>/dev/null | wc -l
 }
+
+# The server each tablet of table $1 is assigned to, as tabletctl tablets
+# says: "N SERVER" for the Nth tablet in row order ("-": none).
+cell_assignments() {
+	ctl tablets "$1" | awk -F '\t' '{
+		s = "-"
+		for (i = 1; i <= NF; i++)
+			if ($i ~ /^server=/)
+				s = substr($i, 8)
+		print NR, s
+	}'
+}

@@ -34,16 +34,6 @@ ctl createtable t families=f splits=b,c,d,e,f
 load_pid=$!
 CELL_PIDS="$CELL_PIDS $load_pid"
 
-# "N SERVER" for the Nth tablet of t in row order.
-assignments() {
-	ctl tablets t | awk -F '\t' '{
-		s = "-"
-		for (i = 1; i <= NF; i++)
-			if ($i ~ /^server=/)
-				s = substr($i, 8)
-		print NR, s
-	}'
-}
 
 # The client's achieved rate per tablet over the last 2 s: "N RATE".
 rates() {
@@ -62,7 +52,7 @@ rates() {
 # check (status 1) unless they spread to within 25 %.
 spread_ok() {
 	rates >"$T/rates"
-	assignments >"$T/assigned" 2>/dev/null || return 1
+	cell_assignments t >"$T/assigned" 2>/dev/null || return 1
 	[ "$(wc -l <"$T/assigned")" -eq 6 ] || return 1
 	! grep -q ' -$' "$T/assigned" || return 1
 	awk 'NR == FNR { r[$1] = $2; next } { load[$2] += r[$1] + 0 }

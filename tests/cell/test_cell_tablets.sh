@@ -27,24 +27,13 @@ ROUNDS=${CELL_ROUNDS:-1}
 CELL_START_ARGS="--spread" cell_start 3
 ctl createtable t families=f splits=w1-5,w2,w2-5,w3,w4
 
-# The server each tablet of t is assigned to, as tabletctl tablets says:
-# "N SERVER" for the Nth tablet in row order (no split happens here).
-assignments() {
-	ctl tablets t | awk -F '\t' '{
-		s = "-"
-		for (i = 1; i <= NF; i++)
-			if ($i ~ /^server=/)
-				s = substr($i, 8)
-		print NR, s
-	}'
-}
 
 # Wait until no server has more than one tablet above another's among
 # the $1 servers named in $2 (a file of names, one a line).
 wait_balanced() {
 	wb_t0=$(now_ms)
 	while :; do
-		assignments >"$T/assigned" 2>/dev/null || :
+		cell_assignments t >"$T/assigned" 2>/dev/null || :
 		if [ "$(wc -l <"$T/assigned")" -eq 6 ] &&
 		    ! grep -q ' -$' "$T/assigned"; then
 			wb_counts=$(awk '{ print $2 }' "$T/assigned" | sort |
@@ -96,7 +85,7 @@ for round in $(seq "$ROUNDS"); do
 	done
 	[ -n "$victim" ] || fail "round $round: no server but the root's"
 	address=$(cell_server_address "$victim")
-	assignments >"$T/assigned"
+	cell_assignments t >"$T/assigned"
 	lost=$(awk -v a="$address#" 'index($2, a) == 1 { print $1 }' \
 	    "$T/assigned")
 	[ -n "$lost" ] || fail "round $round: $address serves no tablet"
@@ -104,7 +93,7 @@ for round in $(seq "$ROUNDS"); do
 	t0=$(now_ms)
 	# Every tablet it had, recovered by another.
 	for tablet in $lost; do
-		until assignments 2>/dev/null | awk -v t="$tablet" \
+		until cell_assignments t 2>/dev/null | awk -v t="$tablet" \
 		    -v a="$address#" '$1 == t && $2 != "-" &&
 		    index($2, a) != 1 { ok = 1 } END { exit !ok }'; do
 			[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 2)) ] ||
@@ -141,7 +130,7 @@ for f in "$C"/server-*.pid; do
 	p=$(cat "$f")
 	[ "$p" != "$root" ] && alive "$p" || continue
 	zaddr=$(cell_server_address "$p")
-	if assignments | awk -v a="$zaddr#" 'index($2, a) == 1 { f = 1 }
+	if cell_assignments t | awk -v a="$zaddr#" 'index($2, a) == 1 { f = 1 }
 	    END { exit !f }'; then
 		zombie=$p
 		break
@@ -150,7 +139,7 @@ done
 [ -n "$zombie" ] || fail "no server but the root's serves a tablet"
 kill -STOP "$zombie"
 t0=$(now_ms)
-while assignments 2>/dev/null | awk -v a="$zaddr#" \
+while cell_assignments t 2>/dev/null | awk -v a="$zaddr#" \
     'index($2, a) == 1 { f = 1 } END { exit !f }'; do
 	[ $(( $(now_ms) - t0 )) -lt $((LIMIT * 2)) ] ||
 	    fail "the stopped server's tablets did not move"
