@@ -137,10 +137,7 @@ tfs_open(const struct engine_config *cfg, const char *path, void **dbp)
 static uint64_t
 now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return bench_now_ns() / 1000000;
 }
 
 /* Whether no server named in t serves more than one tablet above
