@@ -52,6 +52,7 @@ static const struct {
 	{ TABLETFS__METHOD__SCAN, &tabletfs__scan_reply__descriptor },
 	{ TABLETFS__METHOD__SCAN_CLOSE, NULL },
 	{ TABLETFS__METHOD__FLUSH, NULL },
+	{ TABLETFS__METHOD__SCHEMA_SYNC, NULL },
 	{ TABLETFS__METHOD__COMPACT, NULL },
 	{ TABLETFS__METHOD__SPLIT, NULL },
 	{ TABLETFS__METHOD__TABLETS, &tabletfs__tablets_reply__descriptor },
