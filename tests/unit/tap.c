@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tap.h"
@@ -79,4 +80,17 @@ tap_done(void)
 {
 	printf("1..%d\n", tap_count);
 	return tap_failed ? 1 : 0;
+}
+
+void
+tap_fill(uint8_t *p, size_t n, uint64_t seed)
+{
+	uint64_t s = seed * 2 + 1, x;
+
+	for (size_t i = 0; i < n; i += 8) {
+		size_t k = n - i < 8 ? n - i : 8;
+
+		x = tap_rand(&s);
+		memcpy(p + i, &x, k);
+	}
 }

@@ -42,6 +42,8 @@ uint64_t tap_seed(void);
 
 /* A small, fast PRNG (xorshift64*) for tests; never returns to state 0. */
 uint64_t tap_rand(uint64_t *state);
+/* n bytes at p generated from seed (the same seed, the same bytes). */
+void tap_fill(uint8_t *p, size_t n, uint64_t seed);
 
 /* Print the plan and return the exit status. */
 int tap_done(void);

@@ -34,25 +34,13 @@ struct rec {
 	struct log_position pos;
 };
 
-static void
-gen(uint8_t *p, size_t n, uint64_t seed)
-{
-	uint64_t s = seed * 2 + 1, x;
-	size_t i, k;
-
-	for (i = 0; i < n; i += 8) {
-		x = tap_rand(&s);
-		k = n - i < 8 ? n - i : 8;
-		memcpy(p + i, &x, k);
-	}
-}
 
 static bool
 rec_equal(const struct rec *r, struct slice got, uint8_t *scratch)
 {
 	if (got.n != r->n)
 		return false;
-	gen(scratch, r->n, r->seed);
+	tap_fill(scratch, r->n, r->seed);
 	return memcmp(scratch, got.p, got.n) == 0;
 }
 
@@ -60,7 +48,7 @@ rec_equal(const struct rec *r, struct slice got, uint8_t *scratch)
 static int
 append_rec(struct log_writer *w, struct rec *r, bool sync, uint8_t *scratch)
 {
-	gen(scratch, r->n, r->seed);
+	tap_fill(scratch, r->n, r->seed);
 	return log_writer_append(w, slice_make(scratch, r->n), sync, &r->pos);
 }
 

@@ -41,18 +41,6 @@ struct prec {
 	struct log_position pos;
 };
 
-static void
-gen(uint8_t *p, size_t n, uint64_t seed)
-{
-	uint64_t s = seed * 2 + 1, x;
-	size_t i, k;
-
-	for (i = 0; i < n; i += 8) {
-		x = tap_rand(&s);
-		k = n - i < 8 ? n - i : 8;
-		memcpy(p + i, &x, k);
-	}
-}
 
 /*
  * Make record r from part sizes (sizes[0..count)), its payload their
@@ -69,7 +57,7 @@ prec_make(struct prec *r, const size_t *sizes, size_t count, uint64_t seed)
 	r->seed = seed;
 	if ((r->payload = malloc(r->n)) == NULL)
 		tap_bail("malloc");
-	gen(r->payload, r->n, seed);
+	tap_fill(r->payload, r->n, seed);
 	r->count = count;
 	for (size_t i = 0; i < count; i++) {
 		r->parts[i] = slice_make(r->payload + at, sizes[i]);
@@ -424,7 +412,7 @@ test_env_parts(struct env *env, const char *path, const char *name,
 	if ((src = malloc(total)) == NULL ||
 	    (want = calloc(1, 4096 + total)) == NULL)
 		tap_bail("malloc");
-	gen(src, total, tap_rand(rng));
+	tap_fill(src, total, tap_rand(rng));
 	for (size_t i = 0; i < 40; i++) {
 		n = i % 5 == 0 ? 0 : i % 7 == 0 ? 200000 : 1 + i * 13;
 		parts[i] = slice_make(src + at, n);
@@ -481,7 +469,7 @@ test_mutation_split(uint64_t *rng)
 	/* Value i starts at big + i: room for the largest past its start. */
 	if ((big = malloc(300000 + 5)) == NULL)
 		tap_bail("malloc");
-	gen(big, 300000 + 5, tap_rand(rng));
+	tap_fill(big, 300000 + 5, tap_rand(rng));
 	memset(ops, 0, sizeof(ops));
 	for (size_t i = 0; i < 5; i++) {
 		ops[i].kind = i == 2 ? MUTATION_DELETE_COLUMN : MUTATION_PUT;
