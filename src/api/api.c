@@ -356,6 +356,23 @@ bt_family_create(struct bt_store *s, const char *table,
 }
 
 int
+api_family_create_above(struct bt_store *s, const char *table,
+    const struct bt_family_spec *family, uint64_t created_min)
+{
+	struct catalog_family f;
+	int rc;
+
+	bt_error_clear();
+	if (s->cell != NULL)
+		return bt_error_set(-EINVAL, "a cell's client gives no "
+		    "created_seq");
+	if ((rc = family_from_spec(family, &f)) < 0)
+		return rc;
+	f.created_seq = created_min;
+	return server_family_create(s->server, table, &f);
+}
+
+int
 bt_family_delete(struct bt_store *s, const char *table, const char *family)
 {
 	bt_error_clear();

@@ -128,7 +128,8 @@ out:
 
 static int
 family_call(struct cell_client *c, uint32_t method, const char *table,
-    const char *name, const char *group, const char *gc_policy)
+    const char *name, const char *group, const char *gc_policy,
+    uint64_t created_min)
 {
 	Tabletfs__FamilyRequest req = TABLETFS__FAMILY_REQUEST__INIT;
 	Tabletfs__Family f = TABLETFS__FAMILY__INIT;
@@ -138,35 +139,70 @@ family_call(struct cell_client *c, uint32_t method, const char *table,
 	f.gc_policy = cell_str(gc_policy);
 	req.table = cell_str(table);
 	req.family = &f;
-	(void)cell_client_route_learn(c, table);
+	req.has_created_seq_min = created_min != 0;
+	req.created_seq_min = created_min;
 	return schema_synced(c, cell_client_call(c, method, &req.base,
 	    CELL_RETRY_UNSENT, NULL, NULL));
 }
 
+/* LAST_SEQ's reply: the largest number a server gave so far, in arg. */
+static int
+last_seq_max(void *arg, const char *server, ProtobufCMessage *reply)
+{
+	const Tabletfs__LastSeqReply *rep =
+	    (const Tabletfs__LastSeqReply *)reply;
+	uint64_t *max = arg;
+
+	(void)server;
+	if (rep->last_seq > *max)
+		*max = rep->last_seq;
+	return 0;
+}
+
+/*
+ * A family is made at the root's server, which numbers it created_seq
+ * (catalog_family); entries below that are of a dropped family of the
+ * name.  On tablets served one by one every server numbers on its own,
+ * and one may have numbered a dropped family's entries above what the
+ * root's server gives next: the family starts above every server's
+ * last number.  A server that does not answer fails the call (the
+ * family is not made) rather than risk showing a dropped family's
+ * cells.
+ */
 int
 cell_family_create(struct cell_client *c, const char *table,
     const struct bt_family_spec *family)
 {
+	uint64_t last = 0;
+	int rc;
+
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
+	(void)cell_client_route_learn(c, table);
+	if ((rc = cell_client_call_each(c, TABLETFS__METHOD__LAST_SEQ, NULL,
+	    &tabletfs__last_seq_reply__descriptor, last_seq_max, &last)) < 0)
+		return rc;
 	return family_call(c, TABLETFS__METHOD__FAMILY_CREATE, table,
-	    family->name, family->group, family->gc_policy);
+	    family->name, family->group, family->gc_policy,
+	    last != 0 ? last + 1 : 0);
 }
 
 int
 cell_family_delete(struct cell_client *c, const char *table,
     const char *family)
 {
+	(void)cell_client_route_learn(c, table);
 	return family_call(c, TABLETFS__METHOD__FAMILY_DELETE, table, family,
-	    NULL, NULL);
+	    NULL, NULL, 0);
 }
 
 int
 cell_family_set_gc(struct cell_client *c, const char *table,
     const char *family, const char *gc_policy)
 {
+	(void)cell_client_route_learn(c, table);
 	return family_call(c, TABLETFS__METHOD__FAMILY_SET_GC, table, family,
-	    NULL, gc_policy);
+	    NULL, gc_policy, 0);
 }
 
 int

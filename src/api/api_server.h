@@ -55,4 +55,12 @@ int api_store_open_cell(const char *path, const struct bt_options *opts,
 int api_tablet_recover(struct bt_store *s, const char *table,
     uint64_t tablet_id, const char *const *log_dirs, size_t count);
 
+/*
+ * bt_family_create() with the least created_seq the family may take
+ * (server_family_create()): a cell's server, the root's, told by the
+ * client what the other servers numbered.
+ */
+int api_family_create_above(struct bt_store *s, const char *table,
+    const struct bt_family_spec *family, uint64_t created_min);
+
 #endif

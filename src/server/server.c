@@ -280,6 +280,10 @@ server_load_tables(struct server *s)
 			if (f >= s->next_seq)
 				s->next_seq = f + 1;
 		}
+		/* Its families' writes number at or above their birth
+		 * (server_seq_raise_created_locked()). */
+		if (tablet_schema_created_seq_max(t->schema) > s->next_seq)
+			s->next_seq = tablet_schema_created_seq_max(t->schema);
 	}
 	for (size_t i = 0; i < count; i++)
 		bt_free(names[i]);

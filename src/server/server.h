@@ -108,6 +108,10 @@ int server_table_list(struct server *s, char ***names, size_t *count);
 /* The table's schema from the catalog; free with catalog_table_free(). */
 int server_table_get(struct server *s, const char *name,
     struct catalog_table **out);
+/* A family made: its created_seq is the next number this server gives,
+ * or f->created_seq when that is larger (on a cell, above what the
+ * other servers numbered, whose tablets may hold entries of a dropped
+ * family of the name), and this server numbers above it from now on. */
 int server_family_create(struct server *s, const char *table,
     const struct catalog_family *f);
 int server_family_drop(struct server *s, const char *table,

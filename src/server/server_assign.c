@@ -10,11 +10,9 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 
 #include "server/server_int.h"
-#include "tablet/ikey.h"
 #include "util/alloc.h"
 #include "util/error.h"
 
@@ -157,39 +155,12 @@ open_from_catalog(struct server *s, struct server_table *t, uint64_t id,
 	return rc;
 }
 
-/*
- * Number above rp's highest sequence number and stamp (the records read
- * from another server's log, or a loaded tablet's redo point), so that
- * later writes to the tablet order after its earlier ones, and let
- * readers see what was replayed (what bt_bulk's commit does with its
- * one number).  Caller holds apply_mu: every group before is applied
- * and published.
- */
-static int
-seq_raise_locked(struct server *s, const struct replay *rp)
-{
-	mutex_assert_held(&s->apply_mu);
-	assert(atomic_load(&s->next_seq) == s->applied_upto + 1);
-	if (rp->max_seq >= IKEY_MAX_SEQ)
-		return bt_error_set(-EOVERFLOW, "sequence numbers exhausted");
-	if (rp->max_seq > s->applied_upto) {
-		atomic_store(&s->next_seq, rp->max_seq + 1);
-		s->applied_upto = rp->max_seq;
-		atomic_store_explicit(&s->visible_seq, rp->max_seq,
-		    memory_order_release);
-	}
-	if (rp->max_stamp > s->last_stamp)
-		s->last_stamp = rp->max_stamp;
-	return 0;
-}
-
 static int
 load_locked(struct server *s, struct server_table *t, uint64_t id,
     const struct log_dirs *unused)
 {
 	struct tablet_map *m = server_table_map(t);
 	struct tablet *tab = NULL;
-	struct replay rp;
 	size_t i = map_index_of(m, id);
 	int rc;
 
@@ -207,9 +178,8 @@ load_locked(struct server *s, struct server_table *t, uint64_t id,
 		goto out;
 	/* Its redo point covers every number it was given (an unload or a
 	 * recovery flushed them): number above it. */
-	rp = (struct replay){ .max_seq = tablet_flushed_seq(tab) };
 	mutex_lock(&s->apply_mu);
-	if ((rc = seq_raise_locked(s, &rp)) < 0 ||
+	if ((rc = server_seq_raise_locked(s, tablet_flushed_seq(tab), 0)) < 0 ||
 	    (rc = map_put(s, t, m, i, tab)) < 0)
 		tablet_unref(tab);
 	mutex_unlock(&s->apply_mu);
@@ -298,7 +268,8 @@ recover_locked(struct server *s, struct server_table *t, uint64_t id,
 	if (rc < 0)
 		goto out_unref;
 	mutex_lock(&s->apply_mu);
-	if ((rc = seq_raise_locked(s, &rp)) == 0 &&
+	if ((rc = server_seq_raise_locked(s, rp.max_seq,
+	    rp.max_stamp)) == 0 &&
 	    (rc = map_put(s, t, m, i, tab)) == 0)
 		tab = NULL;
 	mutex_unlock(&s->apply_mu);

@@ -347,6 +347,11 @@ refresh_install(struct server *s, struct server_table *t, struct refresh *r)
 
 	mutex_assert_held(&s->work_mu);
 	mutex_lock(&s->apply_mu);
+	if ((rc = server_seq_raise_created_locked(s,
+	    tablet_schema_created_seq_max(r->schema))) < 0) {
+		mutex_unlock(&s->apply_mu);
+		return rc;
+	}
 	server_table_map_install(s, t, r->map);
 	mutex_lock(&s->tables_mu);
 	old = t->schema;
@@ -485,6 +490,14 @@ table_replace(struct server *s, const struct catalog_table *ct,
 	if ((rc = server_table_build(s, ct, cts, n, SERVER_TABLETS_UNSERVED,
 	    &t)) < 0)
 		return rc;
+	mutex_lock(&s->apply_mu);
+	rc = server_seq_raise_created_locked(s,
+	    tablet_schema_created_seq_max(t->schema));
+	mutex_unlock(&s->apply_mu);
+	if (rc < 0) {
+		server_table_unref(t);
+		return rc;
+	}
 	atomic_fetch_add(&t->refs, 1);	/* the registry's */
 	if ((rc = table_add(s, t)) < 0) {
 		atomic_fetch_sub(&t->refs, 1);

@@ -269,6 +269,27 @@ server_next_seq(struct server *s)
 }
 
 /*
+ * Number above max_seq and stamp above max_stamp from now on, and let
+ * readers see everything up to max_seq: what another server numbered
+ * (records replayed from its log, a loaded tablet's redo point), or a
+ * family's created_seq, which the server that made it numbered.  Each
+ * server of a cell numbers its own mutations, and a tablet or family
+ * that comes from another must order after what was numbered there.
+ * Caller holds apply_mu: every group before is applied and published.
+ * 0, or -EOVERFLOW when the numbers are exhausted.
+ */
+int server_seq_raise_locked(struct server *s, uint64_t max_seq,
+    int64_t max_stamp);
+/* Number at or above created_seq (a family's, made at another server,
+ * catalog_family): server_seq_raise_locked() to the number before it. */
+static inline int
+server_seq_raise_created_locked(struct server *s, uint64_t created_seq)
+{
+	return created_seq == 0 ? 0 :
+	    server_seq_raise_locked(s, created_seq - 1, 0);
+}
+
+/*
  * The files of src/server call one way, each only into those listed
  * before it here: the registry (server_tables.c), disk space
  * (server_space.c), the master (master.c), a cell's server

@@ -222,7 +222,9 @@ server_table_create(struct server *s, const char *name,
 		return -ENOMEM;
 	for (size_t i = 0; i < family_count; i++) {
 		fams[i] = families[i];
-		fams[i].created_seq = server_next_seq(s);
+		/* A new table's id is new: no family of its has data
+		 * from before. */
+		fams[i].created_seq = 0;
 		if (fams[i].group[0] == '\0')
 			snprintf(fams[i].group, sizeof(fams[i].group), "%s",
 			    CATALOG_DEFAULT_GROUP);
@@ -363,12 +365,15 @@ server_family_create(struct server *s, const char *table,
 	if (fam.group[0] == '\0')
 		snprintf(fam.group, sizeof(fam.group), "%s",
 		    CATALOG_DEFAULT_GROUP);
-	fam.created_seq = server_next_seq(s);
 	if ((rc = gc_policy_canonical(f->gc_policy[0] ? f->gc_policy :
 	    "never", fam.gc_policy, sizeof(fam.gc_policy))) < 0)
 		return rc;
 	if ((rc = schema_change_begin(s, table, &p)) < 0)
 		return rc;
+	if (fam.created_seq < server_next_seq(s))
+		fam.created_seq = server_next_seq(s);
+	if ((rc = server_seq_raise_created_locked(s, fam.created_seq)) < 0)
+		return schema_change_end(s, &p, rc);
 	return schema_change_end(s, &p, catalog_family_create(s->catalog,
 	    table, &fam, &p.prepare));
 }

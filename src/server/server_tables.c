@@ -6,10 +6,12 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "server/server_int.h"
+#include "tablet/ikey.h"
 #include "util/alloc.h"
 #include "util/error.h"
 
@@ -221,6 +223,25 @@ server_table_find_id_locked(struct server *s, uint64_t id)
 		if (s->tables[i]->id == id)
 			return s->tables[i];
 	return NULL;
+}
+
+int
+server_seq_raise_locked(struct server *s, uint64_t max_seq,
+    int64_t max_stamp)
+{
+	mutex_assert_held(&s->apply_mu);
+	assert(atomic_load(&s->next_seq) == s->applied_upto + 1);
+	if (max_seq >= IKEY_MAX_SEQ)
+		return bt_error_set(-EOVERFLOW, "sequence numbers exhausted");
+	if (max_seq > s->applied_upto) {
+		atomic_store(&s->next_seq, max_seq + 1);
+		s->applied_upto = max_seq;
+		atomic_store_explicit(&s->visible_seq, max_seq,
+		    memory_order_release);
+	}
+	if (max_stamp > s->last_stamp)
+		s->last_stamp = max_stamp;
+	return 0;
 }
 
 uint64_t

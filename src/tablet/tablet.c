@@ -147,6 +147,17 @@ tablet_schema_table_id(const struct tablet_schema *s)
 	return s->table_id;
 }
 
+uint64_t
+tablet_schema_created_seq_max(const struct tablet_schema *s)
+{
+	uint64_t max = 0;
+
+	for (size_t i = 0; i < s->family_count; i++)
+		if (s->families[i].created_seq > max)
+			max = s->families[i].created_seq;
+	return max;
+}
+
 const struct tablet_family *
 tablet_schema_family(const struct tablet_schema *s, struct slice family)
 {

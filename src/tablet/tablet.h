@@ -139,6 +139,9 @@ void tablet_schema_ref(struct tablet_schema *s);
 /* Accepts NULL. */
 void tablet_schema_unref(struct tablet_schema *s);
 uint64_t tablet_schema_table_id(const struct tablet_schema *s);
+/* The largest created_seq of its families (catalog_family): entries
+ * numbered below it belong to none of them. */
+uint64_t tablet_schema_created_seq_max(const struct tablet_schema *s);
 /* Whether family is in the schema. */
 bool tablet_schema_has_family(const struct tablet_schema *s,
     struct slice family);

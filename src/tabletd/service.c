@@ -184,7 +184,8 @@ family_create(struct service *svc, struct slice in, struct buf *reply)
 	spec.name = r->family->name;
 	spec.group = empty_null(r->family->group);
 	spec.gc_policy = empty_null(r->family->gc_policy);
-	rc = bt_family_create(svc->store, r->table, &spec);
+	rc = api_family_create_above(svc->store, r->table, &spec,
+	    r->has_created_seq_min ? r->created_seq_min : 0);
 	service_pb_free(&r->base);
 	return rc;
 }
