@@ -288,7 +288,9 @@ uint64_t tablet_oldest_unflushed_seq(const struct tablet *t);
 int tablet_flush(struct tablet *t, bool parallel);
 /* Whether some group has TABLET_MERGE_THRESHOLD files or more, the
  * reads have used up the budget and their group has two files or more,
- * or the tablet is idle and a group can be merged (TABLET_IDLE_USEC). */
+ * or the tablet is idle and a group can be merged (TABLET_IDLE_USEC);
+ * never for the files a merging compaction failed on (a new file makes
+ * them others). */
 bool tablet_needs_compaction(const struct tablet *t);
 /* Merge the SSTables of each group that needs it, as
  * tablet_needs_compaction() says (all groups with files when major). */

@@ -434,11 +434,38 @@ seek_group_due(const struct tablet *t)
 	return atomic_load_explicit(&t->seek_group, memory_order_relaxed);
 }
 
+/* The largest file number of v, 0 when it has none. */
+static uint64_t
+version_file_max(const struct tablet_version *v)
+{
+	uint64_t max = 0;
+
+	for (size_t i = 0; i < v->file_count; i++)
+		if (v->files[i].meta.number > max)
+			max = v->files[i].meta.number;
+	return max;
+}
+
+/* Whether a merging compaction of v's files failed (files are only
+ * added with new numbers, so the count and the largest name them). */
+static bool
+version_merge_failed(const struct tablet *t, const struct tablet_version *v)
+{
+	return t->failed_file_max != 0 &&
+	    t->failed_file_count == v->file_count &&
+	    t->failed_file_max == version_file_max(v);
+}
+
 bool
 tablet_needs_compaction(const struct tablet *t)
 {
 	struct tablet_version *v = tablet_version_get((struct tablet *)t);
 	bool needed = false;
+
+	if (version_merge_failed(t, v)) {
+		tablet_version_unref(v);
+		return false;
+	}
 
 	for (size_t g = 0; g < v->schema->group_count && !needed; g++)
 		needed = version_group_files(v, g) >= TABLET_MERGE_THRESHOLD;
@@ -636,6 +663,10 @@ tablet_compact(struct tablet *t, bool major, int64_t now)
 			rc = compact_group(t, v, g, compact_pick(v, g), now);
 		else if (t->idle && idle_pick(v, g) > 0)
 			rc = compact_group(t, v, g, n, now);
+	}
+	if (rc < 0 && !major) {
+		t->failed_file_count = v->file_count;
+		t->failed_file_max = version_file_max(v);
 	}
 	tablet_version_unref(v);
 	return rc;

@@ -169,6 +169,13 @@ struct tablet {
 	int64_t idle_since;
 	bool idle;
 	bool idle_decided;	/* idle_overlap() asked this quiet period */
+	/* The files of the last merging compaction that failed (their
+	 * count and largest number; 0: none failed), which
+	 * tablet_needs_compaction() does not offer again: a tablet whose
+	 * merge outgrows the largest file storage takes would otherwise
+	 * rewrite it every round.  On the compactions' thread. */
+	size_t failed_file_count;
+	uint64_t failed_file_max;
 };
 
 /* BT_ENOTSERVING, its detail naming t (tablet_serving()). */

@@ -379,6 +379,58 @@ test_idle_merge(void)
 }
 
 /*
+ * A merging compaction that fails (here every rename of a new SSTable
+ * into place; on RADOS, a tablet whose merge outgrows the largest
+ * object) is not tried again on the same files round after round,
+ * rewriting them each time: later idle rounds write nothing.  Once a
+ * new file is there, the merge is tried again and, the fault gone,
+ * merges all three, and every row reads its three versions.
+ */
+static void
+test_merge_failed(void)
+{
+	struct env_fault_stats before, after;
+	struct tstore t;
+	int64_t now;
+	char row[16], val[32];
+
+	tstore_fault(&t, NULL);
+	clock_stop(&t);
+	now = (int64_t)env_now_micros(t.env);
+	seek_table_fill(t.s, "quiet", true, 2);
+	env_fault_fail_after(t.env, ENV_FAULT_RENAME, 1, -EIO, true);
+	env_fault_set_clock(t.env, (uint64_t)(now + TABLET_IDLE_USEC));
+	(void)bt_store_flush(t.s);
+	env_fault_get_stats(t.env, &before);
+	for (int i = 2; i < 6; i++) {
+		env_fault_set_clock(t.env,
+		    (uint64_t)(now + i * TABLET_IDLE_USEC));
+		(void)bt_store_flush(t.s);
+	}
+	env_fault_get_stats(t.env, &after);
+	is_int((int)(after.appends - before.appends), 0, "a merge that "
+	    "failed is not tried again on the same files");
+	is_int(table_sstables(t.s, "quiet"), 2, "the two files stay");
+	env_fault_fail_after(t.env, ENV_FAULT_RENAME, 0, 0, false);
+	/* A third file as seek_table_fill() writes it. */
+	for (int i = 0; i < SEEK_ROWS; i++) {
+		row_name(i, row, sizeof(row));
+		snprintf(val, sizeof(val), "v%d.2", i);
+		must(put_str(t.s, "quiet", row, "f", "a", 102, val));
+	}
+	must(bt_store_flush(t.s));
+	env_fault_set_clock(t.env, (uint64_t)(now + 7 * TABLET_IDLE_USEC));
+	must(bt_store_flush(t.s));
+	env_fault_set_clock(t.env, (uint64_t)(now + 9 * TABLET_IDLE_USEC));
+	must(bt_store_flush(t.s));
+	is_int(table_sstables(t.s, "quiet"), 1, "with a new file the merge "
+	    "is tried again, and merges the three");
+	is_int(seek_table_read(t.s, "quiet", true, 3), SEEK_ROWS, "every row "
+	    "reads its three versions");
+	tstore_destroy(&t);
+}
+
+/*
  * An idle tablet's memtable of TABLET_IDLE_FLUSH_MIN bytes or more is
  * flushed by the background thread on its own (no bt_store_flush()):
  * the clock moves on by a quarter of TABLET_IDLE_USEC between polls of
@@ -489,6 +541,7 @@ main(void)
 	tstore_destroy(&t);
 	test_seek_compaction();
 	test_idle_merge();
+	test_merge_failed();
 	test_idle_flush();
 	return tap_done();
 }
