@@ -1825,11 +1825,19 @@ int
 api_tablet_recover(struct bt_store *s, const char *table, uint64_t tablet_id,
     const char *const *log_dirs, size_t count)
 {
+	return api_tablets_recover(s, table, &tablet_id, 1, log_dirs, count);
+}
+
+int
+api_tablets_recover(struct bt_store *s, const char *table,
+    const uint64_t *ids, size_t n, const char *const *log_dirs,
+    size_t count)
+{
 	bt_error_clear();
 	if (s->cell != NULL)
 		return bt_error_set(-EOPNOTSUPP, "a cell's master assigns its "
 		    "tablets");
-	return server_tablet_recover(s->server, table, tablet_id, log_dirs,
+	return server_tablets_recover(s->server, table, ids, n, log_dirs,
 	    count);
 }
 

@@ -54,6 +54,11 @@ int api_store_open_cell(const char *path, const struct bt_options *opts,
  */
 int api_tablet_recover(struct bt_store *s, const char *table,
     uint64_t tablet_id, const char *const *log_dirs, size_t count);
+/* The same of tablets ids (n) of table from one pass over the logs
+ * (server_tablets_recover()): all served when it returns 0, or none. */
+int api_tablets_recover(struct bt_store *s, const char *table,
+    const uint64_t *ids, size_t n, const char *const *log_dirs,
+    size_t count);
 
 /*
  * bt_family_create() with the least created_seq the family may take

@@ -186,6 +186,12 @@ int server_tablet_load(struct server *s, const char *table, uint64_t id);
  */
 int server_tablet_recover(struct server *s, const char *table, uint64_t id,
     const char *const *log_dirs, size_t count);
+/* server_tablet_recover() of tablets ids (n >= 1) of table from one pass
+ * over the logs (the paper's recovery sorted by tablet): all served
+ * when it returns 0, none otherwise; -EINVAL for an id named twice. */
+int server_tablets_recover(struct server *s, const char *table,
+    const uint64_t *ids, size_t n, const char *const *log_dirs,
+    size_t count);
 
 /* ---- Data ---- */
 

@@ -10,7 +10,9 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "server/server_int.h"
 #include "util/alloc.h"
@@ -41,20 +43,27 @@ no_tablet(struct server_table *t, uint64_t id)
 	    id);
 }
 
-/* Put fresh (its reference taken on success) at index i of t's map m,
- * which is the current one (only work_mu's holder installs maps).
- * Caller holds apply_mu. */
+/* Put fresh[k] (its reference taken on success) at index at[k] of t's
+ * map m, for k < n, all or none: m is the current map (only work_mu's
+ * holder installs maps).  Caller holds apply_mu. */
 static int
 map_put(struct server *s, struct server_table *t, struct tablet_map *m,
-    size_t i, struct tablet *fresh)
+    const size_t *at, struct tablet *const *fresh, size_t n)
 {
 	struct tablet_map *nm;
-	int rc;
 
 	mutex_assert_held(&s->apply_mu);
 	assert(server_table_map_locked(s, t) == m);
-	if ((rc = server_tablet_map_replace(m, i, 1, &fresh, 1, &nm)) < 0)
-		return rc;
+	if ((nm = server_tablet_map_new(m->count)) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->count; i++) {
+		tablet_ref(m->tablets[i]);
+		nm->tablets[i] = m->tablets[i];
+	}
+	for (size_t k = 0; k < n; k++) {
+		tablet_unref(nm->tablets[at[k]]);	/* m keeps its own */
+		nm->tablets[at[k]] = fresh[k];
+	}
 	server_table_map_install(s, t, nm);
 	return 0;
 }
@@ -77,9 +86,10 @@ row_of(struct tablet *tab, uint64_t table_id, struct catalog_tablet *row)
 }
 
 static int
-unload_locked(struct server *s, struct server_table *t, uint64_t id,
-    const struct log_dirs *unused)
+unload_locked(struct server *s, struct server_table *t, const uint64_t *ids,
+    size_t n, const struct log_dirs *unused)
 {
+	uint64_t id = ids[0];
 	struct tablet_map *m = server_table_map(t);
 	struct tablet_schema *schema = NULL;
 	struct tablet *tab, *none = NULL;
@@ -88,6 +98,7 @@ unload_locked(struct server *s, struct server_table *t, uint64_t id,
 	int rc;
 
 	(void)unused;
+	assert(n == 1);
 	mutex_assert_held(&s->work_mu);
 	buf_init(&row.start);
 	buf_init(&row.end);
@@ -112,7 +123,7 @@ unload_locked(struct server *s, struct server_table *t, uint64_t id,
 	if ((rc = row_of(tab, t->id, &row)) < 0 ||
 	    (rc = tablet_open_unserved(&s->tenv, &row, schema, &none)) < 0)
 		goto out_unlock;
-	if ((rc = map_put(s, t, m, i, none)) < 0) {
+	if ((rc = map_put(s, t, m, &i, &none, 1)) < 0) {
 		tablet_unref(none);
 		goto out_unlock;
 	}
@@ -156,15 +167,17 @@ open_from_catalog(struct server *s, struct server_table *t, uint64_t id,
 }
 
 static int
-load_locked(struct server *s, struct server_table *t, uint64_t id,
-    const struct log_dirs *unused)
+load_locked(struct server *s, struct server_table *t, const uint64_t *ids,
+    size_t n, const struct log_dirs *unused)
 {
+	uint64_t id = ids[0];
 	struct tablet_map *m = server_table_map(t);
 	struct tablet *tab = NULL;
 	size_t i = map_index_of(m, id);
 	int rc;
 
 	(void)unused;
+	assert(n == 1);
 	mutex_assert_held(&s->work_mu);
 	if (i == m->count) {
 		rc = no_tablet(t, id);
@@ -180,7 +193,7 @@ load_locked(struct server *s, struct server_table *t, uint64_t id,
 	 * recovery flushed them): number above it. */
 	mutex_lock(&s->apply_mu);
 	if ((rc = server_seq_raise_locked(s, tablet_flushed_seq(tab), 0)) < 0 ||
-	    (rc = map_put(s, t, m, i, tab)) < 0)
+	    (rc = map_put(s, t, m, &i, &tab, 1)) < 0)
 		tablet_unref(tab);
 	mutex_unlock(&s->apply_mu);
 out:
@@ -229,73 +242,97 @@ log_dir_path(struct server *s, const char *log_dir, char *path, size_t size)
 	return path;
 }
 
+/*
+ * Recover tablets ids (n) of t from the logs of from in one pass over
+ * them, then flush each, and serve them all or none (server.h).
+ */
 static int
-recover_locked(struct server *s, struct server_table *t, uint64_t id,
-    const struct log_dirs *from)
+recover_locked(struct server *s, struct server_table *t, const uint64_t *ids,
+    size_t n, const struct log_dirs *from)
 {
 	struct tablet_map *m = server_table_map(t);
-	struct tablet *tab = NULL;
+	struct tablet **tabs;
 	struct replay rp;
-	size_t i = map_index_of(m, id);
+	size_t *at;
 	char path[4096];
-	int rc;
+	int rc = 0;
 
 	mutex_assert_held(&s->work_mu);
-	if (i == m->count) {
-		rc = no_tablet(t, id);
+	tabs = bt_calloc(n, sizeof(*tabs));
+	at = bt_calloc(n, sizeof(*at));
+	if (tabs == NULL || at == NULL) {
+		rc = -ENOMEM;
 		goto out;
 	}
-	if (tablet_serving(m->tablets[i])) {
-		rc = bt_error_set(-EBUSY, "table %s: tablet %" PRIu64 " is "
-		    "served here: unload it first", t->name, id);
-		goto out;
+	for (size_t k = 0; k < n && rc == 0; k++) {
+		at[k] = map_index_of(m, ids[k]);
+		for (size_t j = 0; j < k && rc == 0; j++)
+			if (at[j] == at[k])
+				rc = bt_error_set(-EINVAL, "table %s: tablet "
+				    "%" PRIu64 " named twice", t->name, ids[k]);
+		if (rc < 0)
+			break;
+		if (at[k] == m->count)
+			rc = no_tablet(t, ids[k]);
+		else if (tablet_serving(m->tablets[at[k]]))
+			rc = bt_error_set(-EBUSY, "table %s: tablet %" PRIu64
+			    " is served here: unload it first", t->name,
+			    ids[k]);
+		else
+			rc = open_from_catalog(s, t, ids[k], &tabs[k]);
 	}
-	if ((rc = open_from_catalog(s, t, id, &tab)) < 0)
+	if (rc < 0)
 		goto out;
-	/* Directory by directory: the tablet's records above its redo
-	 * point are in one of them only (server.h). */
-	rp = (struct replay){ .only = tab, .only_table = t->id };
+	/* Directory by directory: a tablet's records above its redo point
+	 * are in one of them only (server.h). */
+	rp = (struct replay){ .only = tabs, .only_count = n,
+	    .only_table = t->id };
 	for (size_t k = 0; k < from->count && rc == 0; k++) {
 		const char *dir = log_dir_path(s, from->dirs[k], path,
 		    sizeof(path));
 
 		rc = dir == NULL ? -ENOMEM : replay_from(s, dir, &rp);
 	}
+	for (size_t k = 0; k < n && rc == 0; k++)
+		if ((rc = tablet_freeze(tabs[k])) == 0)
+			rc = tablet_flush(tabs[k], false);
 	if (rc < 0)
-		goto out_unref;
-	if ((rc = tablet_freeze(tab)) == 0)
-		rc = tablet_flush(tab, false);
-	if (rc < 0)
-		goto out_unref;
+		goto out;
 	mutex_lock(&s->apply_mu);
 	if ((rc = server_seq_raise_locked(s, rp.max_seq,
 	    rp.max_stamp)) == 0 &&
-	    (rc = map_put(s, t, m, i, tab)) == 0)
-		tab = NULL;
+	    (rc = map_put(s, t, m, at, tabs, n)) == 0)
+		memset(tabs, 0, n * sizeof(*tabs));
 	mutex_unlock(&s->apply_mu);
-out_unref:
-	tablet_unref(tab);
 out:
+	for (size_t k = 0; tabs != NULL && k < n; k++)
+		tablet_unref(tabs[k]);
+	bt_free(tabs);
+	bt_free(at);
 	server_tablet_map_unref(m);
 	return rc;
 }
 
 /*
- * The table named table, referenced, for an assignment of its tablet id:
- * on a cell's server, read again from the catalog when this server does
- * not know the table or the tablet (server.h).  Caller holds work_mu.
+ * The table named table, referenced, for an assignment of its tablets
+ * ids (n): on a cell's server, read again from the catalog when this
+ * server does not know the table or one of the tablets (server.h).
+ * Caller holds work_mu.
  */
 static int
-assign_table(struct server *s, const char *table, uint64_t id,
-    struct server_table **out)
+assign_table(struct server *s, const char *table, const uint64_t *ids,
+    size_t n, struct server_table **out)
 {
 	struct server_table *t = NULL;
+	bool known;
 	int rc;
 
 	mutex_assert_held(&s->work_mu);
 	rc = server_table_lookup(s, table, &t);
-	if (!s->cell || (rc == 0 && server_cell_table_knows(t, id)) ||
-	    (rc < 0 && rc != -ENOENT)) {
+	known = rc == 0;
+	for (size_t k = 0; k < n && known; k++)
+		known = server_cell_table_knows(t, ids[k]);
+	if (!s->cell || known || (rc < 0 && rc != -ENOENT)) {
 		*out = t;
 		return rc;
 	}
@@ -303,13 +340,13 @@ assign_table(struct server *s, const char *table, uint64_t id,
 	return server_cell_table_reread(s, table, out);
 }
 
-/* Run fn on tablet id of table under work_mu (so that no flush,
+/* Run fn on tablets ids (n) of table under work_mu (so that no flush,
  * compaction, split or merge runs beside it). */
 static int
-assign_run(struct server *s, const char *table, uint64_t id,
-    const struct log_dirs *from,
-    int (*fn)(struct server *, struct server_table *, uint64_t,
-    const struct log_dirs *))
+assign_run(struct server *s, const char *table, const uint64_t *ids,
+    size_t n, const struct log_dirs *from,
+    int (*fn)(struct server *, struct server_table *, const uint64_t *,
+    size_t, const struct log_dirs *))
 {
 	struct server_table *t;
 	int rc;
@@ -318,9 +355,11 @@ assign_run(struct server *s, const char *table, uint64_t id,
 		return bt_error_set(-EROFS, "the store is open read-only");
 	if (table == NULL)
 		return bt_error_set(-EINVAL, "no table name");
+	if (n == 0)
+		return bt_error_set(-EINVAL, "no tablet");
 	mutex_lock(&s->work_mu);
-	if ((rc = assign_table(s, table, id, &t)) == 0) {
-		rc = fn(s, t, id, from);
+	if ((rc = assign_table(s, table, ids, n, &t)) == 0) {
+		rc = fn(s, t, ids, n, from);
 		server_table_unref(t);
 	}
 	mutex_unlock(&s->work_mu);
@@ -330,18 +369,26 @@ assign_run(struct server *s, const char *table, uint64_t id,
 int
 server_tablet_unload(struct server *s, const char *table, uint64_t id)
 {
-	return assign_run(s, table, id, NULL, unload_locked);
+	return assign_run(s, table, &id, 1, NULL, unload_locked);
 }
 
 int
 server_tablet_load(struct server *s, const char *table, uint64_t id)
 {
-	return assign_run(s, table, id, NULL, load_locked);
+	return assign_run(s, table, &id, 1, NULL, load_locked);
 }
 
 int
 server_tablet_recover(struct server *s, const char *table, uint64_t id,
     const char *const *log_dirs, size_t count)
+{
+	return server_tablets_recover(s, table, &id, 1, log_dirs, count);
+}
+
+int
+server_tablets_recover(struct server *s, const char *table,
+    const uint64_t *ids, size_t n, const char *const *log_dirs,
+    size_t count)
 {
 	struct log_dirs from = { log_dirs, count };
 
@@ -355,5 +402,5 @@ server_tablet_recover(struct server *s, const char *table, uint64_t id,
 		else if (s->cell && !server_cell_dir_is_below(log_dirs[i]))
 			return bt_error_set(-EINVAL, "log directory \"%s\": "
 			    "not a path below the store", log_dirs[i]);
-	return assign_run(s, table, id, &from, recover_locked);
+	return assign_run(s, table, ids, n, &from, recover_locked);
 }

@@ -534,9 +534,10 @@ void server_cell_poll_note(struct server *s, int rc);
 struct replay {
 	const char *dir;	/* the segments' directory */
 	const char *name;	/* the directory as notices name it */
-	/* NULL: every tablet of the store (at open, alone); else only the
-	 * records of this tablet's rows, in table only_table. */
-	struct tablet *only;
+	/* only_count 0: every tablet of the store (at open, alone); else
+	 * only the records of these tablets' rows, in table only_table. */
+	struct tablet *const *only;
+	size_t only_count;
 	uint64_t only_table;
 	/* Raised to the highest sequence number and server stamp of the
 	 * records read, whichever tablet they are for. */

@@ -1,6 +1,6 @@
 /*
  * server_replay.c - replaying commit log segments into tablets: every
- * tablet of the store when it opens (server.c), or one tablet recovered
+ * tablet of the store when it opens (server.c), or tablets recovered
  * from another server's log (server_assign.c).
  */
 #include <errno.h>
@@ -19,9 +19,14 @@ replay_target(struct server *s, const struct replay *rp,
 {
 	struct server_table *t;
 
-	if (rp->only != NULL)
-		return rec->table_id == rp->only_table &&
-		    tablet_contains(rp->only, rec->row) ? rp->only : NULL;
+	if (rp->only_count > 0) {
+		if (rec->table_id != rp->only_table)
+			return NULL;
+		for (size_t i = 0; i < rp->only_count; i++)
+			if (tablet_contains(rp->only[i], rec->row))
+				return rp->only[i];
+		return NULL;
+	}
 	/* Alone at open, but a table is found under tables_mu. */
 	mutex_lock(&s->tables_mu);
 	t = server_table_find_id_locked(s, rec->table_id);
@@ -133,7 +138,7 @@ server_replay_segment(struct server *s, struct replay *rp, uint64_t number,
 		}
 		*damaged = true;
 		*torn |= intact > 0;
-		kept = rp->only != NULL ? "the segment is left where it is" :
+		kept = rp->only_count > 0 ? "the segment is left where it is" :
 		    s->opts.read_only ? "read-only: the segment stays in log/" :
 		    "the segment is kept in lost/";
 		if (intact > 0)

@@ -294,9 +294,12 @@ catalog_assign(const struct tabletd_assign *a, uint64_t tablet,
 	    NULL, NULL);
 }
 
+/* RECOVER of tablet t at to, or with more (n_more tablets of t's table)
+ * RECOVER_TABLETS of them all from one pass over the logs. */
 static int
 tablet_recover(const struct tabletd_assign *a, const struct tabletd_live *to,
-    const Tabletfs__CatalogAssignment *t, const struct dead_dirs *dirs)
+    const Tabletfs__CatalogAssignment *t, uint64_t *more, size_t n_more,
+    const struct dead_dirs *dirs)
 {
 	Tabletfs__TabletRequest req = TABLETFS__TABLET_REQUEST__INIT;
 	int64_t now = rpc_now_ns();
@@ -304,9 +307,12 @@ tablet_recover(const struct tabletd_assign *a, const struct tabletd_live *to,
 	req.table = t->table;
 	req.has_tablet_id = true;
 	req.tablet_id = t->tablet_id;
+	req.more_tablet_ids = more;
+	req.n_more_tablet_ids = n_more;
 	req.log_dirs = dirs->dirs;
 	req.n_log_dirs = dirs->count;
-	return assign_call(a, to->address, TABLETFS__METHOD__RECOVER,
+	return assign_call(a, to->address, n_more > 0 ?
+	    TABLETFS__METHOD__RECOVER_TABLETS : TABLETFS__METHOD__RECOVER,
 	    &req.base, now + a->connect_ns, now + RECOVER_DEADLINE_NS, NULL,
 	    NULL);
 }
@@ -340,15 +346,18 @@ tablet_give(const struct tabletd_assign *a,
 struct recover_job {
 	const Tabletfs__CatalogAssignment *t;
 	struct tabletd_live *to;
+	bool sent;
 	int rc;
 };
 
 /*
- * The RECOVERs of one server, one after another (the server runs them
- * one at a time anyway), while the other servers recover theirs: a dead
- * server's tablets are served again in the time of the busiest
- * recovery, not of all of them.  A RECOVER that fails unassigns its
- * tablet for the next round.
+ * The recoveries of one server, one table after another (the server
+ * runs them one at a time anyway), while the other servers recover
+ * theirs: a dead server's tablets are served again in the time of the
+ * busiest recovery, not of all of them.  The tablets of one table go in
+ * one RECOVER_TABLETS, which reads the logs once for all of them (one
+ * RECOVER each to a server from before it).  A recovery that fails
+ * unassigns its tablets for the next round.
  */
 struct recover_batch {
 	const struct tabletd_assign *a;
@@ -360,29 +369,75 @@ struct recover_batch {
 	bool started;
 };
 
+/* Whether job k of b is one that recover_table() sends with job j. */
+static bool
+recover_with(const struct recover_batch *b, size_t k,
+    const struct recover_job *j)
+{
+	return b->jobs[k].to == b->to && !b->jobs[k].sent &&
+	    strcmp(b->jobs[k].t->table, j->t->table) == 0;
+}
+
+/*
+ * Recover job j at b's server, with the later jobs of its table there
+ * (more: room for b->count ids) while the server takes RECOVER_TABLETS
+ * (*batch, cleared at its first ENOSYS), and log the outcome of each; a
+ * failure unassigns the tablets sent.
+ */
+static void
+recover_table(struct recover_batch *b, struct recover_job *j, uint64_t *more,
+    bool *batch)
+{
+	size_t first = (size_t)(j - b->jobs), n = 0;
+	int64_t t0 = rpc_now_ns();
+	int rc;
+
+	for (size_t k = first + 1; *batch && k < b->count; k++)
+		if (recover_with(b, k, j))
+			more[n++] = b->jobs[k].t->tablet_id;
+	rc = tablet_recover(b->a, b->to, j->t, more, n, b->dirs);
+	if (n > 0 && rc == -ENOSYS) {
+		*batch = false;
+		n = 0;
+		rc = tablet_recover(b->a, b->to, j->t, NULL, 0, b->dirs);
+	}
+	if (rc < 0)
+		tabletd_log("recover tablet %" PRIu64 "%s of %s at %s: %s",
+		    j->t->tablet_id, n > 0 ? " and others" : "", j->t->table,
+		    b->to->name, bt_error_detail());
+	else
+		tabletd_log("recovered %zu tablet%s of %s at %s in %" PRId64
+		    " ms", n + 1, n > 0 ? "s" : "", j->t->table, b->to->name,
+		    (rpc_now_ns() - t0) / 1000000);
+	for (size_t k = first; k < b->count; k++) {
+		struct recover_job *o = &b->jobs[k];
+		const char *from = o->t->server != NULL ? o->t->server : "";
+
+		if (k != first && (n == 0 || !recover_with(b, k, j)))
+			continue;
+		o->sent = true;
+		o->rc = rc;
+		if (rc < 0)
+			(void)catalog_assign(b->a, o->t->tablet_id, "",
+			    b->to->name);
+		else
+			tabletd_log("tablet %" PRIu64 " of %s: %s serves it "
+			    "(was %s)", o->t->tablet_id, o->t->table,
+			    b->to->name, from[0] ? from : "unassigned");
+	}
+}
+
 static void *
 recover_batch_run(void *arg)
 {
 	struct recover_batch *b = arg;
+	uint64_t *more = calloc(b->count + 1, sizeof(*more));
+	bool batch = more != NULL;
 
-	for (size_t i = 0; i < b->count; i++) {
-		struct recover_job *j = &b->jobs[i];
-		const char *from = j->t->server != NULL ? j->t->server : "";
-
-		if (j->to != b->to)
-			continue;
-		if ((j->rc = tablet_recover(b->a, b->to, j->t, b->dirs)) < 0) {
-			tabletd_log("recover tablet %" PRIu64 " of %s at %s: "
-			    "%s", j->t->tablet_id, j->t->table, b->to->name,
-			    bt_error_detail());
-			(void)catalog_assign(b->a, j->t->tablet_id, "",
-			    b->to->name);
-			continue;
-		}
-		tabletd_log("tablet %" PRIu64 " of %s: %s serves it (was %s)",
-		    j->t->tablet_id, j->t->table, b->to->name,
-		    from[0] ? from : "unassigned");
-	}
+	for (size_t i = 0; i < b->count; i++)
+		if (b->jobs[i].to == b->to && !b->jobs[i].sent)
+			recover_table(b, &b->jobs[i], more, &batch);
+	free(more);
 	return NULL;
 }
 
@@ -640,7 +695,8 @@ tabletd_assign_round(const struct tabletd_assign *a)
 		    t->server != NULL ? t->server : "");
 		int trc;
 
-		if (l != NULL && (trc = tablet_recover(a, l, t, &dirs)) < 0 &&
+		if (l != NULL && (trc = tablet_recover(a, l, t, NULL, 0,
+		    &dirs)) < 0 &&
 		    trc != -EBUSY)
 			tabletd_log("tablet %" PRIu64 " of %s at %s: %s",
 			    t->tablet_id, t->table, l->name,

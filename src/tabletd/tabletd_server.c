@@ -384,15 +384,18 @@ out:
 }
 
 /*
- * LOAD, UNLOAD and RECOVER of one tablet (TabletRequest), the master's
- * assignment: the tablet calls of the store served.  RECOVER's log
- * directories are relative to the cell's storage.
+ * LOAD, UNLOAD and RECOVER of one tablet, and RECOVER_TABLETS of several
+ * (TabletRequest), the master's assignment: the tablet calls of the
+ * store served.  RECOVER's log directories are relative to the cell's
+ * storage.
  */
 static int
 tablet_call(struct tablet_server *ts, uint32_t method, struct slice request,
     struct buf *reply)
 {
 	Tabletfs__TabletRequest *req;
+	uint64_t *ids = NULL;
+	size_t n = 1;
 	char line[512];
 	int rc;
 
@@ -404,6 +407,15 @@ tablet_call(struct tablet_server *ts, uint32_t method, struct slice request,
 		rc = reply_error(reply, -EINVAL, "no table or tablet");
 		goto out;
 	}
+	if (method == TABLETFS__METHOD__RECOVER_TABLETS)
+		n += req->n_more_tablet_ids;
+	if ((ids = calloc(n, sizeof(*ids))) == NULL) {
+		rc = reply_error(reply, -ENOMEM, "out of memory");
+		goto out;
+	}
+	ids[0] = req->tablet_id;
+	for (size_t k = 1; k < n; k++)
+		ids[k] = req->more_tablet_ids[k - 1];
 	pthread_rwlock_rdlock(&ts->serving);
 	if (ts->store == NULL)
 		rc = BT_ENOTSERVING;
@@ -412,19 +424,21 @@ tablet_call(struct tablet_server *ts, uint32_t method, struct slice request,
 	else if (method == TABLETFS__METHOD__UNLOAD)
 		rc = bt_tablet_unload(ts->store, req->table, req->tablet_id);
 	else
-		rc = api_tablet_recover(ts->store, req->table, req->tablet_id,
+		rc = api_tablets_recover(ts->store, req->table, ids, n,
 		    (const char *const *)req->log_dirs, req->n_log_dirs);
 	pthread_rwlock_unlock(&ts->serving);
 	if (rc < 0) {
-		snprintf(line, sizeof(line), "tablet %" PRIu64 " of %.200s: %s",
-		    req->tablet_id, req->table, *bt_error_detail() ?
-		    bt_error_detail() : bt_strerror(rc));
+		snprintf(line, sizeof(line), "tablet %" PRIu64 "%s of %.200s: "
+		    "%s", req->tablet_id, n > 1 ? " and others" : "",
+		    req->table, *bt_error_detail() ? bt_error_detail() :
+		    bt_strerror(rc));
 		rc = reply_error(reply, rc, line);
 	} else {
 		reply->n = 0;
 		rc = 0;
 	}
 out:
+	free(ids);
 	tabletfs__tablet_request__free_unpacked(req, NULL);
 	return rc;
 }
@@ -445,6 +459,7 @@ handle(void *arg, const struct rpc_call *call, struct slice request,
 	case TABLETFS__METHOD__LOAD:
 	case TABLETFS__METHOD__UNLOAD:
 	case TABLETFS__METHOD__RECOVER:
+	case TABLETFS__METHOD__RECOVER_TABLETS:
 		return tablet_call(ts, call->method, request, reply);
 	case TABLETFS__METHOD__LOCATE:
 		/* Served whole, every tablet is this server's: clients

@@ -11,9 +11,10 @@
  * changes and splits of tablets it does not serve (its own splits are
  * test_api_cellsplit's); a table, tablet or family made at the root after
  * the second opened is found by reading the catalog again; and when the
- * second is given up for dead, the root recovers its tablets from its
- * log with every acknowledged write, while the still-running second's
- * flush is refused by the catalog and changes nothing.
+ * second is given up for dead, the root recovers its two tablets from
+ * one pass over its log (all or none: naming one twice recovers
+ * neither) with every acknowledged write, while the still-running
+ * second's flush is refused by the catalog and changes nothing.
  */
 #include <sys/stat.h>
 
@@ -327,7 +328,7 @@ test_given_up(struct tstore *ts, struct cell_root *r, struct bt_store *second,
 	const char *dirs[] = { "nosuch/log", SECOND_DIR "/log" };
 	const char *outside[] = { "/tmp", "../store/log", "servers/../log",
 	    "./log", "log/" };
-	uint64_t tid = table_id(r->catalog, "t");
+	uint64_t tid = table_id(r->catalog, "t"), both[2];
 	char *before, *after;
 	int rc;
 
@@ -347,11 +348,17 @@ test_given_up(struct tstore *ts, struct cell_root *r, struct bt_store *second,
 		is_int(rc, -EINVAL, "recover from \"%s\", not below the "
 		    "store: -EINVAL (%s)", outside[i], bt_error_detail());
 	}
-	rc = api_tablet_recover(r->s, "t", ids[1], dirs + 1, 1);
-	ok(rc == 0, "the root recovers [m, ) from the second's log (%s)",
+	both[0] = ids[1];
+	both[1] = ids[1];
+	rc = api_tablets_recover(r->s, "t", both, 2, dirs + 1, 1);
+	is_int(rc, -EINVAL, "a recovery naming a tablet twice: -EINVAL (%s)",
 	    bt_error_detail());
-	rc = api_tablet_recover(r->s, "t", child, dirs + 1, 1);
-	ok(rc == 0, "and [c, m) (%s)", bt_error_detail());
+	rc = put_str(r->s, "t", "y0", "f", "q", 12, "early");
+	is_int(rc, BT_ENOTSERVING, "and it serves nothing: BT_ENOTSERVING");
+	both[1] = child;
+	rc = api_tablets_recover(r->s, "t", both, 2, dirs + 1, 1);
+	ok(rc == 0, "the root recovers [m, ) and [c, m) from one pass over "
+	    "the second's log (%s)", bt_error_detail());
 	is_int(rows_match(r->s, "y", 20, "acked") + rows_match(r->s, "z", 5,
 	    "synced") + rows_match(r->s, "x", 10, "second"), 35,
 	    "every acknowledged write of the second reads back at the root");
