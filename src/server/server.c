@@ -264,6 +264,7 @@ server_load_tables(struct server *s)
 		return rc;
 	for (size_t i = 0; i < count && rc == 0; i++) {
 		struct server_table *t;
+		uint64_t created;
 
 		if ((rc = server_table_load(s, names[i], how, &t)) < 0)
 			break;
@@ -282,8 +283,9 @@ server_load_tables(struct server *s)
 		}
 		/* Its families' writes number at or above their birth
 		 * (server_seq_raise_created_locked()). */
-		if (tablet_schema_created_seq_max(t->schema) > s->next_seq)
-			s->next_seq = tablet_schema_created_seq_max(t->schema);
+		created = tablet_schema_created_seq_max(t->schema);
+		if (created > s->next_seq)
+			s->next_seq = created;
 	}
 	for (size_t i = 0; i < count; i++)
 		bt_free(names[i]);

@@ -51,16 +51,14 @@ map_put(struct server *s, struct server_table *t, struct tablet_map *m,
     const size_t *at, struct tablet *const *fresh, size_t n)
 {
 	struct tablet_map *nm;
+	int rc;
 
 	mutex_assert_held(&s->apply_mu);
-	assert(server_table_map_locked(s, t) == m);
-	if ((nm = server_tablet_map_new(m->count)) == NULL)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->count; i++) {
-		tablet_ref(m->tablets[i]);
-		nm->tablets[i] = m->tablets[i];
-	}
-	for (size_t k = 0; k < n; k++) {
+	assert(server_table_map_locked(s, t) == m && n > 0);
+	if ((rc = server_tablet_map_replace(m, at[0], 1, fresh, 1, &nm)) < 0)
+		return rc;
+	/* The others in place: nm is no one else's yet. */
+	for (size_t k = 1; k < n; k++) {
 		tablet_unref(nm->tablets[at[k]]);	/* m keeps its own */
 		nm->tablets[at[k]] = fresh[k];
 	}

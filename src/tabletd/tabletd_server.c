@@ -394,7 +394,7 @@ tablet_call(struct tablet_server *ts, uint32_t method, struct slice request,
     struct buf *reply)
 {
 	Tabletfs__TabletRequest *req;
-	uint64_t *ids = NULL;
+	uint64_t *ids, *more = NULL;
 	size_t n = 1;
 	char line[512];
 	int rc;
@@ -407,15 +407,18 @@ tablet_call(struct tablet_server *ts, uint32_t method, struct slice request,
 		rc = reply_error(reply, -EINVAL, "no table or tablet");
 		goto out;
 	}
-	if (method == TABLETFS__METHOD__RECOVER_TABLETS)
+	ids = &req->tablet_id;
+	if (method == TABLETFS__METHOD__RECOVER_TABLETS &&
+	    req->n_more_tablet_ids > 0) {
 		n += req->n_more_tablet_ids;
-	if ((ids = calloc(n, sizeof(*ids))) == NULL) {
-		rc = reply_error(reply, -ENOMEM, "out of memory");
-		goto out;
+		if ((ids = more = calloc(n, sizeof(*ids))) == NULL) {
+			rc = reply_error(reply, -ENOMEM, "out of memory");
+			goto out;
+		}
+		ids[0] = req->tablet_id;
+		memcpy(ids + 1, req->more_tablet_ids,
+		    req->n_more_tablet_ids * sizeof(*ids));
 	}
-	ids[0] = req->tablet_id;
-	for (size_t k = 1; k < n; k++)
-		ids[k] = req->more_tablet_ids[k - 1];
 	pthread_rwlock_rdlock(&ts->serving);
 	if (ts->store == NULL)
 		rc = BT_ENOTSERVING;
@@ -438,7 +441,7 @@ tablet_call(struct tablet_server *ts, uint32_t method, struct slice request,
 		rc = 0;
 	}
 out:
-	free(ids);
+	free(more);
 	tabletfs__tablet_request__free_unpacked(req, NULL);
 	return rc;
 }
