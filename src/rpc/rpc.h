@@ -60,6 +60,15 @@ int rpc_client_open(const char *address, const uint8_t *secret,
 void rpc_client_close(struct rpc_client *c);
 
 /*
+ * Fail the connection now, from any thread: calls waiting on it return
+ * -ECONNABORTED at once (sent = true for those that sent), and later
+ * ones fail with nothing sent.  c must still be closed.  For a caller
+ * that learns the server is gone (its session ended) while a call waits
+ * on a reply that will not come.
+ */
+void rpc_client_abort(struct rpc_client *c);
+
+/*
  * Send one request and wait for its reply until deadline_ns.  Thread-safe.
  *
  * 0: the reply arrived; its status is in *status (0, or the negative code

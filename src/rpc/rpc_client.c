@@ -321,6 +321,14 @@ rpc_client_close(struct rpc_client *c)
 	bt_free(c);
 }
 
+void
+rpc_client_abort(struct rpc_client *c)
+{
+	mutex_lock(&c->mu);
+	client_break(c, -ECONNABORTED);
+	mutex_unlock(&c->mu);
+}
+
 bool
 rpc_client_broken(const struct rpc_client *c)
 {

@@ -183,6 +183,16 @@ struct tabletd_balance {
  * results.  A transport failure (the reply did not come by deadline,
  * the connection broke) closes the connection, for the next call to
  * open a new one; a server's status keeps it.
+ *
+ * tabletd_conns_call_own() is tabletd_call() over a connection of the
+ * call's own (a server that does not answer its handshake by
+ * connect_deadline is not waited for, as it would be on a kept one),
+ * which tabletd_conns_abandon() reaches too.
+ *
+ * tabletd_conns_abandon() takes the addresses of the servers registered
+ * now: every call waiting on a connection to another address returns
+ * -ECONNABORTED at once, and the kept connection is closed.  The number
+ * of connections it aborted.
  */
 struct tabletd_conns;
 int tabletd_conns_new(const uint8_t *secret, struct tabletd_conns **out);
@@ -193,6 +203,12 @@ int tabletd_conns_call(struct tabletd_conns *c, const char *address,
     uint32_t method, const ProtobufCMessage *request,
     int64_t connect_deadline, int64_t deadline,
     const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
+int tabletd_conns_call_own(struct tabletd_conns *c, const char *address,
+    uint32_t method, const ProtobufCMessage *request,
+    int64_t connect_deadline, int64_t deadline,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
+size_t tabletd_conns_abandon(struct tabletd_conns *c, char *const *addresses,
+    size_t count);
 
 /* What one round of assignment works from (tabletd_assign.c). */
 struct tabletd_assign {

@@ -14,6 +14,13 @@
  * thread's failure does not free a connection another thread is using
  * (the round's recoveries run a thread per server, each calling the
  * root's server too).
+ *
+ * The master learns that a server is gone from ZooKeeper, not from the
+ * server: a stopped (or cut off) server keeps its connections open and
+ * never answers.  tabletd_conns_abandon() then aborts every call waiting
+ * on it, kept connection or one of a call's own, so that a round is not
+ * held for a call's whole deadline (a SERVE's is two minutes) by a
+ * server whose tablets it should be giving to others.
  */
 #include <assert.h>
 #include <errno.h>
@@ -45,6 +52,7 @@ struct tabletd_conns {
 	uint8_t secret[RPC_SECRET_SIZE];
 	struct mutex mu;
 	struct tabletd_conn *list;		/* guarded by mu */
+	struct tabletd_conn *own;	/* each a call's own; guarded by mu */
 	struct conns_name *names;		/* guarded by mu */
 	size_t name_count;
 };
@@ -114,6 +122,16 @@ tabletd_call(const char *address, const uint8_t *secret, uint32_t method,
 	    reply, &lost);
 	rpc_client_close(rpc);
 	return rc;
+}
+
+/* Whether address is among addresses[0..count). */
+static bool
+address_listed(char *const *addresses, size_t count, const char *address)
+{
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(addresses[i], address) == 0)
+			return true;
+	return false;
 }
 
 int
@@ -306,4 +324,72 @@ tabletd_conns_call(struct tabletd_conns *c, const char *address,
 	mutex_unlock(&c->mu);
 	conn_close(done);
 	return rc;
+}
+
+int
+tabletd_conns_call_own(struct tabletd_conns *c, const char *address,
+    uint32_t method, const ProtobufCMessage *request,
+    int64_t connect_deadline, int64_t deadline,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+{
+	struct tabletd_conn *conn;
+	bool lost;
+	int rc;
+
+	if ((conn = calloc(1, sizeof(*conn))) == NULL)
+		return -ENOMEM;
+	if ((rc = rpc_client_open(address, c->secret, connect_deadline,
+	    &conn->rpc)) < 0) {
+		free(conn);
+		return rc;
+	}
+	snprintf(conn->address, sizeof(conn->address), "%s", address);
+	mutex_lock(&c->mu);
+	conn->next = c->own;
+	c->own = conn;
+	mutex_unlock(&c->mu);
+	rc = call_on(conn->rpc, address, method, request, deadline,
+	    reply_desc, reply, &lost);
+	mutex_lock(&c->mu);
+	for (struct tabletd_conn **p = &c->own; *p != NULL; p = &(*p)->next)
+		if (*p == conn) {
+			*p = conn->next;
+			break;
+		}
+	mutex_unlock(&c->mu);
+	conn_close(conn);
+	return rc;
+}
+
+size_t
+tabletd_conns_abandon(struct tabletd_conns *c, char *const *addresses,
+    size_t count)
+{
+	struct tabletd_conn *closing = NULL, *next, *done;
+	size_t aborted = 0;
+
+	mutex_lock(&c->mu);
+	for (struct tabletd_conn *conn = c->own; conn != NULL;
+	    conn = conn->next)
+		if (!address_listed(addresses, count, conn->address)) {
+			rpc_client_abort(conn->rpc);
+			aborted++;
+		}
+	for (struct tabletd_conn *conn = c->list; conn != NULL; conn = next) {
+		next = conn->next;
+		if (address_listed(addresses, count, conn->address))
+			continue;
+		rpc_client_abort(conn->rpc);
+		aborted++;
+		if ((done = conn_unlist_locked(c, conn)) != NULL) {
+			done->next = closing;
+			closing = done;
+		}
+	}
+	mutex_unlock(&c->mu);
+	for (; closing != NULL; closing = next) {
+		next = closing->next;
+		conn_close(closing);
+	}
+	return aborted;
 }

@@ -38,10 +38,15 @@
  * holder exits, and SERVE fails until then; a tablet server that is not
  * the root's holds no lock, and is fenced by the catalog, which refuses
  * its changes to tablets assigned to another name since.
+ *
+ * A server's session ending is the master's only news of its death: a
+ * watchdog thread then aborts the calls waiting on it, so that a round
+ * that was calling it when it stopped goes on to the others at once.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +83,7 @@ struct master {
 	struct tabletd_conns *conns;
 	struct tabletd_balance balance;	/* between rounds (spread) */
 	atomic_bool changed;	/* the servers changed since the last round */
+	atomic_bool gone_check;	/* ... since the watchdog looked */
 	atomic_bool closing;
 };
 
@@ -98,6 +104,7 @@ servers_changed(void *arg)
 	struct master *m = arg;
 
 	atomic_store(&m->changed, true);
+	atomic_store(&m->gone_check, true);
 }
 
 /* A new epoch, one above the last any master gave (compare-and-set). */
@@ -180,7 +187,7 @@ serve_send(struct master *m, const char *server, const char *root,
 	req.has_epoch = true;
 	req.epoch = m->epoch;
 	req.root = (char *)root;
-	rc = tabletd_call(server, m->secret, TABLETFS__METHOD__SERVE,
+	rc = tabletd_conns_call_own(m->conns, server, TABLETFS__METHOD__SERVE,
 	    &req.base, now + session_ns(m), now + timeout_ns,
 	    &tabletfs__serve_reply__descriptor, (ProtobufCMessage **)&reply);
 	if (rc == -ETIMEDOUT)
@@ -243,6 +250,38 @@ addresses_free(char **addresses, size_t count)
 	for (size_t i = 0; i < count; i++)
 		free(addresses[i]);
 	free(addresses);
+}
+
+/*
+ * The watchdog: whenever the servers change, abort the calls waiting on
+ * a server that is no longer registered (tabletd_conns.c), which the
+ * round may be blocked in.  Its own thread, because the round is what
+ * it unblocks, and the coord's callbacks must not block on ZooKeeper.
+ */
+static void *
+watchdog_run(void *arg)
+{
+	struct master *m = arg;
+	char **servers;
+	size_t count, aborted;
+
+	while (!atomic_load(&m->closing)) {
+		if (atomic_exchange(&m->gone_check, false)) {
+			if (servers_list(m, &servers, &count) < 0) {
+				atomic_store(&m->gone_check, true);
+			} else {
+				aborted = tabletd_conns_abandon(m->conns,
+				    servers, count);
+				if (aborted > 0)
+					tabletd_log("aborted %zu connection%s to "
+					    "servers no longer registered",
+					    aborted, aborted == 1 ? "" : "s");
+				addresses_free(servers, count);
+			}
+		}
+		tabletd_pause_ms(50);
+	}
+	return NULL;
 }
 
 /*
@@ -396,6 +435,8 @@ tabletd_master_run(const struct tabletd_options *o)
 	char host[256], me[300];
 	struct master m;
 	int64_t next = 0;
+	pthread_t watchdog;
+	bool watching = false;
 	int status = 1, rc;
 
 	memset(&m, 0, sizeof(m));
@@ -457,6 +498,11 @@ tabletd_master_run(const struct tabletd_options *o)
 		tabletd_log("%s", bt_strerror(rc));
 		goto out;
 	}
+	if ((rc = pthread_create(&watchdog, NULL, watchdog_run, &m)) != 0) {
+		tabletd_log("watchdog: %s", strerror(rc));
+		goto out;
+	}
+	watching = true;
 	tabletd_log("elected master of %s (storage %s)", o->cell, m.storage);
 	while (!*o->stop) {
 		if (atomic_exchange(&m.changed, false) ||
@@ -471,6 +517,8 @@ tabletd_master_run(const struct tabletd_options *o)
 	status = 0;
 out:
 	atomic_store(&m.closing, true);
+	if (watching)
+		pthread_join(watchdog, NULL);
 	coord_close(m.coord);
 	tabletd_conns_free(m.conns);
 	env_free(m.env);

@@ -8,6 +8,10 @@
  * whose reply does not come by its deadline closes it, and the next call
  * opens another; so does the server leaving the live set, and its coming
  * back under another name (a restart); the results are tabletd_call()'s.
+ * A call waiting on a server that never answers, on a kept connection or
+ * on one of its own, returns -ECONNABORTED as soon as the server is
+ * abandoned (its session ended), while the server still holds it; a
+ * server still registered is not abandoned.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,6 +27,7 @@
 #define METHOD_OK	1
 #define METHOD_BUSY	2
 #define METHOD_SLOW	3
+#define METHOD_HANG	4	/* answers once released (or in 10 s) */
 
 #define must(expr) do {						\
 	if ((expr) < 0)							\
@@ -31,6 +36,8 @@
 
 static uint8_t secret[RPC_SECRET_SIZE];
 static _Atomic uint64_t last_conn, max_conn;
+static atomic_bool hang_released;
+static atomic_int hanging;
 
 static int
 handle(void *arg, const struct rpc_call *call, struct slice request,
@@ -49,6 +56,12 @@ handle(void *arg, const struct rpc_call *call, struct slice request,
 		return -EBUSY;
 	if (call->method == METHOD_SLOW)
 		usleep(300 * 1000);
+	if (call->method == METHOD_HANG) {
+		atomic_fetch_add(&hanging, 1);
+		for (int i = 0; i < 1000 && !atomic_load(&hang_released); i++)
+			usleep(10 * 1000);
+		atomic_fetch_sub(&hanging, 1);
+	}
 	return 0;
 }
 
@@ -84,6 +97,59 @@ caller_run(void *arg)
 		k->answered += rc == 0;
 	}
 	return NULL;
+}
+
+struct hung {
+	struct tabletd_conns *c;
+	const char *address;
+	bool own;		/* over a connection of the call's own */
+	int rc;
+	int still_hanging;	/* the handler's, when the call returned */
+};
+
+static void *
+hung_run(void *arg)
+{
+	Tabletfs__TabletRequest req = TABLETFS__TABLET_REQUEST__INIT;
+	struct hung *h = arg;
+	int64_t now = rpc_now_ns();
+
+	h->rc = (h->own ? tabletd_conns_call_own : tabletd_conns_call)(h->c,
+	    h->address, METHOD_HANG, &req.base, now + 2000 * 1000000ll,
+	    now + 30000 * 1000000ll, NULL, NULL);
+	h->still_hanging = atomic_load(&hanging);
+	return NULL;
+}
+
+/* A call of METHOD_HANG (own connection or kept) abandoned while the
+ * handler holds it, with address listed or not. */
+static void
+test_abandon(struct tabletd_conns *c, const char *address, bool own)
+{
+	const char *how = own ? "its own connection" : "a kept connection";
+	char *listed[1] = { (char *)address };
+	struct hung h = { .c = c, .address = address, .own = own };
+	pthread_t t;
+	size_t aborted;
+
+	atomic_store(&hang_released, false);
+	if (pthread_create(&t, NULL, hung_run, &h) != 0)
+		tap_bail("pthread_create");
+	while (atomic_load(&hanging) == 0)
+		usleep(1000);
+	is_int(tabletd_conns_abandon(c, listed, 1), 0, "%s: the server "
+	    "still registered: nothing aborted", how);
+	usleep(100 * 1000);
+	aborted = tabletd_conns_abandon(c, NULL, 0);
+	pthread_join(t, NULL);
+	is_int(aborted, 1, "%s: the server no longer registered: its "
+	    "connection aborted", how);
+	is_int(h.rc, -ECONNABORTED, "%s: the waiting call returns "
+	    "-ECONNABORTED", how);
+	is_int(h.still_hanging, 1, "%s: while the server still held it", how);
+	atomic_store(&hang_released, true);
+	while (atomic_load(&hanging) > 0)
+		usleep(1000);
 }
 
 int
@@ -157,6 +223,13 @@ main(void)
 	again = conn_of(c, address, METHOD_OK, 2000, &rc);
 	ok(again != 0 && again != first, "and so does one where it is not "
 	    "live");
+
+	test_abandon(c, address, false);
+	again = conn_of(c, address, METHOD_OK, 2000, &rc);
+	ok(rc == 0 && again != first, "the next call over a kept connection "
+	    "opens a new one (%d)", rc);
+	must(tabletd_conns_retain(c, NULL, 0));	/* no kept one to abort */
+	test_abandon(c, address, true);
 
 	tabletd_conns_free(c);
 	tabletd_conns_free(NULL);
