@@ -144,6 +144,8 @@ group_send(struct batch *b, struct rpc_client *rpc,
 	req.sync = b->sync;
 	req.has_table_id = !route->whole;
 	req.table_id = route->loc.table_id;
+	req.stamp_floor = cell_client_stamp_floor(b->c);
+	req.has_stamp_floor = req.stamp_floor > 0;
 	rc = cell_client_call_on(b->c, rpc, TABLETFS__METHOD__MUTATE_ROWS,
 	    &req.base, deadline, &tabletfs__mutate_rows_reply__descriptor,
 	    (ProtobufCMessage **)&rep, &sent, &lost);
@@ -164,6 +166,8 @@ group_send(struct batch *b, struct rpc_client *rpc,
 		}
 		return 0;	/* the rest go again */
 	}
+	if (rc == 0)
+		cell_client_stamp_seen(b->c, rep->stamp);
 	if (rc == 0 && rep->n_status != m)
 		rc = bt_error_set(-EPROTO, "MUTATE_ROWS: %zu statuses for "
 		    "%zu rows", rep->n_status, m);

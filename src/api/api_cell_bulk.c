@@ -97,6 +97,8 @@ cell_bulk_open(struct cell_client *c, const char *table,
 	req.table = cell_str(table);
 	req.has_memory_budget = true;
 	req.memory_budget = memory_budget;
+	req.stamp_floor = cell_client_stamp_floor(c);
+	req.has_stamp_floor = req.stamp_floor > 0;
 	if ((rc = buf_reserve(&packed,
 	    protobuf_c_message_get_packed_size(&req.base))) < 0)
 		goto out_free;
@@ -248,6 +250,7 @@ cell_bulk_commit(struct cell_bulk *b, struct bt_bulk_stats *out)
 		    "whole, or not at all)", bt_error_detail()));
 	if (rc < 0)
 		return bulk_fail(b, rc);
+	cell_client_stamp_seen(b->c, rep->stamp);
 	if (out != NULL) {
 		out->cells = rep->cells;
 		out->files = rep->files;

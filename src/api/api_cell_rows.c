@@ -74,6 +74,8 @@ cell_mutate_row(struct cell_client *c, const char *table,
 	req.n_mutations = count;
 	req.mutations = msp;
 	req.sync = sync;
+	req.stamp_floor = cell_client_stamp_floor(c);
+	req.has_stamp_floor = req.stamp_floor > 0;
 	if (check) {
 		cond.family = cell_str(family);
 		cond.has_qualifier = true;
@@ -96,6 +98,7 @@ cell_mutate_row(struct cell_client *c, const char *table,
 	    (ProtobufCMessage **)&rep, NULL);
 	if (rc < 0)
 		goto out;
+	cell_client_stamp_seen(c, rep->stamp);
 	if (applied != NULL)
 		*applied = rep->applied;
 	if (stamp != NULL && (!check || rep->applied))
@@ -126,6 +129,8 @@ cell_read_modify_write(struct cell_client *c, const char *table,
 	req.family = cell_str(family);
 	req.qualifier = cell_bin(qualifier);
 	req.sync = sync;
+	req.stamp_floor = cell_client_stamp_floor(c);
+	req.has_stamp_floor = req.stamp_floor > 0;
 	switch (op->kind) {
 	case CELL_RMW_INCREMENT:
 		req.op_case = TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_INCREMENT;
@@ -156,6 +161,7 @@ cell_read_modify_write(struct cell_client *c, const char *table,
 	    CELL_RETRY_UNSENT, &tabletfs__read_modify_write_reply__descriptor,
 	    (ProtobufCMessage **)&rep, NULL)) < 0)
 		return rc;
+	cell_client_stamp_seen(c, rep->stamp);
 	if (result != NULL)
 		*result = rep->result;
 	if (stamp != NULL)

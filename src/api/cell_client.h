@@ -239,6 +239,15 @@ int cell_client_outcome_unknown(struct cell_client *c, const char *server,
 #define CELL_SERVERS_MS 1000
 int cell_client_last_seq(struct cell_client *c, uint64_t *out);
 
+/*
+ * Server stamps across servers (tabletfs.proto, above MutateRowRequest):
+ * the stamp_floor a write sends (the highest server stamp this client's
+ * writes were answered with, 0 before any), and taking one in from a
+ * reply.  Thread-safe.
+ */
+int64_t cell_client_stamp_floor(struct cell_client *c);
+void cell_client_stamp_seen(struct cell_client *c, int64_t stamp);
+
 /* LOCATE calls sent so far (for the tests). */
 uint64_t cell_client_locates(struct cell_client *c);
 

@@ -49,6 +49,22 @@ cell_client_locates(struct cell_client *c)
 	return atomic_load(&c->locates);
 }
 
+int64_t
+cell_client_stamp_floor(struct cell_client *c)
+{
+	return atomic_load(&c->stamp_seen);
+}
+
+void
+cell_client_stamp_seen(struct cell_client *c, int64_t stamp)
+{
+	int64_t seen = atomic_load(&c->stamp_seen);
+
+	while (stamp > seen &&
+	    !atomic_compare_exchange_weak(&c->stamp_seen, &seen, stamp))
+		;
+}
+
 /* LOCATE's answer cached: 0, or 1 when the row's own tablet has no
  * server yet, or negative. */
 static int

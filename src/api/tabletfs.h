@@ -245,8 +245,11 @@ struct bt_write_options {
 
 /*
  * Apply the mutations to one row atomically.  Server timestamps are the
- * current time in microseconds, strictly increasing per cell; all
- * BT_TS_SERVER puts of one call get the same stamp.  When *stamp is not
+ * current time in microseconds, strictly increasing per store; all
+ * BT_TS_SERVER puts of one call get the same stamp.  In a cell whose
+ * servers' clocks differ, the writes of one client are stamped in the
+ * order it makes them, whichever servers stamp them (each write carries
+ * the highest stamp the client has seen).  When *stamp is not
  * NULL it receives that stamp.  Returns once the mutation is in the commit
  * log (and synced, with wopts->sync or sync_always), and visible to reads.
  */
@@ -285,7 +288,10 @@ struct bt_row_mutation {
  * applied; otherwise the error of a failed row (its detail in
  * bt_error_detail()); -EINVAL for n == 0; -ENOENT for an unknown table
  * (every row failing with it).  In a cell the batch is one request to the
- * serving tablet server, which logs it as above.
+ * serving tablet server, which logs it as above; when the cell serves
+ * tablets one by one, one request to each server of its rows, one after
+ * the other, each server's rows stamped as above and above every stamp
+ * of the requests before.
  */
 int bt_mutate_rows(struct bt_store *s, const char *table,
     const struct bt_row_mutation *rows, size_t n,

@@ -237,6 +237,20 @@ int server_table_id_check(struct server *s, const char *name, uint64_t id);
 void server_table_unref(struct server_table *t);
 
 /*
+ * A stamp seen elsewhere in the cell (a client's, from another server's
+ * reply): every stamp this server gives after this returns is above it
+ * (W3), as a Lamport clock's receive, so that writes that follow one
+ * another through a client are stamped in order whatever the servers'
+ * clocks say.  0 and the server's last stamp, given or observed, in
+ * *last (when not NULL); -ERANGE with a detail for a stamp more than
+ * SERVER_STAMP_AHEAD_US ahead of this server's clock (clocks that far
+ * apart are a fault to fix, not to stamp by).  Thread-safe; stamp <= 0
+ * only reads the last stamp.
+ */
+#define SERVER_STAMP_AHEAD_US ((int64_t)3600 * 1000000)
+int server_stamp_observe(struct server *s, int64_t stamp, int64_t *last);
+
+/*
  * Apply a row mutation atomically.  Puts with ts MUTATION_TS_SERVER get the
  * server's stamp (returned in *stamp if not NULL); ops is modified to hold
  * the final timestamps.

@@ -89,7 +89,6 @@ server_bulk_open(struct server *s, const char *table,
 	struct server_bulk *b;
 	char prefix[64];
 	uint64_t number;
-	int64_t now;
 	int rc;
 
 	if ((rc = check_writable(s)) < 0)
@@ -114,11 +113,7 @@ server_bulk_open(struct server *s, const char *table,
 		goto out_free;
 	/* The load's stamp, taken as a write group takes its own (W3). */
 	mutex_lock(&s->apply_mu);
-	now = server_now(s);
-	if (now <= s->last_stamp)
-		now = s->last_stamp + 1;
-	s->last_stamp = now;
-	b->stamp = now;
+	b->stamp = server_stamp_next_locked(s);
 	atomic_fetch_add(&s->bulk_loads, 1);
 	mutex_unlock(&s->apply_mu);
 	*out = b;

@@ -172,9 +172,10 @@ struct server {
 
 	/* Sequence numbers and stamps: written by the write leader alone
 	 * (the lead passes under writes.mu), and at open and close;
-	 * next_seq is read by schema changes too. */
+	 * next_seq is read by schema changes too.  last_stamp is raised
+	 * by any thread too (server_stamp_observe()), so it only grows. */
 	_Atomic uint64_t next_seq;
-	int64_t last_stamp;
+	_Atomic int64_t last_stamp;
 	/* What the catalog's last_stamp says (under apply_mu). */
 	int64_t stamp_recorded;
 
@@ -260,6 +261,13 @@ server_now(struct server *s)
 {
 	return (int64_t)env_now_micros(s->env);
 }
+
+/* A stamp above every one given or observed (W3): the clock, or one
+ * above the last stamp when the clock has not passed it.  Caller holds
+ * apply_mu (server_queue.c). */
+int64_t server_stamp_next_locked(struct server *s);
+/* Raise the last stamp to stamp, if that is higher; any thread. */
+void server_stamp_raise(struct server *s, int64_t stamp);
 
 /* The sequence number the next mutation will take. */
 static inline uint64_t

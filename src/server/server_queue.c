@@ -6,6 +6,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
@@ -372,6 +373,46 @@ log_refusal(struct server *s, int rc)
  * else can break the store between here and the apply, which holds the
  * same turn.)
  */
+int64_t
+server_stamp_next_locked(struct server *s)
+{
+	int64_t last = atomic_load(&s->last_stamp), now;
+
+	mutex_assert_held(&s->apply_mu);
+	do {
+		now = server_now(s);
+		if (now <= last)
+			now = last + 1;
+	} while (!atomic_compare_exchange_weak(&s->last_stamp, &last, now));
+	return now;
+}
+
+void
+server_stamp_raise(struct server *s, int64_t stamp)
+{
+	int64_t last = atomic_load(&s->last_stamp);
+
+	while (stamp > last &&
+	    !atomic_compare_exchange_weak(&s->last_stamp, &last, stamp))
+		;
+}
+
+int
+server_stamp_observe(struct server *s, int64_t stamp, int64_t *last)
+{
+	int64_t now = server_now(s);
+
+	if (stamp > now && stamp - now > SERVER_STAMP_AHEAD_US)
+		return bt_error_set(-ERANGE, "stamp %" PRId64 " is %" PRId64
+		    " s ahead of this server's clock: the cell's clocks "
+		    "differ by more than an hour", stamp,
+		    (stamp - now) / 1000000);
+	server_stamp_raise(s, stamp);
+	if (last != NULL)
+		*last = atomic_load(&s->last_stamp);
+	return 0;
+}
+
 static int
 group_log(struct server *s, struct write_waiter *first,
     struct write_waiter *last, size_t n, bool sync, uint64_t *sync_ns)
@@ -389,12 +430,7 @@ group_log(struct server *s, struct write_waiter *first,
 	seq = atomic_load_explicit(&s->next_seq, memory_order_relaxed);
 	assert(seq == s->applied_upto + 1);
 	for (p = first;; p = p->next) {
-		int64_t now = server_now(s);
-
-		if (now <= s->last_stamp)
-			now = s->last_stamp + 1;
-		s->last_stamp = now;
-		p->stamp = now;
+		p->stamp = server_stamp_next_locked(s);
 		p->first_seq = seq;
 		seq += p->count;
 		if (p == last)

@@ -239,8 +239,7 @@ server_seq_raise_locked(struct server *s, uint64_t max_seq,
 		atomic_store_explicit(&s->visible_seq, max_seq,
 		    memory_order_release);
 	}
-	if (max_stamp > s->last_stamp)
-		s->last_stamp = max_stamp;
+	server_stamp_raise(s, max_stamp);
 	return 0;
 }
 

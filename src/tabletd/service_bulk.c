@@ -239,6 +239,9 @@ service_bulk_open(struct service *svc, uint64_t conn, struct slice in,
 		rc = service_missing("BulkOpenRequest", "table");
 		goto out;
 	}
+	if ((rc = service_stamp_floor(svc, r->has_stamp_floor,
+	    r->stamp_floor)) < 0)
+		goto out;
 	if ((rc = room_make(svc)) < 0)
 		goto out;
 	if ((ld = bt_calloc(1, sizeof(*ld))) == NULL) {

@@ -206,6 +206,14 @@ int service_store_catalog(struct service *svc, struct catalog **out);
 int service_locate(struct service *svc, struct slice req,
     struct buf *reply);
 
+/*
+ * A write call's stamp_floor (tabletfs.proto, above MutateRowRequest),
+ * observed by the server before the call writes: server_stamp_observe()'s
+ * result.
+ */
+int service_stamp_floor(struct service *svc, protobuf_c_boolean has,
+    int64_t floor);
+
 /* The table id a call on rows names (has: whether it names one) against
  * the store's (server_table_id_check()): 0 or BT_ENOTSERVING. */
 int service_table_id_check(struct service *svc, const char *table,

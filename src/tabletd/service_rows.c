@@ -72,6 +72,16 @@ mutations_from(Tabletfs__Mutation **in, size_t count,
 }
 
 int
+service_stamp_floor(struct service *svc, protobuf_c_boolean has,
+    int64_t floor)
+{
+	if (!has || floor <= 0)
+		return 0;
+	return server_stamp_observe(api_store_server(svc->store), floor,
+	    NULL);
+}
+
+int
 service_table_id_check(struct service *svc, const char *table,
     protobuf_c_boolean has, uint64_t id)
 {
@@ -108,6 +118,9 @@ service_mutate_row(struct service *svc, struct slice in, struct buf *reply)
 		rc = service_missing("MutateRowRequest condition", "family");
 		goto out;
 	}
+	if ((rc = service_stamp_floor(svc, r->has_stamp_floor,
+	    r->stamp_floor)) < 0)
+		goto out;
 	if ((rc = mutations_from(r->mutations, r->n_mutations, &muts)) < 0)
 		goto out;
 	row = service_bytes(r->has_row, r->row);
@@ -234,6 +247,9 @@ service_mutate_rows(struct service *svc, struct slice in, struct buf *reply)
 	if ((rc = service_table_id_check(svc, r->table, r->has_table_id,
 	    r->table_id)) != 0)
 		goto out;
+	if ((rc = service_stamp_floor(svc, r->has_stamp_floor,
+	    r->stamp_floor)) < 0)
+		goto out;
 	if (r->n_entries == 0) {
 		rc = bt_error_set(-EINVAL, "MutateRowsRequest: no entries");
 		goto out;
@@ -256,6 +272,8 @@ service_mutate_rows(struct service *svc, struct slice in, struct buf *reply)
 	bt_error_clear();
 	rc = bt_mutate_rows(svc->store, r->table, rows, r->n_entries, &w,
 	    results);
+	out.has_stamp = server_stamp_observe(api_store_server(svc->store), 0,
+	    &out.stamp) == 0;
 	if (rc < 0 && rc != first)
 		snprintf(detail, sizeof(detail), "%s", bt_error_detail());
 	for (size_t i = 0; i < r->n_entries; i++)
@@ -297,6 +315,9 @@ service_read_modify_write(struct service *svc, struct slice in,
 	}
 	if ((rc = service_table_id_check(svc, r->table, r->has_table_id,
 	    r->table_id)) != 0)
+		goto out;
+	if ((rc = service_stamp_floor(svc, r->has_stamp_floor,
+	    r->stamp_floor)) < 0)
 		goto out;
 	row = service_bytes(r->has_row, r->row);
 	qual = service_bytes(r->has_qualifier, r->qualifier);

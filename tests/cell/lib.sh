@@ -106,6 +106,37 @@ cell_server_start() {
 	    fail "server $1 did not start"
 }
 
+# What a test of servers whose clocks differ needs: FAKETIME_LIB, the
+# path of libfaketime; it skips (77) without it, and in the instrumented
+# builds (the preloaded library would load before their runtimes).
+cell_faketime_needs() {
+	FAKETIME_LIB=
+	for cf_d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu \
+	    /usr/lib; do
+		if [ -f "$cf_d/faketime/libfaketimeMT.so.1" ]; then
+			FAKETIME_LIB=$cf_d/faketime/libfaketimeMT.so.1
+			break
+		fi
+	done
+	[ -n "$FAKETIME_LIB" ] || skip "no libfaketime (faketime package)"
+	if grep -q -- '-fsanitize=' "$top_builddir/Makefile"; then
+		skip "libfaketime would load before the sanitizer's runtime"
+	fi
+}
+
+# One more tablet server, number $1, whose clock (realtime; not the
+# monotonic clock its leases run on) is $2 seconds ahead.  Returns once
+# it listens.  After cell_faketime_needs.
+cell_server_start_ahead() {
+	LD_PRELOAD=$FAKETIME_LIB FAKETIME="+${2}s" \
+	    FAKETIME_DONT_FAKE_MONOTONIC=1 "$TABLETD" server "$CELL" \
+	    --session-timeout "$SESSION_MS" --daemon \
+	    --pidfile "$C/server-$1.pid" 2>>"$C/logs/server-$1.log" ||
+	    fail "server $1, $2 s ahead, did not start"
+	wait_log 10000 "$C/logs/server-$1.log" "listening on" ||
+	    fail "server $1, $2 s ahead, does not listen"
+}
+
 # One more tablet server, c1, c2, ..., in the foreground as a child of
 # this shell, so that its exit status can be read; its pid is added to
 # cell_children.  Returns once it listens.

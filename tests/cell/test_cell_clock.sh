@@ -11,17 +11,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-FAKETIME_LIB=
-for d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib; do
-	if [ -f "$d/faketime/libfaketimeMT.so.1" ]; then
-		FAKETIME_LIB=$d/faketime/libfaketimeMT.so.1
-		break
-	fi
-done
-[ -n "$FAKETIME_LIB" ] || skip "no libfaketime (faketime package)"
-if grep -q -- '-fsanitize=' "$top_builddir/Makefile"; then
-	skip "libfaketime would load before the sanitizer's runtime"
-fi
+cell_faketime_needs
 AHEAD_S=30
 
 cell_start 1
@@ -30,12 +20,7 @@ first=$(cell_serving_pid)
 [ -n "$first" ] || fail "no server serves"
 
 # The server ahead, started while the first serves: it stands by.
-LD_PRELOAD=$FAKETIME_LIB FAKETIME="+${AHEAD_S}s" \
-    FAKETIME_DONT_FAKE_MONOTONIC=1 "$TABLETD" server "$CELL" \
-    --session-timeout "$SESSION_MS" --daemon --pidfile "$C/server-ahead.pid" \
-    2>>"$C/logs/server-ahead.log" || fail "the server ahead did not start"
-wait_log 10000 "$C/logs/server-ahead.log" "listening on" ||
-    fail "the server ahead does not listen"
+cell_server_start_ahead ahead "$AHEAD_S"
 ahead=$(cat "$C/server-ahead.pid")
 
 # Kill server $1 and wait until another one serves and answers.

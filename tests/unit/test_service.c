@@ -4,7 +4,9 @@
  * service_handle() on a store in an in-memory env, and its reply
  * compared with what the C API says on the same store; scanners (batches,
  * concurrency, expiry, limits); and bad input of every kind, after which
- * the store still answers as before.
+ * the store still answers as before.  A write's stamp_floor: the server
+ * stamps above it, a MUTATE_ROWS reply carries the server's last stamp,
+ * and a floor more than an hour ahead is refused, raising nothing.
  */
 #include <pthread.h>
 #include <time.h>
@@ -238,6 +240,76 @@ mutate_rows(const char *table, const char *const *rows,
 	r.entries = eps;
 	return call_msg(M(MUTATE_ROWS), &r.base,
 	    &tabletfs__mutate_rows_reply__descriptor, rcp);
+}
+
+/* ---- Stamps across servers ---- */
+
+/* MUTATE_ROW of one server-stamped put to webtable with stamp_floor
+ * floor (0: none): the reply's stamp, or 0 with *rc. */
+static int64_t
+put_floored(const char *row, int64_t floor, int *rc)
+{
+	Tabletfs__MutateRowRequest r = TABLETFS__MUTATE_ROW_REQUEST__INIT;
+	Tabletfs__Mutation m, *mp = &m;
+	Tabletfs__MutateRowReply *rep;
+	int64_t stamp = 0;
+
+	r.table = (char *)"webtable";
+	r.has_row = true;
+	r.row = pbs(row);
+	r.n_mutations = 1;
+	r.mutations = &mp;
+	mut(&m, 1, "anchor", "f", -2, "v");
+	r.has_stamp_floor = floor != 0;
+	r.stamp_floor = floor;
+	rep = call_msg(M(MUTATE_ROW), &r.base,
+	    &tabletfs__mutate_row_reply__descriptor, rc);
+	if (rep != NULL)
+		stamp = rep->stamp;
+	msg_free(rep);
+	return stamp;
+}
+
+static void
+test_stamp_floor(void)
+{
+	static const char *const rows[] = { "sf3" };
+	Tabletfs__MutateRowsReply *rep;
+	Tabletfs__Mutation m;
+	int64_t now, floor, stamp, before;
+	int rc;
+
+	before = put_floored("sf0", 0, &rc);
+	ok(rc == 0 && before > 0, "a server-stamped put (%" PRId64 ")",
+	    before);
+	now = before;
+	floor = now + 10 * 1000000;	/* a server 10 s ahead stamped it */
+	stamp = put_floored("sf1", floor, &rc);
+	ok(rc == 0 && stamp > floor, "a put whose client saw a stamp 10 s "
+	    "ahead is stamped above it (%" PRId64 " > %" PRId64 ")", stamp,
+	    floor);
+	before = stamp;
+	stamp = put_floored("sf2", 0, &rc);
+	ok(rc == 0 && stamp > before, "and so is the next, from any client");
+	mut(&m, 1, "anchor", "f", -2, "v");
+	rep = mutate_rows("webtable", rows, &m, 1, &rc);
+	ok(rc == 0 && rep != NULL && rep->has_stamp && rep->stamp > stamp,
+	    "a MUTATE_ROWS reply carries the server's last stamp, above the "
+	    "rows' (%" PRId64 ")", rep != NULL ? rep->stamp : 0);
+	before = rep != NULL ? rep->stamp : stamp;
+	msg_free(rep);
+
+	floor = before + (int64_t)7200 * 1000000;
+	stamp = put_floored("sf4", floor, &rc);
+	is_int(rc, -ERANGE, "a floor two hours ahead of the server's clock: "
+	    "-ERANGE");
+	ok(strstr(bt_error_detail(), "ahead of this server's clock") != NULL,
+	    "its detail says why (%s)", bt_error_detail());
+	is_text(read_text_str(tst.s, "webtable", "sf4", NULL), "NOTFOUND",
+	    "and nothing is written");
+	stamp = put_floored("sf5", 0, &rc);
+	ok(rc == 0 && stamp > before && stamp < floor - (int64_t)3600 *
+	    1000000, "the refused floor raised nothing (%" PRId64 ")", stamp);
 }
 
 /* ---- Schema ---- */
@@ -1516,6 +1588,7 @@ main(void)
 	test_mutate();
 	test_mutate_rows();
 	test_read_modify_write();
+	test_stamp_floor();
 	test_move_column();
 	test_read_row();
 	fill_scan_table();
