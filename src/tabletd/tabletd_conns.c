@@ -185,17 +185,37 @@ conn_unlist_locked(struct tabletd_conns *c, struct tabletd_conn *conn)
 	return NULL;
 }
 
+/* Take conn off the list onto *closing, to be closed by closing_close()
+ * once mu is let go, if that was its last reference.  Caller holds mu. */
+static void
+conn_unlist_onto_locked(struct tabletd_conns *c, struct tabletd_conn *conn,
+    struct tabletd_conn **closing)
+{
+	struct tabletd_conn *done = conn_unlist_locked(c, conn);
+
+	if (done != NULL) {
+		done->next = *closing;
+		*closing = done;
+	}
+}
+
+static void
+closing_close(struct tabletd_conn *closing)
+{
+	struct tabletd_conn *next;
+
+	for (; closing != NULL; closing = next) {
+		next = closing->next;
+		conn_close(closing);
+	}
+}
+
 void
 tabletd_conns_free(struct tabletd_conns *c)
 {
 	if (c == NULL)
 		return;
-	while (c->list != NULL) {
-		struct tabletd_conn *conn = c->list;
-
-		c->list = conn->next;
-		conn_close(conn);
-	}
+	closing_close(c->list);
 	free(c->names);
 	mutex_destroy(&c->mu);
 	explicit_bzero(c->secret, sizeof(c->secret));
@@ -232,21 +252,13 @@ tabletd_conns_retain(struct tabletd_conns *c,
 	c->name_count = count;
 	for (struct tabletd_conn *conn = c->list; conn != NULL; conn = next) {
 		const char *name = name_of_locked(c, conn->address);
-		struct tabletd_conn *done;
 
 		next = conn->next;
-		if (*name != '\0' && strcmp(name, conn->name) == 0)
-			continue;
-		if ((done = conn_unlist_locked(c, conn)) != NULL) {
-			done->next = closing;
-			closing = done;
-		}
+		if (*name == '\0' || strcmp(name, conn->name) != 0)
+			conn_unlist_onto_locked(c, conn, &closing);
 	}
 	mutex_unlock(&c->mu);
-	for (; closing != NULL; closing = next) {
-		next = closing->next;
-		conn_close(closing);
-	}
+	closing_close(closing);
 	return 0;
 }
 
@@ -365,7 +377,7 @@ size_t
 tabletd_conns_abandon(struct tabletd_conns *c, char *const *addresses,
     size_t count)
 {
-	struct tabletd_conn *closing = NULL, *next, *done;
+	struct tabletd_conn *closing = NULL, *next;
 	size_t aborted = 0;
 
 	mutex_lock(&c->mu);
@@ -381,15 +393,9 @@ tabletd_conns_abandon(struct tabletd_conns *c, char *const *addresses,
 			continue;
 		rpc_client_abort(conn->rpc);
 		aborted++;
-		if ((done = conn_unlist_locked(c, conn)) != NULL) {
-			done->next = closing;
-			closing = done;
-		}
+		conn_unlist_onto_locked(c, conn, &closing);
 	}
 	mutex_unlock(&c->mu);
-	for (; closing != NULL; closing = next) {
-		next = closing->next;
-		conn_close(closing);
-	}
+	closing_close(closing);
 	return aborted;
 }

@@ -320,6 +320,21 @@ cell_acked_count() {
 	cat "$T"/acked.* 2>/dev/null | wc -l
 }
 
+# Wait (LIMIT ms at most) until the tablets of table $1 sit at $2
+# servers; cell_assignments' lines in $T/assigned.
+cell_wait_servers() {
+	cw_t0=$(now_ms)
+	until cell_assignments "$1" >"$T/assigned" 2>/dev/null &&
+	    [ "$(awk '$2 != "-" { print $2 }' "$T/assigned" | sort -u |
+	    wc -l)" -eq "$2" ]; do
+		[ $(( $(now_ms) - cw_t0 )) -lt "$LIMIT" ] || {
+			cat "$T/assigned" >&2
+			fail "the tablets of $1 did not go to $2 servers"
+		}
+		sleep 0.1
+	done
+}
+
 # The server each tablet of table $1 is assigned to, as tabletctl tablets
 # says: "N SERVER" for the Nth tablet in row order ("-": none).
 cell_assignments() {

@@ -27,17 +27,7 @@ ahead_addr=$(sed -n 's/.*listening on \([^,]*\),.*/\1/p' \
 [ -n "$ahead_addr" ] || fail "the server ahead logged no address"
 ctl createtable t families=f splits=m
 
-# Wait until the two tablets sit at the two servers.
-t0=$(now_ms)
-until cell_assignments t >"$T/assigned" 2>/dev/null &&
-    [ "$(awk '$2 != "-" { print $2 }' "$T/assigned" | sort -u |
-    wc -l)" -eq 2 ]; do
-	[ $(( $(now_ms) - t0 )) -lt "$LIMIT" ] || {
-		cat "$T/assigned" >&2
-		fail "the two tablets did not go to the two servers"
-	}
-	sleep 0.1
-done
+cell_wait_servers t 2
 # Rows a* are tablet 1's, n* tablet 2's.
 if grep -q "^1 $ahead_addr#" "$T/assigned"; then
 	ahead_rows=a behind_rows=n

@@ -19,20 +19,7 @@ set -eu
 CELL_START_ARGS="--spread" cell_start 2
 ctl createtable t families=f splits=m
 
-# Wait until the two tablets sit at two servers.
-wait_spread() {
-	ws_t0=$(now_ms)
-	until cell_assignments t >"$T/assigned" 2>/dev/null &&
-	    [ "$(awk '$2 != "-" { print $2 }' "$T/assigned" | sort -u |
-	    wc -l)" -eq 2 ]; do
-		[ $(( $(now_ms) - ws_t0 )) -lt "$LIMIT" ] || {
-			cat "$T/assigned" >&2
-			fail "the two tablets did not go to two servers"
-		}
-		sleep 0.1
-	done
-}
-wait_spread
+cell_wait_servers t 2
 
 # Rows "$1"0001 ... "$1"N of column $2 (family:qualifier), imported.
 rows_import() {
