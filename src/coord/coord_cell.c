@@ -109,8 +109,7 @@ coord_cell_storage(struct coord *c, char *out, size_t size)
 		return rc == BT_NOTFOUND ? bt_error_set(-ENOENT, "cell %s "
 		    "does not exist (tabletctl init creates it)", c->cell) :
 		    rc;
-	rc = bt_error_set(-EINVAL, "cell %s: its settings name no storage",
-	    c->cell);
+	rc = -EINVAL;
 	for (line = strtok_r(settings, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
 		if (strncmp(line, "storage=", 8) == 0 && line[8] != '\0') {
@@ -119,6 +118,9 @@ coord_cell_storage(struct coord *c, char *out, size_t size)
 		}
 	}
 	free(settings);
+	if (rc < 0)	/* set here alone: a detail outlives its call */
+		bt_error_set(rc, "cell %s: its settings name no storage",
+		    c->cell);
 	return rc;
 }
 

@@ -89,6 +89,8 @@ usage(FILE *f)
 	    "    --listen HOST:PORT      server: where to answer (127.0.0.1:0)\n"
 	    "    --session-timeout MS    ZooKeeper session (%d)\n"
 	    "    --spread                master: serve tablets on every server\n"
+	    "    --balance-by-count      master: move tablets to even out their\n"
+	    "                            counts alone, not by load\n"
 	    "    --daemon                run in the background\n"
 	    "    --pidfile FILE          write and lock a pid file\n"
 	    "    --log-time              begin log lines with the time (ms)\n",
@@ -102,6 +104,7 @@ main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "session-timeout", required_argument, NULL, 't' },
 		{ "spread", no_argument, NULL, 's' },
+		{ "balance-by-count", no_argument, NULL, 'b' },
 		{ "daemon", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "log-time", no_argument, NULL, 'L' },
@@ -135,6 +138,9 @@ main(int argc, char **argv)
 			break;
 		case 's':
 			o.spread = true;
+			break;
+		case 'b':
+			o.balance_by_count = true;
 			break;
 		case 'p':
 			pidpath = optarg;

@@ -31,6 +31,9 @@ struct tabletd_options {
 	/* master: give tablets to every server, not the root's alone
 	 * (docs/design.md section 5, "Tablets one by one"). */
 	bool spread;
+	/* master, spread: even out tablet counts alone, with no move or
+	 * split by load (tabletd_balance.c). */
+	bool balance_by_count;
 	/* Set by SIGTERM/SIGINT: leave cleanly. */
 	volatile sig_atomic_t *stop;
 };

@@ -79,6 +79,7 @@ struct master {
 	bool rebuilt;		/* a first round of assignment ran */
 	bool epoch_taken;	/* a server serves under epoch */
 	bool spread;		/* tabletd_options.spread */
+	bool balance_by_count;	/* tabletd_options.balance_by_count */
 	/* The assignment's connections to servers, for the term. */
 	struct tabletd_conns *conns;
 	struct tabletd_balance balance;	/* between rounds (spread) */
@@ -329,7 +330,8 @@ round_assign(struct master *m, const char *root, char **servers,
 		.connect_ns = session_ns(m),
 		.coord = m->coord,
 		.conns = m->conns,
-		.balance = m->spread ? &m->balance : NULL,
+		.balance = m->spread && !m->balance_by_count ? &m->balance :
+		    NULL,
 	};
 	int rc;
 
@@ -441,6 +443,7 @@ tabletd_master_run(const struct tabletd_options *o)
 
 	memset(&m, 0, sizeof(m));
 	m.spread = o->spread;
+	m.balance_by_count = o->balance_by_count;
 	if ((rc = coord_open(o->cell, o->session_ms, rpc_now_ns() +
 	    (int64_t)10 * 1000000000, &m.coord)) < 0) {
 		tabletd_log("%s: %s", o->cell, *bt_error_detail() ?
@@ -507,6 +510,7 @@ tabletd_master_run(const struct tabletd_options *o)
 	while (!*o->stop) {
 		if (atomic_exchange(&m.changed, false) ||
 		    rpc_now_ns() >= next) {
+			bt_error_clear();	/* no detail of an earlier call */
 			if ((rc = round_run(&m)) < 0)
 				tabletd_log("round: %s", *bt_error_detail() ?
 				    bt_error_detail() : bt_strerror(rc));

@@ -7,7 +7,7 @@
 # the serving server killed (-9) while the links stay bad, checked:
 #  - writes go on being acknowledged, more slowly;
 #  - after the kill the cell serves again within the session timeout
-#    + 10 s;
+#    + 50 s (the time it took is printed);
 # A tabletd that exits (a lease lost to the slow, lossy links) is started
 # again at once, as a supervisor would, and reported.
 #  - every acknowledged write reads back.
@@ -15,13 +15,25 @@
 # under the faults, the failover time and which tabletd exited.  Without
 # libnetfilter_queue (pkg-config) or iptables only the loss is applied.
 # CHAOS_MS sets how long the links stay bad before the kill (8000).
+# The session timeout is 10 s here (SESSION_MS), as a cell on links of
+# 400 ms round trips that lose one packet in ten should have: a lease
+# ends 8 s after the last answer from ZooKeeper (coord.h), and a 4 s
+# session, with a machine busy running other tests, lost every lease.
 set -eu
+SESSION_MS=${SESSION_MS:-10000}
 . "$(dirname "$0")/netns.sh"
 
 DELAY_MS=${DELAY_MS:-200}
 LOSS_PCT=${LOSS_PCT:-5}
 CHAOS_MS=${CHAOS_MS:-8000}
-LIMIT=$((SESSION_MS + 10000))
+# A failover is a chain of round trips (the session's end reaching the
+# master, a SERVE, the new server's ZooKeeper calls, the catalog's, a
+# RECOVER, the client's walk to the tablet), each a connection's
+# handshake and call at 400 ms and a retransmission for a lost packet:
+# 10-20 s of them were measured here after the session's end, more on a
+# busy machine.  The bound is liveness (the cell does serve again, well
+# before a client's deadline runs out twice); the time is printed.
+LIMIT=$((SESSION_MS + 50000))
 HOSTS="z1 z2 z3 m1 m2 c1 s1 s2"
 DAEMONS="m1 m2 s1 s2"
 
@@ -115,6 +127,10 @@ until ctl set t probe-1 f:q=x 2>>"$T/probe.err"; do
 done
 DAEMONS="m1 m2 s1 s2"
 t_served=$(now_ms)
+# The write that went through may itself have taken long.
+[ $((t_served - t1)) -le "$LIMIT" ] ||
+    fail "served again only $((t_served - t1)) ms after the kill of" \
+    "$victim, more than $LIMIT"
 settle 2000
 chaos_off
 ca_writes=$(cut -f 3 "$T"/acked.* | awk -v a="$t0" -v b="$t1" \

@@ -26,7 +26,11 @@
 # and starts a server on that host again.
 #
 # With CLUSTER_SPREAD=1 (test_cluster_partition_tablet.sh) the masters
-# run --spread, table t is split at p2, p3, x and y, and what is cut off
+# run --spread --balance-by-count (the prober's load on one tablet would
+# otherwise have it split and its halves moved: then two servers serve
+# the prober's rows at once, rightly, and the check below, which goes by
+# server, not by tablet, takes that for an overlap), table t is split at
+# p2, p3, x and y, and what is cut off
 # is the server of one tablet, [x, y), which the prober asks every server
 # for (rows x1-N, x2-N, ...): the master gives that tablet to another
 # only once ZooKeeper has expired the old server's session ("tablet N of
@@ -36,7 +40,7 @@ set -eu
 SESSION_MS=${SESSION_MS:-2000}
 SPREAD=${CLUSTER_SPREAD:-}
 if [ -n "$SPREAD" ]; then
-	MASTER_ARGS=--spread
+	MASTER_ARGS="--spread --balance-by-count"
 	CLUSTER_SPLITS=p2,p3,x,y
 	PROBER_PREFIX=x
 fi
