@@ -220,14 +220,23 @@ listed(char **names, size_t count, const char *name)
 	return false;
 }
 
+static void
+addresses_free(char **addresses, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		free(addresses[i]);
+	free(addresses);
+}
+
 /* The addresses of the live servers (their nodes' data), each and the
- * array freed with addresses_free(). */
+ * array freed with addresses_free().  A list it could not read whole is
+ * an error: a live server left out of it would be taken for dead. */
 static int
 servers_list(struct master *m, char ***out, size_t *count)
 {
 	char **names, **addresses;
 	size_t n, live = 0;
-	int rc;
+	int rc = 0;
 
 	if ((rc = coord_servers_list(m->coord, &names, &n)) < 0)
 		return rc;
@@ -235,22 +244,19 @@ servers_list(struct master *m, char ***out, size_t *count)
 		coord_names_free(names, n);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++)	/* one gone meanwhile is skipped */
-		if (coord_server_get(m->coord, names[i],
-		    &addresses[live]) == 0)
-			live++;
+	for (size_t i = 0; i < n && rc >= 0; i++) {
+		rc = coord_server_get(m->coord, names[i], &addresses[live]);
+		if (rc == 0)
+			live++;		/* BT_NOTFOUND: gone meanwhile */
+	}
 	coord_names_free(names, n);
+	if (rc < 0) {
+		addresses_free(addresses, live);
+		return rc;
+	}
 	*out = addresses;
 	*count = live;
 	return 0;
-}
-
-static void
-addresses_free(char **addresses, size_t count)
-{
-	for (size_t i = 0; i < count; i++)
-		free(addresses[i]);
-	free(addresses);
 }
 
 /*
