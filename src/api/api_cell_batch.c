@@ -167,7 +167,7 @@ group_send(struct batch *b, struct rpc_client *rpc,
 		return 0;	/* the rest go again */
 	}
 	if (rc == 0)
-		cell_client_stamp_seen(b->c, rep->stamp);
+		cell_client_stamp_seen(b->c, rep->last_stamp);
 	if (rc == 0 && rep->n_status != m)
 		rc = bt_error_set(-EPROTO, "MUTATE_ROWS: %zu statuses for "
 		    "%zu rows", rep->n_status, m);

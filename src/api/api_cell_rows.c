@@ -98,7 +98,7 @@ cell_mutate_row(struct cell_client *c, const char *table,
 	    (ProtobufCMessage **)&rep, NULL);
 	if (rc < 0)
 		goto out;
-	cell_client_stamp_seen(c, rep->stamp);
+	cell_client_stamp_seen(c, rep->last_stamp);
 	if (applied != NULL)
 		*applied = rep->applied;
 	if (stamp != NULL && (!check || rep->applied))
@@ -161,7 +161,7 @@ cell_read_modify_write(struct cell_client *c, const char *table,
 	    CELL_RETRY_UNSENT, &tabletfs__read_modify_write_reply__descriptor,
 	    (ProtobufCMessage **)&rep, NULL)) < 0)
 		return rc;
-	cell_client_stamp_seen(c, rep->stamp);
+	cell_client_stamp_seen(c, rep->last_stamp);
 	if (result != NULL)
 		*result = rep->result;
 	if (stamp != NULL)

@@ -241,7 +241,7 @@ int cell_client_last_seq(struct cell_client *c, uint64_t *out);
 
 /*
  * Server stamps across servers (tabletfs.proto, above MutateRowRequest):
- * the stamp_floor a write sends (the highest server stamp this client's
+ * the stamp_floor a write sends (the highest last_stamp this client's
  * writes were answered with, 0 before any), and taking one in from a
  * reply.  Thread-safe.
  */

@@ -70,7 +70,7 @@ struct cell_client {
 	atomic_int route;		/* enum cell_route_mode (3) */
 	struct cell_locations *locations;
 	atomic_uint_fast64_t locates;	/* LOCATE calls sent */
-	/* The highest server stamp its writes' replies carried. */
+	/* The highest last_stamp its writes' replies carried. */
 	_Atomic int64_t stamp_seen;
 };
 

@@ -213,6 +213,8 @@ int service_locate(struct service *svc, struct slice req,
  */
 int service_stamp_floor(struct service *svc, protobuf_c_boolean has,
     int64_t floor);
+/* A write reply's last_stamp: the server's, once the call wrote. */
+bool service_last_stamp(struct service *svc, int64_t *last);
 
 /* The table id a call on rows names (has: whether it names one) against
  * the store's (server_table_id_check()): 0 or BT_ENOTSERVING. */

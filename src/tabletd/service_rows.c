@@ -81,6 +81,13 @@ service_stamp_floor(struct service *svc, protobuf_c_boolean has,
 	    NULL);
 }
 
+bool
+service_last_stamp(struct service *svc, int64_t *last)
+{
+	return server_stamp_observe(api_store_server(svc->store), 0,
+	    last) == 0;
+}
+
 int
 service_table_id_check(struct service *svc, const char *table,
     protobuf_c_boolean has, uint64_t id)
@@ -150,6 +157,7 @@ service_mutate_row(struct service *svc, struct slice in, struct buf *reply)
 	out.has_stamp = out.has_applied = true;
 	out.stamp = applied ? stamp : 0;
 	out.applied = applied;
+	out.has_last_stamp = service_last_stamp(svc, &out.last_stamp);
 	rc = service_pb_pack(&out.base, reply);
 out:
 	service_pb_free(&r->base);
@@ -272,8 +280,7 @@ service_mutate_rows(struct service *svc, struct slice in, struct buf *reply)
 	bt_error_clear();
 	rc = bt_mutate_rows(svc->store, r->table, rows, r->n_entries, &w,
 	    results);
-	out.has_stamp = server_stamp_observe(api_store_server(svc->store), 0,
-	    &out.stamp) == 0;
+	out.has_last_stamp = service_last_stamp(svc, &out.last_stamp);
 	if (rc < 0 && rc != first)
 		snprintf(detail, sizeof(detail), "%s", bt_error_detail());
 	for (size_t i = 0; i < r->n_entries; i++)
@@ -348,6 +355,7 @@ service_read_modify_write(struct service *svc, struct slice in,
 	out.has_stamp = true;
 	out.stamp = stamp;
 	out.result = result;
+	out.has_last_stamp = service_last_stamp(svc, &out.last_stamp);
 	rc = service_pb_pack(&out.base, reply);
 out:
 	service_pb_free(&r->base);

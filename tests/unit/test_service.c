@@ -293,10 +293,11 @@ test_stamp_floor(void)
 	ok(rc == 0 && stamp > before, "and so is the next, from any client");
 	mut(&m, 1, "anchor", "f", -2, "v");
 	rep = mutate_rows("webtable", rows, &m, 1, &rc);
-	ok(rc == 0 && rep != NULL && rep->has_stamp && rep->stamp > stamp,
-	    "a MUTATE_ROWS reply carries the server's last stamp, above the "
-	    "rows' (%" PRId64 ")", rep != NULL ? rep->stamp : 0);
-	before = rep != NULL ? rep->stamp : stamp;
+	ok(rc == 0 && rep != NULL && rep->has_last_stamp &&
+	    rep->last_stamp > stamp, "a MUTATE_ROWS reply carries the "
+	    "server's last stamp, above the rows' (%" PRId64 ")",
+	    rep != NULL ? rep->last_stamp : 0);
+	before = rep != NULL ? rep->last_stamp : stamp;
 	msg_free(rep);
 
 	floor = before + (int64_t)7200 * 1000000;
@@ -310,6 +311,38 @@ test_stamp_floor(void)
 	stamp = put_floored("sf5", 0, &rc);
 	ok(rc == 0 && stamp > before && stamp < floor - (int64_t)3600 *
 	    1000000, "the refused floor raised nothing (%" PRId64 ")", stamp);
+	before = stamp;
+
+	/* A put of the newest version, above a version a client set far
+	 * ahead: its stamp is one above that, the server's last stamp is
+	 * not (a client's floor comes from the latter). */
+	{
+		Tabletfs__ReadModifyWriteRequest r =
+		    TABLETFS__READ_MODIFY_WRITE_REQUEST__INIT;
+		Tabletfs__ReadModifyWriteReply *rr;
+
+		is_int(put1("webtable", "sf6", "anchor", "f",
+		    8000000000000000, "future"), 0, "a version set in the far "
+		    "future");
+		r.table = (char *)"webtable";
+		r.has_row = r.has_qualifier = true;
+		r.row = pbs("sf6");
+		r.family = (char *)"anchor";
+		r.qualifier = pbs("f");
+		r.op_case = TABLETFS__READ_MODIFY_WRITE_REQUEST__OP_PUT_NEWEST;
+		r.put_newest = pbs("now");
+		rr = call_msg(M(READ_MODIFY_WRITE), &r.base,
+		    &tabletfs__read_modify_write_reply__descriptor, &rc);
+		ok(rc == 0 && rr != NULL && rr->stamp == 8000000000000001,
+		    "put_newest above it is stamped one above (%" PRId64 ")",
+		    rr != NULL ? rr->stamp : 0);
+		ok(rr != NULL && rr->has_last_stamp && rr->last_stamp >
+		    before && rr->last_stamp < before + (int64_t)3600 *
+		    1000000, "its reply's last stamp is the server's clock "
+		    "stamp (%" PRId64 "), which a client may send as its floor",
+		    rr != NULL ? rr->last_stamp : 0);
+		msg_free(rr);
+	}
 }
 
 /* ---- Schema ---- */
