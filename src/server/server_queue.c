@@ -400,8 +400,16 @@ server_stamp_raise(struct server *s, int64_t stamp)
 int
 server_stamp_observe(struct server *s, int64_t stamp, int64_t *last)
 {
-	int64_t now = server_now(s);
+	int64_t now;
 
+	/* Every write reply reads the last stamp (stamp 0): no clock read
+	 * for a stamp that raises nothing. */
+	if (stamp <= atomic_load(&s->last_stamp)) {
+		if (last != NULL)
+			*last = atomic_load(&s->last_stamp);
+		return 0;
+	}
+	now = server_now(s);
 	if (stamp > now && stamp - now > SERVER_STAMP_AHEAD_US)
 		return bt_error_set(-ERANGE, "stamp %" PRId64 " is %" PRId64
 		    " s ahead of this server's clock: the cell's clocks "
