@@ -352,12 +352,13 @@ bt_family_create(struct bt_store *s, const char *table,
 		access_cache_clear(s);
 		return cell_family_create(s->cell, table, family);
 	}
-	return server_family_create(s->server, table, &f);
+	return server_family_create(s->server, table, &f, NULL, 0);
 }
 
 int
 api_family_create_above(struct bt_store *s, const char *table,
-    const struct bt_family_spec *family, uint64_t created_min)
+    const struct bt_family_spec *family, uint64_t created_min,
+    const char *const *servers, size_t count)
 {
 	struct catalog_family f;
 	int rc;
@@ -369,7 +370,7 @@ api_family_create_above(struct bt_store *s, const char *table,
 	if ((rc = family_from_spec(family, &f)) < 0)
 		return rc;
 	f.created_seq = created_min;
-	return server_family_create(s->server, table, &f);
+	return server_family_create(s->server, table, &f, servers, count);
 }
 
 int

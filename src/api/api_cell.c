@@ -129,7 +129,7 @@ out:
 static int
 family_call(struct cell_client *c, uint32_t method, const char *table,
     const char *name, const char *group, const char *gc_policy,
-    uint64_t created_min)
+    uint64_t created_min, char **servers, size_t count)
 {
 	Tabletfs__FamilyRequest req = TABLETFS__FAMILY_REQUEST__INIT;
 	Tabletfs__Family f = TABLETFS__FAMILY__INIT;
@@ -141,21 +141,49 @@ family_call(struct cell_client *c, uint32_t method, const char *table,
 	req.family = &f;
 	req.has_created_seq_min = created_min != 0;
 	req.created_seq_min = created_min;
+	req.servers = servers;
+	req.n_servers = count;
 	return schema_synced(c, cell_client_call(c, method, &req.base,
 	    CELL_RETRY_UNSENT, NULL, NULL));
 }
 
-/* LAST_SEQ's reply: the largest number a server gave so far, in arg. */
+/* What the servers other than the root's answered LAST_SEQ. */
+struct last_seqs {
+	uint64_t max;		/* the largest number any gave so far */
+	char **names;		/* their names, count of them */
+	size_t count;
+};
+
+static void
+last_seqs_release(struct last_seqs *l)
+{
+	for (size_t i = 0; i < l->count; i++)
+		bt_free(l->names[i]);
+	bt_free(l->names);
+	memset(l, 0, sizeof(*l));
+}
+
+/* LAST_SEQ's reply, into arg's struct last_seqs. */
 static int
-last_seq_max(void *arg, const char *server, ProtobufCMessage *reply)
+last_seq_add(void *arg, const char *server, ProtobufCMessage *reply)
 {
 	const Tabletfs__LastSeqReply *rep =
 	    (const Tabletfs__LastSeqReply *)reply;
-	uint64_t *max = arg;
+	struct last_seqs *l = arg;
+	char **grown;
 
 	(void)server;
-	if (rep->last_seq > *max)
-		*max = rep->last_seq;
+	if (rep->last_seq > l->max)
+		l->max = rep->last_seq;
+	if (rep->server == NULL || rep->server[0] == '\0')
+		return 0;
+	if ((grown = bt_realloc(l->names, (l->count + 1) *
+	    sizeof(*grown))) == NULL)
+		return -ENOMEM;
+	l->names = grown;
+	if ((l->names[l->count] = bt_strdup(rep->server)) == NULL)
+		return -ENOMEM;
+	l->count++;
 	return 0;
 }
 
@@ -165,7 +193,11 @@ last_seq_max(void *arg, const char *server, ProtobufCMessage *reply)
  * name.  On tablets served one by one every server numbers on its own,
  * and one may have numbered a dropped family's entries above what the
  * root's server gives next: the family starts above every server's
- * last number.  A server that does not answer fails the call (the
+ * last number, and the root's server makes it only while no log of a
+ * server that did not answer may still replay entries of the table
+ * (server_family_create()).  It answers -EAGAIN while one may, as
+ * during the recovery of a dead server's tablets: then ask again, until
+ * the deadline.  A server that does not answer fails the call (the
  * family is not made) rather than risk showing a dropped family's
  * cells.
  */
@@ -173,18 +205,29 @@ int
 cell_family_create(struct cell_client *c, const char *table,
     const struct bt_family_spec *family)
 {
-	uint64_t last = 0;
-	int rc;
+	int64_t deadline = cell_client_deadline(c);
+	struct last_seqs last = { 0 };
+	char why[512];
+	int wait_ms = 0, rc;
 
 	if (family == NULL)
 		return bt_error_set(-EINVAL, "no family");
 	(void)cell_client_route_learn(c, table);
-	if ((rc = cell_client_call_each(c, TABLETFS__METHOD__LAST_SEQ, NULL,
-	    &tabletfs__last_seq_reply__descriptor, last_seq_max, &last)) < 0)
-		return rc;
-	return family_call(c, TABLETFS__METHOD__FAMILY_CREATE, table,
-	    family->name, family->group, family->gc_policy,
-	    last != 0 ? last + 1 : 0);
+	for (;;) {
+		if ((rc = cell_client_call_each(c, TABLETFS__METHOD__LAST_SEQ,
+		    NULL, &tabletfs__last_seq_reply__descriptor,
+		    last_seq_add, &last)) == 0)
+			rc = family_call(c, TABLETFS__METHOD__FAMILY_CREATE,
+			    table, family->name, family->group,
+			    family->gc_policy, last.max != 0 ? last.max + 1 :
+			    0, last.names, last.count);
+		last_seqs_release(&last);
+		if (rc != -EAGAIN)
+			return rc;
+		snprintf(why, sizeof(why), "%s", bt_error_detail());
+		if (cell_client_backoff(c, deadline, &wait_ms) < 0)
+			return bt_error_set(-EAGAIN, "%s", why);
+	}
 }
 
 int
@@ -193,7 +236,7 @@ cell_family_delete(struct cell_client *c, const char *table,
 {
 	(void)cell_client_route_learn(c, table);
 	return family_call(c, TABLETFS__METHOD__FAMILY_DELETE, table, family,
-	    NULL, NULL, 0);
+	    NULL, NULL, 0, NULL, 0);
 }
 
 int
@@ -202,7 +245,7 @@ cell_family_set_gc(struct cell_client *c, const char *table,
 {
 	(void)cell_client_route_learn(c, table);
 	return family_call(c, TABLETFS__METHOD__FAMILY_SET_GC, table, family,
-	    NULL, gc_policy, 0);
+	    NULL, gc_policy, 0, NULL, 0);
 }
 
 int

@@ -63,9 +63,11 @@ int api_tablets_recover(struct bt_store *s, const char *table,
 /*
  * bt_family_create() with the least created_seq the family may take
  * (server_family_create()): a cell's server, the root's, told by the
- * client what the other servers numbered.
+ * client what the other servers numbered, and which servers (count
+ * names, as tablets are assigned) those are.
  */
 int api_family_create_above(struct bt_store *s, const char *table,
-    const struct bt_family_spec *family, uint64_t created_min);
+    const struct bt_family_spec *family, uint64_t created_min,
+    const char *const *servers, size_t count);
 
 #endif

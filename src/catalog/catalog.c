@@ -89,7 +89,8 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	    "SELECT table_id, flushed_seq FROM tablets WHERE id = ?1",
 	[STMT_TABLET_SET_SEQ] =
 	    "UPDATE tablets SET flushed_seq = ?2 WHERE id = ?1",
-	[STMT_TABLET_SERVER] = "SELECT server FROM tablets WHERE id = ?1",
+	[STMT_TABLET_SERVER] =
+	    "SELECT server, recovering FROM tablets WHERE id = ?1",
 	[STMT_FILE_INSERT] =
 	    "INSERT INTO files"
 	    " (tablet_id, number, group_name, size, entry_count, max_seq)"
@@ -108,11 +109,17 @@ static const char *const catalog_sql[STMT_COUNT] = {
 	[STMT_PENDING_NAMED] = "DELETE FROM pending_files WHERE number = ?1",
 	[STMT_PENDING_GONE] = "DELETE FROM pending_files WHERE server = ?1",
 	[STMT_TABLET_SET_SERVER] =
-	    "UPDATE tablets SET server = ?2 WHERE id = ?1",
+	    "UPDATE tablets SET server = ?2, recovering = ?3 WHERE id = ?1",
 	[STMT_ASSIGNMENTS] =
-	    "SELECT t.id, t.table_id, b.name, t.server FROM tablets t"
+	    "SELECT t.id, t.table_id, b.name, t.server, t.recovering"
+	    " FROM tablets t"
 	    " JOIN tables b ON b.id = t.table_id"
 	    " ORDER BY t.table_id, t.start_row",
+	/* The tablets of the table named ?1 (none: no such table). */
+	[STMT_TABLET_RECOVERY] =
+	    "SELECT t.id, t.server, t.recovering, t.flushed_seq"
+	    " FROM tables b JOIN tablets t ON t.table_id = b.id"
+	    " WHERE b.name = ?1 ORDER BY t.start_row",
 	/* The tablets of table ?1 after the one ending at ?2 (not the
 	 * last), in row order, at most ?3: level 2's rows, by key. */
 	[STMT_LOCATIONS_AFTER] =

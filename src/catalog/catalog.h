@@ -598,16 +598,32 @@ void catalog_locations_free(struct catalog_location *locs, size_t count);
  */
 
 /*
+ * What a compare-and-set of a tablet's assignment does to its recovery
+ * mark (tablets.recovering, format.h version 6): the master sets it when
+ * it gives a tablet out to be recovered from the logs of servers that
+ * are not live, and clears it once it has seen that server serve the
+ * tablet.  While it is set, records of the tablet may be in a log that
+ * no live server's counter covers (catalog_table_replayed()).
+ */
+enum catalog_recovery {
+	CATALOG_RECOVERY_KEEP,	/* the mark as it is */
+	CATALOG_RECOVERY_BEGIN,	/* set it, with the new server */
+	CATALOG_RECOVERY_DONE,	/* clear it: server recovered the tablet */
+};
+
+/*
  * Compare-and-set of a user tablet's assignment, in one transaction:
  * assign tablet_id to server ("" unassigns) if it is now assigned to
  * expected ("" for none), so that two masters (or one master's stale
- * round) cannot both move a tablet.  0 (also when server is expected:
- * nothing to change); -ESTALE, with a detail naming the tablet's
- * server, when that is not expected, and nothing changes; -ENOENT when
- * there is no such tablet; -EINVAL for a bad name (either).
+ * round) cannot both move a tablet, and set or clear its recovery mark
+ * as rec says.  0 (also when server is expected: then only the mark
+ * changes); -ESTALE, with a detail naming the tablet's server, when
+ * that is not expected, and nothing changes; -ENOENT when there is no
+ * such tablet; -EINVAL for a bad name (either), or for
+ * CATALOG_RECOVERY_DONE with server other than expected or "".
  */
 int catalog_tablet_assign_if(struct catalog *c, uint64_t tablet_id,
-    const char *server, const char *expected);
+    const char *server, const char *expected, enum catalog_recovery rec);
 
 /* One user tablet's assignment (catalog_assignments_list). */
 struct catalog_assignment {
@@ -615,6 +631,7 @@ struct catalog_assignment {
 	uint64_t table_id;
 	char table[CATALOG_NAME_MAX + 1];	/* its table's name */
 	char server[CATALOG_SERVER_MAX + 1];	/* "" when unassigned */
+	bool recovering;			/* its recovery mark */
 };
 
 /* Every user tablet with its table and server, by table id, then row,
@@ -622,6 +639,22 @@ struct catalog_assignment {
  * are none) and *count, or an error. */
 int catalog_assignments_list(struct catalog *c,
     struct catalog_assignment **out, size_t *count);
+
+/*
+ * Whether every record of table's tablets is under a number that the
+ * servers named (count names, as tablets are assigned) have given or
+ * flushed: each tablet is assigned to one of them, and none carries a
+ * recovery mark.  Then 0 and *flushed, the highest flushed_seq of the
+ * tablets (a record replayed by a recovery that is done is at most
+ * that).  Otherwise -EAGAIN, with a detail naming the first tablet that
+ * is not (unassigned, assigned to a name not given, or still being
+ * recovered): a dead server's log may hold records of it numbered above
+ * every named server's counter.  -ENOENT for no such table.  One read
+ * transaction.  (A family made on a cell whose tablets are served one
+ * by one starts above both: server_family_create().)
+ */
+int catalog_table_replayed(struct catalog *c, const char *table,
+    const char *const *servers, size_t count, uint64_t *flushed);
 
 /*
  * The location of the tablet holding row of table_id, then those of the

@@ -16,10 +16,11 @@
 
 static int
 assign_if_txn(struct catalog *c, uint64_t tablet_id, const char *server,
-    const char *expected)
+    const char *expected, enum catalog_recovery rec)
 {
 	char now[CATALOG_SERVER_MAX + 1];
 	sqlite3_stmt *st;
+	bool marked;
 	int rc;
 
 	st = catalog_stmt(c, STMT_TABLET_SERVER);
@@ -33,16 +34,20 @@ assign_if_txn(struct catalog *c, uint64_t tablet_id, const char *server,
 	}
 	if ((rc = catalog_column_text(c, st, 0, now, sizeof(now))) < 0)
 		goto out;
+	marked = catalog_column_u64(st, 1) != 0;
 	catalog_stmt_done(st);
 	if (strcmp(now, expected) != 0)
 		return bt_error_set(-ESTALE, "catalog: tablet %" PRIu64 " is "
 		    "assigned to %s, not to %s", tablet_id,
 		    now[0] != '\0' ? now : "no server",
 		    expected[0] != '\0' ? expected : "no server");
-	if (strcmp(now, server) == 0)
-		return 0;
+	if (rec == CATALOG_RECOVERY_BEGIN)
+		marked = true;
+	else if (rec == CATALOG_RECOVERY_DONE)
+		marked = false;
 	st = catalog_stmt(c, STMT_TABLET_SET_SERVER);
-	if ((rc = catalog_bind(c, st, "ut", tablet_id, server)) < 0)
+	if ((rc = catalog_bind(c, st, "utu", tablet_id, server,
+	    (uint64_t)marked)) < 0)
 		goto out;
 	return catalog_exec(c, st);
 out:
@@ -52,16 +57,21 @@ out:
 
 int
 catalog_tablet_assign_if(struct catalog *c, uint64_t tablet_id,
-    const char *server, const char *expected)
+    const char *server, const char *expected, enum catalog_recovery rec)
 {
 	int rc;
 
 	if (!catalog_server_valid(server) || !catalog_server_valid(expected))
 		return bt_error_set(-EINVAL, "catalog: tablet %" PRIu64 ": bad "
 		    "server name", tablet_id);
+	if (rec == CATALOG_RECOVERY_DONE &&
+	    (server[0] == '\0' || strcmp(server, expected) != 0))
+		return bt_error_set(-EINVAL, "catalog: tablet %" PRIu64 ": a "
+		    "recovery is done by the server assigned", tablet_id);
 	if ((rc = catalog_begin(c, true)) < 0)
 		return rc;
-	return catalog_end(c, assign_if_txn(c, tablet_id, server, expected));
+	return catalog_end(c, assign_if_txn(c, tablet_id, server, expected,
+	    rec));
 }
 
 /* A row of STMT_ASSIGNMENTS. */
@@ -78,6 +88,7 @@ assignment_read(struct catalog *c, sqlite3_stmt *st, void *elem, void *arg)
 	    (rc = catalog_column_text(c, st, 3, a->server,
 	    sizeof(a->server))) < 0)
 		return rc;
+	a->recovering = catalog_column_u64(st, 4) != 0;
 	return 0;
 }
 
@@ -92,6 +103,79 @@ catalog_assignments_list(struct catalog *c, struct catalog_assignment **out,
 	return catalog_end(c, catalog_rows_load(c,
 	    catalog_stmt(c, STMT_ASSIGNMENTS), 0, sizeof(**out),
 	    assignment_read, NULL, NULL, out, count));
+}
+
+/* Whether name is one of names (count). */
+static bool
+name_listed(const char *name, const char *const *names, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static int
+replayed_txn(struct catalog *c, const char *table,
+    const char *const *servers, size_t count, uint64_t *flushed)
+{
+	char server[CATALOG_SERVER_MAX + 1];
+	sqlite3_stmt *st;
+	uint64_t high = 0, id;
+	bool any = false;
+	int rc;
+
+	st = catalog_stmt(c, STMT_TABLET_RECOVERY);
+	if ((rc = catalog_bind(c, st, "t", table)) < 0)
+		goto out;
+	while ((rc = catalog_step(c, st)) == SQLITE_ROW) {
+		any = true;
+		id = catalog_column_u64(st, 0);
+		if ((rc = catalog_column_text(c, st, 1, server,
+		    sizeof(server))) < 0)
+			goto out;
+		if (catalog_column_u64(st, 2) != 0) {
+			rc = bt_error_set(-EAGAIN, "table %s: tablet %" PRIu64
+			    " is being recovered at %s from the log of a "
+			    "server that is gone", table, id,
+			    server[0] != '\0' ? server : "no server yet");
+			goto out;
+		}
+		if (!name_listed(server, servers, count)) {
+			rc = bt_error_set(-EAGAIN, "table %s: tablet %" PRIu64
+			    " is assigned to %s, which did not give its last "
+			    "number: its log may still be replayed", table, id,
+			    server[0] != '\0' ? server : "no server");
+			goto out;
+		}
+		if (catalog_column_u64(st, 3) > high)
+			high = catalog_column_u64(st, 3);
+	}
+	if (rc < 0)
+		goto out;
+	catalog_stmt_done(st);
+	if (!any)
+		return bt_error_set(-ENOENT, "table %s: no such table", table);
+	*flushed = high;
+	return 0;
+out:
+	catalog_stmt_done(st);
+	return rc;
+}
+
+int
+catalog_table_replayed(struct catalog *c, const char *table,
+    const char *const *servers, size_t count, uint64_t *flushed)
+{
+	int rc;
+
+	if (!catalog_name_valid(table))
+		return bt_error_set(-EINVAL, "catalog: bad table name '%s'",
+		    table != NULL ? table : "(null)");
+	if ((rc = catalog_begin(c, false)) < 0)
+		return rc;
+	return catalog_end(c, replayed_txn(c, table, servers, count,
+	    flushed));
 }
 
 static void

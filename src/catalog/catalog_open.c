@@ -258,10 +258,11 @@ catalog_setup(struct catalog *c)
 }
 
 /*
- * Version 3 or 4 -> 5 (format.h), in one transaction with the new
+ * Version 3, 4 or 5 -> 6 (format.h), in one transaction with the new
  * user_version, so that a crash leaves the old version or the current
  * one: from 3, owners, groups and modes (rows already there belong to
- * the store's owner); from 3 and 4, the pending file numbers (none).
+ * the store's owner); from 3 and 4, the pending file numbers (none);
+ * from all three, the recovery marks (none set).
  */
 static int
 catalog_schema_upgrade(struct catalog *c, int64_t version)
@@ -270,19 +271,26 @@ catalog_schema_upgrade(struct catalog *c, int64_t version)
 	    "BEGIN IMMEDIATE;\n"
 	    CATALOG_SCHEMA_V4_SQL
 	    CATALOG_SCHEMA_V5_SQL
+	    CATALOG_SCHEMA_V6_SQL
 	    "PRAGMA user_version = " CATALOG_STR(CATALOG_VERSION) ";\n"
 	    "COMMIT;\n";
 	static const char from4[] =
 	    "BEGIN IMMEDIATE;\n"
 	    CATALOG_SCHEMA_V5_SQL
+	    CATALOG_SCHEMA_V6_SQL
+	    "PRAGMA user_version = " CATALOG_STR(CATALOG_VERSION) ";\n"
+	    "COMMIT;\n";
+	static const char from5[] =
+	    "BEGIN IMMEDIATE;\n"
+	    CATALOG_SCHEMA_V6_SQL
 	    "PRAGMA user_version = " CATALOG_STR(CATALOG_VERSION) ";\n"
 	    "COMMIT;\n";
 	int src, rc;
 
-	_Static_assert(CATALOG_VERSION == 5, "the upgrades end at 5");
-	assert(version == 3 || version == 4);
-	src = sqlite3_exec(c->db, version == 3 ? from3 : from4, NULL, NULL,
-	    NULL);
+	_Static_assert(CATALOG_VERSION == 6, "the upgrades end at 6");
+	assert(version >= 3 && version <= 5);
+	src = sqlite3_exec(c->db, version == 3 ? from3 : version == 4 ?
+	    from4 : from5, NULL, NULL, NULL);
 	if (src == SQLITE_OK)
 		return 0;
 	rc = catalog_sqlite_error(c, src, "upgrade to version "

@@ -91,21 +91,31 @@
  *                in the transaction that names the number in a tablet,
  *                or with every row of its server (catalog_server_gone).
  *
+ * Version 6 marks the tablets whose records a dead server's log may
+ * still hold (docs/design.md section 5, "Families made during a
+ * recovery"; CATALOG_SCHEMA_V6_SQL):
+ *     tablets.recovering  1 from the master's compare-and-set that gives
+ *                the tablet to a server to recover it from the logs of
+ *                the servers that are not live, until the master has
+ *                seen that server serve it (the replayed records then
+ *                flushed and under its flushed_seq); 0 otherwise
+ *
  * Upgrades run at open, each crash-safe: 1 -> 2 in one transaction
  * (CATALOG_SCHEMA_V2_SQL); 2 -> 3 by VACUUM INTO CATALOG_UPGRADE_SUFFIX
  * beside the catalog with the reserve requested, user_version set to 3
  * there and synced, the old catalog closed (its WAL checkpointed and
  * removed, the directory synced), then the new file renamed over it: a
  * crash leaves the old catalog (and a stale copy that the next upgrade
- * removes first) or the new one; 3 -> 5 and 4 -> 5 in one transaction
- * each (CATALOG_SCHEMA_V4_SQL from 3, CATALOG_SCHEMA_V5_SQL, and
- * user_version 5), so that a crash leaves the old version or 5.
+ * removes first) or the new one; 3, 4 and 5 -> 6 in one transaction
+ * each (CATALOG_SCHEMA_V4_SQL from 3, CATALOG_SCHEMA_V5_SQL from 3 and
+ * 4, CATALOG_SCHEMA_V6_SQL, and user_version 6), so that a crash leaves
+ * the old version or 6.
  */
 #ifndef TABLETFS_CATALOG_FORMAT_H
 #define TABLETFS_CATALOG_FORMAT_H
 
 #define CATALOG_APPLICATION_ID	1952871267	/* 0x74667363, "tfsc" */
-#define CATALOG_VERSION		5
+#define CATALOG_VERSION		6
 /* The version that first reserves the page trailer. */
 #define CATALOG_VERSION_RESERVE	3
 /* Bytes at the end of every page for the trailer (version 3). */
@@ -378,8 +388,13 @@
 	");\n" \
 	"CREATE INDEX pending_files_server ON pending_files (server);\n"
 
+/* Version 6: the recovery marks (the whole upgrade from 5). */
+#define CATALOG_SCHEMA_V6_SQL \
+	"ALTER TABLE tablets ADD COLUMN recovering INTEGER NOT NULL\n" \
+	"    DEFAULT 0;\n"
+
 #define CATALOG_SCHEMA_SQL \
 	CATALOG_SCHEMA_V1_SQL CATALOG_SCHEMA_V2_SQL CATALOG_SCHEMA_V4_SQL \
-	CATALOG_SCHEMA_V5_SQL
+	CATALOG_SCHEMA_V5_SQL CATALOG_SCHEMA_V6_SQL
 
 #endif

@@ -108,12 +108,21 @@ int server_table_list(struct server *s, char ***names, size_t *count);
 /* The table's schema from the catalog; free with catalog_table_free(). */
 int server_table_get(struct server *s, const char *name,
     struct catalog_table **out);
-/* A family made: its created_seq is the next number this server gives,
+/*
+ * A family made: its created_seq is the next number this server gives,
  * or f->created_seq when that is larger (on a cell, above what the
  * other servers numbered, whose tablets may hold entries of a dropped
- * family of the name), and this server numbers above it from now on. */
+ * family of the name), and this server numbers above it from now on.
+ * On a cell's server (the root's), servers (count) name the other
+ * servers whose last numbers f->created_seq is above: the family is
+ * made only when no log may still replay a record of the table above
+ * those and this server's own (catalog_table_replayed(), with this
+ * server's name; -EAGAIN, naming the tablet, otherwise), and starts
+ * above the tablets' flushed_seq as well.  Elsewhere servers is unread.
+ */
 int server_family_create(struct server *s, const char *table,
-    const struct catalog_family *f);
+    const struct catalog_family *f, const char *const *servers,
+    size_t count);
 int server_family_drop(struct server *s, const char *table,
     const char *family);
 int server_family_set_gc(struct server *s, const char *table,
@@ -561,6 +570,9 @@ int server_tablet_split_row(struct server *s, const char *table,
     uint64_t id, struct buf *row);
 /* server_stats.last_seq alone (bt_store_last_seq). */
 uint64_t server_last_seq(struct server *s);
+/* This server's name in the catalog's assignments (server_options.name
+ * on a cell's server, the host name otherwise); s's for its life. */
+const char *server_assign_name(const struct server *s);
 /* The store's catalog, owned by s (valid until server_close()), which
  * the root's server of a cell serves to the other tablet servers
  * (tabletd/service_catalog.c).  Thread-safe, as every catalog call. */

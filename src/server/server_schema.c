@@ -352,16 +352,48 @@ server_table_get(struct server *s, const char *name,
 	return rc;
 }
 
+/*
+ * The highest flushed_seq of table's tablets in *flushed, once no log
+ * of a server but those named (count, and this one) may replay a record
+ * of them (catalog_table_replayed()).
+ */
+static int
+family_floor(struct server *s, const char *table, const char *const *servers,
+    size_t count, uint64_t *flushed)
+{
+	const char **names;
+	int rc;
+
+	if ((names = bt_calloc(count + 1, sizeof(*names))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++)
+		names[i] = servers[i];
+	names[count] = s->name;
+	rc = catalog_table_replayed(s->catalog, table, names, count + 1,
+	    flushed);
+	bt_free(names);
+	return rc;
+}
+
 int
 server_family_create(struct server *s, const char *table,
-    const struct catalog_family *f)
+    const struct catalog_family *f, const char *const *servers,
+    size_t count)
 {
 	struct catalog_family fam = *f;
 	struct schema_prep p;
+	uint64_t flushed;
 	int rc;
 
 	if ((rc = check_writable(s)) < 0)
 		return rc;
+	if (s->cell) {
+		if ((rc = family_floor(s, table, servers, count,
+		    &flushed)) < 0)
+			return rc;
+		if (fam.created_seq <= flushed)
+			fam.created_seq = flushed + 1;
+	}
 	if (fam.group[0] == '\0')
 		snprintf(fam.group, sizeof(fam.group), "%s",
 		    CATALOG_DEFAULT_GROUP);
@@ -653,6 +685,12 @@ server_table_tablets(struct server *s, const char *table,
 	*stats = st;
 	*count = n;
 	return 0;
+}
+
+const char *
+server_assign_name(const struct server *s)
+{
+	return s->name;
 }
 
 uint64_t

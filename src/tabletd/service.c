@@ -185,7 +185,8 @@ family_create(struct service *svc, struct slice in, struct buf *reply)
 	spec.group = empty_null(r->family->group);
 	spec.gc_policy = empty_null(r->family->gc_policy);
 	rc = api_family_create_above(svc->store, r->table, &spec,
-	    r->has_created_seq_min ? r->created_seq_min : 0);
+	    r->has_created_seq_min ? r->created_seq_min : 0,
+	    (const char *const *)r->servers, r->n_servers);
 	service_pb_free(&r->base);
 	return rc;
 }
@@ -789,6 +790,7 @@ store_last_seq(struct service *svc, struct slice in, struct buf *reply)
 		return rc;
 	out.has_last_seq = true;
 	out.last_seq = bt_store_last_seq(svc->store);
+	out.server = (char *)server_assign_name(api_store_server(svc->store));
 	return service_pb_pack(&out.base, reply);
 }
 

@@ -437,8 +437,22 @@ out:
 	return rc;
 }
 
-/* CATALOG_ASSIGN: the master's compare-and-set of a tablet's server; an
- * absent server or expected is "" (none). */
+/* The catalog's name of a CatalogAssignRequest's recovery. */
+static enum catalog_recovery
+assign_recovery(Tabletfs__CatalogAssignRequest__Recovery r)
+{
+	switch (r) {
+	case TABLETFS__CATALOG_ASSIGN_REQUEST__RECOVERY__RECOVERY_BEGIN:
+		return CATALOG_RECOVERY_BEGIN;
+	case TABLETFS__CATALOG_ASSIGN_REQUEST__RECOVERY__RECOVERY_DONE:
+		return CATALOG_RECOVERY_DONE;
+	default:
+		return CATALOG_RECOVERY_KEEP;
+	}
+}
+
+/* CATALOG_ASSIGN: the master's compare-and-set of a tablet's server and
+ * its recovery mark; an absent server or expected is "" (none). */
 int
 service_catalog_assign(struct service *svc, struct slice in,
     struct buf *reply)
@@ -458,7 +472,9 @@ service_catalog_assign(struct service *svc, struct slice in,
 		goto out;
 	rc = catalog_tablet_assign_if(c, r->tablet_id,
 	    r->server != NULL ? r->server : "",
-	    r->expected != NULL ? r->expected : "");
+	    r->expected != NULL ? r->expected : "",
+	    assign_recovery(r->has_recovery ? r->recovery :
+	    TABLETFS__CATALOG_ASSIGN_REQUEST__RECOVERY__RECOVERY_KEEP));
 out:
 	service_pb_free(&r->base);
 	return rc;
@@ -494,6 +510,8 @@ service_catalog_assignments(struct service *svc, struct slice in,
 		as[i].table_id = a[i].table_id;
 		as[i].tablet_id = a[i].tablet_id;
 		as[i].server = a[i].server;
+		as[i].has_recovering = true;
+		as[i].recovering = a[i].recovering;
 		ap[i] = &as[i];
 	}
 	out.n_tablets = count;

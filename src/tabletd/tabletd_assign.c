@@ -43,6 +43,10 @@
 #define RECOVER_DEADLINE_NS ((int64_t)120 * 1000000000)
 #define CATALOG_DEADLINE_NS ((int64_t)10 * 1000000000)
 #define MASTER_CALLER "master"
+/* What a CATALOG_ASSIGN does to the tablet's recovery mark. */
+#define RECOVERY_KEEP	TABLETFS__CATALOG_ASSIGN_REQUEST__RECOVERY__RECOVERY_KEEP
+#define RECOVERY_BEGIN	TABLETFS__CATALOG_ASSIGN_REQUEST__RECOVERY__RECOVERY_BEGIN
+#define RECOVERY_DONE	TABLETFS__CATALOG_ASSIGN_REQUEST__RECOVERY__RECOVERY_DONE
 /* Moves of the balancer in one round, at most. */
 #define ASSIGN_MOVES_PER_ROUND 4
 
@@ -263,9 +267,12 @@ out:
 	dead_dirs_free(&dirs);
 }
 
+/* CATALOG_ASSIGN: tablet to server if it is at expected, its recovery
+ * mark set or cleared as recovery says (catalog_tablet_assign_if()). */
 static int
 catalog_assign(const struct tabletd_assign *a, uint64_t tablet,
-    const char *server, const char *expected)
+    const char *server, const char *expected,
+    Tabletfs__CatalogAssignRequest__Recovery recovery)
 {
 	Tabletfs__CatalogAssignRequest req =
 	    TABLETFS__CATALOG_ASSIGN_REQUEST__INIT;
@@ -289,6 +296,8 @@ catalog_assign(const struct tabletd_assign *a, uint64_t tablet,
 	req.tablet_id = tablet;
 	req.server = (char *)server;
 	req.expected = (char *)expected;
+	req.has_recovery = recovery != RECOVERY_KEEP;
+	req.recovery = recovery;
 	return assign_call(a, a->root, TABLETFS__METHOD__CATALOG_ASSIGN,
 	    &req.base, now + a->connect_ns < until ? now + a->connect_ns : until, until,
 	    NULL, NULL);
@@ -317,6 +326,22 @@ tablet_recover(const struct tabletd_assign *a, const struct tabletd_live *to,
 	    NULL);
 }
 
+/*
+ * Clear tablet t's recovery mark now that server to serves it: the
+ * records it replayed are flushed, under the tablet's flushed_seq.  A
+ * mark that stays (the call failed) is cleared by a later round
+ * (marked_recover()).
+ */
+static void
+recovery_done(const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignment *t, const struct tabletd_live *to)
+{
+	if (catalog_assign(a, t->tablet_id, to->name, to->name,
+	    RECOVERY_DONE) < 0)
+		tabletd_log("tablet %" PRIu64 " of %s: its recovery mark "
+		    "stays: %s", t->tablet_id, t->table, bt_error_detail());
+}
+
 /* Give tablet t, whose server is not live, to the live server with the
  * fewest tablets in the catalog (compare-and-set): that server, or NULL
  * when it could not be given this round. */
@@ -333,7 +358,8 @@ tablet_give(const struct tabletd_assign *a,
 			to = &a->live[i];
 	if (to == NULL)
 		return NULL;	/* the root's server did not answer */
-	if (catalog_assign(a, t->tablet_id, to->name, from) < 0) {
+	if (catalog_assign(a, t->tablet_id, to->name, from,
+	    RECOVERY_BEGIN) < 0) {
 		tabletd_log("assign tablet %" PRIu64 " of %s to %s: %s",
 		    t->tablet_id, t->table, to->name, bt_error_detail());
 		return NULL;
@@ -417,13 +443,15 @@ recover_table(struct recover_batch *b, struct recover_job *j, uint64_t *more,
 			continue;
 		o->sent = true;
 		o->rc = rc;
-		if (rc < 0)
+		if (rc < 0) {
 			(void)catalog_assign(b->a, o->t->tablet_id, "",
-			    b->to->name);
-		else
-			tabletd_log("tablet %" PRIu64 " of %s: %s serves it "
-			    "(was %s)", o->t->tablet_id, o->t->table,
-			    b->to->name, from[0] ? from : "unassigned");
+			    b->to->name, RECOVERY_KEEP);
+			continue;
+		}
+		tabletd_log("tablet %" PRIu64 " of %s: %s serves it (was %s)",
+		    o->t->tablet_id, o->t->table, b->to->name,
+		    from[0] ? from : "unassigned");
+		recovery_done(b->a, o->t, b->to);
 	}
 }
 
@@ -525,7 +553,8 @@ tablet_move(const struct tabletd_assign *a, struct tabletd_live *from,
 		    t->tablet_id, t->table, from->name, bt_error_detail());
 		return rc;
 	}
-	if ((rc = catalog_assign(a, t->tablet_id, to->name, from->name)) < 0) {
+	if ((rc = catalog_assign(a, t->tablet_id, to->name, from->name,
+	    RECOVERY_KEEP)) < 0) {
 		tabletd_log("assign tablet %" PRIu64 " of %s to %s: %s",
 		    t->tablet_id, t->table, to->name, bt_error_detail());
 		(void)tablet_call(a, from->address, TABLETFS__METHOD__LOAD, t);
@@ -537,7 +566,8 @@ tablet_move(const struct tabletd_assign *a, struct tabletd_live *from,
 	    t)) < 0) {
 		tabletd_log("load tablet %" PRIu64 " of %s at %s: %s",
 		    t->tablet_id, t->table, to->name, bt_error_detail());
-		(void)catalog_assign(a, t->tablet_id, "", to->name);
+		(void)catalog_assign(a, t->tablet_id, "", to->name,
+		    RECOVERY_KEEP);
 		return rc;
 	}
 	tabletd_log("tablet %" PRIu64 " of %s: moved from %s to %s",
@@ -650,6 +680,37 @@ tablets_balance(const struct tabletd_assign *a,
 	}
 }
 
+/*
+ * RECOVER at its live server each tablet of all that still carries a
+ * recovery mark (a master that gave it out stopped before it saw the
+ * recovery end, or the call that clears the mark failed), and in a new
+ * master's first round every tablet of a live server (the file
+ * comment); a server that serves the tablet already answers at once
+ * (-EBUSY).  Then clear the marks of those its server serves.
+ */
+static void
+marked_recover(const struct tabletd_assign *a,
+    const Tabletfs__CatalogAssignmentsReply *all,
+    const struct dead_dirs *dirs)
+{
+	for (size_t i = 0; i < all->n_tablets; i++) {
+		const Tabletfs__CatalogAssignment *t = all->tablets[i];
+		const struct tabletd_live *l = live_find(a,
+		    t->server != NULL ? t->server : "");
+		int rc;
+
+		if (l == NULL || (!a->rebuild && !t->recovering))
+			continue;
+		rc = tablet_recover(a, l, t, NULL, 0, dirs);
+		if (rc < 0 && rc != -EBUSY)
+			tabletd_log("tablet %" PRIu64 " of %s at %s: %s",
+			    t->tablet_id, t->table, l->name,
+			    bt_error_detail());
+		else if (t->recovering)
+			recovery_done(a, t, l);
+	}
+}
+
 int
 tabletd_assign_round(const struct tabletd_assign *a)
 {
@@ -657,7 +718,7 @@ tabletd_assign_round(const struct tabletd_assign *a)
 	Tabletfs__CatalogAssignmentsReply *all = NULL;
 	struct dead_dirs dirs = { 0 };
 	int64_t now = rpc_now_ns();
-	size_t orphans = 0;
+	size_t orphans = 0, marked = 0;
 	int rc;
 
 	if (a->conns != NULL &&
@@ -676,12 +737,16 @@ tabletd_assign_round(const struct tabletd_assign *a)
 		const char *s = all->tablets[i]->server;
 		struct tabletd_live *l = live_find(a, s != NULL ? s : "");
 
+		if (all->tablets[i]->recovering)
+			marked++;
 		if (l != NULL)
 			l->tablets++;
 		else if (!silent_holds(a, s != NULL ? s : ""))
 			orphans++;
 	}
-	if (orphans == 0 && !a->rebuild) {
+	/* A marked tablet's records may still be only in a dead server's
+	 * log: no log goes while one is marked. */
+	if (orphans == 0 && marked == 0 && !a->rebuild) {
 		if (a->silent_count == 0)
 			dead_dirs_collect(a);
 		goto balance;
@@ -689,19 +754,7 @@ tabletd_assign_round(const struct tabletd_assign *a)
 	if ((rc = dead_dirs_list(a, &dirs)) < 0)
 		goto out;
 	orphans_recover(a, all, &dirs);
-	for (size_t i = 0; i < all->n_tablets && a->rebuild; i++) {
-		const Tabletfs__CatalogAssignment *t = all->tablets[i];
-		const struct tabletd_live *l = live_find(a,
-		    t->server != NULL ? t->server : "");
-		int trc;
-
-		if (l != NULL && (trc = tablet_recover(a, l, t, NULL, 0,
-		    &dirs)) < 0 &&
-		    trc != -EBUSY)
-			tabletd_log("tablet %" PRIu64 " of %s at %s: %s",
-			    t->tablet_id, t->table, l->name,
-			    bt_error_detail());
-	}
+	marked_recover(a, all, &dirs);
 balance:
 	/* Not while a server is silent: it may be dying, and a round of
 	 * moves (each a flush at its server) would hold up the round that

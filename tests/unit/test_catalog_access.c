@@ -190,6 +190,7 @@ make_v3_catalog(const char *path)
 	    "ALTER TABLE families DROP COLUMN gid;"
 	    "ALTER TABLE families DROP COLUMN mode;"
 	    "DROP TABLE pending_files;"
+	    "ALTER TABLE tablets DROP COLUMN recovering;"
 	    "INSERT INTO tables VALUES (1, 'web', 1048576);"
 	    "INSERT INTO groups VALUES (1, 'default', 65536, 1, 1, 0);"
 	    "INSERT INTO families VALUES (1, 'anchor', 'default',"
@@ -327,6 +328,7 @@ test_upgrade_v4(const char *path)
 		tap_bail("catalog_create");
 	if (raw_open(env, path, &db) != SQLITE_OK ||
 	    sqlite3_exec(db, "BEGIN; DROP TABLE pending_files;"
+	    "ALTER TABLE tablets DROP COLUMN recovering;"
 	    "INSERT INTO meta VALUES ('last_number', 41);"
 	    "PRAGMA user_version = 4; COMMIT;", NULL, NULL, NULL) !=
 	    SQLITE_OK)
@@ -348,6 +350,57 @@ test_upgrade_v4(const char *path)
 	unlink(path);
 }
 
+/*
+ * A version-5 catalog (today's without tablets.recovering) opens as the
+ * current version, in one transaction, its tablets unmarked, and then
+ * keeps a recovery mark as a new one does.
+ */
+static void
+test_upgrade_v5(const char *path)
+{
+	static const char *const servers[] = { "127.0.0.1:7001#1" };
+	struct catalog_family fam = { .name = "f" };
+	struct catalog_assignment *a = NULL;
+	struct catalog *c;
+	uint64_t id = 0, flushed = 0;
+	size_t n = 0;
+	sqlite3 *db;
+
+	unlink(path);
+	if (catalog_create(env, path) != 0)
+		tap_bail("catalog_create");
+	c = open_or_bail(env, path);
+	if (catalog_table_create(c, "web", 0, &fam, 1, NULL, 0, NULL, 0, &id,
+	    NULL) != 0 || catalog_assignments_list(c, &a, &n) != 0 || n != 1 ||
+	    catalog_tablet_assign_if(c, a[0].tablet_id, servers[0], "",
+	    CATALOG_RECOVERY_KEEP) != 0)
+		tap_bail("table_create");
+	catalog_close(c);
+	if (raw_open(env, path, &db) != SQLITE_OK ||
+	    sqlite3_exec(db, "BEGIN; ALTER TABLE tablets DROP COLUMN "
+	    "recovering; PRAGMA user_version = 5; COMMIT;", NULL, NULL,
+	    NULL) != SQLITE_OK)
+		tap_bail(sqlite3_errmsg(db));
+	sqlite3_close(db);
+	is_int(version_of(env, path), 5, "a version-5 catalog");
+	c = open_or_bail(env, path);
+	is_int(catalog_table_replayed(c, "web", servers, 1, &flushed), 0,
+	    "opens, its tablet unmarked at %s", servers[0]);
+	is_int(catalog_tablet_assign_if(c, a[0].tablet_id, servers[0],
+	    servers[0], CATALOG_RECOVERY_BEGIN), 0, "and marks a tablet");
+	is_int(catalog_table_replayed(c, "web", servers, 1, &flushed),
+	    -EAGAIN, "which a family then waits for");
+	catalog_close(c);
+	is_int(version_of(env, path), CATALOG_VERSION, "the catalog is "
+	    "version %d", CATALOG_VERSION);
+	c = open_or_bail(env, path);
+	is_int(catalog_table_replayed(c, "web", servers, 1, &flushed),
+	    -EAGAIN, "and the mark is there after a reopen");
+	catalog_close(c);
+	bt_free(a);
+	unlink(path);
+}
+
 int
 main(void)
 {
@@ -365,6 +418,8 @@ main(void)
 	test_upgrade(path);
 	snprintf(path, sizeof(path), "%s/v4.db", dir);
 	test_upgrade_v4(path);
+	snprintf(path, sizeof(path), "%s/v5.db", dir);
+	test_upgrade_v5(path);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	if (system(path) != 0)
 		diag("cannot remove %s", dir);

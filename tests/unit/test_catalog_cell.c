@@ -378,23 +378,31 @@ test_assign(struct tstore *ts, struct service *svc)
 	snprintf(host, sizeof(host), "%s", a[0].server);
 	bt_free(a);
 
-	is_int(catalog_tablet_assign_if(local, tablet, CALLER_A, CALLER_B),
+	is_int(catalog_tablet_assign_if(local, tablet, CALLER_A, CALLER_B,
+	    CATALOG_RECOVERY_KEEP),
 	    -ESTALE, "CAS against the wrong server: -ESTALE");
 	ok(strstr(bt_error_detail(), host) != NULL, "naming the tablet's "
 	    "server: %s", bt_error_detail());
-	is_int(catalog_tablet_assign_if(local, tablet, CALLER_A, host), 0,
+	is_int(catalog_tablet_assign_if(local, tablet, CALLER_A, host,
+	    CATALOG_RECOVERY_KEEP), 0,
 	    "CAS from %s to %s wins", host, CALLER_A);
-	is_int(catalog_tablet_assign_if(local, tablet, CALLER_B, host),
+	is_int(catalog_tablet_assign_if(local, tablet, CALLER_B, host,
+	    CATALOG_RECOVERY_KEEP),
 	    -ESTALE, "a second master's CAS from the old server loses");
-	is_int(catalog_tablet_assign_if(local, tablet, CALLER_A, CALLER_A), 0,
+	is_int(catalog_tablet_assign_if(local, tablet, CALLER_A, CALLER_A,
+	    CATALOG_RECOVERY_KEEP), 0,
 	    "assigning it where it is: 0");
-	is_int(catalog_tablet_assign_if(local, tablet, "", CALLER_A), 0,
+	is_int(catalog_tablet_assign_if(local, tablet, "", CALLER_A,
+	    CATALOG_RECOVERY_KEEP), 0,
 	    "unassigned from %s", CALLER_A);
-	is_int(catalog_tablet_assign_if(local, tablet, CALLER_B, CALLER_A),
+	is_int(catalog_tablet_assign_if(local, tablet, CALLER_B, CALLER_A,
+	    CATALOG_RECOVERY_KEEP),
 	    -ESTALE, "then a CAS expecting %s: -ESTALE", CALLER_A);
-	is_int(catalog_tablet_assign_if(local, 987654, CALLER_A, ""),
+	is_int(catalog_tablet_assign_if(local, 987654, CALLER_A, "",
+	    CATALOG_RECOVERY_KEEP),
 	    -ENOENT, "no such tablet: -ENOENT");
-	is_int(catalog_tablet_assign_if(local, tablet, "a b", ""), -EINVAL,
+	is_int(catalog_tablet_assign_if(local, tablet, "a b", "",
+	    CATALOG_RECOVERY_KEEP), -EINVAL,
 	    "a bad name: -EINVAL");
 
 	is_int(assign_rpc(svc, "master:1#1", tablet, CALLER_B, NULL), 0,
@@ -430,6 +438,127 @@ test_assign(struct tstore *ts, struct service *svc)
 	buf_release(&reply);
 	is_int(catalog_tablet_assign(local, tablet, host), 0,
 	    "given back to %s", host);
+}
+
+/* Whether the catalog's assignments mark tablet as recovering. */
+static bool
+marked(struct catalog *c, uint64_t tablet)
+{
+	struct catalog_assignment *a = NULL;
+	bool found = false;
+	size_t n = 0;
+
+	if (catalog_assignments_list(c, &a, &n) != 0)
+		tap_bail("assignments_list");
+	for (size_t i = 0; i < n; i++)
+		if (a[i].tablet_id == tablet)
+			found = a[i].recovering;
+	bt_free(a);
+	return found;
+}
+
+/*
+ * The recovery mark (catalog_tablet_assign_if()'s rec) and what a family
+ * made on a cell asks of it (catalog_table_replayed()): every tablet of
+ * the table at a server that gave its last number, none marked.
+ */
+static void
+test_recovery_mark(struct tstore *ts, struct service *svc)
+{
+	Tabletfs__CatalogAssignRequest req =
+	    TABLETFS__CATALOG_ASSIGN_REQUEST__INIT;
+	Tabletfs__CatalogRequest lreq = TABLETFS__CATALOG_REQUEST__INIT;
+	Tabletfs__CatalogAssignmentsReply *r;
+	struct catalog *local = local_catalog(ts);
+	struct catalog_assignment *a = NULL;
+	struct catalog_tablet *tablets = NULL;
+	char host[CATALOG_SERVER_MAX + 1], table[CATALOG_NAME_MAX + 1];
+	const char *names[2];
+	uint64_t tablet, table_id, flushed = 0, high = 0;
+	struct buf reply;
+	size_t n = 0;
+	bool seen = false;
+
+	if (catalog_assignments_list(local, &a, &n) != 0 || n == 0)
+		tap_bail("assignments_list");
+	tablet = a[0].tablet_id;
+	table_id = a[0].table_id;
+	snprintf(host, sizeof(host), "%s", a[0].server);
+	snprintf(table, sizeof(table), "%s", a[0].table);
+	bt_free(a);
+	if (catalog_tablets_list(local, table_id, &tablets, &n) != 0)
+		tap_bail("tablets_list");
+	for (size_t i = 0; i < n; i++)
+		if (tablets[i].flushed_seq > high)
+			high = tablets[i].flushed_seq;
+	catalog_tablets_free(tablets, n);
+
+	names[0] = host;
+	names[1] = CALLER_A;
+	ok(!marked(local, tablet), "a tablet carries no recovery mark");
+	is_int(catalog_table_replayed(local, table, names, 1, &flushed), 0,
+	    "table %s: every tablet at %s, which gave its number", table,
+	    host);
+	is_int((int)(flushed == high), 1, "flushed is the tablets' highest "
+	    "flushed_seq (%" PRIu64 ")", high);
+	is_int(catalog_table_replayed(local, table, names + 1, 1, &flushed),
+	    -EAGAIN, "a server that did not give its number holds tablets: "
+	    "-EAGAIN");
+	ok(strstr(bt_error_detail(), host) != NULL, "naming the server: %s",
+	    bt_error_detail());
+	is_int(catalog_table_replayed(local, "nosuch", names, 1, &flushed),
+	    -ENOENT, "no such table: -ENOENT");
+
+	is_int(catalog_tablet_assign_if(local, tablet, CALLER_A, host,
+	    CATALOG_RECOVERY_BEGIN), 0, "given to %s to recover", CALLER_A);
+	ok(marked(local, tablet), "and marked");
+	is_int(catalog_table_replayed(local, table, names, 2, &flushed),
+	    -EAGAIN, "a family waits while a tablet is being recovered, even "
+	    "at a server that gave its number");
+	ok(strstr(bt_error_detail(), "being recovered") != NULL, "saying "
+	    "so: %s", bt_error_detail());
+	is_int(catalog_tablet_assign_if(local, tablet, "", CALLER_A,
+	    CATALOG_RECOVERY_KEEP), 0, "a recovery that failed unassigns it");
+	ok(marked(local, tablet), "and the mark stays");
+	is_int(catalog_tablet_assign_if(local, tablet, CALLER_A, "",
+	    CATALOG_RECOVERY_DONE), -EINVAL, "only the server assigned ends "
+	    "a recovery: -EINVAL");
+	is_int(catalog_tablet_assign_if(local, tablet, CALLER_A, "",
+	    CATALOG_RECOVERY_BEGIN), 0, "given out again");
+
+	req.caller = "master:1#1";
+	req.has_tablet_id = true;
+	req.tablet_id = tablet;
+	req.server = req.expected = (char *)CALLER_B;
+	req.has_recovery = true;
+	req.recovery = TABLETFS__CATALOG_ASSIGN_REQUEST__RECOVERY__RECOVERY_DONE;
+	is_int(call_svc(svc, TABLETFS__METHOD__CATALOG_ASSIGN, &req.base,
+	    &reply), -ESTALE, "CATALOG_ASSIGN ending the recovery of another "
+	    "server: -ESTALE");
+	buf_release(&reply);
+	ok(marked(local, tablet), "the mark stays");
+	lreq.caller = "master:1#1";
+	is_int(call_svc(svc, TABLETFS__METHOD__CATALOG_ASSIGNMENTS,
+	    &lreq.base, &reply), 0, "CATALOG_ASSIGNMENTS");
+	r = tabletfs__catalog_assignments_reply__unpack(NULL, reply.n,
+	    reply.p);
+	for (size_t i = 0; r != NULL && i < r->n_tablets; i++)
+		if (r->tablets[i]->tablet_id == tablet)
+			seen = r->tablets[i]->has_recovering &&
+			    r->tablets[i]->recovering;
+	ok(seen, "replies the mark");
+	tabletfs__catalog_assignments_reply__free_unpacked(r, NULL);
+	buf_release(&reply);
+	req.server = req.expected = (char *)CALLER_A;
+	is_int(call_svc(svc, TABLETFS__METHOD__CATALOG_ASSIGN, &req.base,
+	    &reply), 0, "CATALOG_ASSIGN ending the recovery at %s", CALLER_A);
+	buf_release(&reply);
+	ok(!marked(local, tablet), "clears the mark");
+	is_int(catalog_table_replayed(local, table, names, 2, &flushed), 0,
+	    "then the family may be made");
+
+	is_int(catalog_tablet_assign_if(local, tablet, host, CALLER_A,
+	    CATALOG_RECOVERY_KEEP), 0, "given back to %s", host);
 }
 
 /* ---- LOCATE ---- */
@@ -724,6 +853,7 @@ main(void)
 	root_open(&root, ts.s);
 	test_pending_named(&ts, &root);
 	test_assign(&ts, root.svc);
+	test_recovery_mark(&ts, root.svc);
 	test_locate(&ts, &root, table_id(local_catalog(&ts), "webtable"),
 	    table_id(local_catalog(&ts), "many"));
 	test_retarget(&ts, &root);

@@ -1243,6 +1243,7 @@ test_v1_store(void)
 	    "DROP TRIGGER tablets_id_high;"
 	    "ALTER TABLE tablets DROP COLUMN server;"
 	    "ALTER TABLE tablets DROP COLUMN auto_split;"
+	    "ALTER TABLE tablets DROP COLUMN recovering;"
 	    "ALTER TABLE tables DROP COLUMN uid;"
 	    "ALTER TABLE tables DROP COLUMN gid;"
 	    "ALTER TABLE tables DROP COLUMN mode;"
