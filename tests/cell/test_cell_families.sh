@@ -12,7 +12,13 @@
 #    other server;
 #  - a family dropped and made again while the other server has numbered
 #    many more shows none of the dropped family's cells, and the new
-#    family's cells read back.
+#    family's cells read back;
+#  - a family dropped while the other server's log holds its cells, then
+#    made again once that server is dead (kill -9) but before its tablet
+#    is recovered (no master runs): the create waits for the recovery
+#    (tablets.recovering, FAMILY_CREATE's servers), and the family made
+#    shows none of the dropped family's cells, which the recovery
+#    replayed under numbers above every live server's.
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -78,4 +84,54 @@ n=$(family_rows g)
 echo "a family dropped and made again shows only its own cells"
 n=$(family_rows f)
 [ "$n" -eq 620 ] || fail "family f shows $n of its 620 rows"
+
+# Family k's cells only in the other server's log, numbered far above
+# the root's counter; then k dropped.
+ctl createfamily t k
+rows_import "$other_rows" k:old 3000
+[ "$(family_rows k)" -eq 3000 ] || fail "family k does not show its cells"
+ctl deletefamily t k
+# No master, so that nothing recovers; then the other server dies.
+for f in "$C"/master-*.pid; do
+	kill -9 "$(cat "$f")" 2>/dev/null || :
+done
+other=
+for f in "$C"/server-*.pid; do
+	p=$(cat "$f")
+	if [ "$(cell_server_address "$p")" != "$root" ]; then
+		other=$p
+		other_address=$(cell_server_address "$p")
+	fi
+done
+[ -n "$other" ] || fail "no server other than the root's"
+kill -9 "$other"
+t0=$(now_ms)
+while ctl status 2>/dev/null | grep -q "^server *$other_address "; do
+	[ $(( $(now_ms) - t0 )) -lt "$LIMIT" ] ||
+	    fail "the dead server $other_address stays registered"
+	sleep 0.1
+done
+echo "server $other_address killed, its session ended; no master runs"
+ctl createfamily t k >"$T/create.out" 2>&1 &
+create=$!
+sleep 3
+alive "$create" || {
+	cat "$T/create.out" >&2
+	fail "family k was made again while the dead server's log still \
+held its cells, before any recovery"
+}
+cell_master_start 3
+wait "$create" || {
+	cat "$T/create.out" >&2
+	fail "family k was not made once the tablet was recovered"
+}
+echo "the create waited for the recovery, then made the family"
+n=$(family_rows k)
+[ "$n" -eq 0 ] || fail "family k made again after a recovery shows $n \
+cells of the family dropped"
+rows_import "$other_rows" k:new 5
+rows_import "$root_rows" k:new 5
+n=$(family_rows k)
+[ "$n" -eq 10 ] || fail "the family made again shows $n of its 10 cells"
+echo "a family made again during a recovery shows only its own cells"
 echo "ok"
