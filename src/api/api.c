@@ -352,7 +352,7 @@ bt_family_create(struct bt_store *s, const char *table,
 		access_cache_clear(s);
 		return cell_family_create(s->cell, table, family);
 	}
-	return server_family_create(s->server, table, &f, NULL, 0);
+	return server_family_create(s->server, table, &f);
 }
 
 int
@@ -370,7 +370,8 @@ api_family_create_above(struct bt_store *s, const char *table,
 	if ((rc = family_from_spec(family, &f)) < 0)
 		return rc;
 	f.created_seq = created_min;
-	return server_family_create(s->server, table, &f, servers, count);
+	return server_family_create_after(s->server, table, &f, servers,
+	    count);
 }
 
 int

@@ -108,19 +108,22 @@ int server_table_list(struct server *s, char ***names, size_t *count);
 /* The table's schema from the catalog; free with catalog_table_free(). */
 int server_table_get(struct server *s, const char *name,
     struct catalog_table **out);
-/*
- * A family made: its created_seq is the next number this server gives,
+/* A family made: its created_seq is the next number this server gives,
  * or f->created_seq when that is larger (on a cell, above what the
  * other servers numbered, whose tablets may hold entries of a dropped
- * family of the name), and this server numbers above it from now on.
- * On a cell's server (the root's), servers (count) name the other
- * servers whose last numbers f->created_seq is above: the family is
- * made only when no log may still replay a record of the table above
- * those and this server's own (catalog_table_replayed(), with this
- * server's name; -EAGAIN, naming the tablet, otherwise), and starts
- * above the tablets' flushed_seq as well.  Elsewhere servers is unread.
- */
+ * family of the name), and this server numbers above it from now on. */
 int server_family_create(struct server *s, const char *table,
+    const struct catalog_family *f);
+/*
+ * The same for a cell's client, at the root's server: servers (count)
+ * name the other servers whose last numbers f->created_seq is above.
+ * The family is made only when no log may still replay a record of the
+ * table above those and this server's own (catalog_table_replayed(),
+ * with this server's name; -EAGAIN, naming the tablet, otherwise), and
+ * starts above the tablets' flushed_seq as well.  Off a cell, as
+ * server_family_create().
+ */
+int server_family_create_after(struct server *s, const char *table,
     const struct catalog_family *f, const char *const *servers,
     size_t count);
 int server_family_drop(struct server *s, const char *table,

@@ -377,23 +377,14 @@ family_floor(struct server *s, const char *table, const char *const *servers,
 
 int
 server_family_create(struct server *s, const char *table,
-    const struct catalog_family *f, const char *const *servers,
-    size_t count)
+    const struct catalog_family *f)
 {
 	struct catalog_family fam = *f;
 	struct schema_prep p;
-	uint64_t flushed;
 	int rc;
 
 	if ((rc = check_writable(s)) < 0)
 		return rc;
-	if (s->cell) {
-		if ((rc = family_floor(s, table, servers, count,
-		    &flushed)) < 0)
-			return rc;
-		if (fam.created_seq <= flushed)
-			fam.created_seq = flushed + 1;
-	}
 	if (fam.group[0] == '\0')
 		snprintf(fam.group, sizeof(fam.group), "%s",
 		    CATALOG_DEFAULT_GROUP);
@@ -408,6 +399,25 @@ server_family_create(struct server *s, const char *table,
 		return schema_change_end(s, &p, rc);
 	return schema_change_end(s, &p, catalog_family_create(s->catalog,
 	    table, &fam, &p.prepare));
+}
+
+int
+server_family_create_after(struct server *s, const char *table,
+    const struct catalog_family *f, const char *const *servers,
+    size_t count)
+{
+	struct catalog_family fam = *f;
+	uint64_t flushed;
+	int rc;
+
+	if (s->cell) {
+		if ((rc = family_floor(s, table, servers, count,
+		    &flushed)) < 0)
+			return rc;
+		if (fam.created_seq <= flushed)
+			fam.created_seq = flushed + 1;
+	}
+	return server_family_create(s, table, &fam);
 }
 
 int

@@ -422,10 +422,20 @@ recover_table(struct recover_batch *b, struct recover_job *j, uint64_t *more,
 		if (recover_with(b, k, j))
 			more[n++] = b->jobs[k].t->tablet_id;
 	rc = tablet_recover(b->a, b->to, j->t, more, n, b->dirs);
-	if (n > 0 && rc == -ENOSYS) {
-		*batch = false;
+	/* -EBUSY: one of them is served there already (a table the root's
+	 * server made, whose tablets were still unassigned when the round
+	 * read them), and RECOVER_TABLETS then recovers none; one by one,
+	 * each answers for itself. */
+	if (n > 0 && (rc == -ENOSYS || rc == -EBUSY)) {
+		if (rc == -ENOSYS)
+			*batch = false;
 		n = 0;
 		rc = tablet_recover(b->a, b->to, j->t, NULL, 0, b->dirs);
+	}
+	if (rc == -EBUSY) {
+		tabletd_log("tablet %" PRIu64 " of %s: %s serves it already",
+		    j->t->tablet_id, j->t->table, b->to->name);
+		rc = 0;
 	}
 	if (rc < 0)
 		tabletd_log("recover tablet %" PRIu64 "%s of %s at %s: %s",
