@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,7 +58,6 @@
 #define BROKEN_DETAIL	"an earlier failure left the store's memory " \
 	"behind its log or catalog; reopen the store"
 #define WRITE_GATHER_MAX_US	2000
-#define WRITE_SPIN_MAX_US	1000
 
 /* One mutation in the write queue; lives on its caller's stack (or in
  * the array of a batch).  The leader fills in the results and then
@@ -86,7 +84,6 @@ struct write_waiter {
 	size_t count;
 	size_t bytes;		/* an estimate of its log record */
 	bool sync;
-	uint64_t spin_ns;	/* how long it polls before it sleeps */
 	_Atomic bool done;	/* stored (release) after the results */
 	int rc;
 	int64_t stamp;
@@ -148,44 +145,21 @@ waiter_ready(const struct write_waiter *p)
 }
 
 /*
- * Before it sleeps, a waiter whose group syncs polls for p->spin_ns
- * (yielding the processor between looks), or until the monotonic
- * deadline: true when it became done or the leader meanwhile.  A futex
- * wake reaches a thread whose processor went idle during the sync only
- * after an inter-processor interrupt and, on a virtual machine, the
- * host's rescheduling of that processor: tens of microseconds in every
- * group's critical path.  Polling for up to twice the recent sync
- * latency (at most WRITE_SPIN_MAX_US) takes that off the path, for some
- * processor time per synced write (bench/figures.md); RocksDB's writers
- * yield-spin the same way (enable_write_thread_adaptive_yield).  A waiter
- * not asking for a sync waits for a log write of a few microseconds and
- * sleeps at once.
- */
-static bool
-waiter_spin(const struct write_waiter *p, uint64_t deadline_ns)
-{
-	uint64_t end;
-
-	if (p->spin_ns == 0)
-		return false;
-	end = monotonic_ns() + p->spin_ns;
-	if (deadline_ns != 0 && end > deadline_ns)
-		end = deadline_ns;
-	do {
-		if (waiter_ready(p))
-			return true;
-		sched_yield();
-	} while (monotonic_ns() < end);
-	return waiter_ready(p);
-}
-
-/*
  * Sleep until p is done or is to lead, or until the monotonic deadline
  * (in nanoseconds; 0: none) passes: true when woken for one of the two,
  * false at the deadline.  Every waiter sleeps on the one futex word
  * q->wakes, each with a bit of its own, so that a leader wakes its whole
  * group with one FUTEX_WAKE_BITSET: one system call, where a wake per
  * member cost a system call and an inter-processor interrupt each.
+ *
+ * A waiter does not poll before it sleeps.  Polling (yielding the
+ * processor between looks, as RocksDB's adaptive yield does) takes the
+ * futex wake-up off the path from one sync to the next, but while the
+ * sync is in flight it takes the processors that the sync's completion,
+ * the leader's apply and the returning writers need: on a machine with
+ * fewer processors than writers each sync of the log then took longer
+ * than a lone writer's, and polling was most of the writers' processor
+ * time (bench/figures.md).
  */
 static bool
 waiter_sleep(struct write_queue *q, struct write_waiter *p,
@@ -196,8 +170,6 @@ waiter_sleep(struct write_queue *q, struct write_waiter *p,
 		.tv_nsec = (long)(deadline_ns % 1000000000u),
 	};
 
-	if (waiter_spin(p, deadline_ns))
-		return true;
 	for (;;) {
 		uint32_t seen = atomic_load_explicit(&q->wakes,
 		    memory_order_acquire);
@@ -665,8 +637,8 @@ again:
 	 * are waiting: the next synced group expects them all. */
 	if (sync)
 		q->expected_syncs = taken_syncs + q->queued_syncs;
-	/* An average over about the last eight synced groups, which every
-	 * writer that queues reads (under q->mu) for its polling. */
+	/* An average over about the last eight synced groups, which a
+	 * gathering leader reads (under q->mu) for its wait. */
 	if (sync_ns != 0)
 		q->sync_ns = q->sync_ns == 0 ? sync_ns : q->sync_ns -
 		    q->sync_ns / 8 + sync_ns / 8;
@@ -730,7 +702,6 @@ waiter_init(struct write_waiter *p, struct server_table *t, struct slice row,
 	p->count = count;
 	p->bytes = mutation_bytes(row, ops, count);
 	p->sync = sync;
-	p->spin_ns = 0;
 	atomic_init(&p->done, false);
 	p->rc = 0;
 	p->stamp = 0;
@@ -770,12 +741,8 @@ unit_commit(struct server *s, struct write_waiter *ws, size_t n)
 	else
 		q->head = me;
 	q->tail = me->unit_end;
-	if (waiter_wants_sync(s, me)) {
-		me->spin_ns = 2 * q->sync_ns;
-		if (me->spin_ns > WRITE_SPIN_MAX_US * 1000ull)
-			me->spin_ns = WRITE_SPIN_MAX_US * 1000ull;
+	if (waiter_wants_sync(s, me))
 		q->queued_syncs++;
-	}
 	lead = q->head == me;
 	if (!lead && q->gatherer != NULL &&
 	    q->queued_syncs >= q->expected_syncs) {
