@@ -26,7 +26,8 @@
  *    caller to read on.  Nothing reads while no call waits: a late reply,
  *    or the end of the stream, that arrived meanwhile is read by the next
  *    caller before it sends, so that a connection the server closed while
- *    idle fails that call with nothing sent.
+ *    idle fails that call with nothing sent.  A reader waits in recv
+ *    itself (rpc_reader_set_recv_timeout), not in poll and then recv.
  */
 #include <assert.h>
 #include <errno.h>
@@ -43,6 +44,8 @@
 #include "util/mutex.h"
 
 #define PENDING_BUCKETS	64
+#define RECV_TIMEOUT_MS	100	/* how often a reader looks at its deadline
+				   while it waits in recv (note 5) */
 
 enum pending_state { PENDING_WAITING, PENDING_CLAIMED, PENDING_DONE };
 
@@ -287,6 +290,8 @@ rpc_client_open(const char *address, const uint8_t *secret,
 	if ((rc = client_handshake(c, address, secret, deadline_ns)) < 0)
 		goto out_close;
 	rpc_reader_init(&c->reader, c->fd, RPC_MAX_FRAME);
+	/* Without it, every wait polls first: one more system call. */
+	(void)rpc_reader_set_recv_timeout(&c->reader, RECV_TIMEOUT_MS);
 	*out = c;
 	return 0;
 out_close:
