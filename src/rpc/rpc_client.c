@@ -26,8 +26,10 @@
  *    caller to read on.  Nothing reads while no call waits: a late reply,
  *    or the end of the stream, that arrived meanwhile is read by the next
  *    caller before it sends, so that a connection the server closed while
- *    idle fails that call with nothing sent.  A reader waits in recv
- *    itself (rpc_reader_set_recv_timeout), not in poll and then recv.
+ *    idle fails that call with nothing sent; an idempotent call (a read)
+ *    skips that look, a system call, since sending it again is safe.
+ *    A reader waits in recv itself (rpc_reader_set_recv_timeout), not in
+ *    poll and then recv.
  */
 #include <assert.h>
 #include <errno.h>
@@ -391,9 +393,11 @@ client_send(struct rpc_client *c, uint32_t method, struct slice req,
 	return rc;
 }
 
-int
-rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
-    int64_t deadline_ns, struct buf *reply, int32_t *status, bool *sent)
+/* rpc_client_call(), and with drain false rpc_client_call_idempotent(). */
+static int
+client_call(struct rpc_client *c, uint32_t method, struct slice req,
+    int64_t deadline_ns, struct buf *reply, int32_t *status, bool *sent,
+    bool drain)
 {
 	struct pending p = { .state = PENDING_WAITING, .reply = reply };
 	struct pending **slot;
@@ -412,7 +416,8 @@ rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
 		goto out_unlock;
 	}
 	c->callers++;
-	client_drain(c);
+	if (drain)
+		client_drain(c);
 	if (c->error != 0) {
 		rc = c->error;
 		goto out_callers;
@@ -460,4 +465,21 @@ out_unlock:
 	mutex_unlock(&c->mu);
 	pthread_cond_destroy(&p.cond);
 	return rc;
+}
+
+int
+rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
+    int64_t deadline_ns, struct buf *reply, int32_t *status, bool *sent)
+{
+	return client_call(c, method, req, deadline_ns, reply, status, sent,
+	    true);
+}
+
+int
+rpc_client_call_idempotent(struct rpc_client *c, uint32_t method,
+    struct slice req, int64_t deadline_ns, struct buf *reply,
+    int32_t *status, bool *sent)
+{
+	return client_call(c, method, req, deadline_ns, reply, status, sent,
+	    false);
 }
