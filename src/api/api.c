@@ -910,12 +910,12 @@ row_locate(struct bt_store *s, const char *table, uint64_t table_id,
 }
 
 /*
- * Run call, one server call on row of the table named table that names
- * the tablet it believes serves the row (tablet) and the table by its
- * reference (t, whose id is table_id), until it does not meet a stale
- * location.
+ * Run call, one server call on row of the table named table (whose id is
+ * table_id) that names the tablet it believes serves the row (tablet)
+ * and the table by a reference the caller holds, until it does not meet
+ * a stale location.
  */
-#define ON_TABLE_ROW(s, t, table, table_id, row, rc, call) do {	\
+#define ON_TABLE_ROW(s, table, table_id, row, rc, call) do {		\
 	for (int on_row_try_ = 0;; on_row_try_++) {			\
 		uint64_t tablet = row_locate((s), (table), (table_id),	\
 		    (row), on_row_try_);				\
@@ -927,9 +927,9 @@ row_locate(struct bt_store *s, const char *table, uint64_t table_id,
 } while (0)
 
 /*
- * ON_TABLE_ROW on the table named table: the name is looked up once, for
- * the location cache and every try of the call; rc is the lookup's error
- * when there is no such table.
+ * ON_TABLE_ROW on the table named table, by the reference t: the name is
+ * looked up once, for the location cache and every try of the call; rc
+ * is the lookup's error when there is no such table.
  */
 #define ON_ROW(s, table, row, rc, call) do {				\
 	struct server_table *t;						\
@@ -938,7 +938,7 @@ row_locate(struct bt_store *s, const char *table, uint64_t table_id,
 	if (((rc) = server_table_ref((s)->server, (table), &t,		\
 	    &on_row_id_)) < 0)						\
 		break;							\
-	ON_TABLE_ROW(s, t, table, on_row_id_, row, rc, call);		\
+	ON_TABLE_ROW(s, table, on_row_id_, row, rc, call);		\
 	server_table_unref(t);						\
 } while (0)
 
@@ -1499,8 +1499,8 @@ read_row(struct bt_store *s, struct server_table *held, uint64_t held_id,
 	if (s->cell != NULL)
 		rc = cell_read_row(s->cell, table, row, ropts, r);
 	else if (held != NULL)
-		ON_TABLE_ROW(s, held, table, held_id, row,
-		    rc, server_read_row(s->server, held, tablet,
+		ON_TABLE_ROW(s, table, held_id, row, rc,
+		    server_read_row(s->server, held, tablet,
 		    bytes_slice(row), &f, r));
 	else
 		ON_ROW(s, table, row, rc, server_read_row(s->server, t,
