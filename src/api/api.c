@@ -912,9 +912,24 @@ row_locate(struct bt_store *s, const char *table, uint64_t table_id,
 }
 
 /*
- * Run call, one server call on row of the table named table that names
- * the tablet it believes serves the row (tablet) and the table by its
- * reference (t), until it does not meet a stale location.  The name is
+ * Run call, one server call on row of the table named table (whose id is
+ * table_id) that names the tablet it believes serves the row (tablet)
+ * and the table by a reference the caller holds, until it does not meet
+ * a stale location.
+ */
+#define ON_TABLE_ROW(s, table, table_id, row, rc, call) do {		\
+	for (int on_row_try_ = 0;; on_row_try_++) {			\
+		uint64_t tablet = row_locate((s), (table), (table_id),	\
+		    (row), on_row_try_);				\
+									\
+		if (((rc) = (call)) != BT_STALE)			\
+			break;						\
+		assert(tablet != 0);	/* routed by the server */	\
+	}								\
+} while (0)
+
+/*
+ * ON_TABLE_ROW on the table named table, by the reference t: the name is
  * looked up once, for the location cache and every try of the call; rc
  * is the lookup's error when there is no such table.
  */
@@ -925,14 +940,7 @@ row_locate(struct bt_store *s, const char *table, uint64_t table_id,
 	if (((rc) = server_table_ref((s)->server, (table), &t,		\
 	    &on_row_id_)) < 0)						\
 		break;							\
-	for (int on_row_try_ = 0;; on_row_try_++) {			\
-		uint64_t tablet = row_locate((s), (table), on_row_id_,	\
-		    (row), on_row_try_);				\
-									\
-		if (((rc) = (call)) != BT_STALE)			\
-			break;						\
-		assert(tablet != 0);	/* routed by the server */	\
-	}								\
+	ON_TABLE_ROW(s, table, on_row_id_, row, rc, call);		\
 	server_table_unref(t);						\
 } while (0)
 
@@ -1470,8 +1478,13 @@ row_export(struct cells_row *r, bool take, struct bt_row **out)
 	return 0;
 }
 
-int
-bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
+/*
+ * bt_read_row() of an embedded store, on the table held, whose id is
+ * held_id (NULL: looked up by its name).
+ */
+static int
+read_row(struct bt_store *s, struct server_table *held, uint64_t held_id,
+    const char *table, struct bt_bytes row,
     const struct bt_read_options *ropts, struct bt_row **out)
 {
 	struct cells_column *columns;
@@ -1487,6 +1500,10 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	r = server_row_pool_take(&s->rows, &own);
 	if (s->cell != NULL)
 		rc = cell_read_row(s->cell, table, row, ropts, r);
+	else if (held != NULL)
+		ON_TABLE_ROW(s, table, held_id, row, rc,
+		    server_read_row(s->server, held, tablet,
+		    bytes_slice(row), &f, r));
 	else
 		ON_ROW(s, table, row, rc, server_read_row(s->server, t,
 		    tablet, bytes_slice(row), &f, r));
@@ -1497,6 +1514,22 @@ bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
 	server_row_pool_give(&s->rows, r, &own);
 	filter_release(&f, columns);
 	return rc;
+}
+
+int
+bt_read_row(struct bt_store *s, const char *table, struct bt_bytes row,
+    const struct bt_read_options *ropts, struct bt_row **out)
+{
+	return read_row(s, NULL, 0, table, row, ropts, out);
+}
+
+int
+api_read_row_held(struct bt_store *s, struct server_table *t,
+    uint64_t table_id, const char *table, struct bt_bytes row,
+    const struct bt_read_options *ropts, struct bt_row **out)
+{
+	assert(s->cell == NULL && t != NULL);
+	return read_row(s, t, table_id, table, row, ropts, out);
 }
 
 void

@@ -15,6 +15,7 @@
 
 struct catalog;
 struct server;
+struct server_table;
 
 /* The tablet server of an embedded store (owned by store), or NULL for
  * a cell's (bt_store_open() of a "zk://" address). */
@@ -69,5 +70,14 @@ int api_tablets_recover(struct bt_store *s, const char *table,
 int api_family_create_above(struct bt_store *s, const char *table,
     const struct bt_family_spec *family, uint64_t created_min,
     const char *const *servers, size_t count);
+
+/*
+ * bt_read_row() on the table named table of an embedded store, held by
+ * the caller (server_table_id_hold()) with its id table_id, so that the
+ * call does not look the name up again.
+ */
+int api_read_row_held(struct bt_store *s, struct server_table *t,
+    uint64_t table_id, const char *table, struct bt_bytes row,
+    const struct bt_read_options *ropts, struct bt_row **out);
 
 #endif

@@ -273,8 +273,16 @@ cell_client_call_row(struct cell_client *c, const char *table,
 			if ((rc = table_id_set(&req, base, field, r)) < 0)
 				goto out;
 			rep.n = 0;
-			rc = rpc_client_call(r->rpc, method, buf_slice(&req),
-			    deadline, &rep, &status, &sent);
+			/* A call that may run twice need not find out first
+			 * whether the connection closed while idle. */
+			if (retry == CELL_RETRY_ANY)
+				rc = rpc_client_call_idempotent(r->rpc, method,
+				    buf_slice(&req), deadline, &rep, &status,
+				    &sent);
+			else
+				rc = rpc_client_call(r->rpc, method,
+				    buf_slice(&req), deadline, &rep, &status,
+				    &sent);
 			if (rc == 0 && status != BT_ENOTSERVING)
 				break;
 			cell_client_route_failed(c, r, row, rc == 0 ?

@@ -3,13 +3,15 @@
  * loopback between two threads of one process, the bytes of a small
  * request each way, with nothing done in between.
  *
- *	rttprobe [--bytes B] [--count N] [--rounds R]
+ *	rttprobe [--bytes B] [--count N] [--rounds R] [--fork]
  *
  * An echo thread accepts one connection on 127.0.0.1 (TCP_NODELAY, as
  * src/rpc sets it) and sends back every B bytes (100) it receives; the
  * main thread sends B bytes and waits for them N times (20000) per round,
  * R rounds (3).  Each round trip crosses the kernel twice and wakes the
  * other thread twice, as a call to a tablet server must at the least.
+ * With --fork the echo runs in a child process instead, as a tablet
+ * server does: each wakeup then switches address spaces too.
  *
  * Standard output, one line: the median round's round trips per second,
  * then the p50 and p99 of a round trip over all rounds:
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
@@ -36,7 +39,7 @@ static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr, "usage: rttprobe [--bytes B] [--count N] "
-	    "[--rounds R]\n");
+	    "[--rounds R] [--fork]\n");
 	exit(2);
 }
 
@@ -83,6 +86,8 @@ recv_all(int fd, char *p, size_t n)
 struct echo {
 	int listen_fd;
 	size_t bytes;
+	bool fork;		/* a child process echoes, not a thread */
+	pid_t child;
 };
 
 /* The echo thread: one connection, every message back until it ends. */
@@ -117,8 +122,16 @@ probe_connect(struct echo *e, pthread_t *thread)
 	    listen(e->listen_fd, 1) < 0 ||
 	    getsockname(e->listen_fd, (struct sockaddr *)&sa, &len) < 0)
 		die("listen");
-	if ((errno = pthread_create(thread, NULL, echo_run, e)) != 0)
+	if (e->fork) {
+		if ((e->child = fork()) < 0)
+			die("fork");
+		if (e->child == 0) {
+			echo_run(e);
+			_exit(0);
+		}
+	} else if ((errno = pthread_create(thread, NULL, echo_run, e)) != 0) {
 		die("pthread_create");
+	}
 	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
 	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		die("connect");
@@ -141,6 +154,7 @@ main(int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "rounds", required_argument, NULL, 'r' },
+		{ "fork", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct echo e = { .bytes = 100 };
@@ -155,6 +169,10 @@ main(int argc, char **argv)
 		char *end;
 		unsigned long v;
 
+		if (c == 'f') {
+			e.fork = true;
+			continue;
+		}
 		if (optarg == NULL)
 			usage();
 		errno = 0;
@@ -192,7 +210,10 @@ main(int argc, char **argv)
 		    r + 1, rates[r]);
 	}
 	close(fd);
-	pthread_join(thread, NULL);
+	if (e.fork)
+		waitpid(e.child, NULL, 0);
+	else
+		pthread_join(thread, NULL);
 	close(e.listen_fd);
 	qsort(rates, rounds, sizeof(rates[0]), cmp_double);
 	printf("rtt/s %.0f p50_us %.1f p99_us %.1f bytes %zu\n",

@@ -87,6 +87,17 @@ int rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
     int64_t deadline_ns, struct buf *reply, int32_t *status, bool *sent);
 
 /*
+ * rpc_client_call() for a request that may safely run twice (a read),
+ * with one system call fewer: it does not first read what came while the
+ * connection was idle (rpc_client.c, note 5), so that when the server
+ * closed the connection meanwhile the call fails as one that was sent
+ * (-ECONNRESET, *sent true) rather than with nothing sent.
+ */
+int rpc_client_call_idempotent(struct rpc_client *c, uint32_t method,
+    struct slice req, int64_t deadline_ns, struct buf *reply,
+    int32_t *status, bool *sent);
+
+/*
  * Whether the connection failed: every call then fails at once, and the
  * caller should close c and open a new client.  Thread-safe.
  */

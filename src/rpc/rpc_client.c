@@ -26,7 +26,10 @@
  *    caller to read on.  Nothing reads while no call waits: a late reply,
  *    or the end of the stream, that arrived meanwhile is read by the next
  *    caller before it sends, so that a connection the server closed while
- *    idle fails that call with nothing sent.
+ *    idle fails that call with nothing sent; an idempotent call (a read)
+ *    skips that look, a system call, since sending it again is safe.
+ *    A reader waits in recv itself (rpc_reader_set_recv_timeout), not in
+ *    poll and then recv.
  */
 #include <assert.h>
 #include <errno.h>
@@ -43,6 +46,8 @@
 #include "util/mutex.h"
 
 #define PENDING_BUCKETS	64
+#define RECV_TIMEOUT_MS	100	/* how often a reader looks at its deadline
+				   while it waits in recv (note 5) */
 
 enum pending_state { PENDING_WAITING, PENDING_CLAIMED, PENDING_DONE };
 
@@ -287,6 +292,8 @@ rpc_client_open(const char *address, const uint8_t *secret,
 	if ((rc = client_handshake(c, address, secret, deadline_ns)) < 0)
 		goto out_close;
 	rpc_reader_init(&c->reader, c->fd, RPC_MAX_FRAME);
+	/* Without it, every wait polls first: one more system call. */
+	(void)rpc_reader_set_recv_timeout(&c->reader, RECV_TIMEOUT_MS);
 	*out = c;
 	return 0;
 out_close:
@@ -386,9 +393,11 @@ client_send(struct rpc_client *c, uint32_t method, struct slice req,
 	return rc;
 }
 
-int
-rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
-    int64_t deadline_ns, struct buf *reply, int32_t *status, bool *sent)
+/* rpc_client_call(), and with drain false rpc_client_call_idempotent(). */
+static int
+client_call(struct rpc_client *c, uint32_t method, struct slice req,
+    int64_t deadline_ns, struct buf *reply, int32_t *status, bool *sent,
+    bool drain)
 {
 	struct pending p = { .state = PENDING_WAITING, .reply = reply };
 	struct pending **slot;
@@ -407,7 +416,8 @@ rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
 		goto out_unlock;
 	}
 	c->callers++;
-	client_drain(c);
+	if (drain)
+		client_drain(c);
 	if (c->error != 0) {
 		rc = c->error;
 		goto out_callers;
@@ -455,4 +465,21 @@ out_unlock:
 	mutex_unlock(&c->mu);
 	pthread_cond_destroy(&p.cond);
 	return rc;
+}
+
+int
+rpc_client_call(struct rpc_client *c, uint32_t method, struct slice req,
+    int64_t deadline_ns, struct buf *reply, int32_t *status, bool *sent)
+{
+	return client_call(c, method, req, deadline_ns, reply, status, sent,
+	    true);
+}
+
+int
+rpc_client_call_idempotent(struct rpc_client *c, uint32_t method,
+    struct slice req, int64_t deadline_ns, struct buf *reply,
+    int32_t *status, bool *sent)
+{
+	return client_call(c, method, req, deadline_ns, reply, status, sent,
+	    false);
 }

@@ -20,6 +20,8 @@
 #include "util/error.h"
 
 #define EXPIRED_MESSAGE	"deadline passed before a worker took the request"
+#define REPLY_KEEP	((size_t)64 << 10)	/* a thread's reply buffer
+						   kept between requests */
 
 /* Set SO_RCVTIMEO or SO_SNDTIMEO to ms (0: none). */
 static void
@@ -159,23 +161,25 @@ conn_greet(struct rpc_conn *conn)
  * that makes no progress for the send timeout (SO_SNDTIMEO) closes the
  * connection: a client that does not read holds a worker no longer than
  * that.  The timeout is on progress, not on the whole reply, so that a
- * large reply to a slow reader still goes out.
+ * large reply to a slow reader still goes out.  The reply is built in
+ * scratch, the calling thread's buffer, kept from one request to the
+ * next unless it grew large.
  */
 static void
 conn_answer(struct rpc_conn *conn, const struct rpc_call *call,
-    struct slice request)
+    struct slice request, struct buf *scratch)
 {
 	struct rpc_server *s = conn->s;
 	uint8_t hdr[RPC_FRAME_HEADER_SIZE];
 	struct rpc_frame f = { .id = call->id, .method = call->method };
 	struct iovec iov[2];
-	struct buf reply;
+	struct buf reply = *scratch;
 	const char *msg;
 	size_t written;
 	bool expired;
 	int status, rc;
 
-	buf_init(&reply);
+	buf_clear(&reply);
 	expired = call->deadline_ns != 0 && rpc_now_ns() > call->deadline_ns;
 	if (expired)
 		status = -ETIMEDOUT;
@@ -207,7 +211,11 @@ conn_answer(struct rpc_conn *conn, const struct rpc_call *call,
 			    "ms; connection closed", s->opts.send_timeout_ms);
 	}
 	mutex_unlock(&conn->write_mu);
-	buf_release(&reply);
+	if (reply.cap > REPLY_KEEP) {
+		buf_release(&reply);
+		buf_init(&reply);
+	}
+	*scratch = reply;
 }
 
 /* The call that frame f asks for. */
@@ -290,11 +298,13 @@ conn_read(void *arg)
 	struct rpc_reader r;
 	struct rpc_frame f;
 	struct rpc_call call;
+	struct buf reply;
 	const char *why;
 	char scratch[64];
 	bool truncated = false, drain = false;
 	int rc;
 
+	buf_init(&reply);
 	rpc_reader_init(&r, conn->fd, s->opts.max_frame);
 	if (conn_greet(conn) < 0)
 		goto out;
@@ -302,7 +312,7 @@ conn_read(void *arg)
 	while ((rc = rpc_reader_next(&r, &f, &truncated, 0)) == 0) {
 		if (conn_runs_inline(conn, &r, &f)) {
 			call = conn_call(conn, &f);
-			conn_answer(conn, &call, f.payload);
+			conn_answer(conn, &call, f.payload, &reply);
 		} else if ((rc = conn_queue(conn, &f)) < 0) {
 			break;
 		}
@@ -317,6 +327,7 @@ conn_read(void *arg)
 		rpc_server_log(s, conn->peer, "%s; connection closed", why);
 out:
 	rpc_reader_release(&r);
+	buf_release(&reply);
 	mutex_lock(&s->mu);
 	conn->reader_done = true;
 	conn->refs--;
@@ -419,8 +430,10 @@ rpc_conn_work(void *arg)
 	struct rpc_server *s = arg;
 	struct rpc_job *job;
 	struct rpc_conn *conn;
+	struct buf reply;
 	bool run;
 
+	buf_init(&reply);
 	mutex_lock(&s->mu);
 	for (;;) {
 		while (s->head == NULL && !s->closing)
@@ -433,7 +446,7 @@ rpc_conn_work(void *arg)
 		mutex_unlock(&s->mu);
 		if (run)
 			conn_answer(job->conn, &job->call,
-			    slice_make(job->payload, job->n));
+			    slice_make(job->payload, job->n), &reply);
 		conn = job->conn;
 		bt_free(job);
 		mutex_lock(&s->mu);
@@ -446,5 +459,6 @@ rpc_conn_work(void *arg)
 		}
 	}
 	mutex_unlock(&s->mu);
+	buf_release(&reply);
 	return NULL;
 }

@@ -74,6 +74,7 @@ int rpc_socket_recv_exact(int fd, void *p, size_t n, int64_t deadline_ns);
 struct rpc_reader {
 	int fd;
 	size_t max_frame;
+	int64_t recv_timeout_ns;	/* the socket's SO_RCVTIMEO; 0: none */
 	struct buf in;
 	size_t off;		/* where the next frame starts in in */
 	size_t last;		/* bytes of the frame returned last */
@@ -81,6 +82,14 @@ struct rpc_reader {
 
 void rpc_reader_init(struct rpc_reader *r, int fd, size_t max_frame);
 void rpc_reader_release(struct rpc_reader *r);
+/*
+ * Give r's socket an SO_RCVTIMEO of ms, so that a wait with a deadline
+ * farther off than that blocks in recv itself, one system call, instead
+ * of in poll and then recv: each wakes again at least every ms to look
+ * at its deadline, and the last stretch before a deadline is a poll.
+ * 0 or -errno.
+ */
+int rpc_reader_set_recv_timeout(struct rpc_reader *r, int ms);
 /*
  * The next frame, waiting for it until deadline_ns (0: as long as it
  * takes; negative: not at all, only what has arrived counts).  0 and *f;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "rpc/rpc_int.h"
@@ -290,9 +291,46 @@ rpc_reader_init(struct rpc_reader *r, int fd, size_t max_frame)
 {
 	r->fd = fd;
 	r->max_frame = max_frame;
+	r->recv_timeout_ns = 0;
 	buf_init(&r->in);
 	r->off = 0;
 	r->last = 0;
+}
+
+int
+rpc_reader_set_recv_timeout(struct rpc_reader *r, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	assert(ms > 0);
+	if (setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return -errno;
+	r->recv_timeout_ns = (int64_t)ms * 1000000;
+	return 0;
+}
+
+/*
+ * Wait for bytes on r's socket until deadline_ns (as rpc_reader_next's):
+ * 0 when recv may be called, and *flags its flags.  With an SO_RCVTIMEO
+ * that ends before the deadline, recv waits itself (the caller's recv
+ * then fails with EAGAIN when it expires, and the caller comes back
+ * here); else poll waits.  0 or -ETIMEDOUT or -errno.
+ */
+static int
+reader_wait(struct rpc_reader *r, int64_t deadline_ns, int *flags)
+{
+	*flags = 0;
+	if (deadline_ns < 0) {
+		*flags = MSG_DONTWAIT;
+		return 0;
+	}
+	if (deadline_ns == 0)
+		return 0;
+	if (r->recv_timeout_ns > 0 &&
+	    deadline_ns - rpc_now_ns() > r->recv_timeout_ns)
+		return 0;
+	*flags = MSG_DONTWAIT;	/* poll said there are bytes, or an end */
+	return wait_fd(r->fd, POLLIN, deadline_ns);
 }
 
 void
@@ -318,7 +356,7 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_frame *f, bool *truncated,
 {
 	size_t need, have;
 	ssize_t got;
-	int rc;
+	int flags, rc;
 
 	*truncated = false;
 	r->off += r->last;
@@ -348,17 +386,21 @@ rpc_reader_next(struct rpc_reader *r, struct rpc_frame *f, bool *truncated,
 		    (rc = need > READ_KEEP ? buf_reserve_exact(&r->in, need) :
 		    buf_reserve(&r->in, need)) < 0)
 			return rc;
-		if (deadline_ns > 0 &&
-		    (rc = wait_fd(r->fd, POLLIN, deadline_ns)) < 0)
+		if ((rc = reader_wait(r, deadline_ns, &flags)) < 0)
 			return rc;
 		got = recv(r->fd, r->in.p + r->in.n, r->in.cap - r->in.n,
-		    deadline_ns < 0 ? MSG_DONTWAIT : 0);
+		    flags);
 		if (got == 0) {
 			*truncated = have > 0;
 			return have > 0 ? -ECONNRESET : BT_DONE;
 		}
 		if (got < 0) {
 			if (errno == EINTR)
+				continue;
+			/* SO_RCVTIMEO expired, or poll's bytes were taken:
+			 * look at the deadline again */
+			if (errno == EWOULDBLOCK && (deadline_ns > 0 ||
+			    (deadline_ns == 0 && r->recv_timeout_ns > 0)))
 				continue;
 			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 		}

@@ -245,6 +245,15 @@ int server_table_ref(struct server *s, const char *name,
  * server may not yet know that the table was dropped and made again.
  */
 int server_table_id_check(struct server *s, const char *name, uint64_t id);
+/*
+ * server_table_id_check() that keeps what it found, so that the call need
+ * not look the table up again: 0 and in *out a reference to the table
+ * (server_table_unref() it) when it has id here, 0 and *out NULL when
+ * this server knows no table of that name (the call answers that
+ * itself), else BT_ENOTSERVING as server_table_id_check().
+ */
+int server_table_id_hold(struct server *s, const char *name, uint64_t id,
+    struct server_table **out);
 /* Accepts NULL. */
 void server_table_unref(struct server_table *t);
 

@@ -404,6 +404,18 @@ server_table_ref(struct server *s, const char *name,
 	return 0;
 }
 
+/* The id a caller located is not here's: BT_ENOTSERVING, and a remote
+ * catalog's schema is polled anew (server_table_id_check()). */
+static int
+table_id_stale(struct server *s, const char *name, uint64_t here,
+    uint64_t id)
+{
+	if (s->catalog_remote)
+		atomic_store(&s->poll_stale, true);
+	return bt_error_set(BT_ENOTSERVING, "table %s: its id here is %"
+	    PRIu64 ", the caller located %" PRIu64, name, here, id);
+}
+
 int
 server_table_id_check(struct server *s, const char *name, uint64_t id)
 {
@@ -415,10 +427,27 @@ server_table_id_check(struct server *s, const char *name, uint64_t id)
 	}
 	if (here == id)
 		return 0;
-	if (s->catalog_remote)
-		atomic_store(&s->poll_stale, true);
-	return bt_error_set(BT_ENOTSERVING, "table %s: its id here is %"
-	    PRIu64 ", the caller located %" PRIu64, name, here, id);
+	return table_id_stale(s, name, here, id);
+}
+
+int
+server_table_id_hold(struct server *s, const char *name, uint64_t id,
+    struct server_table **out)
+{
+	struct server_table *t;
+	uint64_t here;
+
+	*out = NULL;
+	if (server_table_lookup(s, name, &t) < 0) {
+		bt_error_clear();
+		return 0;	/* the call itself answers */
+	}
+	if ((here = t->id) != id) {
+		server_table_unref(t);
+		return table_id_stale(s, name, here, id);
+	}
+	*out = t;
+	return 0;
 }
 
 int

@@ -531,6 +531,10 @@ service_row_view_set(struct service_row_view *v, const struct bt_row *r)
 	return 0;
 }
 
+/*
+ * A read names the table id it located as a rule, and that lookup's
+ * table is kept for the read itself: one lookup of the name a call.
+ */
 int
 service_read_row(struct service *svc, struct slice in, struct buf *reply)
 {
@@ -538,6 +542,7 @@ service_read_row(struct service *svc, struct slice in, struct buf *reply)
 	struct service_row_view view;
 	struct bt_read_options ro;
 	Tabletfs__ReadRowRequest *r;
+	struct server_table *t = NULL;
 	struct bt_column *columns;
 	struct bt_row *row = NULL;
 	int rc;
@@ -549,13 +554,17 @@ service_read_row(struct service *svc, struct slice in, struct buf *reply)
 		rc = service_missing("ReadRowRequest", "table");
 		goto out;
 	}
-	if ((rc = service_table_id_check(svc, r->table, r->has_table_id,
-	    r->table_id)) != 0)
+	if (r->has_table_id && (rc = server_table_id_hold(
+	    api_store_server(svc->store), r->table, r->table_id, &t)) != 0)
 		goto out;
 	if ((rc = service_read_options(r->options, &ro, &columns)) < 0)
 		goto out;
-	rc = bt_read_row(svc->store, r->table,
-	    service_bytes(r->has_row, r->row), &ro, &row);
+	if (t != NULL)
+		rc = api_read_row_held(svc->store, t, r->table_id, r->table,
+		    service_bytes(r->has_row, r->row), &ro, &row);
+	else
+		rc = bt_read_row(svc->store, r->table,
+		    service_bytes(r->has_row, r->row), &ro, &row);
 	bt_free(columns);
 	if (rc < 0)
 		goto out;
@@ -572,6 +581,7 @@ out_row:
 	service_row_view_release(&view);
 	bt_row_free(row);
 out:
+	server_table_unref(t);
 	service_pb_free(&r->base);
 	return rc;
 }

@@ -363,6 +363,48 @@ test_deadline(struct rpc_server *s, struct counts *n)
 	rpc_client_close(c);
 }
 
+/*
+ * A reply longer in coming than the client's receive timeout still comes;
+ * an idempotent call answers as any; and on a connection the server
+ * closed while idle, a call sends nothing while an idempotent one, which
+ * skips that look, fails as sent.
+ */
+static void
+test_idempotent(struct counts *n)
+{
+	struct rpc_server *s = server_start(NULL, n);
+	struct rpc_client *c = client_start(s), *d = client_start(s);
+	struct buf reply;
+	int32_t status = 1;
+	uint8_t b[4];
+	bool sent;
+	int rc;
+
+	buf_init(&reply);
+	rc = rpc_client_call(c, M_SLEEP, sleep_req(b, 300), ms_from_now(5000),
+	    &reply, &status, &sent);
+	ok(rc == 0 && status == 0 && reply.n == 5 &&
+	    memcmp(reply.p, "slept", 5) == 0, "idempotent: a reply slower "
+	    "than the receive timeout comes");
+	buf_clear(&reply);
+	rc = rpc_client_call_idempotent(d, M_ECHO, slice_str("again"),
+	    ms_from_now(5000), &reply, &status, &sent);
+	ok(rc == 0 && status == 0 && sent && reply.n == 5 &&
+	    memcmp(reply.p, "again", 5) == 0, "idempotent: a call answers");
+	rpc_server_close(s);
+	rc = rpc_client_call(c, M_ECHO, slice_str("x"), ms_from_now(5000),
+	    &reply, &status, &sent);
+	ok(rc == -ECONNRESET && !sent, "idempotent: a call on a connection "
+	    "closed while idle sends nothing (%s)", bt_strerror(rc));
+	rc = rpc_client_call_idempotent(d, M_ECHO, slice_str("x"),
+	    ms_from_now(5000), &reply, &status, &sent);
+	ok(rc < 0 && rpc_client_broken(d), "idempotent: one on a connection "
+	    "closed while idle fails (%s)", bt_strerror(rc));
+	buf_release(&reply);
+	rpc_client_close(c);
+	rpc_client_close(d);
+}
+
 /* A raw connection to s, the preamble exchanged when greet. */
 static void raw_send_frame(int fd, const struct rpc_frame *f);
 
@@ -1214,6 +1256,7 @@ main(void)
 	test_server_max_frame(&n);
 	test_server_close_in_flight(&n);
 	test_server_close_owed_reply(&n);
+	test_idempotent(&n);
 	test_refused();
 	test_secret(&n);
 	return tap_done();
