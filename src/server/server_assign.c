@@ -291,9 +291,15 @@ recover_locked(struct server *s, struct server_table *t, const uint64_t *ids,
 
 		rc = dir == NULL ? -ENOMEM : replay_from(s, dir, &rp);
 	}
-	for (size_t k = 0; k < n && rc == 0; k++)
+	/* Each flushed, so that the master may remove the logs read once
+	 * every tablet is served: BT_NOTFOUND is a tablet that took no
+	 * record, and the next are flushed still. */
+	for (size_t k = 0; k < n && rc == 0; k++) {
 		if ((rc = tablet_freeze(tabs[k])) == 0)
 			rc = tablet_flush(tabs[k], false);
+		if (rc == BT_NOTFOUND)
+			rc = 0;
+	}
 	if (rc < 0)
 		goto out;
 	mutex_lock(&s->apply_mu);

@@ -321,6 +321,23 @@ test_made_later(struct cell_root *r, struct bt_store *second, uint64_t *child)
 	is_int(rc, -ENOENT, "a family the catalog lacks too: -ENOENT");
 }
 
+/* The redo point of tablet id of table tid in the catalog. */
+static uint64_t
+tablet_flushed(struct catalog *c, uint64_t tid, uint64_t id)
+{
+	struct catalog_tablet *rows = NULL;
+	uint64_t seq = 0;
+	size_t n = 0;
+
+	if (catalog_tablets_list(c, tid, &rows, &n) != 0)
+		tap_bail("tablets_list");
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].id == id)
+			seq = rows[i].flushed_seq;
+	catalog_tablets_free(rows, n);
+	return seq;
+}
+
 static void
 test_given_up(struct tstore *ts, struct cell_root *r, struct bt_store *second,
     const uint64_t ids[2], uint64_t child)
@@ -328,7 +345,7 @@ test_given_up(struct tstore *ts, struct cell_root *r, struct bt_store *second,
 	const char *dirs[] = { "nosuch/log", SECOND_DIR "/log" };
 	const char *outside[] = { "/tmp", "../store/log", "servers/../log",
 	    "./log", "log/" };
-	uint64_t tid = table_id(r->catalog, "t"), both[2];
+	uint64_t tid = table_id(r->catalog, "t"), both[2], flushed;
 	char *before, *after;
 	int rc;
 
@@ -355,10 +372,21 @@ test_given_up(struct tstore *ts, struct cell_root *r, struct bt_store *second,
 	    bt_error_detail());
 	rc = put_str(r->s, "t", "y0", "f", "q", 12, "early");
 	is_int(rc, BT_ENOTSERVING, "and it serves nothing: BT_ENOTSERVING");
-	both[1] = child;
+	/* The child first, with nothing to replay: what the second wrote to
+	 * it is flushed (its unload), so that its recovery flushes nothing,
+	 * and the tablet after it must still be flushed. */
+	must(catalog_tablet_assign(r->catalog, child, SECOND_NAME));
+	must(bt_tablet_unload(second, "t", child));
+	must(catalog_tablet_assign(r->catalog, child, CELL_ROOT_NAME));
+	flushed = tablet_flushed(r->catalog, tid, ids[1]);
+	both[0] = child;
+	both[1] = ids[1];
 	rc = api_tablets_recover(r->s, "t", both, 2, dirs + 1, 1);
-	ok(rc == 0, "the root recovers [m, ) and [c, m) from one pass over "
+	ok(rc == 0, "the root recovers [c, m) and [m, ) from one pass over "
 	    "the second's log (%s)", bt_error_detail());
+	ok(tablet_flushed(r->catalog, tid, ids[1]) > flushed, "[m, ), after "
+	    "a tablet that took no record, is flushed: its redo point rose "
+	    "from %" PRIu64, flushed);
 	is_int(rows_match(r->s, "y", 20, "acked") + rows_match(r->s, "z", 5,
 	    "synced") + rows_match(r->s, "x", 10, "second"), 35,
 	    "every acknowledged write of the second reads back at the root");
