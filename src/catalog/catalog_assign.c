@@ -20,7 +20,7 @@ assign_if_txn(struct catalog *c, uint64_t tablet_id, const char *server,
 {
 	char now[CATALOG_SERVER_MAX + 1];
 	sqlite3_stmt *st;
-	bool marked;
+	bool marked, was;
 	int rc;
 
 	st = catalog_stmt(c, STMT_TABLET_SERVER);
@@ -41,10 +41,13 @@ assign_if_txn(struct catalog *c, uint64_t tablet_id, const char *server,
 		    "assigned to %s, not to %s", tablet_id,
 		    now[0] != '\0' ? now : "no server",
 		    expected[0] != '\0' ? expected : "no server");
+	was = marked;
 	if (rec == CATALOG_RECOVERY_BEGIN)
 		marked = true;
 	else if (rec == CATALOG_RECOVERY_DONE)
 		marked = false;
+	if (strcmp(now, server) == 0 && marked == was)
+		return 0;	/* nothing changes */
 	st = catalog_stmt(c, STMT_TABLET_SET_SERVER);
 	if ((rc = catalog_bind(c, st, "utu", tablet_id, server,
 	    (uint64_t)marked)) < 0)
